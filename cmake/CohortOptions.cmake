@@ -8,7 +8,7 @@ option(COHORT_SANITIZE "Build with address and undefined-behaviour sanitizers" O
 add_library(cohort_warnings INTERFACE)
 target_compile_options(cohort_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow
   -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual
-  -Wnull-dereference -Wimplicit-fallthrough)
+  -Wimplicit-fallthrough)
 if(COHORT_WERROR)
   target_compile_options(cohort_warnings INTERFACE -Werror)
 endif()

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+# The two commands of the quickstart, and the steps under them.
+#   make build   install missing packages, configure and build (RelWithDebInfo)
+#   make test    build the default and sanitizer presets and run their tests
+#   make bench   run the benchmarks (see docs/performance.md)
+#   make clean   remove the build trees
+
+.PHONY: all deps build build-asan test test-default test-asan bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cmake --preset default
+	cmake --build --preset default
+
+build-asan: deps
+	cmake --preset asan
+	cmake --build --preset asan
+
+test-default: build
+	ctest --preset default
+
+test-asan: build-asan
+	ctest --preset asan
+
+test: test-default test-asan
+
+bench: build
+	bash bench/run.sh
+
+clean:
+	rm -rf build

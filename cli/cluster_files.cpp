@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cluster_files.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "absl/status/status.h"
+#include "cohort/fmt_absl.h"
+
+namespace cohort::cli {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    const std::string message = fmt::format("cannot read {}: {}", path, std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message) : absl::UnavailableError(message);
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+LoadedCluster LoadCluster(const ClusterPaths& paths) {
+  LoadedCluster loaded;
+  std::vector<std::string> node_names;
+  topology::NodeSource source = topology::NodeSource::kTopology;
+
+  if (paths.config) {
+    loaded.config_path = *paths.config;
+    absl::StatusOr<std::string> text = ReadFile(*paths.config);
+    if (!text.ok()) {
+      loaded.diagnostics.Error({*paths.config, 0, 0}, std::string(text.status().message()),
+                               "pass the path of cohort.conf with -c");
+      return loaded;
+    }
+    config::ConfigResult parsed = config::ParseClusterConfig(*text, *paths.config, ReadFile);
+    loaded.diagnostics.Append(parsed.diagnostics);
+    loaded.config = std::move(parsed.config);
+    for (const config::NodeSpec& node : loaded.config.nodes) node_names.push_back(node.name);
+    source = topology::NodeSource::kConfig;
+  }
+
+  if (paths.topology) {
+    loaded.topology_path = *paths.topology;
+  } else if (!loaded.config.topology_file.empty()) {
+    loaded.topology_path = loaded.config.topology_file;
+  } else if (paths.config) {
+    const std::filesystem::path beside =
+        std::filesystem::path(*paths.config).parent_path() / "topology.conf";
+    if (std::filesystem::exists(beside)) loaded.topology_path = beside.string();
+  }
+
+  if (loaded.topology_path.empty()) {
+    if (!paths.config) {
+      loaded.diagnostics.Error({}, "no configuration given", "pass -c cohort.conf, -t topology.conf, or both");
+      return loaded;
+    }
+    loaded.topology = topology::FlatTopology(node_names);
+  } else {
+    absl::StatusOr<std::string> text = ReadFile(loaded.topology_path);
+    if (!text.ok()) {
+      loaded.diagnostics.Error({loaded.topology_path, 0, 0}, std::string(text.status().message()),
+                               "pass the path of topology.conf with -t");
+      return loaded;
+    }
+    topology::TopologyResult built =
+        topology::BuildTopology(*text, loaded.topology_path, node_names, source);
+    loaded.diagnostics.Append(built.diagnostics);
+    loaded.topology = std::move(built.topology);
+  }
+
+  if (!paths.config) {
+    loaded.default_nodes = true;
+    for (const std::string& name : loaded.topology.NodeNames()) {
+      loaded.config.nodes.push_back(config::DefaultNodeSpec(name));
+    }
+    config::PartitionSpec all;
+    all.name = "all";
+    all.is_default = true;
+    all.nodes = loaded.topology.NodeNames();
+    loaded.config.partitions.push_back(std::move(all));
+  }
+
+  if (loaded.diagnostics.HasErrors()) return loaded;
+  absl::StatusOr<alloc::NodePool> pool =
+      alloc::NodePool::Create(loaded.topology, loaded.config.nodes, loaded.config.partitions);
+  if (!pool.ok()) {
+    loaded.diagnostics.Error({loaded.config_path, 0, 0}, std::string(pool.status().message()));
+    return loaded;
+  }
+  loaded.pool = *std::move(pool);
+  return loaded;
+}
+
+}  // namespace cohort::cli

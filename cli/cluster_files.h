@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cohort/cluster_config.h"
+#include "cohort/diagnostics.h"
+#include "cohort/node_pool.h"
+#include "cohort/topology.h"
+
+/// Reading cohort.conf and topology.conf from disk into the core's model:
+/// the file I/O half of what the pure parsers do from text.
+namespace cohort::cli {
+
+/// Reads a whole file; NotFound or Unavailable with the path and errno text.
+[[nodiscard]] absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+struct ClusterPaths {
+  std::optional<std::string> config;    ///< cohort.conf; none: nodes come from the topology
+  std::optional<std::string> topology;  ///< topology.conf; none: from the config or flat
+};
+
+/// A validated cluster: configuration, topology and a pool over them.
+struct LoadedCluster {
+  config::ClusterConfig config;
+  topology::Topology topology;
+  std::optional<alloc::NodePool> pool;  ///< set when there are no errors
+  std::string config_path;              ///< empty when none was read
+  std::string topology_path;            ///< empty for a flat cluster
+  bool default_nodes = false;           ///< nodes took DefaultNodeSpec (no cohort.conf)
+  Diagnostics diagnostics;              ///< of every file read
+};
+
+/// Loads the files. Without `topology`, uses the config's TopologyFile=, else
+/// topology.conf beside cohort.conf when it exists, else a flat network.
+/// Without `config`, the nodes are those the topology names, each a
+/// DefaultNodeSpec. Problems land in `diagnostics`; the result is usable
+/// only when it has no errors.
+[[nodiscard]] LoadedCluster LoadCluster(const ClusterPaths& paths);
+
+}  // namespace cohort::cli

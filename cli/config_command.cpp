@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cluster_files.h"
+#include "cohort/hostlist.h"
+#include "cohort/slurm_time.h"
+#include "commands.h"
+
+namespace cohort::cli {
+namespace {
+
+struct FileOptions {
+  std::string config;
+  std::string topology;
+
+  [[nodiscard]] ClusterPaths Paths() const {
+    ClusterPaths paths;
+    if (!config.empty()) paths.config = config;
+    if (!topology.empty()) paths.topology = topology;
+    return paths;
+  }
+};
+
+void AddFileOptions(CLI::App& command, FileOptions& options) {
+  command.add_option("-c,--config", options.config, "cohort.conf to read");
+  command.add_option("-t,--topology", options.topology,
+                     "topology.conf to read (default: the config's TopologyFile=, or topology.conf "
+                     "beside it)");
+}
+
+// Prints the findings; returns false when any is an error.
+bool Report(const LoadedCluster& loaded) {
+  std::cerr << loaded.diagnostics.Format();
+  if (loaded.diagnostics.HasErrors()) {
+    std::cerr << fmt::format("{} error{}; nothing was changed\n", loaded.diagnostics.ErrorCount(),
+                             loaded.diagnostics.ErrorCount() == 1 ? "" : "s");
+    return false;
+  }
+  return true;
+}
+
+void PrintSummary(const LoadedCluster& loaded) {
+  const topology::Topology& topo = loaded.topology;
+  const config::ClusterConfig& config = loaded.config;
+  long long gpus = 0;
+  long long cpus = 0;
+  for (const config::NodeSpec& node : config.nodes) {
+    gpus += node.gpus;
+    cpus += node.cpus;
+  }
+  if (!loaded.config_path.empty()) std::cout << fmt::format("config     {}: ok\n", loaded.config_path);
+  if (!loaded.topology_path.empty()) {
+    std::cout << fmt::format("topology   {}: ok\n", loaded.topology_path);
+  }
+  if (!loaded.config_path.empty()) std::cout << fmt::format("cluster    {}\n", config.cluster_name);
+  std::cout << fmt::format("nodes      {} ({}), {} GPUs, {} CPUs{}\n", topo.NodeCount(),
+                           hostlist::Compress(topo.NodeNames()), gpus, cpus,
+                           loaded.default_nodes
+                               ? "; default resources (CPUs=64 MemoryMB=524288 Gpus=8 each: no "
+                                 "cohort.conf given)"
+                               : "");
+  if (topo.HasSwitchTree()) {
+    std::map<int, int> per_level;
+    for (const topology::Switch& s : topo.Switches()) ++per_level[s.level];
+    std::vector<std::string> levels;
+    for (const auto& [level, count] : per_level) {
+      levels.push_back(fmt::format("level {}: {}", level, count));
+    }
+    std::cout << fmt::format("switches   {} ({}), {} tree{}\n", topo.Switches().size(),
+                             fmt::join(levels, ", "), topo.Roots().size(),
+                             topo.Roots().size() == 1 ? "" : "s");
+  } else {
+    std::cout << "switches   none (a flat network)\n";
+  }
+  if (!topo.Blocks().empty()) {
+    std::vector<std::string> names;
+    std::map<std::size_t, int> sizes;
+    for (const topology::Block& b : topo.Blocks()) {
+      names.push_back(b.name);
+      ++sizes[b.nodes.size()];
+    }
+    std::vector<std::string> size_text;
+    for (const auto& [size, count] : sizes) size_text.push_back(fmt::format("{} x {} nodes", count, size));
+    std::cout << fmt::format("blocks     {} ({}): {}\n", topo.Blocks().size(),
+                             hostlist::Compress(names), fmt::join(size_text, ", "));
+  }
+  for (const config::PartitionSpec& p : config.partitions) {
+    std::cout << fmt::format("partition  {}{}: {} nodes ({}), MaxTime {}{}, PriorityTier {}\n", p.name,
+                             &p == config.DefaultPartition() ? " (default)" : "", p.nodes.size(),
+                             hostlist::Compress(p.nodes), FormatSlurmTime(p.max_time),
+                             p.max_nodes ? fmt::format(", MaxNodes {}", *p.max_nodes) : "",
+                             p.priority_tier);
+  }
+}
+
+void PrintTree(const topology::Topology& topo, topology::SwitchId s, const std::string& prefix,
+               bool last, bool top) {
+  const topology::Switch& sw = topo.GetSwitch(s);
+  std::string line = top ? "" : prefix + (last ? "└── " : "├── ");
+  line += fmt::format("{}  level {}, {} nodes", sw.name, sw.level, sw.node_count);
+  if (!sw.nodes.empty()) {
+    std::vector<std::string> names;
+    for (const topology::NodeId n : sw.nodes) names.push_back(topo.NodeName(n));
+    line += fmt::format(": {}", hostlist::Compress(names));
+  }
+  std::cout << line << '\n';
+  const std::string child_prefix = top ? "" : prefix + (last ? "    " : "│   ");
+  for (std::size_t i = 0; i < sw.children.size(); ++i) {
+    PrintTree(topo, sw.children[i], child_prefix, i + 1 == sw.children.size(), false);
+  }
+}
+
+}  // namespace
+
+void AddConfigCommands(CLI::App& app, int& exit_code) {
+  CLI::App* config = app.add_subcommand("config", "check configuration files");
+  config->require_subcommand(1);
+  auto options = std::make_shared<FileOptions>();
+  CLI::App* check = config->add_subcommand(
+      "check", "validate cohort.conf and topology.conf and summarise the cluster; exit 1 on errors");
+  AddFileOptions(*check, *options);
+  check->callback([options, &exit_code] {
+    const ClusterPaths paths = options->Paths();
+    if (!paths.config && !paths.topology) {
+      std::cerr << "cohort: config check needs -c cohort.conf, -t topology.conf, or both\n";
+      exit_code = 2;
+      return;
+    }
+    const LoadedCluster loaded = LoadCluster(paths);
+    if (!Report(loaded)) {
+      exit_code = 1;
+      return;
+    }
+    PrintSummary(loaded);
+  });
+}
+
+void AddTopologyCommands(CLI::App& app, int& exit_code) {
+  CLI::App* topology = app.add_subcommand("topology", "show the network topology");
+  topology->require_subcommand(1);
+  auto options = std::make_shared<FileOptions>();
+  CLI::App* show = topology->add_subcommand(
+      "show", "print the switch tree of a topology file with node counts per switch");
+  AddFileOptions(*show, *options);
+  show->callback([options, &exit_code] {
+    const ClusterPaths paths = options->Paths();
+    if (!paths.config && !paths.topology) {
+      std::cerr << "cohort: topology show needs -t topology.conf (or -c cohort.conf)\n";
+      exit_code = 2;
+      return;
+    }
+    const LoadedCluster loaded = LoadCluster(paths);
+    if (!Report(loaded)) {
+      exit_code = 1;
+      return;
+    }
+    const topology::Topology& topo = loaded.topology;
+    for (std::size_t i = 0; i < topo.Roots().size(); ++i) {
+      if (i > 0) std::cout << '\n';
+      PrintTree(topo, topo.Roots()[i], "", true, true);
+    }
+    if (!topo.Blocks().empty()) {
+      std::cout << "\nblocks (NVLink domains)\n";
+      for (const topology::Block& b : topo.Blocks()) {
+        std::vector<std::string> names;
+        for (const topology::NodeId n : b.nodes) names.push_back(topo.NodeName(n));
+        std::cout << fmt::format("  {}  {} nodes: {}\n", b.name, b.nodes.size(),
+                                 hostlist::Compress(names));
+      }
+    }
+  });
+}
+
+}  // namespace cohort::cli

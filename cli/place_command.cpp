@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bit>
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cluster_files.h"
+#include "cohort/fmt_absl.h"
+#include "cohort/gang_allocator.h"
+#include "cohort/hostlist.h"
+#include "cohort/slurm_memory.h"
+#include "commands.h"
+
+namespace cohort::cli {
+namespace {
+
+struct PlaceOptions {
+  std::string config;
+  std::string topology;
+  int nodes = 0;
+  int tasks_per_node = 1;
+  int cpus_per_task = 1;
+  int gpus_per_node = 0;
+  std::string memory;
+  std::string partition;
+  std::string constraint;
+  std::string nodelist;
+  std::string exclude;
+  bool exclusive = false;
+  std::string switches;
+  int segment = 0;
+  std::string busy;
+  std::string down;
+  std::string drained;
+  bool json = false;
+};
+
+// Resolves a hostlist option to node ids, or explains which names are unknown.
+absl::StatusOr<std::vector<alloc::NodeId>> Resolve(const topology::Topology& topo,
+                                                   std::string_view option,
+                                                   const std::string& list) {
+  std::vector<alloc::NodeId> ids;
+  if (list.empty()) return ids;
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(list);
+  if (!names.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", option, names.status()));
+  }
+  std::vector<std::string> unknown;
+  for (const std::string& name : *names) {
+    if (const std::optional<alloc::NodeId> id = topo.FindNode(name)) {
+      ids.push_back(*id);
+    } else {
+      unknown.push_back(name);
+    }
+  }
+  if (!unknown.empty()) {
+    return absl::InvalidArgumentError(fmt::format("{}: no such nodes: {}; see cohort config check",
+                                                  option, hostlist::Compress(unknown)));
+  }
+  return ids;
+}
+
+std::string GpuList(std::uint64_t mask) {
+  std::vector<std::string> indices;
+  for (int i = 0; i < 64; ++i) {
+    if ((mask >> i) & 1U) indices.push_back(std::to_string(i));
+  }
+  return indices.empty() ? "-" : hostlist::Compress(indices);
+}
+
+int Run(const PlaceOptions& o) {
+  ClusterPaths paths;
+  if (!o.config.empty()) paths.config = o.config;
+  if (!o.topology.empty()) paths.topology = o.topology;
+  if (!paths.config && !paths.topology) {
+    std::cerr << "cohort: place needs -t topology.conf (and optionally -c cohort.conf)\n";
+    return 2;
+  }
+  LoadedCluster loaded = LoadCluster(paths);
+  std::cerr << loaded.diagnostics.Format();
+  if (loaded.diagnostics.HasErrors()) return 1;
+  const topology::Topology& topo = loaded.topology;
+  alloc::NodePool& pool = *loaded.pool;
+
+  alloc::GangRequest request;
+  request.nodes = o.nodes;
+  request.tasks_per_node = o.tasks_per_node;
+  request.cpus_per_task = o.cpus_per_task;
+  request.gpus_per_node = o.gpus_per_node;
+  request.exclusivity = o.exclusive ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
+  if (o.segment != 0) request.segment = o.segment;
+  if (!o.memory.empty()) {
+    absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(o.memory);
+    if (!mb.ok()) {
+      std::cerr << fmt::format("cohort: --mem: {}\n", mb.status());
+      return 2;
+    }
+    request.memory_mb_per_node = *mb;
+  }
+  if (!o.switches.empty()) {
+    // --switches=N[@wait]: offline there is no waiting, so only N matters.
+    const std::string count = o.switches.substr(0, o.switches.find('@'));
+    int n = 0;
+    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
+    if (count.empty() || error != std::errc() || end != count.data() + count.size() || n < 1) {
+      std::cerr << fmt::format("cohort: --switches \"{}\": write N or N@TIME with N at least 1\n",
+                               o.switches);
+      return 2;
+    }
+    request.max_leaves = n;
+  }
+  if (!o.partition.empty()) {
+    request.partition = pool.FindPartition(o.partition);
+    if (!request.partition) {
+      std::vector<std::string> known;
+      for (alloc::PartitionId p = 0; p < pool.PartitionCount(); ++p) {
+        known.push_back(pool.GetPartition(p).name);
+      }
+      std::cerr << fmt::format("cohort: -p: no partition {}; partitions: {}\n", o.partition,
+                               fmt::join(known, ", "));
+      return 2;
+    }
+  }
+  for (std::string feature : std::vector<std::string>{o.constraint}) {
+    std::size_t start = 0;
+    while (start < feature.size()) {
+      const std::size_t stop = feature.find_first_of(",&", start);
+      const std::string item = feature.substr(start, stop - start);
+      if (!item.empty()) request.features.push_back(item);
+      if (stop == std::string::npos) break;
+      start = stop + 1;
+    }
+  }
+  struct Marked {
+    std::string_view option;
+    const std::string& list;
+    std::vector<alloc::NodeId>* out;
+  };
+  std::vector<alloc::NodeId> busy;
+  std::vector<alloc::NodeId> down;
+  std::vector<alloc::NodeId> drained;
+  for (const Marked& m : {Marked{"--nodelist", o.nodelist, &request.required_nodes},
+                          Marked{"--exclude", o.exclude, &request.excluded_nodes},
+                          Marked{"--busy", o.busy, &busy}, Marked{"--down", o.down, &down},
+                          Marked{"--drained", o.drained, &drained}}) {
+    absl::StatusOr<std::vector<alloc::NodeId>> ids = Resolve(topo, m.option, m.list);
+    if (!ids.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", ids.status());
+      return 2;
+    }
+    *m.out = *std::move(ids);
+  }
+  if (absl::Status valid = alloc::ValidateGangRequest(request); !valid.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", valid);
+    return 2;
+  }
+
+  // What the other jobs hold: whole busy nodes; down and drained take none.
+  for (const alloc::NodeId n : busy) {
+    if (pool.IsIdle(n)) {
+      const alloc::NodeCapacity& c = pool.Capacity(n);
+      const alloc::NodeGrant whole{n, c.cpus, c.memory_mb, alloc::AllGpus(c.gpus)};
+      pool.Commit({&whole, 1});
+    }
+  }
+  for (const alloc::NodeId n : down) pool.SetCondition(n, alloc::NodeCondition::kDown);
+  for (const alloc::NodeId n : drained) pool.SetCondition(n, alloc::NodeCondition::kDrained);
+
+  alloc::GangAllocator allocator(topo);
+  const alloc::PlacementResult result = allocator.Place(request, pool);
+  const alloc::Placement& placement = result.placement;
+  std::vector<std::string> names;
+  std::vector<std::string> leaves;
+  for (const alloc::NodeGrant& g : placement.grants) names.push_back(topo.NodeName(g.node));
+  for (const topology::SwitchId s : placement.leaves) leaves.push_back(topo.GetSwitch(s).name);
+  const char* outcome = result.outcome == alloc::Outcome::kPlaced ? "placed"
+                        : result.outcome == alloc::Outcome::kBusy ? "busy"
+                                                                  : "infeasible";
+
+  if (o.json) {
+    nlohmann::json out;
+    out["outcome"] = outcome;
+    if (result.outcome == alloc::Outcome::kPlaced) {
+      out["nodes"] = hostlist::Compress(names);
+      out["switch"] = topo.GetSwitch(placement.domain).name;
+      out["level"] = placement.level;
+      out["leaves"] = leaves;
+      nlohmann::json grants = nlohmann::json::array();
+      for (const alloc::NodeGrant& g : placement.grants) {
+        grants.push_back({{"node", topo.NodeName(g.node)},
+                          {"cpus", g.cpus},
+                          {"memory_mb", g.memory_mb},
+                          {"gpus", GpuList(g.gpus)}});
+      }
+      out["grants"] = grants;
+    } else {
+      out["reason"] = result.reason;
+    }
+    std::cout << out.dump(2) << '\n';
+    return result.outcome == alloc::Outcome::kPlaced ? 0 : 1;
+  }
+
+  if (result.outcome != alloc::Outcome::kPlaced) {
+    std::cout << fmt::format("{}: {}\n", outcome, result.reason);
+    return 1;
+  }
+  const topology::Switch& domain = topo.GetSwitch(placement.domain);
+  std::cout << fmt::format("placed {} node{}: {}\n", names.size(), names.size() == 1 ? "" : "s",
+                           hostlist::Compress(names));
+  std::cout << fmt::format("  under switch {} (level {} of {})\n", domain.name, placement.level,
+                           topo.MaxLevel());
+  std::cout << fmt::format("  spans {} leaf switch{}: {}\n", leaves.size(),
+                           leaves.size() == 1 ? "" : "es", fmt::join(leaves, ", "));
+  if (!topo.Blocks().empty()) {
+    std::vector<std::string> blocks;
+    for (const topology::GroupId g : placement.groups) {
+      const topology::BlockId b = topo.Groups()[g].block;
+      blocks.push_back(b == topology::kNone ? "(none)" : topo.Blocks()[b].name);
+    }
+    std::cout << fmt::format("  spans {} block{}: {}\n", blocks.size(), blocks.size() == 1 ? "" : "s",
+                             fmt::join(blocks, ", "));
+  }
+  for (const alloc::NodeGrant& g : placement.grants) {
+    std::cout << fmt::format("  {:<12} cpus {:<4} mem {:<8} gpus {}\n", topo.NodeName(g.node), g.cpus,
+                             g.memory_mb, GpuList(g.gpus));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddPlaceCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<PlaceOptions>();
+  CLI::App* place = app.add_subcommand(
+      "place", "show where the gang allocator would put a job, offline (no controller needed)");
+  place->add_option("-c,--config", o->config, "cohort.conf to read");
+  place->add_option("-t,--topology", o->topology, "topology.conf to read");
+  place->add_option("-N,--nodes", o->nodes, "nodes of the job")->required();
+  place->add_option("--ntasks-per-node", o->tasks_per_node, "ranks per node");
+  place->add_option("--cpus-per-task", o->cpus_per_task, "CPUs per rank");
+  place->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node");
+  place->add_option("--mem", o->memory, "memory per node (MB, or with a K/M/G/T unit)");
+  place->add_option("-p,--partition", o->partition, "partition (default: every node)");
+  place->add_option("-C,--constraint", o->constraint, "required node features, comma separated");
+  place->add_option("-w,--nodelist", o->nodelist, "nodes that must be in the gang (hostlist)");
+  place->add_option("-x,--exclude", o->exclude, "nodes that must not be (hostlist)");
+  place->add_flag("--exclusive", o->exclusive, "whole nodes only");
+  place->add_option("--switches", o->switches, "at most N leaf switches: N[@wait]");
+  place->add_option("--segment", o->segment, "place in pieces of S nodes, each inside one block");
+  place->add_option("--busy", o->busy, "nodes taken whole by other jobs (hostlist)");
+  place->add_option("--down", o->down, "nodes that are down (hostlist)");
+  place->add_option("--drained", o->drained, "nodes that are drained (hostlist)");
+  place->add_flag("--json", o->json, "print the result as JSON");
+  place->callback([o, &exit_code] { exit_code = Run(*o); });
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cohort/node_pool.h"
+#include "cohort/topology.h"
+
+/// All-or-nothing placement of a gang over the switch tree and NVLink blocks.
+namespace cohort::alloc {
+
+enum class Exclusivity : std::uint8_t { kShared, kExclusive };
+
+/// What one job asks for, per node of its gang.
+struct GangRequest {
+  int nodes = 1;
+  int tasks_per_node = 1;
+  int cpus_per_task = 1;
+  int gpus_per_node = 0;
+  std::int64_t memory_mb_per_node = 0;  ///< 0: no memory request
+  Exclusivity exclusivity = Exclusivity::kShared;
+  std::optional<PartitionId> partition;  ///< none: every node of the pool
+  std::vector<std::string> features;     ///< every node must have all of them
+  std::vector<NodeId> required_nodes;    ///< must be part of the gang
+  std::vector<NodeId> excluded_nodes;    ///< must not be
+  std::optional<int> max_leaves;         ///< --switches=N: at most N leaf switches
+  std::optional<int> segment;            ///< --segment=S: S-node pieces, each in one block
+};
+
+/// Rejects requests no cluster could run: counts below one, tasks or GPUs
+/// beyond a node's limits, a node count not a multiple of the segment.
+/// Returns InvalidArgument naming the field and the fix.
+[[nodiscard]] absl::Status ValidateGangRequest(const GangRequest& request);
+
+enum class Outcome : std::uint8_t {
+  kPlaced,      ///< the placement holds the whole gang
+  kBusy,        ///< would fit an idle cluster: wait
+  kInfeasible,  ///< can never run here; the reason says why
+};
+
+struct Placement {
+  std::vector<NodeGrant> grants;  ///< one per node, by NodeId
+  topology::SwitchId domain = topology::kNone;  ///< the lowest switch above the gang
+  int level = 0;                                ///< that switch's level
+  std::vector<topology::SwitchId> leaves;       ///< distinct leaves spanned, ascending
+  std::vector<topology::GroupId> groups;        ///< distinct groups spanned, ascending
+};
+
+struct PlacementResult {
+  Outcome outcome = Outcome::kInfeasible;
+  Placement placement;  ///< only for kPlaced
+  std::string reason;   ///< for kBusy and kInfeasible
+};
+
+/// Places gangs over one topology. Prefers, in order: (1) the lowest switch
+/// whose subtree holds the whole job, (2) the fewest groups (leaf switches,
+/// or NVLink blocks where the topology has them) under it, (3) the tightest
+/// fit, keeping large free groups whole. A job that fits in one group lands
+/// in one group. Within a node, GPUs that share a locality group are taken
+/// first. Deterministic: ties go to the lowest id.
+///
+/// Keeps scratch buffers between calls, so one instance serves one thread.
+/// The topology must outlive it.
+class GangAllocator {
+ public:
+  explicit GangAllocator(const topology::Topology& topology);
+
+  /// Finds where `request` goes in `pool` now, without changing the pool
+  /// (commit the grants with NodePool::Commit). Never a partial placement.
+  [[nodiscard]] PlacementResult Place(const GangRequest& request, const NodePool& pool);
+
+ private:
+  enum class View : std::uint8_t { kNow, kIdleCluster };
+  struct Need;
+
+  PlacementResult TryPlace(const GangRequest& request, const NodePool& pool, const Need& need,
+                           View view);
+  void ChooseNodes(topology::GroupId group, int take, const NodePool& pool, const Need& need,
+                   View view, std::vector<NodeId>& out);
+
+  const topology::Topology& topology_;
+  std::vector<std::uint8_t> fit_;       ///< by node: may host one node of the gang
+  std::vector<std::uint8_t> excluded_;  ///< by node
+  std::vector<std::uint8_t> required_;  ///< by node
+  std::vector<int> group_fit_;          ///< by group: fitting nodes
+  std::vector<int> group_cap_;          ///< by group: usable nodes (whole segments)
+  std::vector<int> group_required_;     ///< by group: required nodes in it
+};
+
+/// Chooses `count` free GPUs of a node: the locality group with the fewest
+/// free GPUs that still holds them all, else groups with the most free GPUs
+/// first; lowest indices within a group. Returns 0 when fewer are free.
+[[nodiscard]] std::uint64_t ChooseGpus(const NodeCapacity& capacity, std::uint64_t free,
+                                       int count);
+
+}  // namespace cohort::alloc
