@@ -231,16 +231,21 @@ class Parser {
                      fmt::format("bracket opened at position {} is not closed; add ']'", open + 1));
       }
       const char c = hostlist_[pos_];
-      ++pos_;
-      if (c == ']') return absl::OkStatus();
-      if (c == ',') continue;
-      --pos_;
+      if (c == ']' || c == ',') {
+        ++pos_;
+        if (c == ']') return absl::OkStatus();
+        continue;
+      }
       if (IsSpace(c)) return WhitespaceError(pos_);
-      const std::string item = hi_start == lo_start ? std::string(lo_digits)
-                                                    : fmt::format("{}-{}", lo_digits, hi_digits);
-      return Error(pos_, fmt::format("expected ',', '-' or ']' after {}, found {}; brackets hold "
-                                     "only numbers and ranges, as [1,3-5]",
-                                     item, Found(pos_)));
+      if (hi_start == lo_start) {
+        return Error(pos_, fmt::format("expected ',', '-' or ']' after {}, found {}; brackets hold "
+                                       "only numbers and ranges, as [1,3-5]",
+                                       lo_digits, Found(pos_)));
+      }
+      return Error(pos_,
+                   fmt::format("expected ',' or ']' after {}-{}, found {}; brackets hold only "
+                               "numbers and ranges, as [1,3-5]",
+                               lo_digits, hi_digits, Found(pos_)));
     }
   }
 
@@ -306,7 +311,7 @@ void ExpandElement(const Element& element, std::vector<std::string>& names) {
   for (const Part& part : element.parts) {
     if (!part.ranges.empty()) dials.push_back({&part.ranges, 0, part.ranges.front().lo});
   }
-  std::size_t length = 0;  // of the previous name: the next is as long or longer
+  std::size_t length = 0;  // of the previous name, a close guess for the next
   for (std::uint64_t n = 0; n < element.count; ++n) {
     std::string& name = names.emplace_back();
     name.reserve(length);

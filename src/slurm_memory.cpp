@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -33,7 +34,8 @@ absl::StatusOr<std::int64_t> ParseSlurmMemoryMb(std::string_view text) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || value < 0 ||
-      value > (std::int64_t{1} << 40)) {
+      value > (std::int64_t{1} << 40) ||
+      value > (std::numeric_limits<std::int64_t>::max() - 1023) / kb_per_unit) {
     return invalid();
   }
   return (value * kb_per_unit + 1023) / 1024;
