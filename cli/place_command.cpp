@@ -65,12 +65,20 @@ absl::StatusOr<std::vector<alloc::NodeId>> Resolve(const topology::Topology& top
   return ids;
 }
 
+// GPU indices as ranges: 0-3,6.
 std::string GpuList(std::uint64_t mask) {
-  std::vector<std::string> indices;
-  for (int i = 0; i < 64; ++i) {
-    if ((mask >> i) & 1U) indices.push_back(std::to_string(i));
+  std::vector<std::string> ranges;
+  for (int i = 0; i < 64;) {
+    if (((mask >> i) & 1U) == 0) {
+      ++i;
+      continue;
+    }
+    int j = i;
+    while (j + 1 < 64 && ((mask >> (j + 1)) & 1U) != 0) ++j;
+    ranges.push_back(i == j ? std::to_string(i) : fmt::format("{}-{}", i, j));
+    i = j + 1;
   }
-  return indices.empty() ? "-" : hostlist::Compress(indices);
+  return ranges.empty() ? "-" : fmt::format("{}", fmt::join(ranges, ","));
 }
 
 int Run(const PlaceOptions& o) {
