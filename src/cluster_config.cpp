@@ -150,8 +150,9 @@ class Parser {
         ok &= conf::ParseInt(word, conf::ZeroPolicy::kPositiveOnly, number, diagnostics_);
         spec.memory_mb = number;
       } else if (Is(word, "Gpus")) {
-        ok &= conf::ParseInt(word, conf::ZeroPolicy::kAllowZero, number, diagnostics_);
-        if (number > 64) {
+        if (!conf::ParseInt(word, conf::ZeroPolicy::kAllowZero, number, diagnostics_)) {
+          ok = false;
+        } else if (number > 64) {
           diagnostics_.Error(word.value_at, fmt::format("Gpus={} is more than 64 per node", number),
                              "a node holds at most 64 GPUs");
           ok = false;
@@ -192,16 +193,17 @@ class Parser {
     PartitionSpec spec = partition_defaults_;
     spec.name = head.value;
     spec.defined_at = head.key_at;
+    bool all_nodes = defaults_all_nodes_;
     long long number = 0;
     bool ok = true;
     for (std::size_t i = 1; i < line.words.size(); ++i) {
       const conf::Word& word = line.words[i];
       if (Is(word, "Nodes")) {
         if (EqualsIgnoreCase(word.value, "ALL")) {
-          partition_all_[spec.name] = true;
+          all_nodes = true;
           spec.nodes.clear();
         } else {
-          partition_all_[spec.name] = false;
+          all_nodes = false;
           std::vector<std::string> names;
           if (conf::ExpandHostlistValue(word, names, diagnostics_)) {
             spec.nodes = std::move(names);
@@ -244,6 +246,7 @@ class Parser {
     }
     if (is_default_line) {
       partition_defaults_ = spec;
+      defaults_all_nodes_ = all_nodes;
       return;
     }
     if (spec.name.empty()) {
@@ -260,6 +263,7 @@ class Parser {
         return;
       }
     }
+    partition_all_[spec.name] = all_nodes;
     result_.config.partitions.push_back(std::move(spec));
   }
 
@@ -312,6 +316,7 @@ class Parser {
   Diagnostics& diagnostics_;
   NodeSpec node_defaults_;
   PartitionSpec partition_defaults_;
+  bool defaults_all_nodes_ = false;  ///< PartitionName=DEFAULT Nodes=ALL
   std::map<std::string, std::size_t> node_index_;
   std::map<std::string, bool> partition_all_;
   std::map<std::string, SourceLocation> partition_nodes_at_;

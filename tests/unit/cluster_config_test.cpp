@@ -1,2 +1,598 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "cohort/cluster_config.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace cohort::config {
+namespace {
+
+using std::chrono::days;
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using Names = std::vector<std::string>;
+
+constexpr std::string_view kFile = "/etc/cohort/cohort.conf";
+
+// Serves `files` by absolute path, as the shell's loader serves the disk.
+FileLoader MapLoader(std::map<std::string, std::string> files) {
+  return [files = std::move(files)](
+             const std::string &path) -> absl::StatusOr<std::string> {
+    const auto it = files.find(path);
+    if (it == files.end())
+      return absl::NotFoundError("no such file");
+    return it->second;
+  };
+}
+
+ConfigResult Parse(std::string_view text,
+                   std::map<std::string, std::string> files = {}) {
+  return ParseClusterConfig(text, kFile, MapLoader(std::move(files)));
+}
+
+// Parses text that must be clean: no errors, no warnings.
+ClusterConfig MustParse(std::string_view text,
+                        std::map<std::string, std::string> files = {}) {
+  ConfigResult result = Parse(text, std::move(files));
+  EXPECT_TRUE(result.diagnostics.All().empty()) << result.diagnostics.Format();
+  return result.config;
+}
+
+std::vector<Diagnostic> Errors(const ConfigResult &result) {
+  std::vector<Diagnostic> errors;
+  for (const Diagnostic &d : result.diagnostics.All()) {
+    if (d.severity == Severity::kError)
+      errors.push_back(d);
+  }
+  return errors;
+}
+
+// The only error of `text`; fails the test unless there is exactly one.
+Diagnostic OnlyError(std::string_view text,
+                     std::map<std::string, std::string> files = {}) {
+  const ConfigResult result = Parse(text, std::move(files));
+  const std::vector<Diagnostic> errors = Errors(result);
+  EXPECT_EQ(errors.size(), 1U) << result.diagnostics.Format();
+  return errors.empty() ? Diagnostic{} : errors.front();
+}
+
+Names NodeNames(const ClusterConfig &config) {
+  Names names;
+  for (const NodeSpec &node : config.nodes)
+    names.push_back(node.name);
+  return names;
+}
+
+bool Contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// --- A full file
+// ---------------------------------------------------------------
+
+constexpr std::string_view kFullConfig = R"(# A small cluster
+ClusterName=alpha
+ControllerAddr=10.0.0.1
+ControllerPort=7000
+StateDir=/var/spool/cohort
+AuthKeyFile=keys/cohort.key
+TopologyFile=topology.conf
+NodeTimeout=120
+KillWait=10
+NodeName=DEFAULT CPUs=64 MemoryMB=512000 Gpus=8
+NodeName=gpu[001-004] Features=h100,ib
+NodeName=cpu[1-2] CPUs=128 Gpus=0 MemoryMB=256000
+PartitionName=DEFAULT MaxTime=1-00:00:00 PriorityTier=2
+PartitionName=gpu Nodes=gpu[001-004] Default=YES DefaultTime=1:00:00 MaxNodes=4 AllowAccounts=ml,vision
+PartitionName=any Nodes=ALL MaxTime=UNLIMITED PriorityTier=1
+)";
+
+TEST(ClusterConfigTest, FullFileGlobals) {
+  const ClusterConfig config = MustParse(kFullConfig);
+  EXPECT_EQ(config.cluster_name, "alpha");
+  EXPECT_EQ(config.controller_addr, "10.0.0.1");
+  EXPECT_EQ(config.controller_port, 7000);
+  EXPECT_EQ(config.state_dir, "/var/spool/cohort");
+  EXPECT_EQ(config.auth_key_file, "/etc/cohort/keys/cohort.key");
+  EXPECT_EQ(config.topology_file, "/etc/cohort/topology.conf");
+  EXPECT_EQ(config.node_timeout, seconds(120));
+  EXPECT_EQ(config.kill_wait, seconds(10));
+}
+
+TEST(ClusterConfigTest, FullFileNodesTakeDefaultsAndOwnValues) {
+  const ClusterConfig config = MustParse(kFullConfig);
+  EXPECT_EQ(NodeNames(config),
+            (Names{"gpu001", "gpu002", "gpu003", "gpu004", "cpu1", "cpu2"}));
+  const NodeSpec &gpu = config.nodes[2];
+  EXPECT_EQ(gpu.cpus, 64);
+  EXPECT_EQ(gpu.memory_mb, 512000);
+  EXPECT_EQ(gpu.gpus, 8);
+  EXPECT_EQ(gpu.features, (Names{"h100", "ib"}));
+  EXPECT_EQ(gpu.defined_at.file, kFile);
+  EXPECT_EQ(gpu.defined_at.line, 11);
+  const NodeSpec &cpu = config.nodes[5];
+  EXPECT_EQ(cpu.cpus, 128);
+  EXPECT_EQ(cpu.memory_mb, 256000);
+  EXPECT_EQ(cpu.gpus, 0);
+  EXPECT_TRUE(cpu.features.empty());
+}
+
+TEST(ClusterConfigTest, FullFilePartitions) {
+  const ClusterConfig config = MustParse(kFullConfig);
+  ASSERT_EQ(config.partitions.size(), 2U);
+  const PartitionSpec &gpu = config.partitions[0];
+  EXPECT_EQ(gpu.name, "gpu");
+  EXPECT_EQ(gpu.nodes, (Names{"gpu001", "gpu002", "gpu003", "gpu004"}));
+  EXPECT_TRUE(gpu.is_default);
+  EXPECT_EQ(gpu.max_time, days(1)); // from PartitionName=DEFAULT
+  EXPECT_EQ(gpu.default_time, hours(1));
+  EXPECT_EQ(gpu.max_nodes, 4);
+  EXPECT_EQ(gpu.priority_tier, 2);
+  EXPECT_EQ(gpu.allow_accounts, (Names{"ml", "vision"}));
+  EXPECT_EQ(gpu.defined_at.line, 14);
+
+  const PartitionSpec &any = config.partitions[1];
+  EXPECT_EQ(any.name, "any");
+  EXPECT_EQ(any.nodes, NodeNames(config)); // Nodes=ALL, in configuration order
+  EXPECT_FALSE(any.is_default);
+  EXPECT_EQ(any.max_time, kUnlimited);
+  EXPECT_FALSE(any.default_time.has_value());
+  EXPECT_FALSE(any.max_nodes.has_value());
+  EXPECT_EQ(any.priority_tier, 1);
+  EXPECT_TRUE(any.allow_accounts.empty());
+}
+
+TEST(ClusterConfigTest, UnsetGlobalsKeepTheirDefaults) {
+  const ClusterConfig config =
+      MustParse("NodeName=n1\nPartitionName=p Nodes=n1\n");
+  const ClusterConfig defaults;
+  EXPECT_EQ(config.cluster_name, defaults.cluster_name);
+  EXPECT_EQ(config.controller_port, defaults.controller_port);
+  EXPECT_EQ(config.state_dir, defaults.state_dir);
+  EXPECT_TRUE(config.topology_file.empty());
+  EXPECT_EQ(config.node_timeout, seconds(300));
+  EXPECT_EQ(config.kill_wait, seconds(30));
+  ASSERT_EQ(config.nodes.size(), 1U);
+  EXPECT_EQ(config.nodes[0].cpus, 1);
+  EXPECT_EQ(config.nodes[0].gpus, 0);
+}
+
+TEST(ClusterConfigTest, NodeDefaultsApplyToLaterLinesOnly) {
+  const ClusterConfig config = MustParse("NodeName=a1 Gpus=2\n"
+                                         "NodeName=DEFAULT Gpus=4 CPUs=32\n"
+                                         "NodeName=b1\n"
+                                         "NodeName=default Gpus=8\n"
+                                         "NodeName=c1 RealMemory=1000\n"
+                                         "PartitionName=p Nodes=ALL\n");
+  ASSERT_EQ(NodeNames(config), (Names{"a1", "b1", "c1"}));
+  EXPECT_EQ(config.nodes[0].gpus, 2);
+  EXPECT_EQ(config.nodes[0].cpus, 1);
+  EXPECT_EQ(config.nodes[1].gpus, 4);
+  EXPECT_EQ(config.nodes[1].cpus, 32);
+  EXPECT_EQ(config.nodes[2].gpus, 8);
+  EXPECT_EQ(config.nodes[2].cpus, 32);
+  EXPECT_EQ(config.nodes[2].memory_mb, 1000);
+}
+
+TEST(ClusterConfigTest, PartitionDefaultsIncludingNodesAll) {
+  const ClusterConfig config =
+      MustParse("NodeName=n[1-3]\n"
+                "PartitionName=DEFAULT Nodes=ALL MaxTime=2:00:00 MaxNodes=2\n"
+                "PartitionName=short Default=YES\n"
+                "PartitionName=long MaxTime=UNLIMITED MaxNodes=UNLIMITED "
+                "AllowAccounts=ALL\n"
+                "PartitionName=two Nodes=n[1-2]\n");
+  ASSERT_EQ(config.partitions.size(), 3U);
+  EXPECT_EQ(config.partitions[0].nodes, (Names{"n1", "n2", "n3"}));
+  EXPECT_EQ(config.partitions[0].max_time, hours(2));
+  EXPECT_EQ(config.partitions[0].max_nodes, 2);
+  EXPECT_EQ(config.partitions[1].nodes, (Names{"n1", "n2", "n3"}));
+  EXPECT_EQ(config.partitions[1].max_time, kUnlimited);
+  EXPECT_FALSE(config.partitions[1].max_nodes.has_value());
+  EXPECT_EQ(config.partitions[2].nodes, (Names{"n1", "n2"}));
+}
+
+// --- Syntax
+// ----------------------------------------------------------------------
+
+TEST(ClusterConfigTest, KeysAreCaseInsensitive) {
+  const ClusterConfig config = MustParse(
+      "clustername=lab\n"
+      "nodename=n[1-2] cpus=8 GPUS=2 memorymb=1000 features=fast\n"
+      "partitionname=p nodes=all default=yes maxtime=60 priorityTIER=3\n");
+  EXPECT_EQ(config.cluster_name, "lab");
+  ASSERT_EQ(config.nodes.size(), 2U);
+  EXPECT_EQ(config.nodes[1].cpus, 8);
+  EXPECT_EQ(config.nodes[1].gpus, 2);
+  EXPECT_EQ(config.nodes[1].memory_mb, 1000);
+  EXPECT_EQ(config.nodes[1].features, (Names{"fast"}));
+  ASSERT_EQ(config.partitions.size(), 1U);
+  EXPECT_EQ(config.partitions[0].nodes.size(), 2U);
+  EXPECT_TRUE(config.partitions[0].is_default);
+  EXPECT_EQ(config.partitions[0].max_time, minutes(60));
+  EXPECT_EQ(config.partitions[0].priority_tier, 3);
+}
+
+TEST(ClusterConfigTest, CommentsAnywhere) {
+  const ClusterConfig config =
+      MustParse("# a whole-line comment\n"
+                "   # an indented one\n"
+                "ClusterName=lab# no space needed\n"
+                "NodeName=n1 CPUs=4 # Gpus=8 is commented out\n"
+                "PartitionName=p Nodes=ALL\n");
+  EXPECT_EQ(config.cluster_name, "lab");
+  ASSERT_EQ(config.nodes.size(), 1U);
+  EXPECT_EQ(config.nodes[0].cpus, 4);
+  EXPECT_EQ(config.nodes[0].gpus, 0);
+}
+
+TEST(ClusterConfigTest, BackslashContinuesTheLine) {
+  const ClusterConfig config = MustParse("NodeName=n[1-2] \\\n"
+                                         "    CPUs=16 \\  \n"
+                                         "    Gpus=4\n"
+                                         "PartitionName=p Nodes=ALL\n");
+  ASSERT_EQ(config.nodes.size(), 2U);
+  EXPECT_EQ(config.nodes[0].cpus, 16);
+  EXPECT_EQ(config.nodes[0].gpus, 4);
+}
+
+TEST(ClusterConfigTest, ErrorOnAContinuationLineHasItsOwnPosition) {
+  const Diagnostic error = OnlyError("NodeName=n1\n"
+                                     "NodeName=n2 \\\n"
+                                     "    Gpus=x\n");
+  EXPECT_EQ(error.where.line, 3);
+  EXPECT_EQ(error.where.column, 10);
+}
+
+TEST(ClusterConfigTest, QuotedValues) {
+  const ClusterConfig config = MustParse("ClusterName=\"my # cluster\"\n"
+                                         "StateDir=\"/var/lib/co hort\"\n"
+                                         "NodeName=n1 Features=\"a,b\"\n"
+                                         "PartitionName=p Nodes=ALL\n");
+  EXPECT_EQ(config.cluster_name, "my # cluster");
+  EXPECT_EQ(config.state_dir, "/var/lib/co hort");
+  ASSERT_EQ(config.nodes.size(), 1U);
+  EXPECT_EQ(config.nodes[0].features, (Names{"a", "b"}));
+}
+
+TEST(ClusterConfigTest, FeaturesDropEmptyItems) {
+  const ClusterConfig config =
+      MustParse("NodeName=n1 Features=a,,b,\nPartitionName=p Nodes=n1\n");
+  ASSERT_EQ(config.nodes.size(), 1U);
+  EXPECT_EQ(config.nodes[0].features, (Names{"a", "b"}));
+}
+
+// --- Include
+// -----------------------------------------------------------------------
+
+TEST(ClusterConfigTest, IncludeIsRelativeToTheIncludingFile) {
+  const ClusterConfig config =
+      MustParse("Include=conf.d/nodes.conf\n"
+                "PartitionName=p Nodes=ALL\n",
+                {{"/etc/cohort/conf.d/nodes.conf",
+                  "NodeName=a[1-2]\nInclude=more.conf\n"},
+                 {"/etc/cohort/conf.d/more.conf",
+                  "NodeName=b1\nTopologyFile=topology.conf\n"}});
+  EXPECT_EQ(NodeNames(config), (Names{"a1", "a2", "b1"}));
+  EXPECT_EQ(config.nodes[2].defined_at.file, "/etc/cohort/conf.d/more.conf");
+  EXPECT_EQ(config.nodes[2].defined_at.line, 1);
+  EXPECT_EQ(config.topology_file, "/etc/cohort/conf.d/topology.conf");
+}
+
+TEST(ClusterConfigTest, IncludeOfAnAbsolutePath) {
+  const ClusterConfig config =
+      MustParse("Include=/srv/nodes.conf\nPartitionName=p Nodes=ALL\n",
+                {{"/srv/nodes.conf", "NodeName=n1"}});
+  EXPECT_EQ(NodeNames(config), (Names{"n1"}));
+}
+
+TEST(ClusterConfigTest, ErrorsInAnIncludedFileNameThatFile) {
+  const Diagnostic error =
+      OnlyError("NodeName=n1\nInclude=nodes.conf\n",
+                {{"/etc/cohort/nodes.conf", "# nodes\nNodeName=n2 CPUs=0\n"}});
+  EXPECT_EQ(error.where.file, "/etc/cohort/nodes.conf");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 18);
+}
+
+TEST(ClusterConfigTest, MissingInclude) {
+  const Diagnostic error = OnlyError("NodeName=n1\nInclude=missing.conf\n");
+  EXPECT_EQ(error.where.file, kFile);
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 9);
+  EXPECT_EQ(error.message,
+            "cannot include \"/etc/cohort/missing.conf\": no such file");
+  EXPECT_EQ(error.hint, "paths are relative to the including file");
+}
+
+TEST(ClusterConfigTest, IncludeLoopStopsAtTheDepthLimit) {
+  const ConfigResult result =
+      Parse("NodeName=n1\nInclude=loop.conf\n",
+            {{"/etc/cohort/loop.conf", "Include=loop.conf\n"}});
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
+  EXPECT_EQ(errors[0].where.file, "/etc/cohort/loop.conf");
+  EXPECT_EQ(errors[0].where.line, 1);
+  EXPECT_EQ(errors[0].where.column, 9);
+  EXPECT_EQ(errors[0].message, "includes nest deeper than 8 files");
+  EXPECT_EQ(NodeNames(result.config), (Names{"n1"})); // the rest still parsed
+}
+
+// --- Errors, located
+// -------------------------------------------------------------
+
+TEST(ClusterConfigErrorTest, UnknownNodeKeySuggestsTheNearest) {
+  const Diagnostic error = OnlyError("NodeName=n1\nNodeName=n2 Gpu=8\n");
+  EXPECT_EQ(error.where.file, kFile);
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 13);
+  EXPECT_EQ(error.message, "unknown key \"Gpu\" in a NodeName line");
+  EXPECT_EQ(error.hint, "did you mean Gpus?");
+}
+
+TEST(ClusterConfigErrorTest, UnknownGlobalKeyAtLineStartSuggestsTheNearest) {
+  const Diagnostic error = OnlyError("NodeName=n1\nPartitionNmae=batch\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 1);
+  EXPECT_TRUE(Contains(error.message, "PartitionNmae")) << error.message;
+  EXPECT_TRUE(Contains(error.hint, "PartitionName")) << error.hint;
+}
+
+TEST(ClusterConfigErrorTest, UnknownPartitionKey) {
+  const Diagnostic error =
+      OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTme=60\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 27);
+  EXPECT_EQ(error.message, "unknown key \"MaxTme\" in a PartitionName line");
+  EXPECT_EQ(error.hint, "did you mean MaxTime?");
+}
+
+TEST(ClusterConfigErrorTest, FarFromAnyKeyListsTheKnownOnes) {
+  const Diagnostic error = OnlyError("NodeName=n0\nNodeName=n1 Colour=blue\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 13);
+  EXPECT_TRUE(Contains(error.hint, "known keys: CPUs, MemoryMB")) << error.hint;
+}
+
+TEST(ClusterConfigErrorTest, BadInteger) {
+  const Diagnostic error = OnlyError("NodeName=n1\nNodeName=n2 CPUs=many\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 18);
+  EXPECT_EQ(error.message, "CPUs must be a positive integer, found \"many\"");
+  EXPECT_EQ(error.hint, "write CPUs=<number>");
+}
+
+TEST(ClusterConfigErrorTest, IntegerRanges) {
+  EXPECT_EQ(OnlyError("NodeName=n1\nKillWait=-1\n").message,
+            "KillWait must be a non-negative integer, found \"-1\"");
+  EXPECT_EQ(OnlyError("NodeName=n1\nNodeTimeout=0\n").message,
+            "NodeTimeout must be a positive integer, found \"0\"");
+  EXPECT_EQ(OnlyError("NodeName=n1\nControllerPort=70000\n").message,
+            "ControllerPort 70000 is not a TCP port");
+  EXPECT_EQ(OnlyError("NodeName=n1\nNodeName=n2 Gpus=65\n").message,
+            "Gpus=65 is more than 64 per node");
+  EXPECT_EQ(OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL Default=maybe\n")
+                .message,
+            "Default must be YES or NO, found \"maybe\"");
+}
+
+TEST(ClusterConfigErrorTest, BadGpusAfterAnotherNumberIsOneError) {
+  // The GPU range check must not judge the number left over from MemoryMB=.
+  const Diagnostic error =
+      OnlyError("NodeName=n1\nNodeName=n2 MemoryMB=512000 Gpus=x\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 34);
+  EXPECT_EQ(error.message, "Gpus must be a non-negative integer, found \"x\"");
+}
+
+TEST(ClusterConfigErrorTest, BadTime) {
+  const Diagnostic error =
+      OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTime=1:2:3:4\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 35);
+  EXPECT_TRUE(Contains(error.message, "MaxTime: time \"1:2:3:4\""))
+      << error.message;
+  EXPECT_TRUE(Contains(error.message, "D-HH:MM:SS")) << error.message;
+  EXPECT_EQ(error.hint, "for example MaxTime=2-00:00:00");
+}
+
+TEST(ClusterConfigErrorTest, BadHostlistPointsAtTheFaultyCharacter) {
+  // gpu[3-1]: the range starts at the 5th character of the value.
+  const Diagnostic backwards =
+      OnlyError("NodeName=n1\nNodeName=gpu[3-1] CPUs=4\n");
+  EXPECT_EQ(backwards.where.line, 2);
+  EXPECT_EQ(backwards.where.column, 14);
+  EXPECT_TRUE(Contains(backwards.message, "runs backwards"))
+      << backwards.message;
+  EXPECT_EQ(backwards.hint,
+            "hostlists look like gpu[001-064] or a[1,3,5-7],b2");
+
+  // n[1-2]]: the stray ']' is the 7th character of Nodes=.
+  const Diagnostic stray =
+      OnlyError("NodeName=n[1-2]\nPartitionName=p Nodes=n[1-2]]\n");
+  EXPECT_EQ(stray.where.line, 2);
+  EXPECT_EQ(stray.where.column, 23 + 6);
+  EXPECT_TRUE(Contains(stray.message, "Nodes: hostlist")) << stray.message;
+}
+
+TEST(ClusterConfigErrorTest, NodeDefinedTwice) {
+  const ConfigResult result =
+      Parse("NodeName=n[1-4]\nNodeName=n[3-5] Gpus=8\n");
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 2U) << result.diagnostics.Format();
+  EXPECT_EQ(errors[0].where.line, 2);
+  EXPECT_EQ(errors[0].where.column, 10);
+  EXPECT_EQ(errors[0].message, "node n3 is defined twice (first at line 1)");
+  EXPECT_EQ(errors[1].message, "node n4 is defined twice (first at line 1)");
+  EXPECT_EQ(NodeNames(result.config), (Names{"n1", "n2", "n3", "n4", "n5"}));
+  EXPECT_EQ(result.config.nodes[2].gpus, 0); // the first definition stands
+}
+
+TEST(ClusterConfigErrorTest, PartitionNamingUnknownNodes) {
+  const Diagnostic error =
+      OnlyError("NodeName=n[1-2]\nPartitionName=p Nodes=n[1-4]\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 23);
+  EXPECT_EQ(error.message,
+            "partition p names nodes with no NodeName line: n[3-4]");
+}
+
+TEST(ClusterConfigErrorTest, TwoDefaultPartitions) {
+  const Diagnostic error = OnlyError("NodeName=n1\n"
+                                     "PartitionName=a Nodes=ALL Default=YES\n"
+                                     "PartitionName=b Nodes=ALL Default=YES\n");
+  EXPECT_EQ(error.where.line, 3);
+  EXPECT_EQ(error.where.column, 1);
+  EXPECT_EQ(error.message, "partitions a and b are both Default=YES");
+}
+
+TEST(ClusterConfigErrorTest, PartitionDefinedTwice) {
+  const Diagnostic error = OnlyError(
+      "NodeName=n1\nPartitionName=p Nodes=ALL\nPartitionName=p Nodes=n1\n");
+  EXPECT_EQ(error.where.line, 3);
+  EXPECT_EQ(error.message, "partition p is defined twice (first at line 2)");
+}
+
+TEST(ClusterConfigErrorTest, DefaultTimeAboveMaxTime) {
+  const Diagnostic error = OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL "
+                                     "MaxTime=1:00:00 DefaultTime=2:00:00\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 1);
+  EXPECT_EQ(error.message,
+            "partition p has DefaultTime 02:00:00 above its MaxTime 01:00:00");
+}
+
+TEST(ClusterConfigErrorTest, WordWithoutEquals) {
+  const ConfigResult result = Parse("NodeName=n1 Gpus8\n");
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
+  EXPECT_EQ(errors[0].where.line, 1);
+  EXPECT_EQ(errors[0].where.column, 13);
+  EXPECT_EQ(errors[0].message, "expected Key=Value, found \"Gpus8\"");
+  EXPECT_EQ(NodeNames(result.config),
+            (Names{"n1"})); // the rest of the line stands
+}
+
+TEST(ClusterConfigErrorTest, MissingKey) {
+  const Diagnostic error = OnlyError("NodeName=n1\n  =5\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 3);
+  EXPECT_EQ(error.message, "missing key before '='");
+}
+
+TEST(ClusterConfigErrorTest, UnterminatedQuote) {
+  const ConfigResult result = Parse("ClusterName=\"lab\nNodeName=n1\n");
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
+  EXPECT_EQ(errors[0].where.line, 1);
+  EXPECT_EQ(errors[0].where.column, 13);
+  EXPECT_EQ(errors[0].message, "unterminated quote");
+  EXPECT_EQ(NodeNames(result.config),
+            (Names{"n1"})); // the next line is still read
+}
+
+TEST(ClusterConfigErrorTest, NoNodesAtAll) {
+  const ConfigResult result = Parse("# empty\nClusterName=lab\n");
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
+  EXPECT_EQ(errors[0].message, "no nodes are defined");
+  EXPECT_EQ(errors[0].where.line, 0);
+  EXPECT_EQ(result.diagnostics.All().size(), 1U); // and no implicit partition
+  EXPECT_TRUE(result.config.partitions.empty());
+}
+
+TEST(ClusterConfigErrorTest, EveryErrorOfTheFileIsReported) {
+  const ConfigResult result =
+      Parse("ClusterName=lab\n"                           // 1
+            "NodeName=n[1-4] CPUs=abc\n"                  // 2 bad integer
+            "NodeName=m[1-2] Gpu=8\n"                     // 3 unknown key
+            "NodeName=k[1-2]\n"                           // 4
+            "NodeName=k2\n"                               // 5 defined twice
+            "Bogus\n"                                     // 6 no '='
+            "PartitionName=a Nodes=k[1-2] MaxTime=soon\n" // 7 bad time
+            "PartitionName=b Nodes=k[1-3] Default=YES\n"  // 8 unknown node
+            "PartitionName=c Nodes=ALL Default=YES\n"     // 9 second default
+            "ControllerPort=http\n");                     // 10 bad integer
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 8U) << result.diagnostics.Format();
+  std::vector<int> lines;
+  for (const Diagnostic &error : errors)
+    lines.push_back(error.where.line);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<int>{2, 3, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(result.diagnostics.ErrorCount(), 8);
+  EXPECT_TRUE(result.diagnostics.HasErrors());
+}
+
+TEST(ClusterConfigErrorTest, FormatShowsFileLineAndColumn) {
+  const ConfigResult result = Parse("NodeName=n1\nNodeName=n2 Gpu=8\n");
+  EXPECT_TRUE(Contains(
+      result.diagnostics.Format(),
+      "/etc/cohort/cohort.conf:2:13: error: unknown key \"Gpu\" in a NodeName "
+      "line\n  hint: did you mean Gpus?\n"))
+      << result.diagnostics.Format();
+}
+
+// --- Partitions
+// ------------------------------------------------------------------
+
+TEST(ClusterConfigTest, NoPartitionLineMakesAnImplicitOne) {
+  const ConfigResult result = Parse("NodeName=n[1-3]\n");
+  EXPECT_FALSE(result.diagnostics.HasErrors()) << result.diagnostics.Format();
+  ASSERT_EQ(result.diagnostics.All().size(), 1U);
+  const Diagnostic &warning = result.diagnostics.All()[0];
+  EXPECT_EQ(warning.severity, Severity::kWarning);
+  EXPECT_TRUE(Contains(warning.message, "partition \"all\""))
+      << warning.message;
+  ASSERT_EQ(result.config.partitions.size(), 1U);
+  const PartitionSpec &all = result.config.partitions[0];
+  EXPECT_EQ(all.name, "all");
+  EXPECT_TRUE(all.is_default);
+  EXPECT_EQ(all.nodes, (Names{"n1", "n2", "n3"}));
+  EXPECT_EQ(result.config.DefaultPartition(), &all);
+}
+
+TEST(ClusterConfigTest, DefaultPartitionIsTheMarkedOneElseTheFirst) {
+  const ClusterConfig marked =
+      MustParse("NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b "
+                "Nodes=ALL Default=YES\n");
+  ASSERT_NE(marked.DefaultPartition(), nullptr);
+  EXPECT_EQ(marked.DefaultPartition()->name, "b");
+
+  const ClusterConfig unmarked = MustParse(
+      "NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL\n");
+  ASSERT_NE(unmarked.DefaultPartition(), nullptr);
+  EXPECT_EQ(unmarked.DefaultPartition()->name, "a");
+
+  EXPECT_EQ(ClusterConfig{}.DefaultPartition(), nullptr);
+}
+
+TEST(ClusterConfigTest, FindPartitionByExactName) {
+  const ClusterConfig config = MustParse(
+      "NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL\n");
+  ASSERT_NE(config.FindPartition("b"), nullptr);
+  EXPECT_EQ(config.FindPartition("b")->name, "b");
+  EXPECT_EQ(config.FindPartition("c"), nullptr);
+  EXPECT_EQ(config.FindPartition("B"), nullptr);
+}
+
+TEST(ClusterConfigTest, DefaultNodeSpecIsATypicalGpuNode) {
+  const NodeSpec spec = DefaultNodeSpec("gpu001");
+  EXPECT_EQ(spec.name, "gpu001");
+  EXPECT_EQ(spec.cpus, 64);
+  EXPECT_EQ(spec.memory_mb, 512 * 1024);
+  EXPECT_EQ(spec.gpus, 8);
+  EXPECT_TRUE(spec.features.empty());
+}
+
+} // namespace
+} // namespace cohort::config

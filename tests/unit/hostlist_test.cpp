@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
                     BadHostlist{"a[1, 2]", 5, "whitespace inside a hostlist"},
                     BadHostlist{"a[1,]", 5, "empty item in brackets"},
                     BadHostlist{"a[,1]", 3, "empty item in brackets"},
-                    BadHostlist{"a[1-2-3]", 6, "expected ',', '-' or ']' after 1-2, found '-'"},
+                    BadHostlist{"a[1-2-3]", 6, "expected ',' or ']' after 1-2, found '-'"},
                     BadHostlist{"a[1x]", 4, "found 'x'"},
                     BadHostlist{"a[001-05]", 7, "write both with 3 digits, as 001-005"},
                     BadHostlist{"a[1-010]", 5, "as 001-010"},
@@ -382,6 +382,40 @@ TEST(HostlistPropertyTest, RandomSetsRoundTrip) {
     EXPECT_EQ(Compress(*expanded), hostlist);
     if (testing::Test::HasFailure()) return;
   }
+}
+
+// Random strings over the syntax's characters: Expand either names a position
+// inside the string (or just past it), or gives names that round-trip.
+TEST(HostlistPropertyTest, RandomStringsFailCleanlyOrRoundTrip) {
+  constexpr std::uint32_t kSeed = 7;
+  constexpr std::string_view kAlphabet = "ab019[]-, ";
+  std::mt19937 rng(kSeed);
+  std::uniform_int_distribution<std::size_t> length(0, 12);
+  std::uniform_int_distribution<std::size_t> letter(0, kAlphabet.size() - 1);
+  int expanded_count = 0;
+  for (int iteration = 0; iteration < 20000; ++iteration) {
+    std::string hostlist;
+    for (std::size_t n = length(rng); n > 0; --n) hostlist.push_back(kAlphabet[letter(rng)]);
+    SCOPED_TRACE("seed " + std::to_string(kSeed) + " iteration " + std::to_string(iteration) +
+                 " hostlist \"" + hostlist + "\"");
+    const absl::StatusOr<Names> names = Expand(hostlist, 10'000);
+    if (!names.ok()) {
+      const std::string message(names.status().message());
+      constexpr std::string_view kPosition = "\": position ";
+      const std::size_t at = message.find(kPosition);
+      ASSERT_NE(at, std::string::npos) << message;
+      const std::size_t position = std::stoul(message.substr(at + kPosition.size()));
+      EXPECT_GE(position, 1U) << message;
+      EXPECT_LE(position, hostlist.size() + 1) << message;
+      continue;
+    }
+    ++expanded_count;
+    const absl::StatusOr<Names> again = Expand(Compress(*names));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(SortedUnique(*again), SortedUnique(*names));
+    if (testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(expanded_count, 100);
 }
 
 }  // namespace
