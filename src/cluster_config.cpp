@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/cluster_config.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <map>
@@ -28,6 +29,11 @@ constexpr int kMaxIncludeDepth = 8;
 
 bool Is(const conf::Word& word, std::string_view key) { return EqualsIgnoreCase(word.key, key); }
 
+bool IsGlobalKey(const conf::Word& word) {
+  return std::any_of(kGlobalKeys.begin(), kGlobalKeys.end(),
+                     [&](std::string_view key) { return Is(word, key); });
+}
+
 // Resolves `path` against the folder of `from`, as Slurm resolves Include.
 std::string ResolvePath(std::string_view from, const std::string& path) {
   const std::filesystem::path p(path);
@@ -52,6 +58,10 @@ class Parser {
         ParseNodeLine(line);
       } else if (Is(head, "PartitionName")) {
         ParsePartitionLine(line);
+      } else if (!IsGlobalKey(head)) {
+        // The rest of a line that starts with an unknown key is its
+        // arguments; reporting each of them too would only bury the typo.
+        conf::ReportUnknownKey(head, "in cohort.conf", kGlobalKeys, diagnostics_);
       } else {
         for (const conf::Word& word : line.words) ParseGlobal(word, file, depth);
       }
@@ -111,6 +121,9 @@ class Parser {
       }
     } else if (Is(word, "Include")) {
       Include(word, file, depth);
+    } else if (Is(word, "NodeName") || Is(word, "PartitionName")) {
+      diagnostics_.Error(word.key_at, fmt::format("{}= must start its line", word.key),
+                         fmt::format("move {}={} to a line of its own", word.key, word.value));
     } else {
       conf::ReportUnknownKey(word, "in cohort.conf", kGlobalKeys, diagnostics_);
     }

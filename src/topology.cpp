@@ -218,6 +218,10 @@ class TopologyBuilder {
   void ParseBlockSizes(const conf::Line& line) {
     const conf::Word& word = line.words.front();
     std::vector<int> sizes;
+    if (conf::SplitCommas(word.value).empty()) {
+      diagnostics_.Error(word.value_at, "BlockSizes is empty", "for example BlockSizes=18,36,72");
+      return;
+    }
     for (const std::string& item : conf::SplitCommas(word.value)) {
       int size = 0;
       const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), size);
@@ -311,9 +315,9 @@ class TopologyBuilder {
         }
         for (const auto& [other, names] : clashes) {
           diagnostics_.Error(def.members_at,
-                             fmt::format("{} {} under two leaf switches ({}, {})",
+                             fmt::format("{} {} {} under two leaf switches ({}, {})",
                                          names.size() == 1 ? "node" : "nodes",
-                                         hostlist::Compress(names), t.switches_[other].name,
+                                         hostlist::Compress(names), names.size() == 1 ? "is" : "are", t.switches_[other].name,
                                          def.name),
                              "a node connects to exactly one leaf switch; remove it from one line");
         }
@@ -415,9 +419,9 @@ class TopologyBuilder {
       }
       for (const auto& [other, clash] : clashes) {
         diagnostics_.Error(def.members_at,
-                           fmt::format("{} {} in two blocks ({}, {})",
+                           fmt::format("{} {} {} in two blocks ({}, {})",
                                        clash.size() == 1 ? "node" : "nodes",
-                                       hostlist::Compress(clash), t.blocks_[other].name, def.name),
+                                       hostlist::Compress(clash), clash.size() == 1 ? "is" : "are", t.blocks_[other].name, def.name),
                            "an NVLink domain is physical: each node is in at most one block");
       }
       t.blocks_.push_back(std::move(block));

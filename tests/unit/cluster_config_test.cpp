@@ -347,6 +347,22 @@ TEST(ClusterConfigErrorTest, UnknownGlobalKeyAtLineStartSuggestsTheNearest) {
   EXPECT_TRUE(Contains(error.hint, "PartitionName")) << error.hint;
 }
 
+TEST(ClusterConfigErrorTest, UnknownKeyAtLineStartIsReportedOnce) {
+  // The words after a mistyped line key are its arguments, not more errors.
+  const Diagnostic error = OnlyError("NodeName=n1\nPartitionNmae=batch Nodes=ALL Default=YES\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 1);
+  EXPECT_EQ(error.hint, "did you mean PartitionName?");
+}
+
+TEST(ClusterConfigErrorTest, LineKeyInTheMiddleOfALine) {
+  const Diagnostic error = OnlyError("NodeName=n1\nClusterName=c NodeName=n2\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 15);
+  EXPECT_EQ(error.message, "NodeName= must start its line");
+  EXPECT_EQ(error.hint, "move NodeName=n2 to a line of its own");
+}
+
 TEST(ClusterConfigErrorTest, UnknownPartitionKey) {
   const Diagnostic error =
       OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTme=60\n");

@@ -343,7 +343,7 @@ TEST(TopologyErrorTest, NodesUnderTwoLeavesAreReportedTogether) {
       OnlyError(FromText("SwitchName=leaf0 Nodes=n[1-4]\n"
                          "SwitchName=leaf1 Nodes=n[3-8]\n"));
   EXPECT_EQ(error.message,
-            "nodes n[3-4] under two leaf switches (leaf0, leaf1)");
+            "nodes n[3-4] are under two leaf switches (leaf0, leaf1)");
 }
 
 TEST(TopologyErrorTest, SwitchReferencedButNeverDefined) {
@@ -457,7 +457,13 @@ TEST(TopologyErrorTest, NodeInTwoBlocks) {
                                               "BlockName=b1 Nodes=n[4-6]\n"));
   EXPECT_EQ(error.where.line, 3);
   EXPECT_EQ(error.where.column, 20);
-  EXPECT_EQ(error.message, "node n4 in two blocks (b0, b1)");
+  EXPECT_EQ(error.message, "node n4 is in two blocks (b0, b1)");
+}
+
+TEST(TopologyErrorTest, EmptyBlockSizes) {
+  const Diagnostic error = OnlyError(FromText("BlockSizes=\nSwitchName=leaf0 Nodes=n[1-2]\n"));
+  EXPECT_EQ(error.where.line, 1);
+  EXPECT_EQ(error.message, "BlockSizes is empty");
 }
 
 TEST(TopologyErrorTest, BadBlockSizes) {
