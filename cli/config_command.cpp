@@ -13,6 +13,11 @@
 #include "commands.h"
 
 namespace cohort::cli {
+
+using shell::ClusterPaths;
+using shell::LoadCluster;
+using shell::LoadedCluster;
+using shell::ReportDiagnostics;
 namespace {
 
 struct FileOptions {
@@ -32,17 +37,6 @@ void AddFileOptions(CLI::App& command, FileOptions& options) {
   command.add_option("-t,--topology", options.topology,
                      "topology.conf to read (default: the config's TopologyFile=, or topology.conf "
                      "beside it)");
-}
-
-// Prints the findings; returns false when any is an error.
-bool Report(const LoadedCluster& loaded) {
-  std::cerr << loaded.diagnostics.Format();
-  if (loaded.diagnostics.HasErrors()) {
-    std::cerr << fmt::format("{} error{}; nothing was changed\n", loaded.diagnostics.ErrorCount(),
-                             loaded.diagnostics.ErrorCount() == 1 ? "" : "s");
-    return false;
-  }
-  return true;
 }
 
 void PrintSummary(const LoadedCluster& loaded) {
@@ -133,7 +127,7 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
       return;
     }
     const LoadedCluster loaded = LoadCluster(paths);
-    if (!Report(loaded)) {
+    if (!ReportDiagnostics(loaded)) {
       exit_code = 1;
       return;
     }
@@ -156,7 +150,7 @@ void AddTopologyCommands(CLI::App& app, int& exit_code) {
       return;
     }
     const LoadedCluster loaded = LoadCluster(paths);
-    if (!Report(loaded)) {
+    if (!ReportDiagnostics(loaded)) {
       exit_code = 1;
       return;
     }

@@ -17,6 +17,11 @@
 #include "commands.h"
 
 namespace cohort::cli {
+
+using shell::ClusterPaths;
+using shell::LoadCluster;
+using shell::LoadedCluster;
+using shell::ReportDiagnostics;
 namespace {
 
 struct PlaceOptions {
@@ -90,8 +95,7 @@ int Run(const PlaceOptions& o) {
     return 2;
   }
   LoadedCluster loaded = LoadCluster(paths);
-  std::cerr << loaded.diagnostics.Format();
-  if (loaded.diagnostics.HasErrors()) return 1;
+  if (!ReportDiagnostics(loaded)) return 2;
   const topology::Topology& topo = loaded.topology;
   alloc::NodePool& pool = *loaded.pool;
 
@@ -122,14 +126,18 @@ int Run(const PlaceOptions& o) {
     }
     request.max_leaves = n;
   }
-  if (!o.partition.empty()) {
-    request.partition = pool.FindPartition(o.partition);
+  // As sbatch does: the default partition unless one is named.
+  const config::PartitionSpec* fallback = loaded.config.DefaultPartition();
+  const std::string partition =
+      !o.partition.empty() ? o.partition : (fallback != nullptr ? fallback->name : "");
+  if (!partition.empty()) {
+    request.partition = pool.FindPartition(partition);
     if (!request.partition) {
       std::vector<std::string> known;
       for (alloc::PartitionId p = 0; p < pool.PartitionCount(); ++p) {
         known.push_back(pool.GetPartition(p).name);
       }
-      std::cerr << fmt::format("cohort: -p: no partition {}; partitions: {}\n", o.partition,
+      std::cerr << fmt::format("cohort: -p: no partition {}; partitions: {}\n", partition,
                                fmt::join(known, ", "));
       return 2;
     }
@@ -253,7 +261,7 @@ void AddPlaceCommand(CLI::App& app, int& exit_code) {
   place->add_option("--cpus-per-task", o->cpus_per_task, "CPUs per rank");
   place->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node");
   place->add_option("--mem", o->memory, "memory per node (MB, or with a K/M/G/T unit)");
-  place->add_option("-p,--partition", o->partition, "partition (default: every node)");
+  place->add_option("-p,--partition", o->partition, "partition (default: the default partition)");
   place->add_option("-C,--constraint", o->constraint, "required node features, comma separated");
   place->add_option("-w,--nodelist", o->nodelist, "nodes that must be in the gang (hostlist)");
   place->add_option("-x,--exclude", o->exclude, "nodes that must not be (hostlist)");

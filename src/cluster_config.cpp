@@ -52,11 +52,13 @@ class Parser {
       : loader_(loader), result_(result), diagnostics_(result.diagnostics) {}
 
   void ParseFile(std::string_view text, std::string_view file, int depth) {
+    if (include_stack_.empty()) include_stack_.emplace_back(file);
     for (const conf::Line& line : conf::Lex(text, file, diagnostics_)) {
       const conf::Word& head = line.words.front();
       if (Is(head, "NodeName")) {
         ParseNodeLine(line);
       } else if (Is(head, "PartitionName")) {
+        saw_partition_line_ = true;
         ParsePartitionLine(line);
       } else if (!IsGlobalKey(head)) {
         // The rest of a line that starts with an unknown key is its
@@ -75,7 +77,7 @@ class Parser {
       diagnostics_.Error({}, "no nodes are defined",
                          "add a line such as NodeName=gpu[001-004] CPUs=64 Gpus=8 MemoryMB=512000");
     }
-    if (config.partitions.empty() && !config.nodes.empty()) {
+    if (!saw_partition_line_ && !config.nodes.empty()) {
       // Without partitions no job could be submitted; Slurm refuses, we
       // follow the principle of least surprise and put every node in one.
       PartitionSpec all;
@@ -137,6 +139,11 @@ class Parser {
       return;
     }
     const std::string path = ResolvePath(file, word.value);
+    if (std::find(include_stack_.begin(), include_stack_.end(), path) != include_stack_.end()) {
+      diagnostics_.Error(word.value_at, fmt::format("\"{}\" includes itself", path),
+                         "remove this Include= line, or the one that leads back here");
+      return;
+    }
     absl::StatusOr<std::string> text = loader_(path);
     if (!text.ok()) {
       diagnostics_.Error(word.value_at,
@@ -144,7 +151,9 @@ class Parser {
                          "paths are relative to the including file");
       return;
     }
+    include_stack_.push_back(path);
     ParseFile(*text, path, depth + 1);
+    include_stack_.pop_back();
   }
 
   void ParseNodeLine(const conf::Line& line) {
@@ -333,6 +342,8 @@ class Parser {
   std::map<std::string, std::size_t> node_index_;
   std::map<std::string, bool> partition_all_;
   std::map<std::string, SourceLocation> partition_nodes_at_;
+  std::vector<std::string> include_stack_;  ///< files being read, outermost first
+  bool saw_partition_line_ = false;
 };
 
 }  // namespace

@@ -52,8 +52,7 @@ SwitchId Topology::LowestCommonSwitch(std::span<const NodeId> nodes) const {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kLineKeys = {"SwitchName", "BlockName", "BlockSizes",
-                                                       "Nodes"};
+constexpr std::array<std::string_view, 3> kLineKeys = {"SwitchName", "BlockName", "BlockSizes"};
 constexpr std::array<std::string_view, 4> kSwitchKeys = {"Nodes", "Switches", "LinkSpeed",
                                                          "SwitchName"};
 constexpr std::array<std::string_view, 2> kBlockKeys = {"Nodes", "BlockName"};

@@ -70,7 +70,7 @@ expect_ok "place 4 busy" "$cohort" place -t "$small" -N 4 --busy 'node[1-2]'
 expect_output "place 4 busy leaf" "spans 1 leaf switch: leaf1"
 expect_output "place 4 busy nodes" "placed 4 nodes: node\[5-8\]"
 expect_exit 1 "place 9" "$cohort" place -t "$small" -N 9
-expect_output "place 9 reason" "^infeasible: the cluster has 8 nodes; the job asks for 9"
+expect_output "place 9 reason" "^infeasible: partition all has 8 nodes; the job asks for 9"
 expect_exit 1 "place busy" "$cohort" place -t "$small" -N 4 --busy 'node[1-3,5-6]'
 expect_output "place busy reason" "^busy: 4 nodes needed, 3 of 8 free now"
 expect_ok "place json" "$cohort" place -t "$small" -N 2 --gpus-per-node 2 --json

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/cluster_config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -314,17 +315,28 @@ TEST(ClusterConfigTest, MissingInclude) {
   EXPECT_EQ(error.hint, "paths are relative to the including file");
 }
 
-TEST(ClusterConfigTest, IncludeLoopStopsAtTheDepthLimit) {
+TEST(ClusterConfigTest, AnIncludeLoopIsReportedOnce) {
   const ConfigResult result =
       Parse("NodeName=n1\nInclude=loop.conf\n",
-            {{"/etc/cohort/loop.conf", "Include=loop.conf\n"}});
+            {{"/etc/cohort/loop.conf", "NodeName=n2\nInclude=loop.conf\n"}});
   const std::vector<Diagnostic> errors = Errors(result);
   ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
   EXPECT_EQ(errors[0].where.file, "/etc/cohort/loop.conf");
-  EXPECT_EQ(errors[0].where.line, 1);
+  EXPECT_EQ(errors[0].where.line, 2);
   EXPECT_EQ(errors[0].where.column, 9);
+  EXPECT_EQ(errors[0].message, "\"/etc/cohort/loop.conf\" includes itself");
+  EXPECT_EQ(NodeNames(result.config), (Names{"n1", "n2"}));  // the rest still parsed
+}
+
+TEST(ClusterConfigTest, DeepIncludesStopAtTheDepthLimit) {
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 10; ++i) {
+    files[fmt::format("/etc/cohort/{}.conf", i)] = fmt::format("Include={}.conf\n", i + 1);
+  }
+  const ConfigResult result = Parse("NodeName=n1\nInclude=0.conf\n", files);
+  const std::vector<Diagnostic> errors = Errors(result);
+  ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
   EXPECT_EQ(errors[0].message, "includes nest deeper than 8 files");
-  EXPECT_EQ(NodeNames(result.config), (Names{"n1"})); // the rest still parsed
 }
 
 // --- Errors, located

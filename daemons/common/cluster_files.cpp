@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -12,7 +13,7 @@
 #include "absl/status/status.h"
 #include "cohort/fmt_absl.h"
 
-namespace cohort::cli {
+namespace cohort::shell {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -98,4 +99,12 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
   return loaded;
 }
 
-}  // namespace cohort::cli
+bool ReportDiagnostics(const LoadedCluster& loaded) {
+  std::cerr << loaded.diagnostics.Format();
+  if (!loaded.diagnostics.HasErrors()) return true;
+  std::cerr << fmt::format("{} error{}; nothing was changed\n", loaded.diagnostics.ErrorCount(),
+                           loaded.diagnostics.ErrorCount() == 1 ? "" : "s");
+  return false;
+}
+
+}  // namespace cohort::shell

@@ -12,7 +12,7 @@
 
 /// Reading cohort.conf and topology.conf from disk into the core's model:
 /// the file I/O half of what the pure parsers do from text.
-namespace cohort::cli {
+namespace cohort::shell {
 
 /// Reads a whole file; NotFound or Unavailable with the path and errno text.
 [[nodiscard]] absl::StatusOr<std::string> ReadFile(const std::string& path);
@@ -40,4 +40,8 @@ struct LoadedCluster {
 /// only when it has no errors.
 [[nodiscard]] LoadedCluster LoadCluster(const ClusterPaths& paths);
 
-}  // namespace cohort::cli
+/// Prints the findings to stderr and, when any is an error, a closing count.
+/// Returns false when there is an error.
+bool ReportDiagnostics(const LoadedCluster& loaded);
+
+}  // namespace cohort::shell

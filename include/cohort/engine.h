@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cohort/cluster_config.h"
+#include "cohort/gang_allocator.h"
+#include "cohort/job.h"
+#include "cohort/node_pool.h"
+#include "cohort/topology.h"
+
+/// The scheduler's state machine: jobs and nodes in, decisions out. The
+/// controller executes the decisions (gRPC to agents); tests assert on them.
+namespace cohort {
+
+using alloc::NodeId;
+
+/// Start one node's share of a gang. The shell adds the command, environment
+/// and files it keeps for the job.
+struct LaunchCommand {
+  JobId job = 0;
+  NodeId node = 0;
+  int node_rank = 0;
+  alloc::NodeGrant grant;
+};
+/// Send a signal to the job's ranks on the node.
+struct SignalCommand {
+  JobId job = 0;
+  NodeId node = 0;
+  int signal = 0;
+};
+/// Stop the job's ranks on the node: SIGTERM, SIGKILL after KillWait; the
+/// node answers with JobReleased.
+struct TerminateCommand {
+  JobId job = 0;
+  NodeId node = 0;
+};
+using Command = std::variant<LaunchCommand, SignalCommand, TerminateCommand>;
+
+/// What one call decided: commands for agents, and what changed (for
+/// watchers, logs and persistence).
+struct Effects {
+  std::vector<Command> commands;
+  std::vector<JobId> changed_jobs;
+  std::vector<NodeId> changed_nodes;
+};
+
+/// What an agent reports when it registers.
+struct NodeReport {
+  int cpus = 0;
+  std::int64_t memory_mb = 0;
+  int gpus = 0;
+  std::vector<std::uint64_t> gpu_groups;
+  std::vector<JobId> running_jobs;  ///< jobs with ranks still alive on the node
+};
+
+enum class NodeStatus : std::uint8_t {
+  kUnknown,  ///< no agent has registered
+  kIdle,
+  kMixed,
+  kAllocated,
+  kDraining,
+  kDrained,
+  kDown,
+};
+[[nodiscard]] std::string_view NodeStatusName(NodeStatus status);
+
+struct NodeView {
+  NodeStatus status = NodeStatus::kUnknown;
+  std::string reason;
+  std::vector<JobId> jobs;
+};
+
+/// Identity of a caller, as the shell established it.
+struct Caller {
+  std::uint32_t uid = 0;
+  [[nodiscard]] bool IsOperator() const { return uid == 0; }
+};
+
+/// Owns every job and node of one cluster. Single-threaded: the controller
+/// calls it only from its state thread. Deterministic: same calls, same
+/// `now`, same decisions.
+class Engine {
+ public:
+  /// The topology must outlive the engine.
+  Engine(const config::ClusterConfig& config, const topology::Topology& topology,
+         alloc::NodePool pool);
+
+  /// Validates and queues a job. InvalidArgument names the field and the
+  /// fix; FailedPrecondition says why the job can never run here.
+  [[nodiscard]] absl::StatusOr<JobId> Submit(JobRequest request, Millis now, Effects& effects);
+
+  struct Preview {
+    std::string would_run_on;  ///< hostlist, empty when it would wait
+    std::string reason;
+  };
+  /// Validates like Submit and says where the job would run now.
+  [[nodiscard]] absl::StatusOr<Preview> TestSubmit(const JobRequest& request);
+
+  /// Cancels a job (signal 0) or signals its ranks. NotFound, PermissionDenied
+  /// (another user's job), FailedPrecondition (finished, or not running for
+  /// a signal).
+  [[nodiscard]] absl::Status Cancel(JobId job, int signal, const Caller& caller, Millis now,
+                                    Effects& effects);
+
+  // Agent events. Unknown jobs and nodes are ignored: agents can race the
+  // engine (a job cancelled while its launch was on the wire).
+  [[nodiscard]] absl::Status NodeRegistered(NodeId node, const NodeReport& report, Millis now,
+                                            Effects& effects);
+  void NodeHeartbeat(NodeId node, Millis now);
+  void RankExited(JobId job, NodeId node, int exit_code, int signal, Millis now, Effects& effects);
+  void LaunchFailed(JobId job, NodeId node, const std::string& reason, Millis now,
+                    Effects& effects);
+  void JobReleased(JobId job, NodeId node, Millis now, Effects& effects);
+
+  /// Operator actions. PermissionDenied for non-operators; InvalidArgument
+  /// for a drain without a reason.
+  [[nodiscard]] absl::Status Drain(NodeId node, const std::string& reason, const Caller& caller,
+                                   Effects& effects);
+  [[nodiscard]] absl::Status Resume(NodeId node, const Caller& caller, Effects& effects);
+
+  /// Time passes: nodes silent for NodeTimeout go DOWN, jobs past their
+  /// limit are stopped, --switches waits expire.
+  void Tick(Millis now, Effects& effects);
+  /// One scheduling pass over the pending jobs, highest partition priority
+  /// tier first, then by submission.
+  void Schedule(Millis now, Effects& effects);
+  /// True when something happened that may let a pending job start.
+  [[nodiscard]] bool ScheduleNeeded() const { return schedule_needed_; }
+
+  [[nodiscard]] const Job* FindJob(JobId id) const;
+  /// Every job the engine holds, by id.
+  [[nodiscard]] const std::map<JobId, Job>& Jobs() const { return jobs_; }
+  /// 1-based place of a pending job in the order passes try jobs; 0 if not pending.
+  [[nodiscard]] int QueuePosition(JobId id) const;
+  [[nodiscard]] NodeView ViewNode(NodeId node) const;
+  [[nodiscard]] const alloc::NodePool& Pool() const { return pool_; }
+  [[nodiscard]] const topology::Topology& GetTopology() const { return topology_; }
+  [[nodiscard]] const config::ClusterConfig& Config() const { return config_; }
+
+  /// Checks the invariants: nothing allocated twice, every running gang
+  /// whole, pending jobs hold nothing. Returns Internal naming the first
+  /// broken one. For tests and debug builds.
+  [[nodiscard]] absl::Status CheckInvariants() const;
+
+ private:
+  struct NodeRuntime {
+    bool registered = false;
+    bool down = false;
+    bool drain = false;
+    std::string reason;
+    Millis last_heartbeat{0};
+    std::set<JobId> jobs;
+  };
+
+  absl::StatusOr<Job> Resolve(JobRequest request) const;
+  void Apply(Job& job, JobEvent event, Millis now, Effects& effects);
+  void StopGang(Job& job, Effects& effects);
+  void ReleaseNode(Job& job, int node_rank, Effects& effects);
+  void Finish(Job& job, Millis now, Effects& effects);
+  void NodeLost(NodeId node, const std::string& reason, Millis now, Effects& effects);
+  void UpdateCondition(NodeId node);
+  void Changed(Job& job, Effects& effects);
+  std::vector<JobId> PendingOrder() const;
+  int NodeRankOf(const Job& job, NodeId node) const;
+
+  config::ClusterConfig config_;
+  const topology::Topology& topology_;
+  alloc::NodePool pool_;
+  alloc::GangAllocator allocator_;
+  std::map<JobId, Job> jobs_;
+  std::vector<NodeRuntime> nodes_;
+  JobId next_id_ = 1;
+  bool schedule_needed_ = false;
+};
+
+}  // namespace cohort

@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cohort/engine.h"
+
+#include <algorithm>
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "cohort/check.h"
+#include "cohort/fmt_absl.h"
+#include "cohort/hostlist.h"
+#include "cohort/slurm_time.h"
+
+namespace cohort {
+namespace {
+
+// Finished jobs stay visible to `cohort show job` this long, then leave
+// memory (history is kept by the store).
+constexpr Millis kFinishedRetention = std::chrono::minutes(5);
+
+std::string Names(const topology::Topology& topology, const alloc::Placement& placement) {
+  std::vector<std::string> names;
+  names.reserve(placement.grants.size());
+  for (const alloc::NodeGrant& g : placement.grants) names.push_back(topology.NodeName(g.node));
+  return hostlist::Compress(names);
+}
+
+}  // namespace
+
+std::string_view NodeStatusName(NodeStatus status) {
+  switch (status) {
+    case NodeStatus::kUnknown: return "UNKNOWN";
+    case NodeStatus::kIdle: return "IDLE";
+    case NodeStatus::kMixed: return "MIXED";
+    case NodeStatus::kAllocated: return "ALLOCATED";
+    case NodeStatus::kDraining: return "DRAINING";
+    case NodeStatus::kDrained: return "DRAINED";
+    case NodeStatus::kDown: return "DOWN";
+  }
+  return "UNKNOWN";
+}
+
+Engine::Engine(const config::ClusterConfig& config, const topology::Topology& topology,
+               alloc::NodePool pool)
+    : config_(config),
+      topology_(topology),
+      pool_(std::move(pool)),
+      allocator_(topology),
+      nodes_(static_cast<std::size_t>(topology.NodeCount())) {
+  // No agent has spoken yet: nothing may land anywhere.
+  for (NodeId n = 0; n < topology.NodeCount(); ++n) UpdateCondition(n);
+}
+
+absl::StatusOr<Job> Engine::Resolve(JobRequest request) const {
+  Job job;
+  const config::PartitionSpec* partition = request.partition.empty()
+                                               ? config_.DefaultPartition()
+                                               : config_.FindPartition(request.partition);
+  if (partition == nullptr) {
+    std::vector<std::string> names;
+    for (const config::PartitionSpec& p : config_.partitions) names.push_back(p.name);
+    return absl::InvalidArgumentError(fmt::format("partition: no partition \"{}\"; partitions: {}",
+                                                  request.partition, fmt::join(names, ", ")));
+  }
+  request.partition = partition->name;
+  if (request.account.empty()) request.account = request.user_name;
+  if (!partition->allow_accounts.empty() &&
+      std::find(partition->allow_accounts.begin(), partition->allow_accounts.end(),
+                request.account) == partition->allow_accounts.end()) {
+    return absl::PermissionDeniedError(
+        fmt::format("account: partition {} allows accounts {}; \"{}\" is not one of them; pass -A",
+                    partition->name, fmt::join(partition->allow_accounts, ","), request.account));
+  }
+  if (partition->max_nodes && request.nodes > *partition->max_nodes) {
+    return absl::InvalidArgumentError(
+        fmt::format("nodes: partition {} allows at most {} nodes per job; the job asks for {}",
+                    partition->name, *partition->max_nodes, request.nodes));
+  }
+  if (request.time_limit.count() < 0) {
+    return absl::InvalidArgumentError("time: the time limit is negative");
+  }
+  if (request.time_limit.count() == 0) {
+    job.time_limit = partition->default_time.value_or(partition->max_time);
+  } else if (partition->max_time != kUnlimited && request.time_limit > partition->max_time) {
+    return absl::InvalidArgumentError(
+        fmt::format("time: {} is over partition {}'s MaxTime {}; ask for less with -t",
+                    FormatSlurmTime(request.time_limit), partition->name,
+                    FormatSlurmTime(partition->max_time)));
+  } else {
+    job.time_limit = request.time_limit;
+  }
+  if (request.switches < 0) {
+    return absl::InvalidArgumentError("switches: the leaf switch count must be at least 1");
+  }
+
+  alloc::GangRequest& gang = job.gang;
+  gang.nodes = request.nodes;
+  gang.tasks_per_node = request.tasks_per_node;
+  gang.cpus_per_task = request.cpus_per_task;
+  gang.gpus_per_node = request.gpus_per_node;
+  gang.memory_mb_per_node = request.memory_mb;
+  gang.exclusivity = request.exclusivity;
+  gang.partition = pool_.FindPartition(partition->name);
+  gang.features = request.features;
+  if (request.switches > 0) gang.max_leaves = request.switches;
+  auto resolve_names = [&](const std::vector<std::string>& names, std::string_view option,
+                           std::vector<NodeId>& out) -> absl::Status {
+    for (const std::string& name : names) {
+      const std::optional<NodeId> id = topology_.FindNode(name);
+      if (!id) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: no node {}; see cohort nodes", option, name));
+      }
+      out.push_back(*id);
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = resolve_names(request.nodelist, "nodelist", gang.required_nodes); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = resolve_names(request.exclude, "exclude", gang.excluded_nodes); !s.ok()) {
+    return s;
+  }
+  if (absl::Status valid = alloc::ValidateGangRequest(gang); !valid.ok()) return valid;
+  job.priority_tier = partition->priority_tier;
+  job.request = std::move(request);
+  return job;
+}
+
+absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& effects) {
+  absl::StatusOr<Job> resolved = Resolve(std::move(request));
+  if (!resolved.ok()) return resolved.status();
+  // Refuse what can never run: the allocator tells busy from infeasible.
+  const alloc::PlacementResult probe = allocator_.Place(resolved->gang, pool_);
+  if (probe.outcome == alloc::Outcome::kInfeasible) {
+    return absl::FailedPreconditionError(fmt::format("the job can never run here: {}", probe.reason));
+  }
+  Job job = *std::move(resolved);
+  job.id = next_id_++;
+  job.submit_time = now;
+  job.state = JobState::kPending;
+  job.reason = "None";
+  const JobId id = job.id;
+  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+  COHORT_CHECK(inserted, "job id reused");
+  Changed(it->second, effects);
+  schedule_needed_ = true;
+  return id;
+}
+
+absl::StatusOr<Engine::Preview> Engine::TestSubmit(const JobRequest& request) {
+  absl::StatusOr<Job> resolved = Resolve(request);
+  if (!resolved.ok()) return resolved.status();
+  const alloc::PlacementResult result = allocator_.Place(resolved->gang, pool_);
+  Preview preview;
+  switch (result.outcome) {
+    case alloc::Outcome::kPlaced:
+      preview.would_run_on = Names(topology_, result.placement);
+      break;
+    case alloc::Outcome::kBusy: preview.reason = result.reason; break;
+    case alloc::Outcome::kInfeasible:
+      return absl::FailedPreconditionError(
+          fmt::format("the job can never run here: {}", result.reason));
+  }
+  return preview;
+}
+
+absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis now,
+                            Effects& effects) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", id));
+  }
+  Job& job = it->second;
+  if (!caller.IsOperator() && caller.uid != job.request.uid) {
+    return absl::PermissionDeniedError(
+        fmt::format("job {} belongs to {}; you can cancel only your own jobs", id,
+                    job.request.user_name));
+  }
+  if (IsFinished(job.state)) {
+    return absl::FailedPreconditionError(
+        fmt::format("job {} has already finished ({})", id, JobStateName(job.state)));
+  }
+  if (signal != 0) {
+    if (job.state != JobState::kRunning) {
+      return absl::FailedPreconditionError(
+          fmt::format("job {} is {}; only running jobs can be signalled", id,
+                      JobStateName(job.state)));
+    }
+    for (const alloc::NodeGrant& g : job.placement.grants) {
+      effects.commands.emplace_back(SignalCommand{id, g.node, signal});
+    }
+    return absl::OkStatus();
+  }
+  job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "cancelled by an operator"
+                                                                    : "cancelled by its owner";
+  Apply(job, JobEvent::kCancelled, now, effects);
+  return absl::OkStatus();
+}
+
+void Engine::Changed(Job& job, Effects& effects) {
+  if (effects.changed_jobs.empty() || effects.changed_jobs.back() != job.id) {
+    effects.changed_jobs.push_back(job.id);
+  }
+}
+
+void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
+  const std::optional<JobState> next = Transition(job.state, event);
+  if (!next) return;
+  const JobState before = job.state;
+  if (before == JobState::kPending && *next == JobState::kCancelled) {
+    job.state = JobState::kCancelled;
+    job.cause = EndCause::kCancelled;
+    job.end_time = now;
+    Changed(job, effects);
+    return;
+  }
+  if (before == JobState::kRunning && *next == JobState::kCompleting) {
+    job.cause = CauseOf(event);
+    if (job.cause == EndCause::kNodeLost && job.request.requeue) {
+      job.cause = EndCause::kNodeLostRequeue;
+    }
+    job.state = JobState::kCompleting;
+    if (job.cause != EndCause::kSuccess) StopGang(job, effects);
+    Changed(job, effects);
+    // Every node may already have confirmed (a launch failure on all).
+    if (std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; })) {
+      Finish(job, now, effects);
+    }
+    return;
+  }
+  if (before == JobState::kCompleting && event == JobEvent::kAllReleased) {
+    Finish(job, now, effects);
+    return;
+  }
+  job.state = *next;
+  Changed(job, effects);
+}
+
+void Engine::StopGang(Job& job, Effects& effects) {
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    if (job.released[rank] == 0) {
+      effects.commands.emplace_back(TerminateCommand{job.id, job.placement.grants[rank].node});
+    }
+  }
+}
+
+void Engine::Finish(Job& job, Millis now, Effects& effects) {
+  const JobState final_state = FinalState(job.cause);
+  job.end_time = now;
+  if (final_state == JobState::kPending) {
+    // Requeued: back in the queue with the same id and the next attempt.
+    job.state = JobState::kPending;
+    job.reason = "Requeued";
+    job.reason_detail = "a node of its last attempt was lost";
+    job.cause = EndCause::kNone;
+    job.placement = {};
+    job.released.clear();
+    job.ranks_exited_ok = 0;
+    ++job.attempt;
+    schedule_needed_ = true;
+  } else {
+    job.state = final_state;
+  }
+  Changed(job, effects);
+}
+
+int Engine::NodeRankOf(const Job& job, NodeId node) const {
+  for (std::size_t i = 0; i < job.placement.grants.size(); ++i) {
+    if (job.placement.grants[i].node == node) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Engine::ReleaseNode(Job& job, int node_rank, Effects& effects) {
+  if (job.released[static_cast<std::size_t>(node_rank)] != 0) return;
+  job.released[static_cast<std::size_t>(node_rank)] = 1;
+  const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node_rank)];
+  pool_.Release({&grant, 1});
+  nodes_[static_cast<std::size_t>(grant.node)].jobs.erase(job.id);
+  effects.changed_nodes.push_back(grant.node);
+  schedule_needed_ = true;
+}
+
+void Engine::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,
+                        Effects& effects) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  if (NodeRankOf(job, node) < 0) return;
+  if (exit_code == 0 && signal == 0) {
+    ++job.ranks_exited_ok;
+    const int ranks = job.gang.nodes * job.gang.tasks_per_node;
+    if (job.ranks_exited_ok == ranks) Apply(job, JobEvent::kRanksSucceeded, now, effects);
+    return;
+  }
+  if (job.state == JobState::kRunning) {
+    // The first failure names the job's exit; ranks killed by the gang stop
+    // that follows do not overwrite it.
+    job.exit_code = exit_code;
+    job.exit_signal = signal;
+    job.reason = signal != 0 ? fmt::format("a rank on {} was killed by signal {}",
+                                           topology_.NodeName(node), signal)
+                             : fmt::format("a rank on {} exited with code {}",
+                                           topology_.NodeName(node), exit_code);
+  }
+  Apply(job, JobEvent::kRankFailed, now, effects);
+}
+
+void Engine::LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now,
+                          Effects& effects) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || NodeRankOf(it->second, node) < 0) return;
+  Job& job = it->second;
+  if (job.state == JobState::kRunning) {
+    job.exit_code = 1;
+    job.reason = fmt::format("launch failed on {}: {}", topology_.NodeName(node), reason);
+  }
+  Apply(job, JobEvent::kLaunchFailed, now, effects);
+}
+
+void Engine::JobReleased(JobId id, NodeId node, Millis now, Effects& effects) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  const int rank = NodeRankOf(job, node);
+  if (rank < 0 || IsFinished(job.state) || job.state == JobState::kPending) return;
+  ReleaseNode(job, rank, effects);
+  // A node can only run out of ranks while the job runs if each of them
+  // exited 0; the job runs on until every node is done.
+  if (std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; })) {
+    if (job.state == JobState::kRunning) {
+      // Released everywhere without every exit reported: treat as success
+      // only if all ranks said so.
+      const int ranks = job.gang.nodes * job.gang.tasks_per_node;
+      Apply(job, job.ranks_exited_ok == ranks ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed,
+            now, effects);
+    } else {
+      Apply(job, JobEvent::kAllReleased, now, effects);
+    }
+  }
+}
+
+absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Millis now,
+                                    Effects& effects) {
+  NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  const alloc::NodeCapacity& want = pool_.Capacity(node);
+  runtime.registered = true;
+  runtime.last_heartbeat = now;
+  if (runtime.down) {
+    runtime.down = false;
+    if (!runtime.drain) runtime.reason.clear();
+  }
+  if (report.cpus < want.cpus || report.memory_mb < want.memory_mb || report.gpus < want.gpus) {
+    runtime.drain = true;
+    runtime.reason = fmt::format(
+        "agent reports {} CPUs, {} MB, {} GPUs; its NodeName line says {} CPUs, {} MB, {} GPUs",
+        report.cpus, report.memory_mb, report.gpus, want.cpus, want.memory_mb, want.gpus);
+  }
+  if (!report.gpu_groups.empty() && report.gpus == want.gpus) {
+    // Locality from discovery; a report that does not cover the node's GPUs
+    // leaves the single default group.
+    (void)pool_.SetGpuGroups(node, report.gpu_groups);
+  }
+  // Reconcile: ranks the engine does not expect there are stopped; jobs the
+  // engine placed there whose ranks are gone have lost this node.
+  for (const JobId id : report.running_jobs) {
+    const Job* job = FindJob(id);
+    // Unknown, finished, elsewhere, or stopping (the terminate may have been
+    // lost with the old stream): stop it again.
+    if (job == nullptr || NodeRankOf(*job, node) < 0 || IsFinished(job->state) ||
+        job->state == JobState::kCompleting) {
+      effects.commands.emplace_back(TerminateCommand{id, node});
+    }
+  }
+  const std::set<JobId> expected = runtime.jobs;
+  for (const JobId id : expected) {
+    if (std::find(report.running_jobs.begin(), report.running_jobs.end(), id) !=
+        report.running_jobs.end()) {
+      continue;
+    }
+    Job& job = jobs_.at(id);
+    const int rank = NodeRankOf(job, node);
+    if (job.state == JobState::kRunning) {
+      job.exit_code = 1;
+      job.reason = fmt::format("its ranks on {} vanished when the agent restarted",
+                               topology_.NodeName(node));
+      Apply(job, JobEvent::kNodeLost, now, effects);
+    }
+    if (rank >= 0) JobReleased(id, node, now, effects);
+  }
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  schedule_needed_ = true;
+  return absl::OkStatus();
+}
+
+void Engine::NodeHeartbeat(NodeId node, Millis now) {
+  nodes_[static_cast<std::size_t>(node)].last_heartbeat = now;
+}
+
+void Engine::NodeLost(NodeId node, const std::string& reason, Millis now, Effects& effects) {
+  NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  runtime.down = true;
+  runtime.reason = reason;
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  const std::set<JobId> jobs = runtime.jobs;
+  for (const JobId id : jobs) {
+    Job& job = jobs_.at(id);
+    if (job.state == JobState::kRunning) {
+      job.exit_code = 1;
+      job.reason = fmt::format("node {} was lost: {}", topology_.NodeName(node), reason);
+    }
+    Apply(job, JobEvent::kNodeLost, now, effects);
+    // The lost node cannot confirm; its share is released now (it is DOWN
+    // and takes nothing new until its agent registers again).
+    const int rank = NodeRankOf(job, node);
+    if (rank >= 0) JobReleased(id, node, now, effects);
+  }
+}
+
+absl::Status Engine::Drain(NodeId node, const std::string& reason, const Caller& caller,
+                           Effects& effects) {
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError("only root can drain nodes");
+  }
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("reason: say why the node is drained (--reason TEXT)");
+  }
+  NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  runtime.drain = true;
+  runtime.reason = reason;
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Resume(NodeId node, const Caller& caller, Effects& effects) {
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError("only root can resume nodes");
+  }
+  NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  if (runtime.down) {
+    return absl::FailedPreconditionError(
+        fmt::format("node {} is down ({}); it comes back when its agent registers",
+                    topology_.NodeName(node), runtime.reason));
+  }
+  runtime.drain = false;
+  runtime.reason.clear();
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  schedule_needed_ = true;
+  return absl::OkStatus();
+}
+
+void Engine::UpdateCondition(NodeId node) {
+  const NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  alloc::NodeCondition condition = alloc::NodeCondition::kUp;
+  if (!runtime.registered || runtime.down) {
+    condition = alloc::NodeCondition::kDown;
+  } else if (runtime.drain) {
+    condition = alloc::NodeCondition::kDrained;
+  }
+  pool_.SetCondition(node, condition);
+}
+
+void Engine::Tick(Millis now, Effects& effects) {
+  const Millis node_timeout = std::chrono::duration_cast<Millis>(config_.node_timeout);
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
+    const NodeRuntime& runtime = nodes_[static_cast<std::size_t>(n)];
+    if (runtime.registered && !runtime.down && now - runtime.last_heartbeat > node_timeout) {
+      NodeLost(n, fmt::format("not responding for {} s (NodeTimeout)", config_.node_timeout.count()),
+               now, effects);
+    }
+  }
+  std::vector<JobId> finished_long_ago;
+  for (auto& [id, job] : jobs_) {
+    if (job.state == JobState::kRunning && job.time_limit != kUnlimited &&
+        now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit)) {
+      job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
+      Apply(job, JobEvent::kTimeLimit, now, effects);
+    } else if (job.state == JobState::kPending && job.gang.max_leaves &&
+               job.request.switches_wait.count() > 0 &&
+               now - job.submit_time >= std::chrono::duration_cast<Millis>(job.request.switches_wait)) {
+      // --switches=N@wait: past the wait the job takes any leaves.
+      job.gang.max_leaves.reset();
+      schedule_needed_ = true;
+    } else if (IsFinished(job.state) && now - job.end_time > kFinishedRetention) {
+      finished_long_ago.push_back(id);
+    }
+  }
+  for (const JobId id : finished_long_ago) jobs_.erase(id);
+}
+
+std::vector<JobId> Engine::PendingOrder() const {
+  std::vector<const Job*> pending;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == JobState::kPending) pending.push_back(&job);
+  }
+  std::stable_sort(pending.begin(), pending.end(), [](const Job* a, const Job* b) {
+    return a->priority_tier > b->priority_tier;
+  });
+  std::vector<JobId> order;
+  order.reserve(pending.size());
+  for (const Job* job : pending) order.push_back(job->id);
+  return order;
+}
+
+int Engine::QueuePosition(JobId id) const {
+  const std::vector<JobId> order = PendingOrder();
+  const auto it = std::find(order.begin(), order.end(), id);
+  return it == order.end() ? 0 : static_cast<int>(it - order.begin()) + 1;
+}
+
+void Engine::Schedule(Millis now, Effects& effects) {
+  schedule_needed_ = false;
+  // Strict order within a partition: once a job waits for resources, the
+  // jobs behind it in that partition wait too, so a wide gang is not starved
+  // by a stream of narrow ones (backfill will relax this safely).
+  std::set<alloc::PartitionId> blocked;
+  for (const JobId id : PendingOrder()) {
+    Job& job = jobs_.at(id);
+    const alloc::PartitionId partition = job.gang.partition.value_or(-1);
+    if (blocked.contains(partition)) {
+      if (job.reason != "Priority") {
+        job.reason = "Priority";
+        job.reason_detail = "waiting behind a higher-priority or earlier job of the partition";
+        Changed(job, effects);
+      }
+      continue;
+    }
+    const alloc::PlacementResult result = allocator_.Place(job.gang, pool_);
+    if (result.outcome != alloc::Outcome::kPlaced) {
+      const std::string reason =
+          result.outcome == alloc::Outcome::kBusy ? "Resources" : "ReqNodeNotAvail";
+      if (job.reason != reason || job.reason_detail != result.reason) {
+        job.reason = reason;
+        job.reason_detail = result.reason;
+        Changed(job, effects);
+      }
+      if (result.outcome == alloc::Outcome::kBusy) blocked.insert(partition);
+      continue;
+    }
+    pool_.Commit(result.placement.grants);
+    job.placement = result.placement;
+    job.released.assign(job.placement.grants.size(), 0);
+    job.ranks_exited_ok = 0;
+    job.start_time = now;
+    job.reason = "None";
+    job.reason_detail.clear();
+    job.exit_code = 0;
+    job.exit_signal = 0;
+    // A port per job, spread so that concurrent jobs on one host differ.
+    job.master_port = 20000 + static_cast<int>(job.id % 20000);
+    for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+      const alloc::NodeGrant& grant = job.placement.grants[rank];
+      nodes_[static_cast<std::size_t>(grant.node)].jobs.insert(job.id);
+      effects.changed_nodes.push_back(grant.node);
+      effects.commands.emplace_back(
+          LaunchCommand{job.id, grant.node, static_cast<int>(rank), grant});
+    }
+    Apply(job, JobEvent::kAllocated, now, effects);
+  }
+}
+
+const Job* Engine::FindJob(JobId id) const {
+  const auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+NodeView Engine::ViewNode(NodeId node) const {
+  const NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  NodeView view;
+  view.reason = runtime.reason;
+  view.jobs.assign(runtime.jobs.begin(), runtime.jobs.end());
+  if (runtime.down) {
+    view.status = NodeStatus::kDown;
+  } else if (!runtime.registered) {
+    view.status = NodeStatus::kUnknown;
+  } else if (runtime.drain) {
+    view.status = runtime.jobs.empty() ? NodeStatus::kDrained : NodeStatus::kDraining;
+  } else if (pool_.IsIdle(node)) {
+    view.status = NodeStatus::kIdle;
+  } else {
+    const alloc::NodeFree& free = pool_.Free(node);
+    view.status = free.cpus == 0 || (pool_.Capacity(node).gpus > 0 && free.gpus == 0)
+                      ? NodeStatus::kAllocated
+                      : NodeStatus::kMixed;
+  }
+  return view;
+}
+
+absl::Status Engine::CheckInvariants() const {
+  struct Used {
+    int cpus = 0;
+    std::int64_t memory_mb = 0;
+    std::uint64_t gpus = 0;
+  };
+  std::vector<Used> used(static_cast<std::size_t>(topology_.NodeCount()));
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == JobState::kPending || IsFinished(job.state)) {
+      if (!job.placement.grants.empty() && job.state == JobState::kPending) {
+        return absl::InternalError(fmt::format("pending job {} holds nodes", id));
+      }
+      continue;
+    }
+    if (static_cast<int>(job.placement.grants.size()) != job.gang.nodes) {
+      return absl::InternalError(fmt::format("job {} holds {} nodes of {}", id,
+                                             job.placement.grants.size(), job.gang.nodes));
+    }
+    for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+      if (job.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.placement.grants[rank];
+      Used& u = used[static_cast<std::size_t>(g.node)];
+      if ((u.gpus & g.gpus) != 0) {
+        return absl::InternalError(fmt::format("gpu of {} allocated twice (job {})",
+                                               topology_.NodeName(g.node), id));
+      }
+      if (job.state == JobState::kRunning && std::popcount(g.gpus) < job.gang.gpus_per_node) {
+        return absl::InternalError(fmt::format("job {} holds too few gpus", id));
+      }
+      u.cpus += g.cpus;
+      u.memory_mb += g.memory_mb;
+      u.gpus |= g.gpus;
+    }
+  }
+  for (NodeId n = 0; n < topology_.NodeCount(); ++n) {
+    const Used& u = used[static_cast<std::size_t>(n)];
+    const alloc::NodeCapacity& c = pool_.Capacity(n);
+    const alloc::NodeFree& f = pool_.Free(n);
+    if (f.cpus != c.cpus - u.cpus || f.memory_mb != c.memory_mb - u.memory_mb ||
+        f.gpus != (alloc::AllGpus(c.gpus) & ~u.gpus)) {
+      return absl::InternalError(
+          fmt::format("node {}: free resources disagree with the jobs holding it",
+                      topology_.NodeName(n)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort

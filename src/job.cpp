@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cohort/job.h"
+
+#include <array>
+
+namespace cohort {
+namespace {
+
+constexpr std::optional<JobState> kIgnored = std::nullopt;
+constexpr auto kPending = JobState::kPending;
+constexpr auto kRunning = JobState::kRunning;
+constexpr auto kCompleting = JobState::kCompleting;
+
+// The table, one row per state, one column per JobEvent in declaration
+// order. kAllReleased from kCompleting is resolved by FinalState().
+using Row = std::array<std::optional<JobState>, kJobEventCount>;
+constexpr std::array<Row, kJobStateCount> kTable = {{
+    //  Allocated, Succeeded,  RankFailed,  LaunchFailed, Cancelled,  TimeLimit,   NodeLost,    AllReleased
+    {kRunning, kIgnored, kIgnored, kIgnored, JobState::kCancelled, kIgnored, kIgnored, kIgnored},  // pending
+    {kIgnored, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting,
+     kIgnored},  // running
+    {kIgnored, kIgnored, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting,
+     kCompleting},  // completing: the final state comes from the cause
+    {},             // completed
+    {},             // failed
+    {},             // cancelled
+    {},             // timeout
+    {},             // node_fail
+}};
+
+}  // namespace
+
+std::optional<JobState> Transition(JobState state, JobEvent event) {
+  return kTable[static_cast<std::size_t>(state)][static_cast<std::size_t>(event)];
+}
+
+JobState FinalState(EndCause cause) {
+  switch (cause) {
+    case EndCause::kNone:
+    case EndCause::kSuccess: return JobState::kCompleted;
+    case EndCause::kRankFailed:
+    case EndCause::kLaunchFailed: return JobState::kFailed;
+    case EndCause::kCancelled: return JobState::kCancelled;
+    case EndCause::kTimeLimit: return JobState::kTimeout;
+    case EndCause::kNodeLost: return JobState::kNodeFail;
+    case EndCause::kNodeLostRequeue: return kPending;
+  }
+  return JobState::kFailed;
+}
+
+EndCause CauseOf(JobEvent event) {
+  switch (event) {
+    case JobEvent::kRanksSucceeded: return EndCause::kSuccess;
+    case JobEvent::kRankFailed: return EndCause::kRankFailed;
+    case JobEvent::kLaunchFailed: return EndCause::kLaunchFailed;
+    case JobEvent::kCancelled: return EndCause::kCancelled;
+    case JobEvent::kTimeLimit: return EndCause::kTimeLimit;
+    case JobEvent::kNodeLost: return EndCause::kNodeLost;
+    case JobEvent::kAllocated:
+    case JobEvent::kAllReleased: return EndCause::kNone;
+  }
+  return EndCause::kNone;
+}
+
+std::string_view JobStateName(JobState state) {
+  static constexpr std::array<std::string_view, kJobStateCount> kNames = {
+      "PENDING", "RUNNING", "COMPLETING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
+  return kNames[static_cast<std::size_t>(state)];
+}
+
+bool IsFinished(JobState state) {
+  return state != kPending && state != kRunning && state != kCompleting;
+}
+
+}  // namespace cohort

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cohort/engine.h"
+
+#include <random>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace cohort {
+namespace {
+
+using testing::ClusterBuilder;
+
+constexpr Millis kT0{1'000'000};
+
+// An engine over a small tree whose nodes have all registered.
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4)); }
+
+  void Start(const ClusterBuilder& builder) {
+    cluster_ = std::make_unique<testing::Cluster>(builder.Build());
+    config_.nodes = cluster_->nodes;
+    config::PartitionSpec all;
+    all.name = "all";
+    all.is_default = true;
+    all.nodes = cluster_->topology.NodeNames();
+    all.max_time = std::chrono::hours(1);
+    config_.partitions = {all};
+    config_.node_timeout = std::chrono::seconds(30);
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
+    engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) Register(n);
+  }
+
+  void Register(NodeId n, std::vector<JobId> running = {}) {
+    NodeReport report;
+    report.cpus = 64;
+    report.gpus = 8;
+    report.memory_mb = 1024 * 1024;
+    report.running_jobs = std::move(running);
+    Effects fx;
+    ASSERT_TRUE(engine_->NodeRegistered(n, report, now_, fx).ok());
+  }
+
+  JobId Submit(int nodes, int gpus = 0, std::uint32_t uid = 1000) {
+    JobRequest r;
+    r.name = "train";
+    r.user_name = "alice";
+    r.uid = uid;
+    r.nodes = nodes;
+    r.gpus_per_node = gpus;
+    r.tasks_per_node = 2;
+    Effects fx;
+    absl::StatusOr<JobId> id = engine_->Submit(r, now_, fx);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or(0);
+  }
+
+  Effects Schedule() {
+    Effects fx;
+    engine_->Schedule(now_, fx);
+    EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+    return fx;
+  }
+
+  // Plays the agents: every rank of the job on every node exits with `code`,
+  // then each node releases.
+  void FinishEverywhere(JobId id, int code) {
+    const Job& job = *engine_->FindJob(id);
+    const std::vector<alloc::NodeGrant> grants = job.placement.grants;
+    Effects fx;
+    for (const alloc::NodeGrant& g : grants) {
+      for (int r = 0; r < job.gang.tasks_per_node; ++r) engine_->RankExited(id, g.node, code, 0, now_, fx);
+    }
+    for (const alloc::NodeGrant& g : grants) engine_->JobReleased(id, g.node, now_, fx);
+    EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  }
+
+  JobState State(JobId id) const { return engine_->FindJob(id)->state; }
+
+  config::ClusterConfig config_;
+  std::unique_ptr<testing::Cluster> cluster_;
+  std::unique_ptr<Engine> engine_;
+  Millis now_ = kT0;
+};
+
+TEST_F(EngineTest, GangRunsAndCompletes) {
+  const JobId id = Submit(4, 8);
+  EXPECT_EQ(State(id), JobState::kPending);
+  const Effects fx = Schedule();
+  EXPECT_EQ(State(id), JobState::kRunning);
+  ASSERT_EQ(fx.commands.size(), 4U);
+  for (std::size_t i = 0; i < fx.commands.size(); ++i) {
+    const auto& launch = std::get<LaunchCommand>(fx.commands[i]);
+    EXPECT_EQ(launch.job, id);
+    EXPECT_EQ(launch.node_rank, static_cast<int>(i));
+    EXPECT_EQ(launch.grant.gpus, 0xffU);
+  }
+  EXPECT_EQ(engine_->ViewNode(cluster_->Node("n001")).status, NodeStatus::kAllocated);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_EQ(engine_->ViewNode(cluster_->Node("n001")).status, NodeStatus::kIdle);
+}
+
+TEST_F(EngineTest, FailingRankStopsTheGang) {
+  const JobId id = Submit(2);
+  Schedule();
+  const Job& job = *engine_->FindJob(id);
+  const NodeId first = job.placement.grants[0].node;
+  const NodeId second = job.placement.grants[1].node;
+  Effects fx;
+  engine_->RankExited(id, first, 3, 0, now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  ASSERT_EQ(fx.commands.size(), 2U);
+  EXPECT_EQ(std::get<TerminateCommand>(fx.commands[0]).node, first);
+  EXPECT_EQ(std::get<TerminateCommand>(fx.commands[1]).node, second);
+  // The ranks killed by the stop do not overwrite the first exit code.
+  engine_->RankExited(id, second, 0, 15, now_, fx);
+  engine_->JobReleased(id, first, now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);  // holds the gang until every node confirms
+  engine_->JobReleased(id, second, now_, fx);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  EXPECT_TRUE(engine_->CheckInvariants().ok());
+}
+
+TEST_F(EngineTest, LaunchFailureOnOneNodeFailsTheJob) {
+  const JobId id = Submit(2);
+  Schedule();
+  const NodeId first = engine_->FindJob(id)->placement.grants[0].node;
+  const NodeId second = engine_->FindJob(id)->placement.grants[1].node;
+  Effects fx;
+  engine_->LaunchFailed(id, second, "cannot run \"x\": No such file or directory", now_, fx);
+  engine_->JobReleased(id, second, now_, fx);
+  engine_->JobReleased(id, first, now_, fx);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_NE(engine_->FindJob(id)->reason.find("launch failed on"), std::string::npos);
+}
+
+TEST_F(EngineTest, CancelPendingAndRunning) {
+  const JobId running = Submit(8, 8);
+  const JobId pending = Submit(8, 8);
+  Schedule();
+  EXPECT_EQ(State(pending), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(pending)->reason, "Resources");
+  Effects fx;
+  EXPECT_EQ(engine_->Cancel(pending, 0, Caller{1001}, now_, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(engine_->Cancel(pending, 0, Caller{1000}, now_, fx).ok());
+  EXPECT_EQ(State(pending), JobState::kCancelled);
+  ASSERT_TRUE(engine_->Cancel(running, 0, Caller{0}, now_, fx).ok());
+  EXPECT_EQ(State(running), JobState::kCompleting);
+  FinishEverywhere(running, 0);
+  EXPECT_EQ(State(running), JobState::kCancelled);
+  EXPECT_EQ(engine_->Cancel(running, 0, Caller{0}, now_, fx).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine_->Cancel(999, 0, Caller{0}, now_, fx).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(EngineTest, TimeLimitStopsTheJob) {
+  const JobId id = Submit(1);
+  Schedule();
+  Effects fx;
+  now_ += std::chrono::minutes(61);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) engine_->NodeHeartbeat(n, now_);
+  engine_->Tick(now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(State(id), JobState::kTimeout);
+}
+
+TEST_F(EngineTest, SilentNodeGoesDownAndItsJobsFail) {
+  const JobId id = Submit(2);
+  Schedule();
+  const NodeId lost = engine_->FindJob(id)->placement.grants[0].node;
+  const NodeId other = engine_->FindJob(id)->placement.grants[1].node;
+  now_ += std::chrono::seconds(20);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != lost) engine_->NodeHeartbeat(n, now_);
+  }
+  Effects fx;
+  now_ += std::chrono::seconds(15);
+  engine_->Tick(now_, fx);
+  EXPECT_EQ(engine_->ViewNode(lost).status, NodeStatus::kDown);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  engine_->JobReleased(id, other, now_, fx);
+  EXPECT_EQ(State(id), JobState::kNodeFail);
+  EXPECT_TRUE(engine_->CheckInvariants().ok());
+  // Nothing lands on the down node until its agent registers again.
+  const JobId wide = Submit(8);
+  Schedule();
+  EXPECT_EQ(State(wide), JobState::kPending);
+  Register(lost);
+  Schedule();
+  EXPECT_EQ(State(wide), JobState::kRunning);
+}
+
+TEST_F(EngineTest, RequeueOnNodeLoss) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 2;
+  r.requeue = true;
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  const NodeId lost = engine_->FindJob(id)->placement.grants[0].node;
+  const NodeId other = engine_->FindJob(id)->placement.grants[1].node;
+  now_ += std::chrono::seconds(31);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != lost) engine_->NodeHeartbeat(n, now_);
+  }
+  engine_->Tick(now_, fx);
+  engine_->JobReleased(id, other, now_, fx);
+  EXPECT_EQ(State(id), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(id)->attempt, 2);
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kRunning);
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) EXPECT_NE(g.node, lost);
+}
+
+TEST_F(EngineTest, DrainKeepsNewWorkOffAndResumeBringsItBack) {
+  Effects fx;
+  const NodeId n = cluster_->Node("n001");
+  EXPECT_EQ(engine_->Drain(n, "", Caller{0}, fx).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->Drain(n, "bad dimm", Caller{1000}, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(engine_->Drain(n, "bad dimm", Caller{0}, fx).ok());
+  EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kDrained);
+  const JobId id = Submit(8);
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kPending);
+  ASSERT_TRUE(engine_->Resume(n, Caller{0}, fx).ok());
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kRunning);
+}
+
+TEST_F(EngineTest, AgentWithFewerResourcesIsDrained) {
+  NodeReport report;
+  report.cpus = 2;
+  report.gpus = 8;
+  report.memory_mb = 1024 * 1024;
+  Effects fx;
+  ASSERT_TRUE(engine_->NodeRegistered(0, report, now_, fx).ok());
+  const NodeView view = engine_->ViewNode(0);
+  EXPECT_EQ(view.status, NodeStatus::kDrained);
+  EXPECT_EQ(view.reason,
+            "agent reports 2 CPUs, 1048576 MB, 8 GPUs; its NodeName line says 64 CPUs, 1048576 MB, "
+            "8 GPUs");
+}
+
+TEST_F(EngineTest, SubmitRefusesWhatCanNeverRun) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.nodes = 9;
+  Effects fx;
+  absl::StatusOr<JobId> id = engine_->Submit(r, now_, fx);
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(id.status().message(),
+            "the job can never run here: partition all has 8 nodes; the job asks for 9");
+  r.nodes = 1;
+  r.partition = "gpu";
+  EXPECT_EQ(engine_->Submit(r, now_, fx).status().message(),
+            "partition: no partition \"gpu\"; partitions: all");
+  r.partition.clear();
+  r.time_limit = std::chrono::hours(2);
+  EXPECT_EQ(engine_->Submit(r, now_, fx).status().message(),
+            "time: 02:00:00 is over partition all's MaxTime 01:00:00; ask for less with -t");
+  r.time_limit = {};
+  r.nodes = 0;
+  EXPECT_EQ(engine_->Submit(r, now_, fx).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, StaleJobsReportedByAnAgentAreTerminated) {
+  Effects fx;
+  NodeReport report;
+  report.cpus = 64;
+  report.gpus = 8;
+  report.memory_mb = 1024 * 1024;
+  report.running_jobs = {77};
+  ASSERT_TRUE(engine_->NodeRegistered(0, report, now_, fx).ok());
+  ASSERT_EQ(fx.commands.size(), 1U);
+  EXPECT_EQ(std::get<TerminateCommand>(fx.commands[0]).job, 77);
+}
+
+// The gang-deadlock scenario: many 3-node jobs from several users on 8
+// nodes. Every job runs whole, none shares a GPU, and all finish.
+TEST_F(EngineTest, OversubscribedGangsAllComplete) {
+  std::mt19937 random(7);
+  std::vector<JobId> ids;
+  for (int i = 0; i < 100; ++i) ids.push_back(Submit(3, 4, 1000 + static_cast<std::uint32_t>(i % 4)));
+  int rounds = 0;
+  while (std::any_of(ids.begin(), ids.end(), [&](JobId id) { return !IsFinished(State(id)); })) {
+    ASSERT_LT(++rounds, 1000) << "jobs stopped making progress";
+    Schedule();
+    std::vector<JobId> running;
+    for (const JobId id : ids) {
+      if (State(id) == JobState::kRunning) running.push_back(id);
+    }
+    ASSERT_FALSE(running.empty()) << "nothing runs, yet jobs are pending: a deadlock";
+    FinishEverywhere(running[random() % running.size()], 0);
+    now_ += Millis(10);
+  }
+  for (const JobId id : ids) EXPECT_EQ(State(id), JobState::kCompleted);
+}
+
+}  // namespace
+}  // namespace cohort
