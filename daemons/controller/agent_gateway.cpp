@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent_gateway.h"
+
+#include <deque>
+#include <mutex>
+
+namespace cohort::controller {
+namespace {
+
+class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>,
+                           public AgentLink {
+ public:
+  AgentSession(Controller& controller, std::string peer_host)
+      : controller_(controller), peer_host_(std::move(peer_host)) {
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Close(absl::OkStatus());
+      return;
+    }
+    controller_.OnAgentMessage(this, std::move(incoming_));
+    incoming_.Clear();
+    StartRead(&incoming_);
+  }
+
+  void Send(v1::ControllerMessage message) override {
+    const std::lock_guard lock(mutex_);
+    if (finishing_) return;
+    queue_.push_back(std::move(message));
+    if (!writing_) WriteNext();
+  }
+
+  void Close(absl::Status status) override {
+    const std::lock_guard lock(mutex_);
+    if (finishing_) return;
+    finishing_ = true;
+    final_status_ = ToGrpc(status);
+    if (!writing_) Finish(final_status_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const std::lock_guard lock(mutex_);
+    writing_ = false;
+    queue_.pop_front();
+    if (!ok) {
+      queue_.clear();
+      if (!finishing_) {
+        finishing_ = true;
+        final_status_ = grpc::Status::CANCELLED;
+      }
+    }
+    if (!queue_.empty() && !finishing_) {
+      WriteNext();
+    } else if (finishing_) {
+      Finish(final_status_);
+    }
+  }
+
+  void OnDone() override {
+    controller_.OnAgentGone(this, [this] { delete this; });
+  }
+
+  const std::string& PeerHost() const override { return peer_host_; }
+
+ private:
+  void WriteNext() {
+    writing_ = true;
+    StartWrite(&queue_.front());
+  }
+
+  Controller& controller_;
+  const std::string peer_host_;
+  v1::AgentMessage incoming_;
+  std::mutex mutex_;  ///< guards this stream's write queue, not scheduler state
+  std::deque<v1::ControllerMessage> queue_;
+  bool writing_ = false;
+  bool finishing_ = false;
+  grpc::Status final_status_;
+};
+
+}  // namespace
+
+std::string PeerHostOf(const std::string& peer) {
+  constexpr std::string_view kIpv4 = "ipv4:";
+  constexpr std::string_view kIpv6 = "ipv6:";
+  if (peer.starts_with(kIpv4)) {
+    const std::string rest = peer.substr(kIpv4.size());
+    return rest.substr(0, rest.rfind(':'));
+  }
+  if (peer.starts_with(kIpv6)) {
+    std::string rest = peer.substr(kIpv6.size());
+    rest = rest.substr(0, rest.rfind(':'));
+    if (rest.size() >= 2 && rest.front() == '[' && rest.back() == ']') {
+      rest = rest.substr(1, rest.size() - 2);
+    }
+    return rest;
+  }
+  return "127.0.0.1";
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentGatewayService::Connect(
+    grpc::CallbackServerContext* context) {
+  return new AgentSession(controller_, PeerHostOf(context->peer()));
+}
+
+}  // namespace cohort::controller

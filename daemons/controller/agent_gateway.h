@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cohort/v1/cohort.grpc.pb.h"
+#include "controller.h"
+
+namespace cohort::controller {
+
+/// The AgentGateway service: one bidirectional stream per node. Each stream
+/// is an AgentLink the Controller sends through; what the agent sends is
+/// posted to the state thread in order.
+class AgentGatewayService final : public v1::AgentGateway::CallbackService {
+ public:
+  explicit AgentGatewayService(Controller& controller) : controller_(controller) {}
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  Controller& controller_;
+};
+
+/// The host part of a gRPC peer string (`ipv4:10.0.0.5:4711` gives
+/// `10.0.0.5`); 127.0.0.1 for local sockets.
+[[nodiscard]] std::string PeerHostOf(const std::string& peer);
+
+}  // namespace cohort::controller

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "client_service.h"
+
+#include <pwd.h>
+
+#include <charconv>
+#include <deque>
+#include <mutex>
+
+namespace cohort::controller {
+namespace {
+
+std::string Metadata(const grpc::CallbackServerContext& context, const std::string& key) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(key);
+  if (it == metadata.end()) return {};
+  return std::string(it->second.data(), it->second.size());
+}
+
+std::string UserName(std::uint32_t uid) {
+  passwd entry{};
+  passwd* result = nullptr;
+  char buffer[1024];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &result) == 0 && result != nullptr) {
+    return entry.pw_name;
+  }
+  return std::to_string(uid);
+}
+
+// Finishes a unary call with what the state thread answers.
+template <typename Response>
+Reply<Response> Finisher(grpc::ServerUnaryReactor* reactor, Response* response) {
+  return [reactor, response](absl::StatusOr<Response> result) {
+    if (!result.ok()) {
+      reactor->Finish(ToGrpc(result.status()));
+      return;
+    }
+    *response = *std::move(result);
+    reactor->Finish(grpc::Status::OK);
+  };
+}
+
+// WatchJob's stream: events queue here and go out one write at a time.
+class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent>, public JobWatcher {
+ public:
+  WatchReactor(Controller& controller, std::int64_t job) : controller_(controller) {
+    controller_.Watch(job, this, [this](absl::StatusOr<bool> found) {
+      if (!found.ok()) FinishOnce(ToGrpc(found.status()));
+    });
+  }
+
+  void Push(v1::JobEvent event, Last last) override {
+    const std::lock_guard lock(mutex_);
+    if (finished_) return;
+    queue_.push_back(std::move(event));
+    last_ = last == Last::kYes;
+    if (!writing_) WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    const std::lock_guard lock(mutex_);
+    writing_ = false;
+    queue_.pop_front();
+    if (!ok) {
+      FinishLocked(grpc::Status::CANCELLED);
+      return;
+    }
+    if (!queue_.empty()) {
+      WriteNext();
+    } else if (last_) {
+      FinishLocked(grpc::Status::OK);
+    }
+  }
+
+  void OnDone() override {
+    controller_.Unwatch(this, [this] { delete this; });
+  }
+
+  void OnCancel() override {
+    const std::lock_guard lock(mutex_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
+
+ private:
+  void WriteNext() {
+    writing_ = true;
+    StartWrite(&queue_.front());
+  }
+  void FinishOnce(const grpc::Status& status) {
+    const std::lock_guard lock(mutex_);
+    FinishLocked(status);
+  }
+  void FinishLocked(const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  Controller& controller_;
+  std::mutex mutex_;  ///< guards this stream's write queue, not scheduler state
+  std::deque<v1::JobEvent> queue_;
+  bool writing_ = false;
+  bool last_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+ClientService::ClientService(Controller& controller, const LocalSocket& local, std::string auth_key)
+    : controller_(controller), local_(local), auth_key_(std::move(auth_key)) {}
+
+Identity ClientService::Identify(const grpc::CallbackServerContext& context) const {
+  Identity who;
+  if (const std::optional<std::uint32_t> peer_uid = local_.PeerUid(context.peer())) {
+    who.uid = *peer_uid;
+    who.trust = Identity::Trust::kPeerCredentials;
+  } else {
+    // TCP: a claimed uid is believed only with the cluster key.
+    const std::string claimed = Metadata(context, "cohort-uid");
+    std::uint32_t uid = 65534;
+    const bool parsed =
+        std::from_chars(claimed.data(), claimed.data() + claimed.size(), uid).ec == std::errc();
+    if (parsed && !auth_key_.empty() && Metadata(context, "cohort-auth-key") == auth_key_) {
+      who.uid = uid;
+      who.trust = Identity::Trust::kClusterKey;
+    } else {
+      who.uid = 65534;
+      who.trust = Identity::Trust::kAnonymous;
+    }
+  }
+  who.user_name = UserName(who.uid);
+  return who;
+}
+
+grpc::ServerUnaryReactor* ClientService::SubmitJob(grpc::CallbackServerContext* context,
+                                                   const v1::SubmitJobRequest* request,
+                                                   v1::SubmitJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.SubmitJob(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::CancelJob(grpc::CallbackServerContext* context,
+                                                   const v1::CancelJobRequest* request,
+                                                   v1::CancelJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.CancelJob(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::GetJob(grpc::CallbackServerContext* context,
+                                                const v1::GetJobRequest* request,
+                                                v1::GetJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.GetJob(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::ListJobs(grpc::CallbackServerContext* context,
+                                                  const v1::ListJobsRequest* request,
+                                                  v1::ListJobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.ListJobs(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* ClientService::WatchJob(
+    grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
+  return new WatchReactor(controller_, request->job_id());
+}
+
+grpc::ServerUnaryReactor* ClientService::ListNodes(grpc::CallbackServerContext* context,
+                                                   const v1::ListNodesRequest* request,
+                                                   v1::ListNodesResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.ListNodes(*request, Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::UpdateNode(grpc::CallbackServerContext* context,
+                                                    const v1::UpdateNodeRequest* request,
+                                                    v1::UpdateNodeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.UpdateNode(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::GetTopology(grpc::CallbackServerContext* context,
+                                                     const v1::GetTopologyRequest* /*request*/,
+                                                     v1::GetTopologyResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.GetTopology(Finisher(reactor, response));
+  return reactor;
+}
+
+}  // namespace cohort::controller

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "wire.h"
+
+#include <fmt/format.h>
+
+#include "cohort/fmt_absl.h"
+#include "cohort/hostlist.h"
+
+namespace cohort::controller {
+
+absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who) {
+  auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
+  if (spec.argv().empty() && spec.script().empty()) {
+    return invalid("argv: nothing to run; give a script or -- COMMAND");
+  }
+  if (spec.nodes() < 1) return invalid(fmt::format("nodes is {}; ask for at least 1 node (-N 1)", spec.nodes()));
+  if (spec.tasks_per_node() < 0 || spec.cpus_per_task() < 0 || spec.gpus_per_node() < 0) {
+    return invalid("counts must not be negative (ntasks-per-node, cpus-per-task, gpus-per-node)");
+  }
+  if (spec.memory_mb() < 0) return invalid("mem must not be negative");
+  if (spec.time_limit_s() < 0) return invalid("time must not be negative");
+  JobRequest r;
+  r.name = spec.name().empty() ? "job" : spec.name();
+  r.partition = spec.partition();
+  r.account = spec.account();
+  r.user_name = who.user_name;
+  r.uid = who.uid;
+  r.nodes = spec.nodes();
+  r.tasks_per_node = spec.tasks_per_node() == 0 ? 1 : spec.tasks_per_node();
+  r.cpus_per_task = spec.cpus_per_task() == 0 ? 1 : spec.cpus_per_task();
+  r.gpus_per_node = spec.gpus_per_node();
+  r.memory_mb = spec.memory_mb();
+  r.time_limit = std::chrono::seconds(spec.time_limit_s());
+  r.exclusivity = spec.exclusive() ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
+  r.switches = spec.switches();
+  r.switches_wait = std::chrono::seconds(spec.switches_wait_s());
+  r.requeue = spec.requeue();
+  r.features.assign(spec.features().begin(), spec.features().end());
+  for (auto [list, out, option] :
+       {std::tuple{&spec.nodelist(), &r.nodelist, "nodelist"},
+        std::tuple{&spec.exclude(), &r.exclude, "exclude"}}) {
+    if (list->empty()) continue;
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(*list);
+    if (!names.ok()) return invalid(fmt::format("{}: {}", option, names.status()));
+    *out = *std::move(names);
+  }
+  return r;
+}
+
+v1::JobState ToWire(JobState state) {
+  switch (state) {
+    case JobState::kPending: return v1::JOB_PENDING;
+    case JobState::kRunning: return v1::JOB_RUNNING;
+    case JobState::kCompleting: return v1::JOB_COMPLETING;
+    case JobState::kCompleted: return v1::JOB_COMPLETED;
+    case JobState::kFailed: return v1::JOB_FAILED;
+    case JobState::kCancelled: return v1::JOB_CANCELLED;
+    case JobState::kTimeout: return v1::JOB_TIMEOUT;
+    case JobState::kNodeFail: return v1::JOB_NODE_FAIL;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+std::optional<JobState> FromWire(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_PENDING: return JobState::kPending;
+    case v1::JOB_RUNNING: return JobState::kRunning;
+    case v1::JOB_COMPLETING: return JobState::kCompleting;
+    case v1::JOB_COMPLETED: return JobState::kCompleted;
+    case v1::JOB_FAILED: return JobState::kFailed;
+    case v1::JOB_CANCELLED: return JobState::kCancelled;
+    case v1::JOB_TIMEOUT: return JobState::kTimeout;
+    case v1::JOB_NODE_FAIL: return JobState::kNodeFail;
+    default: return std::nullopt;
+  }
+}
+
+v1::NodeState ToWire(NodeStatus status) {
+  switch (status) {
+    case NodeStatus::kUnknown: return v1::NODE_UNKNOWN;
+    case NodeStatus::kIdle: return v1::NODE_IDLE;
+    case NodeStatus::kMixed: return v1::NODE_MIXED;
+    case NodeStatus::kAllocated: return v1::NODE_ALLOCATED;
+    case NodeStatus::kDraining: return v1::NODE_DRAINING;
+    case NodeStatus::kDrained: return v1::NODE_DRAINED;
+    case NodeStatus::kDown: return v1::NODE_DOWN;
+  }
+  return v1::NODE_STATE_UNSPECIFIED;
+}
+
+void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, v1::Job* out) {
+  const topology::Topology& topology = engine.GetTopology();
+  out->set_id(job.id);
+  *out->mutable_spec() = spec;
+  out->mutable_spec()->set_partition(job.request.partition);
+  out->mutable_spec()->set_account(job.request.account);
+  out->mutable_spec()->set_name(job.request.name);
+  out->set_uid(job.request.uid);
+  out->set_state(ToWire(job.state));
+  out->set_reason(job.reason);
+  out->set_reason_detail(job.reason_detail);
+  out->set_submit_time_ms(job.submit_time.count());
+  out->set_start_time_ms(job.start_time.count());
+  out->set_end_time_ms(job.end_time.count());
+  std::vector<std::string> nodes;
+  for (const alloc::NodeGrant& g : job.placement.grants) nodes.push_back(topology.NodeName(g.node));
+  out->set_nodes(hostlist::Compress(nodes));
+  std::vector<std::string> leaves;
+  for (const topology::SwitchId s : job.placement.leaves) leaves.push_back(topology.GetSwitch(s).name);
+  out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
+  out->set_exit_code(job.exit_code);
+  out->set_exit_signal(job.exit_signal);
+  out->set_attempt(job.attempt);
+  out->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
+  if (job.state == JobState::kPending) out->set_queue_position(engine.QueuePosition(job.id));
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+}  // namespace cohort::controller

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "cohort/engine.h"
+#include "cohort/v1/cohort.pb.h"
+#include <grpcpp/support/status.h>
+
+/// Conversions between the wire protocol and the core's types. Pure; any
+/// thread.
+namespace cohort::controller {
+
+/// Who is calling, as the transport established it.
+struct Identity {
+  std::uint32_t uid = 0;
+  std::string user_name;
+  enum class Trust : std::uint8_t {
+    kPeerCredentials,  ///< the local Unix socket's SO_PEERCRED
+    kClusterKey,       ///< TCP with the cluster key: the claimed uid is believed
+    kAnonymous,        ///< TCP without the key: may read, may not change anything
+  } trust = Trust::kAnonymous;
+};
+
+/// The engine's request from a submitted spec. InvalidArgument names the
+/// field and the fix.
+[[nodiscard]] absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec,
+                                                          const Identity& who);
+
+[[nodiscard]] v1::JobState ToWire(JobState state);
+[[nodiscard]] std::optional<JobState> FromWire(v1::JobState state);
+[[nodiscard]] v1::NodeState ToWire(NodeStatus status);
+
+/// Fills `out` with everything known of `job`; `spec` is the submitted one.
+void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, v1::Job* out);
+
+/// absl::Status to grpc::Status with the same code and message.
+[[nodiscard]] grpc::Status ToGrpc(const absl::Status& status);
+
+}  // namespace cohort::controller
