@@ -57,6 +57,10 @@ void Controller::Tick() {
   Effects effects;
   engine_.Tick(Now(), effects);
   Execute(effects);
+  // The engine forgets finished jobs after a while; so does the launch data.
+  if (specs_.size() > engine_.Jobs().size()) {
+    std::erase_if(specs_, [this](const auto& entry) { return engine_.FindJob(entry.first) == nullptr; });
+  }
   Start();
 }
 
@@ -166,7 +170,7 @@ void Controller::Notify(JobId id) {
   auto [first, last] = watchers_.equal_range(id);
   if (first != last) {
     v1::JobEvent event;
-    JobToWire(*job, specs_[id], engine_, event.mutable_job());
+    JobToWire(*job, specs_[id], engine_, engine_.QueuePosition(id), event.mutable_job());
     for (auto it = first; it != last; ++it) {
       it->second->Push(event, finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
     }
@@ -247,7 +251,8 @@ void Controller::GetJob(v1::GetJobRequest request, Identity /*who*/,
       return;
     }
     v1::GetJobResponse response;
-    JobToWire(*job, specs_[job->id], engine_, response.mutable_job());
+    JobToWire(*job, specs_[job->id], engine_, engine_.QueuePosition(job->id),
+              response.mutable_job());
     reply(response);
   });
 }
@@ -263,12 +268,17 @@ void Controller::ListJobs(v1::ListJobsRequest request, Identity who,
       }
     }
     if (states.empty()) states = {JobState::kPending, JobState::kRunning, JobState::kCompleting};
+    std::unordered_map<JobId, int> positions;
+    int position = 0;
+    for (const JobId id : engine_.PendingOrder()) positions[id] = ++position;
     v1::ListJobsResponse response;
     for (const auto& [id, job] : engine_.Jobs()) {
       if (!states.contains(job.state)) continue;
       if (!request.all_users() && request.user_name().empty() && job.request.uid != who.uid) continue;
       if (!request.user_name().empty() && job.request.user_name != request.user_name()) continue;
-      JobToWire(job, specs_[id], engine_, response.add_jobs());
+      const auto at = positions.find(id);
+      JobToWire(job, specs_[id], engine_, at == positions.end() ? 0 : at->second,
+                response.add_jobs());
     }
     reply(response);
   });
@@ -422,7 +432,7 @@ void Controller::Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply) 
     }
     reply(true);
     v1::JobEvent event;
-    JobToWire(*job, specs_[id], engine_, event.mutable_job());
+    JobToWire(*job, specs_[id], engine_, engine_.QueuePosition(id), event.mutable_job());
     const bool finished = IsFinished(job->state);
     watcher->Push(std::move(event), finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
     if (!finished) watchers_.emplace(id, watcher);

@@ -44,7 +44,7 @@ absl::Status LocalSocket::Listen(const std::string& path) {
 void LocalSocket::Serve(grpc::Server* server) {
   thread_ = std::thread([this, server] {
     while (!stopping_) {
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (stopping_) break;

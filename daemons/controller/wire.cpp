@@ -88,7 +88,8 @@ v1::NodeState ToWire(NodeStatus status) {
   return v1::NODE_STATE_UNSPECIFIED;
 }
 
-void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, v1::Job* out) {
+void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
+               v1::Job* out) {
   const topology::Topology& topology = engine.GetTopology();
   out->set_id(job.id);
   *out->mutable_spec() = spec;
@@ -112,7 +113,7 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, v1
   out->set_exit_signal(job.exit_signal);
   out->set_attempt(job.attempt);
   out->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
-  if (job.state == JobState::kPending) out->set_queue_position(engine.QueuePosition(job.id));
+  out->set_queue_position(queue_position);
 }
 
 grpc::Status ToGrpc(const absl::Status& status) {

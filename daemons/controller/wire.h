@@ -33,8 +33,10 @@ struct Identity {
 [[nodiscard]] std::optional<JobState> FromWire(v1::JobState state);
 [[nodiscard]] v1::NodeState ToWire(NodeStatus status);
 
-/// Fills `out` with everything known of `job`; `spec` is the submitted one.
-void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, v1::Job* out);
+/// Fills `out` with everything known of `job`; `spec` is the submitted one,
+/// `queue_position` its place among pending jobs (0 when not pending).
+void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
+               v1::Job* out);
 
 /// absl::Status to grpc::Status with the same code and message.
 [[nodiscard]] grpc::Status ToGrpc(const absl::Status& status);
