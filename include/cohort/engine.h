@@ -140,8 +140,11 @@ class Engine {
   [[nodiscard]] const Job* FindJob(JobId id) const;
   /// Every job the engine holds, by id.
   [[nodiscard]] const std::map<JobId, Job>& Jobs() const { return jobs_; }
-  /// 1-based place of a pending job in the order passes try jobs; 0 if not pending.
+  /// 1-based place of a pending job in the order passes try jobs; 0 if not
+  /// pending. Sorts the queue: for many jobs, use PendingOrder() once.
   [[nodiscard]] int QueuePosition(JobId id) const;
+  /// The pending jobs in the order passes try them.
+  [[nodiscard]] std::vector<JobId> PendingOrder() const;
   [[nodiscard]] NodeView ViewNode(NodeId node) const;
   [[nodiscard]] const alloc::NodePool& Pool() const { return pool_; }
   [[nodiscard]] const topology::Topology& GetTopology() const { return topology_; }
@@ -170,7 +173,6 @@ class Engine {
   void NodeLost(NodeId node, const std::string& reason, Millis now, Effects& effects);
   void UpdateCondition(NodeId node);
   void Changed(Job& job, Effects& effects);
-  std::vector<JobId> PendingOrder() const;
   int NodeRankOf(const Job& job, NodeId node) const;
 
   config::ClusterConfig config_;
