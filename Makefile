@@ -2,10 +2,11 @@
 # The two commands of the quickstart, and the steps under them.
 #   make build   install missing packages, configure and build (RelWithDebInfo)
 #   make test    build the default and sanitizer presets and run their tests
+#   make demo    build, start a local 16-node cluster, run a multi-node job, show it
 #   make bench   run the benchmarks (see docs/performance.md)
 #   make clean   remove the build trees
 
-.PHONY: all deps build build-asan test test-default test-asan bench clean
+.PHONY: all deps build build-asan test test-default test-asan demo bench clean
 
 all: build
 
@@ -27,6 +28,9 @@ test-asan: build-asan
 	ctest --preset asan
 
 test: test-default test-asan
+
+demo: build
+	bash scripts/demo.sh
 
 bench: build
 	bash bench/run.sh

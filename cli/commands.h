@@ -9,11 +9,31 @@ namespace cohort::cli {
 
 /// `cohort config check`.
 void AddConfigCommands(CLI::App& app, int& exit_code);
-/// `cohort topology show`.
+/// `cohort topology` (live, through AddLiveTopology) and `cohort topology
+/// show` (offline, from files).
 void AddTopologyCommands(CLI::App& app, int& exit_code);
+/// Makes `cohort topology` without a subcommand print the live tree.
+void AddLiveTopology(CLI::App& topology, int& exit_code);
 /// `cohort hostlist expand|compress`.
 void AddHostlistCommands(CLI::App& app, int& exit_code);
 /// `cohort place`.
 void AddPlaceCommand(CLI::App& app, int& exit_code);
+
+// The online commands: each talks to cohort-controller (controller_client.h).
+
+/// `cohort submit`: a batch script or a command, as one job.
+void AddSubmitCommand(CLI::App& app, int& exit_code);
+/// `cohort run`: submit, wait, stream the ranks' output, exit with the job's status.
+void AddRunCommand(CLI::App& app, int& exit_code);
+/// `cohort queue`: the jobs, as squeue.
+void AddQueueCommand(CLI::App& app, int& exit_code);
+/// `cohort show job|node`: every detail, as scontrol show.
+void AddShowCommand(CLI::App& app, int& exit_code);
+/// `cohort cancel`: cancel jobs or signal their ranks, as scancel.
+void AddCancelCommand(CLI::App& app, int& exit_code);
+/// `cohort nodes`: the nodes' states per partition, as sinfo.
+void AddNodesCommand(CLI::App& app, int& exit_code);
+/// `cohort drain` and `cohort resume`.
+void AddDrainCommands(CLI::App& app, int& exit_code);
 
 }  // namespace cohort::cli

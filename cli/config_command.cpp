@@ -136,8 +136,12 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
 }
 
 void AddTopologyCommands(CLI::App& app, int& exit_code) {
-  CLI::App* topology = app.add_subcommand("topology", "show the network topology");
-  topology->require_subcommand(1);
+  CLI::App* topology = app.add_subcommand(
+      "topology",
+      "show the network topology: alone, the live tree from the controller with free, used and "
+      "unavailable nodes per switch; `topology show -t FILE` reads a file offline");
+  topology->require_subcommand(0, 1);
+  AddLiveTopology(*topology, exit_code);
   auto options = std::make_shared<FileOptions>();
   CLI::App* show = topology->add_subcommand(
       "show", "print the switch tree of a topology file with node counts per switch");

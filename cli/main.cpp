@@ -9,6 +9,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "cohort 0.1.0");
   int exit_code = 0;
+  cohort::cli::AddSubmitCommand(app, exit_code);
+  cohort::cli::AddRunCommand(app, exit_code);
+  cohort::cli::AddQueueCommand(app, exit_code);
+  cohort::cli::AddShowCommand(app, exit_code);
+  cohort::cli::AddCancelCommand(app, exit_code);
+  cohort::cli::AddNodesCommand(app, exit_code);
+  cohort::cli::AddDrainCommands(app, exit_code);
   cohort::cli::AddConfigCommands(app, exit_code);
   cohort::cli::AddTopologyCommands(app, exit_code);
   cohort::cli::AddHostlistCommands(app, exit_code);

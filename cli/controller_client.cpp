@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "controller_client.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "cluster_files.h"
+#include "cohort/cluster_config.h"
+#include "cohort/fmt_absl.h"
+
+namespace cohort::cli {
+namespace {
+
+constexpr std::string_view kDefaultConfig = "/etc/cohort/cohort.conf";
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+std::string_view Trim(std::string_view text) {
+  const std::size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return {};
+  const std::size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+bool IsUnix(std::string_view address) { return address.starts_with("unix:"); }
+
+// HOST:PORT (IPv6 hosts in brackets) or unix:PATH.
+absl::Status CheckAddress(std::string_view address, std::string_view source) {
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(
+        fmt::format("{} \"{}\": write HOST:PORT (such as 10.0.0.1:6820) or unix:/PATH (such as "
+                    "unix:/var/lib/cohort/cohort.sock)",
+                    source, address));
+  };
+  if (IsUnix(address)) return address.size() > 5 ? absl::OkStatus() : invalid();
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return invalid();
+  const std::string_view port_text = address.substr(colon + 1);
+  int port = 0;
+  const auto [end, error] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() ||
+      port < 1 || port > 65535) {
+    return invalid();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
+                          ConfigShortName short_name) {
+  command
+      .add_option("--controller", options.controller,
+                  "the controller: HOST:PORT or unix:/PATH (default: $COHORT_CONTROLLER, else "
+                  "the Unix socket in the config's StateDir)")
+      ->type_name("ADDR")
+      ->group("Connection");
+  command
+      .add_option(short_name == ConfigShortName::kDashC ? "-c,--config" : "--config",
+                  options.config,
+                  "cohort.conf that names the controller's StateDir (default: $COHORT_CONF, else "
+                  "/etc/cohort/cohort.conf)")
+      ->type_name("FILE")
+      ->group("Connection");
+}
+
+absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptions& options) {
+  ControllerAddress out;
+  for (const auto& [value, source] : {std::pair{options.controller, "--controller"},
+                                      std::pair{Env("COHORT_CONTROLLER"), "COHORT_CONTROLLER"}}) {
+    if (value.empty()) continue;
+    if (absl::Status valid = CheckAddress(value, source); !valid.ok()) return valid;
+    out.target = value;
+    break;
+  }
+  if (!out.target.empty() && IsUnix(out.target)) return out;
+
+  // The config names the socket, and the key a TCP client proves itself with.
+  std::string path = options.config;
+  if (path.empty()) path = Env("COHORT_CONF");
+  if (path.empty()) path = std::string(kDefaultConfig);
+  absl::StatusOr<std::string> text = shell::ReadFile(path);
+  if (!text.ok()) {
+    // TCP needs the config only for the key: without one named, go keyless.
+    if (!out.target.empty() && options.config.empty() && Env("COHORT_CONF").empty()) return out;
+    return absl::InvalidArgumentError(
+        fmt::format("no controller address: {}; pass --controller HOST:PORT or unix:/PATH, set "
+                    "COHORT_CONTROLLER, or name cohort.conf with --config or COHORT_CONF",
+                    text.status()));
+  }
+  // The CLI needs only StateDir and AuthKeyFile; problems elsewhere in the
+  // file are the daemons' to report (cohort config check shows them).
+  const config::ConfigResult parsed = config::ParseClusterConfig(*text, path, shell::ReadFile);
+  out.auth_key_file = parsed.config.auth_key_file;
+  if (out.target.empty()) {
+    out.target = fmt::format(
+        "unix:{}", (std::filesystem::path(parsed.config.state_dir) / "cohort.sock").string());
+  }
+  return out;
+}
+
+std::string LoginName() {
+  const uid_t uid = ::getuid();
+  passwd entry{};
+  passwd* result = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &result) == 0 && result != nullptr) {
+    return entry.pw_name;
+  }
+  if (std::string user = Env("USER"); !user.empty()) return user;
+  return std::to_string(uid);
+}
+
+absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptions& options) {
+  absl::StatusOr<ControllerAddress> address = ResolveControllerAddress(options);
+  if (!address.ok()) return address.status();
+  std::vector<std::pair<std::string, std::string>> metadata;
+  metadata.emplace_back("cohort-user", LoginName());
+  if (!IsUnix(address->target)) {
+    metadata.emplace_back("cohort-uid", std::to_string(::getuid()));
+    if (!address->auth_key_file.empty() && ::access(address->auth_key_file.c_str(), R_OK) == 0) {
+      absl::StatusOr<std::string> key = shell::ReadFile(address->auth_key_file);
+      if (key.ok() && !Trim(*key).empty()) {
+        metadata.emplace_back("cohort-auth-key", std::string(Trim(*key)));
+      }
+    }
+  }
+  grpc::ChannelArguments arguments;
+  // The controller is inside the cluster: an http_proxy set for the outside
+  // world must not capture it.
+  arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  // Listings of large clusters and queues exceed the 4 MB default.
+  arguments.SetMaxReceiveMessageSize(-1);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(address->target, grpc::InsecureChannelCredentials(), arguments);
+  return ControllerClient(address->target, std::move(channel), std::move(metadata));
+}
+
+ControllerClient::ControllerClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+                                   std::vector<std::pair<std::string, std::string>> metadata)
+    : address_(std::move(address)),
+      stub_(v1::Controller::NewStub(channel)),
+      metadata_(std::move(metadata)) {}
+
+void ControllerClient::AddMetadata(grpc::ClientContext& context) const {
+  for (const auto& [key, value] : metadata_) context.AddMetadata(key, value);
+}
+
+template <typename Request, typename Response, typename Call>
+absl::StatusOr<Response> ControllerClient::Unary(const Request& request, Call call) {
+  grpc::ClientContext context;
+  AddMetadata(context);
+  context.set_deadline(std::chrono::system_clock::now() + kUnaryDeadline);
+  Response response;
+  const grpc::Status status = (stub_.get()->*call)(&context, request, &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  return response;
+}
+
+absl::StatusOr<v1::SubmitJobResponse> ControllerClient::SubmitJob(
+    const v1::SubmitJobRequest& request) {
+  return Unary<v1::SubmitJobRequest, v1::SubmitJobResponse>(request,
+                                                            &v1::Controller::Stub::SubmitJob);
+}
+absl::StatusOr<v1::CancelJobResponse> ControllerClient::CancelJob(
+    const v1::CancelJobRequest& request) {
+  return Unary<v1::CancelJobRequest, v1::CancelJobResponse>(request,
+                                                            &v1::Controller::Stub::CancelJob);
+}
+absl::StatusOr<v1::GetJobResponse> ControllerClient::GetJob(const v1::GetJobRequest& request) {
+  return Unary<v1::GetJobRequest, v1::GetJobResponse>(request, &v1::Controller::Stub::GetJob);
+}
+absl::StatusOr<v1::ListJobsResponse> ControllerClient::ListJobs(
+    const v1::ListJobsRequest& request) {
+  return Unary<v1::ListJobsRequest, v1::ListJobsResponse>(request, &v1::Controller::Stub::ListJobs);
+}
+absl::StatusOr<v1::ListNodesResponse> ControllerClient::ListNodes(
+    const v1::ListNodesRequest& request) {
+  return Unary<v1::ListNodesRequest, v1::ListNodesResponse>(request,
+                                                            &v1::Controller::Stub::ListNodes);
+}
+absl::StatusOr<v1::UpdateNodeResponse> ControllerClient::UpdateNode(
+    const v1::UpdateNodeRequest& request) {
+  return Unary<v1::UpdateNodeRequest, v1::UpdateNodeResponse>(request,
+                                                              &v1::Controller::Stub::UpdateNode);
+}
+absl::StatusOr<v1::GetTopologyResponse> ControllerClient::GetTopology(
+    const v1::GetTopologyRequest& request) {
+  return Unary<v1::GetTopologyRequest, v1::GetTopologyResponse>(request,
+                                                                &v1::Controller::Stub::GetTopology);
+}
+
+std::unique_ptr<grpc::ClientReader<v1::JobEvent>> ControllerClient::WatchJob(
+    grpc::ClientContext& context, const v1::WatchJobRequest& request) {
+  return stub_->WatchJob(&context, request);
+}
+
+void ControllerClient::PrintError(const absl::Status& status) const {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+      std::cerr << fmt::format(
+          "cohort: cannot reach the controller at {}: {}; is cohort-controller running? (set "
+          "--controller or COHORT_CONTROLLER)\n",
+          address_, status);
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      std::cerr << fmt::format(
+          "cohort: the controller at {} did not answer within {} s; it may be overloaded, try "
+          "again\n",
+          address_, kUnaryDeadline.count());
+      break;
+    default: std::cerr << fmt::format("cohort: {}\n", status); break;
+  }
+}
+
+int CallController(const ConnectionOptions& options,
+                   const std::function<absl::Status(ControllerClient&)>& body) {
+  absl::StatusOr<ControllerClient> client = ControllerClient::Connect(options);
+  if (!client.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", client.status());
+    return 2;
+  }
+  if (absl::Status status = body(*client); !status.ok()) {
+    client->PrintError(status);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cohort/v1/cohort.grpc.pb.h"
+
+/// The CLI's connection to cohort-controller.
+namespace cohort::cli {
+
+/// Where the controller is, as the user said it (empty: not said).
+struct ConnectionOptions {
+  std::string controller;  ///< --controller ADDR
+  std::string config;      ///< --config FILE
+};
+
+/// Whether `-c` is short for --config on a command. `submit` and `run` keep
+/// `-c` for sbatch's --cpus-per-task.
+enum class ConfigShortName { kDashC, kNone };
+
+/// Adds --controller ADDR and --config FILE to an online command.
+void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
+                          ConfigShortName short_name = ConfigShortName::kDashC);
+
+/// The controller's address: --controller, else $COHORT_CONTROLLER, else
+/// `unix:<StateDir>/cohort.sock` from the config (--config, else
+/// $COHORT_CONF, else /etc/cohort/cohort.conf). An address is `HOST:PORT`
+/// or `unix:/PATH`. InvalidArgument when the given address is malformed or
+/// no config can be read, saying which source it came from and what to do.
+struct ControllerAddress {
+  std::string target;         ///< as gRPC takes it
+  std::string auth_key_file;  ///< the config's AuthKeyFile, when a config was read
+};
+[[nodiscard]] absl::StatusOr<ControllerAddress> ResolveControllerAddress(
+    const ConnectionOptions& options);
+
+/// Blocking calls to the Controller service, on the caller's thread. Unary
+/// calls have a 10 s deadline. Every call carries the metadata `cohort-user`
+/// (the login name); over TCP also `cohort-uid` and, when the config's
+/// AuthKeyFile is readable, `cohort-auth-key` (over the Unix socket the
+/// controller takes the uid from the peer credentials). Errors are the
+/// server's gRPC status as an absl::Status with the same code and message.
+class ControllerClient {
+ public:
+  /// Resolves the address (see ResolveControllerAddress) and makes a channel;
+  /// connects lazily, on the first call.
+  [[nodiscard]] static absl::StatusOr<ControllerClient> Connect(const ConnectionOptions& options);
+
+  [[nodiscard]] const std::string& Address() const { return address_; }
+
+  [[nodiscard]] absl::StatusOr<v1::SubmitJobResponse> SubmitJob(
+      const v1::SubmitJobRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::CancelJobResponse> CancelJob(
+      const v1::CancelJobRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::GetJobResponse> GetJob(const v1::GetJobRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::ListNodesResponse> ListNodes(
+      const v1::ListNodesRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::UpdateNodeResponse> UpdateNode(
+      const v1::UpdateNodeRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::GetTopologyResponse> GetTopology(
+      const v1::GetTopologyRequest& request);
+
+  /// Opens the WatchJob stream with `context` (no deadline; the caller may
+  /// TryCancel() it from another thread). Read() events until it returns
+  /// false, then Finish().
+  [[nodiscard]] std::unique_ptr<grpc::ClientReader<v1::JobEvent>> WatchJob(
+      grpc::ClientContext& context, const v1::WatchJobRequest& request);
+  /// Adds this client's metadata to a context made by the caller.
+  void AddMetadata(grpc::ClientContext& context) const;
+
+  /// Prints `status` to stderr as the user should read it: UNAVAILABLE says
+  /// the controller cannot be reached at Address() and how to point at it;
+  /// a missed deadline says so; anything else prints the server's message.
+  void PrintError(const absl::Status& status) const;
+
+ private:
+  ControllerClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+                   std::vector<std::pair<std::string, std::string>> metadata);
+
+  template <typename Request, typename Response, typename Call>
+  absl::StatusOr<Response> Unary(const Request& request, Call call);
+
+  std::string address_;
+  std::unique_ptr<v1::Controller::Stub> stub_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
+
+/// Connects as `options` say and runs `body` with the client, which prints
+/// the results. Prints what went wrong and returns the exit status: 2 when
+/// no controller address can be resolved, 1 when `body` returns an error
+/// (such as a failed call), else 0.
+int CallController(const ConnectionOptions& options,
+                   const std::function<absl::Status(ControllerClient&)>& body);
+
+/// The deadline of unary calls.
+inline constexpr std::chrono::seconds kUnaryDeadline{10};
+
+/// The login name of the calling user (getpwuid), else $USER, else the uid.
+[[nodiscard]] std::string LoginName();
+
+}  // namespace cohort::cli

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cohort/v1/cohort.pb.h"
+
+/// How the CLI writes jobs and nodes: state names, times, and the JSON of
+/// every listing (stable snake_case field names).
+namespace cohort::cli {
+
+/// PENDING, RUNNING, COMPLETING, COMPLETED, FAILED, CANCELLED, TIMEOUT,
+/// NODE_FAIL (as squeue's %T).
+[[nodiscard]] std::string_view JobStateName(v1::JobState state);
+/// PD, R, CG, CD, F, CA, TO, NF (as squeue's %t).
+[[nodiscard]] std::string_view JobStateCode(v1::JobState state);
+/// A state from its name or code, in any case; nullopt when unknown.
+[[nodiscard]] std::optional<v1::JobState> ParseJobState(std::string_view text);
+/// COMPLETED, FAILED, CANCELLED, TIMEOUT or NODE_FAIL: the job will not change again.
+[[nodiscard]] bool IsFinished(v1::JobState state);
+
+/// IDLE, MIXED, ALLOCATED, DRAINING, DRAINED, DOWN, UNKNOWN.
+[[nodiscard]] std::string_view NodeStateName(v1::NodeState state);
+/// idle, mixed, allocated, ... (as sinfo writes them).
+[[nodiscard]] std::string NodeStateLower(v1::NodeState state);
+
+/// Milliseconds since the epoch, now.
+[[nodiscard]] std::int64_t NowMs();
+/// Elapsed time as squeue shows it: M:SS, H:MM:SS or D-HH:MM:SS.
+[[nodiscard]] std::string FormatElapsed(std::int64_t seconds);
+/// A job's time limit in force: [D-]HH:MM:SS, or UNLIMITED for 0 (none).
+[[nodiscard]] std::string FormatLimit(std::int64_t seconds);
+/// Local time as scontrol writes it (2024-05-01T13:45:00), or `none` for 0.
+[[nodiscard]] std::string FormatTimestamp(std::int64_t epoch_ms);
+/// How long the job has run (pending: 0; finished: until its end).
+[[nodiscard]] std::int64_t TimeUsedSeconds(const v1::Job& job, std::int64_t now_ms);
+/// The owner's login name, else the uid as a number.
+[[nodiscard]] std::string JobUser(const v1::Job& job);
+/// The signal's name without SIG (KILL, USR1), or its number.
+[[nodiscard]] std::string SignalName(int signal);
+
+/// Prints rows as left-aligned columns as wide as their widest cell, two
+/// blanks apart (the first row is usually the header).
+void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
+
+/// A job as JSON: id, name, user, uid, account, partition, state, reason,
+/// reason_detail, nodes, node_count, tasks_per_node, cpus_per_task,
+/// gpus_per_node, memory_mb, time_limit_s (null: unlimited), time_used_s,
+/// submit_time_ms, start_time_ms, end_time_ms (null: not yet), exit_code,
+/// exit_signal, attempt, leaves, queue_position (null unless pending),
+/// argv, batch_script, work_dir, submit_dir, output, error, exclusive,
+/// switches, switches_wait_s, requeue, features, nodelist, exclude. Never
+/// the environment or the script's text.
+[[nodiscard]] nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms);
+
+/// A node as JSON: the Node message's fields, state as NodeStateName.
+[[nodiscard]] nlohmann::ordered_json NodeToJson(const v1::Node& node);
+
+}  // namespace cohort::cli

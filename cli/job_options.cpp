@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "job_options.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "cohort/diagnostics.h"
+#include "cohort/directives.h"
+#include "cohort/fmt_absl.h"
+#include "cohort/hostlist.h"
+#include "cohort/slurm_memory.h"
+#include "cohort/slurm_time.h"
+#include "controller_client.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace cohort::cli {
+namespace {
+
+// sbatch's options that Cohort does not support yet. kValue ones take a
+// value (`--qos high` or `--qos=high`); kFlag ones take none, or one only
+// after `=` (`--nice`, `--nice=10`).
+enum class Takes { kValue, kFlag };
+struct Unsupported {
+  const char* names;
+  Takes takes;
+};
+constexpr Unsupported kUnsupported[] = {
+    {"-a,--array", Takes::kValue},
+    {"-d,--dependency", Takes::kValue},
+    {"--mail-user", Takes::kValue},
+    {"--mail-type", Takes::kValue},
+    {"-q,--qos", Takes::kValue},
+    {"-G,--gpus", Takes::kValue},
+    {"--gpus-per-task", Takes::kValue},
+    {"--gpus-per-socket", Takes::kValue},
+    {"--cpus-per-gpu", Takes::kValue},
+    {"--mem-per-cpu", Takes::kValue},
+    {"--mem-per-gpu", Takes::kValue},
+    {"--signal", Takes::kValue},
+    {"--begin", Takes::kValue},
+    {"--deadline", Takes::kValue},
+    {"--priority", Takes::kValue},
+    {"--reservation", Takes::kValue},
+    {"-L,--licenses", Takes::kValue},
+    {"--comment", Takes::kValue},
+    {"--open-mode", Takes::kValue},
+    {"--wckey", Takes::kValue},
+    {"-m,--distribution", Takes::kValue},
+    {"--hint", Takes::kValue},
+    {"--threads-per-core", Takes::kValue},
+    {"--cores-per-socket", Takes::kValue},
+    {"--sockets-per-node", Takes::kValue},
+    {"--ntasks-per-socket", Takes::kValue},
+    {"--ntasks-per-core", Takes::kValue},
+    {"--ntasks-per-gpu", Takes::kValue},
+    {"--gpu-bind", Takes::kValue},
+    {"--gpu-freq", Takes::kValue},
+    {"--cpu-freq", Takes::kValue},
+    {"--cpu-bind", Takes::kValue},
+    {"--mem-bind", Takes::kValue},
+    {"--tmp", Takes::kValue},
+    {"-S,--core-spec", Takes::kValue},
+    {"--thread-spec", Takes::kValue},
+    {"--acctg-freq", Takes::kValue},
+    {"--profile", Takes::kValue},
+    {"-M,--clusters", Takes::kValue},
+    {"--cluster-constraint", Takes::kValue},
+    {"--container", Takes::kValue},
+    {"--delay-boot", Takes::kValue},
+    {"--extra", Takes::kValue},
+    {"--mcs-label", Takes::kValue},
+    {"--network", Takes::kValue},
+    {"--power", Takes::kValue},
+    {"--prefer", Takes::kValue},
+    {"--wrap", Takes::kValue},
+    {"--mincpus", Takes::kValue},
+    {"-i,--input", Takes::kValue},
+    {"--gres-flags", Takes::kValue},
+    {"--time-min", Takes::kValue},
+    {"--export-file", Takes::kValue},
+    {"--segment", Takes::kValue},
+    {"-B,--extra-node-info", Takes::kValue},
+    {"-F,--nodefile", Takes::kValue},
+    {"--uid", Takes::kValue},
+    {"--gid", Takes::kValue},
+    {"--bb", Takes::kValue},
+    {"--bbf", Takes::kValue},
+    {"--tres-per-task", Takes::kValue},
+    {"--tres-bind", Takes::kValue},
+    {"--kill-on-invalid-dep", Takes::kValue},
+    {"-H,--hold", Takes::kFlag},
+    {"--nice", Takes::kFlag},
+    {"-W,--wait", Takes::kFlag},
+    {"-Q,--quiet", Takes::kFlag},
+    {"-v,--verbose", Takes::kFlag},
+    {"-k,--no-kill", Takes::kFlag},
+    {"-O,--overcommit", Takes::kFlag},
+    {"-s,--oversubscribe", Takes::kFlag},
+    {"--contiguous", Takes::kFlag},
+    {"--get-user-env", Takes::kFlag},
+    {"--propagate", Takes::kFlag},
+    {"-I,--immediate", Takes::kFlag},
+    {"--reboot", Takes::kFlag},
+    {"--spread-job", Takes::kFlag},
+    {"--use-min-nodes", Takes::kFlag},
+    {"--ignore-pbs", Takes::kFlag},
+};
+
+std::string LongName(std::string_view names) {
+  const std::size_t at = names.find("--");
+  return std::string(at == std::string_view::npos ? names : names.substr(at));
+}
+
+bool IsVariableName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  });
+}
+
+bool IsFeatureName(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  });
+}
+
+std::vector<std::string_view> Split(std::string_view text, std::string_view separators) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t stop = text.find_first_of(separators, start);
+    out.push_back(text.substr(start, stop - start));
+    if (stop == std::string_view::npos) return out;
+    start = stop + 1;
+  }
+}
+
+std::optional<int> ParseCount(std::string_view text) {
+  int n = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return n;
+}
+
+absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+
+// --time in seconds. UNLIMITED (and, as in Slurm, 0) is "no limit", sent as
+// kUnlimited; the controller refuses it in a partition with a MaxTime.
+absl::StatusOr<std::int64_t> TimeLimitSeconds(std::string_view text) {
+  absl::StatusOr<std::chrono::seconds> limit = ParseSlurmTime(text);
+  if (!limit.ok()) return limit.status();
+  if (*limit == kUnlimited || limit->count() == 0) return kUnlimited.count();
+  return limit->count();
+}
+
+// --export: ALL (default), NONE, or a list of NAME and NAME=VALUE, which
+// with ALL adds to the whole environment and without it is all that is sent.
+struct ExportSpec {
+  bool all = false;
+  std::vector<std::string> names;             // values from this environment
+  std::map<std::string, std::string> values;  // given values
+};
+
+absl::StatusOr<ExportSpec> ParseExport(std::string_view text) {
+  ExportSpec spec;
+  bool none = false;
+  for (const std::string_view item : Split(text, ",")) {
+    if (item.empty()) continue;
+    if (EqualsIgnoreCase(item, "ALL")) {
+      spec.all = true;
+      continue;
+    }
+    if (EqualsIgnoreCase(item, "NONE")) {
+      none = true;
+      continue;
+    }
+    const std::size_t equals = item.find('=');
+    const std::string_view name = item.substr(0, equals);
+    if (!IsVariableName(name)) {
+      return Invalid(fmt::format(
+          "--export: \"{}\" is not a variable name; write ALL, NONE or NAME[=VALUE],... (such as "
+          "ALL,OMP_NUM_THREADS=8)",
+          name));
+    }
+    if (equals == std::string_view::npos) {
+      spec.names.emplace_back(name);
+    } else {
+      spec.values[std::string(name)] = std::string(item.substr(equals + 1));
+    }
+  }
+  if (spec.all && none) {
+    return Invalid("--export: ALL and NONE contradict each other; give one of them");
+  }
+  if (!spec.all && !none && spec.names.empty() && spec.values.empty()) {
+    return Invalid("--export is empty; write ALL, NONE or NAME[=VALUE],...");
+  }
+  return spec;
+}
+
+// The environment the ranks get, sorted by name; warns about a listed
+// variable that is not set here.
+std::vector<v1::EnvVar> BuildEnvironment(const ExportSpec& spec) {
+  std::map<std::string, std::string> env;
+  if (spec.all) {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      const std::string_view text(*entry);
+      const std::size_t equals = text.find('=');
+      if (equals == std::string_view::npos || equals == 0) continue;
+      env.emplace(text.substr(0, equals), text.substr(equals + 1));
+    }
+  }
+  for (const std::string& name : spec.names) {
+    if (const char* value = std::getenv(name.c_str())) {
+      env[name] = value;
+    } else {
+      std::cerr << fmt::format("cohort: warning: --export: {} is not set here; not exported\n",
+                               name);
+    }
+  }
+  for (const auto& [name, value] : spec.values) env[name] = value;
+  std::vector<v1::EnvVar> out;
+  for (const auto& [name, value] : env) {
+    v1::EnvVar& var = out.emplace_back();
+    var.set_name(name);
+    var.set_value(value);
+  }
+  return out;
+}
+
+// --gres=gpu[:N]: the GPUs per node.
+absl::StatusOr<int> ParseGres(const std::string& text) {
+  const std::vector<std::string_view> parts = Split(text, ":");
+  std::optional<int> count;
+  if (parts.size() == 1 && parts[0] == "gpu") count = 1;
+  if (parts.size() == 2 && parts[0] == "gpu") count = ParseCount(parts[1]);
+  if (parts.size() == 3 && parts[0] == "gpu") {
+    return Invalid(fmt::format(
+        "--gres \"{}\": GPU types are not supported; write gpu:{} and choose the GPU model with "
+        "-C/--constraint",
+        text, parts[2]));
+  }
+  if (!count || *count < 0)
+    return Invalid(fmt::format("--gres \"{}\": write gpu:N (such as gpu:8)", text));
+  return *count;
+}
+
+// --switches=N[@TIME]: the leaf bound and the wait in seconds (0: no limit).
+absl::StatusOr<std::pair<int, std::int64_t>> ParseSwitches(const std::string& text) {
+  const std::size_t at = text.find('@');
+  const std::optional<int> count = ParseCount(std::string_view(text).substr(0, at));
+  if (!count || *count < 1) {
+    return Invalid(fmt::format(
+        "--switches \"{}\": write N or N@TIME with N at least 1 (such as 1, or 2@30:00 to wait "
+        "up to 30 minutes for 2)",
+        text));
+  }
+  if (at == std::string::npos) return std::pair<int, std::int64_t>{*count, 0};
+  absl::StatusOr<std::chrono::seconds> wait = ParseSlurmTime(text.substr(at + 1));
+  if (!wait.ok()) return Invalid(fmt::format("--switches \"{}\": {}", text, wait.status()));
+  // On the wire 0 is "wait as long as it takes".
+  if (*wait == kUnlimited) return std::pair<int, std::int64_t>{*count, 0};
+  if (wait->count() == 0) {
+    return Invalid(fmt::format(
+        "--switches \"{}\": the wait must be longer than 0; leave out @TIME to wait as long as "
+        "it takes",
+        text));
+  }
+  return std::pair<int, std::int64_t>{*count, wait->count()};
+}
+
+absl::StatusOr<std::vector<std::string>> ParseConstraint(const std::string& text) {
+  std::vector<std::string> features;
+  for (const std::string_view feature : Split(text, ",&")) {
+    if (!IsFeatureName(feature)) {
+      return Invalid(fmt::format(
+          "-C/--constraint \"{}\": write feature names joined by , or & (every node must have "
+          "all of them); |, [ ], * and counts are not supported",
+          text));
+    }
+    features.emplace_back(feature);
+  }
+  return features;
+}
+
+// Checks each option's value on its own, so that a directive's mistake is
+// reported with its line; BuildJobSpec checks how they combine.
+absl::Status CheckValues(const JobOptions& o) {
+  if (o.nodes && *o.nodes < 1) {
+    return Invalid(fmt::format("-N/--nodes is {}; ask for at least 1 node", *o.nodes));
+  }
+  if (o.ntasks && *o.ntasks < 1) {
+    return Invalid(fmt::format("-n/--ntasks is {}; ask for at least 1 rank", *o.ntasks));
+  }
+  if (o.tasks_per_node && *o.tasks_per_node < 1) {
+    return Invalid(fmt::format("--ntasks-per-node is {}; ask for at least 1 rank per node",
+                               *o.tasks_per_node));
+  }
+  if (o.cpus_per_task && *o.cpus_per_task < 1) {
+    return Invalid(
+        fmt::format("-c/--cpus-per-task is {}; ask for at least 1 CPU per rank", *o.cpus_per_task));
+  }
+  if (o.gpus_per_node && *o.gpus_per_node < 0) {
+    return Invalid(fmt::format("--gpus-per-node is {}; ask for 0 or more GPUs", *o.gpus_per_node));
+  }
+  if (o.gres) {
+    if (absl::StatusOr<int> gpus = ParseGres(*o.gres); !gpus.ok()) return gpus.status();
+  }
+  if (o.memory) {
+    if (absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(*o.memory); !mb.ok()) {
+      return Invalid(fmt::format("--mem: {}", mb.status()));
+    }
+  }
+  if (o.time) {
+    if (absl::StatusOr<std::int64_t> limit = TimeLimitSeconds(*o.time); !limit.ok()) {
+      return Invalid(fmt::format("-t/--time: {}", limit.status()));
+    }
+  }
+  if (o.switches) {
+    if (auto parsed = ParseSwitches(*o.switches); !parsed.ok()) return parsed.status();
+  }
+  if (o.constraint) {
+    if (auto features = ParseConstraint(*o.constraint); !features.ok()) return features.status();
+  }
+  for (const auto& [list, option] :
+       {std::pair{&o.nodelist, "-w/--nodelist"}, std::pair{&o.exclude, "-x/--exclude"}}) {
+    if (!*list) continue;
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(**list);
+    if (!names.ok()) return Invalid(fmt::format("{}: {}", option, names.status()));
+  }
+  if (o.export_env) {
+    if (absl::StatusOr<ExportSpec> spec = ParseExport(*o.export_env); !spec.ok()) {
+      return spec.status();
+    }
+  }
+  if (o.chdir && o.chdir->empty()) {
+    return Invalid("-D/--chdir is empty; name the ranks' working directory");
+  }
+  if (o.job_name && o.job_name->empty()) {
+    return Invalid("-J/--job-name is empty; name the job, or leave -J out");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CurrentDirectory() {
+  std::error_code error;
+  std::filesystem::path cwd = std::filesystem::current_path(error);
+  if (error) {
+    return Invalid(fmt::format(
+        "cannot tell the current directory: {}; cd to one that exists, or pass -D FOLDER",
+        error.message()));
+  }
+  return cwd.string();
+}
+
+std::string OrDefault(const std::string& value, std::string_view fallback) {
+  return value.empty() ? std::string(fallback) : value;
+}
+
+// Parses each directive's words as the command line's options, into
+// `options`' unset fields; unsupported options become warnings.
+absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& lines,
+                                  const std::string& path, JobOptions& options,
+                                  std::vector<std::pair<int, std::string>>& warnings);
+
+std::string FormatSeconds(std::int64_t s) {
+  return s >= kUnlimited.count() ? "UNLIMITED" : FormatSlurmTime(std::chrono::seconds(s));
+}
+
+}  // namespace
+
+std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o) {
+  const std::string group = "Job options (as sbatch's)";
+  // As with sbatch, a later occurrence of an option wins over an earlier one.
+  auto value = [&](std::string names, auto& field, std::string type, std::string help) {
+    command.add_option(std::move(names), field, std::move(help))
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->type_name(std::move(type))
+        ->group(group);
+  };
+  auto flag = [&](std::string names, auto&& set, std::string help) {
+    command.add_flag_callback(std::move(names), std::forward<decltype(set)>(set), std::move(help))
+        ->group(group);
+  };
+  value("-N,--nodes", o.nodes, "N", "nodes of the job (default 1)");
+  value("-n,--ntasks", o.ntasks, "N",
+        "ranks in all, spread evenly: a multiple of the nodes (or give --ntasks-per-node)");
+  value("--ntasks-per-node", o.tasks_per_node, "N", "ranks per node (default 1)");
+  value("-c,--cpus-per-task", o.cpus_per_task, "N", "CPUs per rank (default 1)");
+  value("--gpus-per-node", o.gpus_per_node, "N", "GPUs per node (default 0)");
+  value("--gres", o.gres, "gpu:N", "the same as --gpus-per-node N");
+  value("--mem", o.memory, "SIZE", "memory per node: MB, or a number with K, M, G or T (500G)");
+  value("-t,--time", o.time, "TIME",
+        "time limit: MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC or UNLIMITED (default: "
+        "the partition's DefaultTime, else its MaxTime)");
+  value("-p,--partition", o.partition, "NAME", "partition (default: the default partition)");
+  value("-A,--account", o.account, "NAME", "account to charge (default: your user name)");
+  value("-J,--job-name", o.job_name, "NAME",
+        "name of the job (default: the script's or the command's file name)");
+  value("-o,--output", o.output, "FILE",
+        "file for the ranks' stdout, relative to the working directory; %j is the job id, %t the "
+        "rank (default: cohort-%j.out)");
+  value("-e,--error", o.error, "FILE", "file for the ranks' stderr, as -o (default: with stdout)");
+  value("-D,--chdir", o.chdir, "DIR",
+        "working directory of the ranks (default: the current directory)");
+  flag("--exclusive", [&o] { o.exclusive = true; }, "whole nodes only, shared with no other job");
+  value("--switches", o.switches, "N[@TIME]",
+        "at most N leaf switches; with @TIME, wait at most that long for them");
+  flag("--requeue", [&o] { o.requeue = true; },
+       "start the job again if a node fails or it is preempted");
+  flag("--no-requeue", [&o] { o.requeue = false; }, "never start the job again (the default)");
+  value("--export", o.export_env, "ALL|NONE|VARS",
+        "environment of the ranks: ALL (the default: all of this one), NONE, or NAME[=VALUE],... "
+        "(only those); ALL,NAME=VALUE adds to all");
+  value("-C,--constraint", o.constraint, "FEATURES",
+        "features every node must have, joined by , or &");
+  value("-w,--nodelist", o.nodelist, "HOSTLIST",
+        "nodes that must be in the job (a hostlist: gpu[001-004])");
+  value("-x,--exclude", o.exclude, "HOSTLIST", "nodes that must not be (a hostlist)");
+  flag("--test-only", [&o] { o.test_only = true; },
+       "check the job and say where it would run now; submit nothing");
+  flag("--parsable", [&o] { o.parsable = true; }, "print only the job id");
+
+  std::vector<UnsupportedOption> unsupported;
+  for (const Unsupported& u : kUnsupported) {
+    CLI::Option* option =
+        u.takes == Takes::kValue ? command.add_option(u.names) : command.add_flag(u.names);
+    option->group("");  // hidden from --help
+    if (u.takes == Takes::kValue) option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    unsupported.push_back({option, LongName(u.names)});
+  }
+  return unsupported;
+}
+
+std::vector<std::string> GivenUnsupported(const std::vector<UnsupportedOption>& unsupported) {
+  std::vector<std::string> given;
+  for (const UnsupportedOption& u : unsupported) {
+    if (u.option->count() > 0) given.push_back(u.name);
+  }
+  return given;
+}
+
+void FillUnset(JobOptions& into, const JobOptions& from) {
+  auto fill = [](auto& a, const auto& b) {
+    if (!a) a = b;
+  };
+  fill(into.nodes, from.nodes);
+  fill(into.ntasks, from.ntasks);
+  fill(into.tasks_per_node, from.tasks_per_node);
+  fill(into.cpus_per_task, from.cpus_per_task);
+  fill(into.gpus_per_node, from.gpus_per_node);
+  fill(into.gres, from.gres);
+  fill(into.memory, from.memory);
+  fill(into.time, from.time);
+  fill(into.partition, from.partition);
+  fill(into.account, from.account);
+  fill(into.job_name, from.job_name);
+  fill(into.output, from.output);
+  fill(into.error, from.error);
+  fill(into.chdir, from.chdir);
+  fill(into.switches, from.switches);
+  fill(into.export_env, from.export_env);
+  fill(into.constraint, from.constraint);
+  fill(into.nodelist, from.nodelist);
+  fill(into.exclude, from.exclude);
+  fill(into.requeue, from.requeue);
+  into.exclusive = into.exclusive || from.exclusive;
+  into.test_only = into.test_only || from.test_only;
+  into.parsable = into.parsable || from.parsable;
+}
+
+absl::Status ApplyDirectives(std::string_view script, const std::string& path,
+                             JobOptions& options) {
+  const directives::DirectiveResult parsed = directives::ParseDirectives(script, path);
+  // Warnings are printed in the order of the script's lines, before any error.
+  std::vector<std::pair<int, std::string>> warnings;
+  const auto print_warnings = [&warnings] {
+    std::stable_sort(warnings.begin(), warnings.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [line, text] : warnings) std::cerr << "cohort: warning: " << text << '\n';
+  };
+  std::string first_error;
+  for (const Diagnostic& d : parsed.diagnostics.All()) {
+    std::string text = fmt::format("{}:{}: {}{}{}", d.where.file, d.where.line, d.message,
+                                   d.hint.empty() ? "" : "; ", d.hint);
+    if (d.severity == Severity::kWarning) {
+      warnings.emplace_back(d.where.line, std::move(text));
+    } else if (first_error.empty()) {
+      first_error = std::move(text);
+    }
+  }
+  if (!first_error.empty()) {
+    print_warnings();
+    return Invalid(first_error);
+  }
+  absl::Status status = ReadDirectiveOptions(parsed.directives, path, options, warnings);
+  print_warnings();
+  return status;
+}
+
+namespace {
+
+absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& lines,
+                                  const std::string& path, JobOptions& options,
+                                  std::vector<std::pair<int, std::string>>& warnings) {
+  JobOptions from_script;
+  for (const directives::Prefix prefix :
+       {directives::Prefix::kSbatch, directives::Prefix::kCohort}) {
+    for (const directives::Directive& d : lines) {
+      if (d.prefix != prefix) continue;
+      // One parser per line, so that errors and warnings name their line.
+      JobOptions line;
+      CLI::App line_parser;
+      line_parser.set_help_flag();
+      const std::vector<UnsupportedOption> unsupported = AddJobOptions(line_parser, line);
+      std::vector<std::string> words(d.args.rbegin(), d.args.rend());  // CLI11 reads from the back
+      const std::string where = fmt::format("{}:{}", path, d.line);
+      try {
+        line_parser.parse(words);
+      } catch (const CLI::ExtrasError&) {
+        std::vector<std::string> known;
+        for (const CLI::Option* option : line_parser.get_options()) {
+          if (!option->get_group().empty()) {
+            for (const std::string& name : option->get_lnames()) known.push_back("--" + name);
+          }
+        }
+        std::vector<std::string_view> known_views(known.begin(), known.end());
+        std::string unknown;
+        for (const std::string& arg : line_parser.remaining()) {
+          if (arg.starts_with("-")) {
+            unknown = arg.substr(0, arg.find('='));
+            break;
+          }
+        }
+        if (unknown.empty()) {
+          return Invalid(fmt::format(
+              "{}: {} takes only options; \"{}\" is not one (arguments of the script go after its "
+              "name on the command line)",
+              where, directives::PrefixText(d.prefix), line_parser.remaining().front()));
+        }
+        const std::string nearest = NearestWord(unknown, known_views);
+        return Invalid(fmt::format("{}: {} {}: unknown option; {}", where,
+                                   directives::PrefixText(d.prefix), unknown,
+                                   nearest.empty() ? "see cohort submit --help for the options"
+                                                   : fmt::format("did you mean {}?", nearest)));
+      } catch (const CLI::ParseError& e) {
+        return Invalid(fmt::format("{}: {} {}: {}", where, directives::PrefixText(d.prefix),
+                                   fmt::join(d.args, " "), e.what()));
+      }
+      if (absl::Status valid = CheckValues(line); !valid.ok()) {
+        return Invalid(fmt::format("{}: {} {}: {}", where, directives::PrefixText(d.prefix),
+                                   fmt::join(d.args, " "), valid.message()));
+      }
+      for (const std::string& name : GivenUnsupported(unsupported)) {
+        warnings.emplace_back(d.line, fmt::format("{}: {} {} is not supported yet; ignored", where,
+                                                  directives::PrefixText(d.prefix), name));
+      }
+      // A later line wins over an earlier one.
+      FillUnset(line, from_script);
+      from_script = std::move(line);
+    }
+  }
+  FillUnset(options, from_script);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string& default_name) {
+  if (absl::Status valid = CheckValues(o); !valid.ok()) return valid;
+  v1::JobSpec spec;
+  const int nodes = o.nodes.value_or(1);
+  int tasks_per_node = o.tasks_per_node.value_or(1);
+  if (o.ntasks) {
+    if (*o.ntasks % nodes != 0) {
+      return Invalid(fmt::format(
+          "-n/--ntasks {} does not split evenly over {} node{}; every node of a job runs the same "
+          "number of ranks: ask for a multiple of -N, or use --ntasks-per-node",
+          *o.ntasks, nodes, nodes == 1 ? "" : "s"));
+    }
+    if (o.tasks_per_node && *o.tasks_per_node != *o.ntasks / nodes) {
+      return Invalid(fmt::format(
+          "-n/--ntasks {} and --ntasks-per-node {} disagree for {} node{}; give only one of them",
+          *o.ntasks, *o.tasks_per_node, nodes, nodes == 1 ? "" : "s"));
+    }
+    tasks_per_node = *o.ntasks / nodes;
+  }
+  int gpus = o.gpus_per_node.value_or(0);
+  if (o.gres) {
+    const int count = *ParseGres(*o.gres);
+    if (o.gpus_per_node && *o.gpus_per_node != count) {
+      return Invalid(fmt::format("--gres {} and --gpus-per-node {} disagree; give only one of them",
+                                 *o.gres, *o.gpus_per_node));
+    }
+    gpus = count;
+  }
+  spec.set_nodes(nodes);
+  spec.set_tasks_per_node(tasks_per_node);
+  spec.set_cpus_per_task(o.cpus_per_task.value_or(1));
+  spec.set_gpus_per_node(gpus);
+  // CheckValues has vetted every value parsed below.
+  if (o.memory) spec.set_memory_mb(*ParseSlurmMemoryMb(*o.memory));
+  if (o.time) spec.set_time_limit_s(*TimeLimitSeconds(*o.time));
+  if (o.switches) {
+    const std::pair<int, std::int64_t> switches = *ParseSwitches(*o.switches);
+    spec.set_switches(switches.first);
+    spec.set_switches_wait_s(switches.second);
+  }
+  if (o.constraint) {
+    const std::vector<std::string> features = *ParseConstraint(*o.constraint);
+    for (const std::string& feature : features) spec.add_features(feature);
+  }
+  spec.set_nodelist(o.nodelist.value_or(""));
+  spec.set_exclude(o.exclude.value_or(""));
+  for (v1::EnvVar& var : BuildEnvironment(*ParseExport(o.export_env.value_or("ALL")))) {
+    *spec.add_env() = std::move(var);
+  }
+
+  absl::StatusOr<std::string> cwd = CurrentDirectory();
+  if (!cwd.ok()) return cwd.status();
+  spec.set_submit_dir(*cwd);
+  spec.set_work_dir(o.chdir ? (std::filesystem::path(*cwd) / *o.chdir).lexically_normal().string()
+                            : *cwd);
+  spec.set_name(o.job_name.value_or(default_name));
+  spec.set_partition(o.partition.value_or(""));
+  spec.set_account(o.account.value_or(""));
+  spec.set_output(o.output.value_or(""));
+  spec.set_error(o.error.value_or(""));
+  spec.set_exclusive(o.exclusive);
+  spec.set_requeue(o.requeue.value_or(false));
+  spec.set_user_name(LoginName());
+  return spec;
+}
+
+void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
+  auto line = [&out](std::string_view key, const std::string& value) {
+    out << fmt::format("{:<16}{}\n", key, value);
+  };
+  std::vector<std::string> argv;
+  for (const std::string& word : spec.argv()) argv.push_back(ShellQuote(word));
+  std::vector<std::string> env;
+  for (const v1::EnvVar& var : spec.env()) env.push_back(var.name());
+  line("name", spec.name());
+  line("user_name", spec.user_name());
+  line("partition", OrDefault(spec.partition(), "(the default partition)"));
+  line("account", OrDefault(spec.account(), "(your user name)"));
+  line("nodes", std::to_string(spec.nodes()));
+  line("tasks_per_node", std::to_string(spec.tasks_per_node()));
+  line("cpus_per_task", std::to_string(spec.cpus_per_task()));
+  line("gpus_per_node", std::to_string(spec.gpus_per_node()));
+  line("memory_mb", spec.memory_mb() == 0 ? "(none asked)" : std::to_string(spec.memory_mb()));
+  line("time_limit",
+       spec.time_limit_s() == 0 ? "(the partition's)" : FormatSeconds(spec.time_limit_s()));
+  line("argv", fmt::format("{}", fmt::join(argv, " ")));
+  line("script", spec.script().empty()
+                     ? "(none)"
+                     : fmt::format("{} bytes, run as {}", spec.script().size(),
+                                   spec.argv().empty() ? "" : ShellQuote(spec.argv(0))));
+  line("work_dir", spec.work_dir());
+  line("output", OrDefault(spec.output(), "(cohort-%j.out in work_dir)"));
+  line("error", OrDefault(spec.error(), "(with the output)"));
+  line("exclusive", spec.exclusive() ? "yes" : "no");
+  line("switches", spec.switches() == 0 ? "(no bound)"
+                   : spec.switches_wait_s() == 0
+                       ? std::to_string(spec.switches())
+                       : fmt::format("{}, waiting up to {}", spec.switches(),
+                                     FormatSeconds(spec.switches_wait_s())));
+  line("requeue", spec.requeue() ? "yes" : "no");
+  line("features",
+       spec.features().empty() ? "(none)" : fmt::format("{}", fmt::join(spec.features(), ",")));
+  line("nodelist", OrDefault(spec.nodelist(), "(none)"));
+  line("exclude", OrDefault(spec.exclude(), "(none)"));
+  line("env", fmt::format("{} variable{}{}{}", env.size(), env.size() == 1 ? "" : "s",
+                          env.empty() ? "" : ": ", fmt::join(env, " ")));
+  line("submit_dir", spec.submit_dir());
+}
+
+void PrintTestOnlyAnswer(const v1::SubmitJobResponse& response, std::ostream& out) {
+  if (!response.would_run_on().empty()) {
+    out << fmt::format("{:<16}{}\n", "would_run_on", response.would_run_on());
+    return;
+  }
+  out << fmt::format("{:<16}{}\n", "would_run_on", "(nowhere now)");
+  out << fmt::format("{:<16}{}\n", "reason", response.reason());
+}
+
+absl::StatusOr<Command> SplitCommand(const std::vector<std::string>& remaining,
+                                     std::string_view verb) {
+  Command command;
+  if (remaining.empty()) return command;
+  if (remaining.front() == "--") {
+    command.after_dashes = true;
+    command.words.assign(remaining.begin() + 1, remaining.end());
+    return command;
+  }
+  // CLI11 leaves an unknown option before the first positional here too.
+  if (remaining.front().size() > 1 && remaining.front().starts_with("-")) {
+    return Invalid(fmt::format("{}: unknown option {}; see cohort {} --help for the options", verb,
+                               remaining.front().substr(0, remaining.front().find('=')), verb));
+  }
+  command.words = remaining;
+  return command;
+}
+
+void TakeCommandVerbatim(CLI::App& command, std::string usage, std::string description) {
+  // A positional that accepts no word: CLI11 then leaves the first positional
+  // and everything after it to remaining(), and still honours `--`. It only
+  // documents the usage in --help.
+  command.prefix_command();
+  command.validate_positionals();
+  command.add_option(std::move(usage), CLI::callback_t(), std::move(description), false)
+      ->expected(-1)
+      ->type_name("")
+      ->check(CLI::Validator([](std::string&) { return std::string("taken verbatim"); }, "", ""));
+}
+
+std::string ShellQuote(std::string_view word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  });
+  if (plain) return std::string(word);
+  std::string out = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cohort/fmt_absl.h"
+#include "commands.h"
+#include "controller_client.h"
+#include "job_format.h"
+#include "job_options.h"
+
+namespace cohort::cli {
+namespace {
+
+struct ShowOptions {
+  ConnectionOptions connection;
+  std::string id;
+  std::string node;
+  bool json = false;
+};
+
+std::string OrNull(const std::string& value) { return value.empty() ? "(null)" : value; }
+std::string YesNo(bool value) { return value ? "YES" : "NO"; }
+
+// As scontrol show job: `Key=Value` words, a few related ones a line.
+void PrintJob(const v1::Job& job, std::int64_t now) {
+  const v1::JobSpec& spec = job.spec();
+  std::vector<std::string> argv;
+  for (const std::string& word : spec.argv()) argv.push_back(ShellQuote(word));
+  std::string switches = "(null)";
+  if (spec.switches() > 0) {
+    switches = std::to_string(spec.switches());
+    if (spec.switches_wait_s() > 0) switches += "@" + FormatLimit(spec.switches_wait_s());
+  }
+  std::cout << fmt::format("JobId={} JobName={}\n", job.id(), spec.name());
+  std::cout << fmt::format("   UserId={}({}) Account={} Partition={}\n", JobUser(job), job.uid(),
+                           OrNull(spec.account()), OrNull(spec.partition()));
+  std::cout << fmt::format(
+      "   JobState={} Reason={} Attempt={}{}\n", JobStateName(job.state()),
+      job.reason().empty() ? "None" : job.reason(), job.attempt(),
+      job.queue_position() > 0 ? fmt::format(" QueuePosition={}", job.queue_position()) : "");
+  if (!job.reason_detail().empty()) {
+    std::cout << fmt::format("   ReasonDetail={}\n", job.reason_detail());
+  }
+  std::cout << fmt::format("   ExitCode={}:{}\n", job.exit_code(), job.exit_signal());
+  std::cout << fmt::format("   RunTime={} TimeLimit={}\n", FormatElapsed(TimeUsedSeconds(job, now)),
+                           FormatLimit(job.time_limit_s()));
+  std::cout << fmt::format(
+      "   SubmitTime={} StartTime={} EndTime={}\n", FormatTimestamp(job.submit_time_ms()),
+      FormatTimestamp(job.start_time_ms()), FormatTimestamp(job.end_time_ms()));
+  std::cout << fmt::format("   NumNodes={} NodeList={} Leaves={}\n", spec.nodes(),
+                           OrNull(job.nodes()), OrNull(job.leaves()));
+  std::cout << fmt::format("   NtasksPerNode={} CpusPerTask={} GpusPerNode={} MemPerNode={}\n",
+                           spec.tasks_per_node(), spec.cpus_per_task(), spec.gpus_per_node(),
+                           spec.memory_mb() > 0 ? fmt::format("{}M", spec.memory_mb()) : "(null)");
+  std::cout << fmt::format("   Exclusive={} Requeue={} Switches={}\n", YesNo(spec.exclusive()),
+                           YesNo(spec.requeue()), switches);
+  std::cout << fmt::format("   Features={} ReqNodeList={} ExcNodeList={}\n",
+                           spec.features().empty()
+                               ? std::string("(null)")
+                               : fmt::format("{}", fmt::join(spec.features(), ",")),
+                           OrNull(spec.nodelist()), OrNull(spec.exclude()));
+  std::cout << fmt::format("   Command={}\n", fmt::join(argv, " "));
+  std::cout << fmt::format("   BatchScript={}\n", YesNo(!spec.script().empty()));
+  std::cout << fmt::format("   WorkDir={}\n", OrNull(spec.work_dir()));
+  std::cout << fmt::format("   SubmitDir={}\n", OrNull(spec.submit_dir()));
+  std::cout << fmt::format("   StdOut={}\n",
+                           spec.output().empty() ? std::string("cohort-%j.out") : spec.output());
+  std::cout << fmt::format(
+      "   StdErr={}\n", spec.error().empty()
+                            ? (spec.output().empty() ? std::string("cohort-%j.out") : spec.output())
+                            : spec.error());
+  std::cout << fmt::format("   Environment={} variables\n", spec.env_size());
+}
+
+void PrintNode(const v1::Node& node) {
+  std::cout << fmt::format("NodeName={} State={}\n", node.name(), NodeStateName(node.state()));
+  if (!node.reason().empty()) std::cout << fmt::format("   Reason={}\n", node.reason());
+  std::cout << fmt::format("   CPUAlloc={} CPUTot={}\n", node.cpus_allocated(), node.cpus());
+  std::cout << fmt::format("   GpuAlloc={} GpuTot={}\n", node.gpus_allocated(), node.gpus());
+  std::cout << fmt::format("   AllocMem={} RealMemory={}\n", node.memory_allocated_mb(),
+                           node.memory_mb());
+  std::cout << fmt::format(
+      "   Partitions={} Features={}\n",
+      node.partitions().empty() ? std::string("(null)")
+                                : fmt::format("{}", fmt::join(node.partitions(), ",")),
+      node.features().empty() ? std::string("(null)")
+                              : fmt::format("{}", fmt::join(node.features(), ",")));
+  std::cout << fmt::format("   Leaf={} Block={}\n", OrNull(node.leaf()), OrNull(node.block()));
+  std::cout << fmt::format("   Jobs={}\n", node.jobs().empty()
+                                               ? std::string("(null)")
+                                               : fmt::format("{}", fmt::join(node.jobs(), ",")));
+}
+
+int ShowJob(const ShowOptions& o) {
+  std::int64_t id = 0;
+  const auto [end, error] = std::from_chars(o.id.data(), o.id.data() + o.id.size(), id);
+  if (o.id.empty() || error != std::errc() || end != o.id.data() + o.id.size() || id < 1) {
+    std::cerr << fmt::format(
+        "cohort: show job: \"{}\" is not a job id; job ids are positive numbers (see cohort "
+        "queue)\n",
+        o.id);
+    return 2;
+  }
+  v1::GetJobRequest request;
+  request.set_job_id(id);
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::GetJobResponse> response = client.GetJob(request);
+    if (!response.ok()) return response.status();
+    const std::int64_t now = NowMs();
+    if (o.json) {
+      std::cout << JobToJson(response->job(), now).dump(2) << '\n';
+    } else {
+      PrintJob(response->job(), now);
+    }
+    return absl::OkStatus();
+  });
+}
+
+int ShowNode(const ShowOptions& o) {
+  v1::ListNodesRequest request;
+  request.set_nodes(o.node);
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::ListNodesResponse> response = client.ListNodes(request);
+    if (!response.ok()) return response.status();
+    if (response->nodes().empty()) {
+      return absl::NotFoundError(fmt::format("no node {}; see cohort nodes for the names", o.node));
+    }
+    if (!o.json) {
+      for (int i = 0; i < response->nodes_size(); ++i) {
+        if (i > 0) std::cout << '\n';
+        PrintNode(response->nodes(i));
+      }
+      return absl::OkStatus();
+    }
+    // The shape follows the question, not the answer: a name gives an
+    // object, a hostlist a list.
+    if (o.node.find_first_of("[,") == std::string::npos && response->nodes_size() == 1) {
+      std::cout << NodeToJson(response->nodes(0)).dump(2) << '\n';
+    } else {
+      nlohmann::ordered_json out;
+      out["nodes"] = nlohmann::ordered_json::array();
+      for (const v1::Node& node : response->nodes()) out["nodes"].push_back(NodeToJson(node));
+      std::cout << out.dump(2) << '\n';
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+void AddShowCommand(CLI::App& app, int& exit_code) {
+  CLI::App* show =
+      app.add_subcommand("show", "show every detail of a job or a node (like scontrol show)");
+  show->require_subcommand(1);
+
+  auto job_options = std::make_shared<ShowOptions>();
+  CLI::App* job = show->add_subcommand("job", "show a job: cohort show job ID");
+  job->add_option("ID", job_options->id, "the job's id")->required();
+  job->add_flag("--json", job_options->json, "print the job as JSON");
+  AddConnectionOptions(*job, job_options->connection);
+  job->callback([job_options, &exit_code] { exit_code = ShowJob(*job_options); });
+
+  auto node_options = std::make_shared<ShowOptions>();
+  CLI::App* node = show->add_subcommand("node", "show a node: cohort show node NAME");
+  node->add_option("NAME", node_options->node,
+                   "the node's name, or a hostlist such as gpu[001-004] for several")
+      ->required();
+  node->add_flag("--json", node_options->json,
+                 "print the node as JSON (for a hostlist: {\"nodes\": [...]})");
+  AddConnectionOptions(*node, node_options->connection);
+  node->callback([node_options, &exit_code] { exit_code = ShowNode(*node_options); });
+}
+
+}  // namespace cohort::cli

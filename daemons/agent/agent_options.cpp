@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent_options.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "cluster_files.h"
+#include "cohort/cluster_config.h"
+#include "cohort/hostlist.h"
+
+namespace cohort::agent {
+namespace {
+
+constexpr std::string_view kWhitespace = " \t\r\n\v\f";
+
+// Characters a node name cannot hold: they would break hostlists, file names
+// in the spool, or log lines.
+bool ValidNodeName(std::string_view name) {
+  return !name.empty() && name.find_first_of(",[]/ \t\r\n") == std::string_view::npos;
+}
+
+std::string ShortHostName() {
+  std::array<char, 256> buffer{};
+  if (::gethostname(buffer.data(), buffer.size() - 1) != 0) return {};
+  std::string name(buffer.data());
+  return name.substr(0, name.find('.'));
+}
+
+absl::StatusOr<std::string> TargetFromFlag(const std::string& value) {
+  const auto invalid = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        fmt::format("--controller {}: {}; write HOST:PORT, [IPV6]:PORT or unix:PATH", value, why));
+  };
+  if (value.starts_with("unix:")) {
+    if (value.size() == 5) return invalid("the socket path is missing");
+    return value;
+  }
+  // gRPC's own target forms (dns:///host:port, ipv4:…, ipv6:…) pass through.
+  for (std::string_view scheme : {"dns:", "ipv4:", "ipv6:", "unix-abstract:"}) {
+    if (value.starts_with(scheme)) return value;
+  }
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string::npos) return invalid("the port is missing");
+  const std::string_view host = std::string_view(value).substr(0, colon);
+  const std::string_view port = std::string_view(value).substr(colon + 1);
+  if (host.empty()) return invalid("the host is missing");
+  if (host.find(':') != std::string_view::npos && !host.starts_with('[')) {
+    return invalid("an IPv6 address needs brackets");
+  }
+  int number = 0;
+  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (error != std::errc() || end != port.data() + port.size() || number < 1 || number > 65535) {
+    return invalid(fmt::format("port \"{}\" is not a number from 1 to 65535", port));
+  }
+  return value;
+}
+
+std::string TargetFromConfig(const config::ClusterConfig& config) {
+  const std::string& addr = config.controller_addr;
+  if (addr.starts_with("unix:")) return addr;
+  if (addr.find(':') != std::string::npos && !addr.starts_with('[')) {
+    return fmt::format("[{}]:{}", addr, config.controller_port);
+  }
+  return fmt::format("{}:{}", addr, config.controller_port);
+}
+
+absl::StatusOr<config::ClusterConfig> LoadConfig(const std::string& path) {
+  if (path.empty()) return config::ClusterConfig{};
+  absl::StatusOr<std::string> text = shell::ReadFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        fmt::format("{}; pass the path of cohort.conf with -c",
+                                    std::string_view(text.status().message())));
+  }
+  config::ConfigResult parsed = config::ParseClusterConfig(*text, path, shell::ReadFile);
+  if (parsed.diagnostics.HasErrors()) {
+    std::string report = parsed.diagnostics.Format();
+    while (!report.empty() && report.back() == '\n') report.pop_back();
+    return absl::InvalidArgumentError(
+        fmt::format("cannot use {}:\n{}\n{} error{}; fix them (`cohort config check -c {}` "
+                    "shows them too)",
+                    path, report, parsed.diagnostics.ErrorCount(),
+                    parsed.diagnostics.ErrorCount() == 1 ? "" : "s", path));
+  }
+  return std::move(parsed.config);
+}
+
+absl::StatusOr<std::string> ReadAuthKey(const std::string& path, std::string_view source) {
+  absl::StatusOr<std::string> key = shell::ReadFile(path);
+  if (!key.ok()) {
+    return absl::Status(key.status().code(),
+                        fmt::format("auth key ({}): {}; pass the cluster's key file with "
+                                    "--auth-key-file or AuthKeyFile= in cohort.conf",
+                                    source, std::string_view(key.status().message())));
+  }
+  const std::size_t end = key->find_last_not_of(kWhitespace);
+  key->erase(end == std::string::npos ? 0 : end + 1);
+  if (key->empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "auth key file {} ({}) is empty; write the cluster's shared key into it", path, source));
+  }
+  return key;
+}
+
+absl::StatusOr<std::vector<std::string>> NodeNames(const AgentOptions& options) {
+  if (options.emulate == 0) {
+    std::string name = options.node.empty() ? ShortHostName() : options.node;
+    if (!ValidNodeName(name)) {
+      return absl::InvalidArgumentError(
+          fmt::format("node name \"{}\" is not usable (empty, or holds one of , [ ] / or a "
+                      "space); pass --node NAME",
+                      name));
+    }
+    return std::vector<std::string>{std::move(name)};
+  }
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(options.nodes);
+  if (!names.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--nodes: {}", std::string_view(names.status().message())));
+  }
+  if (names->size() != static_cast<std::size_t>(options.emulate)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--emulate {} asks for {} node{} but --nodes {} names {}; make them match", options.emulate,
+        options.emulate, options.emulate == 1 ? "" : "s", options.nodes, names->size()));
+  }
+  std::set<std::string_view> seen;
+  for (const std::string& name : *names) {
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--nodes {} names {} twice; each emulated node needs its own name", options.nodes, name));
+    }
+  }
+  return names;
+}
+
+NodeResources Override(NodeResources resources, const AgentOptions& options) {
+  if (options.cpus >= 0) resources.cpus = options.cpus;
+  if (options.gpus >= 0) resources.gpus = options.gpus;
+  if (options.memory_mb >= 0) resources.memory_mb = options.memory_mb;
+  return resources;
+}
+
+}  // namespace
+
+void AddAgentOptions(CLI::App& app, AgentOptions& options) {
+  app.add_option("-c,--config", options.config_file,
+                 "cohort.conf to read: ControllerAddr, ControllerPort, AuthKeyFile, ClusterName, "
+                 "and the NodeName lines emulated nodes report")
+      ->check(CLI::ExistingFile);
+  app.add_option("--controller", options.controller,
+                 "the controller to dial, HOST:PORT or unix:PATH (default: ControllerAddr and "
+                 "ControllerPort of the config, else 127.0.0.1:6820)");
+  CLI::Option* node =
+      app.add_option("--node", options.node,
+                     "this node's name, as cohort.conf names it (default: the host's "
+                     "short name)");
+  CLI::Option* emulate =
+      app.add_option("--emulate", options.emulate,
+                     "emulate N nodes in this one process, named by --nodes (tests, benchmarks)")
+          ->check(CLI::PositiveNumber);
+  CLI::Option* nodes =
+      app.add_option("--nodes", options.nodes, "hostlist of the emulated nodes; N names");
+  emulate->needs(nodes);
+  nodes->needs(emulate);
+  node->excludes(emulate);
+  app.add_option("--auth-key-file", options.auth_key_file,
+                 "file holding the cluster's shared key (default: AuthKeyFile of the config, "
+                 "else /etc/cohort/cohort.key)");
+  app.add_option("--cpus", options.cpus,
+                 "CPUs to report (default: an emulated node's NodeName line, else this host's)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpus", options.gpus,
+                 "GPUs to report (default: an emulated node's NodeName line, else the number of "
+                 "/dev/nvidia<N> devices)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--memory-mb", options.memory_mb,
+                 "memory in MB to report (default: an emulated node's NodeName line, else this "
+                 "host's physical memory)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--spool", options.spool_dir,
+                 "folder for batch scripts (default: /tmp/cohort-agent-<uid>)");
+  app.add_option("--log-level", options.log_level,
+                 "trace, debug, info, warn, error, critical or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+}
+
+absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
+  // Mistakes on the command line first: they are the cheapest to fix.
+  absl::StatusOr<std::vector<std::string>> names = NodeNames(options);
+  if (!names.ok()) return names.status();
+  AgentSettings settings;
+  if (!options.controller.empty()) {
+    absl::StatusOr<std::string> target = TargetFromFlag(options.controller);
+    if (!target.ok()) return target.status();
+    settings.controller_target = *std::move(target);
+  }
+
+  absl::StatusOr<config::ClusterConfig> config = LoadConfig(options.config_file);
+  if (!config.ok()) return config.status();
+  if (settings.controller_target.empty()) settings.controller_target = TargetFromConfig(*config);
+
+  const bool key_from_flag = !options.auth_key_file.empty();
+  const std::string key_path = key_from_flag ? options.auth_key_file : config->auth_key_file;
+  absl::StatusOr<std::string> key =
+      ReadAuthKey(key_path, key_from_flag                  ? "--auth-key-file"
+                            : !options.config_file.empty() ? "AuthKeyFile of " + options.config_file
+                                                           : "default path");
+  if (!key.ok()) return key.status();
+  settings.auth_key = *std::move(key);
+  settings.cluster_name = config->cluster_name;
+  settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
+                                                 : options.spool_dir;
+
+  const NodeResources host = DetectHostResources();
+  if (options.emulate == 0) {
+    settings.mode = NodeMode::kReal;
+    settings.nodes.push_back({names->front(), Override(host, options)});
+    return settings;
+  }
+
+  settings.mode = NodeMode::kEmulated;
+  std::map<std::string_view, const config::NodeSpec*> declared;
+  for (const config::NodeSpec& spec : config->nodes) declared.emplace(spec.name, &spec);
+  std::vector<std::string> undeclared;
+  for (std::string& name : *names) {
+    NodeResources resources = host;
+    const auto it = declared.find(name);
+    if (it != declared.end()) {
+      resources = {it->second->cpus, it->second->memory_mb, it->second->gpus};
+    } else {
+      undeclared.push_back(name);
+    }
+    settings.nodes.push_back({std::move(name), Override(resources, options)});
+  }
+  if (!undeclared.empty()) {
+    settings.warnings.push_back(
+        fmt::format("emulated_nodes_undeclared nodes={} config={} using=host_resources",
+                    hostlist::Compress(undeclared),
+                    options.config_file.empty() ? "none" : options.config_file));
+  }
+  return settings;
+}
+
+}  // namespace cohort::agent

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "cohort/v1/cohort.grpc.pb.h"
+#include "controller_stream.h"
+
+/// One node's link to the controller: its AgentGateway.Connect stream,
+/// kept open across failures.
+namespace cohort::agent {
+
+/// Keeps one node registered with the controller. Connects, sends Register
+/// (built fresh each time, so it lists the ranks alive now), then heartbeats
+/// every interval the controller asks for. Events (Send) go out in order once
+/// the controller has answered Register; they wait in a queue while the
+/// stream is down and are kept until their write succeeds. A failed stream
+/// is reopened after a backoff of 100 ms doubling to 5 s, jittered, reset by
+/// each successful registration; a refusal (PERMISSION_DENIED,
+/// FAILED_PRECONDITION) is logged with the controller's reason and retried
+/// the same way. Lives on, and is used only from, the agent's loop thread.
+class AgentSession {
+ public:
+  struct Hooks {
+    /// Builds the Register message for a new stream.
+    std::function<v1::Register()> make_register;
+    /// Receives every message but RegisterReply, in order.
+    std::function<void(const v1::ControllerMessage&)> on_message;
+  };
+
+  AgentSession(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub, std::string node,
+               std::string controller, Hooks hooks);
+  AgentSession(const AgentSession&) = delete;
+  AgentSession& operator=(const AgentSession&) = delete;
+
+  /// Opens the first stream.
+  void Start();
+
+  /// Queues an event (RanksStarted, RankExited, LaunchFailed, JobReleased)
+  /// for the controller.
+  void Send(v1::AgentMessage event);
+
+  /// Ends the stream and stops reconnecting; calls `on_stopped` on the loop
+  /// once gRPC is done with the stream. Unsent events are dropped.
+  void Stop(std::function<void()> on_stopped);
+
+  [[nodiscard]] std::size_t QueuedEvents() const { return events_.size(); }
+
+ private:
+  enum class State { kWaiting, kConnecting, kRegistered, kClosing, kStopped };
+  enum class Writing { kNothing, kRegister, kEvent, kHeartbeat };
+
+  void Connect();
+  void Pump();
+  void OnMessage(v1::ControllerMessage message);
+  void OnRegistered(const v1::RegisterReply& reply);
+  void OnWriteDone(bool ok);
+  void OnReadFailed();
+  void OnDone(const grpc::Status& status);
+  void ScheduleHeartbeat();
+  void BeginClose(CloseMode mode);
+
+  boost::asio::io_context& loop_;
+  v1::AgentGateway::Stub& stub_;
+  const std::string node_;
+  const std::string controller_;
+  Hooks hooks_;
+
+  State state_ = State::kWaiting;
+  std::shared_ptr<ControllerStream> stream_;
+  std::uint64_t generation_ = 0;  // which stream a timer was armed for
+  Writing writing_ = Writing::kNothing;
+  bool register_due_ = false;
+  bool heartbeat_due_ = false;
+  std::deque<v1::AgentMessage> events_;
+
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer heartbeat_timer_;
+  std::int64_t heartbeat_interval_ms_ = 0;
+  std::int64_t backoff_ms_;
+  std::string last_failure_;  // code and reason, since the last registration
+  std::minstd_rand jitter_;
+  std::function<void()> on_stopped_;
+};
+
+}  // namespace cohort::agent

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# `make demo`: a local cluster of 16 emulated nodes under 4 leaf switches,
+# one multi-node job on it, and what a user sees. Everything runs on
+# 127.0.0.1 in a temporary folder and is stopped at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BIN:-$root/build/default}
+work=$(mktemp -d "${TMPDIR:-/tmp}/cohort-demo.XXXXXX")
+pids=()
+stop() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap stop EXIT
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+cohort() { echo "\$ cohort $*" >&2; "$bin/cli/cohort" "$@"; }
+
+head -c 32 /dev/urandom | base64 >"$work/key"
+chmod 600 "$work/key"
+cat >"$work/cohort.conf" <<CONF
+StateDir=$work/state
+AuthKeyFile=$work/key
+ControllerAddr=127.0.0.1
+TopologyFile=$root/etc/demo/topology.conf
+Include=$root/etc/demo/cluster.conf
+CONF
+
+say "starting cohort-controller and an agent emulating 16 nodes (logs in $work)"
+"$bin/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 --port-file "$work/port" \
+  >"$work/controller.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || { cat "$work/controller.log"; exit 1; }
+"$bin/daemons/agent/cohort-agent" -c "$work/cohort.conf" --controller "127.0.0.1:$(cat "$work/port")" \
+  --emulate 16 --nodes 'node[01-16]' --spool "$work/spool" >"$work/agent.log" 2>&1 &
+pids+=($!)
+export COHORT_CONTROLLER="unix:$work/state/cohort.sock" COHORT_CONF="$work/cohort.conf"
+for _ in $(seq 100); do
+  states=$("$bin/cli/cohort" nodes -N --json 2>/dev/null | sed -n '/"nodes"/,$ s/.*"state": *"\([A-Z_]*\)".*/\1/p' || true)
+  [ -n "$states" ] && ! grep -Eq 'UNKNOWN|DOWN' <<<"$states" && break
+  sleep 0.1
+done
+cohort nodes
+
+say "submitting a 4-node x 2-rank job (etc/demo/hello.sh)"
+cd "$work"
+out=$(cohort submit "$root/etc/demo/hello.sh")
+echo "$out"
+id=${out##* }
+sleep 0.5
+cohort queue
+cohort topology
+
+say "waiting for job $id"
+for _ in $(seq 300); do
+  json=$("$bin/cli/cohort" show job "$id" --json)
+  state=$(sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' <<<"$json" | head -1)
+  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+  sleep 0.1
+done
+cohort show job "$id"
+
+say "output of job $id ($work/cohort-$id.out)"
+sort "$work/cohort-$id.out"
+[ "$state" = COMPLETED ] || { echo "demo job ended $state"; exit 1; }
+say "done: job $id COMPLETED; stopping the cluster"

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cohort/launch_env.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/hostlist.h"
+
+namespace cohort::launch {
+namespace {
+
+using Var = std::pair<std::string_view, std::string>;
+
+constexpr std::string_view kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
+
+// Slurm prints node lists compressed and sorted whatever order the gang is
+// in; launchers (and people) parse it that way.
+std::string CompressedNodelist(const std::string& nodelist) {
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(nodelist);
+  if (!names.ok() || names->empty()) return nodelist;
+  return hostlist::Compress(*names);
+}
+
+std::string FirstNode(const std::string& nodelist) {
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(nodelist);
+  if (!names.ok() || names->empty()) return {};
+  return std::move(names->front());
+}
+
+// The variables the launch sets, in the documented order. Sizes are computed
+// in 64 bits: the context comes from the network and may be absurd.
+std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
+  const std::int64_t tasks = context.tasks_per_node;
+  const std::int64_t global_rank = context.node_rank * tasks + local_rank;
+  const std::int64_t world_size = context.num_nodes * tasks;
+  const std::string nodelist = CompressedNodelist(context.nodelist);
+  const std::string job_id = std::to_string(context.job_id);
+  const std::string num_nodes = std::to_string(context.num_nodes);
+  const std::string node_rank = std::to_string(context.node_rank);
+
+  std::vector<Var> vars = {
+      {"COHORT_JOB_ID", job_id},
+      {"COHORT_JOB_NAME", context.job_name},
+      {"COHORT_NODELIST", nodelist},
+      {"COHORT_NNODES", num_nodes},
+      {"COHORT_NODE_RANK", node_rank},
+      {"COHORT_NODENAME", context.node_name},
+      {"COHORT_CLUSTER", context.cluster_name},
+      {"COHORT_PARTITION", context.partition},
+      {"RANK", std::to_string(global_rank)},
+      {"WORLD_SIZE", std::to_string(world_size)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(tasks)},
+      {"NODE_RANK", node_rank},
+      {"GROUP_RANK", node_rank},
+  };
+  std::string master_addr =
+      context.master_addr.empty() ? FirstNode(context.nodelist) : context.master_addr;
+  if (!master_addr.empty()) vars.emplace_back("MASTER_ADDR", std::move(master_addr));
+  if (context.master_port > 0)
+    vars.emplace_back("MASTER_PORT", std::to_string(context.master_port));
+
+  std::vector<Var> slurm = {
+      {"SLURM_JOB_ID", job_id},
+      {"SLURM_JOBID", job_id},
+      {"SLURM_JOB_NAME", context.job_name},
+      {"SLURM_JOB_NODELIST", nodelist},
+      {"SLURM_NODELIST", nodelist},
+      {"SLURM_JOB_NUM_NODES", num_nodes},
+      {"SLURM_NNODES", num_nodes},
+      {"SLURM_NTASKS", std::to_string(world_size)},
+      {"SLURM_NPROCS", std::to_string(world_size)},
+      {"SLURM_NTASKS_PER_NODE", std::to_string(tasks)},
+      {"SLURM_NODEID", node_rank},
+      {"SLURM_PROCID", std::to_string(global_rank)},
+      {"SLURM_LOCALID", std::to_string(local_rank)},
+      {"SLURM_CPUS_PER_TASK", std::to_string(context.cpus_per_task)},
+      {"SLURM_SUBMIT_DIR", context.submit_dir},
+      {"SLURM_JOB_PARTITION", context.partition},
+      {"SLURM_CLUSTER_NAME", context.cluster_name},
+      {"SLURMD_NODENAME", context.node_name},
+      {"SLURM_JOB_USER", context.user_name},
+  };
+  std::move(slurm.begin(), slurm.end(), std::back_inserter(vars));
+  if (!context.gpus.empty()) {
+    vars.emplace_back(kCudaVisibleDevices, fmt::format("{}", fmt::join(context.gpus, ",")));
+  }
+  return vars;
+}
+
+bool ValidName(const std::string& name) {
+  return !name.empty() && name.find('=') == std::string::npos;
+}
+
+}  // namespace
+
+std::vector<std::string> BuildRankEnvironment(const LaunchContext& context, int local_rank) {
+  const std::vector<Var> launch_vars = LaunchVariables(context, local_rank);
+  std::unordered_set<std::string_view> replaced = {kCudaVisibleDevices};
+  for (const Var& var : launch_vars) replaced.insert(var.first);
+
+  // A name exported twice keeps its first position and its last value, as
+  // repeated `export` in a shell would leave it.
+  std::vector<const EnvVar*> base;
+  std::unordered_map<std::string_view, std::size_t> position;
+  for (const EnvVar& var : context.base_env) {
+    if (!ValidName(var.name) || replaced.contains(var.name)) continue;
+    const auto [it, inserted] = position.try_emplace(var.name, base.size());
+    if (inserted) {
+      base.push_back(&var);
+    } else {
+      base[it->second] = &var;
+    }
+  }
+
+  std::vector<std::string> env;
+  env.reserve(base.size() + launch_vars.size());
+  for (const EnvVar* var : base) env.push_back(var->name + "=" + var->value);
+  for (const auto& [name, value] : launch_vars) env.push_back(fmt::format("{}={}", name, value));
+  return env;
+}
+
+std::string ExpandOutputPattern(std::string_view pattern, const LaunchContext& context,
+                                int global_rank) {
+  std::string out;
+  out.reserve(pattern.size() + 16);
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char code = pattern[++i];
+    switch (code) {
+      case 'j':
+        out += std::to_string(context.job_id);
+        break;
+      case 'x':
+        out += context.job_name;
+        break;
+      case 'u':
+        out += context.user_name;
+        break;
+      case 'N':
+        out += context.node_name;
+        break;
+      case 'n':
+        out += std::to_string(context.node_rank);
+        break;
+      case 't':
+        out += std::to_string(global_rank);
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        out += '%';
+        out += code;
+        break;
+    }
+  }
+  return out;
+}
+
+bool PatternIsPerRank(std::string_view pattern) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == 't') return true;
+    ++i;  // skip the code, so that "%%t" stays a literal
+  }
+  return false;
+}
+
+}  // namespace cohort::launch

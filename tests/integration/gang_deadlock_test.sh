@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The gang-deadlock test: 4 clients submit 100 three-node jobs at once on 8
+# nodes, far more than fit. Every job completes, none ever runs on fewer
+# nodes than asked, and no two jobs ever hold the same GPU at the same time.
+source "$(dirname "$0")/lib.sh"
+start_cluster "$ROOT/tests/data/clusters/eight-nodes.conf" "$ROOT/tests/data/clusters/eight-nodes-topology.conf"
+
+# Each rank logs: job node gpus start end (monotonic nanoseconds).
+clients=()
+rank_script='s=$(date +%s%N); sleep 0.2; echo "$SLURM_JOB_ID $COHORT_NODENAME $CUDA_VISIBLE_DEVICES $s $(date +%s%N)" >> '"$WORK"'/log-$SLURM_JOB_ID-$RANK'
+for client in 1 2 3 4; do
+  (
+    for _ in $(seq 25); do
+      cohort submit -N 3 --gpus-per-node 4 -o /dev/null -- sh -c "$rank_script" >>"$WORK/ids-$client" ||
+        echo "submit failed" >>"$WORK/ids-$client"
+    done
+  ) &
+  clients+=($!)
+done
+wait "${clients[@]}"
+ids=$(cat "$WORK"/ids-* | sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
+[ "$(wc -w <<<"$ids")" -eq 100 ] || fail "$(wc -w <<<"$ids") of 100 submissions got an id"
+
+all_finished() {
+  local json
+  json=$(cohort queue --json) || return 1
+  ! grep -q '"id"' <<<"$json"
+}
+wait_until 300 all_finished || fail "jobs still queued: $(cohort queue | head -5)"
+for id in $ids; do
+  state=$(job_state "$id")
+  [ "$state" = COMPLETED ] || fail "job $id is $state"
+done
+
+python3 - "$WORK" <<'PY' || fail "gang or GPU check failed"
+import glob, sys, collections
+work = sys.argv[1]
+jobs = collections.defaultdict(list)
+for path in glob.glob(f"{work}/log-*"):
+    for line in open(path):
+        job, node, gpus, start, end = line.split()
+        jobs[job].append((node, set(gpus.split(",")), int(start), int(end)))
+bad = 0
+for job, ranks in jobs.items():
+    nodes = {r[0] for r in ranks}
+    if len(ranks) != 3 or len(nodes) != 3:
+        print(f"job {job} ran {len(ranks)} ranks on {sorted(nodes)}"); bad += 1
+spans = [(node, gpu, start, end, job) for job, ranks in jobs.items()
+         for node, gpus, start, end in ranks for gpu in gpus]
+by_gpu = collections.defaultdict(list)
+for node, gpu, start, end, job in spans:
+    by_gpu[(node, gpu)].append((start, end, job))
+for key, uses in by_gpu.items():
+    uses.sort()
+    for (s1, e1, j1), (s2, e2, j2) in zip(uses, uses[1:]):
+        if s2 < e1:
+            print(f"jobs {j1} and {j2} shared gpu {key}"); bad += 1
+print(f"{len(jobs)} jobs checked")
+sys.exit(1 if bad or len(jobs) != 100 else 0)
+PY
+pass "100 oversubscribed gang jobs completed whole without sharing a GPU"
+finish_test

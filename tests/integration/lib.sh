@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Shared by the integration tests: start a real controller and an emulating
+# agent on 127.0.0.1 in a temporary folder, drive them with the real CLI,
+# wait by polling with a deadline, and stop everything started here (by PID)
+# whatever happens.
+#
+# A test script sets BIN (the build folder) and ROOT (the repository) from
+# its arguments, sources this file, calls start_cluster, and uses `cohort`.
+set -uo pipefail
+
+BIN=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
+ROOT=$(cd "${2:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cohort-it.XXXXXX")
+PIDS=()
+FAILURES=0
+
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
+  done
+  # Ranks orphaned by a killed agent: tests that kill agents have their
+  # ranks write their pid to $WORK/rank-pids.
+  if [ -f "$WORK/rank-pids" ]; then
+    while read -r pid; do kill -9 "$pid" 2>/dev/null; done <"$WORK/rank-pids"
+  fi
+  if [ "$FAILURES" -gt 0 ] || [ -n "${KEEP_WORK:-}" ]; then
+    echo "--- controller log (last 40 lines)"; tail -40 "$WORK/controller.log" 2>/dev/null
+    echo "--- agent log (last 40 lines)"; tail -40 "$WORK/agent.log" 2>/dev/null
+    echo "work folder kept: $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+trap "exit 130" INT TERM
+
+fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }
+pass() { echo "ok: $*"; }
+
+cohort() { "$BIN/cli/cohort" "$@"; }
+
+# wait_until SECONDS COMMAND...: polls COMMAND until it succeeds or the
+# deadline passes (returns 1 then).
+wait_until() {
+  local limit=$1; shift
+  local deadline=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+
+# job_state ID: prints the job's state (PENDING, RUNNING, COMPLETED, …).
+job_state() {
+  local json
+  json=$(cohort show job "$1" --json 2>/dev/null) || return 0
+  sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' <<<"$json" | head -1
+}
+state_is() { [ "$(job_state "$1")" = "$2" ]; }
+finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) return 0;; *) return 1;; esac; }
+
+# start_cluster [CLUSTER_CONF] [TOPOLOGY_CONF]: the demo cluster by default
+# (16 nodes, 4 leaves). Sets COHORT_CONTROLLER for the CLI.
+start_cluster() {
+  local cluster=${1:-$ROOT/etc/demo/cluster.conf}
+  local topology=${2:-$ROOT/etc/demo/topology.conf}
+  head -c 32 /dev/urandom | base64 >"$WORK/key"
+  chmod 600 "$WORK/key"
+  cat >"$WORK/cohort.conf" <<CONF
+StateDir=$WORK/state
+AuthKeyFile=$WORK/key
+ControllerAddr=127.0.0.1
+ControllerPort=0
+TopologyFile=$topology
+Include=$cluster
+CONF
+  "$BIN/daemons/controller/cohort-controller" -c "$WORK/cohort.conf" --port 0 \
+    --port-file "$WORK/port" >"$WORK/controller.log" 2>&1 &
+  CONTROLLER_PID=$!
+  PIDS+=("$CONTROLLER_PID")
+  controller_ready() { test -s "$WORK/port" || ! kill -0 "$CONTROLLER_PID"; }
+  wait_until 20 controller_ready
+  test -s "$WORK/port" || { fail "controller did not start"; exit 1; }
+  export COHORT_CONTROLLER="unix:$WORK/state/cohort.sock"
+  export COHORT_CONF="$WORK/cohort.conf"
+  start_agent
+  wait_until 30 all_nodes_up || { fail "nodes did not register"; cohort nodes; exit 1; }
+}
+
+# start_agent: one emulating agent for every node of the config.
+start_agent() {
+  local nodes
+  nodes=$("$BIN/cli/cohort" config check -c "$WORK/cohort.conf" 2>/dev/null |
+    sed -n 's/^nodes *\([0-9]*\) (\(.*\)),.*/\2/p')
+  local count
+  count=$("$BIN/cli/cohort" hostlist expand "$nodes" | wc -l)
+  "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" \
+    --controller "127.0.0.1:$(cat "$WORK/port")" --emulate "$count" --nodes "$nodes" \
+    --spool "$WORK/spool" >>"$WORK/agent.log" 2>&1 &
+  AGENT_PID=$!
+  PIDS+=("$AGENT_PID")
+}
+
+# node_states: every node's state, one a line (read whole: with pipefail, a
+# grep -q that stops early would fail the pipe).
+node_states() {
+  local json
+  json=$(cohort nodes -N --json) || return 1
+  sed -n '/"nodes"/,$ s/.*"state": *"\([A-Z_]*\)".*/\1/p' <<<"$json"
+}
+all_nodes_up() {
+  local states
+  states=$(node_states) || return 1
+  [ -n "$states" ] && ! grep -Eq 'UNKNOWN|DOWN' <<<"$states"
+}
+
+# submit ARGS...: submits and prints the job id.
+submit() { cohort submit "$@" | sed -n 's/^Submitted job \([0-9]*\)$/\1/p'; }
+
+finish_test() {
+  if [ "$FAILURES" -gt 0 ]; then
+    echo "$FAILURES failed"
+    exit 1
+  fi
+  echo "all checks passed"
+  exit 0
+}
