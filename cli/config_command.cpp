@@ -2,6 +2,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,24 @@ void AddFileOptions(CLI::App& command, FileOptions& options) {
   command.add_option("-t,--topology", options.topology,
                      "topology.conf to read (default: the config's TopologyFile=, or topology.conf "
                      "beside it)");
+}
+
+// Loads the files the options name and reports what is wrong with them;
+// nullopt, with the exit status set, when there is nothing usable.
+std::optional<LoadedCluster> Load(const FileOptions& options, std::string_view usage,
+                                  int& exit_code) {
+  const ClusterPaths paths = options.Paths();
+  if (!paths.config && !paths.topology) {
+    std::cerr << "cohort: " << usage << '\n';
+    exit_code = 2;
+    return std::nullopt;
+  }
+  LoadedCluster loaded = LoadCluster(paths);
+  if (!ReportDiagnostics(loaded)) {
+    exit_code = 1;
+    return std::nullopt;
+  }
+  return loaded;
 }
 
 void PrintSummary(const LoadedCluster& loaded) {
@@ -120,18 +139,9 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
       "check", "validate cohort.conf and topology.conf and summarise the cluster; exit 1 on errors");
   AddFileOptions(*check, *options);
   check->callback([options, &exit_code] {
-    const ClusterPaths paths = options->Paths();
-    if (!paths.config && !paths.topology) {
-      std::cerr << "cohort: config check needs -c cohort.conf, -t topology.conf, or both\n";
-      exit_code = 2;
-      return;
-    }
-    const LoadedCluster loaded = LoadCluster(paths);
-    if (!ReportDiagnostics(loaded)) {
-      exit_code = 1;
-      return;
-    }
-    PrintSummary(loaded);
+    const std::optional<LoadedCluster> loaded =
+        Load(*options, "config check needs -c cohort.conf, -t topology.conf, or both", exit_code);
+    if (loaded) PrintSummary(*loaded);
   });
 }
 
@@ -147,18 +157,10 @@ void AddTopologyCommands(CLI::App& app, int& exit_code) {
       "show", "print the switch tree of a topology file with node counts per switch");
   AddFileOptions(*show, *options);
   show->callback([options, &exit_code] {
-    const ClusterPaths paths = options->Paths();
-    if (!paths.config && !paths.topology) {
-      std::cerr << "cohort: topology show needs -t topology.conf (or -c cohort.conf)\n";
-      exit_code = 2;
-      return;
-    }
-    const LoadedCluster loaded = LoadCluster(paths);
-    if (!ReportDiagnostics(loaded)) {
-      exit_code = 1;
-      return;
-    }
-    const topology::Topology& topo = loaded.topology;
+    const std::optional<LoadedCluster> loaded =
+        Load(*options, "topology show needs -t topology.conf (or -c cohort.conf)", exit_code);
+    if (!loaded) return;
+    const topology::Topology& topo = loaded->topology;
     for (std::size_t i = 0; i < topo.Roots().size(); ++i) {
       if (i > 0) std::cout << '\n';
       PrintTree(topo, topo.Roots()[i], "", true, true);
