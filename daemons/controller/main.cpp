@@ -122,6 +122,10 @@ int Run(int argc, char** argv) {
 
   local.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  // Streams ended by the shutdown posted their clean-up to the state thread;
+  // run it so that nothing is left behind.
+  controller.io().restart();
+  controller.io().poll();
   spdlog::info("controller_stopped");
   return 0;
 }

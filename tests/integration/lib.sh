@@ -15,13 +15,20 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/cohort-it.XXXXXX")
 PIDS=()
 FAILURES=0
 
-cleanup() {
+# stop_daemons: SIGTERM to every daemon started here, SIGKILL after 5 s.
+stop_daemons() {
   local pid
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${PIDS[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
   done
+  PIDS=()
+}
+
+cleanup() {
+  stop_daemons
   # Ranks orphaned by a killed agent: tests that kill agents have their
   # ranks write their pid to $WORK/rank-pids.
   if [ -f "$WORK/rank-pids" ]; then
@@ -122,6 +129,12 @@ all_nodes_up() {
 submit() { cohort submit "$@" | sed -n 's/^Submitted job \([0-9]*\)$/\1/p'; }
 
 finish_test() {
+  # A sanitizer build reports memory errors and leaks in the daemons' logs.
+  stop_daemons
+  if grep -lE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$WORK"/*.log 2>/dev/null; then
+    fail "a sanitizer reported an error in the daemons (see the log above)"
+    grep -hE -A30 "ERROR: (Address|Leak)Sanitizer|runtime error:" "$WORK"/*.log | head -60
+  fi
   if [ "$FAILURES" -gt 0 ]; then
     echo "$FAILURES failed"
     exit 1
