@@ -347,13 +347,11 @@ absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Milli
   const alloc::NodeCapacity& want = pool_.Capacity(node);
   runtime.registered = true;
   runtime.last_heartbeat = now;
-  if (runtime.down) {
-    runtime.down = false;
-    if (!runtime.drain) runtime.reason.clear();
-  }
+  runtime.down = false;
+  runtime.down_reason.clear();
   if (report.cpus < want.cpus || report.memory_mb < want.memory_mb || report.gpus < want.gpus) {
     runtime.drain = true;
-    runtime.reason = fmt::format(
+    runtime.drain_reason = fmt::format(
         "agent reports {} CPUs, {} MB, {} GPUs; its NodeName line says {} CPUs, {} MB, {} GPUs",
         report.cpus, report.memory_mb, report.gpus, want.cpus, want.memory_mb, want.gpus);
   }
@@ -402,7 +400,7 @@ void Engine::NodeHeartbeat(NodeId node, Millis now) {
 void Engine::NodeLost(NodeId node, const std::string& reason, Millis now, Effects& effects) {
   NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
   runtime.down = true;
-  runtime.reason = reason;
+  runtime.down_reason = reason;
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
   const std::set<JobId> jobs = runtime.jobs;
@@ -430,7 +428,7 @@ absl::Status Engine::Drain(NodeId node, const std::string& reason, const Caller&
   }
   NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
   runtime.drain = true;
-  runtime.reason = reason;
+  runtime.drain_reason = reason;
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
   return absl::OkStatus();
@@ -444,10 +442,10 @@ absl::Status Engine::Resume(NodeId node, const Caller& caller, Effects& effects)
   if (runtime.down) {
     return absl::FailedPreconditionError(
         fmt::format("node {} is down ({}); it comes back when its agent registers",
-                    topology_.NodeName(node), runtime.reason));
+                    topology_.NodeName(node), runtime.down_reason));
   }
   runtime.drain = false;
-  runtime.reason.clear();
+  runtime.drain_reason.clear();
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
   schedule_needed_ = true;
@@ -572,7 +570,7 @@ const Job* Engine::FindJob(JobId id) const {
 NodeView Engine::ViewNode(NodeId node) const {
   const NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
   NodeView view;
-  view.reason = runtime.reason;
+  view.reason = runtime.down ? runtime.down_reason : runtime.drain_reason;
   view.jobs.assign(runtime.jobs.begin(), runtime.jobs.end());
   if (runtime.down) {
     view.status = NodeStatus::kDown;

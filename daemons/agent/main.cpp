@@ -33,8 +33,9 @@ int main(int argc, char** argv) {
       "cohort-agent"};
   app.footer(
       "Stopping: SIGINT or SIGTERM stops the agent gracefully: it closes its streams and exits "
-      "WITHOUT killing the ranks it started; they keep running, and an agent started again "
-      "reports them to the controller. To stop a job, cancel it (cohort cancel). A second "
+      "WITHOUT killing the ranks it started; they keep running. An agent started again does not "
+      "know them yet: the controller then ends their jobs NODE_FAIL, and the old ranks must be "
+      "stopped by hand. To stop a job, cancel it (cohort cancel). A second "
       "SIGINT or SIGTERM exits at once.\n"
       "When the controller is unreachable or refuses the node, the agent keeps its ranks running "
       "and retries (100 ms doubling to 5 s).");

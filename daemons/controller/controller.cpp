@@ -40,7 +40,8 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       topology_(std::move(topology)),
       engine_(config_, *topology_, std::move(pool)),
       options_(std::move(options)),
-      tick_timer_(io_) {}
+      tick_timer_(io_),
+      logged_node_status_(static_cast<std::size_t>(topology_->NodeCount()), NodeStatus::kUnknown) {}
 
 Millis Controller::Now() {
   return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch());
@@ -109,6 +110,15 @@ void Controller::Execute(Effects& effects) {
     if (const auto it = links_.find(node); it != links_.end()) it->second->Send(std::move(message));
   }
   for (const JobId id : effects.changed_jobs) Notify(id);
+  for (const NodeId node : effects.changed_nodes) {
+    const NodeView view = engine_.ViewNode(node);
+    NodeStatus& logged = logged_node_status_[static_cast<std::size_t>(node)];
+    if (view.status == logged) continue;
+    logged = view.status;
+    Log("controller")->info("node_state node={} state={}{}", topology_->NodeName(node),
+                            NodeStatusName(view.status),
+                            view.reason.empty() ? "" : fmt::format(" reason=\"{}\"", view.reason));
+  }
   effects = {};
   RequestPass();
 }
@@ -376,9 +386,8 @@ void Controller::UpdateNode(v1::UpdateNodeRequest request, Identity who,
         Execute(effects);
         return;
       }
-      Log("controller")->info("node_state node={} state={} reason=\"{}\" by_uid={}",
-                              topology_->NodeName(n), NodeStatusName(engine_.ViewNode(n).status),
-                              engine_.ViewNode(n).reason, who.uid);
+      Log("controller")->info("node_update node={} action={} by_uid={}", topology_->NodeName(n),
+                              request.action() == v1::NODE_DRAIN ? "drain" : "resume", who.uid);
     }
     reply(v1::UpdateNodeResponse{});
     Execute(effects);
@@ -524,11 +533,9 @@ void Controller::Register(AgentLink* link, const v1::Register& message) {
   for (const v1::RunningJob& running : message.running()) report.running_jobs.push_back(running.job_id());
   Effects effects;
   (void)engine_.NodeRegistered(*node, report, Now(), effects);
-  const NodeView view = engine_.ViewNode(*node);
-  Log("controller")->info("node_state node={} state={} peer={} cpus={} gpus={}{}",
-                          message.node_name(), NodeStatusName(view.status), link->PeerHost(),
-                          report.cpus, report.gpus,
-                          view.reason.empty() ? "" : fmt::format(" reason=\"{}\"", view.reason));
+  Log("controller")->info("agent_registered node={} peer={} cpus={} memory_mb={} gpus={} running_jobs={}",
+                          message.node_name(), link->PeerHost(), report.cpus, report.memory_mb,
+                          report.gpus, report.running_jobs.size());
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
   link->Send(std::move(reply));

@@ -106,6 +106,7 @@ class Controller {
   std::unordered_map<AgentLink*, NodeId> link_nodes_;
   std::multimap<JobId, JobWatcher*> watchers_;
   std::map<JobId, JobState> logged_state_;
+  std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
 };
 
 }  // namespace cohort::controller

@@ -160,7 +160,8 @@ class Engine {
     bool registered = false;
     bool down = false;
     bool drain = false;
-    std::string reason;
+    std::string drain_reason;  ///< kept while the node is down, shown again after
+    std::string down_reason;
     Millis last_heartbeat{0};
     std::set<JobId> jobs;
   };

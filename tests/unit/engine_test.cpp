@@ -239,6 +239,22 @@ TEST_F(EngineTest, DrainKeepsNewWorkOffAndResumeBringsItBack) {
   EXPECT_EQ(State(id), JobState::kRunning);
 }
 
+TEST_F(EngineTest, DrainReasonSurvivesTheNodeGoingDown) {
+  Effects fx;
+  const NodeId n = cluster_->Node("n001");
+  ASSERT_TRUE(engine_->Drain(n, "bad dimm", Caller{0}, fx).ok());
+  now_ += std::chrono::seconds(31);
+  for (NodeId other = 0; other < cluster_->topology.NodeCount(); ++other) {
+    if (other != n) engine_->NodeHeartbeat(other, now_);
+  }
+  engine_->Tick(now_, fx);
+  EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kDown);
+  EXPECT_EQ(engine_->ViewNode(n).reason, "not responding for 30 s (NodeTimeout)");
+  Register(n);
+  EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kDrained);
+  EXPECT_EQ(engine_->ViewNode(n).reason, "bad dimm");
+}
+
 TEST_F(EngineTest, AgentWithFewerResourcesIsDrained) {
   NodeReport report;
   report.cpus = 2;
