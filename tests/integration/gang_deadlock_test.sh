@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The gang-deadlock test: 4 clients submit 100 three-node jobs at once on 8
+# The gang-deadlock test: 4 users submit 100 three-node jobs at once on 8
 # nodes, far more than fit. Every job completes, none ever runs on fewer
 # nodes than asked, and no two jobs ever hold the same GPU at the same time.
 source "$(dirname "$0")/lib.sh"
+# As root, four real users submit (identified by the controller's socket
+# from their peer credentials) and the agent runs unprivileged; otherwise
+# four clients of the one user this test runs as.
+users=("" "" "" "")
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  export AGENT_UID=61000
+  users=(61001 61002 61003 61004)
+fi
+as_user() {
+  if [ -n "$1" ]; then
+    setpriv --reuid="$1" --regid="$1" --clear-groups "${@:2}"
+  else
+    "${@:2}"
+  fi
+}
 start_cluster "$ROOT/tests/data/clusters/eight-nodes.conf" "$ROOT/tests/data/clusters/eight-nodes-topology.conf"
 
 # Each rank logs: job node gpus start end (monotonic nanoseconds).
 clients=()
-rank_script='s=$(date +%s%N); sleep 0.2; echo "$SLURM_JOB_ID $COHORT_NODENAME $CUDA_VISIBLE_DEVICES $s $(date +%s%N)" >> '"$WORK"'/log-$SLURM_JOB_ID-$RANK'
+rank_script='s=$(date +%s%N); sleep 0.2; echo "$SLURM_JOB_ID $COHORT_NODENAME $CUDA_VISIBLE_DEVICES $s $(date +%s%N)" >> '"$WORK"'/logs/log-$SLURM_JOB_ID-$RANK'
+mkdir -p "$WORK/logs" && chmod 1777 "$WORK/logs"
 for client in 1 2 3 4; do
   (
     for _ in $(seq 25); do
-      cohort submit -N 3 --gpus-per-node 4 -o /dev/null -- sh -c "$rank_script" >>"$WORK/ids-$client" ||
+      as_user "${users[$((client - 1))]}" "$BIN/cli/cohort" submit -N 3 --gpus-per-node 4 \
+        -D "$WORK/logs" -o /dev/null -- sh -c "$rank_script" >>"$WORK/ids-$client" 2>&1 ||
         echo "submit failed" >>"$WORK/ids-$client"
     done
   ) &
@@ -20,7 +37,24 @@ for client in 1 2 3 4; do
 done
 wait "${clients[@]}"
 ids=$(cat "$WORK"/ids-* | sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
-[ "$(wc -w <<<"$ids")" -eq 100 ] || fail "$(wc -w <<<"$ids") of 100 submissions got an id"
+[ "$(wc -w <<<"$ids")" -eq 100 ] || fail "$(wc -w <<<"$ids") of 100 submissions got an id: $(grep -vh Submitted "$WORK"/ids-* | head -3)"
+
+if [ -n "${users[0]}" ]; then
+  # Users see each other's jobs but cancel only their own.
+  queue=$(cohort queue --json)
+  for user in "${users[@]}"; do
+    grep -q "\"uid\": *$user" <<<"$queue" || fail "no job of user $user in the queue"
+  done
+  victim=$(as_user 61002 "$BIN/cli/cohort" submit -N 1 -D "$WORK/logs" -o /dev/null -- sleep 60 |
+    sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
+  out=$(as_user 61001 "$BIN/cli/cohort" cancel "$victim" 2>&1) &&
+    fail "user 61001 cancelled job $victim of user 61002"
+  grep -q "only your own" <<<"$out" || fail "cancel of another user's job said: $out"
+  as_user 61002 "$BIN/cli/cohort" cancel "$victim" || fail "user 61002 could not cancel job $victim"
+  wait_until 60 finished "$victim" || fail "job $victim did not end"
+  [ "$(job_state "$victim")" = CANCELLED ] || fail "job $victim is $(job_state "$victim")"
+  pass "users cancel only their own jobs"
+fi
 
 all_finished() {
   local json
@@ -37,7 +71,7 @@ python3 - "$WORK" <<'PY' || fail "gang or GPU check failed"
 import glob, sys, collections
 work = sys.argv[1]
 jobs = collections.defaultdict(list)
-for path in glob.glob(f"{work}/log-*"):
+for path in glob.glob(f"{work}/logs/log-*"):
     for line in open(path):
         job, node, gpus, start, end = line.split()
         jobs[job].append((node, set(gpus.split(",")), int(start), int(end)))

@@ -12,6 +12,7 @@ set -uo pipefail
 BIN=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
 ROOT=$(cd "${2:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cohort-it.XXXXXX")
+chmod 755 "$WORK"  # tests may run the agent and clients as other users
 PIDS=()
 FAILURES=0
 
@@ -105,7 +106,14 @@ start_agent() {
     sed -n 's/^nodes *\([0-9]*\) (\(.*\)),.*/\2/p')
   local count
   count=$("$BIN/cli/cohort" hostlist expand "$nodes" | wc -l)
-  "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" \
+  local as=()
+  mkdir -p "$WORK/spool"
+  if [ -n "${AGENT_UID:-}" ]; then
+    # An unprivileged agent runs every rank as itself, whoever submitted it.
+    chown "$AGENT_UID:$AGENT_UID" "$WORK/spool" "$WORK/key"
+    as=(setpriv --reuid="$AGENT_UID" --regid="$AGENT_UID" --clear-groups)
+  fi
+  "${as[@]}" "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" \
     --controller "127.0.0.1:$(cat "$WORK/port")" --emulate "$count" --nodes "$nodes" \
     --spool "$WORK/spool" >>"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
