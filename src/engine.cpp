@@ -314,7 +314,11 @@ void Engine::LaunchFailed(JobId id, NodeId node, const std::string& reason, Mill
   Job& job = it->second;
   if (job.state == JobState::kRunning) {
     job.exit_code = 1;
-    job.reason = fmt::format("launch failed on {}: {}", topology_.NodeName(node), reason);
+    // Agents name their node first already; say it once.
+    const std::string& name = topology_.NodeName(node);
+    job.reason = reason.starts_with(name + ": ")
+                     ? fmt::format("launch failed on {}", reason)
+                     : fmt::format("launch failed on {}: {}", name, reason);
   }
   Apply(job, JobEvent::kLaunchFailed, now, effects);
 }

@@ -138,7 +138,16 @@ TEST_F(EngineTest, LaunchFailureOnOneNodeFailsTheJob) {
   engine_->JobReleased(id, second, now_, fx);
   engine_->JobReleased(id, first, now_, fx);
   EXPECT_EQ(State(id), JobState::kFailed);
-  EXPECT_NE(engine_->FindJob(id)->reason.find("launch failed on"), std::string::npos);
+  EXPECT_EQ(engine_->FindJob(id)->reason,
+            fmt::format("launch failed on {}: cannot run \"x\": No such file or directory",
+                        cluster_->topology.NodeName(second)));
+  const JobId again = Submit(1);
+  Schedule();
+  const NodeId node = engine_->FindJob(again)->placement.grants[0].node;
+  const std::string name = cluster_->topology.NodeName(node);
+  engine_->LaunchFailed(again, node, name + ": cannot run \"y\": Permission denied", now_, fx);
+  EXPECT_EQ(engine_->FindJob(again)->reason,
+            fmt::format("launch failed on {}: cannot run \"y\": Permission denied", name));
 }
 
 TEST_F(EngineTest, CancelPendingAndRunning) {
