@@ -41,9 +41,12 @@ ids=$(cat "$WORK"/ids-* | sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
 
 if [ -n "${users[0]}" ]; then
   # Users see each other's jobs but cancel only their own.
-  queue=$(cohort queue --json)
-  for user in "${users[@]}"; do
-    grep -q "\"uid\": *$user" <<<"$queue" || fail "no job of user $user in the queue"
+  # Each client's jobs belong to the user it ran as (peer credentials).
+  for client in 1 2 3 4; do
+    first=$(sed -n 's/^Submitted job \([0-9]*\)$/\1/p' "$WORK/ids-$client" | head -1)
+    show=$(cohort show job "$first" --json)
+    grep -q "\"uid\": *${users[$((client - 1))]}," <<<"$show" ||
+      fail "job $first of client $client is not user ${users[$((client - 1))]}'s: $show"
   done
   victim=$(as_user 61002 "$BIN/cli/cohort" submit -N 1 -D "$WORK/logs" -o /dev/null -- sleep 60 |
     sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
