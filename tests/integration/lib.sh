@@ -13,6 +13,7 @@ BIN=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
 ROOT=$(cd "${2:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cohort-it.XXXXXX")
 chmod 755 "$WORK"  # tests may run the agent and clients as other users
+cd "$WORK"         # jobs submitted without -o write cohort-<id>.out here
 PIDS=()
 FAILURES=0
 

@@ -16,7 +16,7 @@ wait_until 30 finished "$id" || fail "job $id did not run after resume"
 [ "$(job_state "$id")" = COMPLETED ] || fail "job $id is $(job_state "$id")"
 pass "drain and resume"
 
-id=$(submit -N 2 -- sh -c "echo \$\$ >> $WORK/rank-pids; sleep 120")
+id=$(submit -N 2 -- sh -c "echo \$\$ >> $WORK/rank-pids; exec sleep 120")
 wait_until 30 state_is "$id" RUNNING || fail "job $id did not start"
 kill -9 "$AGENT_PID"
 wait_until 60 state_is "$id" NODE_FAIL || fail "job $id is $(job_state "$id"), not NODE_FAIL"
