@@ -26,13 +26,6 @@ std::string Env(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
-std::string_view Trim(std::string_view text) {
-  const std::size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) return {};
-  const std::size_t end = text.find_last_not_of(" \t\r\n");
-  return text.substr(begin, end - begin + 1);
-}
-
 bool IsUnix(std::string_view address) { return address.starts_with("unix:"); }
 
 // HOST:PORT (IPv6 hosts in brackets) or unix:PATH.
@@ -131,10 +124,8 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
   if (!IsUnix(address->target)) {
     metadata.emplace_back("cohort-uid", std::to_string(::getuid()));
     if (!address->auth_key_file.empty() && ::access(address->auth_key_file.c_str(), R_OK) == 0) {
-      absl::StatusOr<std::string> key = shell::ReadFile(address->auth_key_file);
-      if (key.ok() && !Trim(*key).empty()) {
-        metadata.emplace_back("cohort-auth-key", std::string(Trim(*key)));
-      }
+      absl::StatusOr<std::string> key = shell::ReadAuthKey(address->auth_key_file);
+      if (key.ok()) metadata.emplace_back("cohort-auth-key", *std::move(key));
     }
   }
   grpc::ChannelArguments arguments;

@@ -21,7 +21,6 @@
 namespace cohort::agent {
 namespace {
 
-constexpr std::string_view kWhitespace = " \t\r\n\v\f";
 
 // Characters a node name cannot hold: they would break hostlists, file names
 // in the spool, or log lines.
@@ -96,20 +95,16 @@ absl::StatusOr<config::ClusterConfig> LoadConfig(const std::string& path) {
 }
 
 absl::StatusOr<std::string> ReadAuthKey(const std::string& path, std::string_view source) {
-  absl::StatusOr<std::string> key = shell::ReadFile(path);
-  if (!key.ok()) {
-    return absl::Status(key.status().code(),
-                        fmt::format("auth key ({}): {}; pass the cluster's key file with "
-                                    "--auth-key-file or AuthKeyFile= in cohort.conf",
-                                    source, std::string_view(key.status().message())));
-  }
-  const std::size_t end = key->find_last_not_of(kWhitespace);
-  key->erase(end == std::string::npos ? 0 : end + 1);
-  if (key->empty()) {
+  absl::StatusOr<std::string> key = shell::ReadAuthKey(path);
+  if (key.ok()) return key;
+  if (key.status().code() == absl::StatusCode::kInvalidArgument) {
     return absl::InvalidArgumentError(fmt::format(
         "auth key file {} ({}) is empty; write the cluster's shared key into it", path, source));
   }
-  return key;
+  return absl::Status(key.status().code(),
+                      fmt::format("auth key ({}): {}; pass the cluster's key file with "
+                                  "--auth-key-file or AuthKeyFile= in cohort.conf",
+                                  source, std::string_view(key.status().message())));
 }
 
 absl::StatusOr<std::vector<std::string>> NodeNames(const AgentOptions& options) {

@@ -27,6 +27,15 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return buffer.str();
 }
 
+absl::StatusOr<std::string> ReadAuthKey(const std::string& path) {
+  absl::StatusOr<std::string> key = ReadFile(path);
+  if (!key.ok()) return key.status();
+  const std::size_t end = key->find_last_not_of(" \t\r\n\v\f");
+  key->erase(end == std::string::npos ? 0 : end + 1);
+  if (key->empty()) return absl::InvalidArgumentError(fmt::format("{} is empty", path));
+  return key;
+}
+
 LoadedCluster LoadCluster(const ClusterPaths& paths) {
   LoadedCluster loaded;
   std::vector<std::string> node_names;

@@ -17,6 +17,11 @@ namespace cohort::shell {
 /// Reads a whole file; NotFound or Unavailable with the path and errno text.
 [[nodiscard]] absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+/// The cluster's shared key from `path` (AuthKeyFile), trailing whitespace
+/// removed, so that the controller, the agents and the CLI compare the same
+/// bytes. ReadFile's errors, or InvalidArgument when the file is empty.
+[[nodiscard]] absl::StatusOr<std::string> ReadAuthKey(const std::string& path);
+
 struct ClusterPaths {
   std::optional<std::string> config;    ///< cohort.conf; none: nodes come from the topology
   std::optional<std::string> topology;  ///< topology.conf; none: from the config or flat

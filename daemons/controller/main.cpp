@@ -22,11 +22,6 @@
 
 namespace {
 
-std::string Trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
-}
-
 int Run(int argc, char** argv) {
   CLI::App app{"cohort-controller: the Cohort cluster's controller service", "cohort-controller"};
   std::string config_path = std::getenv("COHORT_CONF") != nullptr ? std::getenv("COHORT_CONF")
@@ -60,12 +55,12 @@ int Run(int argc, char** argv) {
   if (!listen.empty()) config.controller_addr = listen;
   if (port >= 0) config.controller_port = port;
 
-  absl::StatusOr<std::string> key = cohort::shell::ReadFile(config.auth_key_file);
-  if (!key.ok() || Trimmed(*key).empty()) {
+  absl::StatusOr<std::string> key = cohort::shell::ReadAuthKey(config.auth_key_file);
+  if (!key.ok()) {
     std::cerr << fmt::format(
         "cohort-controller: cannot read the cluster key {}: {}\n  hint: create it with: head -c 32 "
         "/dev/urandom | base64 > {} && chmod 600 {}\n",
-        config.auth_key_file, key.ok() ? "the file is empty" : std::string(key.status().message()),
+        config.auth_key_file, std::string(key.status().message()),
         config.auth_key_file, config.auth_key_file);
     return 1;
   }
@@ -78,7 +73,7 @@ int Run(int argc, char** argv) {
   }
 
   cohort::controller::Controller::Options options;
-  options.auth_key = Trimmed(*key);
+  options.auth_key = *key;
   auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
   cohort::controller::Controller controller(config, std::move(topology), std::move(*loaded.pool),
                                             options);
