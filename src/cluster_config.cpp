@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -17,9 +18,10 @@
 namespace cohort::config {
 namespace {
 
-constexpr std::array<std::string_view, 11> kGlobalKeys = {
-    "ClusterName", "ControllerAddr", "ControllerPort", "StateDir", "AuthKeyFile", "TopologyFile",
-    "NodeTimeout", "KillWait",       "Include",        "NodeName", "PartitionName"};
+constexpr std::array<std::string_view, 13> kGlobalKeys = {
+    "ClusterName", "ControllerAddr", "ControllerPort", "StateDir",    "AuthKeyFile",
+    "TopologyFile", "NodeTimeout",   "KillWait",       "StateSync",   "HistoryDays",
+    "Include",      "NodeName",      "PartitionName"};
 constexpr std::array<std::string_view, 6> kNodeKeys = {"CPUs",     "MemoryMB", "RealMemory",
                                                        "Gpus",     "Features", "NodeName"};
 constexpr std::array<std::string_view, 8> kPartitionKeys = {
@@ -120,6 +122,20 @@ class Parser {
     } else if (Is(word, "KillWait")) {
       if (conf::ParseInt(word, conf::ZeroPolicy::kAllowZero, number, diagnostics_)) {
         config.kill_wait = std::chrono::seconds(number);
+      }
+    } else if (Is(word, "StateSync")) {
+      if (EqualsIgnoreCase(word.value, "full") || EqualsIgnoreCase(word.value, "normal") ||
+          EqualsIgnoreCase(word.value, "off")) {
+        config.state_sync = word.value;
+        std::transform(config.state_sync.begin(), config.state_sync.end(), config.state_sync.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      } else {
+        diagnostics_.Error(word.value_at, fmt::format("StateSync={} is not full, normal or off", word.value),
+                           "use StateSync=full (safest), normal or off; see docs/operations.md");
+      }
+    } else if (Is(word, "HistoryDays")) {
+      if (conf::ParseInt(word, conf::ZeroPolicy::kAllowZero, number, diagnostics_)) {
+        config.history_days = static_cast<int>(std::min<long long>(number, 100000));
       }
     } else if (Is(word, "Include")) {
       Include(word, file, depth);

@@ -18,6 +18,16 @@ namespace {
 // memory (history is kept by the store).
 constexpr Millis kFinishedRetention = std::chrono::minutes(5);
 
+int RanksOk(const Job& job) {
+  int ok = 0;
+  for (const int n : job.exited_ok) ok += n;
+  return ok;
+}
+
+bool AllReleased(const Job& job) {
+  return std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; });
+}
+
 std::string Names(const topology::Topology& topology, const alloc::Placement& placement) {
   std::vector<std::string> names;
   names.reserve(placement.grants.size());
@@ -224,7 +234,7 @@ void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     if (job.cause != EndCause::kSuccess) StopGang(job, effects);
     Changed(job, effects);
     // Every node may already have confirmed (a launch failure on all).
-    if (std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; })) {
+    if (AllReleased(job)) {
       Finish(job, now, effects);
     }
     return;
@@ -256,7 +266,7 @@ void Engine::Finish(Job& job, Millis now, Effects& effects) {
     job.cause = EndCause::kNone;
     job.placement = {};
     job.released.clear();
-    job.ranks_exited_ok = 0;
+    job.exited_ok.clear();
     ++job.attempt;
     schedule_needed_ = true;
   } else {
@@ -287,11 +297,10 @@ void Engine::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   Job& job = it->second;
-  if (NodeRankOf(job, node) < 0) return;
+  const int rank = NodeRankOf(job, node);
+  if (rank < 0) return;
   if (exit_code == 0 && signal == 0) {
-    ++job.ranks_exited_ok;
-    const int ranks = job.gang.nodes * job.gang.tasks_per_node;
-    if (job.ranks_exited_ok == ranks) Apply(job, JobEvent::kRanksSucceeded, now, effects);
+    CountOk(job, rank, job.exited_ok[static_cast<std::size_t>(rank)] + 1, now, effects);
     return;
   }
   if (job.state == JobState::kRunning) {
@@ -332,13 +341,13 @@ void Engine::JobReleased(JobId id, NodeId node, Millis now, Effects& effects) {
   ReleaseNode(job, rank, effects);
   // A node can only run out of ranks while the job runs if each of them
   // exited 0; the job runs on until every node is done.
-  if (std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; })) {
+  if (AllReleased(job)) {
     if (job.state == JobState::kRunning) {
       // Released everywhere without every exit reported: treat as success
       // only if all ranks said so.
       const int ranks = job.gang.nodes * job.gang.tasks_per_node;
-      Apply(job, job.ranks_exited_ok == ranks ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed,
-            now, effects);
+      Apply(job, RanksOk(job) == ranks ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed, now,
+            effects);
     } else {
       Apply(job, JobEvent::kAllReleased, now, effects);
     }
@@ -350,6 +359,7 @@ absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Milli
   NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
   const alloc::NodeCapacity& want = pool_.Capacity(node);
   runtime.registered = true;
+  runtime.awaited = false;
   runtime.last_heartbeat = now;
   runtime.down = false;
   runtime.down_reason.clear();
@@ -364,23 +374,43 @@ absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Milli
     // leaves the single default group.
     (void)pool_.SetGpuGroups(node, report.gpu_groups);
   }
-  // Reconcile: ranks the engine does not expect there are stopped; jobs the
-  // engine placed there whose ranks are gone have lost this node.
-  for (const JobId id : report.running_jobs) {
-    const Job* job = FindJob(id);
-    // Unknown, finished, elsewhere, or stopping (the terminate may have been
-    // lost with the old stream): stop it again.
-    if (job == nullptr || NodeRankOf(*job, node) < 0 || IsFinished(job->state) ||
-        job->state == JobState::kCompleting) {
-      effects.commands.emplace_back(TerminateCommand{id, node});
+  // Reconcile: ranks the engine does not expect there are stopped; exits the
+  // engine may have missed (it was restored from an older state, or the
+  // stream dropped) are applied; jobs placed there whose ranks are neither
+  // running nor reported have lost this node.
+  std::set<JobId> accounted;
+  for (const RunningReport& running : report.running) {
+    auto it = jobs_.find(running.job);
+    const int rank = it == jobs_.end() ? -1 : NodeRankOf(it->second, node);
+    const bool current =
+        rank >= 0 && (running.attempt == 0 || running.attempt == it->second.attempt) &&
+        (it->second.state == JobState::kRunning || it->second.state == JobState::kCompleting) &&
+        it->second.released[static_cast<std::size_t>(rank)] == 0;
+    // Unknown, finished, elsewhere, an older attempt, or stopping (the
+    // terminate may have been lost with the old stream): stop it (again).
+    if (!current || it->second.state == JobState::kCompleting) {
+      effects.commands.emplace_back(TerminateCommand{running.job, node});
     }
+    if (!current) continue;
+    accounted.insert(running.job);
+    CountOk(it->second, rank, running.ranks_ok, now, effects);
+  }
+  for (const FinishedReport& finished : report.finished) {
+    auto it = jobs_.find(finished.job);
+    if (it == jobs_.end() || accounted.contains(finished.job)) continue;
+    Job& job = it->second;
+    const int rank = NodeRankOf(job, node);
+    if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.attempt) ||
+        (job.state != JobState::kRunning && job.state != JobState::kCompleting) ||
+        job.released[static_cast<std::size_t>(rank)] != 0) {
+      continue;
+    }
+    accounted.insert(finished.job);
+    ApplyFinished(job, node, rank, finished, now, effects);
   }
   const std::set<JobId> expected = runtime.jobs;
   for (const JobId id : expected) {
-    if (std::find(report.running_jobs.begin(), report.running_jobs.end(), id) !=
-        report.running_jobs.end()) {
-      continue;
-    }
+    if (accounted.contains(id)) continue;
     Job& job = jobs_.at(id);
     const int rank = NodeRankOf(job, node);
     if (job.state == JobState::kRunning) {
@@ -395,6 +425,29 @@ absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Milli
   effects.changed_nodes.push_back(node);
   schedule_needed_ = true;
   return absl::OkStatus();
+}
+
+void Engine::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects) {
+  int& count = job.exited_ok[static_cast<std::size_t>(node_rank)];
+  if (ranks_ok <= count) return;
+  count = std::min(ranks_ok, job.gang.tasks_per_node);
+  if (RanksOk(job) == job.gang.nodes * job.gang.tasks_per_node) {
+    Apply(job, JobEvent::kRanksSucceeded, now, effects);
+  }
+}
+
+void Engine::ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report,
+                           Millis now, Effects& effects) {
+  if (!report.launch_error.empty()) {
+    LaunchFailed(job.id, node, report.launch_error, now, effects);
+  } else {
+    CountOk(job, node_rank, report.ranks_ok, now, effects);
+    if (report.failed) {
+      const bool named = report.exit_code != 0 || report.signal != 0;
+      RankExited(job.id, node, named ? report.exit_code : 1, report.signal, now, effects);
+    }
+  }
+  JobReleased(job.id, node, now, effects);
 }
 
 void Engine::NodeHeartbeat(NodeId node, Millis now) {
@@ -471,8 +524,14 @@ void Engine::Tick(Millis now, Effects& effects) {
   const Millis node_timeout = std::chrono::duration_cast<Millis>(config_.node_timeout);
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
     const NodeRuntime& runtime = nodes_[static_cast<std::size_t>(n)];
-    if (runtime.registered && !runtime.down && now - runtime.last_heartbeat > node_timeout) {
-      NodeLost(n, fmt::format("not responding for {} s (NodeTimeout)", config_.node_timeout.count()),
+    if ((runtime.registered || runtime.awaited) && !runtime.down &&
+        now - runtime.last_heartbeat > node_timeout) {
+      NodeLost(n,
+               runtime.registered
+                   ? fmt::format("not responding for {} s (NodeTimeout)", config_.node_timeout.count())
+                   : fmt::format("its agent did not register within {} s (NodeTimeout) of the "
+                                 "controller's restart",
+                                 config_.node_timeout.count()),
                now, effects);
     }
   }
@@ -547,7 +606,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
     pool_.Commit(result.placement.grants);
     job.placement = result.placement;
     job.released.assign(job.placement.grants.size(), 0);
-    job.ranks_exited_ok = 0;
+    job.exited_ok.assign(job.placement.grants.size(), 0);
     job.start_time = now;
     job.reason = "None";
     job.reason_detail.clear();
@@ -569,6 +628,89 @@ void Engine::Schedule(Millis now, Effects& effects) {
 const Job* Engine::FindJob(JobId id) const {
   const auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
+}
+
+NodeAdmin Engine::Admin(NodeId node) const {
+  const NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+  return NodeAdmin{runtime.drain, runtime.drain ? runtime.drain_reason : std::string()};
+}
+
+void Engine::Restore(SavedState state, Millis now, Effects& effects) {
+  COHORT_CHECK(jobs_.empty() && next_id_ == 1, "Restore must come before any other call");
+  next_id_ = std::max<JobId>(state.next_id, 1);
+  for (const auto& [node, admin] : state.nodes) {
+    if (node < 0 || node >= topology_.NodeCount()) continue;
+    NodeRuntime& runtime = nodes_[static_cast<std::size_t>(node)];
+    runtime.drain = admin.drain;
+    runtime.drain_reason = admin.reason;
+  }
+  for (Job& saved : state.jobs) {
+    next_id_ = std::max(next_id_, saved.id + 1);
+    auto [it, inserted] = jobs_.emplace(saved.id, std::move(saved));
+    if (!inserted) continue;
+    Job& job = it->second;
+    const bool active = job.state == JobState::kRunning || job.state == JobState::kCompleting;
+    absl::StatusOr<Job> resolved = Resolve(job.request);
+    if (resolved.ok()) {
+      job.gang = resolved->gang;
+      job.priority_tier = resolved->priority_tier;
+      if (job.state == JobState::kPending) job.time_limit = resolved->time_limit;
+    } else if (job.state == JobState::kPending) {
+      job.state = JobState::kFailed;
+      job.cause = EndCause::kLaunchFailed;
+      job.exit_code = 1;
+      job.reason = fmt::format("no longer valid after a configuration change: {}",
+                               resolved.status().message());
+      job.end_time = now;
+      Changed(job, effects);
+      continue;
+    } else if (active) {
+      // Its partition changed; keep what the running gang holds.
+      job.gang.nodes = static_cast<int>(job.placement.grants.size());
+      job.gang.tasks_per_node = job.request.tasks_per_node;
+      job.gang.cpus_per_task = job.request.cpus_per_task;
+      job.gang.gpus_per_node = job.request.gpus_per_node;
+      job.gang.memory_mb_per_node = job.request.memory_mb;
+    }
+    if (!active) continue;
+    const std::size_t size = job.placement.grants.size();
+    job.released.resize(size, 0);
+    job.exited_ok.resize(size, 0);
+    std::string lost;
+    for (std::size_t rank = 0; rank < size; ++rank) {
+      if (job.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.placement.grants[rank];
+      const bool known = g.node >= 0 && g.node < topology_.NodeCount();
+      const alloc::NodeFree* free = known ? &pool_.Free(g.node) : nullptr;
+      if (free == nullptr || free->cpus < g.cpus || free->memory_mb < g.memory_mb ||
+          (free->gpus & g.gpus) != g.gpus) {
+        job.released[rank] = 1;
+        if (lost.empty()) {
+          lost = known ? fmt::format("its share of {} no longer fits the node's configuration",
+                                     topology_.NodeName(g.node))
+                       : "a node of its gang is no longer configured";
+        }
+        continue;
+      }
+      pool_.Commit({&g, 1});
+      NodeRuntime& runtime = nodes_[static_cast<std::size_t>(g.node)];
+      runtime.jobs.insert(job.id);
+      if (!runtime.registered) {
+        runtime.awaited = true;
+        runtime.last_heartbeat = now;
+      }
+    }
+    if (!lost.empty() && job.state == JobState::kRunning) {
+      job.exit_code = 1;
+      job.reason = lost;
+      Apply(job, JobEvent::kNodeLost, now, effects);
+    } else if (AllReleased(job)) {
+      Apply(job, job.state == JobState::kRunning ? JobEvent::kNodeLost : JobEvent::kAllReleased,
+            now, effects);
+    }
+  }
+  for (NodeId n = 0; n < topology_.NodeCount(); ++n) UpdateCondition(n);
+  schedule_needed_ = true;
 }
 
 NodeView Engine::ViewNode(NodeId node) const {

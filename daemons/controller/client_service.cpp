@@ -164,6 +164,14 @@ grpc::ServerUnaryReactor* ClientService::ListJobs(grpc::CallbackServerContext* c
   return reactor;
 }
 
+grpc::ServerUnaryReactor* ClientService::JobHistory(grpc::CallbackServerContext* context,
+                                                    const v1::JobHistoryRequest* request,
+                                                    v1::JobHistoryResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.JobHistory(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
 grpc::ServerWriteReactor<v1::JobEvent>* ClientService::WatchJob(
     grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
   return new WatchReactor(controller_, request->job_id());

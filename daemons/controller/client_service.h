@@ -28,6 +28,9 @@ class ClientService final : public v1::Controller::CallbackService {
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* JobHistory(grpc::CallbackServerContext* context,
+                                       const v1::JobHistoryRequest* request,
+                                       v1::JobHistoryResponse* response) override;
   grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* context,
                                                    const v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context,

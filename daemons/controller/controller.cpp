@@ -11,6 +11,7 @@
 
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
+#include "records.h"
 
 namespace cohort::controller {
 namespace {
@@ -34,20 +35,92 @@ absl::Status RequireTrusted(const Identity& who, std::string_view action) {
 
 }  // namespace
 
+Worker::Worker() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+
+Worker::~Worker() { Stop(); }
+
+void Worker::Stop() {
+  guard_.reset();
+  if (thread_.joinable()) thread_.join();
+}
+
 Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::Topology> topology,
-                       alloc::NodePool pool, Options options)
+                       alloc::NodePool pool, Options options, Stores stores, LoadedState loaded)
     : config_(std::move(config)),
       topology_(std::move(topology)),
       engine_(config_, *topology_, std::move(pool)),
       options_(std::move(options)),
       tick_timer_(io_),
-      logged_node_status_(static_cast<std::size_t>(topology_->NodeCount()), NodeStatus::kUnknown) {}
+      store_(std::move(stores.writer)),
+      reader_(std::move(stores.reader)),
+      history_reader_(std::move(stores.history)),
+      written_admin_(static_cast<std::size_t>(topology_->NodeCount())),
+      logged_node_status_(static_cast<std::size_t>(topology_->NodeCount()), NodeStatus::kUnknown) {
+  Restore(std::move(loaded));
+}
+
+Controller::~Controller() { Shutdown(); }
+
+void Controller::Restore(LoadedState loaded) {
+  SavedState saved;
+  saved.next_id = loaded.next_job_id;
+  written_next_id_ = loaded.next_job_id;
+  int unreadable = 0;
+  for (v1::JobRecord& record : loaded.jobs) {
+    absl::StatusOr<Job> job = FromRecord(record, *topology_);
+    if (!job.ok()) {
+      // Kept in the database for the operator; the engine cannot run it.
+      Log("controller")->error("job_unreadable job={} reason=\"{}\"", record.id(), job.status());
+      ++unreadable;
+      continue;
+    }
+    specs_[record.id()] = std::move(*record.mutable_spec());
+    saved.jobs.push_back(*std::move(job));
+  }
+  for (const StateBatch::NodeRow& row : loaded.nodes) {
+    const std::optional<NodeId> node = topology_->FindNode(row.name);
+    if (!node) continue;
+    saved.nodes.emplace_back(*node, NodeAdmin{row.drain, row.reason});
+    written_admin_[static_cast<std::size_t>(*node)] = NodeAdmin{row.drain, row.reason};
+  }
+  const std::size_t jobs = saved.jobs.size();
+  Effects effects;
+  engine_.Restore(std::move(saved), Now(), effects);
+  Log("controller")->info("state_loaded path={} jobs={} unreadable={} next_job_id={} drained_nodes={}",
+                          options_.state_path, jobs, unreadable, engine_.NextId(),
+                          std::count_if(loaded.nodes.begin(), loaded.nodes.end(),
+                                        [](const StateBatch::NodeRow& r) { return r.drain; }));
+  Execute(effects);
+}
+
+void Controller::Shutdown() {
+  purge_timer_.cancel();
+  store_thread_.Stop();
+  history_thread_.Stop();
+  if (failed_ || store_ == nullptr) return;
+  // What the last turns changed and has not been written yet: write it now,
+  // on this thread, so a clean stop loses nothing either.
+  committing_ = false;
+  if (!dirty_jobs_.empty() || !dirty_nodes_.empty() || engine_.NextId() != written_next_id_) {
+    outbox_.clear();
+    flush_posted_ = true;  // no flush may be posted any more
+    Flush();
+    store_thread_.io().restart();
+    store_thread_.io().run();
+  }
+  store_.reset();
+}
 
 Millis Controller::Now() {
   return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch());
 }
 
 void Controller::Start() {
+  static bool purging = false;
+  if (!purging && options_.history_retention.count() > 0) {
+    purging = true;
+    boost::asio::post(store_thread_.io(), [this] { PurgeHistory(); });
+  }
   tick_timer_.expires_after(options_.tick_interval);
   tick_timer_.async_wait([this](const boost::system::error_code& error) {
     if (!error) Tick();
@@ -58,11 +131,133 @@ void Controller::Tick() {
   Effects effects;
   engine_.Tick(Now(), effects);
   Execute(effects);
-  // The engine forgets finished jobs after a while; so does the launch data.
+  // The engine forgets finished jobs after a while (the store keeps them).
   if (specs_.size() > engine_.Jobs().size()) {
     std::erase_if(specs_, [this](const auto& entry) { return engine_.FindJob(entry.first) == nullptr; });
   }
   Start();
+}
+
+void Controller::PurgeHistory() {
+  // On the store's thread, in small chunks so that commits interleave.
+  const std::int64_t before =
+      (Now() - std::chrono::duration_cast<Millis>(options_.history_retention)).count();
+  constexpr int kChunk = 500;
+  absl::StatusOr<int> purged = store_->PurgeHistory(before, kChunk);
+  if (!purged.ok()) {
+    Log("store")->warn("history_purge_failed reason=\"{}\"", purged.status());
+  } else if (*purged > 0) {
+    Log("store")->info("history_purged jobs={}", *purged);
+  }
+  const bool more = purged.ok() && *purged == kChunk;
+  purge_timer_.expires_after(more ? std::chrono::milliseconds(10) : std::chrono::minutes(10));
+  purge_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) PurgeHistory();
+  });
+}
+
+void Controller::Defer(std::function<void()> out) {
+  if (!committing_ && outbox_.empty() && dirty_jobs_.empty() && dirty_nodes_.empty() &&
+      engine_.NextId() == written_next_id_) {
+    out();
+    return;
+  }
+  outbox_.push_back(std::move(out));
+  ScheduleFlush();
+}
+
+void Controller::ScheduleFlush() {
+  if (flush_posted_ || committing_) return;
+  flush_posted_ = true;
+  // After the handlers already queued: their changes join this batch.
+  boost::asio::post(io_, [this] {
+    flush_posted_ = false;
+    Flush();
+  });
+}
+
+void Controller::Flush() {
+  if (committing_ || failed_) return;
+  StateBatch batch;
+  for (const JobId id : dirty_jobs_) {
+    const Job* job = engine_.FindJob(id);
+    if (job == nullptr) continue;
+    StateBatch::JobRow& row = batch.jobs.emplace_back();
+    row.record = ToRecord(*job, specs_[id], *topology_);
+    if (new_jobs_.contains(id)) {
+      const auto env = envs_.find(id);
+      row.env = env == envs_.end() ? v1::JobSpec().SerializeAsString() : env->second.SerializeAsString();
+    }
+  }
+  for (const NodeId node : dirty_nodes_) {
+    const NodeAdmin admin = engine_.Admin(node);
+    NodeAdmin& written = written_admin_[static_cast<std::size_t>(node)];
+    if (admin.drain == written.drain && admin.reason == written.reason) continue;
+    written = admin;
+    batch.nodes.push_back({topology_->NodeName(node), admin.drain, admin.reason});
+  }
+  if (engine_.NextId() != written_next_id_) {
+    batch.next_job_id = engine_.NextId();
+    written_next_id_ = engine_.NextId();
+  }
+  dirty_jobs_.clear();
+  new_jobs_.clear();
+  dirty_nodes_.clear();
+  std::vector<std::function<void()>> out = std::move(outbox_);
+  outbox_.clear();
+  if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0) {
+    for (std::function<void()>& f : out) f();
+    return;
+  }
+  committing_ = true;
+  boost::asio::post(store_thread_.io(), [this, batch = std::move(batch), out = std::move(out)]() mutable {
+    const auto started = std::chrono::steady_clock::now();
+    absl::Status status = store_->Commit(batch);
+    Log("store")->trace("commit jobs={} nodes={} took_us={}", batch.jobs.size(), batch.nodes.size(),
+                        std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - started)
+                            .count());
+    boost::asio::post(io_, [this, status = std::move(status), out = std::move(out)]() mutable {
+      Committed(status, out);
+    });
+  });
+}
+
+void Controller::Committed(const absl::Status& status, std::vector<std::function<void()>>& out) {
+  committing_ = false;
+  if (!status.ok()) {
+    // Nothing in this batch may be acknowledged, and later ones cannot be
+    // made durable either: stop rather than tell clients what may be lost.
+    failed_ = true;
+    Log("store")->critical(
+        "state_write_failed reason=\"{}\"; stopping: nothing more can be made durable (fix the "
+        "cause and start the controller again; what was acknowledged is in the database)",
+        status);
+    io_.stop();
+    return;
+  }
+  for (std::function<void()>& f : out) f();
+  if (!outbox_.empty() || !dirty_jobs_.empty() || !dirty_nodes_.empty()) ScheduleFlush();
+}
+
+const v1::JobSpec& Controller::EnvironmentOf(JobId id) {
+  auto it = envs_.find(id);
+  if (it != envs_.end()) return it->second;
+  // Submitted before a restart: the store has it.
+  absl::StatusOr<std::optional<v1::JobSpec>> stored = reader_->FindEnvironment(id);
+  if (!stored.ok()) {
+    Log("store")->error("environment_unreadable job={} reason=\"{}\"", id, stored.status());
+  }
+  v1::JobSpec env = stored.ok() && stored->has_value() ? **stored : v1::JobSpec();
+  return envs_.emplace(id, std::move(env)).first->second;
+}
+
+void Controller::SendToNode(NodeId node, v1::ControllerMessage message) {
+  // A node without a stream cannot hear it; when its agent registers again
+  // it reports its jobs and the engine stops what should not run.
+  Defer([this, node, message = std::move(message)]() mutable {
+    if (const auto it = links_.find(node); it != links_.end()) it->second->Send(std::move(message));
+  });
 }
 
 void Controller::RequestPass() {
@@ -87,6 +282,8 @@ void Controller::RequestPass() {
 }
 
 void Controller::Execute(Effects& effects) {
+  dirty_jobs_.insert(effects.changed_jobs.begin(), effects.changed_jobs.end());
+  dirty_nodes_.insert(effects.changed_nodes.begin(), effects.changed_nodes.end());
   for (const Command& command : effects.commands) {
     if (const auto* launch = std::get_if<LaunchCommand>(&command)) {
       SendLaunch(*launch);
@@ -105,9 +302,7 @@ void Controller::Execute(Effects& effects) {
           std::chrono::duration_cast<std::chrono::milliseconds>(config_.kill_wait).count());
       node = terminate.node;
     }
-    // A node without a stream cannot hear it; when its agent registers again
-    // it reports its jobs and the engine stops what should not run.
-    if (const auto it = links_.find(node); it != links_.end()) it->second->Send(std::move(message));
+    SendToNode(node, std::move(message));
   }
   for (const JobId id : effects.changed_jobs) Notify(id);
   for (const NodeId node : effects.changed_nodes) {
@@ -121,18 +316,22 @@ void Controller::Execute(Effects& effects) {
   }
   effects = {};
   RequestPass();
+  ScheduleFlush();
+}
+
+void Controller::FailLaunch(const LaunchCommand& launch) {
+  // Registered but its stream dropped: the gang cannot start whole.
+  Effects effects;
+  engine_.LaunchFailed(launch.job, launch.node, "its agent is not connected", Now(), effects);
+  engine_.JobReleased(launch.job, launch.node, Now(), effects);
+  Execute(effects);
 }
 
 void Controller::SendLaunch(const LaunchCommand& launch) {
   const Job* job = engine_.FindJob(launch.job);
-  const auto link = links_.find(launch.node);
   if (job == nullptr) return;
-  if (link == links_.end()) {
-    // Registered but its stream just dropped: the gang cannot start whole.
-    Effects effects;
-    engine_.LaunchFailed(launch.job, launch.node, "its agent is not connected", Now(), effects);
-    engine_.JobReleased(launch.job, launch.node, Now(), effects);
-    Execute(effects);
+  if (!links_.contains(launch.node)) {
+    FailLaunch(launch);
     return;
   }
   const topology::Topology& topology = *topology_;
@@ -141,6 +340,7 @@ void Controller::SendLaunch(const LaunchCommand& launch) {
   l->set_job_id(job->id);
   l->set_attempt(job->attempt);
   *l->mutable_spec() = specs_[job->id];
+  *l->mutable_spec()->mutable_env() = EnvironmentOf(job->id).env();
   l->mutable_spec()->set_name(job->request.name);
   l->mutable_spec()->set_partition(job->request.partition);
   l->mutable_spec()->set_account(job->request.account);
@@ -161,7 +361,15 @@ void Controller::SendLaunch(const LaunchCommand& launch) {
   l->set_time_limit_s(job->time_limit == kUnlimited ? 0 : job->time_limit.count());
   l->set_cluster_name(config_.cluster_name);
   l->set_partition(job->request.partition);
-  link->second->Send(std::move(message));
+  // Sent once the job's RUNNING state is durable.
+  Defer([this, launch, message = std::move(message)]() mutable {
+    const auto link = links_.find(launch.node);
+    if (link == links_.end()) {
+      FailLaunch(launch);
+      return;
+    }
+    link->second->Send(std::move(message));
+  });
 }
 
 void Controller::Notify(JobId id) {
@@ -181,13 +389,27 @@ void Controller::Notify(JobId id) {
   if (first != last) {
     v1::JobEvent event;
     JobToWire(*job, specs_[id], engine_, engine_.QueuePosition(id), event.mutable_job());
-    for (auto it = first; it != last; ++it) {
-      it->second->Push(event, finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
-    }
+    std::vector<JobWatcher*> watchers;
+    for (auto it = first; it != last; ++it) watchers.push_back(it->second);
+    // Watchers are unregistered (and deleted) only on this thread, after
+    // Unwatch; a deferred push checks the watcher is still registered.
+    Defer([this, id, event = std::move(event), watchers = std::move(watchers), finished] {
+      for (JobWatcher* watcher : watchers) {
+        const auto [lo, hi] = watchers_.equal_range(id);
+        const bool still = std::any_of(lo, hi, [&](const auto& e) { return e.second == watcher; }) ||
+                           finished_watchers_.contains(watcher);
+        if (still) watcher->Push(event, finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
+      }
+      if (finished) {
+        for (JobWatcher* watcher : watchers) finished_watchers_.erase(watcher);
+      }
+    });
   }
   if (finished) {
+    for (auto it = first; it != last; ++it) finished_watchers_.insert(it->second);
     watchers_.erase(id);
     logged_state_.erase(id);
+    envs_.erase(id);
   }
 }
 
@@ -196,37 +418,40 @@ void Controller::SubmitJob(v1::SubmitJobRequest request, Identity who,
   boost::asio::post(io_, [this, request = std::move(request), who = std::move(who),
                           reply = std::move(reply)]() mutable {
     if (absl::Status trusted = RequireTrusted(who, "submitting"); !trusted.ok()) {
-      reply(trusted);
+      Respond<v1::SubmitJobResponse>(std::move(reply), trusted);
       return;
     }
     absl::StatusOr<JobRequest> job = RequestFromSpec(request.spec(), who);
     if (!job.ok()) {
-      reply(job.status());
+      Respond<v1::SubmitJobResponse>(std::move(reply), job.status());
       return;
     }
     v1::SubmitJobResponse response;
     if (request.test_only()) {
       absl::StatusOr<Engine::Preview> preview = engine_.TestSubmit(*job);
       if (!preview.ok()) {
-        reply(preview.status());
+        Respond<v1::SubmitJobResponse>(std::move(reply), preview.status());
         return;
       }
       response.set_would_run_on(preview->would_run_on);
       response.set_reason(preview->reason);
-      reply(response);
+      Respond<v1::SubmitJobResponse>(std::move(reply), response);
       return;
     }
     Effects effects;
     absl::StatusOr<JobId> id = engine_.Submit(*std::move(job), Now(), effects);
     if (!id.ok()) {
       Log("rpc")->info("submit_refused user={} reason=\"{}\"", who.user_name, id.status());
-      reply(id.status());
+      Respond<v1::SubmitJobResponse>(std::move(reply), id.status());
       return;
     }
-    specs_[*id] = request.spec();
+    v1::JobSpec& spec = specs_[*id] = std::move(*request.mutable_spec());
+    spec.mutable_env()->Swap(envs_[*id].mutable_env());
+    new_jobs_.insert(*id);
     response.set_job_id(*id);
-    reply(response);
     Execute(effects);
+    // The id goes out once the job is durable.
+    Respond<v1::SubmitJobResponse>(std::move(reply), response);
   });
 }
 
@@ -235,7 +460,7 @@ void Controller::CancelJob(v1::CancelJobRequest request, Identity who,
   boost::asio::post(io_, [this, request = std::move(request), who = std::move(who),
                           reply = std::move(reply)] {
     if (absl::Status trusted = RequireTrusted(who, "cancelling"); !trusted.ok()) {
-      reply(trusted);
+      Respond<v1::CancelJobResponse>(reply, trusted);
       return;
     }
     Effects effects;
@@ -244,9 +469,9 @@ void Controller::CancelJob(v1::CancelJobRequest request, Identity who,
       absl::Status s = engine_.Cancel(id, request.signal(), Caller{who.uid}, Now(), effects);
       if (!s.ok() && result.ok()) result = s;
     }
-    reply(result.ok() ? absl::StatusOr<v1::CancelJobResponse>(v1::CancelJobResponse{})
-                      : absl::StatusOr<v1::CancelJobResponse>(result));
     Execute(effects);
+    Respond(reply, result.ok() ? absl::StatusOr<v1::CancelJobResponse>(v1::CancelJobResponse{})
+                               : absl::StatusOr<v1::CancelJobResponse>(result));
   });
 }
 
@@ -254,16 +479,26 @@ void Controller::GetJob(v1::GetJobRequest request, Identity /*who*/,
                         Reply<v1::GetJobResponse> reply) {
   boost::asio::post(io_, [this, request = std::move(request), reply = std::move(reply)] {
     const Job* job = engine_.FindJob(request.job_id());
-    if (job == nullptr) {
-      reply(absl::NotFoundError(fmt::format(
-          "job {} not found; finished jobs are kept for a few minutes (see cohort queue)",
-          request.job_id())));
+    v1::GetJobResponse response;
+    if (job != nullptr) {
+      JobToWire(*job, specs_[job->id], engine_, engine_.QueuePosition(job->id),
+                response.mutable_job());
+      Respond(reply, absl::StatusOr<v1::GetJobResponse>(std::move(response)));
       return;
     }
-    v1::GetJobResponse response;
-    JobToWire(*job, specs_[job->id], engine_, engine_.QueuePosition(job->id),
-              response.mutable_job());
-    reply(response);
+    // Finished long enough ago to have left memory: the store has it.
+    absl::StatusOr<std::optional<v1::JobRecord>> stored = reader_->FindJob(request.job_id());
+    if (!stored.ok()) {
+      Respond<v1::GetJobResponse>(reply, stored.status());
+    } else if (!stored->has_value()) {
+      Respond<v1::GetJobResponse>(
+          reply, absl::NotFoundError(fmt::format("job {} not found; see cohort queue and cohort "
+                                                 "history",
+                                                 request.job_id())));
+    } else {
+      RecordToWire(**stored, *topology_, response.mutable_job());
+      Respond(reply, absl::StatusOr<v1::GetJobResponse>(std::move(response)));
+    }
   });
 }
 
@@ -290,7 +525,38 @@ void Controller::ListJobs(v1::ListJobsRequest request, Identity who,
       JobToWire(job, specs_[id], engine_, at == positions.end() ? 0 : at->second,
                 response.add_jobs());
     }
-    reply(response);
+    Respond(reply, absl::StatusOr<v1::ListJobsResponse>(std::move(response)));
+  });
+}
+
+void Controller::JobHistory(v1::JobHistoryRequest request, Identity who,
+                            Reply<v1::JobHistoryResponse> reply) {
+  // On the history thread, from its own connection: a long query never holds
+  // up the state thread, and it sees only what is durable.
+  boost::asio::post(history_thread_.io(), [this, request = std::move(request), who = std::move(who),
+                                           reply = std::move(reply)] {
+    HistoryQuery query;
+    query.job_ids.assign(request.job_ids().begin(), request.job_ids().end());
+    query.user_name = request.user_name();
+    query.account = request.account();
+    // Like sacct: users see their own jobs unless they ask for all or name
+    // a user or job; operators see everyone's.
+    if (query.user_name.empty() && query.job_ids.empty() && !request.all_users() &&
+        who.uid != 0) {
+      query.uid = who.uid;
+    }
+    for (const int state : request.states()) query.states.push_back(state);
+    query.since_ms = request.since_ms();
+    query.until_ms = request.until_ms();
+    query.limit = request.limit();
+    absl::StatusOr<std::vector<v1::JobRecord>> records = history_reader_->History(query);
+    if (!records.ok()) {
+      reply(records.status());
+      return;
+    }
+    v1::JobHistoryResponse response;
+    for (const v1::JobRecord& record : *records) RecordToWire(record, *topology_, response.add_jobs());
+    reply(std::move(response));
   });
 }
 
@@ -303,13 +569,14 @@ void Controller::ListNodes(v1::ListNodesRequest request, Reply<v1::ListNodesResp
     } else {
       absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(request.nodes());
       if (!names.ok()) {
-        reply(names.status());
+        Respond<v1::ListNodesResponse>(reply, names.status());
         return;
       }
       for (const std::string& name : *names) {
         const std::optional<NodeId> id = topology.FindNode(name);
         if (!id) {
-          reply(absl::NotFoundError(fmt::format("no node {}; see cohort nodes", name)));
+          Respond<v1::ListNodesResponse>(
+              reply, absl::NotFoundError(fmt::format("no node {}; see cohort nodes", name)));
           return;
         }
         nodes.push_back(*id);
@@ -345,7 +612,7 @@ void Controller::ListNodes(v1::ListNodesRequest request, Reply<v1::ListNodesResp
       const topology::BlockId block = topology.BlockOf(n);
       if (block != topology::kNone) out->set_block(topology.Blocks()[block].name);
     }
-    reply(response);
+    Respond(reply, absl::StatusOr<v1::ListNodesResponse>(std::move(response)));
   });
 }
 
@@ -354,19 +621,20 @@ void Controller::UpdateNode(v1::UpdateNodeRequest request, Identity who,
   boost::asio::post(io_, [this, request = std::move(request), who = std::move(who),
                           reply = std::move(reply)] {
     if (absl::Status trusted = RequireTrusted(who, "changing nodes"); !trusted.ok()) {
-      reply(trusted);
+      Respond<v1::UpdateNodeResponse>(reply, trusted);
       return;
     }
     absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(request.nodes());
     if (!names.ok()) {
-      reply(names.status());
+      Respond<v1::UpdateNodeResponse>(reply, names.status());
       return;
     }
     std::vector<NodeId> nodes;
     for (const std::string& name : *names) {
       const std::optional<NodeId> id = topology_->FindNode(name);
       if (!id) {
-        reply(absl::NotFoundError(fmt::format("no node {}; see cohort nodes", name)));
+        Respond<v1::UpdateNodeResponse>(
+            reply, absl::NotFoundError(fmt::format("no node {}; see cohort nodes", name)));
         return;
       }
       nodes.push_back(*id);
@@ -382,15 +650,15 @@ void Controller::UpdateNode(v1::UpdateNodeRequest request, Identity who,
         s = absl::InvalidArgumentError("action: say drain or resume");
       }
       if (!s.ok()) {
-        reply(s);
         Execute(effects);
+        Respond<v1::UpdateNodeResponse>(reply, s);
         return;
       }
       Log("controller")->info("node_update node={} action={} by_uid={}", topology_->NodeName(n),
                               request.action() == v1::NODE_DRAIN ? "drain" : "resume", who.uid);
     }
-    reply(v1::UpdateNodeResponse{});
     Execute(effects);
+    Respond(reply, absl::StatusOr<v1::UpdateNodeResponse>(v1::UpdateNodeResponse{}));
   });
 }
 
@@ -428,7 +696,7 @@ void Controller::GetTopology(Reply<v1::GetTopologyResponse> reply) {
       out->set_unavailable(counts[2]);
     }
     for (const topology::SwitchId r : topology.Roots()) response.add_roots(topology.GetSwitch(r).name);
-    reply(response);
+    Respond(reply, absl::StatusOr<v1::GetTopologyResponse>(std::move(response)));
   });
 }
 
@@ -436,21 +704,32 @@ void Controller::Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply) 
   boost::asio::post(io_, [this, id, watcher, reply = std::move(reply)] {
     const Job* job = engine_.FindJob(id);
     if (job == nullptr) {
-      reply(absl::NotFoundError(fmt::format("job {} not found; see cohort queue", id)));
+      Respond<bool>(reply, absl::NotFoundError(fmt::format("job {} not found; see cohort queue", id)));
       return;
     }
-    reply(true);
     v1::JobEvent event;
     JobToWire(*job, specs_[id], engine_, engine_.QueuePosition(id), event.mutable_job());
     const bool finished = IsFinished(job->state);
-    watcher->Push(std::move(event), finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
     if (!finished) watchers_.emplace(id, watcher);
+    if (finished) finished_watchers_.insert(watcher);
+    Defer([this, id, reply, watcher, event = std::move(event), finished]() mutable {
+      // The client may have gone (and its watcher with it) meanwhile.
+      if (finished) {
+        if (finished_watchers_.erase(watcher) == 0) return;
+      } else {
+        const auto [lo, hi] = watchers_.equal_range(id);
+        if (std::none_of(lo, hi, [&](const auto& e) { return e.second == watcher; })) return;
+      }
+      reply(true);
+      watcher->Push(std::move(event), finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
+    });
   });
 }
 
 void Controller::Unwatch(JobWatcher* watcher, std::function<void()> after) {
   boost::asio::post(io_, [this, watcher, after = std::move(after)] {
     std::erase_if(watchers_, [watcher](const auto& entry) { return entry.second == watcher; });
+    finished_watchers_.erase(watcher);
     after();
   });
 }
@@ -530,12 +809,20 @@ void Controller::Register(AgentLink* link, const v1::Register& message) {
   report.gpus = message.resources().gpus();
   report.gpu_groups.assign(message.resources().gpu_groups().begin(),
                            message.resources().gpu_groups().end());
-  for (const v1::RunningJob& running : message.running()) report.running_jobs.push_back(running.job_id());
+  for (const v1::RunningJob& r : message.running()) {
+    report.running.push_back({r.job_id(), r.attempt(), r.ranks_ok()});
+  }
+  for (const v1::FinishedJob& f : message.finished()) {
+    report.finished.push_back(
+        {f.job_id(), f.attempt(), f.ranks_ok(), f.failed(), f.exit_code(), f.signal(), f.launch_error()});
+  }
   Effects effects;
   (void)engine_.NodeRegistered(*node, report, Now(), effects);
-  Log("controller")->info("agent_registered node={} peer={} cpus={} memory_mb={} gpus={} running_jobs={}",
-                          message.node_name(), link->PeerHost(), report.cpus, report.memory_mb,
-                          report.gpus, report.running_jobs.size());
+  Log("controller")->info(
+      "agent_registered node={} peer={} cpus={} memory_mb={} gpus={} running_jobs={} "
+      "finished_jobs={}",
+      message.node_name(), link->PeerHost(), report.cpus, report.memory_mb, report.gpus,
+      report.running.size(), report.finished.size());
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
   link->Send(std::move(reply));

@@ -10,12 +10,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "cohort/engine.h"
 #include "cohort/v1/cohort.pb.h"
+#include "store.h"
 #include "wire.h"
 
 namespace cohort::controller {
@@ -45,29 +48,69 @@ class JobWatcher {
 template <typename T>
 using Reply = std::function<void(absl::StatusOr<T>)>;
 
+/// One thread running its own io_context until stopped.
+class Worker {
+ public:
+  Worker();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  boost::asio::io_context& io() { return io_; }
+  /// Lets queued work finish, then joins the thread.
+  void Stop();
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
 /// Owns the engine and every piece of scheduler state on one thread (the
 /// state thread, which runs io()). Every public method may be called from
 /// any thread: it posts its work to the state thread and answers through
 /// `reply` from there. Nothing here blocks; no lock guards scheduler state.
+///
+/// Durability: every change of a turn of the state thread is written by the
+/// store's thread in one transaction (group commit); replies, agent commands
+/// and watch events wait in an outbox until what they depend on is durable,
+/// so nothing a client or agent was told is lost by a crash.
 class Controller {
  public:
   struct Options {
     std::string auth_key;
     std::chrono::milliseconds heartbeat_interval{1000};
     std::chrono::milliseconds tick_interval{500};
+    std::string state_path;  ///< the SQLite database
+    StateSync sync = StateSync::kFull;
+    std::chrono::hours history_retention{24 * 30};  ///< 0: keep forever
   };
 
+  /// Connections to the state database: one writes (the store's thread),
+  /// two read (the state thread; history queries).
+  struct Stores {
+    std::unique_ptr<Store> writer;
+    std::unique_ptr<Store> reader;
+    std::unique_ptr<Store> history;
+  };
+
+  /// `loaded` is what the database held at start.
   Controller(config::ClusterConfig config, std::unique_ptr<topology::Topology> topology,
-             alloc::NodePool pool, Options options);
+             alloc::NodePool pool, Options options, Stores stores, LoadedState loaded);
+  ~Controller();
 
   boost::asio::io_context& io() { return io_; }
   /// Starts the periodic tick. Call once before running io().
   void Start();
+  /// Waits for the last commit and stops the store's threads.
+  void Shutdown();
+  /// True when a commit failed: the controller stopped taking work.
+  [[nodiscard]] bool Failed() const { return failed_; }
 
   void SubmitJob(v1::SubmitJobRequest request, Identity who, Reply<v1::SubmitJobResponse> reply);
   void CancelJob(v1::CancelJobRequest request, Identity who, Reply<v1::CancelJobResponse> reply);
   void GetJob(v1::GetJobRequest request, Identity who, Reply<v1::GetJobResponse> reply);
   void ListJobs(v1::ListJobsRequest request, Identity who, Reply<v1::ListJobsResponse> reply);
+  void JobHistory(v1::JobHistoryRequest request, Identity who, Reply<v1::JobHistoryResponse> reply);
   void ListNodes(v1::ListNodesRequest request, Reply<v1::ListNodesResponse> reply);
   void UpdateNode(v1::UpdateNodeRequest request, Identity who, Reply<v1::UpdateNodeResponse> reply);
   void GetTopology(Reply<v1::GetTopologyResponse> reply);
@@ -86,11 +129,26 @@ class Controller {
 
  private:
   static Millis Now();
+  void Restore(LoadedState loaded);
   void Execute(Effects& effects);
+  /// Runs `out` once every change made so far is durable.
+  void Defer(std::function<void()> out);
+  template <typename T>
+  void Respond(Reply<T> reply, absl::StatusOr<T> result) {
+    Defer([reply = std::move(reply), result = std::move(result)]() mutable { reply(std::move(result)); });
+  }
+  void ScheduleFlush();
+  void Flush();
+  void Committed(const absl::Status& status, std::vector<std::function<void()>>& out);
+  void PurgeHistory();
+  /// A job's environment for its launch: kept since submission, or read back.
+  const v1::JobSpec& EnvironmentOf(JobId id);
+  void SendToNode(NodeId node, v1::ControllerMessage message);
   void RequestPass();
   void Tick();
   void Notify(JobId id);
   void SendLaunch(const LaunchCommand& launch);
+  void FailLaunch(const LaunchCommand& launch);
   void Register(AgentLink* link, const v1::Register& message);
 
   config::ClusterConfig config_;
@@ -101,10 +159,28 @@ class Controller {
   boost::asio::steady_timer tick_timer_;
   bool pass_posted_ = false;
 
-  std::unordered_map<JobId, v1::JobSpec> specs_;  ///< what only the launch needs
+  std::unordered_map<JobId, v1::JobSpec> specs_;  ///< as submitted, without the environment
+  std::unordered_map<JobId, v1::JobSpec> envs_;   ///< environments, until the job ends
+  std::unique_ptr<Store> store_;                  ///< used on store_thread_ only
+  std::unique_ptr<Store> reader_;                 ///< used on the state thread only
+  Worker store_thread_;
+  Worker history_thread_;
+  std::unique_ptr<Store> history_reader_;         ///< used on history_thread_ only
+  boost::asio::steady_timer purge_timer_{store_thread_.io()};
+  std::set<JobId> dirty_jobs_;
+  std::set<JobId> new_jobs_;                      ///< dirty and never written
+  std::set<NodeId> dirty_nodes_;
+  std::vector<NodeAdmin> written_admin_;          ///< by NodeId: as last written
+  JobId written_next_id_ = 0;
+  std::vector<std::function<void()>> outbox_;
+  bool committing_ = false;
+  bool flush_posted_ = false;
+  bool failed_ = false;
   std::map<NodeId, AgentLink*> links_;
   std::unordered_map<AgentLink*, NodeId> link_nodes_;
   std::multimap<JobId, JobWatcher*> watchers_;
+  /// Watchers of jobs that just finished: their last event is on its way.
+  std::set<JobWatcher*> finished_watchers_;
   std::map<JobId, JobState> logged_state_;
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
 };

@@ -19,8 +19,40 @@
 #include "cluster_files.h"
 #include "controller.h"
 #include "local_socket.h"
+#include "store.h"
 
 namespace {
+
+using cohort::controller::StateSync;
+using cohort::controller::Store;
+
+StateSync SyncOf(const std::string& name) {
+  if (name == "normal") return StateSync::kNormal;
+  if (name == "off") return StateSync::kOff;
+  return StateSync::kFull;
+}
+
+// --check-state: what the database holds and whether it is sound.
+int CheckState(const std::string& path) {
+  if (!std::filesystem::exists(path)) {
+    std::cerr << fmt::format("cohort-controller: no state database at {}; a new one is created at "
+                             "the first start\n",
+                             path);
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, Store::Mode::kRead, StateSync::kFull);
+  absl::StatusOr<cohort::controller::StateReport> report =
+      store.ok() ? (*store)->Check() : absl::StatusOr<cohort::controller::StateReport>(store.status());
+  if (!report.ok()) {
+    std::cerr << "cohort-controller: " << report.status().message() << '\n';
+    return 1;
+  }
+  std::cout << fmt::format(
+      "{}: ok\n  schema version {}\n  jobs {} ({} not finished)\n  next job id {}\n  node "
+      "settings {}\n",
+      path, report->schema, report->jobs, report->active_jobs, report->next_job_id, report->nodes);
+  return 0;
+}
 
 int Run(int argc, char** argv) {
   CLI::App app{"cohort-controller: the Cohort cluster's controller service", "cohort-controller"};
@@ -31,12 +63,15 @@ int Run(int argc, char** argv) {
   std::string state_dir;
   std::string port_file;
   std::string log_level = "info";
+  bool check_state = false;
   app.add_option("-c,--config", config_path, "cohort.conf (default: $COHORT_CONF or /etc/cohort/cohort.conf)");
   app.add_option("--listen", listen, "TCP address to listen on (default: ControllerAddr)");
   app.add_option("--port", port, "TCP port (default: ControllerPort; 0 picks a free one)");
   app.add_option("--state-dir", state_dir, "state folder, home of the local socket (default: StateDir)");
   app.add_option("--port-file", port_file, "write the TCP port listened on to this file");
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  app.add_flag("--check-state", check_state,
+               "check the state database (StateDir/state.db) and summarise it, then exit");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -54,6 +89,8 @@ int Run(int argc, char** argv) {
   if (!state_dir.empty()) config.state_dir = state_dir;
   if (!listen.empty()) config.controller_addr = listen;
   if (port >= 0) config.controller_port = port;
+  const std::string state_path = (std::filesystem::path(config.state_dir) / "state.db").string();
+  if (check_state) return CheckState(state_path);
 
   absl::StatusOr<std::string> key = cohort::shell::ReadAuthKey(config.auth_key_file);
   if (!key.ok()) {
@@ -74,9 +111,34 @@ int Run(int argc, char** argv) {
 
   cohort::controller::Controller::Options options;
   options.auth_key = *key;
+  options.state_path = state_path;
+  options.sync = SyncOf(config.state_sync);
+  options.history_retention = std::chrono::hours(24 * config.history_days);
+  // The state comes first: a controller that cannot keep its promises does
+  // not start.
+  const auto load_started = std::chrono::steady_clock::now();
+  cohort::controller::Controller::Stores stores;
+  absl::StatusOr<std::unique_ptr<Store>> writer = Store::Open(state_path, Store::Mode::kWrite, options.sync);
+  absl::StatusOr<cohort::controller::LoadedState> state =
+      writer.ok() ? (*writer)->Load() : absl::StatusOr<cohort::controller::LoadedState>(writer.status());
+  absl::StatusOr<std::unique_ptr<Store>> reader = Store::Open(state_path, Store::Mode::kRead, options.sync);
+  absl::StatusOr<std::unique_ptr<Store>> history = Store::Open(state_path, Store::Mode::kRead, options.sync);
+  for (const absl::Status& s : {state.status(), reader.status(), history.status()}) {
+    if (!s.ok()) {
+      std::cerr << "cohort-controller: not starting: " << s.message() << '\n';
+      return 1;
+    }
+  }
+  stores.writer = *std::move(writer);
+  stores.reader = *std::move(reader);
+  stores.history = *std::move(history);
   auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
   cohort::controller::Controller controller(config, std::move(topology), std::move(*loaded.pool),
-                                            options);
+                                            options, std::move(stores), *std::move(state));
+  spdlog::info("state_ready path={} sync={} took_ms={}", state_path, config.state_sync,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - load_started)
+                   .count());
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
@@ -121,8 +183,9 @@ int Run(int argc, char** argv) {
   // run it so that nothing is left behind.
   controller.io().restart();
   controller.io().poll();
+  controller.Shutdown();
   spdlog::info("controller_stopped");
-  return 0;
+  return controller.Failed() ? 1 : 0;
 }
 
 }  // namespace

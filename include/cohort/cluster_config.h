@@ -48,6 +48,11 @@ struct ClusterConfig {
   std::string topology_file;  ///< resolved against the config's folder; empty: none
   std::chrono::seconds node_timeout{300};
   std::chrono::seconds kill_wait{30};
+  /// How commits to the state database wait for the disk: "full" (fsync
+  /// every commit), "normal" (survives a controller crash, not a power
+  /// loss) or "off".
+  std::string state_sync = "full";
+  int history_days = 30;  ///< finished jobs kept this long; 0: forever
   std::vector<NodeSpec> nodes;
   std::vector<PartitionSpec> partitions;
 

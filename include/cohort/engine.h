@@ -54,13 +54,48 @@ struct Effects {
   std::vector<NodeId> changed_nodes;
 };
 
+/// A job with ranks still alive on a registering node.
+struct RunningReport {
+  JobId job = 0;
+  int attempt = 0;   ///< 0: not said (any attempt)
+  int ranks_ok = 0;  ///< ranks there that already exited 0
+};
+/// A job whose ranks on a registering node have all ended. Agents keep these
+/// for a while and report them in every registration, so an engine restored
+/// from an older state learns what it missed; applying one twice is harmless.
+struct FinishedReport {
+  JobId job = 0;
+  int attempt = 0;
+  int ranks_ok = 0;
+  bool failed = false;  ///< some rank failed; exit_code/signal are the first failure's
+  int exit_code = 0;
+  int signal = 0;
+  std::string launch_error;  ///< non-empty: the launch itself failed
+};
+
 /// What an agent reports when it registers.
 struct NodeReport {
   int cpus = 0;
   std::int64_t memory_mb = 0;
   int gpus = 0;
   std::vector<std::uint64_t> gpu_groups;
-  std::vector<JobId> running_jobs;  ///< jobs with ranks still alive on the node
+  std::vector<RunningReport> running;
+  std::vector<FinishedReport> finished;
+};
+
+/// What an operator set on a node, which outlives a controller restart.
+struct NodeAdmin {
+  bool drain = false;
+  std::string reason;
+};
+
+/// What a store keeps of an engine: every job not yet finished (and any
+/// finished ones it wants shown again), the next id, and operators' node
+/// settings by name.
+struct SavedState {
+  std::vector<Job> jobs;  ///< placement grants and released flags as they were
+  JobId next_id = 1;
+  std::vector<std::pair<NodeId, NodeAdmin>> nodes;
 };
 
 enum class NodeStatus : std::uint8_t {
@@ -94,6 +129,13 @@ class Engine {
   /// The topology must outlive the engine.
   Engine(const config::ClusterConfig& config, const topology::Topology& topology,
          alloc::NodePool pool);
+
+  /// Loads what a previous engine left, before any other call. Pending jobs
+  /// are resolved again against today's configuration; one that no longer
+  /// fits it fails with the reason. Running and stopping jobs take their
+  /// grants back; their nodes get NodeTimeout from `now` to register and
+  /// report, else they are lost. Jobs it changes are in `effects`.
+  void Restore(SavedState state, Millis now, Effects& effects);
 
   /// Validates and queues a job. InvalidArgument names the field and the
   /// fix; FailedPrecondition says why the job can never run here.
@@ -146,6 +188,9 @@ class Engine {
   /// The pending jobs in the order passes try them.
   [[nodiscard]] std::vector<JobId> PendingOrder() const;
   [[nodiscard]] NodeView ViewNode(NodeId node) const;
+  [[nodiscard]] NodeAdmin Admin(NodeId node) const;
+  /// The id the next submission gets.
+  [[nodiscard]] JobId NextId() const { return next_id_; }
   [[nodiscard]] const alloc::NodePool& Pool() const { return pool_; }
   [[nodiscard]] const topology::Topology& GetTopology() const { return topology_; }
   [[nodiscard]] const config::ClusterConfig& Config() const { return config_; }
@@ -158,6 +203,7 @@ class Engine {
  private:
   struct NodeRuntime {
     bool registered = false;
+    bool awaited = false;  ///< restored with jobs: must register within NodeTimeout
     bool down = false;
     bool drain = false;
     std::string drain_reason;  ///< kept while the node is down, shown again after
@@ -175,6 +221,9 @@ class Engine {
   void UpdateCondition(NodeId node);
   void Changed(Job& job, Effects& effects);
   int NodeRankOf(const Job& job, NodeId node) const;
+  void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report, Millis now,
+                     Effects& effects);
+  void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
 
   config::ClusterConfig config_;
   const topology::Topology& topology_;

@@ -112,7 +112,7 @@ struct Job {
   int exit_signal = 0;
   alloc::Placement placement;  ///< grants by node rank while running or stopping
   std::vector<std::uint8_t> released;  ///< by node rank: the node confirmed its ranks are gone
-  int ranks_exited_ok = 0;
+  std::vector<int> exited_ok;          ///< by node rank: ranks there that exited 0
   int master_port = 0;
 };
 

@@ -41,7 +41,7 @@ class EngineTest : public ::testing::Test {
     report.cpus = 64;
     report.gpus = 8;
     report.memory_mb = 1024 * 1024;
-    report.running_jobs = std::move(running);
+    for (const JobId id : running) report.running.push_back({id, 0, 0});
     Effects fx;
     ASSERT_TRUE(engine_->NodeRegistered(n, report, now_, fx).ok());
   }
@@ -81,6 +81,36 @@ class EngineTest : public ::testing::Test {
   }
 
   JobState State(JobId id) const { return engine_->FindJob(id)->state; }
+
+  // What a controller restart does: a new engine from what the old one held.
+  // No node has registered with the new one yet.
+  void Restart() {
+    SavedState saved;
+    for (const auto& [id, job] : engine_->Jobs()) saved.jobs.push_back(job);
+    saved.next_id = engine_->NextId();
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+      saved.nodes.emplace_back(n, engine_->Admin(n));
+    }
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
+    engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
+    Effects fx;
+    engine_->Restore(std::move(saved), now_, fx);
+    EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  }
+
+  void RegisterWith(NodeId n, std::vector<RunningReport> running,
+                    std::vector<FinishedReport> finished) {
+    NodeReport report;
+    report.cpus = 64;
+    report.gpus = 8;
+    report.memory_mb = 1024 * 1024;
+    report.running = std::move(running);
+    report.finished = std::move(finished);
+    Effects fx;
+    ASSERT_TRUE(engine_->NodeRegistered(n, report, now_, fx).ok());
+    EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  }
 
   config::ClusterConfig config_;
   std::unique_ptr<testing::Cluster> cluster_;
@@ -306,10 +336,87 @@ TEST_F(EngineTest, StaleJobsReportedByAnAgentAreTerminated) {
   report.cpus = 64;
   report.gpus = 8;
   report.memory_mb = 1024 * 1024;
-  report.running_jobs = {77};
+  report.running = {{77, 0, 0}};
   ASSERT_TRUE(engine_->NodeRegistered(0, report, now_, fx).ok());
   ASSERT_EQ(fx.commands.size(), 1U);
   EXPECT_EQ(std::get<TerminateCommand>(fx.commands[0]).job, 77);
+}
+
+TEST_F(EngineTest, RestoredGangLearnsItsExitsFromTheAgents) {
+  const JobId id = Submit(2);
+  Schedule();
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const JobId queued = Submit(8);
+  Restart();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  EXPECT_EQ(State(queued), JobState::kPending);
+  EXPECT_EQ(engine_->NextId(), queued + 1);
+  // The first node's ranks finished while the controller was away (reported
+  // twice, as agents do); the second's are still running.
+  RegisterWith(grants[0].node, {}, {{id, 1, 2, false, 0, 0, ""}});
+  RegisterWith(grants[0].node, {}, {{id, 1, 2, false, 0, 0, ""}});
+  RegisterWith(grants[1].node, {{id, 1, 1}}, {});
+  EXPECT_EQ(State(id), JobState::kRunning);
+  Effects fx;
+  engine_->RankExited(id, grants[1].node, 0, 0, now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  engine_->JobReleased(id, grants[1].node, now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, RestoredGangFailsWithTheExitAnAgentReports) {
+  const JobId id = Submit(2);
+  Schedule();
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  Restart();
+  RegisterWith(grants[0].node, {}, {{id, 1, 1, true, 3, 0, ""}});
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  // A report of another attempt is not this one's: the node has none of its
+  // ranks left, so it is released and the job ends with the first failure.
+  RegisterWith(grants[1].node, {}, {{id, 7, 2, false, 0, 0, ""}});
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+}
+
+TEST_F(EngineTest, RestoredNodeThatNeverRegistersIsLost) {
+  const JobId id = Submit(2);
+  Schedule();
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  Restart();
+  RegisterWith(grants[0].node, {{id, 1, 0}}, {});
+  now_ += std::chrono::seconds(20);
+  Effects fx;
+  engine_->NodeHeartbeat(grants[0].node, now_);
+  engine_->Tick(now_, fx);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  now_ += std::chrono::seconds(11);
+  engine_->Tick(now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  EXPECT_EQ(engine_->ViewNode(grants[1].node).status, NodeStatus::kDown);
+  EXPECT_EQ(engine_->ViewNode(grants[1].node).reason,
+            "its agent did not register within 30 s (NodeTimeout) of the controller's restart");
+  // The node that did come back is told to stop the gang's ranks.
+  EXPECT_TRUE(std::any_of(fx.commands.begin(), fx.commands.end(), [&](const Command& c) {
+    const auto* t = std::get_if<TerminateCommand>(&c);
+    return t != nullptr && t->job == id && t->node == grants[0].node;
+  }));
+}
+
+TEST_F(EngineTest, RestoreKeepsDrainsAndFailsJobsTheConfigNoLongerAllows) {
+  Effects fx;
+  ASSERT_TRUE(engine_->Drain(3, "bad fan", Caller{0}, fx).ok());
+  const JobId id = Submit(1);
+  config_.partitions.front().name = "renamed";
+  Restart();
+  EXPECT_EQ(engine_->Admin(3).reason, "bad fan");
+  Register(3);
+  EXPECT_EQ(engine_->ViewNode(3).status, NodeStatus::kDrained);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(engine_->FindJob(id)->reason,
+            "no longer valid after a configuration change: partition: no partition \"all\"; "
+            "partitions: renamed");
 }
 
 // The gang-deadlock scenario: many 3-node jobs from several users on 8

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "records.h"
+
+#include <algorithm>
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "cohort/hostlist.h"
+#include "wire.h"
+
+namespace cohort::controller {
+
+v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::Topology& topology) {
+  v1::JobRecord r;
+  r.set_id(job.id);
+  *r.mutable_spec() = spec;
+  r.mutable_spec()->clear_env();
+  r.set_uid(job.request.uid);
+  r.set_user_name(job.request.user_name);
+  r.set_account(job.request.account);
+  r.set_partition(job.request.partition);
+  r.set_state(ToWire(job.state));
+  r.set_cause(static_cast<int>(job.cause));
+  r.set_reason(job.reason);
+  r.set_reason_detail(job.reason_detail);
+  r.set_submit_time_ms(job.submit_time.count());
+  r.set_start_time_ms(job.start_time.count());
+  r.set_end_time_ms(job.end_time.count());
+  r.set_attempt(job.attempt);
+  r.set_exit_code(job.exit_code);
+  r.set_exit_signal(job.exit_signal);
+  r.set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
+  r.set_master_port(job.master_port);
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    const alloc::NodeGrant& g = job.placement.grants[rank];
+    v1::GrantRecord* out = r.add_grants();
+    out->set_node(topology.NodeName(g.node));
+    out->set_cpus(g.cpus);
+    out->set_memory_mb(g.memory_mb);
+    out->set_gpus(g.gpus);
+    out->set_released(rank < job.released.size() && job.released[rank] != 0);
+    out->set_ranks_ok(rank < job.exited_ok.size() ? job.exited_ok[rank] : 0);
+  }
+  return r;
+}
+
+absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topology& topology) {
+  const std::optional<JobState> state = FromWire(record.state());
+  if (!state) {
+    return absl::InvalidArgumentError(fmt::format("job {}: unknown state {}", record.id(),
+                                                  static_cast<int>(record.state())));
+  }
+  Identity owner;
+  owner.uid = record.uid();
+  owner.user_name = record.user_name();
+  absl::StatusOr<JobRequest> request = RequestFromSpec(record.spec(), owner);
+  if (!request.ok()) {
+    return absl::InvalidArgumentError(fmt::format("job {}: {}", record.id(), request.status().message()));
+  }
+  Job job;
+  job.id = record.id();
+  job.request = *std::move(request);
+  job.request.account = record.account();
+  job.request.partition = record.partition();
+  job.state = *state;
+  job.cause = static_cast<EndCause>(std::clamp(record.cause(), 0, static_cast<int>(EndCause::kNodeLostRequeue)));
+  job.reason = record.reason();
+  job.reason_detail = record.reason_detail();
+  job.submit_time = Millis(record.submit_time_ms());
+  job.start_time = Millis(record.start_time_ms());
+  job.end_time = Millis(record.end_time_ms());
+  job.attempt = std::max(record.attempt(), 1);
+  job.exit_code = record.exit_code();
+  job.exit_signal = record.exit_signal();
+  job.time_limit = record.time_limit_s() == 0 ? kUnlimited : std::chrono::seconds(record.time_limit_s());
+  job.master_port = record.master_port();
+  std::vector<NodeId> nodes;
+  for (const v1::GrantRecord& g : record.grants()) {
+    const std::optional<NodeId> node = topology.FindNode(g.node());
+    alloc::NodeGrant& grant = job.placement.grants.emplace_back();
+    grant.node = node.value_or(topology::kNone);
+    grant.cpus = g.cpus();
+    grant.memory_mb = g.memory_mb();
+    grant.gpus = g.gpus();
+    job.released.push_back(g.released() ? 1 : 0);
+    job.exited_ok.push_back(g.ranks_ok());
+    if (node) nodes.push_back(*node);
+  }
+  // The placement's shape, for display and for the invariants.
+  for (const NodeId n : nodes) {
+    if (topology.LeafOf(n) != topology::kNone) job.placement.leaves.push_back(topology.LeafOf(n));
+    if (topology.GroupOf(n) != topology::kNone) job.placement.groups.push_back(topology.GroupOf(n));
+  }
+  for (auto* ids : {&job.placement.leaves, &job.placement.groups}) {
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  }
+  if (!nodes.empty()) {
+    job.placement.domain = topology.LowestCommonSwitch(nodes);
+    if (job.placement.domain != topology::kNone) {
+      job.placement.level = topology.GetSwitch(job.placement.domain).level;
+    }
+  }
+  return job;
+}
+
+double GpuHours(const v1::JobRecord& record, std::int64_t now_ms) {
+  if (record.start_time_ms() == 0 || record.grants().empty()) return 0;
+  const std::int64_t end = record.end_time_ms() > 0 ? record.end_time_ms() : now_ms;
+  int gpus = 0;
+  for (const v1::GrantRecord& g : record.grants()) gpus += std::popcount(g.gpus());
+  return gpus * static_cast<double>(std::max<std::int64_t>(end - record.start_time_ms(), 0)) / 3.6e6;
+}
+
+void RecordToWire(const v1::JobRecord& record, const topology::Topology& topology, v1::Job* out) {
+  out->set_id(record.id());
+  *out->mutable_spec() = record.spec();
+  out->mutable_spec()->set_partition(record.partition());
+  out->mutable_spec()->set_account(record.account());
+  out->mutable_spec()->set_user_name(record.user_name());
+  out->set_uid(record.uid());
+  out->set_state(record.state());
+  out->set_reason(record.reason());
+  out->set_reason_detail(record.reason_detail());
+  out->set_submit_time_ms(record.submit_time_ms());
+  out->set_start_time_ms(record.start_time_ms());
+  out->set_end_time_ms(record.end_time_ms());
+  std::vector<std::string> nodes;
+  std::vector<std::string> leaves;
+  for (const v1::GrantRecord& g : record.grants()) {
+    nodes.push_back(g.node());
+    const std::optional<NodeId> node = topology.FindNode(g.node());
+    if (node && topology.LeafOf(*node) != topology::kNone) {
+      const std::string& leaf = topology.GetSwitch(topology.LeafOf(*node)).name;
+      if (std::find(leaves.begin(), leaves.end(), leaf) == leaves.end()) leaves.push_back(leaf);
+    }
+  }
+  out->set_nodes(hostlist::Compress(nodes));
+  out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
+  out->set_exit_code(record.exit_code());
+  out->set_exit_signal(record.exit_signal());
+  out->set_attempt(record.attempt());
+  out->set_time_limit_s(record.time_limit_s());
+  out->set_gpu_hours(GpuHours(record, record.end_time_ms()));
+}
+
+}  // namespace cohort::controller

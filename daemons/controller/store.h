@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cohort/v1/state.pb.h"
+
+/// The controller's durable state: one SQLite database in WAL mode under
+/// StateDir. The state thread never touches it directly: it hands batches to
+/// the store's writer thread (group commit) and reads on its own connection.
+namespace cohort::controller {
+
+/// How hard a commit waits for the disk (SQLite's synchronous setting).
+enum class StateSync : std::uint8_t {
+  kFull,    ///< fsync the WAL at every commit: survives power loss
+  kNormal,  ///< fsync at checkpoints only: survives a crash of the controller, not of the machine
+  kOff,     ///< never fsync: for tests and benchmarks of everything else
+};
+
+/// The schema this build writes. Older databases are migrated on open; a
+/// newer one is refused.
+inline constexpr int kSchemaVersion = 2;
+
+/// Everything one turn of the controller changed, committed as one
+/// transaction.
+struct StateBatch {
+  struct JobRow {
+    v1::JobRecord record;          ///< without the environment (kept in job_env)
+    std::optional<std::string> env;  ///< serialized JobSpec with only `env`: new jobs
+  };
+  std::vector<JobRow> jobs;
+  struct NodeRow {
+    std::string name;
+    bool drain = false;
+    std::string reason;
+  };
+  std::vector<NodeRow> nodes;
+  std::int64_t next_job_id = 0;  ///< 0: unchanged
+};
+
+/// What a restarted controller loads.
+struct LoadedState {
+  std::vector<v1::JobRecord> jobs;  ///< every job not yet finished
+  std::int64_t next_job_id = 1;
+  std::vector<StateBatch::NodeRow> nodes;
+  int schema_before = 0;  ///< the version found on disk (0: a new database)
+};
+
+/// Filters of `cohort history`. Empty fields do not filter.
+struct HistoryQuery {
+  std::vector<std::int64_t> job_ids;
+  std::optional<std::uint32_t> uid;
+  std::string user_name;
+  std::string account;
+  std::vector<int> states;        ///< v1::JobState values
+  std::int64_t since_ms = 0;      ///< ended at or after
+  std::int64_t until_ms = 0;      ///< ended before; 0: now
+  int limit = 0;                  ///< 0: no limit
+};
+
+/// A summary `--check-state` prints.
+struct StateReport {
+  int schema = 0;
+  std::int64_t next_job_id = 0;
+  std::int64_t jobs = 0;
+  std::int64_t active_jobs = 0;
+  std::int64_t nodes = 0;
+};
+
+/// One connection to the state database. Not thread-safe: each thread that
+/// uses the database opens its own Store.
+class Store {
+ public:
+  enum class Mode : std::uint8_t { kWrite, kRead };
+
+  /// Opens (kWrite: creates and migrates) `path`. A damaged database, one
+  /// written by a newer schema, or one that cannot be opened is refused with
+  /// FailedPrecondition saying what to do; nothing is ever silently reset.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                                                   Mode mode, StateSync sync);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  /// Reads what a restarting controller needs.
+  [[nodiscard]] absl::StatusOr<LoadedState> Load();
+  /// Commits one batch in one transaction.
+  [[nodiscard]] absl::Status Commit(const StateBatch& batch);
+  /// A job's record, finished or not; nullopt when there is none.
+  [[nodiscard]] absl::StatusOr<std::optional<v1::JobRecord>> FindJob(std::int64_t id);
+  /// A job's environment as submitted (a JobSpec holding only `env`).
+  [[nodiscard]] absl::StatusOr<std::optional<v1::JobSpec>> FindEnvironment(std::int64_t id);
+  /// Finished jobs matching `query`, oldest end first.
+  [[nodiscard]] absl::StatusOr<std::vector<v1::JobRecord>> History(const HistoryQuery& query);
+  /// Deletes up to `limit` finished jobs that ended before `before_ms`;
+  /// returns how many it deleted (call again while it returns `limit`).
+  [[nodiscard]] absl::StatusOr<int> PurgeHistory(std::int64_t before_ms, int limit);
+  /// Full integrity check and a summary of the contents.
+  [[nodiscard]] absl::StatusOr<StateReport> Check();
+
+  /// The SQL that creates schema version `version` from `version - 1`.
+  /// Exposed so tests can build old databases.
+  [[nodiscard]] static const std::vector<std::string>& Migrations();
+
+ private:
+  Store(sqlite3* db, std::string path);
+  absl::Status Migrate(int& found);
+  absl::Status Exec(const char* sql);
+  absl::Status Error(std::string_view what) const;
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  struct Statements;
+  std::unique_ptr<Statements> statements_;
+};
+
+/// One prepared statement (store.cpp).
+class Statement;
+
+/// Whether a job record is in a final state.
+[[nodiscard]] bool IsFinishedRecord(const v1::JobRecord& record);
+
+}  // namespace cohort::controller
