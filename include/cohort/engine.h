@@ -233,6 +233,9 @@ class Engine {
   std::vector<NodeRuntime> nodes_;
   JobId next_id_ = 1;
   bool schedule_needed_ = false;
+  /// Partitions whose first job waited for resources in the last pass; until
+  /// something frees resources, jobs submitted there wait without a pass.
+  std::set<alloc::PartitionId> blocked_;
 };
 
 }  // namespace cohort

@@ -87,17 +87,41 @@ ControllerPort=0
 TopologyFile=$topology
 Include=$cluster
 CONF
-  "$BIN/daemons/controller/cohort-controller" -c "$WORK/cohort.conf" --port 0 \
-    --port-file "$WORK/port" >"$WORK/controller.log" 2>&1 &
-  CONTROLLER_PID=$!
-  PIDS+=("$CONTROLLER_PID")
-  controller_ready() { test -s "$WORK/port" || ! kill -0 "$CONTROLLER_PID"; }
-  wait_until 20 controller_ready
-  test -s "$WORK/port" || { fail "controller did not start"; exit 1; }
+  start_controller 0
   export COHORT_CONTROLLER="unix:$WORK/state/cohort.sock"
   export COHORT_CONF="$WORK/cohort.conf"
   start_agent
   wait_until 30 all_nodes_up || { fail "nodes did not register"; cohort nodes; exit 1; }
+}
+
+# start_controller PORT: the controller on PORT (0: any free one, written to
+# $WORK/port), its log appended to $WORK/controller.log.
+start_controller() {
+  rm -f "$WORK/port"
+  "$BIN/daemons/controller/cohort-controller" -c "$WORK/cohort.conf" --port "$1" \
+    --port-file "$WORK/port" >>"$WORK/controller.log" 2>&1 &
+  CONTROLLER_PID=$!
+  PIDS+=("$CONTROLLER_PID")
+  controller_ready() { test -s "$WORK/port" || ! kill -0 "$CONTROLLER_PID"; }
+  wait_until 20 controller_ready
+  test -s "$WORK/port" || { fail "controller did not start"; tail -5 "$WORK/controller.log"; exit 1; }
+}
+
+# crash_controller: kill -9, as a power cut or an OOM kill would.
+crash_controller() {
+  kill -9 "$CONTROLLER_PID"
+  wait "$CONTROLLER_PID" 2>/dev/null
+  local kept=()
+  for pid in "${PIDS[@]}"; do [ "$pid" != "$CONTROLLER_PID" ] && kept+=("$pid"); done
+  PIDS=("${kept[@]}")
+}
+
+# restart_controller: a new controller on the same port and state; agents
+# reconnect to it by themselves.
+restart_controller() {
+  local port
+  port=$(cat "$WORK/port")
+  start_controller "$port"
 }
 
 # start_agent: one emulating agent for every node of the config.

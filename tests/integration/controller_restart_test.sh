@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A controller killed with -9 and started again keeps every job: running
+# gangs go on and end with their real exit codes, exits that happened while
+# it was away are learnt from the agents, pending jobs and drains survive,
+# and finished jobs are in the history.
+source "$(dirname "$0")/lib.sh"
+start_cluster
+
+long=$(submit -N 4 -o "$WORK/long-%j.out" -- sh -c 'sleep 8; echo done-$RANK')
+fails=$(submit -N 2 -o "$WORK/fails-%j.out" -- sh -c 'sleep 8; [ "$RANK" = 1 ] && exit 3; exit 0')
+quick=$(submit -N 1 -- sh -c 'sleep 1')
+wait_until 30 state_is "$long" RUNNING || fail "job $long did not start"
+wait_until 30 state_is "$fails" RUNNING || fail "job $fails did not start"
+cohort drain node16 --reason "fan replaced" >/dev/null || fail "drain refused"
+blocked=$(submit -N 16 -- true)
+[ -n "$blocked" ] || fail "16-node job not accepted"
+
+crash_controller
+sleep 2  # job $quick ends while no controller is there to hear it
+restart_controller
+wait_until 30 all_nodes_up || fail "agents did not come back"
+
+[ "$(job_state "$long")" = RUNNING ] || fail "job $long is $(job_state "$long") after restart, not RUNNING"
+[ "$(job_state "$blocked")" = PENDING ] || fail "job $blocked is $(job_state "$blocked"), not PENDING"
+queue=$(cohort queue --all) || fail "queue after restart failed"
+grep -q "$long" <<<"$queue" || fail "job $long missing from the queue after restart: $queue"
+pass "after kill -9 and restart the queue still shows the running job"
+
+wait_until 30 finished "$quick" || fail "job $quick (ended while the controller was away) not finished"
+[ "$(job_state "$quick")" = COMPLETED ] || fail "job $quick is $(job_state "$quick"), not COMPLETED"
+wait_until 60 finished "$long" || fail "job $long did not finish"
+[ "$(job_state "$long")" = COMPLETED ] || fail "job $long is $(job_state "$long"), not COMPLETED"
+[ "$(grep -c '^done-' "$WORK/long-$long.out")" = 4 ] || fail "job $long: not 4 ranks' output"
+wait_until 60 finished "$fails" || fail "job $fails did not finish"
+[ "$(job_state "$fails")" = FAILED ] || fail "job $fails is $(job_state "$fails"), not FAILED"
+grep -q '"exit_code": *3' <<<"$(cohort show job "$fails" --json)" || fail "job $fails: exit code not 3"
+pass "running gangs survived the restart and ended with their real exit codes"
+
+show=$(cohort show node node16) || fail "show node16"
+grep -q "fan replaced" <<<"$show" || fail "the drain reason did not survive: $show"
+pass "a drain and its reason survived the restart"
+
+next=$(submit -N 1 -- true)
+[ "$next" -gt "$blocked" ] || fail "id $next after restart is not above $blocked: an id was reused"
+cohort cancel "$blocked" >/dev/null || fail "cancel $blocked"
+pass "ids continue after the restart"
+
+# A clean stop (SIGTERM) loses nothing either.
+kill "$CONTROLLER_PID"; wait "$CONTROLLER_PID" 2>/dev/null
+crash_controller 2>/dev/null
+restart_controller
+wait_until 30 finished "$next" || fail "job $next lost across a clean stop"
+out=$("$BIN/daemons/controller/cohort-controller" -c "$WORK/cohort.conf" --check-state) ||
+  fail "--check-state failed: $out"
+grep -q "ok" <<<"$out" || fail "--check-state: $out"
+pass "--check-state: $(head -1 <<<"$out")"
+finish_test
