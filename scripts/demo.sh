@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `make demo`: a local cluster of 16 emulated nodes under 4 leaf switches,
-# one multi-node job on it, and what a user sees. Everything runs on
-# 127.0.0.1 in a temporary folder and is stopped at the end.
+# one multi-node job on it, and what a user sees; then a job that survives
+# the controller being killed. Everything runs on 127.0.0.1 in a temporary
+# folder and is stopped at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN:-$root/build/default}
@@ -28,11 +29,19 @@ Include=$root/etc/demo/cluster.conf
 CONF
 
 say "starting cohort-controller and an agent emulating 16 nodes (logs in $work)"
-"$bin/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 --port-file "$work/port" \
-  >"$work/controller.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { cat "$work/controller.log"; exit 1; }
+start_controller() {
+  rm -f "$work/port"
+  "$bin/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port "$1" \
+    --port-file "$work/port" >>"$work/controller.log" 2>&1 &
+  controller=$!
+  pids+=("$controller")
+  for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+  [ -s "$work/port" ] || { cat "$work/controller.log"; exit 1; }
+}
+job_state() {
+  "$bin/cli/cohort" show job "$1" --json 2>/dev/null | sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' | head -1
+}
+start_controller 0
 "$bin/daemons/agent/cohort-agent" -c "$work/cohort.conf" --controller "127.0.0.1:$(cat "$work/port")" \
   --emulate 16 --nodes 'node[01-16]' --spool "$work/spool" >"$work/agent.log" 2>&1 &
 pids+=($!)
@@ -55,8 +64,7 @@ cohort topology
 
 say "waiting for job $id"
 for _ in $(seq 300); do
-  json=$("$bin/cli/cohort" show job "$id" --json)
-  state=$(sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' <<<"$json" | head -1)
+  state=$(job_state "$id")
   case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
   sleep 0.1
 done
@@ -65,4 +73,23 @@ cohort show job "$id"
 say "output of job $id ($work/cohort-$id.out)"
 sort "$work/cohort-$id.out"
 [ "$state" = COMPLETED ] || { echo "demo job ended $state"; exit 1; }
-say "done: job $id COMPLETED; stopping the cluster"
+
+say "nothing acknowledged is lost: a 4-node job runs while the controller is killed with -9"
+out=$(cohort submit -N 4 -J long -o "$work/long-%j.out" -- sh -c 'sleep 6; echo "rank $RANK done"')
+echo "$out"
+long=${out##* }
+for _ in $(seq 100); do [ "$(job_state "$long")" = RUNNING ] && break; sleep 0.1; done
+echo "\$ kill -9 $controller   # the controller"
+kill -9 "$controller"
+wait "$controller" 2>/dev/null || true
+echo "\$ cohort-controller -c $work/cohort.conf --port $(cat "$work/port")   # started again"
+start_controller "$(cat "$work/port")"
+cohort queue
+for _ in $(seq 300); do
+  state=$(job_state "$long")
+  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+  sleep 0.1
+done
+cohort history -j "$long"
+[ "$state" = COMPLETED ] || { echo "job $long ended $state"; exit 1; }
+say "done: jobs $id and $long COMPLETED; stopping the cluster"

@@ -66,6 +66,8 @@ void Controller::Restore(LoadedState loaded) {
   saved.next_id = loaded.next_job_id;
   written_next_id_ = loaded.next_job_id;
   int unreadable = 0;
+  saved.jobs.reserve(loaded.jobs.size());
+  specs_.reserve(loaded.jobs.size());
   for (v1::JobRecord& record : loaded.jobs) {
     absl::StatusOr<Job> job = FromRecord(record, *topology_);
     if (!job.ok()) {

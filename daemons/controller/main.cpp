@@ -121,6 +121,7 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<Store>> writer = Store::Open(state_path, Store::Mode::kWrite, options.sync);
   absl::StatusOr<cohort::controller::LoadedState> state =
       writer.ok() ? (*writer)->Load() : absl::StatusOr<cohort::controller::LoadedState>(writer.status());
+  const auto read_done = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Store>> reader = Store::Open(state_path, Store::Mode::kRead, options.sync);
   absl::StatusOr<std::unique_ptr<Store>> history = Store::Open(state_path, Store::Mode::kRead, options.sync);
   for (const absl::Status& s : {state.status(), reader.status(), history.status()}) {
@@ -135,7 +136,8 @@ int Run(int argc, char** argv) {
   auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
   cohort::controller::Controller controller(config, std::move(topology), std::move(*loaded.pool),
                                             options, std::move(stores), *std::move(state));
-  spdlog::info("state_ready path={} sync={} took_ms={}", state_path, config.state_sync,
+  spdlog::info("state_ready path={} sync={} read_ms={} took_ms={}", state_path, config.state_sync,
+               std::chrono::duration_cast<std::chrono::milliseconds>(read_done - load_started).count(),
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - load_started)
                    .count());

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// The controller's state database: round trips, history, purge, and every
+// way a database can be refused (damaged, foreign, newer schema), and the
+// migration from each older schema.
+#include "store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace cohort::controller {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/cohort-store-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    path_ = dir_ + "/state.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<Store> Open(Store::Mode mode = Store::Mode::kWrite) {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, mode, StateSync::kOff);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  static StateBatch::JobRow Row(std::int64_t id, v1::JobState state, std::int64_t end_ms = 0,
+                                const std::string& user = "alice") {
+    StateBatch::JobRow row;
+    row.record.set_id(id);
+    row.record.set_state(state);
+    row.record.set_user_name(user);
+    row.record.set_uid(user == "alice" ? 1000 : 1001);
+    row.record.set_account(user);
+    row.record.set_partition("gpu");
+    row.record.set_submit_time_ms(1000 * id);
+    row.record.set_end_time_ms(end_ms);
+    row.record.mutable_spec()->add_argv("train.py");
+    v1::JobSpec env;
+    v1::EnvVar* var = env.add_env();
+    var->set_name("PATH");
+    var->set_value("/usr/bin");
+    row.env = env.SerializeAsString();
+    return row;
+  }
+
+  // Writes raw SQL with the SQLite library, as another program would.
+  void RawSql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(StoreTest, CommittedJobsLoadBackAndFinishedOnesBecomeHistory) {
+  {
+    std::unique_ptr<Store> store = Open();
+    StateBatch batch;
+    batch.jobs = {Row(1, v1::JOB_RUNNING), Row(2, v1::JOB_PENDING), Row(3, v1::JOB_COMPLETED, 5000)};
+    batch.nodes = {{"node01", true, "bad fan"}};
+    batch.next_job_id = 4;
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  std::unique_ptr<Store> store = Open();
+  absl::StatusOr<LoadedState> loaded = store->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->jobs.size(), 2U);
+  EXPECT_EQ(loaded->jobs[0].id(), 1);
+  EXPECT_EQ(loaded->jobs[1].id(), 2);
+  EXPECT_EQ(loaded->next_job_id, 4);
+  ASSERT_EQ(loaded->nodes.size(), 1U);
+  EXPECT_EQ(loaded->nodes[0].reason, "bad fan");
+
+  absl::StatusOr<std::optional<v1::JobSpec>> env = store->FindEnvironment(2);
+  ASSERT_TRUE(env.ok() && env->has_value());
+  EXPECT_EQ((*env)->env(0).value(), "/usr/bin");
+  // A finished job keeps its record, not its environment.
+  EXPECT_FALSE(store->FindEnvironment(3)->has_value());
+  EXPECT_EQ((*store->FindJob(3))->state(), v1::JOB_COMPLETED);
+  EXPECT_FALSE(store->FindJob(99)->has_value());
+}
+
+TEST_F(StoreTest, NextIdNeverFallsBelowAStoredJob) {
+  std::unique_ptr<Store> store = Open();
+  StateBatch batch;
+  batch.jobs = {Row(41, v1::JOB_PENDING)};
+  batch.next_job_id = 7;  // an older value must not hand out 41 again
+  ASSERT_TRUE(store->Commit(batch).ok());
+  EXPECT_EQ(store->Load()->next_job_id, 42);
+}
+
+TEST_F(StoreTest, HistoryFiltersAndPurge) {
+  std::unique_ptr<Store> store = Open();
+  StateBatch batch;
+  batch.jobs = {Row(1, v1::JOB_COMPLETED, 1000), Row(2, v1::JOB_FAILED, 2000, "bob"),
+                Row(3, v1::JOB_CANCELLED, 3000), Row(4, v1::JOB_RUNNING)};
+  ASSERT_TRUE(store->Commit(batch).ok());
+  auto ids = [&](const HistoryQuery& query) {
+    std::vector<std::int64_t> out;
+    absl::StatusOr<std::vector<v1::JobRecord>> records = store->History(query);
+    EXPECT_TRUE(records.ok()) << records.status();
+    if (!records.ok()) return out;
+    for (const v1::JobRecord& r : *records) out.push_back(r.id());
+    return out;
+  };
+  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{1, 2, 3}));
+  HistoryQuery mine;
+  mine.uid = 1000;
+  EXPECT_EQ(ids(mine), (std::vector<std::int64_t>{1, 3}));
+  HistoryQuery failed;
+  failed.states = {v1::JOB_FAILED};
+  EXPECT_EQ(ids(failed), (std::vector<std::int64_t>{2}));
+  HistoryQuery window;
+  window.since_ms = 1500;
+  window.until_ms = 3000;
+  EXPECT_EQ(ids(window), (std::vector<std::int64_t>{2}));
+  HistoryQuery by_id;
+  by_id.job_ids = {3, 4};
+  EXPECT_EQ(ids(by_id), (std::vector<std::int64_t>{3}));
+
+  EXPECT_EQ(store->PurgeHistory(2500, 1).value(), 1);
+  EXPECT_EQ(store->PurgeHistory(2500, 10).value(), 1);
+  EXPECT_EQ(store->PurgeHistory(2500, 10).value(), 0);
+  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(store->Load()->jobs.size(), 1U);  // the running job is never purged
+}
+
+TEST_F(StoreTest, MigratesEveryOlderSchema) {
+  // Build a database at each older version by running only its migrations,
+  // with a job in it, and open it with this build.
+  for (int version = 1; version < kSchemaVersion; ++version) {
+    std::filesystem::remove(path_);
+    std::string sql;
+    for (int v = 0; v < version; ++v) sql += Store::Migrations()[static_cast<std::size_t>(v)];
+    sql += "PRAGMA user_version = " + std::to_string(version) + ";";
+    sql += "PRAGMA application_id = 1128813140;";
+    v1::JobRecord record = Row(9, v1::JOB_PENDING).record;
+    sql += "INSERT INTO jobs VALUES(9, 1, 0, 1000, 'alice', 'alice', 'gpu', 9000, 0, x'";
+    for (const unsigned char c : record.SerializeAsString()) {
+      static const char* kHex = "0123456789abcdef";
+      sql += kHex[c >> 4];
+      sql += kHex[c & 15];
+    }
+    sql += "');";
+    RawSql(sql);
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr) << "from version " << version;
+    absl::StatusOr<LoadedState> loaded = store->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_EQ(loaded->jobs.size(), 1U);
+    EXPECT_EQ(loaded->jobs[0].id(), 9);
+    EXPECT_TRUE(store->Commit(StateBatch{{}, {{"node01", false, ""}}, 10}).ok());
+  }
+}
+
+TEST_F(StoreTest, RefusesANewerSchema) {
+  Open();
+  RawSql("PRAGMA user_version = 99;");
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("schema version 99, newer than this cohort-controller knows"),
+            std::string::npos)
+      << store.status();
+}
+
+TEST_F(StoreTest, RefusesAForeignDatabase) {
+  RawSql("CREATE TABLE photos(id INTEGER);");
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("not Cohort's state"), std::string::npos) << store.status();
+}
+
+TEST_F(StoreTest, RefusesADamagedFileAndSaysHowToRecover) {
+  {
+    std::ofstream(path_) << "this is not a database, just text that is long enough to look like one"
+                         << std::string(4096, 'x');
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("is damaged"), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("--check-state"), std::string::npos) << store.status();
+}
+
+TEST_F(StoreTest, TruncatedDatabaseIsRefusedOrFailsItsCheck) {
+  {
+    std::unique_ptr<Store> store = Open();
+    StateBatch batch;
+    for (int id = 1; id <= 300; ++id) batch.jobs.push_back(Row(id, v1::JOB_PENDING));
+    ASSERT_TRUE(store->Commit(batch).ok());
+    // Closing checkpoints the WAL into the file.
+  }
+  std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 2);
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  absl::Status result = store.status();
+  if (store.ok()) {
+    absl::StatusOr<LoadedState> loaded = (*store)->Load();
+    result = loaded.status();
+    if (result.ok()) result = (*store)->Check().status();
+  }
+  ASSERT_FALSE(result.ok()) << "half a database was accepted";
+  EXPECT_NE(result.message().find("damaged"), std::string::npos) << result;
+}
+
+TEST_F(StoreTest, CheckSummarisesASoundDatabase) {
+  std::unique_ptr<Store> store = Open();
+  StateBatch batch;
+  batch.jobs = {Row(1, v1::JOB_PENDING), Row(2, v1::JOB_COMPLETED, 10)};
+  batch.next_job_id = 3;
+  ASSERT_TRUE(store->Commit(batch).ok());
+  absl::StatusOr<StateReport> report = Open(Store::Mode::kRead)->Check();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->jobs, 2);
+  EXPECT_EQ(report->active_jobs, 1);
+  EXPECT_EQ(report->next_job_id, 3);
+  EXPECT_EQ(report->schema, kSchemaVersion);
+}
+
+}  // namespace
+}  // namespace cohort::controller
