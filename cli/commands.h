@@ -27,6 +27,8 @@ void AddSubmitCommand(CLI::App& app, int& exit_code);
 void AddRunCommand(CLI::App& app, int& exit_code);
 /// `cohort queue`: the jobs, as squeue.
 void AddQueueCommand(CLI::App& app, int& exit_code);
+/// `cohort history`: finished jobs from the controller's records, as sacct.
+void AddHistoryCommand(CLI::App& app, int& exit_code);
 /// `cohort show job|node`: every detail, as scontrol show.
 void AddShowCommand(CLI::App& app, int& exit_code);
 /// `cohort cancel`: cancel jobs or signal their ranks, as scancel.

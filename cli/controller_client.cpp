@@ -179,6 +179,11 @@ absl::StatusOr<v1::ListJobsResponse> ControllerClient::ListJobs(
     const v1::ListJobsRequest& request) {
   return Unary<v1::ListJobsRequest, v1::ListJobsResponse>(request, &v1::Controller::Stub::ListJobs);
 }
+absl::StatusOr<v1::JobHistoryResponse> ControllerClient::JobHistory(
+    const v1::JobHistoryRequest& request) {
+  return Unary<v1::JobHistoryRequest, v1::JobHistoryResponse>(request,
+                                                              &v1::Controller::Stub::JobHistory);
+}
 absl::StatusOr<v1::ListNodesResponse> ControllerClient::ListNodes(
     const v1::ListNodesRequest& request) {
   return Unary<v1::ListNodesRequest, v1::ListNodesResponse>(request,

@@ -64,6 +64,8 @@ class ControllerClient {
       const v1::CancelJobRequest& request);
   [[nodiscard]] absl::StatusOr<v1::GetJobResponse> GetJob(const v1::GetJobRequest& request);
   [[nodiscard]] absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::JobHistoryResponse> JobHistory(
+      const v1::JobHistoryRequest& request);
   [[nodiscard]] absl::StatusOr<v1::ListNodesResponse> ListNodes(
       const v1::ListNodesRequest& request);
   [[nodiscard]] absl::StatusOr<v1::UpdateNodeResponse> UpdateNode(

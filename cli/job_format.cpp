@@ -147,6 +147,10 @@ std::string SignalName(int signal) {
   return name == nullptr ? std::to_string(signal) : std::string(name);
 }
 
+std::string FormatExitCode(const v1::Job& job) {
+  return fmt::format("{}:{}", job.exit_code(), job.exit_signal());
+}
+
 void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -158,6 +162,15 @@ void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostrea
     for (std::size_t c = 0; c < row.size(); ++c) {
       line += c + 1 == row.size() ? row[c] : fmt::format("{:<{}}  ", row[c], widths[c]);
     }
+    out << line << '\n';
+  }
+}
+
+void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEnd end,
+                   std::ostream& out) {
+  for (const auto& row : rows) {
+    std::string line = fmt::format("{}", fmt::join(row, "|"));
+    if (end == ParsableEnd::kTrailingBar) line += '|';
     out << line << '\n';
   }
 }

@@ -45,10 +45,22 @@ namespace cohort::cli {
 [[nodiscard]] std::string JobUser(const v1::Job& job);
 /// The signal's name without SIG (KILL, USR1), or its number.
 [[nodiscard]] std::string SignalName(int signal);
+/// The exit as sacct's ExitCode and scontrol's ExitCode=: `CODE:SIGNAL` (0:9
+/// when the signal 9 ended it).
+[[nodiscard]] std::string FormatExitCode(const v1::Job& job);
 
 /// Prints rows as left-aligned columns as wide as their widest cell, two
 /// blanks apart (the first row is usually the header).
 void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
+
+/// How PrintParsable ends a line: with a `|` after the last cell too (as
+/// `sacct -p`), or without (as `sacct -P`).
+enum class ParsableEnd { kTrailingBar, kNoTrailingBar };
+
+/// Prints rows as cells joined by `|`, without padding, for scripts. Cells
+/// are written as they are (a `|` inside one is not escaped, as in sacct).
+void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEnd end,
+                   std::ostream& out);
 
 /// A job as JSON: id, name, user, uid, account, partition, state, reason,
 /// reason_detail, nodes, node_count, tasks_per_node, cpus_per_task,

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   cohort::cli::AddSubmitCommand(app, exit_code);
   cohort::cli::AddRunCommand(app, exit_code);
   cohort::cli::AddQueueCommand(app, exit_code);
+  cohort::cli::AddHistoryCommand(app, exit_code);
   cohort::cli::AddShowCommand(app, exit_code);
   cohort::cli::AddCancelCommand(app, exit_code);
   cohort::cli::AddNodesCommand(app, exit_code);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -22,8 +23,10 @@ constexpr std::array<std::string_view, 13> kGlobalKeys = {
     "ClusterName", "ControllerAddr", "ControllerPort", "StateDir",    "AuthKeyFile",
     "TopologyFile", "NodeTimeout",   "KillWait",       "StateSync",   "HistoryDays",
     "Include",      "NodeName",      "PartitionName"};
-constexpr std::array<std::string_view, 6> kNodeKeys = {"CPUs",     "MemoryMB", "RealMemory",
-                                                       "Gpus",     "Features", "NodeName"};
+constexpr std::array<std::string_view, 10> kNodeKeys = {
+    "CPUs",     "MemoryMB", "RealMemory",     "Gpus",           "GpuNuma",
+    "Features", "Sockets",  "CoresPerSocket", "ThreadsPerCore", "NodeName"};
+constexpr int kMaxNumaNode = 1023;  // Linux's MAX_NUMNODES is at most 1024
 constexpr std::array<std::string_view, 8> kPartitionKeys = {
     "Nodes",        "Default",       "MaxTime",       "DefaultTime",
     "MaxNodes",     "PriorityTier",  "AllowAccounts", "PartitionName"};
@@ -41,6 +44,35 @@ std::string ResolvePath(std::string_view from, const std::string& path) {
   const std::filesystem::path p(path);
   if (p.is_absolute() || from.empty()) return path;
   return (std::filesystem::path(from).parent_path() / p).lexically_normal().string();
+}
+
+// GpuNuma=0,0,1,1: the NUMA node of each GPU, by GPU index. Reports the
+// first item that is not a NUMA node number, at its column.
+bool ParseGpuNuma(const conf::Word& word, std::vector<int>& out, Diagnostics& diagnostics) {
+  out.clear();
+  const std::string_view value = word.value;
+  if (value.empty()) return true;  // unknown, as without the key (overrides a DEFAULT line)
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = value.find(',', start);
+    const std::string_view item =
+        value.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    int numa = -1;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), numa);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || numa < 0 ||
+        numa > kMaxNumaNode) {
+      SourceLocation at = word.value_at;
+      at.column += static_cast<int>(start);
+      diagnostics.Error(at,
+                        fmt::format("GpuNuma: \"{}\" is not a NUMA node number from 0 to {}", item,
+                                    kMaxNumaNode),
+                        "list the NUMA node of each GPU in GPU order, as `cohort-agent "
+                        "--print-node` prints it: GpuNuma=0,0,0,0,1,1,1,1");
+      return false;
+    }
+    out.push_back(numa);
+    if (comma == std::string_view::npos) return true;
+    start = comma + 1;
+  }
 }
 
 struct NodeLine {
@@ -179,6 +211,7 @@ class Parser {
     spec.defined_at = head.key_at;
     bool ok = true;
     long long number = 0;
+    const conf::Word* gpu_numa_word = nullptr;
     for (std::size_t i = 1; i < line.words.size(); ++i) {
       const conf::Word& word = line.words[i];
       if (Is(word, "CPUs")) {
@@ -196,12 +229,36 @@ class Parser {
           ok = false;
         }
         spec.gpus = static_cast<int>(number);
+      } else if (Is(word, "GpuNuma")) {
+        ok &= ParseGpuNuma(word, spec.gpu_numa, diagnostics_);
+        gpu_numa_word = &word;
+      } else if (Is(word, "Sockets") || Is(word, "CoresPerSocket") ||
+                 Is(word, "ThreadsPerCore")) {
+        ok &= conf::ParseInt(word, conf::ZeroPolicy::kPositiveOnly, number, diagnostics_);
+        const int value = static_cast<int>(std::min<long long>(number, 1 << 20));
+        if (Is(word, "Sockets")) {
+          spec.sockets = value;
+        } else if (Is(word, "CoresPerSocket")) {
+          spec.cores_per_socket = value;
+        } else {
+          spec.threads_per_core = value;
+        }
       } else if (Is(word, "Features")) {
         spec.features = conf::SplitCommas(word.value);
       } else {
         conf::ReportUnknownKey(word, "in a NodeName line", kNodeKeys, diagnostics_);
         ok = false;
       }
+    }
+    // Gpus= may come from a DEFAULT line: check the pair on the node's own line.
+    if (!is_default && ok && !spec.gpu_numa.empty() &&
+        spec.gpu_numa.size() != static_cast<std::size_t>(spec.gpus)) {
+      diagnostics_.Error(gpu_numa_word != nullptr ? gpu_numa_word->value_at : head.value_at,
+                         fmt::format("GpuNuma= lists {} NUMA node{} but the node has Gpus={}",
+                                     spec.gpu_numa.size(), spec.gpu_numa.size() == 1 ? "" : "s",
+                                     spec.gpus),
+                         "give one NUMA node per GPU, in GPU order");
+      ok = false;
     }
     if (is_default) {
       node_defaults_ = spec;

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "cohort/check.h"
+#include "cohort/node_layout.h"
 
 namespace cohort::alloc {
 
@@ -43,7 +44,13 @@ absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
     capacity.memory_mb = spec.memory_mb;
     capacity.gpus = spec.gpus;
     capacity.features = features;
-    if (spec.gpus > 0) capacity.gpu_groups = {AllGpus(spec.gpus)};
+    if (spec.gpus > 0) {
+      // GpuNuma= gives the locality groups until the agent reports its own.
+      layout::NodeLayout gpus;
+      gpus.gpus = layout::ConfiguredGpus(spec.gpus, spec.gpu_numa);
+      capacity.gpu_groups = layout::GpuGroups(gpus);
+      if (capacity.gpu_groups.empty()) capacity.gpu_groups = {AllGpus(spec.gpus)};
+    }
     pool.free_[*id] = {spec.cpus, spec.memory_mb, AllGpus(spec.gpus)};
     defined[*id] = true;
   }

@@ -6,12 +6,14 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 #include <signal.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -28,6 +30,9 @@ constexpr int kChannelMinBackoffMs = 100;
 constexpr int kChannelMaxBackoffMs = 5000;
 // How long a graceful stop may wait for gRPC to finish the streams.
 constexpr std::chrono::seconds kStopDeadline{10};
+// How often every launch's events are read and adopted stepds checked.
+constexpr std::chrono::seconds kPollInterval{1};
+constexpr int kNoticeQueueBytes = 4 << 20;
 
 std::string NodeNames(const std::vector<NodeSetup>& nodes) {
   std::vector<std::string> names;
@@ -46,12 +51,17 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),
       reaper_(loop),
-      launcher_(settings_.spool_dir) {}
+      launcher_(settings_.spool_dir, StepdNextToAgent()),
+      notices_(loop),
+      poll_timer_(loop) {}
 
 Agent::~Agent() = default;
 
 absl::Status Agent::Start() {
   if (absl::Status spool = launcher_.PrepareSpool(); !spool.ok()) return spool;
+  for (const NodeSetup& setup : settings_.nodes) {
+    if (absl::Status folder = launcher_.PrepareNode(setup.name); !folder.ok()) return folder;
+  }
   for (const std::string& warning : settings_.warnings) AgentLog().warn("{}", warning);
 
   grpc::ChannelArguments arguments;
@@ -64,17 +74,82 @@ absl::Status Agent::Start() {
 
   reaper_.Start();
   WaitForStopSignal();
+  ListenForStepds();
   nodes_.reserve(settings_.nodes.size());
   for (const NodeSetup& setup : settings_.nodes) {
     nodes_.push_back(
         std::make_unique<AgentNode>(loop_, *stub_, environment_, setup, reaper_, launcher_));
+    nodes_by_name_.emplace(setup.name, nodes_.back().get());
   }
   AgentLog().info("agent_started nodes={} count={} mode={} controller={} spool={} pid={}",
                   NodeNames(settings_.nodes), settings_.nodes.size(),
                   settings_.mode == NodeMode::kEmulated ? "emulated" : "real",
                   settings_.controller_target, settings_.spool_dir, ::getpid());
   for (const std::unique_ptr<AgentNode>& node : nodes_) node->Start();
+  SchedulePoll();
   return absl::OkStatus();
+}
+
+void Agent::ListenForStepds() {
+  // A stale socket of an earlier agent would refuse the bind.
+  const std::string path = launcher_.SocketPath();
+  ::unlink(path.c_str());
+  boost::system::error_code error;
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    error = boost::asio::error::name_too_long;
+  } else {
+    notices_.open(boost::asio::local::datagram_protocol(), error);
+    if (!error) notices_.bind(boost::asio::local::datagram_protocol::endpoint(path), error);
+  }
+  if (!error) {
+    // Many launches ending at once must not overflow the queue (a lost
+    // datagram costs up to a poll interval). The kernel caps it at rmem_max.
+    const boost::asio::socket_base::receive_buffer_size size(kNoticeQueueBytes);
+    boost::system::error_code ignored;
+    notices_.set_option(size, ignored);
+  }
+  if (error) {
+    // Launches still progress, each poll interval instead of at once.
+    AgentLog().warn("stepd_socket_unavailable path={} error={:?} poll_ms={}", path, error.message(),
+                    std::chrono::milliseconds(kPollInterval).count());
+    notices_.close(error);
+    return;
+  }
+  ReceiveNotice();
+}
+
+void Agent::ReceiveNotice() {
+  auto on_received = [this](const boost::system::error_code& error, std::size_t size) {
+    if (error == boost::asio::error::operation_aborted || stopping_) return;
+    if (error) {
+      AgentLog().warn("stepd_socket_failed error={:?}; polling only", error.message());
+      return;
+    }
+    OnNotice(std::string_view(notice_buffer_.data(), size));
+    ReceiveNotice();
+  };
+  notices_.async_receive(boost::asio::buffer(notice_buffer_), std::move(on_received));
+}
+
+void Agent::OnNotice(std::string_view folder) {
+  // SPOOL/<node>/job-<id>.<attempt>, as the stepd was given it.
+  const std::filesystem::path path(folder);
+  const std::optional<step::LaunchId> id = step::ParseLaunchFolderName(path.filename().string());
+  const auto node = nodes_by_name_.find(path.parent_path().filename().string());
+  if (!id || node == nodes_by_name_.end()) {
+    AgentLog().debug("stepd_notice_ignored folder={:?}", folder);
+    return;
+  }
+  node->second->OnStepNotice(*id);
+}
+
+void Agent::SchedulePoll() {
+  poll_timer_.expires_after(kPollInterval);
+  poll_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error || stopping_) return;
+    for (const std::unique_ptr<AgentNode>& node : nodes_) node->Poll();
+    SchedulePoll();
+  });
 }
 
 void Agent::WaitForStopSignal() {
@@ -122,6 +197,8 @@ void Agent::OnNodeStopped() {
   reaper_.Stop();
   boost::system::error_code ignored;
   stop_signals_.cancel(ignored);
+  poll_timer_.cancel();
+  notices_.close(ignored);
   stop_deadline_.cancel();
   work_.reset();
   AgentLog().info("agent_stopped");

@@ -3,12 +3,17 @@
 
 #include <grpcpp/channel.h>
 
+#include <array>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/local/datagram_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,16 +21,18 @@
 #include "agent_options.h"
 #include "child_reaper.h"
 #include "cohort/v1/cohort.grpc.pb.h"
-#include "process_launcher.h"
+#include "step_launcher.h"
 
 /// The cohort-agent process.
 namespace cohort::agent {
 
 /// The agent: one gRPC channel to the controller, one AgentNode (and stream)
-/// per node it speaks for, one reaper for all their ranks. Everything runs
-/// on the one thread that runs `loop`; gRPC's threads only post to it.
-/// SIGINT and SIGTERM stop it gracefully: the streams close, the ranks keep
-/// running (a restarted agent reports them in Register).
+/// per node it speaks for, one reaper for the cohort-stepds it starts, one
+/// datagram socket (SPOOL/agent.sock) on which the stepds say a launch has
+/// news, and a one-second poll of every launch. Everything runs on the one
+/// thread that runs `loop`; gRPC's threads only post to it. SIGINT and
+/// SIGTERM stop it gracefully: the streams close, the stepds and their ranks
+/// keep running, and an agent started again on the same spool adopts them.
 class Agent {
  public:
   Agent(boost::asio::io_context& loop, AgentSettings settings);
@@ -33,8 +40,10 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
   ~Agent();
 
-  /// Prepares the spool, connects every node and starts reaping. Call on the
-  /// loop's thread before running it. Returns the spool's error status.
+  /// Prepares and locks the spool, binds the stepds' socket, adopts the
+  /// launches an earlier agent left, connects every node and starts reaping.
+  /// Call on the loop's thread before running it. Returns the spool's error
+  /// status.
   [[nodiscard]] absl::Status Start();
 
   /// Closes every stream; once gRPC is done with them the loop runs out of
@@ -44,6 +53,10 @@ class Agent {
  private:
   void WaitForStopSignal();
   void OnNodeStopped();
+  void ListenForStepds();
+  void ReceiveNotice();
+  void OnNotice(std::string_view folder);
+  void SchedulePoll();
 
   boost::asio::io_context& loop_;
   AgentSettings settings_;
@@ -52,10 +65,14 @@ class Agent {
   boost::asio::signal_set stop_signals_;
   boost::asio::steady_timer stop_deadline_;
   ChildReaper reaper_;
-  ProcessLauncher launcher_;
+  StepLauncher launcher_;
+  boost::asio::local::datagram_protocol::socket notices_;
+  std::array<char, 4096> notice_buffer_{};
+  boost::asio::steady_timer poll_timer_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentGateway::Stub> stub_;
   std::vector<std::unique_ptr<AgentNode>> nodes_;
+  std::map<std::string, AgentNode*, std::less<>> nodes_by_name_;
   std::size_t nodes_running_ = 0;
   bool stopping_ = false;
 };

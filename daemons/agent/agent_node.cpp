@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "agent_log.h"
+#include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
 
 namespace cohort::agent {
@@ -23,29 +26,31 @@ constexpr std::uint32_t kProtocolVersion = 1;
 // A Terminate's grace period is capped: a nonsense value must not keep a
 // gang's resources held forever.
 constexpr std::int64_t kMaxKillWaitMs = 24LL * 3600 * 1000;
+// How long a stepd may take to write its first line before its launch is
+// given up (only for stepds that are not this agent's children).
+constexpr std::chrono::seconds kStepdStartTimeout{10};
 
 // Ranks as a hostlist-like range text for logs: 0-3, or 4,6.
-std::string RankText(const std::vector<StartedRank>& ranks) {
+std::string RankText(const std::map<int, pid_t>& ranks) {
   std::vector<std::string> names;
   names.reserve(ranks.size());
-  for (const StartedRank& rank : ranks) names.push_back(fmt::format("r{}", rank.rank));
+  for (const auto& [rank, pid] : ranks) names.push_back(fmt::format("r{}", rank));
   std::string text = hostlist::Compress(names);
   // r[0-3] reads better as 0-3.
   if (text.starts_with("r[") && text.ends_with(']')) return text.substr(2, text.size() - 3);
   return text.starts_with('r') ? text.substr(1) : text;
 }
 
-v1::AgentMessage JobReleasedMessage(std::int64_t job_id) {
-  v1::AgentMessage message;
-  message.mutable_job_released()->set_job_id(job_id);
-  return message;
+std::string WaitStatusText(int wait_status) {
+  if (WIFSIGNALED(wait_status)) return fmt::format("signal {}", SignalName(WTERMSIG(wait_status)));
+  return fmt::format("exit code {}", WEXITSTATUS(wait_status));
 }
 
 }  // namespace
 
 AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub,
                      const NodeEnvironment& environment, NodeSetup setup, ChildReaper& reaper,
-                     const ProcessLauncher& launcher)
+                     const StepLauncher& launcher)
     : loop_(loop),
       environment_(environment),
       setup_(std::move(setup)),
@@ -57,20 +62,23 @@ AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub
                    .on_message = [this](const v1::ControllerMessage& m) { OnMessage(m); },
                }) {}
 
-void AgentNode::Start() { session_.Start(); }
+void AgentNode::Start() {
+  Adopt();
+  session_.Start();
+}
 
 void AgentNode::Stop(std::function<void()> on_stopped) {
   // The agent leaves the ranks running, and a pending SIGKILL would keep its
   // loop alive.
-  for (auto& [id, job] : jobs_) {
-    if (job.kill_timer) job.kill_timer->cancel();
+  for (auto& [id, launch] : launches_) {
+    if (launch.kill_timer) launch.kill_timer->cancel();
   }
   session_.Stop(std::move(on_stopped));
 }
 
 std::size_t AgentNode::LiveRanks() const {
   std::size_t count = 0;
-  for (const auto& [id, job] : jobs_) count += job.live.size();
+  for (const auto& [id, launch] : launches_) count += launch.tracker.Record().LiveRanks().size();
   return count;
 }
 
@@ -83,11 +91,28 @@ v1::Register AgentNode::MakeRegister() const {
   resources->set_cpus(setup_.resources.cpus);
   resources->set_memory_mb(setup_.resources.memory_mb);
   resources->set_gpus(setup_.resources.gpus);
-  for (const auto& [id, job] : jobs_) {
-    if (job.live.empty()) continue;
-    v1::RunningJob* running = message.add_running();
-    running->set_job_id(id);
-    for (const auto& [rank, pid] : job.live) running->add_ranks(rank);
+  for (const auto& [id, launch] : launches_) {
+    const step::LaunchRecord& record = launch.tracker.Record();
+    if (!record.Done()) {
+      // Listed even before its ranks run: the controller placed the job here.
+      v1::RunningJob* running = message.add_running();
+      running->set_job_id(id.job_id);
+      running->set_attempt(id.attempt);
+      for (const auto& [rank, pid] : record.LiveRanks()) running->add_ranks(rank);
+      running->set_ranks_ok(record.RanksOk());
+      continue;
+    }
+    v1::FinishedJob* finished = message.add_finished();
+    finished->set_job_id(id.job_id);
+    finished->set_attempt(id.attempt);
+    finished->set_ranks(record.RanksStarted());
+    finished->set_ranks_ok(record.RanksOk());
+    if (const std::optional<step::RankExitEvent>& failure = record.FirstFailure()) {
+      finished->set_failed(true);
+      finished->set_exit_code(failure->exit_code);
+      finished->set_signal(failure->signal);
+    }
+    finished->set_launch_error(record.LaunchError());
   }
   return message;
 }
@@ -111,9 +136,9 @@ void AgentNode::OnMessage(const v1::ControllerMessage& message) {
   }
 }
 
-LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
+step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   const v1::JobSpec& spec = launch.spec();
-  LaunchPlan plan;
+  step::LaunchPlan plan;
   launch::LaunchContext& context = plan.context;
   context.job_id = launch.job_id();
   context.job_name = spec.name();
@@ -122,7 +147,8 @@ LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   context.cluster_name =
       launch.cluster_name().empty() ? environment_.cluster_name : launch.cluster_name();
   context.nodelist = launch.nodelist().empty() ? setup_.name : launch.nodelist();
-  // Zero is proto3's "unset"; a negative count is left for the launcher to refuse.
+  // Zero is proto3's "unset"; a negative count is left for PlanLaunch to
+  // refuse.
   context.num_nodes = launch.num_nodes() != 0 ? launch.num_nodes() : 1;
   context.node_rank = launch.node_rank();
   context.node_name = setup_.name;
@@ -149,103 +175,276 @@ LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   return plan;
 }
 
-void AgentNode::OnLaunch(const v1::Launch& launch) {
-  const std::int64_t job_id = launch.job_id();
-  if (jobs_.contains(job_id)) {
-    LaunchLog().warn("launch_ignored job={} node={} attempt={} reason={:?}", job_id, setup_.name,
-                     launch.attempt(), "the job already has ranks on this node");
-    return;
-  }
-
-  SpawnResult result;
-  if (::geteuid() == 0 && launch.uid() != 0) {
-    // Running a user's program as root would hand them the node.
-    result.status = absl::PermissionDeniedError(fmt::format(
-        "{}: the agent runs as root and cannot yet start ranks as uid {}; run the agent as "
-        "the job's user",
-        setup_.name, launch.uid()));
-  } else {
-    result = launcher_.Spawn(MakePlan(launch));
-  }
-
-  if (!result.ranks.empty()) {
-    Job& job = jobs_[job_id];
-    job.phase = result.status.ok() ? JobPhase::kRunning : JobPhase::kLaunchFailed;
-    job.process_group = result.process_group;
-    job.script_path = result.script_path;
-    job.serial = ++launches_;
-    for (const StartedRank& rank : result.ranks) {
-      job.live.emplace(rank.rank, rank.pid);
-      reaper_.Watch(rank.pid, [this, job_id, rank = rank.rank](int wait_status) {
-        OnRankExit(job_id, rank, wait_status);
-      });
+void AgentNode::Adopt() {
+  std::size_t running = 0;
+  std::size_t finished = 0;
+  for (auto& [id, folder] : launcher_.ListLaunches(setup_.name)) {
+    auto [it, inserted] = launches_.try_emplace(id, LaunchTracker(folder, id));
+    if (!inserted) continue;
+    Launch& launch = it->second;
+    launch.serial = ++serials_;
+    launch.seen = std::chrono::steady_clock::now();
+    launch.tracker.LoadReportedMark();
+    // What the earlier agent had not passed on yet is queued now, and sent
+    // once Register is answered.
+    Refresh(id, launch);
+    const step::LaunchRecord& record = launch.tracker.Record();
+    if (record.Done()) {
+      ++finished;
+      continue;
+    }
+    ++running;
+    const StepdState stepd = launch.tracker.CheckStepd();
+    LaunchLog().info(
+        "launch_adopted job={} node={} attempt={} stepd={} "
+        "ranks_alive={} ranks_ok={}",
+        id.job_id, setup_.name, id.attempt, record.StepdPid(), record.LiveRanks().size(),
+        record.RanksOk());
+    if (stepd == StepdState::kGone) {
+      Abandon(id, launch,
+              "cohort-stepd ended while the agent was away, without recording "
+              "the end");
     }
   }
+  if (running + finished > 0) {
+    AgentLog().info("spool_adopted node={} running={} finished={}", setup_.name, running, finished);
+  }
+}
 
-  if (!result.status.ok()) {
-    const std::string reason(result.status.message());
-    LaunchLog().warn("launch_failed job={} node={} killed_ranks={} reason={:?}", job_id,
-                     setup_.name, result.ranks.size(), reason);
+void AgentNode::OnLaunch(const v1::Launch& message) {
+  const step::LaunchId id{message.job_id(), message.attempt()};
+  if (Unfinished(id.job_id) != launches_.end()) {
+    LaunchLog().warn("launch_ignored job={} node={} attempt={} reason={:?}", id.job_id, setup_.name,
+                     id.attempt, "the job already has ranks on this node");
+    return;
+  }
+  const std::string folder = launcher_.LaunchFolder(setup_.name, id);
+  if (const auto old = launches_.find(id); old != launches_.end()) {
+    // The controller launches again what this node already ran and finished
+    // (its state was reset): the new launch is the one that counts.
+    LaunchLog().info("launch_replaces_finished job={} node={} attempt={}", id.job_id, setup_.name,
+                     id.attempt);
+    StepLauncher::RemoveLaunch(old->second.tracker.Folder());
+    launches_.erase(old);
+  }
+  absl::Status created = launcher_.CreateLaunchFolder(folder);
+  if (absl::IsAlreadyExists(created)) {
+    // A leftover this agent does not track (it failed to adopt it).
+    StepLauncher::RemoveLaunch(folder);
+    created = launcher_.CreateLaunchFolder(folder);
+  }
+  if (!created.ok()) {
+    // Without a folder nothing can be recorded: answer directly.
+    const std::string reason = fmt::format("{}: {}", setup_.name, created.message());
+    LaunchLog().warn("launch_failed job={} node={} attempt={} reason={:?}", id.job_id, setup_.name,
+                     id.attempt, reason);
     v1::AgentMessage failed;
-    failed.mutable_launch_failed()->set_job_id(job_id);
+    failed.mutable_launch_failed()->set_job_id(id.job_id);
+    failed.mutable_launch_failed()->set_attempt(id.attempt);
     failed.mutable_launch_failed()->set_reason(reason);
     session_.Send(std::move(failed));
-    // With ranks to reap, JobReleased follows their exit.
-    if (result.ranks.empty()) {
-      ProcessLauncher::RemoveScript(result.script_path);
-      SendJobReleased(job_id);
-    }
+    SendJobReleased(id.job_id, id.attempt);
     return;
   }
-
-  v1::AgentMessage started;
-  v1::RanksStarted* ranks = started.mutable_ranks_started();
-  ranks->set_job_id(job_id);
-  for (const StartedRank& rank : result.ranks) {
-    ranks->add_ranks(rank.rank);
-    ranks->add_pids(rank.pid);
+  Launch& launch = launches_.try_emplace(id, LaunchTracker(folder, id)).first->second;
+  launch.serial = ++serials_;
+  launch.seen = std::chrono::steady_clock::now();
+  launch.program = message.spec().argv().empty() ? std::string("(script)") : message.spec().argv(0);
+  if (absl::Status started = StartLaunch(id, launch, message); !started.ok()) {
+    // Recorded like any failed launch, so that Register reports it.
+    Abandon(id, launch, std::string(started.message()));
   }
-  session_.Send(std::move(started));
-  LaunchLog().info("launch_started job={} node={} attempt={} ranks={} pgid={} program={:?}", job_id,
-                   setup_.name, launch.attempt(), RankText(result.ranks), result.process_group,
-                   launch.spec().argv().empty() ? std::string("(script)") : launch.spec().argv(0));
 }
 
-void AgentNode::OnRankExit(std::int64_t job_id, int rank, int wait_status) {
-  const auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return;
-  Job& job = it->second;
-  job.live.erase(rank);
-  const int exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
-  const int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
-  if (job.phase == JobPhase::kRunning) {
-    // The controller never heard of the ranks of a failed launch.
-    v1::AgentMessage message;
-    v1::RankExited* exited = message.mutable_rank_exited();
-    exited->set_job_id(job_id);
-    exited->set_rank(rank);
-    exited->set_exit_code(exit_code);
-    exited->set_signal(signal);
-    session_.Send(std::move(message));
+absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1::Launch& message) {
+  if (::geteuid() == 0 && message.uid() != 0) {
+    // Running a user's program as root would hand them the node.
+    return absl::PermissionDeniedError(
+        fmt::format("{}: the agent runs as root and cannot yet start ranks as "
+                    "uid {}; run the agent as "
+                    "the job's user",
+                    setup_.name, message.uid()));
   }
-  LaunchLog().log(exit_code == 0 && signal == 0 ? spdlog::level::debug : spdlog::level::info,
-                  "rank_exited job={} node={} rank={} exit_code={} signal={} ranks_left={}", job_id,
-                  setup_.name, rank, exit_code, signal == 0 ? "0" : SignalName(signal),
-                  job.live.size());
-  if (job.live.empty()) Release(job_id);
+  const step::LaunchPlan plan = MakePlan(message);
+  const std::string script_path = launch.tracker.Folder() + "/script";
+  absl::StatusOr<step::LaunchFile> file =
+      step::PlanLaunch(plan, id.attempt, script_path, launcher_.SocketPath());
+  if (!file.ok()) return file.status();
+  if (!plan.script.empty()) {
+    if (absl::Status written = StepLauncher::WriteScript(script_path, plan.script, setup_.name);
+        !written.ok()) {
+      return written;
+    }
+  }
+  absl::StatusOr<pid_t> stepd = launcher_.Start(launch.tracker.Folder(), *file);
+  if (!stepd.ok()) return stepd.status();
+  launch.watch = StepdWatch::kReaper;
+  reaper_.Watch(*stepd, [this, id, serial = launch.serial](int wait_status) {
+    OnStepdExit(id, serial, wait_status);
+  });
+  LaunchLog().debug("stepd_started job={} node={} attempt={} pid={} folder={}", id.job_id,
+                    setup_.name, id.attempt, *stepd, launch.tracker.Folder());
+  return absl::OkStatus();
 }
 
-void AgentNode::Release(std::int64_t job_id) {
-  const auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return;
-  ProcessLauncher::RemoveScript(it->second.script_path);
-  jobs_.erase(it);  // cancels a pending SIGKILL
-  SendJobReleased(job_id);
+void AgentNode::OnStepNotice(step::LaunchId id) {
+  const auto it = launches_.find(id);
+  if (it == launches_.end()) return;
+  Refresh(id, it->second);
 }
 
-void AgentNode::SendJobReleased(std::int64_t job_id) {
-  LaunchLog().info("job_released job={} node={}", job_id, setup_.name);
-  session_.Send(JobReleasedMessage(job_id));
+void AgentNode::OnStepdExit(step::LaunchId id, std::uint64_t serial, int wait_status) {
+  const auto it = launches_.find(id);
+  if (it == launches_.end() || it->second.serial != serial) return;
+  Launch& launch = it->second;
+  Refresh(id, launch);
+  if (launch.tracker.Record().Done()) return;
+  Abandon(id, launch,
+          fmt::format("cohort-stepd ended with {} before its ranks did; see {}/stepd.log",
+                      WaitStatusText(wait_status), launch.tracker.Folder()));
+}
+
+void AgentNode::Poll() {
+  const auto now = std::chrono::system_clock::now();
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    const step::LaunchId id = it->first;
+    Launch& launch = it->second;
+    if (launch.tracker.Record().Done()) {
+      if (now - launch.ended_at >= kFinishedRetention) {
+        LaunchLog().debug("launch_forgotten job={} node={} attempt={}", id.job_id, setup_.name,
+                          id.attempt);
+        StepLauncher::RemoveLaunch(launch.tracker.Folder());
+        it = launches_.erase(it);
+        continue;
+      }
+      ++it;
+      continue;
+    }
+    // Datagrams can be lost (a full queue, an agent not yet listening).
+    Refresh(id, launch);
+    if (!launch.tracker.Record().Done() && launch.watch == StepdWatch::kPoll) {
+      switch (launch.tracker.CheckStepd()) {
+        case StepdState::kGone:
+          Refresh(id, launch);  // its last lines may have come since
+          Abandon(id, launch, "cohort-stepd ended without recording the end of its ranks");
+          break;
+        case StepdState::kUnknown:
+          if (std::chrono::steady_clock::now() - launch.seen > kStepdStartTimeout) {
+            Abandon(id, launch, "cohort-stepd did not start");
+          }
+          break;
+        case StepdState::kAlive:
+          break;
+      }
+    }
+    ++it;
+  }
+}
+
+void AgentNode::Refresh(step::LaunchId id, Launch& launch) {
+  for (const step::LaunchReport& report : launch.tracker.ReadEvents()) Forward(id, launch, report);
+  NoteEnd(launch);
+}
+
+void AgentNode::NoteEnd(Launch& launch) {
+  // Also for a launch adopted finished, whose `done` an earlier agent reported.
+  if (launch.tracker.Record().Done() &&
+      launch.ended_at == std::chrono::system_clock::time_point{}) {
+    launch.ended_at = launch.tracker.LastChange();
+  }
+}
+
+void AgentNode::Abandon(step::LaunchId id, Launch& launch, std::string_view reason) {
+  const step::LaunchRecord& record = launch.tracker.Record();
+  if (record.HasStepd() || record.RanksStarted() > 0) {
+    LaunchLog().warn("stepd_lost job={} node={} attempt={} ranks_killed={} reason={:?}", id.job_id,
+                     setup_.name, id.attempt, record.LiveRanks().size(), reason);
+  }
+  // A reason without the node's name (the stepd's) gets it, as every launch
+  // failure does.
+  const std::string text = std::string(reason).starts_with(setup_.name + ": ")
+                               ? std::string(reason)
+                               : fmt::format("{}: {}", setup_.name, reason);
+  for (const step::LaunchReport& report : launch.tracker.Abandon(text)) {
+    Forward(id, launch, report);
+  }
+  NoteEnd(launch);
+}
+
+void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchReport& report) {
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        v1::AgentMessage message;
+        if constexpr (std::is_same_v<T, step::RanksStartedReport>) {
+          v1::RanksStarted* ranks = message.mutable_ranks_started();
+          ranks->set_job_id(id.job_id);
+          for (const auto& [rank, pid] : r.ranks) {
+            ranks->add_ranks(rank);
+            ranks->add_pids(pid);
+          }
+          session_.Send(std::move(message));
+          LaunchLog().info(
+              "launch_started job={} node={} attempt={} ranks={} "
+              "pgid={} program={:?}",
+              id.job_id, setup_.name, id.attempt, RankText(r.ranks), r.pgid,
+              launch.program.empty() ? std::string("(adopted)") : launch.program);
+          // What came while the ranks were being started.
+          for (const int signal : std::exchange(launch.pending_signals, {})) {
+            ::killpg(r.pgid, signal);
+          }
+          if (const auto at = std::exchange(launch.pending_kill_at, std::nullopt)) {
+            ::killpg(r.pgid, SIGTERM);
+            ArmKill(id, launch, *at);
+          }
+        } else if constexpr (std::is_same_v<T, step::RankExitedReport>) {
+          v1::RankExited* exited = message.mutable_rank_exited();
+          exited->set_job_id(id.job_id);
+          exited->set_attempt(id.attempt);
+          exited->set_rank(r.rank);
+          exited->set_exit_code(r.exit_code);
+          exited->set_signal(r.signal);
+          session_.Send(std::move(message));
+          LaunchLog().log(
+              r.exit_code == 0 && r.signal == 0 ? spdlog::level::debug : spdlog::level::info,
+              "rank_exited job={} node={} attempt={} rank={} exit_code={} "
+              "signal={} ranks_left={}",
+              id.job_id, setup_.name, id.attempt, r.rank, r.exit_code,
+              r.signal == 0 ? "0" : SignalName(r.signal),
+              launch.tracker.Record().LiveRanks().size());
+        } else if constexpr (std::is_same_v<T, step::LaunchFailedReport>) {
+          v1::LaunchFailed* failed = message.mutable_launch_failed();
+          failed->set_job_id(id.job_id);
+          failed->set_attempt(id.attempt);
+          failed->set_reason(r.reason);
+          session_.Send(std::move(message));
+          LaunchLog().warn("launch_failed job={} node={} attempt={} reason={:?}", id.job_id,
+                           setup_.name, id.attempt, r.reason);
+        } else {
+          if (launch.kill_timer) launch.kill_timer->cancel();
+          launch.pending_signals.clear();
+          launch.pending_kill_at.reset();
+          SendJobReleased(id.job_id, id.attempt);
+        }
+      },
+      report);
+}
+
+void AgentNode::SendJobReleased(std::int64_t job_id, int attempt) {
+  LaunchLog().info("job_released job={} node={} attempt={}", job_id, setup_.name, attempt);
+  v1::AgentMessage message;
+  message.mutable_job_released()->set_job_id(job_id);
+  message.mutable_job_released()->set_attempt(attempt);
+  session_.Send(std::move(message));
+}
+
+std::map<step::LaunchId, AgentNode::Launch>::iterator AgentNode::Unfinished(std::int64_t job_id) {
+  // Launch ids sort by job first: the job's launches are adjacent.
+  for (auto it = launches_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min()});
+       it != launches_.end() && it->first.job_id == job_id; ++it) {
+    if (!it->second.tracker.Record().Done()) return it;
+  }
+  return launches_.end();
 }
 
 void AgentNode::OnSignal(const v1::Signal& message) {
@@ -256,54 +455,90 @@ void AgentNode::OnSignal(const v1::Signal& message) {
                      signal, "not a signal number");
     return;
   }
-  const auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
+  const auto it = Unfinished(job_id);
+  if (it == launches_.end()) {
     LaunchLog().debug("signal_ignored job={} node={} signal={} reason={:?}", job_id, setup_.name,
                       SignalName(signal), "no ranks of the job on this node");
     return;
   }
-  // A rank is unreaped while listed, so the group id cannot have been reused.
-  if (::killpg(it->second.process_group, signal) != 0) {
+  Launch& launch = it->second;
+  // Fresh news first: a group whose ranks were all reaped may be reused.
+  Refresh(it->first, launch);
+  const step::LaunchRecord& record = launch.tracker.Record();
+  if (record.Done()) return;
+  if (!record.Running()) {
+    launch.pending_signals.push_back(signal);
+    LaunchLog().info("job_signal_pending job={} node={} signal={}", job_id, setup_.name,
+                     SignalName(signal));
+    return;
+  }
+  if (::killpg(record.ProcessGroup(), signal) != 0) {
     LaunchLog().debug("signal_failed job={} node={} signal={} error={:?}", job_id, setup_.name,
                       SignalName(signal), std::strerror(errno));
     return;
   }
   LaunchLog().info("job_signalled job={} node={} signal={} ranks={}", job_id, setup_.name,
-                   SignalName(signal), it->second.live.size());
+                   SignalName(signal), record.LiveRanks().size());
 }
 
 void AgentNode::OnTerminate(const v1::Terminate& message) {
   const std::int64_t job_id = message.job_id();
-  const auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
+  const auto it = Unfinished(job_id);
+  if (it == launches_.end()) {
     // Nothing runs here: the controller may free the node now.
+    int attempt = 0;
+    for (auto found =
+             launches_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min()});
+         found != launches_.end() && found->first.job_id == job_id; ++found) {
+      attempt = found->first.attempt;
+    }
     LaunchLog().debug("terminate_unknown job={} node={}", job_id, setup_.name);
-    SendJobReleased(job_id);
+    SendJobReleased(job_id, attempt);
     return;
   }
-  Job& job = it->second;
-  ::killpg(job.process_group, SIGTERM);
+  const step::LaunchId id = it->first;
+  Launch& launch = it->second;
+  Refresh(id, launch);
+  const step::LaunchRecord& record = launch.tracker.Record();
+  if (record.Done()) return;  // JobReleased is on its way
   const std::int64_t wait_ms = std::clamp<std::int64_t>(message.kill_wait_ms(), 0, kMaxKillWaitMs);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  if (!job.kill_timer) {
-    job.kill_timer = std::make_unique<boost::asio::steady_timer>(loop_);
-  } else if (job.kill_timer->expiry() <= deadline) {
+  if (!record.Running()) {
+    // The stepd is still starting the ranks (or killing a failed launch's).
+    if (!launch.pending_kill_at || *launch.pending_kill_at > deadline) {
+      launch.pending_kill_at = deadline;
+    }
+    LaunchLog().info("job_terminate_pending job={} node={} kill_in_ms={}", job_id, setup_.name,
+                     wait_ms);
+    return;
+  }
+  ::killpg(record.ProcessGroup(), SIGTERM);
+  if (launch.kill_timer && launch.kill_timer->expiry() <= deadline) {
     LaunchLog().info("job_terminating job={} node={} signal=TERM kill_in_ms=unchanged", job_id,
                      setup_.name);
     return;  // an earlier Terminate's SIGKILL comes sooner
   }
-  job.kill_timer->expires_at(deadline);
-  job.kill_timer->async_wait(
-      [this, job_id, serial = job.serial](const boost::system::error_code& error) {
-        if (error) return;
-        const auto found = jobs_.find(job_id);
-        if (found == jobs_.end() || found->second.serial != serial) return;
-        ::killpg(found->second.process_group, SIGKILL);
-        LaunchLog().info("job_killed job={} node={} signal=KILL ranks={}", job_id, setup_.name,
-                         found->second.live.size());
-      });
+  ArmKill(id, launch, deadline);
   LaunchLog().info("job_terminating job={} node={} signal=TERM ranks={} kill_in_ms={}", job_id,
-                   setup_.name, job.live.size(), wait_ms);
+                   setup_.name, record.LiveRanks().size(), wait_ms);
+}
+
+void AgentNode::ArmKill(step::LaunchId id, Launch& launch,
+                        std::chrono::steady_clock::time_point at) {
+  if (!launch.kill_timer) launch.kill_timer = std::make_unique<boost::asio::steady_timer>(loop_);
+  launch.kill_timer->expires_at(at);
+  launch.kill_timer->async_wait(
+      [this, id, serial = launch.serial](const boost::system::error_code& error) {
+        if (error) return;
+        const auto found = launches_.find(id);
+        if (found == launches_.end() || found->second.serial != serial) return;
+        Refresh(id, found->second);
+        const step::LaunchRecord& record = found->second.tracker.Record();
+        if (record.Done() || record.ProcessGroup() <= 0) return;
+        ::killpg(record.ProcessGroup(), SIGKILL);
+        LaunchLog().info("job_killed job={} node={} signal=KILL ranks={}", id.job_id, setup_.name,
+                         record.LiveRanks().size());
+      });
 }
 
 }  // namespace cohort::agent

@@ -5,18 +5,24 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "agent_options.h"
 #include "agent_session.h"
 #include "child_reaper.h"
 #include "cohort/v1/cohort.grpc.pb.h"
-#include "process_launcher.h"
+#include "launch_file.h"
+#include "launch_tracker.h"
+#include "step_events.h"
+#include "step_launcher.h"
 
 /// One node the agent speaks for, real or emulated.
 namespace cohort::agent {
@@ -28,40 +34,67 @@ struct NodeEnvironment {
   std::string cluster_name;  ///< used when a Launch names none
 };
 
-/// One node: its stream to the controller (an AgentSession) and the jobs
-/// running on it. Turns Launch, Signal and Terminate into processes and
-/// signals, and rank exits into RankExited and JobReleased. Validates what
-/// the controller sends: a bad message is logged and answered, never fatal.
-/// Lives on, and is used only from, the agent's loop thread; the reaper,
-/// launcher and stub must outlive it.
+/// One node: its stream to the controller (an AgentSession) and its
+/// launches. Each Launch becomes a spool folder and a cohort-stepd that
+/// starts and reaps the ranks and appends what happens to the folder's event
+/// file; the node turns those events into RanksStarted, RankExited,
+/// LaunchFailed and JobReleased, and Signal and Terminate into signals to
+/// the ranks' process group. Validates what the controller sends: a bad
+/// message is logged and answered, never fatal. Lives on, and is used only
+/// from, the agent's loop thread; the reaper, launcher and stub must outlive
+/// it.
+///
+/// A launch's events are read when its stepd pokes the agent's socket
+/// (OnStepNotice), on Poll (every second), and when the stepd exits. A stepd
+/// the agent started is watched by the reaper; one it adopted from an
+/// earlier agent (Start scans the node's spool folder) by Poll, through
+/// /proc (its pid and start time). A stepd gone before `done` takes its
+/// ranks with it: they are killed and reported killed. Finished launches
+/// stay in the spool, and in Register's `finished`, for kFinishedRetention.
 class AgentNode {
  public:
+  /// How long a finished launch is kept and reported in Register.
+  static constexpr std::chrono::minutes kFinishedRetention{10};
+
   AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub,
             const NodeEnvironment& environment, NodeSetup setup, ChildReaper& reaper,
-            const ProcessLauncher& launcher);
+            const StepLauncher& launcher);
   AgentNode(const AgentNode&) = delete;
   AgentNode& operator=(const AgentNode&) = delete;
 
-  /// Connects to the controller.
+  /// Adopts the launches an earlier agent left in the spool, then connects
+  /// to the controller.
   void Start();
   /// Closes the stream; ranks keep running. Calls `on_stopped` on the loop.
   void Stop(std::function<void()> on_stopped);
+
+  /// A stepd says its launch has news.
+  void OnStepNotice(step::LaunchId id);
+  /// Reads every unfinished launch's events, notices adopted stepds that
+  /// ended, and forgets finished launches past kFinishedRetention.
+  void Poll();
 
   [[nodiscard]] const std::string& Name() const { return setup_.name; }
   [[nodiscard]] std::size_t LiveRanks() const;
 
  private:
-  enum class JobPhase {
-    kRunning,       ///< RanksStarted was sent
-    kLaunchFailed,  ///< LaunchFailed was sent; the ranks started were killed
+  enum class StepdWatch {
+    kReaper,  ///< this agent's child: the reaper reports its exit
+    kPoll,    ///< none yet, or an earlier agent's: Poll checks /proc
   };
-  struct Job {
-    JobPhase phase = JobPhase::kRunning;
-    pid_t process_group = 0;
-    std::map<int, pid_t> live;  ///< global rank → pid, until reaped
-    std::string script_path;
+  struct Launch {
+    explicit Launch(LaunchTracker launch_tracker) : tracker(std::move(launch_tracker)) {}
+    LaunchTracker tracker;
+    StepdWatch watch = StepdWatch::kPoll;
+    std::uint64_t serial = 0;  ///< tells this launch from a later one with the same id
+    std::string program;       ///< for logs; empty when adopted
+    std::chrono::steady_clock::time_point seen;             ///< when this agent took it on
     std::unique_ptr<boost::asio::steady_timer> kill_timer;  ///< armed by Terminate
-    std::uint64_t serial = 0;  ///< tells this launch from a later one of the same job id
+    /// Signals and Terminate that came before every rank ran: sent once they
+    /// do.
+    std::vector<int> pending_signals;
+    std::optional<std::chrono::steady_clock::time_point> pending_kill_at;
+    std::chrono::system_clock::time_point ended_at{};  ///< once done
   };
 
   [[nodiscard]] v1::Register MakeRegister() const;
@@ -69,18 +102,31 @@ class AgentNode {
   void OnLaunch(const v1::Launch& launch);
   void OnSignal(const v1::Signal& signal);
   void OnTerminate(const v1::Terminate& terminate);
-  void OnRankExit(std::int64_t job_id, int rank, int wait_status);
-  void Release(std::int64_t job_id);
-  void SendJobReleased(std::int64_t job_id);
-  [[nodiscard]] LaunchPlan MakePlan(const v1::Launch& launch) const;
+  [[nodiscard]] step::LaunchPlan MakePlan(const v1::Launch& launch) const;
+  void Adopt();
+  /// Plans a new launch and starts its stepd; the status says why not.
+  [[nodiscard]] absl::Status StartLaunch(step::LaunchId id, Launch& launch,
+                                         const v1::Launch& message);
+  void OnStepdExit(step::LaunchId id, std::uint64_t serial, int wait_status);
+  /// Reads the launch's new events and acts on them.
+  void Refresh(step::LaunchId id, Launch& launch);
+  /// Ends a launch whose stepd is gone (or never came) before `done`.
+  void Abandon(step::LaunchId id, Launch& launch, std::string_view reason);
+  void Forward(step::LaunchId id, Launch& launch, const step::LaunchReport& report);
+  /// Once the launch is done: when it ended, from its event file.
+  static void NoteEnd(Launch& launch);
+  void ArmKill(step::LaunchId id, Launch& launch, std::chrono::steady_clock::time_point at);
+  /// The launch of `job_id` whose ranks may still run, if any.
+  [[nodiscard]] std::map<step::LaunchId, Launch>::iterator Unfinished(std::int64_t job_id);
+  void SendJobReleased(std::int64_t job_id, int attempt);
 
   boost::asio::io_context& loop_;
   const NodeEnvironment& environment_;
   const NodeSetup setup_;
   ChildReaper& reaper_;
-  const ProcessLauncher& launcher_;
-  std::map<std::int64_t, Job> jobs_;
-  std::uint64_t launches_ = 0;
+  const StepLauncher& launcher_;
+  std::map<step::LaunchId, Launch> launches_;
+  std::uint64_t serials_ = 0;
   AgentSession session_;
 };
 

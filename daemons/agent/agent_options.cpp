@@ -17,6 +17,7 @@
 #include "cluster_files.h"
 #include "cohort/cluster_config.h"
 #include "cohort/hostlist.h"
+#include "hwloc_layout.h"
 
 namespace cohort::agent {
 namespace {
@@ -145,6 +146,74 @@ NodeResources Override(NodeResources resources, const AgentOptions& options) {
   return resources;
 }
 
+// This host's layout: the --hwloc-xml file, else hwloc on this machine, else
+// (hwloc failing, with a warning) sysconf's counts on one NUMA node.
+absl::StatusOr<layout::NodeLayout> HostLayout(const AgentOptions& options,
+                                              std::vector<std::string>& warnings) {
+  if (!options.hwloc_xml.empty()) {
+    absl::StatusOr<layout::NodeLayout> from_file = LoadLayoutFromXml(options.hwloc_xml);
+    if (!from_file.ok()) {
+      return absl::Status(
+          from_file.status().code(),
+          fmt::format("--hwloc-xml: {}", std::string_view(from_file.status().message())));
+    }
+    return from_file;
+  }
+  absl::StatusOr<layout::NodeLayout> discovered = DiscoverHostLayout();
+  if (discovered.ok()) return discovered;
+  warnings.push_back(fmt::format("hwloc_failed error=\"{}\" using=sysconf numa=unknown",
+                                 std::string_view(discovered.status().message())));
+  const NodeResources counts = DetectHostResources();
+  layout::NodeLayout fallback =
+      layout::ApproximateLayout(counts.cpus, counts.memory_mb, counts.gpus, {});
+  for (layout::Gpu& gpu : fallback.gpus) gpu.numa = -1;
+  return fallback;
+}
+
+// A real node's GPUs that neither hwloc nor /dev placed: its NodeName line's
+// (Gpus=, with GpuNuma= when given) when none were found, or just their NUMA
+// nodes when the counts agree and the locality is unknown.
+void UseConfiguredGpus(layout::NodeLayout& node, const config::NodeSpec* spec) {
+  if (spec == nullptr) return;
+  if (node.gpus.empty()) {
+    node.gpus = layout::ConfiguredGpus(spec->gpus, spec->gpu_numa);
+    return;
+  }
+  const bool unknown = std::all_of(node.gpus.begin(), node.gpus.end(),
+                                   [](const layout::Gpu& gpu) { return gpu.numa < 0; });
+  if (unknown && spec->gpu_numa.size() == node.gpus.size()) {
+    for (std::size_t i = 0; i < node.gpus.size(); ++i) node.gpus[i].numa = spec->gpu_numa[i];
+  }
+}
+
+// Makes the layout hold the `gpus` GPUs the node reports (--gpus, an
+// emulated node's line): its first ones, then GPUs of unknown locality.
+void FitGpus(layout::NodeLayout& node, int gpus) {
+  if (gpus < 0) return;
+  if (node.gpus.size() > static_cast<std::size_t>(gpus)) {
+    node.gpus.resize(static_cast<std::size_t>(gpus));
+  }
+  while (node.gpus.size() < static_cast<std::size_t>(gpus)) {
+    const int index = static_cast<int>(node.gpus.size());
+    node.gpus.push_back({.index = index, .name = "reported", .pci_bus_id = {}, .numa = -1});
+  }
+}
+
+const config::NodeSpec* FindNode(const config::ClusterConfig& config, std::string_view name) {
+  for (const config::NodeSpec& spec : config.nodes) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+NodeSetup MakeSetup(std::string name, NodeResources resources, layout::NodeLayout node,
+                    const AgentOptions& options) {
+  resources = Override(std::move(resources), options);
+  FitGpus(node, resources.gpus);
+  resources.gpu_groups = layout::GpuGroups(node);
+  return {std::move(name), std::move(resources), std::move(node)};
+}
+
 }  // namespace
 
 void AddAgentOptions(CLI::App& app, AgentOptions& options) {
@@ -188,6 +257,15 @@ void AddAgentOptions(CLI::App& app, AgentOptions& options) {
                  "trace, debug, info, warn, error, critical or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
+  app.add_option("--hwloc-xml", options.hwloc_xml,
+                 "read the node's layout (NUMA nodes, cores, GPUs, NICs) from this hwloc XML "
+                 "file instead of this machine (lstopo-no-graphics --of xml FILE); for tests and "
+                 "emulation");
+  app.add_flag("--print-node", options.print_node,
+               "print this node as a cohort.conf NodeName line (CPUs, Sockets, CoresPerSocket, "
+               "ThreadsPerCore, MemoryMB, Gpus, GpuNuma), then its NUMA nodes, GPUs and NICs, "
+               "and exit; needs no controller or key")
+      ->excludes(emulate);
 }
 
 absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
@@ -217,10 +295,14 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
                                                  : options.spool_dir;
 
-  const NodeResources host = DetectHostResources();
+  absl::StatusOr<layout::NodeLayout> host = HostLayout(options, settings.warnings);
+  if (!host.ok()) return host.status();
   if (options.emulate == 0) {
     settings.mode = NodeMode::kReal;
-    settings.nodes.push_back({names->front(), Override(host, options)});
+    UseConfiguredGpus(*host, FindNode(*config, names->front()));
+    NodeResources resources = ResourcesFromLayout(*host);
+    settings.nodes.push_back(
+        MakeSetup(names->front(), std::move(resources), *std::move(host), options));
     return settings;
   }
 
@@ -229,14 +311,21 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   for (const config::NodeSpec& spec : config->nodes) declared.emplace(spec.name, &spec);
   std::vector<std::string> undeclared;
   for (std::string& name : *names) {
-    NodeResources resources = host;
     const auto it = declared.find(name);
-    if (it != declared.end()) {
-      resources = {it->second->cpus, it->second->memory_mb, it->second->gpus};
-    } else {
+    if (it == declared.end()) {
       undeclared.push_back(name);
+      settings.nodes.push_back(
+          MakeSetup(std::move(name), ResourcesFromLayout(*host), *host, options));
+      continue;
     }
-    settings.nodes.push_back({std::move(name), Override(resources, options)});
+    const config::NodeSpec& spec = *it->second;
+    NodeResources resources{spec.cpus, spec.memory_mb, spec.gpus, {}};
+    layout::NodeLayout node =
+        options.hwloc_xml.empty()
+            ? layout::ApproximateLayout(spec.cpus, spec.memory_mb, spec.gpus, spec.gpu_numa)
+            : *host;
+    settings.nodes.push_back(
+        MakeSetup(std::move(name), std::move(resources), std::move(node), options));
   }
   if (!undeclared.empty()) {
     settings.warnings.push_back(
@@ -245,6 +334,29 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
                     options.config_file.empty() ? "none" : options.config_file));
   }
   return settings;
+}
+
+absl::StatusOr<std::string> DescribeNode(const AgentOptions& options) {
+  absl::StatusOr<std::vector<std::string>> names = NodeNames(options);
+  if (!names.ok()) return names.status();
+  absl::StatusOr<config::ClusterConfig> config = LoadConfig(options.config_file);
+  if (!config.ok()) return config.status();
+  std::vector<std::string> warnings;
+  absl::StatusOr<layout::NodeLayout> node = HostLayout(options, warnings);
+  if (!node.ok()) return node.status();
+  UseConfiguredGpus(*node, FindNode(*config, names->front()));
+
+  std::string text = layout::FormatNodeLine(names->front(), *node) + "\n";
+  text += options.hwloc_xml.empty() ? "# found by hwloc on this machine\n"
+                                    : fmt::format("# read by hwloc from {}\n", options.hwloc_xml);
+  for (const std::string& warning : warnings) text += fmt::format("# warning: {}\n", warning);
+  const std::string summary = layout::DescribeLayout(*node);
+  for (std::size_t start = 0; start < summary.size();) {
+    const std::size_t end = summary.find('\n', start);
+    text += fmt::format("# {}\n", std::string_view(summary).substr(start, end - start));
+    start = end == std::string::npos ? summary.size() : end + 1;
+  }
+  return text;
 }
 
 }  // namespace cohort::agent

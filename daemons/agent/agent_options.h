@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cohort/node_layout.h"
 #include "host_resources.h"
 
 /// The agent's command line and the settings it resolves to.
@@ -25,6 +26,8 @@ struct AgentOptions {
   std::int64_t memory_mb = -1;
   std::string spool_dir;
   std::string log_level = "info";
+  std::string hwloc_xml;    ///< a topology file to use instead of this machine
+  bool print_node = false;  ///< print the node's NodeName line and layout, then exit
 };
 
 /// Registers the options on `app`, with their help text.
@@ -34,6 +37,9 @@ void AddAgentOptions(CLI::App& app, AgentOptions& options);
 struct NodeSetup {
   std::string name;
   NodeResources resources;
+  /// Its NUMA nodes, cores, GPUs and NICs, for binding ranks. GPUs match
+  /// `resources.gpus`.
+  layout::NodeLayout layout;
 };
 
 /// Whether the agent is one real node or emulates several in one process.
@@ -51,10 +57,22 @@ struct AgentSettings {
 };
 
 /// Resolves the options: reads cohort.conf (-c) and the auth key file,
-/// expands --nodes, detects this host's resources. Runs at startup; reads
-/// files. Returns InvalidArgument for options that contradict each other or a
-/// config with errors (its diagnostics in the message), NotFound or
-/// Unavailable for files that cannot be read. Messages say what to change.
+/// expands --nodes, discovers this host's layout (hwloc_layout.h, or the
+/// --hwloc-xml file). A real node's GPUs, when neither hwloc nor /dev shows
+/// any, are those of its NodeName line (Gpus=, GpuNuma=); an emulated node's
+/// resources are its NodeName line's, its layout the --hwloc-xml file's or
+/// one made from that line. Runs at startup; reads files. Returns
+/// InvalidArgument for options that contradict each other, a config with
+/// errors (its diagnostics in the message) or an unreadable --hwloc-xml,
+/// NotFound or Unavailable for files that cannot be read. Messages say what
+/// to change.
 [[nodiscard]] absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options);
+
+/// What `cohort-agent --print-node` prints: the node's NodeName line, as
+/// discovery found it (`--cpus`, `--gpus`, `--memory-mb` do not apply), then
+/// its NUMA nodes, GPUs and NICs as `#` comments, so that the whole text can
+/// go into cohort.conf. Needs no controller and no key. Errors as
+/// ResolveSettings.
+[[nodiscard]] absl::StatusOr<std::string> DescribeNode(const AgentOptions& options);
 
 }  // namespace cohort::agent

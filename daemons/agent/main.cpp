@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -48,6 +49,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (options.print_node) {
+    absl::StatusOr<std::string> node = cohort::agent::DescribeNode(options);
+    if (!node.ok()) {
+      std::cerr << "cohort-agent: error: " << std::string_view(node.status().message()) << "\n";
+      return 1;
+    }
+    std::cout << *node;
+    return 0;
+  }
   cohort::agent::ConfigureLogging(options.log_level);
   absl::StatusOr<cohort::agent::AgentSettings> settings = cohort::agent::ResolveSettings(options);
   if (!settings.ok()) {

@@ -23,6 +23,13 @@ struct NodeSpec {
   int cpus = 1;
   std::int64_t memory_mb = 1;
   int gpus = 0;
+  /// GpuNuma=: the NUMA node of each GPU, by GPU index; empty when unknown.
+  std::vector<int> gpu_numa;
+  /// Sockets=, CoresPerSocket=, ThreadsPerCore= as `cohort-agent --print-node`
+  /// (and `slurmd -C`) print them; 0 when not given. Not used for placement.
+  int sockets = 0;
+  int cores_per_socket = 0;
+  int threads_per_core = 0;
   std::vector<std::string> features;
   SourceLocation defined_at;
 };

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The offline operator commands as a user types them: config check, topology
-# show, hostlist and place. Usage: offline_cli_test.sh COHORT_BINARY REPO_ROOT
+# show, hostlist and place; and the checks online commands make before
+# calling the controller; and cohort-agent --print-node on an hwloc file.
+# Usage: offline_cli_test.sh COHORT_BINARY REPO_ROOT [AGENT_BINARY]
 set -uo pipefail
 cohort=$1
 root=$2
@@ -81,6 +83,45 @@ expect_exit 2 "place unknown node" "$cohort" place -t "$small" -N 1 --busy 'gpu1
 expect_output "place unknown node" "no such nodes: gpu1"
 expect_ok "place blocks" "$cohort" place -t "$data/topologies/gb200-nvl72.conf" -N 18 --gpus-per-node 4
 expect_output "place blocks" "spans 1 block: nvl72-1"
+
+# history: every option is checked before the controller is called, so a bad
+# one is refused (exit 2) even with no controller at the address given.
+nowhere=(--controller unix:/nonexistent/cohort.sock)
+expect_ok "history help" "$cohort" history --help
+expect_output "history help" "--since,--starttime"
+expect_output "history help" "--parsable"
+expect_exit 2 "history bad state" "$cohort" history -s CD,DONE "${nowhere[@]}"
+expect_output "history bad state" '^cohort: --state: no state "DONE"; states: COMPLETED \(CD\), FAILED \(F\), CANCELLED \(CA\), TIMEOUT \(TO\), NODE_FAIL \(NF\)$'
+expect_exit 2 "history running state" "$cohort" history --state r "${nowhere[@]}"
+expect_output "history running state" "RUNNING jobs are not in the history"
+expect_exit 2 "history bad since" "$cohort" history -S yesterday "${nowhere[@]}"
+expect_output "history bad since" '^cohort: --since: cannot read "yesterday" as a time; write YYYY-MM-DD, YYYY-MM-DDTHH:MM\[:SS\]'
+expect_exit 2 "history bad endtime" "$cohort" history --endtime 2024-02-30 "${nowhere[@]}"
+expect_output "history bad endtime" "^cohort: --until: 2024-02-30: no such date or time of day"
+expect_exit 2 "history backwards" "$cohort" history -S now -E now-1hour "${nowhere[@]}"
+expect_output "history backwards" "--since now is not before --until now-1hour"
+expect_exit 2 "history bad jobs" "$cohort" history -j 12,x "${nowhere[@]}"
+expect_output "history bad jobs" '"x" is not a job id'
+# Good options get as far as the (missing) controller: exit 1.
+expect_exit 1 "history no controller" "$cohort" history -a -s cd,F -S now-2days -E now --limit 5 "${nowhere[@]}"
+expect_output "history no controller" "cannot reach the controller at unix:/nonexistent/cohort.sock"
+
+# cohort-agent --print-node reads a node from an hwloc file: a NodeName line
+# that cohort.conf takes as it is, then the layout as comments.
+agent=${3:-}
+if [ -n "$agent" ]; then
+  dgx=$data/hwloc/dgx-h100-like.xml
+  expect_ok "print node" "$agent" --print-node --node gpu001 --hwloc-xml "$dgx"
+  expect_output "print node line" "^NodeName=gpu001 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 MemoryMB=2097152 Gpus=8 GpuNuma=0,0,0,0,1,1,1,1$"
+  expect_output "print node numa" "^# numa 1: 1048576 MB, 56 cores, cpus 112-223, gpus 4,5,6,7, nics mlx5_4,mlx5_5,mlx5_6,mlx5_7$"
+  expect_output "print node gpu" "^# gpu 0: nvml0 pci 0000:18:00.0 numa 0$"
+  node_conf=$(mktemp)
+  printf '%s\nPartitionName=p Nodes=ALL\n' "$out" > "$node_conf"
+  expect_ok "print node parses" "$cohort" config check -c "$node_conf"
+  rm -f "$node_conf"
+  expect_exit 1 "print node missing file" "$agent" --print-node --hwloc-xml "$data/hwloc/none.xml"
+  expect_output "print node missing file" "--hwloc-xml: hwloc topology .*none.xml: no such file"
+fi
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures failed"

@@ -622,5 +622,50 @@ TEST(ClusterConfigTest, DefaultNodeSpecIsATypicalGpuNode) {
   EXPECT_TRUE(spec.features.empty());
 }
 
+// --- GpuNuma and the topology keys of --print-node
+
+TEST(ClusterConfigTest, GpuNumaGivesEachGpusNumaNode) {
+  const ClusterConfig config = MustParse(
+      "NodeName=DEFAULT Gpus=8 GpuNuma=0,0,0,0,1,1,1,1\n"
+      "NodeName=a[1-2] CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2\n"
+      "NodeName=b1 Gpus=2 gpunuma=1,0\n"
+      "NodeName=c1 Gpus=0 GpuNuma=\n"
+      "PartitionName=p Nodes=ALL\n");
+  ASSERT_EQ(config.nodes.size(), 4U);
+  EXPECT_EQ(config.nodes[0].gpu_numa, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(config.nodes[0].sockets, 2);
+  EXPECT_EQ(config.nodes[0].cores_per_socket, 56);
+  EXPECT_EQ(config.nodes[0].threads_per_core, 2);
+  EXPECT_EQ(config.nodes[2].gpu_numa, (std::vector<int>{1, 0}));
+  EXPECT_EQ(config.nodes[3].gpus, 0);
+}
+
+TEST(ClusterConfigErrorTest, GpuNumaMustNameOneNumaNodePerGpu) {
+  Diagnostic error = OnlyError("NodeName=n0\nNodeName=n1 Gpus=4 GpuNuma=0,0,1\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 28);
+  EXPECT_EQ(error.message, "GpuNuma= lists 3 NUMA nodes but the node has Gpus=4");
+  EXPECT_EQ(error.hint, "give one NUMA node per GPU, in GPU order");
+  // Gpus= of a DEFAULT line counts; the mismatch is the node line's.
+  error = OnlyError("NodeName=n0\nNodeName=DEFAULT GpuNuma=0,1\nNodeName=n1 Gpus=4\n");
+  EXPECT_EQ(error.where.line, 3);
+  EXPECT_EQ(error.message, "GpuNuma= lists 2 NUMA nodes but the node has Gpus=4");
+}
+
+TEST(ClusterConfigErrorTest, GpuNumaValuesAreNumaNodeNumbers) {
+  Diagnostic error = OnlyError("NodeName=n0\nNodeName=n1 Gpus=4 GpuNuma=0,0,-1,1\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 32) << "the column of -1";
+  EXPECT_EQ(error.message, "GpuNuma: \"-1\" is not a NUMA node number from 0 to 1023");
+  EXPECT_TRUE(Contains(error.hint, "GpuNuma=0,0,0,0,1,1,1,1")) << error.hint;
+  EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Gpus=2 GpuNuma=0,,1\n").message,
+            "GpuNuma: \"\" is not a NUMA node number from 0 to 1023");
+  EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Gpus=1 GpuNuma=x\n").where.column, 28);
+  EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Gpus=1 GpuNuma=1024\n").message,
+            "GpuNuma: \"1024\" is not a NUMA node number from 0 to 1023");
+  EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Sockets=0\n").message,
+            "Sockets must be a positive integer, found \"0\"");
+}
+
 } // namespace
 } // namespace cohort::config

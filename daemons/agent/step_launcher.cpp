@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "step_launcher.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "agent_log.h"
+
+extern char** environ;
+
+namespace cohort::agent {
+namespace {
+
+absl::Status SpoolErrno(int error, std::string_view what) {
+  return absl::Status(absl::ErrnoToStatusCode(error),
+                      fmt::format("{}: {}", what, std::strerror(error)));
+}
+
+absl::Status NodeErrno(int error, const std::string& node, std::string_view what) {
+  return absl::Status(absl::ErrnoToStatusCode(error),
+                      fmt::format("{}: {}: {}", node, what, std::strerror(error)));
+}
+
+// Writes `text` to a new file at `path` (replacing one there) with `mode`.
+int WriteNewFile(const std::string& path, std::string_view text, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return errno;
+  // The umask may have taken bits the mode asked for.
+  int error = ::fchmod(fd, mode) == 0 ? 0 : errno;
+  while (error == 0 && !text.empty()) {
+    const ssize_t written = ::write(fd, text.data(), text.size());
+    if (written < 0) {
+      if (errno != EINTR) error = errno;
+      continue;
+    }
+    text.remove_prefix(static_cast<std::size_t>(written));
+  }
+  if (::close(fd) != 0 && error == 0) error = errno;
+  return error;
+}
+
+class StepdSpawnAttributes {
+ public:
+  StepdSpawnAttributes() {
+    ::posix_spawnattr_init(&attr_);
+    sigset_t none;
+    sigemptyset(&none);
+    sigset_t all;
+    sigfillset(&all);
+    // The agent's handlers and mask (Asio's, gRPC's) are no business of the
+    // stepd.
+    ::posix_spawnattr_setsigmask(&attr_, &none);
+    ::posix_spawnattr_setsigdefault(&attr_, &all);
+    ::posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  }
+  StepdSpawnAttributes(const StepdSpawnAttributes&) = delete;
+  StepdSpawnAttributes& operator=(const StepdSpawnAttributes&) = delete;
+  ~StepdSpawnAttributes() { ::posix_spawnattr_destroy(&attr_); }
+  [[nodiscard]] const posix_spawnattr_t* get() const { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_{};
+};
+
+class StepdFileActions {
+ public:
+  StepdFileActions() { ::posix_spawn_file_actions_init(&actions_); }
+  StepdFileActions(const StepdFileActions&) = delete;
+  StepdFileActions& operator=(const StepdFileActions&) = delete;
+  ~StepdFileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
+  [[nodiscard]] posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_{};
+};
+
+}  // namespace
+
+std::string StepdNextToAgent() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "cohort-stepd";
+  return (self.parent_path() / "cohort-stepd").string();
+}
+
+StepLauncher::StepLauncher(std::string spool_dir, std::string stepd_path)
+    : stepd_path_(std::move(stepd_path)) {
+  // Absolute: the stepds keep the path, and the agent's folder may change.
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(spool_dir, error);
+  spool_dir_ = error ? std::move(spool_dir) : absolute.lexically_normal().string();
+  while (spool_dir_.size() > 1 && spool_dir_.ends_with('/')) spool_dir_.pop_back();
+}
+
+StepLauncher::~StepLauncher() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+absl::Status StepLauncher::PrepareSpool() {
+  if (::mkdir(spool_dir_.c_str(), 0700) != 0) {
+    const int error = errno;
+    if (error != EEXIST) {
+      return absl::Status(absl::ErrnoToStatusCode(error),
+                          fmt::format("cannot create spool folder {}: {}; pass --spool DIR",
+                                      spool_dir_, std::strerror(error)));
+    }
+  }
+  // Scripts run from here: a folder someone else controls could swap them.
+  struct stat info {};
+  if (::lstat(spool_dir_.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return absl::FailedPreconditionError(fmt::format(
+        "spool {} exists and is not a folder; remove it or pass --spool DIR", spool_dir_));
+  }
+  if (info.st_uid != ::geteuid()) {
+    return absl::FailedPreconditionError(
+        fmt::format("spool folder {} is owned by uid {}, not by this user (uid "
+                    "{}); remove it or pass --spool "
+                    "DIR",
+                    spool_dir_, info.st_uid, ::geteuid()));
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("spool folder {} is writable by others (mode {:o}); chmod "
+                    "700 it or pass --spool DIR",
+                    spool_dir_, info.st_mode & 07777));
+  }
+  // Two agents on one spool would both adopt (and report) the same launches.
+  const std::string lock_path = spool_dir_ + "/agent.lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock_fd_ < 0) return SpoolErrno(errno, fmt::format("cannot open {}", lock_path));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          fmt::format("spool folder {} is in use by another cohort-agent; stop "
+                      "it, or give each agent its "
+                      "own --spool",
+                      spool_dir_));
+    }
+    return SpoolErrno(errno, fmt::format("cannot lock {}", lock_path));
+  }
+  if (::access(stepd_path_.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("cannot run {}: {}; install cohort-stepd next to cohort-agent", stepd_path_,
+                    std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepLauncher::PrepareNode(const std::string& node) const {
+  if (node.empty() || node == "." || node == ".." || node.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        fmt::format("node name {:?} cannot name a spool folder; name the node without '/'", node));
+  }
+  const std::string folder = fmt::format("{}/{}", spool_dir_, node);
+  if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
+    return SpoolErrno(errno, fmt::format("cannot create spool folder {}", folder));
+  }
+  return absl::OkStatus();
+}
+
+std::string StepLauncher::LaunchFolder(const std::string& node, step::LaunchId id) const {
+  return fmt::format("{}/{}/{}", spool_dir_, node, step::LaunchFolderName(id.job_id, id.attempt));
+}
+
+std::vector<std::pair<step::LaunchId, std::string>> StepLauncher::ListLaunches(
+    const std::string& node) const {
+  std::vector<std::pair<step::LaunchId, std::string>> launches;
+  std::error_code error;
+  const std::filesystem::path folder = std::filesystem::path(spool_dir_) / node;
+  for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::optional<step::LaunchId> id =
+        step::ParseLaunchFolderName(it->path().filename().string());
+    if (!id || !it->is_directory(error)) {
+      LaunchLog().debug("spool_entry_ignored path={}", it->path().string());
+      continue;
+    }
+    launches.emplace_back(*id, it->path().string());
+  }
+  if (error) {
+    LaunchLog().warn("spool_unreadable folder={} error={:?}", folder.string(), error.message());
+  }
+  return launches;
+}
+
+absl::Status StepLauncher::CreateLaunchFolder(const std::string& folder) const {
+  if (::mkdir(folder.c_str(), 0700) == 0) return absl::OkStatus();
+  const int error = errno;
+  if (error == EEXIST) return absl::AlreadyExistsError(fmt::format("{} exists", folder));
+  return SpoolErrno(error, fmt::format("cannot create launch folder {}", folder));
+}
+
+absl::Status StepLauncher::WriteScript(const std::string& path, std::string_view text,
+                                       const std::string& node) {
+  if (const int error = WriteNewFile(path, text, 0700); error != 0) {
+    return NodeErrno(error, node, fmt::format("cannot write the batch script {}", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
+                                          const step::LaunchFile& file) const {
+  // Written whole under another name, then renamed: a stepd (or an agent
+  // adopting the folder) never sees half of it.
+  const std::string path = folder + "/launch.json";
+  const std::string temporary = path + ".new";
+  if (const int error = WriteNewFile(temporary, step::LaunchFileToJson(file), 0600); error != 0) {
+    return NodeErrno(error, file.node, fmt::format("cannot write {}", temporary));
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    return NodeErrno(errno, file.node, fmt::format("cannot write {}", path));
+  }
+
+  const std::string log_path = folder + "/stepd.log";
+  StepdFileActions actions;
+  ::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_addopen(actions.get(), STDOUT_FILENO, log_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+  ::posix_spawn_file_actions_adddup2(actions.get(), STDOUT_FILENO, STDERR_FILENO);
+  // Nothing of the agent's (its streams, the spool lock) leaks into the stepd.
+  ::posix_spawn_file_actions_addclosefrom_np(actions.get(), STDERR_FILENO + 1);
+  StepdSpawnAttributes attributes;
+  std::string program = stepd_path_;
+  std::string argument = folder;
+  char* argv[] = {program.data(), argument.data(), nullptr};
+  pid_t pid = 0;
+  const int error =
+      ::posix_spawn(&pid, program.c_str(), actions.get(), attributes.get(), argv, environ);
+  if (error != 0) return NodeErrno(error, file.node, fmt::format("cannot start {}", stepd_path_));
+  return pid;
+}
+
+void StepLauncher::RemoveLaunch(const std::string& folder) {
+  std::error_code error;
+  std::filesystem::remove_all(folder, error);
+  if (error) {
+    LaunchLog().warn("launch_folder_not_removed folder={} error={:?}", folder, error.message());
+  }
+}
+
+}  // namespace cohort::agent

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "launch_file.h"
+
+/// The agent's spool and the cohort-stepd it starts for each launch.
+namespace cohort::agent {
+
+/// Lays out the spool and starts cohort-stepd:
+///
+///   SPOOL/agent.lock                  held (flock) while an agent uses the
+///   spool SPOOL/agent.sock                  the agent's datagram socket (the
+///   Agent binds it) SPOOL/<node>/job-<id>.<attempt>/  one folder per launch,
+///   mode 0700:
+///       launch.json  what to run (step::LaunchFile), written by the agent
+///       script       the batch script, when the job has one
+///       events       what happened (step_events.h), appended by the stepd
+///       reported     how far the agent has turned events into messages
+///       stepd.log    the stepd's own stdout and stderr
+///
+/// Runs on the agent's loop thread; no call blocks longer than a few small
+/// file writes and one posix_spawn.
+class StepLauncher {
+ public:
+  /// `stepd_path`: the cohort-stepd to run (StepdNextToAgent()).
+  StepLauncher(std::string spool_dir, std::string stepd_path);
+  StepLauncher(const StepLauncher&) = delete;
+  StepLauncher& operator=(const StepLauncher&) = delete;
+  ~StepLauncher();
+
+  /// Creates the spool folder (mode 0700) or checks the existing one is a
+  /// folder this user owns and others cannot write, locks it against a
+  /// second agent, and checks the stepd can be run. FailedPrecondition, or
+  /// the errno's status, with the path and what to do.
+  [[nodiscard]] absl::Status PrepareSpool();
+
+  /// Creates the node's folder. InvalidArgument for a name that is no file
+  /// name; the errno's status otherwise.
+  [[nodiscard]] absl::Status PrepareNode(const std::string& node) const;
+
+  [[nodiscard]] std::string SocketPath() const { return spool_dir_ + "/agent.sock"; }
+  [[nodiscard]] std::string LaunchFolder(const std::string& node, step::LaunchId id) const;
+
+  /// The launch folders of a node, whatever state they are in.
+  [[nodiscard]] std::vector<std::pair<step::LaunchId, std::string>> ListLaunches(
+      const std::string& node) const;
+
+  /// Creates a launch's folder, mode 0700. AlreadyExists when it does.
+  [[nodiscard]] absl::Status CreateLaunchFolder(const std::string& folder) const;
+
+  /// Writes the batch script (mode 0700). The errno's status, naming the node.
+  [[nodiscard]] static absl::Status WriteScript(const std::string& path, std::string_view text,
+                                                const std::string& node);
+
+  /// Writes `folder`/launch.json and starts `cohort-stepd folder` in its own
+  /// session, with stdin from /dev/null, stdout and stderr to stepd.log,
+  /// default signal dispositions, an empty mask and no other descriptors.
+  /// Returns its pid: a child of the agent until the agent exits. The errno's
+  /// status, naming the node, when the file or the process cannot be made.
+  [[nodiscard]] absl::StatusOr<pid_t> Start(const std::string& folder,
+                                            const step::LaunchFile& file) const;
+
+  /// Removes a launch's folder and everything in it; errors are logged.
+  static void RemoveLaunch(const std::string& folder);
+
+ private:
+  std::string spool_dir_;
+  std::string stepd_path_;
+  int lock_fd_ = -1;
+};
+
+/// `cohort-stepd` in the folder of the running executable (/proc/self/exe).
+[[nodiscard]] std::string StepdNextToAgent();
+
+}  // namespace cohort::agent

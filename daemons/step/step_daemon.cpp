@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "step_daemon.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "absl/status/statusor.h"
+#include "cohort/fmt_absl.h"
+#include "launch_file.h"
+#include "proc_stat.h"
+#include "rank_spawner.h"
+#include "step_events.h"
+
+namespace cohort::step {
+namespace {
+
+// The stepd's own diagnostics go to stderr: the agent points it at
+// `stepd.log` in the launch's folder.
+template <typename... Args>
+void Complain(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "cohort-stepd: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  std::fflush(stderr);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  }
+  std::string text;
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return absl::Status(absl::ErrnoToStatusCode(error),
+                          fmt::format("cannot read {}: {}", path, std::strerror(error)));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+// The event file and the agent's socket: each event is one write of one
+// line (O_APPEND), then a datagram naming the folder. The datagram only
+// wakes the agent, so its errors (no agent listening, a full queue) are
+// ignored: the agent also reads every launch's file each second.
+class EventLog {
+ public:
+  explicit EventLog(std::string folder) : folder_(std::move(folder)) {}
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+  ~EventLog() {
+    if (fd_ >= 0) ::close(fd_);
+    if (socket_ >= 0) ::close(socket_);
+  }
+
+  bool Open() {
+    const std::string path = folder_ + "/events";
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd_ < 0) Complain("cannot open {}: {}", path, std::strerror(errno));
+    return fd_ >= 0;
+  }
+
+  void SetAgentSocket(const std::string& path) {
+    if (path.empty() || path.size() >= sizeof(address_.sun_path)) return;
+    socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    address_.sun_family = AF_UNIX;
+    std::memcpy(address_.sun_path, path.c_str(), path.size() + 1);
+  }
+
+  void Append(const StepEvent& event) {
+    Write(event);
+    // The agent acts on neither: a launch of many ranks must not fill the
+    // socket's queue with them ahead of `pgid`.
+    if (std::holds_alternative<StepdEvent>(event) ||
+        std::holds_alternative<RankStartedEvent>(event)) {
+      return;
+    }
+    if (socket_ >= 0) {
+      (void)::sendto(socket_, folder_.data(), folder_.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                     reinterpret_cast<const sockaddr*>(&address_), sizeof address_);
+    }
+  }
+
+ private:
+  void Write(const StepEvent& event) {
+    const std::string line = FormatStepEvent(event);
+    std::string_view rest = line;
+    while (!rest.empty()) {
+      const ssize_t written = ::write(fd_, rest.data(), rest.size());
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) {
+        Complain("cannot append to {}/events: {}", folder_, std::strerror(errno));
+        return;
+      }
+      rest.remove_prefix(static_cast<std::size_t>(written));
+    }
+  }
+
+  std::string folder_;
+  int fd_ = -1;
+  int socket_ = -1;
+  sockaddr_un address_{};
+};
+
+// Reaps the ranks of `live` (pid → rank) until none is left, logging each
+// exit. The stepd has no other children.
+void ReapAll(std::map<pid_t, int> live, EventLog& events) {
+  while (!live.empty()) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      Complain("waitpid: {}; {} ranks unaccounted for", std::strerror(errno), live.size());
+      return;
+    }
+    const auto it = live.find(pid);
+    if (it == live.end()) continue;
+    const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    events.Append(RankExitEvent{it->second, exit_code, signal});
+    live.erase(it);
+  }
+}
+
+}  // namespace
+
+int RunStepDaemon(const std::string& folder) {
+  // Its own session: the agent's end (or its terminal's) must not take the
+  // ranks along, and signals to the ranks' group never reach the stepd.
+  ::setsid();
+  EventLog events(folder);
+  if (!events.Open()) return 1;
+  const std::optional<ProcessStat> self = ReadProcessStat(::getpid());
+  events.Append(StepdEvent{::getpid(), self ? self->start_time : 0});
+
+  const std::string launch_path = folder + "/launch.json";
+  absl::StatusOr<LaunchFile> file = [&]() -> absl::StatusOr<LaunchFile> {
+    absl::StatusOr<std::string> text = ReadWholeFile(launch_path);
+    if (!text.ok()) return text.status();
+    return ParseLaunchFile(*text);
+  }();
+  if (!file.ok()) {
+    Complain("{}", file.status().message());
+    // The node's name is unknown without the file; the agent's folder has it.
+    events.Append(FailedEvent{fmt::format("cohort-stepd: {}", file.status().message())});
+    events.Append(DoneEvent{});
+    return 0;
+  }
+  events.SetAgentSocket(file->agent_socket);
+
+  SpawnResult spawned =
+      SpawnRanks(*file, [&](const RankStartedEvent& started) { events.Append(started); });
+  std::map<pid_t, int> live;
+  for (const RankStartedEvent& started : spawned.started) live.emplace(started.pid, started.rank);
+  if (!spawned.status.ok()) {
+    events.Append(FailedEvent{std::string(spawned.status.message())});
+    // All or none: a gang with a rank missing cannot make progress.
+    if (spawned.process_group > 0) ::killpg(spawned.process_group, SIGKILL);
+  } else {
+    events.Append(GroupEvent{spawned.process_group});
+  }
+  ReapAll(std::move(live), events);
+  events.Append(DoneEvent{});
+  return 0;
+}
+
+}  // namespace cohort::step
