@@ -37,6 +37,12 @@ wait_until 60 finished "$fails" || fail "job $fails did not finish"
 grep -q '"exit_code": *3' <<<"$(cohort show job "$fails" --json)" || fail "job $fails: exit code not 3"
 pass "running gangs survived the restart and ended with their real exit codes"
 
+history=$(cohort history -a -p -j "$long,$fails,$quick") || fail "history failed"
+grep -q "^$long|.*|COMPLETED|0:0|" <<<"$history" ||
+  fail "history does not show job $long COMPLETED 0:0: $history"
+grep -q "^$fails|.*|FAILED|3:0|" <<<"$history" || fail "history does not show job $fails FAILED 3:0: $history"
+pass "cohort history shows the jobs that lived through the restart"
+
 show=$(cohort show node node16) || fail "show node16"
 grep -q "fan replaced" <<<"$show" || fail "the drain reason did not survive: $show"
 pass "a drain and its reason survived the restart"
