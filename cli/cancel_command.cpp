@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <signal.h>
-#include <string.h>
 
 #include <charconv>
 #include <iostream>
@@ -15,6 +14,7 @@
 #include "cohort/fmt_absl.h"
 #include "commands.h"
 #include "controller_client.h"
+#include "job_format.h"
 
 namespace cohort::cli {
 namespace {
@@ -34,16 +34,7 @@ std::optional<std::int64_t> ParseNumber(std::string_view text) {
 
 // A signal by name (USR1, SIGUSR1, usr1) or number.
 absl::StatusOr<int> ParseSignal(std::string_view text) {
-  if (const std::optional<std::int64_t> n = ParseNumber(text)) {
-    if (*n >= 1 && *n < NSIG) return static_cast<int>(*n);
-  } else {
-    std::string_view name = text;
-    if (name.size() > 3 && EqualsIgnoreCase(name.substr(0, 3), "SIG")) name.remove_prefix(3);
-    for (int s = 1; s < NSIG; ++s) {
-      const char* abbreviation = ::sigabbrev_np(s);
-      if (abbreviation != nullptr && EqualsIgnoreCase(name, abbreviation)) return s;
-    }
-  }
+  if (const std::optional<int> signal = SignalNumber(text)) return *signal;
   return absl::InvalidArgumentError(fmt::format(
       "--signal \"{}\": name a signal such as USR1, TERM, INT or KILL, or give its number "
       "(1-{})",

@@ -2,10 +2,13 @@
 #include "job_format.h"
 
 #include <pwd.h>
+#include <signal.h>
+#include <string.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -13,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cohort/diagnostics.h"
+#include "cohort/job.h"
 #include "cohort/slurm_time.h"
 
 namespace cohort::cli {
@@ -147,6 +151,29 @@ std::string SignalName(int signal) {
   return name == nullptr ? std::to_string(signal) : std::string(name);
 }
 
+std::optional<int> SignalNumber(std::string_view text) {
+  int n = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (!text.empty() && error == std::errc() && end == text.data() + text.size()) {
+    return n >= 1 && n < NSIG ? std::optional<int>(n) : std::nullopt;
+  }
+  std::string_view name = text;
+  if (name.size() > 3 && EqualsIgnoreCase(name.substr(0, 3), "SIG")) name.remove_prefix(3);
+  for (int s = 1; s < NSIG; ++s) {
+    const char* abbreviation = ::sigabbrev_np(s);
+    if (abbreviation != nullptr && EqualsIgnoreCase(name, abbreviation)) return s;
+  }
+  return std::nullopt;
+}
+
+std::string FormatWarning(const v1::JobSpec& spec) {
+  if (spec.warn_signal() < 0) return "none";
+  const int signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
+  const std::int64_t seconds =
+      spec.warn_seconds() == 0 ? kDefaultWarningLead.count() : spec.warn_seconds();
+  return fmt::format("{}{}@{}", spec.warn_batch_only() ? "B:" : "", SignalName(signal), seconds);
+}
+
 std::string FormatExitCode(const v1::Job& job) {
   return fmt::format("{}:{}", job.exit_code(), job.exit_signal());
 }
@@ -219,6 +246,16 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
   out["features"] = Array(spec.features());
   out["nodelist"] = spec.nodelist();
   out["exclude"] = spec.exclude();
+  const bool warned = spec.warn_signal() >= 0;
+  out["warn_signal"] = warned ? nlohmann::ordered_json(SignalName(
+                                    spec.warn_signal() == 0 ? kDefaultWarningSignal
+                                                            : spec.warn_signal()))
+                              : nlohmann::ordered_json(nullptr);
+  out["warn_seconds"] = warned ? nlohmann::ordered_json(spec.warn_seconds() == 0
+                                                            ? kDefaultWarningLead.count()
+                                                            : std::int64_t{spec.warn_seconds()})
+                               : nlohmann::ordered_json(nullptr);
+  out["warn_batch_only"] = warned && spec.warn_batch_only();
   return out;
 }
 

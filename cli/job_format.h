@@ -45,6 +45,12 @@ namespace cohort::cli {
 [[nodiscard]] std::string JobUser(const v1::Job& job);
 /// The signal's name without SIG (KILL, USR1), or its number.
 [[nodiscard]] std::string SignalName(int signal);
+/// A signal from its name (USR1, SIGUSR1, usr1) or number (1-64); nullopt
+/// when it is neither.
+[[nodiscard]] std::optional<int> SignalNumber(std::string_view text);
+/// The job's time-limit warning as --signal writes it (USR1@90, B:USR2@300),
+/// or `none`; the spec's 0 fields are the defaults (SIGUSR1, 90 s).
+[[nodiscard]] std::string FormatWarning(const v1::JobSpec& spec);
 /// The exit as sacct's ExitCode and scontrol's ExitCode=: `CODE:SIGNAL` (0:9
 /// when the signal 9 ended it).
 [[nodiscard]] std::string FormatExitCode(const v1::Job& job);
@@ -68,8 +74,9 @@ void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEn
 /// submit_time_ms, start_time_ms, end_time_ms (null: not yet), exit_code,
 /// exit_signal, attempt, leaves, queue_position (null unless pending),
 /// argv, batch_script, work_dir, submit_dir, output, error, exclusive,
-/// switches, switches_wait_s, requeue, features, nodelist, exclude. Never
-/// the environment or the script's text.
+/// switches, switches_wait_s, requeue, features, nodelist, exclude,
+/// warn_signal (USR1; null: no warning), warn_seconds, warn_batch_only.
+/// Never the environment or the script's text.
 [[nodiscard]] nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms);
 
 /// A node as JSON: the Node message's fields, state as NodeStateName.

@@ -15,13 +15,16 @@
 
 #include <fmt/format.h>
 
+#include "cohort/binding.h"
 #include "cohort/diagnostics.h"
 #include "cohort/directives.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
+#include "cohort/job.h"
 #include "cohort/slurm_memory.h"
 #include "cohort/slurm_time.h"
 #include "controller_client.h"
+#include "job_format.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -48,14 +51,12 @@ constexpr Unsupported kUnsupported[] = {
     {"--cpus-per-gpu", Takes::kValue},
     {"--mem-per-cpu", Takes::kValue},
     {"--mem-per-gpu", Takes::kValue},
-    {"--signal", Takes::kValue},
     {"--begin", Takes::kValue},
     {"--deadline", Takes::kValue},
     {"--priority", Takes::kValue},
     {"--reservation", Takes::kValue},
     {"-L,--licenses", Takes::kValue},
     {"--comment", Takes::kValue},
-    {"--open-mode", Takes::kValue},
     {"--wckey", Takes::kValue},
     {"-m,--distribution", Takes::kValue},
     {"--hint", Takes::kValue},
@@ -65,11 +66,8 @@ constexpr Unsupported kUnsupported[] = {
     {"--ntasks-per-socket", Takes::kValue},
     {"--ntasks-per-core", Takes::kValue},
     {"--ntasks-per-gpu", Takes::kValue},
-    {"--gpu-bind", Takes::kValue},
     {"--gpu-freq", Takes::kValue},
     {"--cpu-freq", Takes::kValue},
-    {"--cpu-bind", Takes::kValue},
-    {"--mem-bind", Takes::kValue},
     {"--tmp", Takes::kValue},
     {"-S,--core-spec", Takes::kValue},
     {"--thread-spec", Takes::kValue},
@@ -280,6 +278,54 @@ absl::StatusOr<std::pair<int, std::int64_t>> ParseSwitches(const std::string& te
   return std::pair<int, std::int64_t>{*count, wait->count()};
 }
 
+// --signal=[R:|B:]SIG[@SECONDS], or none: the warning before the time limit,
+// as the JobSpec's warn_* fields.
+struct Warning {
+  int signal = 0;       // -1: none
+  int seconds = 0;
+  bool batch_only = false;
+};
+
+absl::StatusOr<Warning> ParseWarning(std::string_view text) {
+  if (EqualsIgnoreCase(text, "none")) return Warning{-1, 0, false};
+  Warning warning;
+  warning.seconds = static_cast<int>(kDefaultWarningLead.count());
+  std::string_view rest = text;
+  if (const std::size_t colon = rest.find(':'); colon != std::string_view::npos) {
+    const std::string_view target = rest.substr(0, colon);
+    if (EqualsIgnoreCase(target, "B")) {
+      warning.batch_only = true;
+    } else if (!EqualsIgnoreCase(target, "R")) {
+      return Invalid(fmt::format(
+          "--signal: \"{}:\" is not a target; write B: (only the batch script, rank 0) or R: "
+          "(every rank, the default) before the signal, such as B:USR1@90",
+          target));
+    }
+    rest.remove_prefix(colon + 1);
+  }
+  const std::size_t at = rest.find('@');
+  const std::string_view name = rest.substr(0, at);
+  const std::optional<int> signal = SignalNumber(name);
+  if (!signal) {
+    return Invalid(fmt::format(
+        "--signal: \"{}\" is not a signal; write USR1, SIGUSR1 or 10, optionally B: before and "
+        "@SECONDS after (or none for no warning)",
+        name));
+  }
+  warning.signal = *signal;
+  if (at != std::string_view::npos) {
+    const std::optional<int> seconds = ParseCount(rest.substr(at + 1));
+    if (!seconds || *seconds < 1 || *seconds > kMaxWarningLead.count()) {
+      return Invalid(fmt::format(
+          "--signal: \"@{}\" is not a warning time; write @SECONDS from 1 to {}, the seconds "
+          "before the time limit (such as USR1@90)",
+          rest.substr(at + 1), kMaxWarningLead.count()));
+    }
+    warning.seconds = *seconds;
+  }
+  return warning;
+}
+
 absl::StatusOr<std::vector<std::string>> ParseConstraint(const std::string& text) {
   std::vector<std::string> features;
   for (const std::string_view feature : Split(text, ",&")) {
@@ -333,6 +379,11 @@ absl::Status CheckValues(const JobOptions& o) {
   if (o.constraint) {
     if (auto features = ParseConstraint(*o.constraint); !features.ok()) return features.status();
   }
+  if (o.signal) {
+    if (absl::StatusOr<Warning> warning = ParseWarning(*o.signal); !warning.ok()) {
+      return warning.status();
+    }
+  }
   for (const auto& [list, option] :
        {std::pair{&o.nodelist, "-w/--nodelist"}, std::pair{&o.exclude, "-x/--exclude"}}) {
     if (!*list) continue;
@@ -343,6 +394,21 @@ absl::Status CheckValues(const JobOptions& o) {
     if (absl::StatusOr<ExportSpec> spec = ParseExport(*o.export_env); !spec.ok()) {
       return spec.status();
     }
+  }
+  if (o.gpu_bind) {
+    if (absl::Status s = binding::ParseGpuBind(*o.gpu_bind).status(); !s.ok()) return s;
+  }
+  if (o.cpu_bind) {
+    if (absl::Status s = binding::ParseCpuBind(*o.cpu_bind).status(); !s.ok()) return s;
+  }
+  if (o.mem_bind) {
+    if (absl::Status s = binding::ParseMemBind(*o.mem_bind).status(); !s.ok()) return s;
+  }
+  if (o.open_mode && *o.open_mode != "append" && *o.open_mode != "truncate") {
+    return Invalid(fmt::format(
+        "--open-mode \"{}\": write append (add to the output files) or truncate (empty them "
+        "first, the default)",
+        *o.open_mode));
   }
   if (o.chdir && o.chdir->empty()) {
     return Invalid("-D/--chdir is empty; name the ranks' working directory");
@@ -413,7 +479,9 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o) {
         "rank (default: cohort-%j.out)");
   value("-e,--error", o.error, "FILE", "file for the ranks' stderr, as -o (default: with stdout)");
   value("-D,--chdir", o.chdir, "DIR",
-        "working directory of the ranks (default: the current directory)");
+        "working directory of the ranks, created if missing (default: the current directory)");
+  value("--open-mode", o.open_mode, "append|truncate",
+        "open the -o and -e files for appending, or empty them first (default: truncate)");
   flag("--exclusive", [&o] { o.exclusive = true; }, "whole nodes only, shared with no other job");
   value("--switches", o.switches, "N[@TIME]",
         "at most N leaf switches; with @TIME, wait at most that long for them");
@@ -428,6 +496,17 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o) {
   value("-w,--nodelist", o.nodelist, "HOSTLIST",
         "nodes that must be in the job (a hostlist: gpu[001-004])");
   value("-x,--exclude", o.exclude, "HOSTLIST", "nodes that must not be (a hostlist)");
+  value("--signal", o.signal, "[B:]SIG[@SECONDS]",
+        "warn the ranks with SIG (a name such as USR1, or a number) SECONDS (default 90) before "
+        "the time limit; B: only the batch script (rank 0); none: no warning (default: USR1@90)");
+  value("--gpu-bind", o.gpu_bind, "closest|single:N|none",
+        "GPUs each rank sees: its own (closest, the default), N ranks per GPU (single:N), or all "
+        "of the job's GPUs on the node (none, for CUDA peer-to-peer between ranks)");
+  value("--cpu-bind", o.cpu_bind, "cores|threads|numa|none",
+        "CPUs each rank is bound to, next to its GPU: whole cores (the default), threads, its "
+        "whole NUMA node, or none");
+  value("--mem-bind", o.mem_bind, "local|none",
+        "memory of each rank on its GPU's NUMA node (local, the default) or anywhere (none)");
   flag("--test-only", [&o] { o.test_only = true; },
        "check the job and say where it would run now; submit nothing");
   flag("--parsable", [&o] { o.parsable = true; }, "print only the job id");
@@ -469,12 +548,17 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.output, from.output);
   fill(into.error, from.error);
   fill(into.chdir, from.chdir);
+  fill(into.open_mode, from.open_mode);
   fill(into.switches, from.switches);
   fill(into.export_env, from.export_env);
   fill(into.constraint, from.constraint);
   fill(into.nodelist, from.nodelist);
   fill(into.exclude, from.exclude);
   fill(into.requeue, from.requeue);
+  fill(into.signal, from.signal);
+  fill(into.gpu_bind, from.gpu_bind);
+  fill(into.cpu_bind, from.cpu_bind);
+  fill(into.mem_bind, from.mem_bind);
   into.exclusive = into.exclusive || from.exclusive;
   into.test_only = into.test_only || from.test_only;
   into.parsable = into.parsable || from.parsable;
@@ -621,6 +705,16 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
     const std::vector<std::string> features = *ParseConstraint(*o.constraint);
     for (const std::string& feature : features) spec.add_features(feature);
   }
+  if (o.signal) {
+    // Not given: 0/0, the controller's default (USR1@90).
+    const Warning warning = *ParseWarning(*o.signal);
+    spec.set_warn_signal(warning.signal);
+    spec.set_warn_seconds(warning.seconds);
+    spec.set_warn_batch_only(warning.batch_only);
+  }
+  spec.set_gpu_bind(o.gpu_bind.value_or(""));
+  spec.set_cpu_bind(o.cpu_bind.value_or(""));
+  spec.set_mem_bind(o.mem_bind.value_or(""));
   spec.set_nodelist(o.nodelist.value_or(""));
   spec.set_exclude(o.exclude.value_or(""));
   for (v1::EnvVar& var : BuildEnvironment(*ParseExport(o.export_env.value_or("ALL")))) {
@@ -637,6 +731,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_account(o.account.value_or(""));
   spec.set_output(o.output.value_or(""));
   spec.set_error(o.error.value_or(""));
+  spec.set_open_mode(o.open_mode.value_or("truncate"));
   spec.set_exclusive(o.exclusive);
   spec.set_requeue(o.requeue.value_or(false));
   spec.set_user_name(LoginName());
@@ -670,6 +765,7 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
   line("work_dir", spec.work_dir());
   line("output", OrDefault(spec.output(), "(cohort-%j.out in work_dir)"));
   line("error", OrDefault(spec.error(), "(with the output)"));
+  line("open_mode", OrDefault(spec.open_mode(), "truncate"));
   line("exclusive", spec.exclusive() ? "yes" : "no");
   line("switches", spec.switches() == 0 ? "(no bound)"
                    : spec.switches_wait_s() == 0
@@ -677,6 +773,7 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
                        : fmt::format("{}, waiting up to {}", spec.switches(),
                                      FormatSeconds(spec.switches_wait_s())));
   line("requeue", spec.requeue() ? "yes" : "no");
+  line("signal", FormatWarning(spec));
   line("features",
        spec.features().empty() ? "(none)" : fmt::format("{}", fmt::join(spec.features(), ",")));
   line("nodelist", OrDefault(spec.nodelist(), "(none)"));

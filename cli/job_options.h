@@ -34,12 +34,17 @@ struct JobOptions {
   std::optional<std::string> output;
   std::optional<std::string> error;
   std::optional<std::string> chdir;
+  std::optional<std::string> open_mode;  ///< append | truncate
   std::optional<std::string> switches;
   std::optional<std::string> export_env;
   std::optional<std::string> constraint;
   std::optional<std::string> nodelist;
   std::optional<std::string> exclude;
   std::optional<bool> requeue;
+  std::optional<std::string> signal;  ///< --signal=[R:|B:]SIG[@SECONDS] or none
+  std::optional<std::string> gpu_bind;  ///< closest | single:N | none
+  std::optional<std::string> cpu_bind;  ///< cores | threads | numa | none
+  std::optional<std::string> mem_bind;  ///< local | none
   bool exclusive = false;
   bool test_only = false;
   bool parsable = false;

@@ -21,7 +21,34 @@ struct ShowOptions {
   std::string id;
   std::string node;
   bool json = false;
+  bool ranks = false;
 };
+
+// --ranks: where each rank runs, one a line.
+void PrintRanks(const v1::Job& job) {
+  if (job.ranks().empty()) {
+    std::cout << (job.state() == v1::JOB_RUNNING
+                      ? "no rank has reported its binding yet\n"
+                      : "ranks are listed while the job runs\n");
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {{"RANK", "NODE", "GPUS", "CPUS", "NUMA", "NICS"}};
+  for (const v1::RankBinding& r : job.ranks()) {
+    rows.push_back({std::to_string(r.rank()), r.node(), r.gpus().empty() ? "-" : r.gpus(),
+                    r.cpus().empty() ? "(not bound)" : r.cpus(),
+                    r.numa() < 0 ? "-" : std::to_string(r.numa()), r.nics().empty() ? "-" : r.nics()});
+  }
+  PrintColumns(rows, std::cout);
+}
+
+nlohmann::ordered_json RanksToJson(const v1::Job& job) {
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const v1::RankBinding& r : job.ranks()) {
+    ranks.push_back({{"rank", r.rank()}, {"node", r.node()}, {"gpus", r.gpus()}, {"cpus", r.cpus()},
+                     {"numa", r.numa()}, {"nics", r.nics()}});
+  }
+  return ranks;
+}
 
 std::string OrNull(const std::string& value) { return value.empty() ? "(null)" : value; }
 std::string YesNo(bool value) { return value ? "YES" : "NO"; }
@@ -47,8 +74,9 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
     std::cout << fmt::format("   ReasonDetail={}\n", job.reason_detail());
   }
   std::cout << fmt::format("   ExitCode={}:{}\n", job.exit_code(), job.exit_signal());
-  std::cout << fmt::format("   RunTime={} TimeLimit={}\n", FormatElapsed(TimeUsedSeconds(job, now)),
-                           FormatLimit(job.time_limit_s()));
+  std::cout << fmt::format("   RunTime={} TimeLimit={} Signal={}\n",
+                           FormatElapsed(TimeUsedSeconds(job, now)),
+                           FormatLimit(job.time_limit_s()), FormatWarning(spec));
   std::cout << fmt::format(
       "   SubmitTime={} StartTime={} EndTime={}\n", FormatTimestamp(job.submit_time_ms()),
       FormatTimestamp(job.start_time_ms()), FormatTimestamp(job.end_time_ms()));
@@ -113,7 +141,11 @@ int ShowJob(const ShowOptions& o) {
     if (!response.ok()) return response.status();
     const std::int64_t now = NowMs();
     if (o.json) {
-      std::cout << JobToJson(response->job(), now).dump(2) << '\n';
+      nlohmann::ordered_json out = JobToJson(response->job(), now);
+      if (o.ranks) out["ranks"] = RanksToJson(response->job());
+      std::cout << out.dump(2) << '\n';
+    } else if (o.ranks) {
+      PrintRanks(response->job());
     } else {
       PrintJob(response->job(), now);
     }
@@ -162,6 +194,8 @@ void AddShowCommand(CLI::App& app, int& exit_code) {
   CLI::App* job = show->add_subcommand("job", "show a job: cohort show job ID");
   job->add_option("ID", job_options->id, "the job's id")->required();
   job->add_flag("--json", job_options->json, "print the job as JSON");
+  job->add_flag("--ranks", job_options->ranks,
+                "list each rank's node, GPUs, CPUs, NUMA node and NICs (while it runs)");
   AddConnectionOptions(*job, job_options->connection);
   job->callback([job_options, &exit_code] { exit_code = ShowJob(*job_options); });
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/engine.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -26,6 +28,25 @@ int RanksOk(const Job& job) {
 
 bool AllReleased(const Job& job) {
   return std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; });
+}
+
+// USR1, or the number for a signal without a name.
+std::string SignalText(int signal) {
+  const char* name = ::sigabbrev_np(signal);
+  return name == nullptr ? std::to_string(signal) : std::string(name);
+}
+
+// Whether a running job is due its warning: its lead before a time limit
+// longer than the lead is reached. Never for an unlimited job, nor twice in
+// one attempt.
+bool WarningDue(const Job& job, Millis now) {
+  const TimeWarning& warning = job.request.warning;
+  if (job.state != JobState::kRunning || warning.signal == 0 ||
+      job.warned_attempt == job.attempt || job.time_limit == kUnlimited ||
+      job.time_limit <= warning.before) {
+    return false;
+  }
+  return now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit - warning.before);
 }
 
 std::string Names(const topology::Topology& topology, const alloc::Placement& placement) {
@@ -101,6 +122,15 @@ absl::StatusOr<Job> Engine::Resolve(JobRequest request) const {
   }
   if (request.switches < 0) {
     return absl::InvalidArgumentError("switches: the leaf switch count must be at least 1");
+  }
+  if (request.warning.signal < 0 || request.warning.signal > 64) {
+    return absl::InvalidArgumentError(fmt::format(
+        "signal: {} is not a signal number; give 1-64 (--signal=USR1@90)", request.warning.signal));
+  }
+  if (request.warning.before.count() < 0 || request.warning.before > kMaxWarningLead) {
+    return absl::InvalidArgumentError(
+        fmt::format("signal: the warning {} s before the time limit is outside 0-{} s",
+                    request.warning.before.count(), kMaxWarningLead.count()));
   }
 
   alloc::GangRequest& gang = job.gang;
@@ -206,7 +236,7 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
                       JobStateName(job.state)));
     }
     for (const alloc::NodeGrant& g : job.placement.grants) {
-      effects.commands.emplace_back(SignalCommand{id, g.node, signal});
+      effects.commands.emplace_back(SignalCommand{id, g.node, signal, false});
     }
     return absl::OkStatus();
   }
@@ -310,6 +340,19 @@ void Engine::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis
   if (rank < 0) return;
   if (exit_code == 0 && signal == 0) {
     CountOk(job, rank, job.exited_ok[static_cast<std::size_t>(rank)] + 1, now, effects);
+    return;
+  }
+  if (job.state == JobState::kRunning && signal != 0 && job.warned_attempt == job.attempt &&
+      signal == job.request.warning.signal) {
+    // A rank that does not handle the warning dies of it (USR1's default):
+    // the job met its time limit early; it did not fail.
+    job.exit_code = exit_code;
+    job.exit_signal = signal;
+    job.reason = fmt::format(
+        "time limit {} reached: a rank on {} ended on the warning signal {} sent {} s before it",
+        FormatSlurmTime(job.time_limit), topology_.NodeName(node), SignalText(signal),
+        job.request.warning.before.count());
+    Apply(job, JobEvent::kTimeLimit, now, effects);
     return;
   }
   if (job.state == JobState::kRunning) {
@@ -459,6 +502,24 @@ void Engine::ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedR
   JobReleased(job.id, node, now, effects);
 }
 
+void Engine::Warn(Job& job, Effects& effects) {
+  const TimeWarning& warning = job.request.warning;
+  job.warned_attempt = job.attempt;
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    // B: is for the batch script, which is global rank 0, on node rank 0.
+    if (warning.batch_only && rank > 0) break;
+    // A node whose ranks all exited 0 has nothing left to warn.
+    if (job.released[rank] != 0) continue;
+    effects.commands.emplace_back(
+        SignalCommand{job.id, job.placement.grants[rank].node, warning.signal, warning.batch_only});
+  }
+  job.reason_detail = fmt::format("sent {} to {} {} s before the time limit {} (--signal)",
+                                  SignalText(warning.signal),
+                                  warning.batch_only ? "the batch script (rank 0)" : "every rank",
+                                  warning.before.count(), FormatSlurmTime(job.time_limit));
+  Changed(job, effects);
+}
+
 void Engine::NodeHeartbeat(NodeId node, Millis now) {
   nodes_[static_cast<std::size_t>(node)].last_heartbeat = now;
 }
@@ -550,6 +611,8 @@ void Engine::Tick(Millis now, Effects& effects) {
         now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
+    } else if (WarningDue(job, now)) {
+      Warn(job, effects);
     } else if (job.state == JobState::kPending && job.gang.max_leaves &&
                job.request.switches_wait.count() > 0 &&
                now - job.submit_time >= std::chrono::duration_cast<Millis>(job.request.switches_wait)) {

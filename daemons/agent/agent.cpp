@@ -46,7 +46,8 @@ std::string NodeNames(const std::vector<NodeSetup>& nodes) {
 Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
     : loop_(loop),
       settings_(std::move(settings)),
-      environment_{settings_.controller_target, settings_.auth_key, settings_.cluster_name},
+      environment_{settings_.controller_target, settings_.auth_key, settings_.cluster_name,
+                   settings_.mode == NodeMode::kReal},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "agent_log.h"
+#include "cohort/binding.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
+#include "cohort/node_layout.h"
 
 namespace cohort::agent {
 namespace {
@@ -136,6 +138,51 @@ void AgentNode::OnMessage(const v1::ControllerMessage& message) {
   }
 }
 
+absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
+    const v1::Launch& launch) const {
+  const v1::JobSpec& spec = launch.spec();
+  binding::BindingRequest request;
+  request.gpus = launch.gpus();
+  request.ranks = launch.tasks_per_node() != 0   ? launch.tasks_per_node()
+                  : spec.tasks_per_node() != 0 ? spec.tasks_per_node()
+                                               : 1;
+  request.cpus_per_task = spec.cpus_per_task() > 0 ? spec.cpus_per_task() : 1;
+  if (!spec.gpu_bind().empty()) {
+    absl::StatusOr<binding::GpuBind> gpu = binding::ParseGpuBind(spec.gpu_bind());
+    if (!gpu.ok()) return gpu.status();
+    request.options.gpu = *gpu;
+  }
+  if (!spec.cpu_bind().empty()) {
+    absl::StatusOr<binding::CpuBind> cpu = binding::ParseCpuBind(spec.cpu_bind());
+    if (!cpu.ok()) return cpu.status();
+    request.options.cpu = *cpu;
+  }
+  if (!spec.mem_bind().empty()) {
+    absl::StatusOr<binding::MemBind> mem = binding::ParseMemBind(spec.mem_bind());
+    if (!mem.ok()) return mem.status();
+    request.options.mem = *mem;
+  }
+  return binding::PlanBinding(setup_.layout, request);
+}
+
+std::vector<v1::RankBinding> AgentNode::ReportBindings(
+    const std::vector<binding::RankBinding>& bindings, const v1::Launch& launch,
+    const std::string& node) {
+  const int tasks = launch.tasks_per_node() != 0 ? launch.tasks_per_node() : 1;
+  std::vector<v1::RankBinding> out;
+  for (const binding::RankBinding& b : bindings) {
+    v1::RankBinding& r = out.emplace_back();
+    r.set_rank(launch.node_rank() * tasks + b.local_rank);
+    r.set_node(node);
+    r.set_gpus(fmt::format("{}", fmt::join(b.gpus, ",")));
+    r.set_cpus(layout::FormatCpuList(b.cpus));
+    r.set_numa(b.mem_numa.empty() ? (b.numa_nodes.empty() ? -1 : b.numa_nodes.front())
+                                  : b.mem_numa.front());
+    r.set_nics(fmt::format("{}", fmt::join(b.nics, ",")));
+  }
+  return out;
+}
+
 step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   const v1::JobSpec& spec = launch.spec();
   step::LaunchPlan plan;
@@ -172,6 +219,14 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   plan.work_dir = spec.work_dir().empty() ? spec.submit_dir() : spec.work_dir();
   plan.output = spec.output();
   plan.error = spec.error();
+  // Slurm's default, and the wire's empty value, is truncate.
+  plan.open_mode =
+      spec.open_mode() == "append" ? step::OpenMode::kAppend : step::OpenMode::kTruncate;
+  // Only root can become the job's owner; any other agent runs ranks as
+  // itself (docs/operations.md, "Users and the agent").
+  plan.run_as = ::geteuid() == 0 ? step::RunAs::kOwner : step::RunAs::kStepd;
+  plan.uid = launch.uid();
+  plan.memory_mb = spec.memory_mb();
   return plan;
 }
 
@@ -257,15 +312,15 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
 }
 
 absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1::Launch& message) {
-  if (::geteuid() == 0 && message.uid() != 0) {
-    // Running a user's program as root would hand them the node.
-    return absl::PermissionDeniedError(
-        fmt::format("{}: the agent runs as root and cannot yet start ranks as "
-                    "uid {}; run the agent as "
-                    "the job's user",
-                    setup_.name, message.uid()));
+  step::LaunchPlan plan = MakePlan(message);
+  absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
+  if (!bound.ok()) {
+    return absl::Status(bound.status().code(),
+                        fmt::format("{}: {}", setup_.name, bound.status().message()));
   }
-  const step::LaunchPlan plan = MakePlan(message);
+  plan.bindings = *bound;
+  plan.apply_binding = environment_.apply_binding;
+  launch.bindings = ReportBindings(*bound, message, setup_.name);
   const std::string script_path = launch.tracker.Folder() + "/script";
   absl::StatusOr<step::LaunchFile> file =
       step::PlanLaunch(plan, id.attempt, script_path, launcher_.SocketPath());
@@ -368,6 +423,8 @@ void AgentNode::Abandon(step::LaunchId id, Launch& launch, std::string_view reas
   for (const step::LaunchReport& report : launch.tracker.Abandon(text)) {
     Forward(id, launch, report);
   }
+  // The stepd that would have removed the launch's cgroup is gone.
+  launcher_.RemoveLaunchCgroup(setup_.name, id);
   NoteEnd(launch);
 }
 
@@ -379,6 +436,8 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
         if constexpr (std::is_same_v<T, step::RanksStartedReport>) {
           v1::RanksStarted* ranks = message.mutable_ranks_started();
           ranks->set_job_id(id.job_id);
+          ranks->set_attempt(id.attempt);
+          for (const v1::RankBinding& b : launch.bindings) *ranks->add_bindings() = b;
           for (const auto& [rank, pid] : r.ranks) {
             ranks->add_ranks(rank);
             ranks->add_pids(pid);
@@ -392,6 +451,11 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
           // What came while the ranks were being started.
           for (const int signal : std::exchange(launch.pending_signals, {})) {
             ::killpg(r.pgid, signal);
+          }
+          for (const int signal : std::exchange(launch.pending_batch_signals, {})) {
+            if (const auto rank0 = r.ranks.find(0); rank0 != r.ranks.end()) {
+              ::kill(rank0->second, signal);
+            }
           }
           if (const auto at = std::exchange(launch.pending_kill_at, std::nullopt)) {
             ::killpg(r.pgid, SIGTERM);
@@ -423,6 +487,7 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
         } else {
           if (launch.kill_timer) launch.kill_timer->cancel();
           launch.pending_signals.clear();
+          launch.pending_batch_signals.clear();
           launch.pending_kill_at.reset();
           SendJobReleased(id.job_id, id.attempt);
         }
@@ -467,9 +532,24 @@ void AgentNode::OnSignal(const v1::Signal& message) {
   const step::LaunchRecord& record = launch.tracker.Record();
   if (record.Done()) return;
   if (!record.Running()) {
-    launch.pending_signals.push_back(signal);
-    LaunchLog().info("job_signal_pending job={} node={} signal={}", job_id, setup_.name,
-                     SignalName(signal));
+    (message.batch_only() ? launch.pending_batch_signals : launch.pending_signals)
+        .push_back(signal);
+    LaunchLog().info("job_signal_pending job={} node={} signal={} batch_only={}", job_id,
+                     setup_.name, SignalName(signal), message.batch_only());
+    return;
+  }
+  if (message.batch_only()) {
+    // --signal=B: the batch script is global rank 0's process; its children
+    // (and the other ranks) are left alone, as Slurm leaves the job's steps.
+    const std::map<int, pid_t> live = record.LiveRanks();
+    const auto rank0 = live.find(0);
+    if (rank0 == live.end() || ::kill(rank0->second, signal) != 0) {
+      LaunchLog().debug("signal_ignored job={} node={} signal={} reason={:?}", job_id,
+                        setup_.name, SignalName(signal), "rank 0 does not run here");
+      return;
+    }
+    LaunchLog().info("job_signalled job={} node={} signal={} ranks=0 batch_only=true", job_id,
+                     setup_.name, SignalName(signal));
     return;
   }
   if (::killpg(record.ProcessGroup(), signal) != 0) {
@@ -536,6 +616,8 @@ void AgentNode::ArmKill(step::LaunchId id, Launch& launch,
         const step::LaunchRecord& record = found->second.tracker.Record();
         if (record.Done() || record.ProcessGroup() <= 0) return;
         ::killpg(record.ProcessGroup(), SIGKILL);
+        // And whatever the ranks started outside their process group.
+        launcher_.KillLaunchCgroup(setup_.name, id);
         LaunchLog().info("job_killed job={} node={} signal=KILL ranks={}", id.job_id, setup_.name,
                          record.LiveRanks().size());
       });

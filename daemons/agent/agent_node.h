@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent_options.h"
+#include "cohort/binding.h"
 #include "agent_session.h"
 #include "child_reaper.h"
 #include "cohort/v1/cohort.grpc.pb.h"
@@ -32,6 +33,9 @@ struct NodeEnvironment {
   std::string controller;  ///< the gRPC target, for logs
   std::string auth_key;
   std::string cluster_name;  ///< used when a Launch names none
+  /// Bind ranks to their CPUs and NUMA memory. Off for emulated nodes, whose
+  /// layouts are not this host's: their plans are computed and reported only.
+  bool apply_binding = true;
 };
 
 /// One node: its stream to the controller (an AgentSession) and its
@@ -93,8 +97,10 @@ class AgentNode {
     /// Signals and Terminate that came before every rank ran: sent once they
     /// do.
     std::vector<int> pending_signals;
+    std::vector<int> pending_batch_signals;  ///< the same for global rank 0 alone (--signal=B:)
     std::optional<std::chrono::steady_clock::time_point> pending_kill_at;
     std::chrono::system_clock::time_point ended_at{};  ///< once done
+    std::vector<v1::RankBinding> bindings;  ///< the binding plan, reported with RanksStarted
   };
 
   [[nodiscard]] v1::Register MakeRegister() const;
@@ -103,6 +109,12 @@ class AgentNode {
   void OnSignal(const v1::Signal& signal);
   void OnTerminate(const v1::Terminate& terminate);
   [[nodiscard]] step::LaunchPlan MakePlan(const v1::Launch& launch) const;
+  /// Each local rank's GPUs, CPUs, NUMA node and NICs on this node's layout.
+  [[nodiscard]] absl::StatusOr<std::vector<binding::RankBinding>> PlanBindings(
+      const v1::Launch& launch) const;
+  [[nodiscard]] static std::vector<v1::RankBinding> ReportBindings(
+      const std::vector<binding::RankBinding>& bindings, const v1::Launch& launch,
+      const std::string& node);
   void Adopt();
   /// Plans a new launch and starts its stepd; the status says why not.
   [[nodiscard]] absl::Status StartLaunch(step::LaunchId id, Launch& launch,

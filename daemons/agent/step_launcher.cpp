@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,8 @@
 #include <system_error>
 
 #include "agent_log.h"
+#include "cohort/fmt_absl.h"
+#include "job_cgroup.h"
 
 extern char** environ;
 
@@ -153,10 +157,89 @@ absl::Status StepLauncher::PrepareSpool() {
         fmt::format("cannot run {}: {}; install cohort-stepd next to cohort-agent", stepd_path_,
                     std::strerror(errno)));
   }
+  if (::geteuid() == 0) {
+    AgentLog().info("ranks_run_as owner: each job's ranks run as the user who submitted it");
+  } else {
+    AgentLog().info(
+        "ranks_run_as agent uid={}: the agent is not root, so every job's ranks run as uid {}, "
+        "whoever submitted the job",
+        ::geteuid(), ::geteuid());
+  }
+  if (absl::Status cgroups = PrepareCgroups(); !cgroups.ok()) {
+    cgroup_base_.clear();
+    AgentLog().warn("cgroups unavailable ({}); jobs are tracked by process group only",
+                    cgroups.message());
+  } else {
+    AgentLog().info("cgroups_enabled base={} memory_limit=yes kill=cgroup", cgroup_base_);
+  }
   return absl::OkStatus();
 }
 
-absl::Status StepLauncher::PrepareNode(const std::string& node) const {
+absl::Status StepLauncher::PrepareCgroups() {
+  const std::string mount(step::kCgroupMount);
+  struct statfs info {};
+  if (::statfs(mount.c_str(), &info) != 0) return SpoolErrno(errno, fmt::format("{}", mount));
+  if (info.f_type != CGROUP2_SUPER_MAGIC) {
+    return absl::FailedPreconditionError(
+        fmt::format("{} is not cgroup v2 (a v1 or hybrid hierarchy)", mount));
+  }
+  std::string own_text;
+  {
+    const int fd = ::open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return SpoolErrno(errno, "cannot read /proc/self/cgroup");
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+      own_text.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+  }
+  const std::optional<std::string> own = step::UnifiedCgroupPath(own_text);
+  if (!own) return absl::FailedPreconditionError("/proc/self/cgroup names no cgroup v2 path");
+  const std::string base = step::CgroupBase(mount, *own);
+  const std::string leaf = fmt::format("{}/{}", base, step::kAgentCgroupLeaf);
+  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+    return SpoolErrno(errno, fmt::format("cannot create {}", leaf));
+  }
+  const std::string subtree = base + "/cgroup.subtree_control";
+  absl::Status enabled = step::WriteCgroupFile(subtree, "+memory");
+  const bool in_leaf = own->ends_with(fmt::format("/{}", step::kAgentCgroupLeaf));
+  if (!enabled.ok() && !in_leaf) {
+    // cgroup v2 hands controllers down only from a cgroup without processes
+    // of its own: the agent moves into its leaf and tries again.
+    if (absl::Status moved =
+            step::WriteCgroupFile(leaf + "/cgroup.procs", std::to_string(::getpid()));
+        !moved.ok()) {
+      return moved;
+    }
+    enabled = step::WriteCgroupFile(subtree, "+memory");
+  }
+  if (!enabled.ok()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{}; give the agent a cgroup of its own, with the memory controller, that no other "
+        "process shares (systemd: Delegate=yes)",
+        enabled.message()));
+  }
+  cgroup_base_ = base;
+  return absl::OkStatus();
+}
+
+void StepLauncher::KillLaunchCgroup(const std::string& node, step::LaunchId id) const {
+  if (cgroup_base_.empty()) return;
+  step::KillCgroup(step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt));
+}
+
+void StepLauncher::RemoveLaunchCgroup(const std::string& node, step::LaunchId id) const {
+  if (cgroup_base_.empty()) return;
+  const std::string folder = step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt);
+  if (absl::Status removed = step::RemoveCgroup(folder, std::chrono::milliseconds(0));
+      !removed.ok()) {
+    LaunchLog().warn("cgroup_not_removed job={} node={} attempt={} error={:?}", id.job_id, node,
+                     id.attempt, removed.message());
+  }
+}
+
+absl::Status StepLauncher::PrepareNode(const std::string& node) {
   if (node.empty() || node == "." || node == ".." || node.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(
         fmt::format("node name {:?} cannot name a spool folder; name the node without '/'", node));
@@ -164,6 +247,17 @@ absl::Status StepLauncher::PrepareNode(const std::string& node) const {
   const std::string folder = fmt::format("{}/{}", spool_dir_, node);
   if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
     return SpoolErrno(errno, fmt::format("cannot create spool folder {}", folder));
+  }
+  if (!cgroup_base_.empty()) {
+    const std::string cgroup = fmt::format("{}/{}", cgroup_base_, node);
+    absl::Status made = ::mkdir(cgroup.c_str(), 0755) == 0 || errno == EEXIST
+                            ? step::WriteCgroupFile(cgroup + "/cgroup.subtree_control", "+memory")
+                            : SpoolErrno(errno, fmt::format("cannot create {}", cgroup));
+    if (!made.ok()) {
+      cgroup_base_.clear();
+      AgentLog().warn("cgroups unavailable ({}); jobs are tracked by process group only",
+                      made.message());
+    }
   }
   return absl::OkStatus();
 }
@@ -209,7 +303,22 @@ absl::Status StepLauncher::WriteScript(const std::string& path, std::string_view
 }
 
 absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
-                                          const step::LaunchFile& file) const {
+                                          const step::LaunchFile& planned) const {
+  step::LaunchFile file = planned;
+  if (!cgroup_base_.empty()) {
+    file.cgroup = step::LaunchCgroupFolder(cgroup_base_, file.node, file.job_id, file.attempt);
+    // A leftover of the same launch id (the controller's state was reset) is
+    // reused.
+    if (::mkdir(file.cgroup.c_str(), 0755) != 0 && errno != EEXIST) {
+      return NodeErrno(errno, file.node, fmt::format("cannot create cgroup {}", file.cgroup));
+    }
+    if (absl::Status limited = step::WriteCgroupFile(file.cgroup + "/memory.max",
+                                                     step::MemoryMaxValue(file.memory_mb));
+        !limited.ok()) {
+      (void)step::RemoveCgroup(file.cgroup, std::chrono::milliseconds(0));
+      return absl::Status(limited.code(), fmt::format("{}: {}", file.node, limited.message()));
+    }
+  }
   // Written whole under another name, then renamed: a stepd (or an agent
   // adopting the folder) never sees half of it.
   const std::string path = folder + "/launch.json";

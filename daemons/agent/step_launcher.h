@@ -39,12 +39,19 @@ class StepLauncher {
   /// Creates the spool folder (mode 0700) or checks the existing one is a
   /// folder this user owns and others cannot write, locks it against a
   /// second agent, and checks the stepd can be run. FailedPrecondition, or
-  /// the errno's status, with the path and what to do.
+  /// the errno's status, with the path and what to do. Then logs, once, whom
+  /// the ranks run as (the job's owner when the agent is root, else the
+  /// agent's user) and sets up the launches' cgroups (step/job_cgroup.h):
+  /// where /sys/fs/cgroup is cgroup v2, the agent's own cgroup hands the
+  /// memory controller down (moving the agent into a leaf of its own when
+  /// the "no internal processes" rule asks for it) and a folder can be made
+  /// in it. Otherwise it logs why not, once, and launches run without.
   [[nodiscard]] absl::Status PrepareSpool();
 
-  /// Creates the node's folder. InvalidArgument for a name that is no file
-  /// name; the errno's status otherwise.
-  [[nodiscard]] absl::Status PrepareNode(const std::string& node) const;
+  /// Creates the node's folder, and its cgroup folder when cgroups are in
+  /// use (a failure there turns cgroups off, logged). InvalidArgument for a
+  /// name that is no file name; the errno's status otherwise.
+  [[nodiscard]] absl::Status PrepareNode(const std::string& node);
 
   [[nodiscard]] std::string SocketPath() const { return spool_dir_ + "/agent.sock"; }
   [[nodiscard]] std::string LaunchFolder(const std::string& node, step::LaunchId id) const;
@@ -60,8 +67,9 @@ class StepLauncher {
   [[nodiscard]] static absl::Status WriteScript(const std::string& path, std::string_view text,
                                                 const std::string& node);
 
-  /// Writes `folder`/launch.json and starts `cohort-stepd folder` in its own
-  /// session, with stdin from /dev/null, stdout and stderr to stepd.log,
+  /// Creates the launch's cgroup (when cgroups are in use) with memory.max
+  /// from `file.memory_mb`, writes `folder`/launch.json naming it, and
+  /// starts `cohort-stepd folder` in its own session, with stdin from /dev/null, stdout and stderr to stepd.log,
   /// default signal dispositions, an empty mask and no other descriptors.
   /// Returns its pid: a child of the agent until the agent exits. The errno's
   /// status, naming the node, when the file or the process cannot be made.
@@ -71,10 +79,26 @@ class StepLauncher {
   /// Removes a launch's folder and everything in it; errors are logged.
   static void RemoveLaunch(const std::string& folder);
 
+  /// SIGKILLs everything in a launch's cgroup (step::KillCgroup), including
+  /// what left the ranks' process group. Nothing without cgroups.
+  void KillLaunchCgroup(const std::string& node, step::LaunchId id) const;
+
+  /// Kills what is left in a launch's cgroup and removes it, without
+  /// waiting; for launches whose stepd (which removes it) is gone. Errors are
+  /// logged.
+  void RemoveLaunchCgroup(const std::string& node, step::LaunchId id) const;
+
+  /// The folder under which launches get cgroups; empty when they get none.
+  [[nodiscard]] const std::string& CgroupBase() const { return cgroup_base_; }
+
  private:
+  /// Sets cgroup_base_, or says why cgroups cannot be used.
+  [[nodiscard]] absl::Status PrepareCgroups();
+
   std::string spool_dir_;
   std::string stepd_path_;
   int lock_fd_ = -1;
+  std::string cgroup_base_;
 };
 
 /// `cohort-stepd` in the folder of the running executable (/proc/self/exe).

@@ -296,6 +296,7 @@ void Controller::Execute(Effects& effects) {
     if (const auto* signal = std::get_if<SignalCommand>(&command)) {
       message.mutable_signal()->set_job_id(signal->job);
       message.mutable_signal()->set_signal(signal->signal);
+      message.mutable_signal()->set_batch_only(signal->batch_only);
       node = signal->node;
     } else {
       const auto& terminate = std::get<TerminateCommand>(command);
@@ -407,6 +408,7 @@ void Controller::Notify(JobId id) {
       }
     });
   }
+  if (finished || job->state == JobState::kPending) bindings_.erase(id);  // ended, or requeued
   if (finished) {
     for (auto it = first; it != last; ++it) finished_watchers_.insert(it->second);
     watchers_.erase(id);
@@ -426,6 +428,10 @@ void Controller::SubmitJob(v1::SubmitJobRequest request, Identity who,
     absl::StatusOr<JobRequest> job = RequestFromSpec(request.spec(), who);
     if (!job.ok()) {
       Respond<v1::SubmitJobResponse>(std::move(reply), job.status());
+      return;
+    }
+    if (absl::Status bindable = CheckBindingAtSubmit(request.spec(), *job, config_); !bindable.ok()) {
+      Respond<v1::SubmitJobResponse>(std::move(reply), bindable);
       return;
     }
     v1::SubmitJobResponse response;
@@ -485,6 +491,9 @@ void Controller::GetJob(v1::GetJobRequest request, Identity /*who*/,
     if (job != nullptr) {
       JobToWire(*job, specs_[job->id], engine_, engine_.QueuePosition(job->id),
                 response.mutable_job());
+      if (const auto ranks = bindings_.find(job->id); ranks != bindings_.end()) {
+        for (const v1::RankBinding& b : ranks->second) *response.mutable_job()->add_ranks() = b;
+      }
       Respond(reply, absl::StatusOr<v1::GetJobResponse>(std::move(response)));
       return;
     }
@@ -752,10 +761,20 @@ void Controller::OnAgentMessage(AgentLink* link, v1::AgentMessage message) {
     engine_.NodeHeartbeat(node, now);
     Effects effects;
     switch (message.message_case()) {
-      case v1::AgentMessage::kRanksStarted:
-        Log("launch")->debug("ranks_started job={} node={} ranks={}", message.ranks_started().job_id(),
-                             topology_->NodeName(node), message.ranks_started().ranks_size());
+      case v1::AgentMessage::kRanksStarted: {
+        const v1::RanksStarted& started = message.ranks_started();
+        Log("launch")->debug("ranks_started job={} node={} ranks={}", started.job_id(),
+                             topology_->NodeName(node), started.ranks_size());
+        const Job* job = engine_.FindJob(started.job_id());
+        if (job != nullptr && job->state == JobState::kRunning &&
+            (started.attempt() == 0 || started.attempt() == job->attempt)) {
+          std::vector<v1::RankBinding>& ranks = bindings_[started.job_id()];
+          for (const v1::RankBinding& b : started.bindings()) ranks.push_back(b);
+          std::sort(ranks.begin(), ranks.end(),
+                    [](const v1::RankBinding& a, const v1::RankBinding& b) { return a.rank() < b.rank(); });
+        }
         break;
+      }
       case v1::AgentMessage::kRankExited: {
         const v1::RankExited& e = message.rank_exited();
         engine_.RankExited(e.job_id(), node, e.exit_code(), e.signal(), now, effects);

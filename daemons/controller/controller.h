@@ -161,6 +161,8 @@ class Controller {
 
   std::unordered_map<JobId, v1::JobSpec> specs_;  ///< as submitted, without the environment
   std::unordered_map<JobId, v1::JobSpec> envs_;   ///< environments, until the job ends
+  /// Where each rank of a running job runs, as its agents reported.
+  std::unordered_map<JobId, std::vector<v1::RankBinding>> bindings_;
   std::unique_ptr<Store> store_;                  ///< used on store_thread_ only
   std::unique_ptr<Store> reader_;                 ///< used on the state thread only
   Worker store_thread_;

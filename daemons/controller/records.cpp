@@ -32,6 +32,7 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::
   r.set_exit_signal(job.exit_signal);
   r.set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
   r.set_master_port(job.master_port);
+  r.set_warned_attempt(job.warned_attempt);
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     const alloc::NodeGrant& g = job.placement.grants[rank];
     v1::GrantRecord* out = r.add_grants();
@@ -75,6 +76,7 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   job.exit_signal = record.exit_signal();
   job.time_limit = record.time_limit_s() == 0 ? kUnlimited : std::chrono::seconds(record.time_limit_s());
   job.master_port = record.master_port();
+  job.warned_attempt = record.warned_attempt();
   std::vector<NodeId> nodes;
   for (const v1::GrantRecord& g : record.grants()) {
     const std::optional<NodeId> node = topology.FindNode(g.node());

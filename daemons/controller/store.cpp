@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store.h"
 
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "cohort/check.h"
@@ -332,32 +334,35 @@ absl::Status Store::Commit(const StateBatch& batch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<v1::JobRecord>> Store::FindJob(std::int64_t id) {
-  sqlite3_stmt* stmt = statements_->find_job.Fresh();
+namespace {
+
+// One row's blob, parsed as `Message`; nullopt when there is no row.
+template <typename Message>
+absl::StatusOr<std::optional<Message>> FindOne(Statement& statement, std::int64_t id,
+                                               const std::function<absl::Status(std::string_view)>& error,
+                                               std::string_view what) {
+  sqlite3_stmt* stmt = statement.Fresh();
   sqlite3_bind_int64(stmt, 1, id);
   const int rc = sqlite3_step(stmt);
   if (rc == SQLITE_DONE) return std::nullopt;
-  if (rc != SQLITE_ROW) return Error("reading a job");
-  v1::JobRecord record;
-  if (!record.ParseFromString(ColumnBytes(stmt, 0))) {
-    return absl::DataLossError(fmt::format("job {}'s record in {} cannot be read", id, path_));
-  }
+  if (rc != SQLITE_ROW) return error(fmt::format("reading {}", what));
+  Message message;
+  const bool parsed = message.ParseFromString(ColumnBytes(stmt, 0));
   sqlite3_reset(stmt);
-  return record;
+  if (!parsed) return absl::DataLossError(fmt::format("job {}'s {} cannot be read", id, what));
+  return message;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<v1::JobRecord>> Store::FindJob(std::int64_t id) {
+  return FindOne<v1::JobRecord>(statements_->find_job, id,
+                                [this](std::string_view what) { return Error(what); }, "record");
 }
 
 absl::StatusOr<std::optional<v1::JobSpec>> Store::FindEnvironment(std::int64_t id) {
-  sqlite3_stmt* stmt = statements_->find_env.Fresh();
-  sqlite3_bind_int64(stmt, 1, id);
-  const int rc = sqlite3_step(stmt);
-  if (rc == SQLITE_DONE) return std::nullopt;
-  if (rc != SQLITE_ROW) return Error("reading a job's environment");
-  v1::JobSpec spec;
-  if (!spec.ParseFromString(ColumnBytes(stmt, 0))) {
-    return absl::DataLossError(fmt::format("job {}'s environment in {} cannot be read", id, path_));
-  }
-  sqlite3_reset(stmt);
-  return spec;
+  return FindOne<v1::JobSpec>(statements_->find_env, id,
+                              [this](std::string_view what) { return Error(what); }, "environment");
 }
 
 absl::StatusOr<std::vector<v1::JobRecord>> Store::History(const HistoryQuery& query) {

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "wire.h"
 
+#include <set>
+#include <tuple>
+
 #include <fmt/format.h>
+
+#include "cohort/binding.h"
+#include "cohort/node_layout.h"
 
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
@@ -19,6 +25,15 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   }
   if (spec.memory_mb() < 0) return invalid("mem must not be negative");
   if (spec.time_limit_s() < 0) return invalid("time must not be negative");
+  if (spec.warn_signal() < -1 || spec.warn_signal() > 64) {
+    return invalid(fmt::format("signal: {} is not a signal number; give 1-64, 0 for SIGUSR1 or -1 "
+                               "for no warning (--signal=USR1@90)",
+                               spec.warn_signal()));
+  }
+  if (spec.warn_seconds() < 0 || spec.warn_seconds() > kMaxWarningLead.count()) {
+    return invalid(fmt::format("signal: the warning {} s before the time limit is outside 0-{} s",
+                               spec.warn_seconds(), kMaxWarningLead.count()));
+  }
   JobRequest r;
   r.name = spec.name().empty() ? "job" : spec.name();
   r.partition = spec.partition();
@@ -35,6 +50,13 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   r.switches = spec.switches();
   r.switches_wait = std::chrono::seconds(spec.switches_wait_s());
   r.requeue = spec.requeue();
+  // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
+  if (spec.warn_signal() != -1) {
+    r.warning.signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
+    r.warning.before = spec.warn_seconds() == 0 ? kDefaultWarningLead
+                                                : std::chrono::seconds(spec.warn_seconds());
+    r.warning.batch_only = spec.warn_batch_only();
+  }
   r.features.assign(spec.features().begin(), spec.features().end());
   for (auto [list, out, option] :
        {std::tuple{&spec.nodelist(), &r.nodelist, "nodelist"},
@@ -45,6 +67,56 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
     *out = *std::move(names);
   }
   return r;
+}
+
+absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
+                                  const config::ClusterConfig& config) {
+  binding::BindingOptions options;
+  if (!spec.gpu_bind().empty()) {
+    absl::StatusOr<binding::GpuBind> gpu = binding::ParseGpuBind(spec.gpu_bind());
+    if (!gpu.ok()) return gpu.status();
+    options.gpu = *gpu;
+  }
+  if (!spec.cpu_bind().empty()) {
+    absl::StatusOr<binding::CpuBind> cpu = binding::ParseCpuBind(spec.cpu_bind());
+    if (!cpu.ok()) return cpu.status();
+    options.cpu = *cpu;
+  }
+  if (!spec.mem_bind().empty()) {
+    absl::StatusOr<binding::MemBind> mem = binding::ParseMemBind(spec.mem_bind());
+    if (!mem.ok()) return mem.status();
+    options.mem = *mem;
+  }
+  const config::PartitionSpec* partition = request.partition.empty()
+                                               ? config.DefaultPartition()
+                                               : config.FindPartition(request.partition);
+  if (partition == nullptr) return absl::OkStatus();  // the engine says what is wrong
+  binding::BindingRequest wanted;
+  wanted.ranks = request.tasks_per_node;
+  wanted.cpus_per_task = request.cpus_per_task;
+  wanted.gpus = request.gpus_per_node >= 64 ? ~std::uint64_t{0}
+                                            : (std::uint64_t{1} << request.gpus_per_node) - 1;
+  wanted.options = options;
+  // One verdict per kind of node; the job needs one kind that can bind it.
+  absl::Status first = absl::OkStatus();
+  std::set<std::tuple<int, std::int64_t, int, std::vector<int>>> tried;
+  for (const config::NodeSpec& node : config.nodes) {
+    if (std::find(partition->nodes.begin(), partition->nodes.end(), node.name) ==
+            partition->nodes.end() ||
+        node.gpus < request.gpus_per_node ||
+        !tried.emplace(node.cpus, node.memory_mb, node.gpus, node.gpu_numa).second) {
+      continue;
+    }
+    const layout::NodeLayout approximate =
+        layout::ApproximateLayout(node.cpus, node.memory_mb, node.gpus, node.gpu_numa);
+    absl::Status verdict = binding::CheckBinding(approximate, wanted);
+    if (verdict.ok()) return verdict;
+    if (first.ok()) {
+      first = absl::InvalidArgumentError(fmt::format("the ranks cannot be bound on {} ({}): {}",
+                                                     node.name, partition->name, verdict.message()));
+    }
+  }
+  return first;
 }
 
 v1::JobState ToWire(JobState state) {

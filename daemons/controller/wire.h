@@ -29,6 +29,14 @@ struct Identity {
 [[nodiscard]] absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec,
                                                           const Identity& who);
 
+/// Whether the ranks of `spec` can be bound (--gpu-bind, --cpu-bind,
+/// --mem-bind, cpus-per-task) on some node of the partition the engine
+/// resolved for it, judged on each node's configured layout
+/// (CPUs, MemoryMB, Gpus, GpuNuma). InvalidArgument with the reason when no
+/// node can.
+[[nodiscard]] absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
+                                                const config::ClusterConfig& config);
+
 [[nodiscard]] v1::JobState ToWire(JobState state);
 [[nodiscard]] std::optional<JobState> FromWire(v1::JobState state);
 [[nodiscard]] v1::NodeState ToWire(NodeStatus status);

@@ -63,6 +63,46 @@ std::string_view OpenModeName(OpenMode mode) {
   return mode == OpenMode::kTruncate ? "truncate" : "append";
 }
 
+std::optional<OpenMode> ParseOpenMode(std::string_view name) {
+  if (name == "append") return OpenMode::kAppend;
+  if (name == "truncate") return OpenMode::kTruncate;
+  return std::nullopt;
+}
+
+std::string_view RunAsName(RunAs run_as) { return run_as == RunAs::kOwner ? "owner" : "stepd"; }
+
+// Whether the pattern holds `%n` or `%N` (`%%n` is a literal).
+bool PatternIsPerNode(std::string_view pattern) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == 'n' || pattern[i + 1] == 'N') return true;
+    ++i;
+  }
+  return false;
+}
+
+}  // namespace
+
+OpenMode FileOpenMode(OpenMode job_mode, std::string_view pattern,
+                      const launch::LaunchContext& context, int local_rank, int attempt) {
+  if (job_mode == OpenMode::kAppend || attempt > 1) return OpenMode::kAppend;
+  if (launch::PatternIsPerRank(pattern)) return OpenMode::kTruncate;
+  if (local_rank != 0) return OpenMode::kAppend;
+  if (PatternIsPerNode(pattern)) return OpenMode::kTruncate;
+  return context.node_rank == 0 ? OpenMode::kTruncate : OpenMode::kAppend;
+}
+
+namespace {
+
+// Sets NAME=value in `env`, replacing an earlier NAME.
+void SetVariable(std::vector<std::string>& env, std::string_view name, const std::string& value) {
+  std::erase_if(env, [&](const std::string& entry) {
+    return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+           entry[name.size()] == '=';
+  });
+  env.push_back(fmt::format("{}={}", name, value));
+}
+
 }  // namespace
 
 absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
@@ -78,7 +118,11 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   if (!plan.script.empty()) file.script_path = script_path;
   file.search_path = JobPathVariable(context);
   file.work_dir = plan.work_dir;
+  file.open_mode = plan.open_mode;
   file.agent_socket = agent_socket;
+  file.run_as = plan.run_as;
+  file.uid = plan.uid;
+  file.memory_mb = plan.memory_mb;
   const std::string output_pattern =
       plan.output.empty() ? std::string(kDefaultOutput) : plan.output;
   file.ranks.reserve(static_cast<std::size_t>(context.tasks_per_node));
@@ -86,11 +130,26 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
     RankLaunch& rank = file.ranks.emplace_back();
     rank.rank = context.node_rank * context.tasks_per_node + local;
     rank.env = launch::BuildRankEnvironment(context, local);
+    if (static_cast<std::size_t>(local) < plan.bindings.size()) {
+      const binding::RankBinding& bound = plan.bindings[static_cast<std::size_t>(local)];
+      // The plan decides what the rank sees: its own GPUs (closest, single)
+      // or all of the job's (none), and its nearest adapters.
+      if (!bound.cuda_visible_devices.empty()) {
+        SetVariable(rank.env, "CUDA_VISIBLE_DEVICES", bound.cuda_visible_devices);
+      }
+      if (!bound.nccl_ib_hca.empty()) SetVariable(rank.env, "NCCL_IB_HCA", bound.nccl_ib_hca);
+      if (plan.apply_binding) {
+        rank.cpus = bound.cpus;
+        rank.mem_numa = bound.mem_numa;
+      }
+    }
     rank.output = JoinWorkPath(plan.work_dir,
                                launch::ExpandOutputPattern(output_pattern, context, rank.rank));
+    rank.output_mode = FileOpenMode(plan.open_mode, output_pattern, context, local, attempt);
     if (!plan.error.empty()) {
       rank.error =
           JoinWorkPath(plan.work_dir, launch::ExpandOutputPattern(plan.error, context, rank.rank));
+      rank.error_mode = FileOpenMode(plan.open_mode, plan.error, context, local, attempt);
     }
   }
   return file;
@@ -99,8 +158,14 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
 std::string LaunchFileToJson(const LaunchFile& file) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankLaunch& rank : file.ranks) {
-    ranks.push_back(
-        {{"rank", rank.rank}, {"env", rank.env}, {"output", rank.output}, {"error", rank.error}});
+    ranks.push_back({{"rank", rank.rank},
+                     {"env", rank.env},
+                     {"output", rank.output},
+                     {"error", rank.error},
+                     {"output_mode", OpenModeName(rank.output_mode)},
+                     {"error_mode", OpenModeName(rank.error_mode)},
+                     {"cpus", rank.cpus},
+                     {"mem_numa", rank.mem_numa}});
   }
   const nlohmann::json json = {
       {"version", kLaunchFileVersion},
@@ -114,6 +179,10 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"open_mode", OpenModeName(file.open_mode)},
       {"ranks", std::move(ranks)},
       {"agent_socket", file.agent_socket},
+      {"run_as", RunAsName(file.run_as)},
+      {"uid", file.uid},
+      {"memory_mb", file.memory_mb},
+      {"cgroup", file.cgroup},
   };
   // Protobuf strings are UTF-8 already; replace guards against a bug, not
   // users.
@@ -138,20 +207,42 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.script_path = json.at("script_path").get<std::string>();
     file.search_path = json.at("search_path").get<std::string>();
     file.work_dir = json.at("work_dir").get<std::string>();
-    const std::string mode = json.at("open_mode").get<std::string>();
-    if (mode != "append" && mode != "truncate") {
+    const auto mode = [](const nlohmann::json& object,
+                         const char* key) -> absl::StatusOr<OpenMode> {
+      // Files of an agent before per-rank modes: append, as it did.
+      const std::string name = object.value(key, std::string("append"));
+      if (const std::optional<OpenMode> parsed = ParseOpenMode(name)) return *parsed;
       return absl::InvalidArgumentError(
-          fmt::format("launch file: open_mode {:?} is neither append nor truncate", mode));
-    }
-    file.open_mode = mode == "truncate" ? OpenMode::kTruncate : OpenMode::kAppend;
+          fmt::format("launch file: {} {:?} is neither append nor truncate", key, name));
+    };
+    absl::StatusOr<OpenMode> open_mode = mode(json, "open_mode");
+    if (!open_mode.ok()) return open_mode.status();
+    file.open_mode = *open_mode;
     for (const nlohmann::json& entry : json.at("ranks")) {
       RankLaunch& rank = file.ranks.emplace_back();
       rank.rank = entry.at("rank").get<int>();
       rank.env = entry.at("env").get<std::vector<std::string>>();
       rank.output = entry.at("output").get<std::string>();
       rank.error = entry.at("error").get<std::string>();
+      absl::StatusOr<OpenMode> output_mode = mode(entry, "output_mode");
+      if (!output_mode.ok()) return output_mode.status();
+      absl::StatusOr<OpenMode> error_mode = mode(entry, "error_mode");
+      if (!error_mode.ok()) return error_mode.status();
+      rank.output_mode = *output_mode;
+      rank.error_mode = *error_mode;
+      rank.cpus = entry.value("cpus", std::vector<int>{});
+      rank.mem_numa = entry.value("mem_numa", std::vector<int>{});
     }
     file.agent_socket = json.at("agent_socket").get<std::string>();
+    const std::string run_as = json.value("run_as", std::string("stepd"));
+    if (run_as != "stepd" && run_as != "owner") {
+      return absl::InvalidArgumentError(
+          fmt::format("launch file: run_as {:?} is neither stepd nor owner", run_as));
+    }
+    file.run_as = run_as == "owner" ? RunAs::kOwner : RunAs::kStepd;
+    file.uid = json.value("uid", std::uint32_t{0});
+    file.memory_mb = json.value("memory_mb", std::int64_t{0});
+    file.cgroup = json.value("cgroup", std::string());
     return file;
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(fmt::format("launch file: {}", e.what()));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cohort/binding.h"
 #include "cohort/launch_env.h"
 
 /// The launch file: everything cohort-stepd needs to start one job's ranks on
@@ -19,19 +20,35 @@ namespace cohort::step {
 /// refused rather than allowed to stall the node.
 inline constexpr int kMaxRanksPerNode = 1024;
 
+/// How the ranks' output files are opened (sbatch's --open-mode).
+enum class OpenMode { kAppend, kTruncate };
+
+/// Whose identity the ranks run with.
+enum class RunAs {
+  kStepd,  ///< the stepd's own (an agent that is not root runs every job as itself)
+  kOwner,  ///< the job's owner: uid, groups and HOME/USER/LOGNAME/SHELL of its passwd entry
+};
+
 /// One job's launch on one node, in the agent's terms (the proto Launch,
 /// without the wire).
 struct LaunchPlan {
   launch::LaunchContext context;  ///< node_name, ranks and environment
   std::vector<std::string> argv;  ///< the program and its arguments
   std::string script;             ///< a batch script's text; when set it replaces argv[0]
-  std::string work_dir;           ///< where the ranks start; must exist
+  std::string work_dir;           ///< where the ranks start; created when missing
   std::string output;             ///< stdout pattern (ExpandOutputPattern); empty: cohort-%j.out
   std::string error;              ///< stderr pattern; empty: the same file as stdout
+  OpenMode open_mode = OpenMode::kTruncate;  ///< the job's --open-mode
+  RunAs run_as = RunAs::kStepd;
+  std::uint32_t uid = 0;        ///< the job's owner
+  std::int64_t memory_mb = 0;   ///< the job's memory on this node; 0: no limit
+  /// By local rank: GPUs (CUDA_VISIBLE_DEVICES), NICs (NCCL_IB_HCA), CPUs and
+  /// NUMA memory (binding.h). Empty: no plan; ranks see every granted GPU.
+  std::vector<binding::RankBinding> bindings;
+  /// Bind CPUs and memory as planned (real nodes); otherwise only the
+  /// environment follows the plan (emulated nodes share one host).
+  bool apply_binding = false;
 };
-
-/// How the ranks' output files are opened (sbatch's --open-mode).
-enum class OpenMode { kAppend, kTruncate };
 
 /// One local rank of a launch.
 struct RankLaunch {
@@ -39,7 +56,22 @@ struct RankLaunch {
   std::vector<std::string> env;  ///< NAME=value, ready for execve
   std::string output;            ///< stdout file
   std::string error;             ///< stderr file; empty: the stdout file
+  OpenMode output_mode = OpenMode::kAppend;  ///< kTruncate: this rank truncates it (FileOpenMode)
+  OpenMode error_mode = OpenMode::kAppend;
+  std::vector<int> cpus;      ///< PU OS indices to bind to; empty: not bound
+  std::vector<int> mem_numa;  ///< NUMA nodes for its memory; empty: not bound
 };
+
+/// Who truncates an output file under --open-mode=truncate, so that each file
+/// is truncated once per launch of the job and never under a rank that
+/// already writes to it: the file of a pattern with `%t` by its own rank;
+/// one with `%n` or `%N` (one file per node) by the node's first rank; any
+/// other (one file for the whole job) by the job's rank 0, on node rank 0,
+/// while every other rank and node appends. A later attempt of a requeued
+/// job appends, so that the earlier attempt's output stays. Pure.
+[[nodiscard]] OpenMode FileOpenMode(OpenMode job_mode, std::string_view pattern,
+                                    const launch::LaunchContext& context, int local_rank,
+                                    int attempt);
 
 /// What cohort-stepd runs. The program is `script_path` when set (with
 /// argv[1..] as its arguments), else argv[0], looked up in `search_path`
@@ -52,14 +84,18 @@ struct LaunchFile {
   std::string script_path;
   std::string search_path;
   std::string work_dir;
-  OpenMode open_mode = OpenMode::kAppend;
+  OpenMode open_mode = OpenMode::kAppend;  ///< the job's; each rank's files say who truncates
   std::vector<RankLaunch> ranks;  ///< in rank order
   std::string agent_socket;       ///< the agent's datagram socket; empty: none
+  RunAs run_as = RunAs::kStepd;
+  std::uint32_t uid = 0;          ///< the job's owner; used with RunAs::kOwner
+  std::int64_t memory_mb = 0;     ///< the job's memory limit on this node; 0: none
+  std::string cgroup;             ///< the launch's cgroup folder (the agent's); empty: none
 };
 
 /// Checks a plan and turns it into a launch file: each local rank's
 /// environment (BuildRankEnvironment) and output files (patterns expanded,
-/// relative to the work dir). `script_path` is where the caller wrote
+/// relative to the work dir, each with its FileOpenMode). `script_path` is where the caller wrote
 /// plan.script (ignored without a script). InvalidArgument, with the node's
 /// name first, for a plan that cannot run anywhere: rank counts out of range,
 /// nothing to run, no working directory.

@@ -2,8 +2,11 @@
 #include "rank_spawner.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,12 +14,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "run_as.h"
 
 namespace cohort::step {
 namespace {
@@ -38,63 +42,42 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
 
 // execvp's search, but over the job's PATH and relative to the job's folder:
 // a user's `python` must be the one their environment names, not the stepd's.
-absl::StatusOr<std::string> FindProgram(const std::string& name, std::string_view path,
-                                        const std::string& work_dir, const std::string& node) {
-  const std::string what = fmt::format("cannot run \"{}\"", name);
-  if (name.empty()) return Failure(absl::StatusCode::kInvalidArgument, node, what + ": empty name");
-  // A name with a slash is not searched; the child resolves it in work_dir.
-  if (name.find('/') != std::string::npos) return name;
+// Runs in the child, as the rank's user: 0 and the program's path in
+// `found`, or the errno to report.
+int FindProgram(const std::string& name, std::string_view path, const std::string& work_dir,
+                std::string& found) {
+  if (name.empty()) return ENOENT;
+  // A name with a slash is not searched; exec resolves it in work_dir.
+  if (name.find('/') != std::string::npos) {
+    found = name;
+    return 0;
+  }
   bool denied = false;
   std::size_t start = 0;
   while (start <= path.size()) {
     const std::size_t colon = std::min(path.find(':', start), path.size());
     const std::string_view dir = path.substr(start, colon - start);
     start = colon + 1;
-    const std::string candidate = JoinPath(JoinPath(work_dir, dir.empty() ? "." : dir), name);
+    std::string candidate = JoinPath(JoinPath(work_dir, dir.empty() ? "." : dir), name);
     struct stat info {};
     if (::stat(candidate.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      found = std::move(candidate);
+      return 0;
+    }
     denied = true;
   }
-  return ErrnoFailure(denied ? EACCES : ENOENT, node, what);
+  return denied ? EACCES : ENOENT;
 }
 
-absl::Status CheckWorkDir(const std::string& dir, const std::string& node) {
-  struct stat info {};
-  if (::stat(dir.c_str(), &info) != 0) {
-    return ErrnoFailure(errno, node, fmt::format("working directory {}", dir));
+// mkdir -p: 0, or the errno of the first folder that could not be made.
+int MakeFolders(const std::string& path) {
+  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const std::string prefix = path.substr(0, slash);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+    if (slash == std::string::npos) return 0;
   }
-  if (!S_ISDIR(info.st_mode)) {
-    return Failure(absl::StatusCode::kFailedPrecondition, node,
-                   fmt::format("working directory {} is not a directory", dir));
-  }
-  return absl::OkStatus();
 }
-
-// The output files of one launch, each opened once however many ranks share it.
-class OutputFiles {
- public:
-  explicit OutputFiles(OpenMode mode) : mode_(mode) {}
-  OutputFiles(const OutputFiles&) = delete;
-  OutputFiles& operator=(const OutputFiles&) = delete;
-  ~OutputFiles() {
-    for (const auto& [path, fd] : fds_) ::close(fd);
-  }
-
-  absl::StatusOr<int> Open(const std::string& path, std::string_view role,
-                           const std::string& node) {
-    if (const auto it = fds_.find(path); it != fds_.end()) return it->second;
-    const int how = mode_ == OpenMode::kTruncate ? O_TRUNC : O_APPEND;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | how | O_CLOEXEC | O_NOCTTY, 0644);
-    if (fd < 0) return ErrnoFailure(errno, node, fmt::format("cannot open {} file {}", role, path));
-    fds_.emplace(path, fd);
-    return fd;
-  }
-
- private:
-  OpenMode mode_;
-  std::map<std::string, int> fds_;
-};
 
 std::vector<char*> Pointers(std::vector<std::string>& strings) {
   std::vector<char*> pointers;
@@ -105,7 +88,19 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
 }
 
 // What a child tells its parent through the pipe when it cannot exec.
-enum class ChildStep : int { kChdir, kStdin, kExec };
+enum class ChildStep : int {
+  kCgroup,
+  kCpuBind,
+  kMemBind,
+  kIdentity,
+  kWorkDir,
+  kChdir,
+  kOutput,
+  kError,
+  kStdin,
+  kFind,
+  kExec
+};
 struct ChildError {
   ChildStep step = ChildStep::kExec;
   int error = 0;
@@ -115,21 +110,69 @@ struct ChildError {
 // descriptor above it is closed.
 constexpr int kReportFd = STDERR_FILENO + 1;
 
-[[noreturn]] void ChildFails(int report_fd, ChildStep step) {
-  const ChildError report{step, errno};
+// The binding plan, applied in the child between fork and exec: only
+// stack memory, no allocation.
+bool BindCpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+    CPU_SET(cpu, &set);
+  }
+  return ::sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+bool BindMemory(const std::vector<int>& numa_nodes) {
+  constexpr int kMpolBind = 2;  // MPOL_BIND in <linux/mempolicy.h>
+  constexpr int kBits = 8 * sizeof(unsigned long);
+  unsigned long mask[1024 / kBits] = {};
+  int highest = 0;
+  for (const int node : numa_nodes) {
+    if (node < 0 || node >= 1024) return false;
+    mask[node / kBits] |= 1UL << (node % kBits);
+    highest = std::max(highest, node);
+  }
+  // maxnode counts bits, one more than the kernel reads.
+  return ::syscall(SYS_set_mempolicy, kMpolBind, mask, highest + 2) == 0;
+}
+
+[[noreturn]] void ChildFails(int report_fd, ChildStep step, int error = errno) {
+  const ChildError report{step, error};
   // Best effort: a parent that reads nothing sees a successful exec and then
   // the rank's exit 127.
   (void)!::write(report_fd, &report, sizeof report);
   ::_exit(127);
 }
 
+// Everything one child needs, prepared by the parent.
+struct ChildPlan {
+  pid_t group = 0;
+  const LaunchFile* file = nullptr;
+  const RankLaunch* rank = nullptr;
+  const Account* account = nullptr;  // null: keep the stepd's identity
+  const std::string* program = nullptr;  // searched in the job's PATH unless a script
+  bool search = false;
+  char* const* argv = nullptr;
+  char* const* env = nullptr;
+};
+
+int OpenOutput(const std::string& path, OpenMode mode) {
+  // O_APPEND in both modes: the rank that truncates shares the file with
+  // ranks that append, and must not write over them.
+  const int how = O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC |
+                  (mode == OpenMode::kTruncate ? O_TRUNC : 0);
+  return ::open(path.c_str(), how, 0644);
+}
+
 // Runs in the child between fork and exec. The stepd is single-threaded, so
 // anything may be called here. The stepd keeps 0-2 open, so every other
-// descriptor it passes is above 2.
-[[noreturn]] void ExecRank(pid_t group, int report_fd, int out, int err,
-                           const std::string& work_dir, const std::string& program,
-                           char* const argv[], char* const env[]) {
-  ::setpgid(0, group);
+// descriptor it passes is above 2. Everything that touches the user's files
+// happens after the child has become the user: root never creates,
+// truncates or searches anything on a user's behalf.
+[[noreturn]] void ExecRank(const ChildPlan& plan, int report_fd) {
+  const LaunchFile& file = *plan.file;
+  const RankLaunch& rank = *plan.rank;
+  ::setpgid(0, plan.group);
   // Whatever the stepd inherited is no business of a rank.
   struct sigaction default_action {};
   default_action.sa_handler = SIG_DFL;
@@ -139,7 +182,50 @@ constexpr int kReportFd = STDERR_FILENO + 1;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  if (::chdir(work_dir.c_str()) != 0) ChildFails(report_fd, ChildStep::kChdir);
+  // Into the launch's cgroup while still privileged: the agent made it.
+  if (!file.cgroup.empty()) {
+    const std::string procs = file.cgroup + "/cgroup.procs";
+    const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    const std::string pid = std::to_string(::getpid());
+    if (fd < 0) ChildFails(report_fd, ChildStep::kCgroup);
+    if (::write(fd, pid.data(), pid.size()) < 0) ChildFails(report_fd, ChildStep::kCgroup);
+    ::close(fd);
+  }
+  if (!rank.cpus.empty() && !BindCpus(rank.cpus)) ChildFails(report_fd, ChildStep::kCpuBind);
+  if (!rank.mem_numa.empty() && !BindMemory(rank.mem_numa)) {
+    ChildFails(report_fd, ChildStep::kMemBind);
+  }
+  if (const Account* account = plan.account) {
+    // Groups first, then the group, then the user: each step needs the
+    // privilege the next one drops.
+    if (::setgroups(account->groups.size(), account->groups.data()) != 0 ||
+        ::setgid(account->gid) != 0 || ::setuid(account->uid) != 0) {
+      ChildFails(report_fd, ChildStep::kIdentity);
+    }
+    if (::getuid() != account->uid || ::geteuid() != account->uid ||
+        ::getgid() != account->gid || ::getegid() != account->gid ||
+        (account->uid != 0 && ::setuid(0) == 0)) {
+      ChildFails(report_fd, ChildStep::kIdentity, EPERM);
+    }
+  }
+  if (const int error = MakeFolders(file.work_dir); error != 0) {
+    ChildFails(report_fd, ChildStep::kWorkDir, error);
+  }
+  if (::chdir(file.work_dir.c_str()) != 0) ChildFails(report_fd, ChildStep::kChdir);
+  const int out = OpenOutput(rank.output, rank.output_mode);
+  if (out < 0) ChildFails(report_fd, ChildStep::kOutput);
+  int err = out;
+  if (!rank.error.empty() && rank.error != rank.output) {
+    err = OpenOutput(rank.error, rank.error_mode);
+    if (err < 0) ChildFails(report_fd, ChildStep::kError);
+  }
+  std::string program = *plan.program;
+  if (plan.search) {
+    if (const int error = FindProgram(*plan.program, file.search_path, file.work_dir, program);
+        error != 0) {
+      ChildFails(report_fd, ChildStep::kFind, error);
+    }
+  }
   const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0) ChildFails(report_fd, ChildStep::kStdin);
   if (::dup2(null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
@@ -153,8 +239,52 @@ constexpr int kReportFd = STDERR_FILENO + 1;
   // Nothing of the stepd's (the event file, the agent's socket) leaks into a
   // rank, close-on-exec or not; the report pipe closes on exec.
   ::closefrom(kReportFd + 1);
-  ::execve(program.c_str(), argv, env);
+  ::execve(program.c_str(), plan.argv, plan.env);
   ChildFails(kReportFd, ChildStep::kExec);
+}
+
+// The parent's words for what a child could not do.
+absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const RankLaunch& rank,
+                          const Account* account, const std::string& shown) {
+  const std::string& node = file.node;
+  const int error = child.error;
+  switch (child.step) {
+    case ChildStep::kCgroup:
+      return ErrnoFailure(error, node,
+                          fmt::format("cannot move rank {} into cgroup {}", rank.rank, file.cgroup));
+    case ChildStep::kCpuBind:
+      return ErrnoFailure(error, node,
+                          fmt::format("cannot bind rank {} to CPUs {}", rank.rank,
+                                      fmt::join(rank.cpus, ",")));
+    case ChildStep::kMemBind:
+      return ErrnoFailure(error, node,
+                          fmt::format("cannot bind rank {}'s memory to NUMA node {}", rank.rank,
+                                      fmt::join(rank.mem_numa, ",")));
+    case ChildStep::kIdentity:
+      return ErrnoFailure(
+          error, node,
+          fmt::format("cannot run as user {} (uid {})", account ? account->name : "?", file.uid));
+    case ChildStep::kWorkDir:
+      return ErrnoFailure(error, node, fmt::format("cannot create working directory {}", file.work_dir));
+    case ChildStep::kChdir:
+      return ErrnoFailure(error, node, fmt::format("working directory {}", file.work_dir));
+    case ChildStep::kOutput:
+      return ErrnoFailure(error, node, fmt::format("cannot open output file {}", rank.output));
+    case ChildStep::kError:
+      return ErrnoFailure(error, node, fmt::format("cannot open error file {}", rank.error));
+    case ChildStep::kStdin:
+      return ErrnoFailure(error, node, fmt::format("cannot set up the stdio of {}", shown));
+    case ChildStep::kFind:
+      return ErrnoFailure(error, node, fmt::format("cannot run {}", shown));
+    case ChildStep::kExec:
+      if (error == ENOEXEC && !file.script_path.empty()) {
+        return Failure(
+            absl::StatusCode::kFailedPrecondition, node,
+            fmt::format("cannot run {}: its first line must be #! and an interpreter", shown));
+      }
+      return ErrnoFailure(error, node, fmt::format("cannot run {}", shown));
+  }
+  return ErrnoFailure(error, node, fmt::format("cannot run {}", shown));
 }
 
 }  // namespace
@@ -163,12 +293,21 @@ SpawnResult SpawnRanks(const LaunchFile& file,
                        const std::function<void(const RankStartedEvent&)>& on_started) {
   SpawnResult result;
   const std::string& node = file.node;
-  result.status = CheckWorkDir(file.work_dir, node);
-  if (!result.status.ok()) return result;
+
+  std::optional<Account> account;
+  if (file.run_as == RunAs::kOwner) {
+    absl::StatusOr<Account> found = LookupAccount(file.uid, node);
+    if (!found.ok()) {
+      result.status = Failure(found.status().code(), node, std::string(found.status().message()));
+      return result;
+    }
+    account = *std::move(found);
+  }
 
   std::string program;
   std::vector<std::string> argv;
   std::string shown;  // the program as the user wrote it, for messages
+  bool search = false;
   if (!file.script_path.empty()) {
     program = file.script_path;
     shown = fmt::format("batch script {}", file.argv.empty() ? program : file.argv.front());
@@ -179,34 +318,15 @@ SpawnResult SpawnRanks(const LaunchFile& file,
                             "nothing to run: the launch has neither a program nor a script");
     return result;
   } else {
-    absl::StatusOr<std::string> found =
-        FindProgram(file.argv.front(), file.search_path, file.work_dir, node);
-    if (!found.ok()) {
-      result.status = found.status();
-      return result;
-    }
-    program = *std::move(found);
+    program = file.argv.front();
+    search = true;
     shown = fmt::format("\"{}\"", file.argv.front());
     argv = file.argv;
   }
   std::vector<char*> argv_pointers = Pointers(argv);
 
-  OutputFiles files(file.open_mode);
   for (const RankLaunch& rank : file.ranks) {
-    absl::StatusOr<int> out = files.Open(rank.output, "output", node);
-    if (!out.ok()) {
-      result.status = out.status();
-      return result;
-    }
-    absl::StatusOr<int> err = *out;
-    if (!rank.error.empty()) {
-      err = files.Open(rank.error, "error", node);
-      if (!err.ok()) {
-        result.status = err.status();
-        return result;
-      }
-    }
-    std::vector<std::string> env = rank.env;
+    std::vector<std::string> env = account ? AccountEnvironment(rank.env, *account) : rank.env;
     std::vector<char*> env_pointers = Pointers(env);
 
     int report[2];
@@ -214,11 +334,20 @@ SpawnResult SpawnRanks(const LaunchFile& file,
       result.status = ErrnoFailure(errno, node, "cannot create a pipe");
       return result;
     }
+    const ChildPlan plan{
+        .group = result.process_group,
+        .file = &file,
+        .rank = &rank,
+        .account = account ? &*account : nullptr,
+        .program = &program,
+        .search = search,
+        .argv = argv_pointers.data(),
+        .env = env_pointers.data(),
+    };
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::close(report[0]);
-      ExecRank(result.process_group, report[1], *out, *err, file.work_dir, program,
-               argv_pointers.data(), env_pointers.data());
+      ExecRank(plan, report[1]);
     }
     const int fork_error = errno;
     ::close(report[1]);
@@ -240,26 +369,7 @@ SpawnResult SpawnRanks(const LaunchFile& file,
       // The child is gone: reap it here, it never ran as a rank.
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
-      switch (child_error.step) {
-        case ChildStep::kChdir:
-          result.status = ErrnoFailure(child_error.error, node,
-                                       fmt::format("working directory {}", file.work_dir));
-          break;
-        case ChildStep::kStdin:
-          result.status = ErrnoFailure(child_error.error, node,
-                                       fmt::format("cannot set up the stdio of {}", shown));
-          break;
-        case ChildStep::kExec:
-          if (child_error.error == ENOEXEC && !file.script_path.empty()) {
-            result.status = Failure(
-                absl::StatusCode::kFailedPrecondition, node,
-                fmt::format("cannot run {}: its first line must be #! and an interpreter", shown));
-          } else {
-            result.status =
-                ErrnoFailure(child_error.error, node, fmt::format("cannot run {}", shown));
-          }
-          break;
-      }
+      result.status = ChildFailure(child_error, file, rank, account ? &*account : nullptr, shown);
       return result;
     }
     if (result.process_group == 0) result.process_group = pid;

@@ -21,21 +21,27 @@ struct SpawnResult {
 };
 
 /// Starts every rank of `file` with fork and exec: all in one new process
-/// group that the first rank leads (setpgid in parent and child), stdin from
-/// /dev/null, stdout and stderr to the rank's files (opened once per launch,
-/// O_APPEND unless the file says truncate, so ranks and nodes can share one),
-/// the work dir and environment of the file, default signal dispositions, an
-/// empty signal mask and no descriptors beyond 0-2. A bare program name is
-/// looked up in the job's PATH (not the stepd's), as execvp would in the
-/// job's environment. Waits for each exec to succeed or fail (a close-on-exec
-/// pipe), so an unrunnable program fails the launch. Calls `on_started`
-/// after each rank's exec. Stops at the first failure, leaving the ranks
-/// started running: the caller kills and reaps them. Failure codes:
-/// NotFound (no such program or folder), PermissionDenied,
-/// FailedPrecondition, or the errno's code otherwise.
+/// group that the first rank leads (setpgid in parent and child), in the
+/// launch's cgroup when it has one (the child writes its pid to
+/// cgroup.procs), stdin from /dev/null, default signal dispositions, an
+/// empty signal mask and no descriptors beyond 0-2. With RunAs::kOwner the
+/// owner is looked up first (LookupAccount: an unknown uid fails the launch)
+/// and each child becomes the owner (setgroups, setgid, setuid, then checks
+/// it cannot go back) before it touches a file, and the rank's environment
+/// gets the owner's HOME, USER, LOGNAME and SHELL. Then, as the rank's user,
+/// the child creates the work dir (mkdir -p) and enters it, opens its
+/// stdout and stderr files itself (O_APPEND, and O_TRUNC when the rank's
+/// mode says it truncates; so nothing of a rank's output passes through the
+/// stepd) and looks a bare program name up in the job's PATH (not the
+/// stepd's), as execvp would in the job's environment. Waits for each exec
+/// to succeed or fail (a close-on-exec pipe), so an unrunnable program fails
+/// the launch. Calls `on_started` after each rank's exec. Stops at the first
+/// failure, leaving the ranks started running: the caller kills and reaps
+/// them. Failure codes: NotFound (no such program, folder or user),
+/// PermissionDenied, FailedPrecondition, or the errno's code otherwise.
 ///
 /// Forks: call only from a single-threaded process (cohort-stepd), where the
-/// child may do anything before exec; setuid and CPU binding will go there.
+/// child may do anything before exec.
 [[nodiscard]] SpawnResult SpawnRanks(
     const LaunchFile& file, const std::function<void(const RankStartedEvent&)>& on_started);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -20,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "cohort/fmt_absl.h"
+#include "job_cgroup.h"
 #include "launch_file.h"
 #include "proc_stat.h"
 #include "rank_spawner.h"
@@ -27,6 +29,10 @@
 
 namespace cohort::step {
 namespace {
+
+// How long the stepd waits for the killed leftovers of a launch to leave
+// its cgroup before it gives up removing the folder.
+constexpr std::chrono::seconds kCgroupRemoveWait{10};
 
 // The stepd's own diagnostics go to stderr: the agent points it at
 // `stepd.log` in the launch's folder.
@@ -177,10 +183,18 @@ int RunStepDaemon(const std::string& folder) {
     events.Append(FailedEvent{std::string(spawned.status.message())});
     // All or none: a gang with a rank missing cannot make progress.
     if (spawned.process_group > 0) ::killpg(spawned.process_group, SIGKILL);
+    if (!file->cgroup.empty()) KillCgroup(file->cgroup);
   } else {
     events.Append(GroupEvent{spawned.process_group});
   }
   ReapAll(std::move(live), events);
+  if (!file->cgroup.empty()) {
+    // What the ranks left behind (a daemon that left their process group)
+    // ends with the launch, before the node is reported free.
+    if (absl::Status removed = RemoveCgroup(file->cgroup, kCgroupRemoveWait); !removed.ok()) {
+      Complain("{}", removed.message());
+    }
+  }
   events.Append(DoneEvent{});
   return 0;
 }

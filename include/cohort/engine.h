@@ -32,11 +32,13 @@ struct LaunchCommand {
   int node_rank = 0;
   alloc::NodeGrant grant;
 };
-/// Send a signal to the job's ranks on the node.
+/// Send a signal to the job's ranks on the node: to their process group, or
+/// with `batch_only` to global rank 0's process alone (--signal=B:).
 struct SignalCommand {
   JobId job = 0;
   NodeId node = 0;
   int signal = 0;
+  bool batch_only = false;
 };
 /// Stop the job's ranks on the node: SIGTERM, SIGKILL after KillWait; the
 /// node answers with JobReleased.
@@ -170,8 +172,9 @@ class Engine {
                                    Effects& effects);
   [[nodiscard]] absl::Status Resume(NodeId node, const Caller& caller, Effects& effects);
 
-  /// Time passes: nodes silent for NodeTimeout go DOWN, jobs past their
-  /// limit are stopped, --switches waits expire.
+  /// Time passes: nodes silent for NodeTimeout go DOWN, running jobs near
+  /// their limit get their TimeWarning (once per attempt), jobs past it are
+  /// stopped, --switches waits expire.
   void Tick(Millis now, Effects& effects);
   /// One scheduling pass over the pending jobs, highest partition priority
   /// tier first, then by submission.
@@ -224,6 +227,7 @@ class Engine {
   void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report, Millis now,
                      Effects& effects);
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
+  void Warn(Job& job, Effects& effects);
 
   config::ClusterConfig config_;
   const topology::Topology& topology_;

@@ -70,6 +70,20 @@ enum class EndCause : std::uint8_t {
 [[nodiscard]] std::string_view JobStateName(JobState state);  ///< PENDING, RUNNING, …
 [[nodiscard]] bool IsFinished(JobState state);  ///< COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL
 
+/// --signal: a signal the job's ranks get once per attempt, `before` its time
+/// limit, so that they can checkpoint. Sent only when the job has a time
+/// limit longer than `before`.
+struct TimeWarning {
+  int signal = 0;  ///< 0: no warning
+  std::chrono::seconds before{0};
+  bool batch_only = false;  ///< --signal=B:…: only the batch script (global rank 0's process)
+};
+/// What a job gets when it does not say: SIGUSR1 90 s before its limit.
+inline constexpr int kDefaultWarningSignal = 10;  // SIGUSR1 on Linux
+inline constexpr std::chrono::seconds kDefaultWarningLead{90};
+/// The longest lead a warning may have (as Slurm's sig_time).
+inline constexpr std::chrono::seconds kMaxWarningLead{65535};
+
 /// What a user asked for, as the engine needs it. The shell keeps what only
 /// the launch needs (command, environment, files).
 struct JobRequest {
@@ -91,6 +105,7 @@ struct JobRequest {
   std::vector<std::string> features;
   std::vector<std::string> nodelist;  ///< names that must be in the gang
   std::vector<std::string> exclude;   ///< names that must not be
+  TimeWarning warning;                ///< default here: none (the shell applies kDefault…)
 };
 
 /// A job and everything the engine knows of it.
@@ -114,6 +129,7 @@ struct Job {
   std::vector<std::uint8_t> released;  ///< by node rank: the node confirmed its ranks are gone
   std::vector<int> exited_ok;          ///< by node rank: ranks there that exited 0
   int master_port = 0;
+  int warned_attempt = 0;  ///< the attempt that got its TimeWarning; 0: none yet
 };
 
 }  // namespace cohort

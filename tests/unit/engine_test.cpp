@@ -112,6 +112,42 @@ class EngineTest : public ::testing::Test {
     EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
   }
 
+  // A 2-rank-per-node job with a time limit and a --signal warning.
+  JobId SubmitWarned(int nodes, TimeWarning warning, std::chrono::seconds limit,
+                     bool requeue = false) {
+    JobRequest r;
+    r.name = "train";
+    r.user_name = "alice";
+    r.uid = 1000;
+    r.nodes = nodes;
+    r.tasks_per_node = 2;
+    r.time_limit = limit;
+    r.warning = warning;
+    r.requeue = requeue;
+    Effects fx;
+    absl::StatusOr<JobId> id = engine_->Submit(r, now_, fx);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or(0);
+  }
+
+  // Time passes to `at`; every node kept its heartbeat.
+  Effects TickAt(Millis at) {
+    now_ = at;
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) engine_->NodeHeartbeat(n, now_);
+    Effects fx;
+    engine_->Tick(now_, fx);
+    EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+    return fx;
+  }
+
+  static std::vector<SignalCommand> Signals(const Effects& fx) {
+    std::vector<SignalCommand> out;
+    for (const Command& c : fx.commands) {
+      if (const auto* s = std::get_if<SignalCommand>(&c)) out.push_back(*s);
+    }
+    return out;
+  }
+
   config::ClusterConfig config_;
   std::unique_ptr<testing::Cluster> cluster_;
   std::unique_ptr<Engine> engine_;
@@ -417,6 +453,162 @@ TEST_F(EngineTest, RestoreKeepsDrainsAndFailsJobsTheConfigNoLongerAllows) {
   EXPECT_EQ(engine_->FindJob(id)->reason,
             "no longer valid after a configuration change: partition: no partition \"all\"; "
             "partitions: renamed");
+}
+
+constexpr TimeWarning kUsr1At90{10, std::chrono::seconds(90), false};
+
+TEST_F(EngineTest, WarningGoesToEveryNodeOnceBeforeTheTimeLimit) {
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  const JobId id = SubmitWarned(2, kUsr1At90, minutes(10));
+  Schedule();
+  const Millis start = now_;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  EXPECT_TRUE(Signals(TickAt(start + minutes(8) + seconds(29))).empty());
+  const Effects fx = TickAt(start + minutes(8) + seconds(30));
+  const std::vector<SignalCommand> sent = Signals(fx);
+  ASSERT_EQ(sent.size(), 2U);
+  for (std::size_t rank = 0; rank < sent.size(); ++rank) {
+    EXPECT_EQ(sent[rank].job, id);
+    EXPECT_EQ(sent[rank].node, grants[rank].node);
+    EXPECT_EQ(sent[rank].signal, 10);
+    EXPECT_FALSE(sent[rank].batch_only);
+  }
+  EXPECT_EQ(fx.changed_jobs, std::vector<JobId>{id});  // persisted: a restart does not warn again
+  EXPECT_EQ(State(id), JobState::kRunning);
+  EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 1);
+  EXPECT_EQ(engine_->FindJob(id)->reason_detail,
+            "sent USR1 to every rank 90 s before the time limit 00:10:00 (--signal)");
+  EXPECT_TRUE(Signals(TickAt(start + minutes(9))).empty());
+  TickAt(start + minutes(10));
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(State(id), JobState::kTimeout);
+}
+
+TEST_F(EngineTest, BatchOnlyWarningGoesToNodeRankZero) {
+  const JobId id = SubmitWarned(3, {12, std::chrono::seconds(30), true}, std::chrono::minutes(5));
+  Schedule();
+  const NodeId first = engine_->FindJob(id)->placement.grants[0].node;
+  const std::vector<SignalCommand> sent =
+      Signals(TickAt(now_ + std::chrono::minutes(4) + std::chrono::seconds(30)));
+  ASSERT_EQ(sent.size(), 1U);
+  EXPECT_EQ(sent[0].node, first);
+  EXPECT_EQ(sent[0].signal, 12);
+  EXPECT_TRUE(sent[0].batch_only);
+}
+
+TEST_F(EngineTest, NoWarningWhenDisabledOrWithoutATimeLimitLongerThanItsLead) {
+  const Millis start = now_;
+  const JobId disabled = SubmitWarned(1, {}, std::chrono::minutes(10));
+  // The lead is the whole limit or more: the job would be warned as it starts.
+  const JobId short_limit = SubmitWarned(1, kUsr1At90, std::chrono::seconds(90));
+  Schedule();
+  for (int s = 1; s <= 599; s += 7) {
+    EXPECT_TRUE(Signals(TickAt(start + std::chrono::seconds(s))).empty()) << "at " << s << " s";
+  }
+  EXPECT_EQ(State(short_limit), JobState::kCompleting);  // stopped at its limit, unwarned
+  EXPECT_EQ(engine_->FindJob(short_limit)->warned_attempt, 0);
+  EXPECT_EQ(State(disabled), JobState::kRunning);
+  EXPECT_EQ(engine_->FindJob(disabled)->warned_attempt, 0);
+}
+
+TEST_F(EngineTest, NoWarningWithoutATimeLimit) {
+  config_.partitions.front().max_time = kUnlimited;
+  Restart();
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) Register(n);
+  const JobId id = SubmitWarned(2, kUsr1At90, {});
+  Schedule();
+  ASSERT_EQ(engine_->FindJob(id)->time_limit, kUnlimited);
+  EXPECT_TRUE(Signals(TickAt(now_ + std::chrono::hours(24 * 365))).empty());
+  EXPECT_EQ(State(id), JobState::kRunning);
+}
+
+TEST_F(EngineTest, WarningIsNotSentAgainAfterARestart) {
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  const JobId id = SubmitWarned(2, kUsr1At90, minutes(10));
+  Schedule();
+  const Millis start = now_;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  auto restart = [&] {
+    Restart();
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+      const bool in_gang = n == grants[0].node || n == grants[1].node;
+      RegisterWith(n, in_gang ? std::vector<RunningReport>{{id, 1, 0}} : std::vector<RunningReport>{},
+                   {});
+    }
+  };
+  // A restart before the warning is due keeps it due.
+  restart();
+  EXPECT_EQ(Signals(TickAt(start + minutes(8) + seconds(45))).size(), 2U);
+  restart();
+  EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 1);
+  EXPECT_TRUE(Signals(TickAt(start + minutes(8) + seconds(50))).empty());
+  EXPECT_EQ(State(id), JobState::kRunning);
+}
+
+TEST_F(EngineTest, RequeuedJobIsWarnedAgainInItsNextAttempt) {
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  const JobId id = SubmitWarned(2, kUsr1At90, minutes(10), /*requeue=*/true);
+  Schedule();
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  EXPECT_EQ(Signals(TickAt(now_ + minutes(9))).size(), 2U);
+  // The first node's agent comes back without the job's ranks: lost, requeued.
+  Register(grants[0].node);
+  Effects fx;
+  engine_->JobReleased(id, grants[1].node, now_, fx);
+  ASSERT_EQ(State(id), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(id)->attempt, 2);
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  EXPECT_TRUE(Signals(TickAt(now_ + minutes(8))).empty());
+  EXPECT_EQ(Signals(TickAt(now_ + minutes(1))).size(), 2U);
+  EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 2);
+}
+
+TEST_F(EngineTest, RankKilledByTheWarningEndsTheJobAsTimeout) {
+  const JobId id = SubmitWarned(2, kUsr1At90, std::chrono::minutes(10));
+  Schedule();
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  TickAt(now_ + std::chrono::minutes(9));
+  Effects fx;
+  engine_->RankExited(id, grants[1].node, 0, 10, now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(State(id), JobState::kTimeout);
+  EXPECT_EQ(engine_->FindJob(id)->exit_signal, 10);
+  EXPECT_EQ(engine_->FindJob(id)->reason,
+            fmt::format("time limit 00:10:00 reached: a rank on {} ended on the warning signal USR1 "
+                        "sent 90 s before it",
+                        cluster_->topology.NodeName(grants[1].node)));
+}
+
+// Before the warning, a rank killed by that signal is a failure as any other.
+TEST_F(EngineTest, RankKilledByTheWarningSignalBeforeTheWarningFails) {
+  const JobId id = SubmitWarned(1, kUsr1At90, std::chrono::minutes(10));
+  Schedule();
+  const NodeId node = engine_->FindJob(id)->placement.grants[0].node;
+  Effects fx;
+  engine_->RankExited(id, node, 0, 10, now_, fx);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(State(id), JobState::kFailed);
+}
+
+TEST_F(EngineTest, WarningIsValidated) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.warning = {65, std::chrono::seconds(90), false};
+  Effects fx;
+  EXPECT_EQ(engine_->Submit(r, now_, fx).status().message(),
+            "signal: 65 is not a signal number; give 1-64 (--signal=USR1@90)");
+  r.warning = {10, std::chrono::seconds(65536), false};
+  EXPECT_EQ(engine_->Submit(r, now_, fx).status().message(),
+            "signal: the warning 65536 s before the time limit is outside 0-65535 s");
+  r.warning = {10, std::chrono::seconds(-1), false};
+  EXPECT_EQ(engine_->Submit(r, now_, fx).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // The gang-deadlock scenario: many 3-node jobs from several users on 8

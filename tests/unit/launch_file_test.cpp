@@ -110,13 +110,78 @@ TEST(LaunchFileTest, RoundTripsThroughJson) {
   EXPECT_EQ(back->work_dir, file->work_dir);
   EXPECT_EQ(back->open_mode, OpenMode::kTruncate);
   EXPECT_EQ(back->agent_socket, "/spool/agent.sock");
+  EXPECT_EQ(back->run_as, RunAs::kStepd);
   ASSERT_EQ(back->ranks.size(), file->ranks.size());
   for (std::size_t i = 0; i < back->ranks.size(); ++i) {
     EXPECT_EQ(back->ranks[i].rank, file->ranks[i].rank);
     EXPECT_EQ(back->ranks[i].env, file->ranks[i].env);
     EXPECT_EQ(back->ranks[i].output, file->ranks[i].output);
     EXPECT_EQ(back->ranks[i].error, file->ranks[i].error);
+    EXPECT_EQ(back->ranks[i].output_mode, file->ranks[i].output_mode);
+    EXPECT_EQ(back->ranks[i].error_mode, file->ranks[i].error_mode);
   }
+}
+
+TEST(LaunchFileTest, OwnerMemoryAndCgroupRoundTrip) {
+  LaunchPlan plan = TwoByTwo();
+  plan.run_as = RunAs::kOwner;
+  plan.uid = 61001;
+  plan.memory_mb = 2048;
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->run_as, RunAs::kOwner);
+  EXPECT_EQ(file->uid, 61001U);
+  EXPECT_EQ(file->memory_mb, 2048);
+  file->cgroup = "/sys/fs/cgroup/cohort/n2/cohort-job-42.1";
+  absl::StatusOr<LaunchFile> back = ParseLaunchFile(LaunchFileToJson(*file));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->run_as, RunAs::kOwner);
+  EXPECT_EQ(back->uid, 61001U);
+  EXPECT_EQ(back->memory_mb, 2048);
+  EXPECT_EQ(back->cgroup, file->cgroup);
+}
+
+// --open-mode=truncate: each file is truncated once per launch, by the first
+// rank that writes to it, and never under a rank already writing.
+TEST(LaunchFileTest, TruncateIsDoneOncePerFileByItsFirstRank) {
+  launch::LaunchContext node0;
+  node0.num_nodes = 2;
+  node0.tasks_per_node = 2;
+  node0.node_rank = 0;
+  launch::LaunchContext node1 = node0;
+  node1.node_rank = 1;
+  constexpr OpenMode kT = OpenMode::kTruncate;
+  constexpr OpenMode kA = OpenMode::kAppend;
+  // One file for the whole job: rank 0 of node rank 0 only.
+  EXPECT_EQ(FileOpenMode(kT, "cohort-%j.out", node0, 0, 1), kT);
+  EXPECT_EQ(FileOpenMode(kT, "cohort-%j.out", node0, 1, 1), kA);
+  EXPECT_EQ(FileOpenMode(kT, "cohort-%j.out", node1, 0, 1), kA);
+  // One file per node: each node's first rank.
+  EXPECT_EQ(FileOpenMode(kT, "out-%N", node1, 0, 1), kT);
+  EXPECT_EQ(FileOpenMode(kT, "out-%n", node1, 0, 1), kT);
+  EXPECT_EQ(FileOpenMode(kT, "out-%n", node1, 1, 1), kA);
+  // One file per rank: its rank.
+  EXPECT_EQ(FileOpenMode(kT, "out-%t", node1, 1, 1), kT);
+  // %% escapes: "%%t" and "%%n" are literals, so the file is the job's.
+  EXPECT_EQ(FileOpenMode(kT, "out-%%t", node0, 1, 1), kA);
+  EXPECT_EQ(FileOpenMode(kT, "out-%%n", node1, 0, 1), kA);
+  // append never truncates; a requeued job's later attempt appends.
+  EXPECT_EQ(FileOpenMode(kA, "out-%t", node0, 0, 1), kA);
+  EXPECT_EQ(FileOpenMode(kT, "out-%t", node0, 0, 2), kA);
+
+  // PlanLaunch applies it to each rank's files.
+  LaunchPlan plan = TwoByTwo();  // node rank 1; -o with %t, -e with %t
+  plan.output = "shared.out";
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->ranks[0].output_mode, kA) << "node rank 1 appends to the job's file";
+  EXPECT_EQ(file->ranks[0].error_mode, kT);
+  EXPECT_EQ(file->ranks[1].error_mode, kT);
+  plan.context.node_rank = 0;
+  file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->ranks[0].output_mode, kT);
+  EXPECT_EQ(file->ranks[1].output_mode, kA);
 }
 
 TEST(LaunchFileTest, BrokenFilesAreRefused) {
