@@ -314,6 +314,22 @@ void Engine::Finish(Job& job, Millis now, Effects& effects) {
   Changed(job, effects);
 }
 
+int Engine::MasterPort(const Job& job) const {
+  // From the job's id, spread over 20000-39999, and never one that another
+  // running job uses on the same master node.
+  const NodeId master = job.placement.grants.front().node;
+  std::set<int> taken;
+  for (const JobId other : nodes_[static_cast<std::size_t>(master)].jobs) {
+    const Job& o = jobs_.at(other);
+    if (o.id != job.id && !o.placement.grants.empty() && o.placement.grants.front().node == master) {
+      taken.insert(o.master_port);
+    }
+  }
+  int port = 20000 + static_cast<int>(job.id % 20000);
+  while (taken.contains(port)) port = port == 39999 ? 20000 : port + 1;
+  return port;
+}
+
 int Engine::NodeRankOf(const Job& job, NodeId node) const {
   for (std::size_t i = 0; i < job.placement.grants.size(); ++i) {
     if (job.placement.grants[i].node == node) return static_cast<int>(i);
@@ -684,8 +700,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
     job.reason_detail.clear();
     job.exit_code = 0;
     job.exit_signal = 0;
-    // A port per job, spread so that concurrent jobs on one host differ.
-    job.master_port = 20000 + static_cast<int>(job.id % 20000);
+    job.master_port = MasterPort(job);
     for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
       const alloc::NodeGrant& grant = job.placement.grants[rank];
       nodes_[static_cast<std::size_t>(grant.node)].jobs.insert(job.id);

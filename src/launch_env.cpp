@@ -159,6 +159,14 @@ std::string ExpandOutputPattern(std::string_view pattern, const LaunchContext& c
       case 't':
         out += std::to_string(global_rank);
         break;
+      case 'A':
+        // The array's job id; for a job that is not an array, its own id.
+        out += std::to_string(context.array_job_id != 0 ? context.array_job_id : context.job_id);
+        break;
+      case 'a':
+        // Slurm writes NO_VAL (4294967294) for a job that is not an array.
+        out += context.array_task_id >= 0 ? std::to_string(context.array_task_id) : "4294967294";
+        break;
       case '%':
         out += '%';
         break;

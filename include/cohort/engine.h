@@ -224,6 +224,7 @@ class Engine {
   void UpdateCondition(NodeId node);
   void Changed(Job& job, Effects& effects);
   int NodeRankOf(const Job& job, NodeId node) const;
+  int MasterPort(const Job& job) const;
   void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report, Millis now,
                      Effects& effects);
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);

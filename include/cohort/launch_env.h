@@ -37,6 +37,8 @@ struct LaunchContext {
   std::string submit_dir;
   std::vector<EnvVar> base_env;   ///< what the user exported, in order
   std::int64_t time_limit_s = 0;  ///< in force; not exported (Slurm exports none either)
+  std::int64_t array_job_id = 0;  ///< a job array's id; 0: not an array task
+  int array_task_id = -1;         ///< its index in the array; -1: not an array task
 };
 
 /// The environment of local rank `local_rank` (0 ≤ local_rank <

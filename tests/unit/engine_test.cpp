@@ -378,6 +378,38 @@ TEST_F(EngineTest, StaleJobsReportedByAnAgentAreTerminated) {
   EXPECT_EQ(std::get<TerminateCommand>(fx.commands[0]).job, 77);
 }
 
+TEST_F(EngineTest, MasterPortsDifferOnASharedFirstNode) {
+  // Job 20001 would get job 1's port (20000 + id mod 20000); on the same
+  // first node it must take the next one.
+  const JobId first = Submit(1);
+  Schedule();
+  const Job running = *engine_->FindJob(first);
+  const NodeId node = running.placement.grants.front().node;
+  EXPECT_EQ(running.master_port, 20001);
+  Job twin = running;
+  twin.id = 20001;
+  twin.state = JobState::kPending;
+  twin.placement = {};
+  twin.released.clear();
+  twin.exited_ok.clear();
+  twin.request.nodelist = {cluster_->topology.NodeName(node)};
+  SavedState saved;
+  saved.jobs = {running, twin};
+  saved.next_id = 20002;
+  alloc::NodePool pool =
+      alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
+  engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
+  Effects fx;
+  engine_->Restore(std::move(saved), now_, fx);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    Register(n, n == node ? std::vector<JobId>{first} : std::vector<JobId>{});
+  }
+  Schedule();
+  ASSERT_EQ(State(20001), JobState::kRunning);
+  EXPECT_EQ(engine_->FindJob(20001)->placement.grants.front().node, node);
+  EXPECT_EQ(engine_->FindJob(20001)->master_port, 20002);
+}
+
 TEST_F(EngineTest, RestoredGangLearnsItsExitsFromTheAgents) {
   const JobId id = Submit(2);
   Schedule();

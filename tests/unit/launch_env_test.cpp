@@ -193,16 +193,21 @@ TEST(BuildRankEnvironmentTest, HugeSizesDoNotOverflow) {
 // --- output patterns ---------------------------------------------------------
 
 TEST(ExpandOutputPatternTest, EveryCode) {
-  const LaunchContext context = TrainingJob();
+  LaunchContext context = TrainingJob();
   EXPECT_EQ(ExpandOutputPattern("%x-%j-%u-%N-%n-%t.out", context, 6),
             "train-42-alice-gpu004-1-6.out");
   EXPECT_EQ(ExpandOutputPattern("cohort-%j.out", context, 0), "cohort-42.out");
+  // Not an array: %A is the job's id, %a Slurm's NO_VAL.
+  EXPECT_EQ(ExpandOutputPattern("%A_%a.out", context, 0), "42_4294967294.out");
+  context.array_job_id = 40;
+  context.array_task_id = 2;
+  EXPECT_EQ(ExpandOutputPattern("%A_%a.out", context, 0), "40_2.out");
   EXPECT_EQ(ExpandOutputPattern("100%%-%j", context, 0), "100%-42");
 }
 
 TEST(ExpandOutputPatternTest, UnknownCodesAndTrailingPercentStay) {
   const LaunchContext context = TrainingJob();
-  EXPECT_EQ(ExpandOutputPattern("%A_%a-%s.out", context, 0), "%A_%a-%s.out");
+  EXPECT_EQ(ExpandOutputPattern("%Z_%b-%s.out", context, 0), "%Z_%b-%s.out");
   EXPECT_EQ(ExpandOutputPattern("log%", context, 0), "log%");
   EXPECT_EQ(ExpandOutputPattern("", context, 0), "");
   EXPECT_EQ(ExpandOutputPattern("%%%j", context, 0), "%42");
