@@ -91,6 +91,26 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
       {"SLURMD_NODENAME", context.node_name},
       {"SLURM_JOB_USER", context.user_name},
   };
+  // Slurm's "count(xrepeat)" form: the same on every node of a gang.
+  const auto per_node = [&](int count) {
+    return context.num_nodes > 1 ? fmt::format("{}(x{})", count, context.num_nodes)
+                                 : std::to_string(count);
+  };
+  slurm.emplace_back("SLURM_TASKS_PER_NODE", per_node(tasks));
+  if (!context.account.empty()) slurm.emplace_back("SLURM_JOB_ACCOUNT", context.account);
+  if (context.cpus_on_node > 0) {
+    slurm.emplace_back("SLURM_CPUS_ON_NODE", std::to_string(context.cpus_on_node));
+    slurm.emplace_back("SLURM_JOB_CPUS_PER_NODE", per_node(context.cpus_on_node));
+  }
+  if (context.memory_mb > 0) slurm.emplace_back("SLURM_MEM_PER_NODE", std::to_string(context.memory_mb));
+  if (!context.gpus.empty()) {
+    slurm.emplace_back("SLURM_GPUS_ON_NODE", std::to_string(context.gpus.size()));
+    slurm.emplace_back("SLURM_JOB_GPUS", fmt::format("{}", fmt::join(context.gpus, ",")));
+  }
+  if (context.array_job_id != 0) {
+    slurm.emplace_back("SLURM_ARRAY_JOB_ID", std::to_string(context.array_job_id));
+    slurm.emplace_back("SLURM_ARRAY_TASK_ID", std::to_string(context.array_task_id));
+  }
   std::move(slurm.begin(), slurm.end(), std::back_inserter(vars));
   if (!context.gpus.empty()) {
     vars.emplace_back(kCudaVisibleDevices, fmt::format("{}", fmt::join(context.gpus, ",")));

@@ -212,6 +212,9 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   context.base_env.reserve(static_cast<std::size_t>(spec.env_size()));
   for (const v1::EnvVar& var : spec.env()) context.base_env.push_back({var.name(), var.value()});
   context.time_limit_s = launch.time_limit_s();
+  context.account = spec.account();
+  context.cpus_on_node = launch.cpus();
+  context.memory_mb = spec.memory_mb();
 
   plan.argv.assign(spec.argv().begin(), spec.argv().end());
   plan.script = spec.script();

@@ -37,6 +37,9 @@ struct LaunchContext {
   std::string submit_dir;
   std::vector<EnvVar> base_env;   ///< what the user exported, in order
   std::int64_t time_limit_s = 0;  ///< in force; not exported (Slurm exports none either)
+  std::string account;            ///< SLURM_JOB_ACCOUNT; empty: not set
+  int cpus_on_node = 0;           ///< CPUs granted on this node; 0: not set
+  std::int64_t memory_mb = 0;     ///< memory per node asked for; 0: not set
   std::int64_t array_job_id = 0;  ///< a job array's id; 0: not an array task
   int array_task_id = -1;         ///< its index in the array; -1: not an array task
 };
@@ -56,7 +59,10 @@ struct LaunchContext {
 ///   SLURM_JOB_NUM_NODES SLURM_NNODES SLURM_NTASKS SLURM_NPROCS
 ///   SLURM_NTASKS_PER_NODE SLURM_NODEID SLURM_PROCID SLURM_LOCALID
 ///   SLURM_CPUS_PER_TASK SLURM_SUBMIT_DIR SLURM_JOB_PARTITION
-///   SLURM_CLUSTER_NAME SLURMD_NODENAME SLURM_JOB_USER
+///   SLURM_CLUSTER_NAME SLURMD_NODENAME SLURM_JOB_USER SLURM_TASKS_PER_NODE
+///   and, when known, SLURM_JOB_ACCOUNT SLURM_CPUS_ON_NODE
+///   SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_GPUS_ON_NODE
+///   SLURM_JOB_GPUS SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID
 ///   CUDA_VISIBLE_DEVICES
 /// with Slurm's meanings: the global rank is node_rank * tasks_per_node +
 /// local_rank, the world size num_nodes * tasks_per_node, the node lists are

@@ -68,6 +68,27 @@ TEST(BuildRankEnvironmentTest, RanksFollowSlurmArithmetic) {
   for (const auto& [name, value] : expected) EXPECT_EQ(Get(env, name), value) << name;
 }
 
+TEST(BuildRankEnvironmentTest, SlurmResourceVariablesInSlurmsForms) {
+  LaunchContext context = TrainingJob();
+  context.account = "vision";
+  context.cpus_on_node = 64;
+  context.memory_mb = 512000;
+  const std::vector<std::string> env = BuildRankEnvironment(context, 1);
+  EXPECT_EQ(Get(env, "SLURM_TASKS_PER_NODE"), std::to_string(context.tasks_per_node) + "(x2)");
+  EXPECT_EQ(Get(env, "SLURM_JOB_ACCOUNT"), "vision");
+  EXPECT_EQ(Get(env, "SLURM_CPUS_ON_NODE"), "64");
+  EXPECT_EQ(Get(env, "SLURM_JOB_CPUS_PER_NODE"), "64(x2)");
+  EXPECT_EQ(Get(env, "SLURM_MEM_PER_NODE"), "512000");
+  EXPECT_EQ(Get(env, "SLURM_GPUS_ON_NODE"), "4");
+  EXPECT_EQ(Get(env, "SLURM_JOB_GPUS"), "0,1,2,3");
+  EXPECT_EQ(Get(env, "SLURM_ARRAY_JOB_ID"), std::nullopt);
+  context.array_job_id = 40;
+  context.array_task_id = 2;
+  const std::vector<std::string> task = BuildRankEnvironment(context, 1);
+  EXPECT_EQ(Get(task, "SLURM_ARRAY_JOB_ID"), "40");
+  EXPECT_EQ(Get(task, "SLURM_ARRAY_TASK_ID"), "2");
+}
+
 TEST(BuildRankEnvironmentTest, JobFacts) {
   const std::vector<std::string> env = BuildRankEnvironment(TrainingJob(), 0);
   const std::map<std::string, std::string> expected = {
