@@ -36,9 +36,10 @@ CONF
 start() {
   local t0
   t0=$(date +%s%N)
-  "$build/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 \
+  # In a subshell, so that killing it is no job of this shell's to report.
+  ("$build/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 \
     --log-level warn >>"$work/controller.log" 2>&1 &
-  echo $! >"$work/pid"
+    echo $! >"$work/pid")
   until COHORT_CONTROLLER="unix:$work/state/cohort.sock" "$build/cli/cohort" nodes >/dev/null 2>&1; do
     kill -0 "$(cat "$work/pid")" || { echo "controller died:" >&2; tail "$work/controller.log" >&2; exit 1; }
     sleep 0.005
