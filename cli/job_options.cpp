@@ -395,14 +395,11 @@ absl::Status CheckValues(const JobOptions& o) {
       return spec.status();
     }
   }
-  if (o.gpu_bind) {
-    if (absl::Status s = binding::ParseGpuBind(*o.gpu_bind).status(); !s.ok()) return s;
-  }
-  if (o.cpu_bind) {
-    if (absl::Status s = binding::ParseCpuBind(*o.cpu_bind).status(); !s.ok()) return s;
-  }
-  if (o.mem_bind) {
-    if (absl::Status s = binding::ParseMemBind(*o.mem_bind).status(); !s.ok()) return s;
+  if (absl::Status s = binding::ParseBindingOptions(o.gpu_bind.value_or(""), o.cpu_bind.value_or(""),
+                                                   o.mem_bind.value_or(""))
+                           .status();
+      !s.ok()) {
+    return s;
   }
   if (o.open_mode && *o.open_mode != "append" && *o.open_mode != "truncate") {
     return Invalid(fmt::format(

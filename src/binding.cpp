@@ -20,15 +20,13 @@ using layout::NumaNode;
 
 std::string Lower(std::string_view text) {
   std::string out(text);
-  for (char &c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
-int PuCount(const std::vector<Core> &cores) {
+int PuCount(const std::vector<Core>& cores) {
   int n = 0;
-  for (const Core &core : cores)
-    n += static_cast<int>(core.pus.size());
+  for (const Core& core : cores) n += static_cast<int>(core.pus.size());
   return n;
 }
 
@@ -41,23 +39,21 @@ std::pair<int, int> EvenRun(int total, int parts, int i) {
   return {begin, begin + base + (i < extra ? 1 : 0)};
 }
 
-std::string Join(const std::vector<int> &items) {
-  return fmt::format("{}", fmt::join(items, ","));
-}
+std::string Join(const std::vector<int>& items) { return fmt::format("{}", fmt::join(items, ",")); }
 
 // What one rank is given out of one NUMA node: whole cores, or (when the
 // node has fewer cores than ranks) some hardware threads of a core.
 struct Share {
   std::vector<Core> cores;
   int numa = 0;
-  int numa_pus = 0;   // hardware threads of that NUMA node
-  int numa_ranks = 0; // ranks sharing it
+  int numa_pus = 0;    // hardware threads of that NUMA node
+  int numa_ranks = 0;  // ranks sharing it
 };
 
 // Splits `node` among `ranks` ranks: whole cores while there are at least as
 // many cores as ranks, else its hardware threads in core order, so that a
 // rank shares a core only once every core has a rank.
-std::vector<std::vector<Core>> SplitNuma(const NumaNode &node, int ranks) {
+std::vector<std::vector<Core>> SplitNuma(const NumaNode& node, int ranks) {
   std::vector<std::vector<Core>> parts(static_cast<std::size_t>(ranks));
   const int cores = static_cast<int>(node.cores.size());
   if (ranks <= cores) {
@@ -68,19 +64,17 @@ std::vector<std::vector<Core>> SplitNuma(const NumaNode &node, int ranks) {
     }
     return parts;
   }
-  std::vector<std::pair<std::size_t, int>> pus; // (core, PU), core-major
+  std::vector<std::pair<std::size_t, int>> pus;  // (core, PU), core-major
   for (std::size_t c = 0; c < node.cores.size(); ++c) {
-    for (const int pu : node.cores[c].pus)
-      pus.emplace_back(c, pu);
+    for (const int pu : node.cores[c].pus) pus.emplace_back(c, pu);
   }
   for (int i = 0; i < ranks; ++i) {
     const auto [begin, end] = EvenRun(static_cast<int>(pus.size()), ranks, i);
-    std::vector<Core> &part = parts[static_cast<std::size_t>(i)];
+    std::vector<Core>& part = parts[static_cast<std::size_t>(i)];
     std::size_t last_core = SIZE_MAX;
     for (int p = begin; p < end; ++p) {
       const auto [core, pu] = pus[static_cast<std::size_t>(p)];
-      if (core != last_core)
-        part.emplace_back();
+      if (core != last_core) part.emplace_back();
       part.back().pus.push_back(pu);
       last_core = core;
     }
@@ -90,225 +84,215 @@ std::vector<std::vector<Core>> SplitNuma(const NumaNode &node, int ranks) {
 
 // `count` hardware threads of `cores`: the first thread of each core, then
 // the second, and so on, so that whole cores are spread before threads.
-std::vector<int> ThreadsOf(const std::vector<Core> &cores, int count) {
+std::vector<int> ThreadsOf(const std::vector<Core>& cores, int count) {
   std::vector<int> out;
   for (std::size_t t = 0; static_cast<int>(out.size()) < count; ++t) {
     bool any = false;
-    for (const Core &core : cores) {
+    for (const Core& core : cores) {
       if (t < core.pus.size()) {
         any = true;
         out.push_back(core.pus[t]);
-        if (static_cast<int>(out.size()) == count)
-          break;
+        if (static_cast<int>(out.size()) == count) break;
       }
     }
-    if (!any)
-      break;
+    if (!any) break;
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-std::string GpuBindText(const BindingOptions &options) {
+std::string GpuBindText(const BindingOptions& options) {
   return fmt::format("--gpu-bind={}", ToString(options.gpu));
 }
 
-absl::Status Invalid(std::string message) {
-  return absl::InvalidArgumentError(std::move(message));
-}
+absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
-} // namespace
+}  // namespace
 
 absl::StatusOr<GpuBind> ParseGpuBind(std::string_view text) {
   const std::string value = Lower(text);
-  if (value == "closest")
-    return GpuBind{GpuBindKind::kClosest, 1};
-  if (value == "none")
-    return GpuBind{GpuBindKind::kNone, 1};
+  if (value == "closest") return GpuBind{GpuBindKind::kClosest, 1};
+  if (value == "none") return GpuBind{GpuBindKind::kNone, 1};
   constexpr std::string_view kSingle = "single:";
   if (value.starts_with(kSingle)) {
-    const std::string_view number =
-        std::string_view(value).substr(kSingle.size());
+    const std::string_view number = std::string_view(value).substr(kSingle.size());
     int n = 0;
-    const auto [end, error] =
-        std::from_chars(number.data(), number.data() + number.size(), n);
-    if (number.empty() || error != std::errc() ||
-        end != number.data() + number.size() || n < 1) {
-      return Invalid(fmt::format("--gpu-bind: '{}': N of single:N is the ranks "
-                                 "per GPU, a whole number of at least 1",
-                                 text));
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (number.empty() || error != std::errc() || end != number.data() + number.size() || n < 1) {
+      return Invalid(
+          fmt::format("--gpu-bind: '{}': N of single:N is the ranks "
+                      "per GPU, a whole number of at least 1",
+                      text));
     }
     return GpuBind{GpuBindKind::kSingle, n};
   }
-  return Invalid(
-      fmt::format("--gpu-bind: '{}' is not closest, single:N or none", text));
+  return Invalid(fmt::format("--gpu-bind: '{}' is not closest, single:N or none", text));
 }
 
 absl::StatusOr<CpuBind> ParseCpuBind(std::string_view text) {
   const std::string value = Lower(text);
-  if (value == "cores")
-    return CpuBind::kCores;
-  if (value == "threads")
-    return CpuBind::kThreads;
-  if (value == "numa")
-    return CpuBind::kNuma;
-  if (value == "none")
-    return CpuBind::kNone;
-  return Invalid(fmt::format(
-      "--cpu-bind: '{}' is not cores, threads, numa or none", text));
+  if (value == "cores") return CpuBind::kCores;
+  if (value == "threads") return CpuBind::kThreads;
+  if (value == "numa") return CpuBind::kNuma;
+  if (value == "none") return CpuBind::kNone;
+  return Invalid(fmt::format("--cpu-bind: '{}' is not cores, threads, numa or none", text));
 }
 
 absl::StatusOr<MemBind> ParseMemBind(std::string_view text) {
   const std::string value = Lower(text);
-  if (value == "local")
-    return MemBind::kLocal;
-  if (value == "none")
-    return MemBind::kNone;
+  if (value == "local") return MemBind::kLocal;
+  if (value == "none") return MemBind::kNone;
   return Invalid(fmt::format("--mem-bind: '{}' is not local or none", text));
 }
 
-std::string ToString(const GpuBind &bind) {
+absl::StatusOr<BindingOptions> ParseBindingOptions(std::string_view gpu, std::string_view cpu,
+                                                   std::string_view mem) {
+  BindingOptions options;
+  if (!gpu.empty()) {
+    absl::StatusOr<GpuBind> parsed = ParseGpuBind(gpu);
+    if (!parsed.ok()) return parsed.status();
+    options.gpu = *parsed;
+  }
+  if (!cpu.empty()) {
+    absl::StatusOr<CpuBind> parsed = ParseCpuBind(cpu);
+    if (!parsed.ok()) return parsed.status();
+    options.cpu = *parsed;
+  }
+  if (!mem.empty()) {
+    absl::StatusOr<MemBind> parsed = ParseMemBind(mem);
+    if (!parsed.ok()) return parsed.status();
+    options.mem = *parsed;
+  }
+  return options;
+}
+
+std::string ToString(const GpuBind& bind) {
   switch (bind.kind) {
-  case GpuBindKind::kClosest:
-    return "closest";
-  case GpuBindKind::kSingle:
-    return fmt::format("single:{}", bind.ranks_per_gpu);
-  case GpuBindKind::kNone:
-    return "none";
+    case GpuBindKind::kClosest:
+      return "closest";
+    case GpuBindKind::kSingle:
+      return fmt::format("single:{}", bind.ranks_per_gpu);
+    case GpuBindKind::kNone:
+      return "none";
   }
   return "closest";
 }
 
 std::string_view ToString(CpuBind bind) {
   switch (bind) {
-  case CpuBind::kCores:
-    return "cores";
-  case CpuBind::kThreads:
-    return "threads";
-  case CpuBind::kNuma:
-    return "numa";
-  case CpuBind::kNone:
-    return "none";
+    case CpuBind::kCores:
+      return "cores";
+    case CpuBind::kThreads:
+      return "threads";
+    case CpuBind::kNuma:
+      return "numa";
+    case CpuBind::kNone:
+      return "none";
   }
   return "cores";
 }
 
-std::string_view ToString(MemBind bind) {
-  return bind == MemBind::kLocal ? "local" : "none";
-}
+std::string_view ToString(MemBind bind) { return bind == MemBind::kLocal ? "local" : "none"; }
 
-absl::StatusOr<std::vector<RankBinding>>
-PlanBinding(const NodeLayout &layout, const BindingRequest &request) {
-  const BindingOptions &options = request.options;
+absl::StatusOr<std::vector<RankBinding>> PlanBinding(const NodeLayout& layout,
+                                                     const BindingRequest& request) {
+  const BindingOptions& options = request.options;
   const int ranks = request.ranks;
   if (ranks < 1) {
-    return Invalid(fmt::format(
-        "the job has {} ranks on this node; a node runs at least 1", ranks));
+    return Invalid(fmt::format("the job has {} ranks on this node; a node runs at least 1", ranks));
   }
   if (request.cpus_per_task < 1) {
     return Invalid(
-        fmt::format("--cpus-per-task={}; a rank needs at least 1 CPU",
-                    request.cpus_per_task));
+        fmt::format("--cpus-per-task={}; a rank needs at least 1 CPU", request.cpus_per_task));
   }
-  if (options.gpu.kind == GpuBindKind::kSingle &&
-      options.gpu.ranks_per_gpu < 1) {
-    return Invalid(fmt::format("--gpu-bind=single:{}: N must be at least 1",
-                               options.gpu.ranks_per_gpu));
+  if (options.gpu.kind == GpuBindKind::kSingle && options.gpu.ranks_per_gpu < 1) {
+    return Invalid(
+        fmt::format("--gpu-bind=single:{}: N must be at least 1", options.gpu.ranks_per_gpu));
   }
 
   // The granted GPUs, NUMA node by NUMA node (unknown or CPU-less last), so
   // that a rank's GPUs share a NUMA node whenever they can.
   const auto usable_numa = [&](int numa) {
-    const NumaNode *node = layout.FindNuma(numa);
+    const NumaNode* node = layout.FindNuma(numa);
     return node != nullptr && !node->cores.empty();
   };
-  std::vector<const Gpu *> granted;
+  std::vector<const Gpu*> granted;
   for (std::uint64_t left = request.gpus; left != 0; left &= left - 1) {
     const int index = std::countr_zero(left);
-    const auto it =
-        std::find_if(layout.gpus.begin(), layout.gpus.end(),
-                     [&](const Gpu &gpu) { return gpu.index == index; });
+    const auto it = std::find_if(layout.gpus.begin(), layout.gpus.end(),
+                                 [&](const Gpu& gpu) { return gpu.index == index; });
     if (it == layout.gpus.end()) {
-      return Invalid(fmt::format(
-          "GPU {} is granted but the node has {} GPUs (0-{})", index,
-          layout.gpus.size(), static_cast<int>(layout.gpus.size()) - 1));
+      return Invalid(fmt::format("GPU {} is granted but the node has {} GPUs (0-{})", index,
+                                 layout.gpus.size(), static_cast<int>(layout.gpus.size()) - 1));
     }
     granted.push_back(&*it);
   }
-  std::vector<const Gpu *> ordered = granted;
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [&](const Gpu *a, const Gpu *b) {
-                     const int ka = usable_numa(a->numa) ? a->numa : INT_MAX;
-                     const int kb = usable_numa(b->numa) ? b->numa : INT_MAX;
-                     return ka != kb ? ka < kb : a->index < b->index;
-                   });
+  std::vector<const Gpu*> ordered = granted;
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const Gpu* a, const Gpu* b) {
+    const int ka = usable_numa(a->numa) ? a->numa : INT_MAX;
+    const int kb = usable_numa(b->numa) ? b->numa : INT_MAX;
+    return ka != kb ? ka < kb : a->index < b->index;
+  });
   const int gpu_count = static_cast<int>(ordered.size());
 
   // Which GPUs each rank is near (and, but for none, uses).
-  std::vector<std::vector<const Gpu *>> near(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<const Gpu*>> near(static_cast<std::size_t>(ranks));
   if (options.gpu.kind == GpuBindKind::kSingle) {
     const int per_gpu = options.gpu.ranks_per_gpu;
     if (gpu_count == 0) {
-      return Invalid(fmt::format("{} binds each rank to a GPU, but the job has "
-                                 "no GPU on this node; ask for GPUs "
-                                 "(--gpus-per-node) or use --gpu-bind=none",
-                                 GpuBindText(options)));
+      return Invalid(
+          fmt::format("{} binds each rank to a GPU, but the job has "
+                      "no GPU on this node; ask for GPUs "
+                      "(--gpus-per-node) or use --gpu-bind=none",
+                      GpuBindText(options)));
     }
     if (ranks > per_gpu * gpu_count) {
-      return Invalid(fmt::format("{} puts at most {} rank{} on each GPU: {} "
-                                 "ranks need {} GPUs, the job has {} on this "
-                                 "node; ask for more GPUs, run fewer ranks per "
-                                 "node, or use --gpu-bind=single:{}",
-                                 GpuBindText(options), per_gpu,
-                                 per_gpu == 1 ? "" : "s", ranks,
-                                 (ranks + per_gpu - 1) / per_gpu, gpu_count,
-                                 (ranks + gpu_count - 1) / gpu_count));
+      return Invalid(fmt::format(
+          "{} puts at most {} rank{} on each GPU: {} "
+          "ranks need {} GPUs, the job has {} on this "
+          "node; ask for more GPUs, run fewer ranks per "
+          "node, or use --gpu-bind=single:{}",
+          GpuBindText(options), per_gpu, per_gpu == 1 ? "" : "s", ranks,
+          (ranks + per_gpu - 1) / per_gpu, gpu_count, (ranks + gpu_count - 1) / gpu_count));
     }
     for (int r = 0; r < ranks; ++r) {
-      near[static_cast<std::size_t>(r)].push_back(
-          ordered[static_cast<std::size_t>(r / per_gpu)]);
+      near[static_cast<std::size_t>(r)].push_back(ordered[static_cast<std::size_t>(r / per_gpu)]);
     }
   } else if (gpu_count > 0) {
     for (int r = 0; r < ranks; ++r) {
-      std::vector<const Gpu *> &mine = near[static_cast<std::size_t>(r)];
+      std::vector<const Gpu*>& mine = near[static_cast<std::size_t>(r)];
       if (ranks <= gpu_count) {
         const auto [begin, end] = EvenRun(gpu_count, ranks, r);
         mine.assign(ordered.begin() + begin, ordered.begin() + end);
       } else {
         // More ranks than GPUs: consecutive ranks share a GPU.
-        mine.push_back(
-            ordered[static_cast<std::size_t>(r * gpu_count / ranks)]);
+        mine.push_back(ordered[static_cast<std::size_t>(r * gpu_count / ranks)]);
       }
     }
   }
 
-  std::vector<int> usable; // NUMA nodes with cores, ascending
-  for (const NumaNode &node : layout.numa_nodes) {
-    if (!node.cores.empty())
-      usable.push_back(node.os_index);
+  std::vector<int> usable;  // NUMA nodes with cores, ascending
+  for (const NumaNode& node : layout.numa_nodes) {
+    if (!node.cores.empty()) usable.push_back(node.os_index);
   }
 
   std::vector<RankBinding> plan(static_cast<std::size_t>(ranks));
   std::size_t round_robin = 0;
   for (int r = 0; r < ranks; ++r) {
-    RankBinding &rank = plan[static_cast<std::size_t>(r)];
+    RankBinding& rank = plan[static_cast<std::size_t>(r)];
     rank.local_rank = r;
     std::set<int> homes;
-    for (const Gpu *gpu : near[static_cast<std::size_t>(r)]) {
-      if (usable_numa(gpu->numa))
-        homes.insert(gpu->numa);
+    for (const Gpu* gpu : near[static_cast<std::size_t>(r)]) {
+      if (usable_numa(gpu->numa)) homes.insert(gpu->numa);
     }
     // Ranks without a GPU of known locality take NUMA nodes in turn.
-    if (homes.empty() && !usable.empty())
-      homes.insert(usable[round_robin++ % usable.size()]);
+    if (homes.empty() && !usable.empty()) homes.insert(usable[round_robin++ % usable.size()]);
     rank.numa_nodes.assign(homes.begin(), homes.end());
 
     if (options.gpu.kind == GpuBindKind::kNone) {
-      for (const Gpu *gpu : granted)
-        rank.gpus.push_back(gpu->index);
+      for (const Gpu* gpu : granted) rank.gpus.push_back(gpu->index);
     } else {
-      for (const Gpu *gpu : near[static_cast<std::size_t>(r)])
-        rank.gpus.push_back(gpu->index);
+      for (const Gpu* gpu : near[static_cast<std::size_t>(r)]) rank.gpus.push_back(gpu->index);
     }
     std::sort(rank.gpus.begin(), rank.gpus.end());
   }
@@ -316,90 +300,82 @@ PlanBinding(const NodeLayout &layout, const BindingRequest &request) {
   // CPUs: each NUMA node's cores split among the ranks it is home to.
   if (options.cpu != CpuBind::kNone) {
     if (usable.empty()) {
-      return Invalid("the node has no cores on any NUMA node to bind ranks to; "
-                     "use --cpu-bind=none");
+      return Invalid(
+          "the node has no cores on any NUMA node to bind ranks to; "
+          "use --cpu-bind=none");
     }
     std::vector<std::vector<Share>> shares(static_cast<std::size_t>(ranks));
     for (const int numa : usable) {
-      const NumaNode &node = *layout.FindNuma(numa);
+      const NumaNode& node = *layout.FindNuma(numa);
       std::vector<int> here;
-      for (const RankBinding &rank : plan) {
+      for (const RankBinding& rank : plan) {
         if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), numa) !=
             rank.numa_nodes.end()) {
           here.push_back(rank.local_rank);
         }
       }
-      if (here.empty())
-        continue;
+      if (here.empty()) continue;
       const int k = static_cast<int>(here.size());
       const int pus = PuCount(node.cores);
       if (options.cpu == CpuBind::kNuma) {
         for (const int r : here) {
-          shares[static_cast<std::size_t>(r)].push_back(
-              {node.cores, numa, pus, k});
+          shares[static_cast<std::size_t>(r)].push_back({node.cores, numa, pus, k});
         }
         continue;
       }
       if (k > pus) {
-        return Invalid(fmt::format("{} ranks share NUMA node {}, which has {} "
-                                   "hardware thread{}; run fewer ranks per "
-                                   "node or use --cpu-bind=none",
-                                   k, numa, pus, pus == 1 ? "" : "s"));
+        return Invalid(
+            fmt::format("{} ranks share NUMA node {}, which has {} "
+                        "hardware thread{}; run fewer ranks per "
+                        "node or use --cpu-bind=none",
+                        k, numa, pus, pus == 1 ? "" : "s"));
       }
       std::vector<std::vector<Core>> parts = SplitNuma(node, k);
       for (int i = 0; i < k; ++i) {
-        shares[static_cast<std::size_t>(here[static_cast<std::size_t>(i)])]
-            .push_back(
-                {std::move(parts[static_cast<std::size_t>(i)]), numa, pus, k});
+        shares[static_cast<std::size_t>(here[static_cast<std::size_t>(i)])].push_back(
+            {std::move(parts[static_cast<std::size_t>(i)]), numa, pus, k});
       }
     }
-    for (RankBinding &rank : plan) {
+    for (RankBinding& rank : plan) {
       std::vector<Core> cores;
-      for (const Share &share :
-           shares[static_cast<std::size_t>(rank.local_rank)]) {
+      for (const Share& share : shares[static_cast<std::size_t>(rank.local_rank)]) {
         cores.insert(cores.end(), share.cores.begin(), share.cores.end());
       }
       const int have = PuCount(cores);
       if (have < request.cpus_per_task) {
-        const Share &first =
-            shares[static_cast<std::size_t>(rank.local_rank)].front();
+        const Share& first = shares[static_cast<std::size_t>(rank.local_rank)].front();
         return Invalid(fmt::format(
             "--cpus-per-task={} but rank {} gets {} hardware thread{} (NUMA "
             "node {} has {} for {} "
             "rank{}); lower --cpus-per-task or run fewer ranks per node",
-            request.cpus_per_task, rank.local_rank, have, have == 1 ? "" : "s",
-            first.numa, first.numa_pus, first.numa_ranks,
-            first.numa_ranks == 1 ? "" : "s"));
+            request.cpus_per_task, rank.local_rank, have, have == 1 ? "" : "s", first.numa,
+            first.numa_pus, first.numa_ranks, first.numa_ranks == 1 ? "" : "s"));
       }
       if (options.cpu == CpuBind::kThreads) {
         rank.cpus = ThreadsOf(cores, request.cpus_per_task);
       } else {
-        for (const Core &core : cores)
+        for (const Core& core : cores)
           rank.cpus.insert(rank.cpus.end(), core.pus.begin(), core.pus.end());
         std::sort(rank.cpus.begin(), rank.cpus.end());
-        rank.cpus.erase(std::unique(rank.cpus.begin(), rank.cpus.end()),
-                        rank.cpus.end());
+        rank.cpus.erase(std::unique(rank.cpus.begin(), rank.cpus.end()), rank.cpus.end());
       }
     }
   }
 
   // Job-relative GPU numbers: positions among the granted GPUs by index.
   std::vector<int> by_index;
-  for (const Gpu *gpu : granted)
-    by_index.push_back(gpu->index);
+  for (const Gpu* gpu : granted) by_index.push_back(gpu->index);
   std::sort(by_index.begin(), by_index.end());
-  for (RankBinding &rank : plan) {
-    if (options.mem == MemBind::kLocal)
-      rank.mem_numa = rank.numa_nodes;
-    for (const layout::Nic &nic : layout.nics) {
+  for (RankBinding& rank : plan) {
+    if (options.mem == MemBind::kLocal) rank.mem_numa = rank.numa_nodes;
+    for (const layout::Nic& nic : layout.nics) {
       if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), nic.numa) !=
           rank.numa_nodes.end()) {
         rank.nics.push_back(nic.name);
       }
     }
     if (rank.nics.empty()) {
-      for (const layout::Nic &nic : layout.nics)
-        rank.nics.push_back(nic.name);
+      for (const layout::Nic& nic : layout.nics) rank.nics.push_back(nic.name);
     }
     if (!rank.nics.empty()) {
       // "=" makes NCCL match names exactly: mlx5_1 alone would also pick
@@ -409,10 +385,9 @@ PlanBinding(const NodeLayout &layout, const BindingRequest &request) {
     if (!rank.gpus.empty()) {
       std::vector<int> visible = rank.gpus;
       if (options.numbering == GpuNumbering::kJob) {
-        for (int &gpu : visible) {
-          gpu = static_cast<int>(
-              std::lower_bound(by_index.begin(), by_index.end(), gpu) -
-              by_index.begin());
+        for (int& gpu : visible) {
+          gpu = static_cast<int>(std::lower_bound(by_index.begin(), by_index.end(), gpu) -
+                                 by_index.begin());
         }
       }
       rank.cuda_visible_devices = Join(visible);
@@ -421,9 +396,8 @@ PlanBinding(const NodeLayout &layout, const BindingRequest &request) {
   return plan;
 }
 
-absl::Status CheckBinding(const NodeLayout &layout,
-                          const BindingRequest &request) {
+absl::Status CheckBinding(const NodeLayout& layout, const BindingRequest& request) {
   return PlanBinding(layout, request).status();
 }
 
-} // namespace cohort::binding
+}  // namespace cohort::binding

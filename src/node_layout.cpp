@@ -9,75 +9,61 @@
 namespace cohort::layout {
 namespace {
 
-int CountPus(const std::vector<Core> &cores) {
+int CountPus(const std::vector<Core>& cores) {
   int n = 0;
-  for (const Core &core : cores)
-    n += static_cast<int>(core.pus.size());
+  for (const Core& core : cores) n += static_cast<int>(core.pus.size());
   return n;
 }
 
-std::string NumaText(int numa) {
-  return numa < 0 ? "unknown" : std::to_string(numa);
-}
+std::string NumaText(int numa) { return numa < 0 ? "unknown" : std::to_string(numa); }
 
-} // namespace
+}  // namespace
 
 int NodeLayout::PuCount() const {
   int n = CountPus(cores_without_numa);
-  for (const NumaNode &node : numa_nodes)
-    n += CountPus(node.cores);
+  for (const NumaNode& node : numa_nodes) n += CountPus(node.cores);
   return n;
 }
 
 int NodeLayout::CoreCount() const {
   std::size_t n = cores_without_numa.size();
-  for (const NumaNode &node : numa_nodes)
-    n += node.cores.size();
+  for (const NumaNode& node : numa_nodes) n += node.cores.size();
   return static_cast<int>(n);
 }
 
 int NodeLayout::ThreadsPerCore() const {
   std::size_t most = 1;
-  for (const Core &core : cores_without_numa)
-    most = std::max(most, core.pus.size());
-  for (const NumaNode &node : numa_nodes) {
-    for (const Core &core : node.cores)
-      most = std::max(most, core.pus.size());
+  for (const Core& core : cores_without_numa) most = std::max(most, core.pus.size());
+  for (const NumaNode& node : numa_nodes) {
+    for (const Core& core : node.cores) most = std::max(most, core.pus.size());
   }
   return static_cast<int>(most);
 }
 
 std::int64_t NodeLayout::MemoryMb() const {
   std::int64_t total = 0;
-  for (const NumaNode &node : numa_nodes)
-    total += node.memory_mb;
+  for (const NumaNode& node : numa_nodes) total += node.memory_mb;
   return total;
 }
 
-const NumaNode *NodeLayout::FindNuma(int os_index) const {
-  for (const NumaNode &node : numa_nodes) {
-    if (node.os_index == os_index)
-      return &node;
+const NumaNode* NodeLayout::FindNuma(int os_index) const {
+  for (const NumaNode& node : numa_nodes) {
+    if (node.os_index == os_index) return &node;
   }
   return nullptr;
 }
 
-std::vector<std::uint64_t> GpuGroups(const NodeLayout &layout) {
-  if (layout.gpus.size() > 64)
-    return {};
-  std::map<int, std::uint64_t>
-      by_numa; // -1 (unknown) sorts first; moved last below
-  for (const Gpu &gpu : layout.gpus) {
-    if (gpu.index < 0 || gpu.index >= 64)
-      return {};
+std::vector<std::uint64_t> GpuGroups(const NodeLayout& layout) {
+  if (layout.gpus.size() > 64) return {};
+  std::map<int, std::uint64_t> by_numa;  // -1 (unknown) sorts first; moved last below
+  for (const Gpu& gpu : layout.gpus) {
+    if (gpu.index < 0 || gpu.index >= 64) return {};
     by_numa[gpu.numa] |= std::uint64_t{1} << gpu.index;
   }
-  if (by_numa.empty() || (by_numa.size() == 1 && by_numa.begin()->first < 0))
-    return {};
+  if (by_numa.empty() || (by_numa.size() == 1 && by_numa.begin()->first < 0)) return {};
   std::vector<std::uint64_t> groups;
-  for (const auto &[numa, mask] : by_numa) {
-    if (numa >= 0)
-      groups.push_back(mask);
+  for (const auto& [numa, mask] : by_numa) {
+    if (numa >= 0) groups.push_back(mask);
   }
   if (const auto unknown = by_numa.find(-1); unknown != by_numa.end()) {
     groups.push_back(unknown->second);
@@ -89,10 +75,8 @@ std::vector<Gpu> ConfiguredGpus(int count, std::span<const int> numa) {
   std::vector<Gpu> gpus;
   for (int i = 0; i < count; ++i) {
     const std::size_t at = static_cast<std::size_t>(i);
-    gpus.push_back({.index = i,
-                    .name = "config",
-                    .pci_bus_id = {},
-                    .numa = at < numa.size() ? numa[at] : -1});
+    gpus.push_back(
+        {.index = i, .name = "config", .pci_bus_id = {}, .numa = at < numa.size() ? numa[at] : -1});
   }
   return gpus;
 }
@@ -100,24 +84,20 @@ std::vector<Gpu> ConfiguredGpus(int count, std::span<const int> numa) {
 NodeLayout ApproximateLayout(int cpus, std::int64_t memory_mb, int gpus,
                              std::span<const int> gpu_numa) {
   int numa_count = 1;
-  for (const int n : gpu_numa)
-    numa_count = std::max(numa_count, n + 1);
+  for (const int n : gpu_numa) numa_count = std::max(numa_count, n + 1);
   NodeLayout layout;
   layout.sockets = numa_count;
   int next_pu = 0;
   for (int n = 0; n < numa_count; ++n) {
     NumaNode node;
     node.os_index = n;
-    node.memory_mb =
-        memory_mb / numa_count + (n < memory_mb % numa_count ? 1 : 0);
+    node.memory_mb = memory_mb / numa_count + (n < memory_mb % numa_count ? 1 : 0);
     const int cores = cpus / numa_count + (n < cpus % numa_count ? 1 : 0);
-    for (int c = 0; c < cores; ++c)
-      node.cores.push_back(Core{{next_pu++}});
+    for (int c = 0; c < cores; ++c) node.cores.push_back(Core{{next_pu++}});
     layout.numa_nodes.push_back(std::move(node));
   }
   if (gpu_numa.empty()) {
-    const std::vector<int> zeros(static_cast<std::size_t>(std::max(gpus, 0)),
-                                 0);
+    const std::vector<int> zeros(static_cast<std::size_t>(std::max(gpus, 0)), 0);
     layout.gpus = ConfiguredGpus(gpus, zeros);
   } else {
     layout.gpus = ConfiguredGpus(gpus, gpu_numa);
@@ -125,74 +105,63 @@ NodeLayout ApproximateLayout(int cpus, std::int64_t memory_mb, int gpus,
   return layout;
 }
 
-std::string FormatNodeLine(std::string_view name, const NodeLayout &layout) {
+std::string FormatNodeLine(std::string_view name, const NodeLayout& layout) {
   const int sockets = std::max(layout.sockets, 1);
   const int cores = layout.CoreCount();
   std::string line = fmt::format(
       "NodeName={} CPUs={} Sockets={} CoresPerSocket={} ThreadsPerCore={} "
       "MemoryMB={}",
-      name, layout.PuCount(), sockets, std::max(cores / sockets, 1),
-      layout.ThreadsPerCore(), std::max<std::int64_t>(layout.MemoryMb(), 1));
-  if (layout.gpus.empty())
-    return line;
+      name, layout.PuCount(), sockets, std::max(cores / sockets, 1), layout.ThreadsPerCore(),
+      std::max<std::int64_t>(layout.MemoryMb(), 1));
+  if (layout.gpus.empty()) return line;
   line += fmt::format(" Gpus={}", layout.gpus.size());
-  const bool all_known =
-      std::all_of(layout.gpus.begin(), layout.gpus.end(),
-                  [](const Gpu &gpu) { return gpu.numa >= 0; });
+  const bool all_known = std::all_of(layout.gpus.begin(), layout.gpus.end(),
+                                     [](const Gpu& gpu) { return gpu.numa >= 0; });
   if (all_known) {
     std::vector<int> numa;
-    for (const Gpu &gpu : layout.gpus)
-      numa.push_back(gpu.numa);
+    for (const Gpu& gpu : layout.gpus) numa.push_back(gpu.numa);
     line += fmt::format(" GpuNuma={}", fmt::join(numa, ","));
   }
   return line;
 }
 
-std::string DescribeLayout(const NodeLayout &layout) {
+std::string DescribeLayout(const NodeLayout& layout) {
   std::string out;
-  for (const NumaNode &node : layout.numa_nodes) {
+  for (const NumaNode& node : layout.numa_nodes) {
     std::vector<int> pus;
-    for (const Core &core : node.cores)
-      pus.insert(pus.end(), core.pus.begin(), core.pus.end());
+    for (const Core& core : node.cores) pus.insert(pus.end(), core.pus.begin(), core.pus.end());
     std::vector<std::string> gpus;
-    for (const Gpu &gpu : layout.gpus) {
-      if (gpu.numa == node.os_index)
-        gpus.push_back(std::to_string(gpu.index));
+    for (const Gpu& gpu : layout.gpus) {
+      if (gpu.numa == node.os_index) gpus.push_back(std::to_string(gpu.index));
     }
     std::vector<std::string> nics;
-    for (const Nic &nic : layout.nics) {
-      if (nic.numa == node.os_index)
-        nics.push_back(nic.name);
+    for (const Nic& nic : layout.nics) {
+      if (nic.numa == node.os_index) nics.push_back(nic.name);
     }
-    out += fmt::format(
-        "numa {}: {} MB, {} core{}, cpus {}, gpus {}, nics {}\n", node.os_index,
-        node.memory_mb, node.cores.size(), node.cores.size() == 1 ? "" : "s",
-        pus.empty() ? "none" : FormatCpuList(pus),
-        gpus.empty() ? "none" : fmt::format("{}", fmt::join(gpus, ",")),
-        nics.empty() ? "none" : fmt::format("{}", fmt::join(nics, ",")));
+    out += fmt::format("numa {}: {} MB, {} core{}, cpus {}, gpus {}, nics {}\n", node.os_index,
+                       node.memory_mb, node.cores.size(), node.cores.size() == 1 ? "" : "s",
+                       pus.empty() ? "none" : FormatCpuList(pus),
+                       gpus.empty() ? "none" : fmt::format("{}", fmt::join(gpus, ",")),
+                       nics.empty() ? "none" : fmt::format("{}", fmt::join(nics, ",")));
   }
   if (!layout.cores_without_numa.empty()) {
     std::vector<int> pus;
-    for (const Core &core : layout.cores_without_numa) {
+    for (const Core& core : layout.cores_without_numa) {
       pus.insert(pus.end(), core.pus.begin(), core.pus.end());
     }
     out += fmt::format("no numa: {} core{}, cpus {} (not bound to)\n",
                        layout.cores_without_numa.size(),
-                       layout.cores_without_numa.size() == 1 ? "" : "s",
-                       FormatCpuList(pus));
+                       layout.cores_without_numa.size() == 1 ? "" : "s", FormatCpuList(pus));
   }
-  for (const Gpu &gpu : layout.gpus) {
+  for (const Gpu& gpu : layout.gpus) {
     out += fmt::format("gpu {}: {}{} numa {}\n", gpu.index, gpu.name,
-                       gpu.pci_bus_id.empty() ? "" : " pci " + gpu.pci_bus_id,
-                       NumaText(gpu.numa));
+                       gpu.pci_bus_id.empty() ? "" : " pci " + gpu.pci_bus_id, NumaText(gpu.numa));
   }
-  for (const Nic &nic : layout.nics) {
+  for (const Nic& nic : layout.nics) {
     out += fmt::format("nic {}: numa {}\n", nic.name, NumaText(nic.numa));
   }
-  if (layout.gpus.empty())
-    out += "gpus: none\n";
-  if (layout.nics.empty())
-    out += "nics: none\n";
+  if (layout.gpus.empty()) out += "gpus: none\n";
+  if (layout.nics.empty()) out += "nics: none\n";
   return out;
 }
 
@@ -203,15 +172,12 @@ std::string FormatCpuList(std::span<const int> cpus) {
   std::string out;
   for (std::size_t i = 0; i < sorted.size();) {
     std::size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1)
-      ++j;
-    if (!out.empty())
-      out += ',';
-    out += j == i ? std::to_string(sorted[i])
-                  : fmt::format("{}-{}", sorted[i], sorted[j]);
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j == i ? std::to_string(sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
     i = j + 1;
   }
   return out;
 }
 
-} // namespace cohort::layout
+}  // namespace cohort::layout

@@ -147,21 +147,10 @@ absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
                   : spec.tasks_per_node() != 0 ? spec.tasks_per_node()
                                                : 1;
   request.cpus_per_task = spec.cpus_per_task() > 0 ? spec.cpus_per_task() : 1;
-  if (!spec.gpu_bind().empty()) {
-    absl::StatusOr<binding::GpuBind> gpu = binding::ParseGpuBind(spec.gpu_bind());
-    if (!gpu.ok()) return gpu.status();
-    request.options.gpu = *gpu;
-  }
-  if (!spec.cpu_bind().empty()) {
-    absl::StatusOr<binding::CpuBind> cpu = binding::ParseCpuBind(spec.cpu_bind());
-    if (!cpu.ok()) return cpu.status();
-    request.options.cpu = *cpu;
-  }
-  if (!spec.mem_bind().empty()) {
-    absl::StatusOr<binding::MemBind> mem = binding::ParseMemBind(spec.mem_bind());
-    if (!mem.ok()) return mem.status();
-    request.options.mem = *mem;
-  }
+  absl::StatusOr<binding::BindingOptions> options =
+      binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
+  if (!options.ok()) return options.status();
+  request.options = *options;
   return binding::PlanBinding(setup_.layout, request);
 }
 

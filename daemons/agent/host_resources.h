@@ -20,8 +20,7 @@ struct NodeResources {
 
 /// A layout's resources: its hardware threads, memory (at least 1 MB), GPUs
 /// and their locality groups.
-[[nodiscard]] NodeResources
-ResourcesFromLayout(const layout::NodeLayout &layout);
+[[nodiscard]] NodeResources ResourcesFromLayout(const layout::NodeLayout& layout);
 
 /// This host's resources without hwloc: online CPUs (sysconf), physical
 /// memory in MiB, and the number of /dev/nvidia<N> devices. The fallback
@@ -34,4 +33,4 @@ ResourcesFromLayout(const layout::NodeLayout &layout);
 /// nvidiactl, nvidia-uvm or nvidia-caps). Reads /dev.
 [[nodiscard]] std::vector<int> NvidiaDeviceNumbers();
 
-} // namespace cohort::agent
+}  // namespace cohort::agent

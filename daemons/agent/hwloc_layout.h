@@ -19,8 +19,7 @@ namespace cohort::agent {
 /// Reads a topology that hwloc saved (`lstopo-no-graphics --of xml`, hwloc v2
 /// format). For tests and emulation (`--hwloc-xml`). Returns NotFound when
 /// the file does not exist, InvalidArgument when hwloc cannot read it.
-[[nodiscard]] absl::StatusOr<layout::NodeLayout>
-LoadLayoutFromXml(const std::string &path);
+[[nodiscard]] absl::StatusOr<layout::NodeLayout> LoadLayoutFromXml(const std::string& path);
 
 /// Discovers this machine (the CPUs and memory this process may use, as
 /// cgroups allow). Without a GPU that hwloc sees, counts /dev/nvidia<N> as
@@ -28,4 +27,4 @@ LoadLayoutFromXml(const std::string &path);
 /// on the loop. Returns Internal when hwloc fails.
 [[nodiscard]] absl::StatusOr<layout::NodeLayout> DiscoverHostLayout();
 
-} // namespace cohort::agent
+}  // namespace cohort::agent

@@ -71,22 +71,9 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
 
 absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
                                   const config::ClusterConfig& config) {
-  binding::BindingOptions options;
-  if (!spec.gpu_bind().empty()) {
-    absl::StatusOr<binding::GpuBind> gpu = binding::ParseGpuBind(spec.gpu_bind());
-    if (!gpu.ok()) return gpu.status();
-    options.gpu = *gpu;
-  }
-  if (!spec.cpu_bind().empty()) {
-    absl::StatusOr<binding::CpuBind> cpu = binding::ParseCpuBind(spec.cpu_bind());
-    if (!cpu.ok()) return cpu.status();
-    options.cpu = *cpu;
-  }
-  if (!spec.mem_bind().empty()) {
-    absl::StatusOr<binding::MemBind> mem = binding::ParseMemBind(spec.mem_bind());
-    if (!mem.ok()) return mem.status();
-    options.mem = *mem;
-  }
+  absl::StatusOr<binding::BindingOptions> options =
+      binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
+  if (!options.ok()) return options.status();
   const config::PartitionSpec* partition = request.partition.empty()
                                                ? config.DefaultPartition()
                                                : config.FindPartition(request.partition);
@@ -96,7 +83,7 @@ absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& req
   wanted.cpus_per_task = request.cpus_per_task;
   wanted.gpus = request.gpus_per_node >= 64 ? ~std::uint64_t{0}
                                             : (std::uint64_t{1} << request.gpus_per_node) - 1;
-  wanted.options = options;
+  wanted.options = *options;
   // One verdict per kind of node; the job needs one kind that can bind it.
   absl::Status first = absl::OkStatus();
   std::set<std::tuple<int, std::int64_t, int, std::vector<int>>> tried;

@@ -18,30 +18,30 @@
 namespace cohort::binding {
 
 enum class GpuBindKind {
-  kClosest, ///< the granted GPUs split among the ranks, a NUMA node's GPUs
-            ///< together
-  kSingle,  ///< one GPU per rank, `ranks_per_gpu` consecutive ranks on each
-  kNone,    ///< every rank sees all the job's GPUs on the node
+  kClosest,  ///< the granted GPUs split among the ranks, a NUMA node's GPUs
+             ///< together
+  kSingle,   ///< one GPU per rank, `ranks_per_gpu` consecutive ranks on each
+  kNone,     ///< every rank sees all the job's GPUs on the node
 };
 
 struct GpuBind {
   GpuBindKind kind = GpuBindKind::kClosest;
-  int ranks_per_gpu = 1; ///< kSingle only: the N of single:N
+  int ranks_per_gpu = 1;  ///< kSingle only: the N of single:N
 
-  friend bool operator==(const GpuBind &, const GpuBind &) = default;
+  friend bool operator==(const GpuBind&, const GpuBind&) = default;
 };
 
 enum class CpuBind {
-  kCores,   ///< the rank's share of whole cores of its NUMA node(s)
-  kThreads, ///< cpus-per-task hardware threads of that share, one per core
-            ///< first
-  kNuma, ///< every CPU of its NUMA node(s), shared with the other ranks there
-  kNone, ///< not bound
+  kCores,    ///< the rank's share of whole cores of its NUMA node(s)
+  kThreads,  ///< cpus-per-task hardware threads of that share, one per core
+             ///< first
+  kNuma,     ///< every CPU of its NUMA node(s), shared with the other ranks there
+  kNone,     ///< not bound
 };
 
 enum class MemBind {
-  kLocal, ///< memory on the rank's NUMA node(s)
-  kNone,  ///< not bound
+  kLocal,  ///< memory on the rank's NUMA node(s)
+  kNone,   ///< not bound
 };
 
 /// How CUDA_VISIBLE_DEVICES numbers GPUs: by the node's indices (ranks see
@@ -64,33 +64,37 @@ struct BindingOptions {
 [[nodiscard]] absl::StatusOr<CpuBind> ParseCpuBind(std::string_view text);
 [[nodiscard]] absl::StatusOr<MemBind> ParseMemBind(std::string_view text);
 
+/// The three options at once, as a job gives them; an empty value is the
+/// default (closest, cores, local).
+[[nodiscard]] absl::StatusOr<BindingOptions> ParseBindingOptions(std::string_view gpu,
+                                                                 std::string_view cpu,
+                                                                 std::string_view mem);
+
 /// The option values as ParseGpuBind & co. read them: `single:2`, `cores`,
 /// `local`.
-[[nodiscard]] std::string ToString(const GpuBind &bind);
+[[nodiscard]] std::string ToString(const GpuBind& bind);
 [[nodiscard]] std::string_view ToString(CpuBind bind);
 [[nodiscard]] std::string_view ToString(MemBind bind);
 
 /// What one node runs of a job.
 struct BindingRequest {
-  std::uint64_t gpus =
-      0;         ///< the GPUs granted on this node: bit i is GPU index i
-  int ranks = 1; ///< the job's ranks on this node (local ranks 0..ranks-1)
-  int cpus_per_task = 1; ///< CPUs (hardware threads) each rank needs at least
+  std::uint64_t gpus = 0;  ///< the GPUs granted on this node: bit i is GPU index i
+  int ranks = 1;           ///< the job's ranks on this node (local ranks 0..ranks-1)
+  int cpus_per_task = 1;   ///< CPUs (hardware threads) each rank needs at least
   BindingOptions options;
 };
 
 /// One local rank's binding.
 struct RankBinding {
   int local_rank = 0;
-  std::vector<int> gpus;       ///< node GPU indices it uses, ascending
-  std::vector<int> numa_nodes; ///< its NUMA nodes (those of its GPUs),
-                               ///< ascending; empty: none known
-  std::vector<int> cpus;       ///< PU OS indices, ascending; empty: not bound
-  std::vector<int> mem_numa;   ///< NUMA nodes for its memory; empty: not bound
-  std::vector<std::string> nics; ///< its nearest InfiniBand/RoCE adapters
-  std::string
-      cuda_visible_devices; ///< empty: the job has no GPU here; leave it unset
-  std::string nccl_ib_hca;  ///< empty: no adapter known; leave it unset
+  std::vector<int> gpus;             ///< node GPU indices it uses, ascending
+  std::vector<int> numa_nodes;       ///< its NUMA nodes (those of its GPUs),
+                                     ///< ascending; empty: none known
+  std::vector<int> cpus;             ///< PU OS indices, ascending; empty: not bound
+  std::vector<int> mem_numa;         ///< NUMA nodes for its memory; empty: not bound
+  std::vector<std::string> nics;     ///< its nearest InfiniBand/RoCE adapters
+  std::string cuda_visible_devices;  ///< empty: the job has no GPU here; leave it unset
+  std::string nccl_ib_hca;           ///< empty: no adapter known; leave it unset
 };
 
 /// The binding of every local rank, in local rank order. Returns
@@ -99,12 +103,12 @@ struct RankBinding {
 /// lacks) or cannot be bound on this layout (more ranks than single:N allows,
 /// more ranks on a NUMA node than it has hardware threads, cpus-per-task
 /// above a rank's share, binding CPUs of a node without any).
-[[nodiscard]] absl::StatusOr<std::vector<RankBinding>>
-PlanBinding(const layout::NodeLayout &layout, const BindingRequest &request);
+[[nodiscard]] absl::StatusOr<std::vector<RankBinding>> PlanBinding(const layout::NodeLayout& layout,
+                                                                   const BindingRequest& request);
 
 /// PlanBinding's verdict without the plan: what the controller calls at
 /// submit, with the layout of the job's node type.
-[[nodiscard]] absl::Status CheckBinding(const layout::NodeLayout &layout,
-                                        const BindingRequest &request);
+[[nodiscard]] absl::Status CheckBinding(const layout::NodeLayout& layout,
+                                        const BindingRequest& request);
 
-} // namespace cohort::binding
+}  // namespace cohort::binding

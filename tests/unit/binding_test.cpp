@@ -23,18 +23,18 @@ using Ints = std::vector<int>;
 // of core c (counted over the whole node) is PU t * cores + c, so a core's
 // siblings are far apart.
 class LayoutBuilder {
-public:
-  LayoutBuilder &Numa(int count, int cores_each, int threads) {
+ public:
+  LayoutBuilder& Numa(int count, int cores_each, int threads) {
     numa_ = count;
     cores_ = cores_each;
     threads_ = threads;
     return *this;
   }
-  LayoutBuilder &GpuNuma(Ints numa) {
+  LayoutBuilder& GpuNuma(Ints numa) {
     gpu_numa_ = std::move(numa);
     return *this;
   }
-  LayoutBuilder &Nic(std::string name, int numa) {
+  LayoutBuilder& Nic(std::string name, int numa) {
     nics_.push_back({std::move(name), numa});
     return *this;
   }
@@ -46,20 +46,18 @@ public:
       layout::NumaNode node{.os_index = n, .memory_mb = 1000, .cores = {}};
       for (int c = n * cores_; c < (n + 1) * cores_; ++c) {
         Core core;
-        for (int t = 0; t < threads_; ++t)
-          core.pus.push_back(t * total + c);
+        for (int t = 0; t < threads_; ++t) core.pus.push_back(t * total + c);
         std::sort(core.pus.begin(), core.pus.end());
         node.cores.push_back(core);
       }
       layout.numa_nodes.push_back(node);
     }
-    layout.gpus =
-        layout::ConfiguredGpus(static_cast<int>(gpu_numa_.size()), gpu_numa_);
+    layout.gpus = layout::ConfiguredGpus(static_cast<int>(gpu_numa_.size()), gpu_numa_);
     layout.nics = nics_;
     return layout;
   }
 
-private:
+ private:
   int numa_ = 2;
   int cores_ = 8;
   int threads_ = 2;
@@ -80,51 +78,47 @@ NodeLayout SmallDgx() {
       .Build();
 }
 
-std::uint64_t Mask(const Ints &gpus) {
+std::uint64_t Mask(const Ints& gpus) {
   std::uint64_t mask = 0;
-  for (const int g : gpus)
-    mask |= std::uint64_t{1} << g;
+  for (const int g : gpus) mask |= std::uint64_t{1} << g;
   return mask;
 }
 
-BindingRequest Request(std::uint64_t gpus, int ranks,
-                       BindingOptions options = {}) {
+BindingRequest Request(std::uint64_t gpus, int ranks, BindingOptions options = {}) {
   return {.gpus = gpus, .ranks = ranks, .cpus_per_task = 1, .options = options};
 }
 
-std::vector<RankBinding> MustPlan(const NodeLayout &layout,
-                                  const BindingRequest &request) {
+std::vector<RankBinding> MustPlan(const NodeLayout& layout, const BindingRequest& request) {
   absl::StatusOr<std::vector<RankBinding>> plan = PlanBinding(layout, request);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *std::move(plan) : std::vector<RankBinding>{};
 }
 
-std::string Refusal(const NodeLayout &layout, const BindingRequest &request) {
+std::string Refusal(const NodeLayout& layout, const BindingRequest& request) {
   const absl::Status status = CheckBinding(layout, request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   return std::string(status.message());
 }
 
 // The NUMA node of each PU, and the PUs of each core.
-std::map<int, int> NumaOfPu(const NodeLayout &layout) {
+std::map<int, int> NumaOfPu(const NodeLayout& layout) {
   std::map<int, int> numa;
-  for (const auto &node : layout.numa_nodes) {
-    for (const Core &core : node.cores) {
-      for (const int pu : core.pus)
-        numa[pu] = node.os_index;
+  for (const auto& node : layout.numa_nodes) {
+    for (const Core& core : node.cores) {
+      for (const int pu : core.pus) numa[pu] = node.os_index;
     }
   }
   return numa;
 }
 
 // Whole cores of `cpus` (every thread of the core in the set).
-int WholeCores(const NodeLayout &layout, const Ints &cpus) {
+int WholeCores(const NodeLayout& layout, const Ints& cpus) {
   const std::set<int> set(cpus.begin(), cpus.end());
   int whole = 0;
-  for (const auto &node : layout.numa_nodes) {
-    for (const Core &core : node.cores) {
-      whole += std::all_of(core.pus.begin(), core.pus.end(),
-                           [&](int pu) { return set.contains(pu); });
+  for (const auto& node : layout.numa_nodes) {
+    for (const Core& core : node.cores) {
+      whole +=
+          std::all_of(core.pus.begin(), core.pus.end(), [&](int pu) { return set.contains(pu); });
     }
   }
   return whole;
@@ -132,17 +126,16 @@ int WholeCores(const NodeLayout &layout, const Ints &cpus) {
 
 // The invariants of a cores plan: CPUs on the rank's NUMA nodes, none given
 // twice.
-void ExpectDisjointAndLocal(const NodeLayout &layout,
-                            const std::vector<RankBinding> &plan) {
+void ExpectDisjointAndLocal(const NodeLayout& layout, const std::vector<RankBinding>& plan) {
   const std::map<int, int> numa = NumaOfPu(layout);
   std::set<int> seen;
-  for (const RankBinding &rank : plan) {
+  for (const RankBinding& rank : plan) {
     EXPECT_FALSE(rank.cpus.empty()) << "rank " << rank.local_rank;
     for (const int pu : rank.cpus) {
       EXPECT_TRUE(seen.insert(pu).second) << "PU " << pu << " given twice";
       ASSERT_TRUE(numa.contains(pu));
-      EXPECT_TRUE(std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(),
-                            numa.at(pu)) != rank.numa_nodes.end())
+      EXPECT_TRUE(std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), numa.at(pu)) !=
+                  rank.numa_nodes.end())
           << "rank " << rank.local_rank << " PU " << pu;
     }
   }
@@ -154,7 +147,7 @@ TEST(BindingTest, OneRankPerGpuSplitsEachNumaNodeEvenly) {
   const NodeLayout layout = SmallDgx();
   const std::vector<RankBinding> plan = MustPlan(layout, Request(0xff, 8));
   ASSERT_EQ(plan.size(), 8U);
-  for (const RankBinding &rank : plan) {
+  for (const RankBinding& rank : plan) {
     const int r = rank.local_rank;
     EXPECT_EQ(rank.gpus, Ints{r});
     EXPECT_EQ(rank.cuda_visible_devices, std::to_string(r));
@@ -173,8 +166,7 @@ TEST(BindingTest, OneRankPerGpuSplitsEachNumaNodeEvenly) {
 }
 
 TEST(BindingTest, UnevenCoreCountsGiveTheFirstRanksOneMore) {
-  const NodeLayout layout =
-      LayoutBuilder().Numa(1, 8, 1).GpuNuma({0, 0, 0}).Build();
+  const NodeLayout layout = LayoutBuilder().Numa(1, 8, 1).GpuNuma({0, 0, 0}).Build();
   const std::vector<RankBinding> plan = MustPlan(layout, Request(0b111, 3));
   ASSERT_EQ(plan.size(), 3U);
   EXPECT_EQ(plan[0].cpus, (Ints{0, 1, 2}));
@@ -185,8 +177,7 @@ TEST(BindingTest, UnevenCoreCountsGiveTheFirstRanksOneMore) {
 TEST(BindingTest, APartialGrantSplitsTheNumaNodeAmongTheJobsRanks) {
   // GPUs 1 and 2 of NUMA node 0: its 8 cores go to the job's 2 ranks.
   const NodeLayout layout = SmallDgx();
-  const std::vector<RankBinding> plan =
-      MustPlan(layout, Request(Mask({1, 2}), 2));
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({1, 2}), 2));
   ASSERT_EQ(plan.size(), 2U);
   EXPECT_EQ(plan[0].gpus, Ints{1});
   EXPECT_EQ(plan[1].gpus, Ints{2});
@@ -198,8 +189,7 @@ TEST(BindingTest, APartialGrantSplitsTheNumaNodeAmongTheJobsRanks) {
 // --- Hardware threads only after whole cores
 
 TEST(BindingTest, HardwareThreadsAreSplitOnlyWhenCoresRunOut) {
-  const NodeLayout layout =
-      LayoutBuilder().Numa(1, 2, 2).GpuNuma({0, 0, 0, 0}).Build();
+  const NodeLayout layout = LayoutBuilder().Numa(1, 2, 2).GpuNuma({0, 0, 0, 0}).Build();
   // Two ranks: a whole core each (PUs 0,2 and 1,3).
   std::vector<RankBinding> plan = MustPlan(layout, Request(0b11, 2));
   EXPECT_EQ(plan[0].cpus, (Ints{0, 2}));
@@ -213,14 +203,12 @@ TEST(BindingTest, HardwareThreadsAreSplitOnlyWhenCoresRunOut) {
   ExpectDisjointAndLocal(layout, plan);
   // Four: one thread each.
   plan = MustPlan(layout, Request(0b1111, 4));
-  for (const RankBinding &rank : plan)
-    EXPECT_EQ(rank.cpus.size(), 1U);
+  for (const RankBinding& rank : plan) EXPECT_EQ(rank.cpus.size(), 1U);
   ExpectDisjointAndLocal(layout, plan);
 }
 
 TEST(BindingTest, CpuBindThreadsTakesOneThreadPerCoreFirst) {
-  const NodeLayout layout =
-      LayoutBuilder().Numa(1, 4, 2).GpuNuma({0, 0}).Build();
+  const NodeLayout layout = LayoutBuilder().Numa(1, 4, 2).GpuNuma({0, 0}).Build();
   BindingOptions options;
   options.cpu = CpuBind::kThreads;
   BindingRequest request = Request(0b11, 2, options);
@@ -237,17 +225,16 @@ TEST(BindingTest, CpuBindThreadsTakesOneThreadPerCoreFirst) {
 // --- cpus-per-task
 
 TEST(BindingTest, CpusPerTaskIsTheLeastARankGets) {
-  const NodeLayout layout =
-      SmallDgx(); // 16 threads per NUMA node, 4 ranks on each
+  const NodeLayout layout = SmallDgx();  // 16 threads per NUMA node, 4 ranks on each
   BindingRequest request = Request(0xff, 8);
   request.cpus_per_task = 4;
-  for (const RankBinding &rank : MustPlan(layout, request))
-    EXPECT_EQ(rank.cpus.size(), 4U);
+  for (const RankBinding& rank : MustPlan(layout, request)) EXPECT_EQ(rank.cpus.size(), 4U);
   request.cpus_per_task = 5;
   const std::string why = Refusal(layout, request);
-  EXPECT_EQ(why, "--cpus-per-task=5 but rank 0 gets 4 hardware threads (NUMA "
-                 "node 0 has 16 for 4 "
-                 "ranks); lower --cpus-per-task or run fewer ranks per node");
+  EXPECT_EQ(why,
+            "--cpus-per-task=5 but rank 0 gets 4 hardware threads (NUMA "
+            "node 0 has 16 for 4 "
+            "ranks); lower --cpus-per-task or run fewer ranks per node");
 }
 
 TEST(BindingTest, CpusPerTaskAboveTheNumaNodeIsRefused) {
@@ -256,17 +243,14 @@ TEST(BindingTest, CpusPerTaskAboveTheNumaNodeIsRefused) {
   request.cpus_per_task = 16;
   EXPECT_EQ(MustPlan(layout, request)[0].cpus.size(), 16U);
   request.cpus_per_task = 17;
-  EXPECT_NE(Refusal(layout, request).find("NUMA node 0 has 16 for 1 rank)"),
-            std::string::npos);
+  EXPECT_NE(Refusal(layout, request).find("NUMA node 0 has 16 for 1 rank)"), std::string::npos);
   // With --cpu-bind=numa the rank has its whole NUMA node, still 16.
   request.options.cpu = CpuBind::kNuma;
-  EXPECT_NE(Refusal(layout, request).find("gets 16 hardware threads"),
-            std::string::npos);
+  EXPECT_NE(Refusal(layout, request).find("gets 16 hardware threads"), std::string::npos);
 }
 
 TEST(BindingTest, MoreRanksThanHardwareThreadsOnANumaNodeAreRefused) {
-  const NodeLayout layout =
-      LayoutBuilder().Numa(1, 2, 1).GpuNuma({0, 0, 0}).Build();
+  const NodeLayout layout = LayoutBuilder().Numa(1, 2, 1).GpuNuma({0, 0, 0}).Build();
   EXPECT_EQ(Refusal(layout, Request(0b111, 3)),
             "3 ranks share NUMA node 0, which has 2 hardware threads; run "
             "fewer ranks per node or "
@@ -289,8 +273,7 @@ TEST(BindingTest, ClosestGivesEachRankAShareOfTheGpusOnOneNumaNode) {
 }
 
 TEST(BindingTest, ClosestKeepsInterleavedGpusWithTheirNumaNode) {
-  const NodeLayout layout =
-      LayoutBuilder().Numa(2, 4, 1).GpuNuma({0, 1, 0, 1}).Build();
+  const NodeLayout layout = LayoutBuilder().Numa(2, 4, 1).GpuNuma({0, 1, 0, 1}).Build();
   const std::vector<RankBinding> plan = MustPlan(layout, Request(0b1111, 2));
   EXPECT_EQ(plan[0].gpus, (Ints{0, 2}));
   EXPECT_EQ(plan[1].gpus, (Ints{1, 3}));
@@ -300,8 +283,7 @@ TEST(BindingTest, ClosestKeepsInterleavedGpusWithTheirNumaNode) {
 
 TEST(BindingTest, ClosestWithMoreRanksThanGpusLetsNeighboursShare) {
   const NodeLayout layout = SmallDgx();
-  const std::vector<RankBinding> plan =
-      MustPlan(layout, Request(Mask({0, 4}), 4));
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({0, 4}), 4));
   EXPECT_EQ(plan[0].gpus, Ints{0});
   EXPECT_EQ(plan[1].gpus, Ints{0});
   EXPECT_EQ(plan[2].gpus, Ints{4});
@@ -313,8 +295,7 @@ TEST(BindingTest, SingleBindsNRanksToEachGpu) {
   const NodeLayout layout = SmallDgx();
   BindingOptions options;
   options.gpu = GpuBind{GpuBindKind::kSingle, 2};
-  const std::vector<RankBinding> plan =
-      MustPlan(layout, Request(Mask({0, 5}), 4, options));
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({0, 5}), 4, options));
   EXPECT_EQ(plan[0].cuda_visible_devices, "0");
   EXPECT_EQ(plan[1].cuda_visible_devices, "0");
   EXPECT_EQ(plan[2].cuda_visible_devices, "5");
@@ -323,8 +304,7 @@ TEST(BindingTest, SingleBindsNRanksToEachGpu) {
   ExpectDisjointAndLocal(layout, plan);
   // single:1 never gives a rank two GPUs, unlike closest.
   options.gpu.ranks_per_gpu = 1;
-  const std::vector<RankBinding> one =
-      MustPlan(layout, Request(0xff, 2, options));
+  const std::vector<RankBinding> one = MustPlan(layout, Request(0xff, 2, options));
   EXPECT_EQ(one[0].gpus, Ints{0});
   EXPECT_EQ(one[1].gpus, Ints{1});
 }
@@ -333,12 +313,11 @@ TEST(BindingTest, SingleRefusesMoreRanksThanItsGpusTake) {
   const NodeLayout layout = SmallDgx();
   BindingOptions options;
   options.gpu = GpuBind{GpuBindKind::kSingle, 1};
-  EXPECT_EQ(
-      Refusal(layout, Request(0xff, 9, options)),
-      "--gpu-bind=single:1 puts at most 1 rank on each GPU: 9 ranks need 9 "
-      "GPUs, the job "
-      "has 8 on this node; ask for more GPUs, run fewer ranks per node, or use "
-      "--gpu-bind=single:2");
+  EXPECT_EQ(Refusal(layout, Request(0xff, 9, options)),
+            "--gpu-bind=single:1 puts at most 1 rank on each GPU: 9 ranks need 9 "
+            "GPUs, the job "
+            "has 8 on this node; ask for more GPUs, run fewer ranks per node, or use "
+            "--gpu-bind=single:2");
   EXPECT_EQ(Refusal(layout, Request(0, 1, options)),
             "--gpu-bind=single:1 binds each rank to a GPU, but the job has no "
             "GPU on this node; "
@@ -349,9 +328,8 @@ TEST(BindingTest, NoneShowsEveryRankAllTheJobsGpus) {
   const NodeLayout layout = SmallDgx();
   BindingOptions options;
   options.gpu = GpuBind{GpuBindKind::kNone, 1};
-  const std::vector<RankBinding> plan =
-      MustPlan(layout, Request(Mask({3, 4}), 2, options));
-  for (const RankBinding &rank : plan) {
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({3, 4}), 2, options));
+  for (const RankBinding& rank : plan) {
     EXPECT_EQ(rank.gpus, (Ints{3, 4}));
     EXPECT_EQ(rank.cuda_visible_devices, "3,4");
   }
@@ -364,14 +342,12 @@ TEST(BindingTest, JobNumberingCountsTheJobsGpusFromZero) {
   const NodeLayout layout = SmallDgx();
   BindingOptions options;
   options.numbering = GpuNumbering::kJob;
-  const std::vector<RankBinding> plan =
-      MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options));
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options));
   EXPECT_EQ(plan[0].gpus, (Ints{4, 5}));
   EXPECT_EQ(plan[0].cuda_visible_devices, "0,1");
   EXPECT_EQ(plan[1].cuda_visible_devices, "2,3");
   options.gpu.kind = GpuBindKind::kNone;
-  EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options))[1]
-                .cuda_visible_devices,
+  EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options))[1].cuda_visible_devices,
             "0,1,2,3");
 }
 
@@ -385,7 +361,7 @@ TEST(BindingTest, RanksWithoutGpusTakeNumaNodesInTurn) {
   EXPECT_EQ(plan[1].numa_nodes, Ints{1});
   EXPECT_EQ(plan[2].numa_nodes, Ints{0});
   EXPECT_EQ(plan[3].numa_nodes, Ints{1});
-  for (const RankBinding &rank : plan) {
+  for (const RankBinding& rank : plan) {
     EXPECT_TRUE(rank.gpus.empty());
     EXPECT_EQ(rank.cuda_visible_devices, "");
     EXPECT_EQ(rank.cpus.size(), 8U);
@@ -394,8 +370,7 @@ TEST(BindingTest, RanksWithoutGpusTakeNumaNodesInTurn) {
 }
 
 TEST(BindingTest, GpusOfUnknownLocalitySpreadLikeRanksWithoutGpus) {
-  const NodeLayout layout =
-      LayoutBuilder().Numa(2, 4, 1).GpuNuma({-1, -1}).Build();
+  const NodeLayout layout = LayoutBuilder().Numa(2, 4, 1).GpuNuma({-1, -1}).Build();
   const std::vector<RankBinding> plan = MustPlan(layout, Request(0b11, 2));
   EXPECT_EQ(plan[0].gpus, Ints{0});
   EXPECT_EQ(plan[0].numa_nodes, Ints{0});
@@ -421,12 +396,8 @@ TEST(BindingTest, NumaAndNoneBindings) {
 }
 
 TEST(BindingTest, RanksFarFromEveryNicGetThemAll) {
-  const NodeLayout layout = LayoutBuilder()
-                                .Numa(2, 2, 1)
-                                .GpuNuma({0, 1})
-                                .Nic("mlx5_0", 0)
-                                .Nic("mlx5_1", -1)
-                                .Build();
+  const NodeLayout layout =
+      LayoutBuilder().Numa(2, 2, 1).GpuNuma({0, 1}).Nic("mlx5_0", 0).Nic("mlx5_1", -1).Build();
   const std::vector<RankBinding> plan = MustPlan(layout, Request(0b11, 2));
   EXPECT_EQ(plan[0].nccl_ib_hca, "=mlx5_0");
   EXPECT_EQ(plan[1].nccl_ib_hca, "=mlx5_0,mlx5_1");
@@ -444,8 +415,7 @@ TEST(BindingTest, MalformedRequestsAreRefused) {
             "the job has 0 ranks on this node; a node runs at least 1");
   BindingRequest request = Request(0, 1);
   request.cpus_per_task = 0;
-  EXPECT_EQ(Refusal(layout, request),
-            "--cpus-per-task=0; a rank needs at least 1 CPU");
+  EXPECT_EQ(Refusal(layout, request), "--cpus-per-task=0; a rank needs at least 1 CPU");
   NodeLayout empty;
   empty.numa_nodes.push_back({.os_index = 0, .memory_mb = 10, .cores = {}});
   EXPECT_EQ(Refusal(empty, Request(0, 1)),
@@ -473,8 +443,7 @@ TEST(BindingTest, ParsesTheThreeOptions) {
 TEST(BindingTest, OptionErrorsSayWhatIsAllowed) {
   EXPECT_EQ(ParseGpuBind("foo").status().message(),
             "--gpu-bind: 'foo' is not closest, single:N or none");
-  for (const char *bad :
-       {"single:", "single:0", "single:x", "single:2x", "single:-1"}) {
+  for (const char* bad : {"single:", "single:0", "single:x", "single:2x", "single:-1"}) {
     EXPECT_EQ(ParseGpuBind(bad).status().message(),
               std::string("--gpu-bind: '") + bad +
                   "': N of single:N is the ranks per GPU, a whole number of at "
@@ -482,9 +451,8 @@ TEST(BindingTest, OptionErrorsSayWhatIsAllowed) {
   }
   EXPECT_EQ(ParseCpuBind("sockets").status().message(),
             "--cpu-bind: 'sockets' is not cores, threads, numa or none");
-  EXPECT_EQ(ParseMemBind("").status().message(),
-            "--mem-bind: '' is not local or none");
+  EXPECT_EQ(ParseMemBind("").status().message(), "--mem-bind: '' is not local or none");
 }
 
-} // namespace
-} // namespace cohort::binding
+}  // namespace
+}  // namespace cohort::binding

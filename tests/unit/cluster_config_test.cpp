@@ -26,50 +26,43 @@ constexpr std::string_view kFile = "/etc/cohort/cohort.conf";
 
 // Serves `files` by absolute path, as the shell's loader serves the disk.
 FileLoader MapLoader(std::map<std::string, std::string> files) {
-  return [files = std::move(files)](
-             const std::string &path) -> absl::StatusOr<std::string> {
+  return [files = std::move(files)](const std::string& path) -> absl::StatusOr<std::string> {
     const auto it = files.find(path);
-    if (it == files.end())
-      return absl::NotFoundError("no such file");
+    if (it == files.end()) return absl::NotFoundError("no such file");
     return it->second;
   };
 }
 
-ConfigResult Parse(std::string_view text,
-                   std::map<std::string, std::string> files = {}) {
+ConfigResult Parse(std::string_view text, std::map<std::string, std::string> files = {}) {
   return ParseClusterConfig(text, kFile, MapLoader(std::move(files)));
 }
 
 // Parses text that must be clean: no errors, no warnings.
-ClusterConfig MustParse(std::string_view text,
-                        std::map<std::string, std::string> files = {}) {
+ClusterConfig MustParse(std::string_view text, std::map<std::string, std::string> files = {}) {
   ConfigResult result = Parse(text, std::move(files));
   EXPECT_TRUE(result.diagnostics.All().empty()) << result.diagnostics.Format();
   return result.config;
 }
 
-std::vector<Diagnostic> Errors(const ConfigResult &result) {
+std::vector<Diagnostic> Errors(const ConfigResult& result) {
   std::vector<Diagnostic> errors;
-  for (const Diagnostic &d : result.diagnostics.All()) {
-    if (d.severity == Severity::kError)
-      errors.push_back(d);
+  for (const Diagnostic& d : result.diagnostics.All()) {
+    if (d.severity == Severity::kError) errors.push_back(d);
   }
   return errors;
 }
 
 // The only error of `text`; fails the test unless there is exactly one.
-Diagnostic OnlyError(std::string_view text,
-                     std::map<std::string, std::string> files = {}) {
+Diagnostic OnlyError(std::string_view text, std::map<std::string, std::string> files = {}) {
   const ConfigResult result = Parse(text, std::move(files));
   const std::vector<Diagnostic> errors = Errors(result);
   EXPECT_EQ(errors.size(), 1U) << result.diagnostics.Format();
   return errors.empty() ? Diagnostic{} : errors.front();
 }
 
-Names NodeNames(const ClusterConfig &config) {
+Names NodeNames(const ClusterConfig& config) {
   Names names;
-  for (const NodeSpec &node : config.nodes)
-    names.push_back(node.name);
+  for (const NodeSpec& node : config.nodes) names.push_back(node.name);
   return names;
 }
 
@@ -111,16 +104,15 @@ TEST(ClusterConfigTest, FullFileGlobals) {
 
 TEST(ClusterConfigTest, FullFileNodesTakeDefaultsAndOwnValues) {
   const ClusterConfig config = MustParse(kFullConfig);
-  EXPECT_EQ(NodeNames(config),
-            (Names{"gpu001", "gpu002", "gpu003", "gpu004", "cpu1", "cpu2"}));
-  const NodeSpec &gpu = config.nodes[2];
+  EXPECT_EQ(NodeNames(config), (Names{"gpu001", "gpu002", "gpu003", "gpu004", "cpu1", "cpu2"}));
+  const NodeSpec& gpu = config.nodes[2];
   EXPECT_EQ(gpu.cpus, 64);
   EXPECT_EQ(gpu.memory_mb, 512000);
   EXPECT_EQ(gpu.gpus, 8);
   EXPECT_EQ(gpu.features, (Names{"h100", "ib"}));
   EXPECT_EQ(gpu.defined_at.file, kFile);
   EXPECT_EQ(gpu.defined_at.line, 11);
-  const NodeSpec &cpu = config.nodes[5];
+  const NodeSpec& cpu = config.nodes[5];
   EXPECT_EQ(cpu.cpus, 128);
   EXPECT_EQ(cpu.memory_mb, 256000);
   EXPECT_EQ(cpu.gpus, 0);
@@ -130,20 +122,20 @@ TEST(ClusterConfigTest, FullFileNodesTakeDefaultsAndOwnValues) {
 TEST(ClusterConfigTest, FullFilePartitions) {
   const ClusterConfig config = MustParse(kFullConfig);
   ASSERT_EQ(config.partitions.size(), 2U);
-  const PartitionSpec &gpu = config.partitions[0];
+  const PartitionSpec& gpu = config.partitions[0];
   EXPECT_EQ(gpu.name, "gpu");
   EXPECT_EQ(gpu.nodes, (Names{"gpu001", "gpu002", "gpu003", "gpu004"}));
   EXPECT_TRUE(gpu.is_default);
-  EXPECT_EQ(gpu.max_time, days(1)); // from PartitionName=DEFAULT
+  EXPECT_EQ(gpu.max_time, days(1));  // from PartitionName=DEFAULT
   EXPECT_EQ(gpu.default_time, hours(1));
   EXPECT_EQ(gpu.max_nodes, 4);
   EXPECT_EQ(gpu.priority_tier, 2);
   EXPECT_EQ(gpu.allow_accounts, (Names{"ml", "vision"}));
   EXPECT_EQ(gpu.defined_at.line, 14);
 
-  const PartitionSpec &any = config.partitions[1];
+  const PartitionSpec& any = config.partitions[1];
   EXPECT_EQ(any.name, "any");
-  EXPECT_EQ(any.nodes, NodeNames(config)); // Nodes=ALL, in configuration order
+  EXPECT_EQ(any.nodes, NodeNames(config));  // Nodes=ALL, in configuration order
   EXPECT_FALSE(any.is_default);
   EXPECT_EQ(any.max_time, kUnlimited);
   EXPECT_FALSE(any.default_time.has_value());
@@ -153,8 +145,7 @@ TEST(ClusterConfigTest, FullFilePartitions) {
 }
 
 TEST(ClusterConfigTest, UnsetGlobalsKeepTheirDefaults) {
-  const ClusterConfig config =
-      MustParse("NodeName=n1\nPartitionName=p Nodes=n1\n");
+  const ClusterConfig config = MustParse("NodeName=n1\nPartitionName=p Nodes=n1\n");
   const ClusterConfig defaults;
   EXPECT_EQ(config.cluster_name, defaults.cluster_name);
   EXPECT_EQ(config.controller_port, defaults.controller_port);
@@ -168,12 +159,13 @@ TEST(ClusterConfigTest, UnsetGlobalsKeepTheirDefaults) {
 }
 
 TEST(ClusterConfigTest, NodeDefaultsApplyToLaterLinesOnly) {
-  const ClusterConfig config = MustParse("NodeName=a1 Gpus=2\n"
-                                         "NodeName=DEFAULT Gpus=4 CPUs=32\n"
-                                         "NodeName=b1\n"
-                                         "NodeName=default Gpus=8\n"
-                                         "NodeName=c1 RealMemory=1000\n"
-                                         "PartitionName=p Nodes=ALL\n");
+  const ClusterConfig config = MustParse(
+      "NodeName=a1 Gpus=2\n"
+      "NodeName=DEFAULT Gpus=4 CPUs=32\n"
+      "NodeName=b1\n"
+      "NodeName=default Gpus=8\n"
+      "NodeName=c1 RealMemory=1000\n"
+      "PartitionName=p Nodes=ALL\n");
   ASSERT_EQ(NodeNames(config), (Names{"a1", "b1", "c1"}));
   EXPECT_EQ(config.nodes[0].gpus, 2);
   EXPECT_EQ(config.nodes[0].cpus, 1);
@@ -185,13 +177,13 @@ TEST(ClusterConfigTest, NodeDefaultsApplyToLaterLinesOnly) {
 }
 
 TEST(ClusterConfigTest, PartitionDefaultsIncludingNodesAll) {
-  const ClusterConfig config =
-      MustParse("NodeName=n[1-3]\n"
-                "PartitionName=DEFAULT Nodes=ALL MaxTime=2:00:00 MaxNodes=2\n"
-                "PartitionName=short Default=YES\n"
-                "PartitionName=long MaxTime=UNLIMITED MaxNodes=UNLIMITED "
-                "AllowAccounts=ALL\n"
-                "PartitionName=two Nodes=n[1-2]\n");
+  const ClusterConfig config = MustParse(
+      "NodeName=n[1-3]\n"
+      "PartitionName=DEFAULT Nodes=ALL MaxTime=2:00:00 MaxNodes=2\n"
+      "PartitionName=short Default=YES\n"
+      "PartitionName=long MaxTime=UNLIMITED MaxNodes=UNLIMITED "
+      "AllowAccounts=ALL\n"
+      "PartitionName=two Nodes=n[1-2]\n");
   ASSERT_EQ(config.partitions.size(), 3U);
   EXPECT_EQ(config.partitions[0].nodes, (Names{"n1", "n2", "n3"}));
   EXPECT_EQ(config.partitions[0].max_time, hours(2));
@@ -224,12 +216,12 @@ TEST(ClusterConfigTest, KeysAreCaseInsensitive) {
 }
 
 TEST(ClusterConfigTest, CommentsAnywhere) {
-  const ClusterConfig config =
-      MustParse("# a whole-line comment\n"
-                "   # an indented one\n"
-                "ClusterName=lab# no space needed\n"
-                "NodeName=n1 CPUs=4 # Gpus=8 is commented out\n"
-                "PartitionName=p Nodes=ALL\n");
+  const ClusterConfig config = MustParse(
+      "# a whole-line comment\n"
+      "   # an indented one\n"
+      "ClusterName=lab# no space needed\n"
+      "NodeName=n1 CPUs=4 # Gpus=8 is commented out\n"
+      "PartitionName=p Nodes=ALL\n");
   EXPECT_EQ(config.cluster_name, "lab");
   ASSERT_EQ(config.nodes.size(), 1U);
   EXPECT_EQ(config.nodes[0].cpus, 4);
@@ -237,28 +229,31 @@ TEST(ClusterConfigTest, CommentsAnywhere) {
 }
 
 TEST(ClusterConfigTest, BackslashContinuesTheLine) {
-  const ClusterConfig config = MustParse("NodeName=n[1-2] \\\n"
-                                         "    CPUs=16 \\  \n"
-                                         "    Gpus=4\n"
-                                         "PartitionName=p Nodes=ALL\n");
+  const ClusterConfig config = MustParse(
+      "NodeName=n[1-2] \\\n"
+      "    CPUs=16 \\  \n"
+      "    Gpus=4\n"
+      "PartitionName=p Nodes=ALL\n");
   ASSERT_EQ(config.nodes.size(), 2U);
   EXPECT_EQ(config.nodes[0].cpus, 16);
   EXPECT_EQ(config.nodes[0].gpus, 4);
 }
 
 TEST(ClusterConfigTest, ErrorOnAContinuationLineHasItsOwnPosition) {
-  const Diagnostic error = OnlyError("NodeName=n1\n"
-                                     "NodeName=n2 \\\n"
-                                     "    Gpus=x\n");
+  const Diagnostic error = OnlyError(
+      "NodeName=n1\n"
+      "NodeName=n2 \\\n"
+      "    Gpus=x\n");
   EXPECT_EQ(error.where.line, 3);
   EXPECT_EQ(error.where.column, 10);
 }
 
 TEST(ClusterConfigTest, QuotedValues) {
-  const ClusterConfig config = MustParse("ClusterName=\"my # cluster\"\n"
-                                         "StateDir=\"/var/lib/co hort\"\n"
-                                         "NodeName=n1 Features=\"a,b\"\n"
-                                         "PartitionName=p Nodes=ALL\n");
+  const ClusterConfig config = MustParse(
+      "ClusterName=\"my # cluster\"\n"
+      "StateDir=\"/var/lib/co hort\"\n"
+      "NodeName=n1 Features=\"a,b\"\n"
+      "PartitionName=p Nodes=ALL\n");
   EXPECT_EQ(config.cluster_name, "my # cluster");
   EXPECT_EQ(config.state_dir, "/var/lib/co hort");
   ASSERT_EQ(config.nodes.size(), 1U);
@@ -266,8 +261,7 @@ TEST(ClusterConfigTest, QuotedValues) {
 }
 
 TEST(ClusterConfigTest, FeaturesDropEmptyItems) {
-  const ClusterConfig config =
-      MustParse("NodeName=n1 Features=a,,b,\nPartitionName=p Nodes=n1\n");
+  const ClusterConfig config = MustParse("NodeName=n1 Features=a,,b,\nPartitionName=p Nodes=n1\n");
   ASSERT_EQ(config.nodes.size(), 1U);
   EXPECT_EQ(config.nodes[0].features, (Names{"a", "b"}));
 }
@@ -276,13 +270,11 @@ TEST(ClusterConfigTest, FeaturesDropEmptyItems) {
 // -----------------------------------------------------------------------
 
 TEST(ClusterConfigTest, IncludeIsRelativeToTheIncludingFile) {
-  const ClusterConfig config =
-      MustParse("Include=conf.d/nodes.conf\n"
-                "PartitionName=p Nodes=ALL\n",
-                {{"/etc/cohort/conf.d/nodes.conf",
-                  "NodeName=a[1-2]\nInclude=more.conf\n"},
-                 {"/etc/cohort/conf.d/more.conf",
-                  "NodeName=b1\nTopologyFile=topology.conf\n"}});
+  const ClusterConfig config = MustParse(
+      "Include=conf.d/nodes.conf\n"
+      "PartitionName=p Nodes=ALL\n",
+      {{"/etc/cohort/conf.d/nodes.conf", "NodeName=a[1-2]\nInclude=more.conf\n"},
+       {"/etc/cohort/conf.d/more.conf", "NodeName=b1\nTopologyFile=topology.conf\n"}});
   EXPECT_EQ(NodeNames(config), (Names{"a1", "a2", "b1"}));
   EXPECT_EQ(config.nodes[2].defined_at.file, "/etc/cohort/conf.d/more.conf");
   EXPECT_EQ(config.nodes[2].defined_at.line, 1);
@@ -290,16 +282,14 @@ TEST(ClusterConfigTest, IncludeIsRelativeToTheIncludingFile) {
 }
 
 TEST(ClusterConfigTest, IncludeOfAnAbsolutePath) {
-  const ClusterConfig config =
-      MustParse("Include=/srv/nodes.conf\nPartitionName=p Nodes=ALL\n",
-                {{"/srv/nodes.conf", "NodeName=n1"}});
+  const ClusterConfig config = MustParse("Include=/srv/nodes.conf\nPartitionName=p Nodes=ALL\n",
+                                         {{"/srv/nodes.conf", "NodeName=n1"}});
   EXPECT_EQ(NodeNames(config), (Names{"n1"}));
 }
 
 TEST(ClusterConfigTest, ErrorsInAnIncludedFileNameThatFile) {
-  const Diagnostic error =
-      OnlyError("NodeName=n1\nInclude=nodes.conf\n",
-                {{"/etc/cohort/nodes.conf", "# nodes\nNodeName=n2 CPUs=0\n"}});
+  const Diagnostic error = OnlyError("NodeName=n1\nInclude=nodes.conf\n",
+                                     {{"/etc/cohort/nodes.conf", "# nodes\nNodeName=n2 CPUs=0\n"}});
   EXPECT_EQ(error.where.file, "/etc/cohort/nodes.conf");
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 18);
@@ -310,8 +300,7 @@ TEST(ClusterConfigTest, MissingInclude) {
   EXPECT_EQ(error.where.file, kFile);
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 9);
-  EXPECT_EQ(error.message,
-            "cannot include \"/etc/cohort/missing.conf\": no such file");
+  EXPECT_EQ(error.message, "cannot include \"/etc/cohort/missing.conf\": no such file");
   EXPECT_EQ(error.hint, "paths are relative to the including file");
 }
 
@@ -376,8 +365,7 @@ TEST(ClusterConfigErrorTest, LineKeyInTheMiddleOfALine) {
 }
 
 TEST(ClusterConfigErrorTest, UnknownPartitionKey) {
-  const Diagnostic error =
-      OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTme=60\n");
+  const Diagnostic error = OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTme=60\n");
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 27);
   EXPECT_EQ(error.message, "unknown key \"MaxTme\" in a PartitionName line");
@@ -408,53 +396,44 @@ TEST(ClusterConfigErrorTest, IntegerRanges) {
             "ControllerPort 70000 is not a TCP port");
   EXPECT_EQ(OnlyError("NodeName=n1\nNodeName=n2 Gpus=65\n").message,
             "Gpus=65 is more than 64 per node");
-  EXPECT_EQ(OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL Default=maybe\n")
-                .message,
+  EXPECT_EQ(OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL Default=maybe\n").message,
             "Default must be YES or NO, found \"maybe\"");
 }
 
 TEST(ClusterConfigErrorTest, BadGpusAfterAnotherNumberIsOneError) {
   // The GPU range check must not judge the number left over from MemoryMB=.
-  const Diagnostic error =
-      OnlyError("NodeName=n1\nNodeName=n2 MemoryMB=512000 Gpus=x\n");
+  const Diagnostic error = OnlyError("NodeName=n1\nNodeName=n2 MemoryMB=512000 Gpus=x\n");
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 34);
   EXPECT_EQ(error.message, "Gpus must be a non-negative integer, found \"x\"");
 }
 
 TEST(ClusterConfigErrorTest, BadTime) {
-  const Diagnostic error =
-      OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTime=1:2:3:4\n");
+  const Diagnostic error = OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL MaxTime=1:2:3:4\n");
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 35);
-  EXPECT_TRUE(Contains(error.message, "MaxTime: time \"1:2:3:4\""))
-      << error.message;
+  EXPECT_TRUE(Contains(error.message, "MaxTime: time \"1:2:3:4\"")) << error.message;
   EXPECT_TRUE(Contains(error.message, "D-HH:MM:SS")) << error.message;
   EXPECT_EQ(error.hint, "for example MaxTime=2-00:00:00");
 }
 
 TEST(ClusterConfigErrorTest, BadHostlistPointsAtTheFaultyCharacter) {
   // gpu[3-1]: the range starts at the 5th character of the value.
-  const Diagnostic backwards =
-      OnlyError("NodeName=n1\nNodeName=gpu[3-1] CPUs=4\n");
+  const Diagnostic backwards = OnlyError("NodeName=n1\nNodeName=gpu[3-1] CPUs=4\n");
   EXPECT_EQ(backwards.where.line, 2);
   EXPECT_EQ(backwards.where.column, 14);
-  EXPECT_TRUE(Contains(backwards.message, "runs backwards"))
-      << backwards.message;
-  EXPECT_EQ(backwards.hint,
-            "hostlists look like gpu[001-064] or a[1,3,5-7],b2");
+  EXPECT_TRUE(Contains(backwards.message, "runs backwards")) << backwards.message;
+  EXPECT_EQ(backwards.hint, "hostlists look like gpu[001-064] or a[1,3,5-7],b2");
 
   // n[1-2]]: the stray ']' is the 7th character of Nodes=.
-  const Diagnostic stray =
-      OnlyError("NodeName=n[1-2]\nPartitionName=p Nodes=n[1-2]]\n");
+  const Diagnostic stray = OnlyError("NodeName=n[1-2]\nPartitionName=p Nodes=n[1-2]]\n");
   EXPECT_EQ(stray.where.line, 2);
   EXPECT_EQ(stray.where.column, 23 + 6);
   EXPECT_TRUE(Contains(stray.message, "Nodes: hostlist")) << stray.message;
 }
 
 TEST(ClusterConfigErrorTest, NodeDefinedTwice) {
-  const ConfigResult result =
-      Parse("NodeName=n[1-4]\nNodeName=n[3-5] Gpus=8\n");
+  const ConfigResult result = Parse("NodeName=n[1-4]\nNodeName=n[3-5] Gpus=8\n");
   const std::vector<Diagnostic> errors = Errors(result);
   ASSERT_EQ(errors.size(), 2U) << result.diagnostics.Format();
   EXPECT_EQ(errors[0].where.line, 2);
@@ -462,41 +441,40 @@ TEST(ClusterConfigErrorTest, NodeDefinedTwice) {
   EXPECT_EQ(errors[0].message, "node n3 is defined twice (first at line 1)");
   EXPECT_EQ(errors[1].message, "node n4 is defined twice (first at line 1)");
   EXPECT_EQ(NodeNames(result.config), (Names{"n1", "n2", "n3", "n4", "n5"}));
-  EXPECT_EQ(result.config.nodes[2].gpus, 0); // the first definition stands
+  EXPECT_EQ(result.config.nodes[2].gpus, 0);  // the first definition stands
 }
 
 TEST(ClusterConfigErrorTest, PartitionNamingUnknownNodes) {
-  const Diagnostic error =
-      OnlyError("NodeName=n[1-2]\nPartitionName=p Nodes=n[1-4]\n");
+  const Diagnostic error = OnlyError("NodeName=n[1-2]\nPartitionName=p Nodes=n[1-4]\n");
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 23);
-  EXPECT_EQ(error.message,
-            "partition p names nodes with no NodeName line: n[3-4]");
+  EXPECT_EQ(error.message, "partition p names nodes with no NodeName line: n[3-4]");
 }
 
 TEST(ClusterConfigErrorTest, TwoDefaultPartitions) {
-  const Diagnostic error = OnlyError("NodeName=n1\n"
-                                     "PartitionName=a Nodes=ALL Default=YES\n"
-                                     "PartitionName=b Nodes=ALL Default=YES\n");
+  const Diagnostic error = OnlyError(
+      "NodeName=n1\n"
+      "PartitionName=a Nodes=ALL Default=YES\n"
+      "PartitionName=b Nodes=ALL Default=YES\n");
   EXPECT_EQ(error.where.line, 3);
   EXPECT_EQ(error.where.column, 1);
   EXPECT_EQ(error.message, "partitions a and b are both Default=YES");
 }
 
 TEST(ClusterConfigErrorTest, PartitionDefinedTwice) {
-  const Diagnostic error = OnlyError(
-      "NodeName=n1\nPartitionName=p Nodes=ALL\nPartitionName=p Nodes=n1\n");
+  const Diagnostic error =
+      OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL\nPartitionName=p Nodes=n1\n");
   EXPECT_EQ(error.where.line, 3);
   EXPECT_EQ(error.message, "partition p is defined twice (first at line 2)");
 }
 
 TEST(ClusterConfigErrorTest, DefaultTimeAboveMaxTime) {
-  const Diagnostic error = OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL "
-                                     "MaxTime=1:00:00 DefaultTime=2:00:00\n");
+  const Diagnostic error = OnlyError(
+      "NodeName=n1\nPartitionName=p Nodes=ALL "
+      "MaxTime=1:00:00 DefaultTime=2:00:00\n");
   EXPECT_EQ(error.where.line, 2);
   EXPECT_EQ(error.where.column, 1);
-  EXPECT_EQ(error.message,
-            "partition p has DefaultTime 02:00:00 above its MaxTime 01:00:00");
+  EXPECT_EQ(error.message, "partition p has DefaultTime 02:00:00 above its MaxTime 01:00:00");
 }
 
 TEST(ClusterConfigErrorTest, WordWithoutEquals) {
@@ -506,8 +484,7 @@ TEST(ClusterConfigErrorTest, WordWithoutEquals) {
   EXPECT_EQ(errors[0].where.line, 1);
   EXPECT_EQ(errors[0].where.column, 13);
   EXPECT_EQ(errors[0].message, "expected Key=Value, found \"Gpus8\"");
-  EXPECT_EQ(NodeNames(result.config),
-            (Names{"n1"})); // the rest of the line stands
+  EXPECT_EQ(NodeNames(result.config), (Names{"n1"}));  // the rest of the line stands
 }
 
 TEST(ClusterConfigErrorTest, MissingKey) {
@@ -524,8 +501,7 @@ TEST(ClusterConfigErrorTest, UnterminatedQuote) {
   EXPECT_EQ(errors[0].where.line, 1);
   EXPECT_EQ(errors[0].where.column, 13);
   EXPECT_EQ(errors[0].message, "unterminated quote");
-  EXPECT_EQ(NodeNames(result.config),
-            (Names{"n1"})); // the next line is still read
+  EXPECT_EQ(NodeNames(result.config), (Names{"n1"}));  // the next line is still read
 }
 
 TEST(ClusterConfigErrorTest, NoNodesAtAll) {
@@ -534,27 +510,26 @@ TEST(ClusterConfigErrorTest, NoNodesAtAll) {
   ASSERT_EQ(errors.size(), 1U) << result.diagnostics.Format();
   EXPECT_EQ(errors[0].message, "no nodes are defined");
   EXPECT_EQ(errors[0].where.line, 0);
-  EXPECT_EQ(result.diagnostics.All().size(), 1U); // and no implicit partition
+  EXPECT_EQ(result.diagnostics.All().size(), 1U);  // and no implicit partition
   EXPECT_TRUE(result.config.partitions.empty());
 }
 
 TEST(ClusterConfigErrorTest, EveryErrorOfTheFileIsReported) {
-  const ConfigResult result =
-      Parse("ClusterName=lab\n"                           // 1
-            "NodeName=n[1-4] CPUs=abc\n"                  // 2 bad integer
-            "NodeName=m[1-2] Gpu=8\n"                     // 3 unknown key
-            "NodeName=k[1-2]\n"                           // 4
-            "NodeName=k2\n"                               // 5 defined twice
-            "Bogus\n"                                     // 6 no '='
-            "PartitionName=a Nodes=k[1-2] MaxTime=soon\n" // 7 bad time
-            "PartitionName=b Nodes=k[1-3] Default=YES\n"  // 8 unknown node
-            "PartitionName=c Nodes=ALL Default=YES\n"     // 9 second default
-            "ControllerPort=http\n");                     // 10 bad integer
+  const ConfigResult result = Parse(
+      "ClusterName=lab\n"                            // 1
+      "NodeName=n[1-4] CPUs=abc\n"                   // 2 bad integer
+      "NodeName=m[1-2] Gpu=8\n"                      // 3 unknown key
+      "NodeName=k[1-2]\n"                            // 4
+      "NodeName=k2\n"                                // 5 defined twice
+      "Bogus\n"                                      // 6 no '='
+      "PartitionName=a Nodes=k[1-2] MaxTime=soon\n"  // 7 bad time
+      "PartitionName=b Nodes=k[1-3] Default=YES\n"   // 8 unknown node
+      "PartitionName=c Nodes=ALL Default=YES\n"      // 9 second default
+      "ControllerPort=http\n");                      // 10 bad integer
   const std::vector<Diagnostic> errors = Errors(result);
   ASSERT_EQ(errors.size(), 8U) << result.diagnostics.Format();
   std::vector<int> lines;
-  for (const Diagnostic &error : errors)
-    lines.push_back(error.where.line);
+  for (const Diagnostic& error : errors) lines.push_back(error.where.line);
   std::sort(lines.begin(), lines.end());
   EXPECT_EQ(lines, (std::vector<int>{2, 3, 5, 6, 7, 8, 9, 10}));
   EXPECT_EQ(result.diagnostics.ErrorCount(), 8);
@@ -563,10 +538,9 @@ TEST(ClusterConfigErrorTest, EveryErrorOfTheFileIsReported) {
 
 TEST(ClusterConfigErrorTest, FormatShowsFileLineAndColumn) {
   const ConfigResult result = Parse("NodeName=n1\nNodeName=n2 Gpu=8\n");
-  EXPECT_TRUE(Contains(
-      result.diagnostics.Format(),
-      "/etc/cohort/cohort.conf:2:13: error: unknown key \"Gpu\" in a NodeName "
-      "line\n  hint: did you mean Gpus?\n"))
+  EXPECT_TRUE(Contains(result.diagnostics.Format(),
+                       "/etc/cohort/cohort.conf:2:13: error: unknown key \"Gpu\" in a NodeName "
+                       "line\n  hint: did you mean Gpus?\n"))
       << result.diagnostics.Format();
 }
 
@@ -577,12 +551,11 @@ TEST(ClusterConfigTest, NoPartitionLineMakesAnImplicitOne) {
   const ConfigResult result = Parse("NodeName=n[1-3]\n");
   EXPECT_FALSE(result.diagnostics.HasErrors()) << result.diagnostics.Format();
   ASSERT_EQ(result.diagnostics.All().size(), 1U);
-  const Diagnostic &warning = result.diagnostics.All()[0];
+  const Diagnostic& warning = result.diagnostics.All()[0];
   EXPECT_EQ(warning.severity, Severity::kWarning);
-  EXPECT_TRUE(Contains(warning.message, "partition \"all\""))
-      << warning.message;
+  EXPECT_TRUE(Contains(warning.message, "partition \"all\"")) << warning.message;
   ASSERT_EQ(result.config.partitions.size(), 1U);
-  const PartitionSpec &all = result.config.partitions[0];
+  const PartitionSpec& all = result.config.partitions[0];
   EXPECT_EQ(all.name, "all");
   EXPECT_TRUE(all.is_default);
   EXPECT_EQ(all.nodes, (Names{"n1", "n2", "n3"}));
@@ -590,14 +563,14 @@ TEST(ClusterConfigTest, NoPartitionLineMakesAnImplicitOne) {
 }
 
 TEST(ClusterConfigTest, DefaultPartitionIsTheMarkedOneElseTheFirst) {
-  const ClusterConfig marked =
-      MustParse("NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b "
-                "Nodes=ALL Default=YES\n");
+  const ClusterConfig marked = MustParse(
+      "NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b "
+      "Nodes=ALL Default=YES\n");
   ASSERT_NE(marked.DefaultPartition(), nullptr);
   EXPECT_EQ(marked.DefaultPartition()->name, "b");
 
-  const ClusterConfig unmarked = MustParse(
-      "NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL\n");
+  const ClusterConfig unmarked =
+      MustParse("NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL\n");
   ASSERT_NE(unmarked.DefaultPartition(), nullptr);
   EXPECT_EQ(unmarked.DefaultPartition()->name, "a");
 
@@ -605,8 +578,8 @@ TEST(ClusterConfigTest, DefaultPartitionIsTheMarkedOneElseTheFirst) {
 }
 
 TEST(ClusterConfigTest, FindPartitionByExactName) {
-  const ClusterConfig config = MustParse(
-      "NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL\n");
+  const ClusterConfig config =
+      MustParse("NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL\n");
   ASSERT_NE(config.FindPartition("b"), nullptr);
   EXPECT_EQ(config.FindPartition("b")->name, "b");
   EXPECT_EQ(config.FindPartition("c"), nullptr);
@@ -667,5 +640,5 @@ TEST(ClusterConfigErrorTest, GpuNumaValuesAreNumaNodeNumbers) {
             "Sockets must be a positive integer, found \"0\"");
 }
 
-} // namespace
-} // namespace cohort::config
+}  // namespace
+}  // namespace cohort::config

@@ -34,14 +34,12 @@ TEST(NodeLayoutTest, ApproximateLayoutSpreadsCountsOverTheGpusNumaNodes) {
 }
 
 TEST(NodeLayoutTest, GpuGroupsFollowNumaNodesWithUnknownsLast) {
-  NodeLayout layout =
-      ApproximateLayout(8, 100, 8, Ints{0, 0, 0, 0, 1, 1, 1, 1});
+  NodeLayout layout = ApproximateLayout(8, 100, 8, Ints{0, 0, 0, 0, 1, 1, 1, 1});
   EXPECT_EQ(GpuGroups(layout), (Masks{0x0f, 0xf0}));
   layout.gpus = ConfiguredGpus(4, Ints{1, -1, 0, 1});
   EXPECT_EQ(GpuGroups(layout), (Masks{0b0100, 0b1001, 0b0010}));
   layout.gpus = ConfiguredGpus(4, {});
-  EXPECT_TRUE(GpuGroups(layout).empty())
-      << "no locality known: one group, the default";
+  EXPECT_TRUE(GpuGroups(layout).empty()) << "no locality known: one group, the default";
   layout.gpus.clear();
   EXPECT_TRUE(GpuGroups(layout).empty());
 }
@@ -51,8 +49,7 @@ TEST(NodeLayoutTest, NodeLineReadsLikeSlurmdDashC) {
   layout.sockets = 2;
   for (int n = 0; n < 2; ++n) {
     NumaNode node{.os_index = n, .memory_mb = 500, .cores = {}};
-    for (int c = 0; c < 4; ++c)
-      node.cores.push_back(Core{{n * 4 + c, 8 + n * 4 + c}});
+    for (int c = 0; c < 4; ++c) node.cores.push_back(Core{{n * 4 + c, 8 + n * 4 + c}});
     layout.numa_nodes.push_back(node);
   }
   EXPECT_EQ(FormatNodeLine("n1", layout),
@@ -67,13 +64,10 @@ TEST(NodeLayoutTest, NodeLineReadsLikeSlurmdDashC) {
   EXPECT_EQ(FormatNodeLine("n1", layout).find("GpuNuma"), std::string::npos);
   layout.nics.push_back({"mlx5_0", 1});
   const std::string summary = DescribeLayout(layout);
-  EXPECT_NE(
-      summary.find(
-          "numa 1: 500 MB, 4 cores, cpus 4-7,12-15, gpus none, nics mlx5_0\n"),
-      std::string::npos)
+  EXPECT_NE(summary.find("numa 1: 500 MB, 4 cores, cpus 4-7,12-15, gpus none, nics mlx5_0\n"),
+            std::string::npos)
       << summary;
-  EXPECT_NE(summary.find("gpu 1: config numa unknown\n"), std::string::npos)
-      << summary;
+  EXPECT_NE(summary.find("gpu 1: config numa unknown\n"), std::string::npos) << summary;
   EXPECT_NE(summary.find("nic mlx5_0: numa 1\n"), std::string::npos) << summary;
 }
 
@@ -82,13 +76,10 @@ TEST(NodeLayoutTest, TheNodeLineIsACohortConfLine) {
   const std::string line = FormatNodeLine("gpu[01-02]", layout);
   const config::ConfigResult parsed = config::ParseClusterConfig(
       line + "\nPartitionName=p Nodes=ALL\n", "cohort.conf",
-      [](const std::string &) -> absl::StatusOr<std::string> {
-        return std::string();
-      });
-  ASSERT_TRUE(parsed.diagnostics.All().empty()) << line << "\n"
-                                                << parsed.diagnostics.Format();
+      [](const std::string&) -> absl::StatusOr<std::string> { return std::string(); });
+  ASSERT_TRUE(parsed.diagnostics.All().empty()) << line << "\n" << parsed.diagnostics.Format();
   ASSERT_EQ(parsed.config.nodes.size(), 2U);
-  const config::NodeSpec &node = parsed.config.nodes[1];
+  const config::NodeSpec& node = parsed.config.nodes[1];
   EXPECT_EQ(node.cpus, 16);
   EXPECT_EQ(node.memory_mb, 64000);
   EXPECT_EQ(node.gpus, 4);
@@ -103,8 +94,7 @@ TEST(NodeLayoutTest, GpuNumaGivesThePoolItsGpuGroups) {
   spec.gpu_numa = {0, 0, 0, 0, 1, 1, 1, 1};
   const testing::Cluster cluster =
       testing::ClusterFromTopology("SwitchName=leaf0 Nodes=n[1-2]\n", spec);
-  EXPECT_EQ(cluster.pool.Capacity(cluster.Node("n1")).gpu_groups,
-            (Masks{0x0f, 0xf0}));
+  EXPECT_EQ(cluster.pool.Capacity(cluster.Node("n1")).gpu_groups, (Masks{0x0f, 0xf0}));
   spec.gpu_numa.clear();
   const testing::Cluster unknown =
       testing::ClusterFromTopology("SwitchName=leaf0 Nodes=n[1-2]\n", spec);
@@ -117,5 +107,5 @@ TEST(NodeLayoutTest, CpuListsUseRanges) {
   EXPECT_EQ(FormatCpuList(Ints{7}), "7");
 }
 
-} // namespace
-} // namespace cohort::layout
+}  // namespace
+}  // namespace cohort::layout
