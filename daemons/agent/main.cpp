@@ -30,14 +30,15 @@ int main(int argc, char** argv) {
   CLI::App app{
       "cohort-agent: the node agent of Cohort. Registers this node (or, with --emulate, several "
       "emulated ones) with the controller over one gRPC stream each, and starts, signals and "
-      "reaps the ranks the controller launches on it.",
+      "watches the ranks the controller launches on it (each launch runs under its own "
+      "cohort-stepd).",
       "cohort-agent"};
   app.footer(
       "Stopping: SIGINT or SIGTERM stops the agent gracefully: it closes its streams and exits "
-      "WITHOUT killing the ranks it started; they keep running. An agent started again does not "
-      "know them yet: the controller then ends their jobs NODE_FAIL, and the old ranks must be "
-      "stopped by hand. To stop a job, cancel it (cohort cancel). A second "
-      "SIGINT or SIGTERM exits at once.\n"
+      "WITHOUT killing the ranks it started; they keep running under their cohort-stepd. An "
+      "agent started again on the same --spool adopts them and reports the exits it missed, so "
+      "upgrading or restarting the agent loses no job. To stop a job, cancel it (cohort cancel). "
+      "A second SIGINT or SIGTERM exits at once.\n"
       "When the controller is unreachable or refuses the node, the agent keeps its ranks running "
       "and retries (100 ms doubling to 5 s).");
   app.set_version_flag("--version", "cohort-agent 0.1.0");
