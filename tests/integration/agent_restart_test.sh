@@ -11,8 +11,11 @@ start_cluster
 
 # Each rank records its pid (lib.sh's cleanup kills what is left), and its
 # start in its own file, so the test knows when every rank runs.
+# They run until the test lets them go (a file appears), so that the agent's
+# kill and restart never race their end.
 rank_script() {
-  echo "echo \$\$ >> $WORK/rank-pids; touch $WORK/ranks/\$SLURM_JOB_ID-\$RANK; sleep 4; exit $1"
+  echo "echo \$\$ >> $WORK/rank-pids; touch $WORK/ranks/\$SLURM_JOB_ID-\$RANK;" \
+    "while [ ! -e $WORK/go ]; do sleep 0.1; done; exit $1"
 }
 # ends_as ID STATE [EXIT_CODE]: waits for the job to end, then checks how.
 ends_as() {
@@ -39,10 +42,12 @@ while read -r pid; do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done <
 [ "$alive" -eq 4 ] || fail "$alive of 4 ranks survived the agent's kill -9"
 start_agent
 pass "ranks survived kill -9 of the agent ($alive of 4 alive)"
+adopted() { grep -q "launch_adopted job=$ok " "$WORK/agent.log"; }
+wait_until 30 adopted || fail "the new agent did not adopt job $ok"
+touch "$WORK/go"
 
 ends_as "$ok" COMPLETED
 ends_as "$bad" FAILED 3
-grep -q "launch_adopted job=$ok " "$WORK/agent.log" || fail "the new agent did not adopt job $ok"
 pass "the restarted agent reported the exits: $ok COMPLETED, $bad FAILED with exit code 3"
 
 # Ranks that end while no agent runs: the next agent reads their exits from

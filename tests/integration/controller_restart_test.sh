@@ -7,17 +7,23 @@
 source "$(dirname "$0")/lib.sh"
 start_cluster
 
-long=$(submit -N 4 -o "$WORK/long-%j.out" -- sh -c 'sleep 8; echo done-$RANK')
-fails=$(submit -N 2 -o "$WORK/fails-%j.out" -- sh -c 'sleep 8; [ "$RANK" = 1 ] && exit 3; exit 0')
-quick=$(submit -N 1 -- sh -c 'sleep 1')
-wait_until 30 state_is "$long" RUNNING || fail "job $long did not start"
-wait_until 30 state_is "$fails" RUNNING || fail "job $fails did not start"
+# Each job runs until the test lets it go (a file appears), so that what
+# happens while the controller is away does not hang on timing.
+await() { echo "while [ ! -e $WORK/go-$1 ]; do sleep 0.1; done"; }
+long=$(submit -N 4 -o "$WORK/long-%j.out" -- sh -c "$(await long); echo done-\$RANK")
+fails=$(submit -N 2 -o "$WORK/fails-%j.out" -- \
+  sh -c "$(await fails); [ \$RANK = 1 ] && exit 3; exit 0")
+quick=$(submit -N 1 -- sh -c "$(await quick)")
+for id in "$long" "$fails" "$quick"; do
+  wait_until 30 state_is "$id" RUNNING || fail "job $id did not start"
+done
 cohort drain node16 --reason "fan replaced" >/dev/null || fail "drain refused"
 blocked=$(submit -N 16 -- true)
 [ -n "$blocked" ] || fail "16-node job not accepted"
 
 crash_controller
-sleep 2  # job $quick ends while no controller is there to hear it
+touch "$WORK/go-quick"  # job $quick ends while no controller is there to hear it
+sleep 1
 restart_controller
 wait_until 30 all_nodes_up || fail "agents did not come back"
 
@@ -28,6 +34,7 @@ grep -q "$long" <<<"$queue" || fail "job $long missing from the queue after rest
 pass "after kill -9 and restart the queue still shows the running job"
 
 wait_until 30 finished "$quick" || fail "job $quick (ended while the controller was away) not finished"
+touch "$WORK/go-long" "$WORK/go-fails"
 [ "$(job_state "$quick")" = COMPLETED ] || fail "job $quick is $(job_state "$quick"), not COMPLETED"
 wait_until 60 finished "$long" || fail "job $long did not finish"
 [ "$(job_state "$long")" = COMPLETED ] || fail "job $long is $(job_state "$long"), not COMPLETED"
