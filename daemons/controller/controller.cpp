@@ -118,11 +118,13 @@ Millis Controller::Now() {
 }
 
 void Controller::Start() {
-  static bool purging = false;
-  if (!purging && options_.history_retention.count() > 0) {
-    purging = true;
+  if (options_.history_retention.count() > 0) {
     boost::asio::post(store_thread_.io(), [this] { PurgeHistory(); });
   }
+  ArmTick();
+}
+
+void Controller::ArmTick() {
   tick_timer_.expires_after(options_.tick_interval);
   tick_timer_.async_wait([this](const boost::system::error_code& error) {
     if (!error) Tick();
@@ -137,7 +139,7 @@ void Controller::Tick() {
   if (specs_.size() > engine_.Jobs().size()) {
     std::erase_if(specs_, [this](const auto& entry) { return engine_.FindJob(entry.first) == nullptr; });
   }
-  Start();
+  ArmTick();
 }
 
 void Controller::PurgeHistory() {

@@ -99,7 +99,8 @@ class Controller {
   ~Controller();
 
   boost::asio::io_context& io() { return io_; }
-  /// Starts the periodic tick. Call once before running io().
+  /// Starts the periodic tick and the history purge. Call once before
+  /// running io().
   void Start();
   /// Waits for the last commit and stops the store's threads.
   void Shutdown();
@@ -145,6 +146,7 @@ class Controller {
   const v1::JobSpec& EnvironmentOf(JobId id);
   void SendToNode(NodeId node, v1::ControllerMessage message);
   void RequestPass();
+  void ArmTick();
   void Tick();
   void Notify(JobId id);
   void SendLaunch(const LaunchCommand& launch);
