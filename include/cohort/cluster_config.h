@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,15 @@
 /// cohort.conf: the cluster's nodes, partitions and daemon settings, in
 /// slurm.conf's `Key=Value` syntax with hostlists.
 namespace cohort::config {
+
+/// What happens to a preempted job (PreemptMode=).
+enum class PreemptMode : std::uint8_t {
+  kOff,      ///< never preempted
+  kRequeue,  ///< stopped and queued again with the same id and the next attempt
+  kCancel,   ///< stopped and CANCELLED
+  kSuspend,  ///< SIGSTOP, SIGCONT once the preemptor ends; frees no GPU memory
+};
+[[nodiscard]] std::string_view PreemptModeName(PreemptMode mode);  ///< OFF, REQUEUE, …
 
 /// One node, as its `NodeName=` line declares it (hostlists already expanded).
 struct NodeSpec {
@@ -43,7 +53,51 @@ struct PartitionSpec {
   std::optional<int> max_nodes;                      ///< none: unlimited
   int priority_tier = 1;
   std::vector<std::string> allow_accounts;  ///< empty: every account
+  std::vector<std::string> allow_users;     ///< AllowUsers=: empty: every user
+  /// PreemptMode= of this partition's jobs when they are preempted; none:
+  /// the cluster's PreemptMode.
+  std::optional<PreemptMode> preempt_mode;
+  std::optional<std::chrono::seconds> grace_time;  ///< GraceTime=; none: PreemptGraceTime
+  std::optional<int> preempt_signal;  ///< PreemptSignal= (a number); none: the cluster's
   SourceLocation defined_at;
+};
+
+/// `QOSName=` lines: a quality of service a job asks for with --qos.
+struct QosSpec {
+  std::string name;
+  int priority = 0;  ///< Priority=: the QOS factor is priority ÷ the highest QOS priority
+  std::optional<int> max_jobs_per_user;         ///< MaxJobsPerUser=: running at once
+  std::optional<int> max_submit_jobs_per_user;  ///< MaxSubmitJobsPerUser=: pending + running
+  std::optional<int> max_gpus_per_user;         ///< MaxGpusPerUser=: GPUs held at once
+  std::optional<int> max_gpus_per_account;      ///< MaxGpusPerAccount=
+  std::optional<std::chrono::seconds> max_wall;  ///< MaxWall=: time limit per job
+  std::vector<std::string> preempt;  ///< Preempt=: QOS names whose jobs this one may preempt
+  std::optional<PreemptMode> preempt_mode;       ///< PreemptMode= for its jobs as victims
+  std::optional<std::chrono::seconds> grace_time;  ///< GraceTime= for its jobs as victims
+  std::optional<int> preempt_signal;             ///< PreemptSignal= for its jobs as victims
+  SourceLocation defined_at;
+};
+
+/// `AccountName=` lines: an account's fair share of the cluster, and
+/// optionally its users' shares within it.
+struct AccountSpec {
+  std::string name;
+  int shares = 1;  ///< Shares=
+  /// UserShares=alice:2,bob:1 — a user not listed has 1 share in the account.
+  std::vector<std::pair<std::string, int>> user_shares;
+  SourceLocation defined_at;
+};
+
+/// The multifactor priority's weights and shapes (Slurm's PriorityWeight*).
+struct PriorityWeights {
+  int age = 1000;        ///< PriorityWeightAge=
+  int fairshare = 10000;  ///< PriorityWeightFairshare=
+  int job_size = 1000;   ///< PriorityWeightJobSize=
+  int partition = 1000;  ///< PriorityWeightPartition=
+  int qos = 2000;        ///< PriorityWeightQOS=
+  std::chrono::seconds max_age{7 * 24 * 3600};  ///< PriorityMaxAge=: the age factor's cap
+  std::chrono::seconds decay_half_life{7 * 24 * 3600};  ///< PriorityDecayHalfLife=
+  bool favor_small = false;  ///< PriorityFavorSmall=YES: smaller jobs get the larger size factor
 };
 
 struct ClusterConfig {
@@ -60,12 +114,29 @@ struct ClusterConfig {
   /// loss) or "off".
   std::string state_sync = "full";
   int history_days = 30;  ///< finished jobs kept this long; 0: forever
+  PriorityWeights priority;
+  /// PreemptMode=: the default for victims; OFF (the default) turns
+  /// preemption off for the whole cluster.
+  PreemptMode preempt_mode = PreemptMode::kOff;
+  std::chrono::seconds preempt_grace_time{60};  ///< PreemptGraceTime=: warning to kill
+  std::chrono::seconds preempt_exempt_time{0};  ///< PreemptExemptTime=: no preemption this young
+  int preempt_signal = 10;                      ///< PreemptSignal=: SIGUSR1 by default
+  int backfill_depth = 100;  ///< BackfillDepth=: pending jobs that get a reservation
+  int max_array_size = 10001;  ///< MaxArraySize=: task ids are 0 … MaxArraySize-1
+  std::string default_qos = "normal";  ///< DefaultQOS=
   std::vector<NodeSpec> nodes;
   std::vector<PartitionSpec> partitions;
+  /// QOSName= lines; a QOS named by DefaultQOS= exists even when no line
+  /// declares it (Priority=0, no limits).
+  std::vector<QosSpec> qos;
+  std::vector<AccountSpec> accounts;  ///< AccountName= lines
 
   /// The partition with Default=YES, else the first one; null when none.
   [[nodiscard]] const PartitionSpec* DefaultPartition() const;
   [[nodiscard]] const PartitionSpec* FindPartition(std::string_view name) const;
+  /// The QOS of that name (case-sensitive); DefaultQOS= even when undeclared.
+  [[nodiscard]] const QosSpec* FindQos(std::string_view name) const;
+  [[nodiscard]] const AccountSpec* FindAccount(std::string_view name) const;
 };
 
 /// Reads a file for `Include=` lines. The shell passes one that reads the

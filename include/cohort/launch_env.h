@@ -42,6 +42,10 @@ struct LaunchContext {
   std::int64_t memory_mb = 0;     ///< memory per node asked for; 0: not set
   std::int64_t array_job_id = 0;  ///< a job array's id; 0: not an array task
   int array_task_id = -1;         ///< its index in the array; -1: not an array task
+  int array_task_min = 0;         ///< SLURM_ARRAY_TASK_MIN (array tasks only)
+  int array_task_max = 0;         ///< SLURM_ARRAY_TASK_MAX
+  int array_task_count = 0;       ///< SLURM_ARRAY_TASK_COUNT
+  int array_task_step = 1;        ///< SLURM_ARRAY_TASK_STEP
 };
 
 /// The environment of local rank `local_rank` (0 ≤ local_rank <
