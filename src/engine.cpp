@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/engine.h"
 
+#include <signal.h>
 #include <string.h>
 
 #include <algorithm>
@@ -77,7 +78,12 @@ Engine::Engine(const config::ClusterConfig& config, const topology::Topology& to
       topology_(topology),
       pool_(std::move(pool)),
       allocator_(topology),
-      nodes_(static_cast<std::size_t>(topology.NodeCount())) {
+      nodes_(static_cast<std::size_t>(topology.NodeCount())),
+      fair_share_(config.priority.decay_half_life) {
+  for (const config::PartitionSpec& p : config_.partitions) {
+    max_tier_ = std::max(max_tier_, p.priority_tier);
+  }
+  for (const config::QosSpec& q : config_.qos) max_qos_priority_ = std::max(max_qos_priority_, q.priority);
   // No agent has spoken yet: nothing may land anywhere.
   for (NodeId n = 0; n < topology.NodeCount(); ++n) UpdateCondition(n);
 }
@@ -102,6 +108,21 @@ absl::StatusOr<Job> Engine::Resolve(JobRequest request) const {
         fmt::format("account: partition {} allows accounts {}; \"{}\" is not one of them; pass -A",
                     partition->name, fmt::join(partition->allow_accounts, ","), request.account));
   }
+  if (!partition->allow_users.empty() &&
+      std::find(partition->allow_users.begin(), partition->allow_users.end(),
+                request.user_name) == partition->allow_users.end()) {
+    return absl::PermissionDeniedError(
+        fmt::format("partition: {} allows users {}; \"{}\" is not one of them; pass -p", partition->name,
+                    fmt::join(partition->allow_users, ","), request.user_name));
+  }
+  const std::string qos_name = request.qos.empty() ? config_.default_qos : request.qos;
+  const config::QosSpec* qos = config_.FindQos(qos_name);
+  if (qos == nullptr) {
+    std::vector<std::string> names;
+    for (const config::QosSpec& q : config_.qos) names.push_back(q.name);
+    return absl::InvalidArgumentError(
+        fmt::format("qos: no QOS \"{}\"; QOS: {}", qos_name, fmt::join(names, ", ")));
+  }
   if (partition->max_nodes && request.nodes > *partition->max_nodes) {
     return absl::InvalidArgumentError(
         fmt::format("nodes: partition {} allows at most {} nodes per job; the job asks for {}",
@@ -120,6 +141,30 @@ absl::StatusOr<Job> Engine::Resolve(JobRequest request) const {
   } else {
     job.time_limit = request.time_limit;
   }
+  if (qos->max_wall) {
+    if (request.time_limit.count() > 0 && request.time_limit > *qos->max_wall) {
+      return absl::InvalidArgumentError(
+          fmt::format("time: {} is over QOS {}'s MaxWall {}; ask for less with -t",
+                      FormatSlurmTime(request.time_limit), qos->name, FormatSlurmTime(*qos->max_wall)));
+    }
+    if (job.time_limit == kUnlimited || job.time_limit > *qos->max_wall) {
+      job.time_limit = *qos->max_wall;
+    }
+  }
+  if (qos->max_gpus_per_user && request.gpus_per_node * request.nodes > *qos->max_gpus_per_user) {
+    return absl::FailedPreconditionError(fmt::format(
+        "the job can never run here: QOS {} allows {} GPUs per user (MaxGpusPerUser) and the job "
+        "asks for {}; ask for fewer or use another --qos",
+        qos->name, *qos->max_gpus_per_user, request.gpus_per_node * request.nodes));
+  }
+  if (qos->max_gpus_per_account &&
+      request.gpus_per_node * request.nodes > *qos->max_gpus_per_account) {
+    return absl::FailedPreconditionError(fmt::format(
+        "the job can never run here: QOS {} allows {} GPUs per account (MaxGpusPerAccount) and "
+        "the job asks for {}; ask for fewer or use another --qos",
+        qos->name, *qos->max_gpus_per_account, request.gpus_per_node * request.nodes));
+  }
+  job.qos = qos->name;
   if (request.switches < 0) {
     return absl::InvalidArgumentError("switches: the leaf switch count must be at least 1");
   }
@@ -164,6 +209,7 @@ absl::StatusOr<Job> Engine::Resolve(JobRequest request) const {
   if (absl::Status valid = alloc::ValidateGangRequest(gang); !valid.ok()) return valid;
   job.priority_tier = partition->priority_tier;
   job.request = std::move(request);
+  job.request.qos = job.qos;
   return job;
 }
 
@@ -176,19 +222,46 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
     return absl::FailedPreconditionError(fmt::format("the job can never run here: {}", probe.reason));
   }
   Job job = *std::move(resolved);
+  for (const DependencyTerm& term : job.request.dependency.terms) {
+    if (term.type == DependencyType::kSingleton) continue;
+    if (!jobs_.contains(term.job)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dependency: job {} is not known (jobs leave the queue 5 minutes after they end; see "
+          "cohort history)",
+          term.job));
+    }
+  }
+  const config::QosSpec* qos = config_.FindQos(job.qos);
+  if (qos != nullptr && qos->max_submit_jobs_per_user) {
+    std::size_t queued = 0;
+    for (const auto& [other_id, other] : jobs_) {
+      if (!IsFinished(other.state) && other.qos == job.qos &&
+          other.request.uid == job.request.uid) {
+        queued += other.array_pending.empty() ? 1 : other.array_pending.size();
+      }
+    }
+    const std::size_t adding = job.request.array.tasks.empty() ? 1 : job.request.array.tasks.size();
+    if (queued + adding > static_cast<std::size_t>(*qos->max_submit_jobs_per_user)) {
+      return absl::ResourceExhaustedError(fmt::format(
+          "QOS {} allows {} queued jobs per user (MaxSubmitJobsPerUser); you have {} and this "
+          "submission adds {}; wait for some to end or cancel some",
+          job.qos, *qos->max_submit_jobs_per_user, queued, adding));
+    }
+  }
   job.id = next_id_++;
   job.submit_time = now;
+  job.eligible_time = now;
   job.state = JobState::kPending;
   job.reason = "None";
-  // Behind a job that waits for resources in the same partition it waits
-  // too (strict order), and nothing changed for that job: no pass needed.
-  // Thousands of submissions to a full partition then cost no passes.
-  if (blocked_.contains(job.gang.partition.value_or(-1))) {
-    job.reason = "Priority";
-    job.reason_detail = "waiting behind a higher-priority or earlier job of the partition";
-  } else {
-    schedule_needed_ = true;
+  job.held = job.request.hold;
+  if (job.held) job.reason = "JobHeldUser";
+  job.dependency_left = job.request.dependency;
+  if (!job.request.array.tasks.empty()) {
+    job.array_job_id = job.id;
+    job.array_pending = job.request.array.tasks;
   }
+  job.priority = PriorityOf(job, now).total;
+  schedule_needed_ = true;
   const JobId id = job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
@@ -243,6 +316,7 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
   job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "cancelled by an operator"
                                                                     : "cancelled by its owner";
   Apply(job, JobEvent::kCancelled, now, effects);
+  if (job.array_job_id == job.id && job.array_task_id < 0) job.array_pending.clear();
   return absl::OkStatus();
 }
 
@@ -289,6 +363,10 @@ void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
 void Engine::StopGang(Job& job, Effects& effects) {
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     if (job.released[rank] == 0) {
+      // Stopped ranks handle no SIGTERM: wake them to shut down cleanly.
+      if (job.suspended) {
+        effects.commands.emplace_back(SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, false});
+      }
       effects.commands.emplace_back(TerminateCommand{job.id, job.placement.grants[rank].node});
     }
   }
@@ -296,12 +374,23 @@ void Engine::StopGang(Job& job, Effects& effects) {
 
 void Engine::Finish(Job& job, Millis now, Effects& effects) {
   const JobState final_state = FinalState(job.cause);
+  ChargeUsage(job, now);
   job.end_time = now;
+  if (job.suspended) {
+    job.suspended = false;  // its grants went back to the pool when it was suspended
+  }
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
     job.state = JobState::kPending;
     job.reason = "Requeued";
-    job.reason_detail = "a node of its last attempt was lost";
+    job.reason_detail = job.cause == EndCause::kPreemptRequeue
+                            ? fmt::format("preempted by job {}; runs again when resources allow",
+                                          job.preempted_by)
+                        : job.cause == EndCause::kRequeued ? "requeued by cohort requeue"
+                                                           : "a node of its last attempt was lost";
+    job.preempt_deadline = Millis{0};
+    job.preempted_by = 0;
+    job.eligible_time = now;
     job.cause = EndCause::kNone;
     job.placement = {};
     job.released.clear();
@@ -341,7 +430,7 @@ void Engine::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   if (job.released[static_cast<std::size_t>(node_rank)] != 0) return;
   job.released[static_cast<std::size_t>(node_rank)] = 1;
   const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node_rank)];
-  pool_.Release({&grant, 1});
+  if (!job.suspended) pool_.Release({&grant, 1});
   nodes_[static_cast<std::size_t>(grant.node)].jobs.erase(job.id);
   effects.changed_nodes.push_back(grant.node);
   schedule_needed_ = true;
@@ -621,9 +710,14 @@ void Engine::Tick(Millis now, Effects& effects) {
                now, effects);
     }
   }
+  ChargeUsage(now);
   std::vector<JobId> finished_long_ago;
   for (auto& [id, job] : jobs_) {
-    if (job.state == JobState::kRunning && job.time_limit != kUnlimited &&
+    if (job.state == JobState::kRunning && job.preempt_deadline.count() != 0 &&
+        now >= job.preempt_deadline && !job.suspended) {
+      StopVictim(job, fmt::format("stopped at the end of its {} s grace time", GraceOf(job).count()),
+                 now, effects);
+    } else if (job.state == JobState::kRunning && !job.suspended && job.time_limit != kUnlimited &&
         now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
@@ -639,78 +733,17 @@ void Engine::Tick(Millis now, Effects& effects) {
       finished_long_ago.push_back(id);
     }
   }
-  for (const JobId id : finished_long_ago) jobs_.erase(id);
-}
-
-std::vector<JobId> Engine::PendingOrder() const {
-  std::vector<const Job*> pending;
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending) pending.push_back(&job);
-  }
-  std::stable_sort(pending.begin(), pending.end(), [](const Job* a, const Job* b) {
-    return a->priority_tier > b->priority_tier;
-  });
-  std::vector<JobId> order;
-  order.reserve(pending.size());
-  for (const Job* job : pending) order.push_back(job->id);
-  return order;
-}
-
-int Engine::QueuePosition(JobId id) const {
-  const std::vector<JobId> order = PendingOrder();
-  const auto it = std::find(order.begin(), order.end(), id);
-  return it == order.end() ? 0 : static_cast<int>(it - order.begin()) + 1;
-}
-
-void Engine::Schedule(Millis now, Effects& effects) {
-  schedule_needed_ = false;
-  // Strict order within a partition: once a job waits for resources, the
-  // jobs behind it in that partition wait too, so a wide gang is not starved
-  // by a stream of narrow ones (backfill will relax this safely).
-  std::set<alloc::PartitionId> blocked;
-  for (const JobId id : PendingOrder()) {
-    Job& job = jobs_.at(id);
-    const alloc::PartitionId partition = job.gang.partition.value_or(-1);
-    if (blocked.contains(partition)) {
-      if (job.reason != "Priority") {
-        job.reason = "Priority";
-        job.reason_detail = "waiting behind a higher-priority or earlier job of the partition";
-        Changed(job, effects);
+  for (const JobId id : finished_long_ago) {
+    const Job& job = jobs_.at(id);
+    if (job.array_job_id != 0 && job.array_job_id != id) {
+      auto it = array_tasks_.find(job.array_job_id);
+      if (it != array_tasks_.end()) {
+        std::erase(it->second, id);
+        if (it->second.empty()) array_tasks_.erase(it);
       }
-      continue;
     }
-    const alloc::PlacementResult result = allocator_.Place(job.gang, pool_);
-    if (result.outcome != alloc::Outcome::kPlaced) {
-      const std::string reason =
-          result.outcome == alloc::Outcome::kBusy ? "Resources" : "ReqNodeNotAvail";
-      if (job.reason != reason || job.reason_detail != result.reason) {
-        job.reason = reason;
-        job.reason_detail = result.reason;
-        Changed(job, effects);
-      }
-      if (result.outcome == alloc::Outcome::kBusy) blocked.insert(partition);
-      continue;
-    }
-    pool_.Commit(result.placement.grants);
-    job.placement = result.placement;
-    job.released.assign(job.placement.grants.size(), 0);
-    job.exited_ok.assign(job.placement.grants.size(), 0);
-    job.start_time = now;
-    job.reason = "None";
-    job.reason_detail.clear();
-    job.exit_code = 0;
-    job.exit_signal = 0;
-    job.master_port = MasterPort(job);
-    for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-      const alloc::NodeGrant& grant = job.placement.grants[rank];
-      nodes_[static_cast<std::size_t>(grant.node)].jobs.insert(job.id);
-      effects.changed_nodes.push_back(grant.node);
-      effects.commands.emplace_back(
-          LaunchCommand{job.id, grant.node, static_cast<int>(rank), grant});
-    }
-    Apply(job, JobEvent::kAllocated, now, effects);
+    jobs_.erase(id);
   }
-  blocked_ = std::move(blocked);
 }
 
 const Job* Engine::FindJob(JobId id) const {
@@ -732,16 +765,22 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     runtime.drain = admin.drain;
     runtime.drain_reason = admin.reason;
   }
+  fair_share_.Restore(state.usage);
   for (Job& saved : state.jobs) {
     next_id_ = std::max(next_id_, saved.id + 1);
     auto [it, inserted] = jobs_.emplace(saved.id, std::move(saved));
     if (!inserted) continue;
     Job& job = it->second;
+    job.charged_until = now;
+    if (job.array_task_id >= 0 && job.id != job.array_job_id) {
+      array_tasks_[job.array_job_id].push_back(job.id);
+    }
     const bool active = job.state == JobState::kRunning || job.state == JobState::kCompleting;
     absl::StatusOr<Job> resolved = Resolve(job.request);
     if (resolved.ok()) {
       job.gang = resolved->gang;
       job.priority_tier = resolved->priority_tier;
+      job.qos = resolved->qos;
       if (job.state == JobState::kPending) job.time_limit = resolved->time_limit;
     } else if (job.state == JobState::kPending) {
       job.state = JobState::kFailed;
@@ -780,7 +819,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         }
         continue;
       }
-      pool_.Commit({&g, 1});
+      if (!job.suspended) pool_.Commit({&g, 1});
       NodeRuntime& runtime = nodes_[static_cast<std::size_t>(g.node)];
       runtime.jobs.insert(job.id);
       if (!runtime.registered) {
@@ -831,6 +870,7 @@ absl::Status Engine::CheckInvariants() const {
   };
   std::vector<Used> used(static_cast<std::size_t>(topology_.NodeCount()));
   for (const auto& [id, job] : jobs_) {
+    if (job.suspended) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {
       if (!job.placement.grants.empty() && job.state == JobState::kPending) {
         return absl::InternalError(fmt::format("pending job {} holds nodes", id));

@@ -3,6 +3,8 @@
 
 #include <array>
 
+#include <fmt/format.h>
+
 namespace cohort {
 namespace {
 
@@ -15,12 +17,14 @@ constexpr auto kCompleting = JobState::kCompleting;
 // order. kAllReleased from kCompleting is resolved by FinalState().
 using Row = std::array<std::optional<JobState>, kJobEventCount>;
 constexpr std::array<Row, kJobStateCount> kTable = {{
-    //  Allocated, Succeeded,  RankFailed,  LaunchFailed, Cancelled,  TimeLimit,   NodeLost,    AllReleased
-    {kRunning, kIgnored, kIgnored, kIgnored, JobState::kCancelled, kIgnored, kIgnored, kIgnored},  // pending
+    //  Allocated, Succeeded,  RankFailed,  LaunchFailed, Cancelled,  TimeLimit,   NodeLost,
+    //  AllReleased, Preempted, Requeued
+    {kRunning, kIgnored, kIgnored, kIgnored, JobState::kCancelled, kIgnored, kIgnored, kIgnored,
+     kIgnored, kIgnored},  // pending
     {kIgnored, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting,
-     kIgnored},  // running
+     kIgnored, kCompleting, kCompleting},  // running
     {kIgnored, kIgnored, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting,
-     kCompleting},  // completing: the final state comes from the cause
+     kCompleting, kIgnored, kIgnored},  // completing: the final state comes from the cause
     {},             // completed
     {},             // failed
     {},             // cancelled
@@ -43,7 +47,9 @@ JobState FinalState(EndCause cause) {
     case EndCause::kCancelled: return JobState::kCancelled;
     case EndCause::kTimeLimit: return JobState::kTimeout;
     case EndCause::kNodeLost: return JobState::kNodeFail;
-    case EndCause::kNodeLostRequeue: return kPending;
+    case EndCause::kNodeLostRequeue:
+    case EndCause::kPreemptRequeue:
+    case EndCause::kRequeued: return kPending;
   }
   return JobState::kFailed;
 }
@@ -56,6 +62,8 @@ EndCause CauseOf(JobEvent event) {
     case JobEvent::kCancelled: return EndCause::kCancelled;
     case JobEvent::kTimeLimit: return EndCause::kTimeLimit;
     case JobEvent::kNodeLost: return EndCause::kNodeLost;
+    case JobEvent::kPreempted: return EndCause::kPreemptRequeue;
+    case JobEvent::kRequeued: return EndCause::kRequeued;
     case JobEvent::kAllocated:
     case JobEvent::kAllReleased: return EndCause::kNone;
   }
@@ -66,6 +74,15 @@ std::string_view JobStateName(JobState state) {
   static constexpr std::array<std::string_view, kJobStateCount> kNames = {
       "PENDING", "RUNNING", "COMPLETING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
   return kNames[static_cast<std::size_t>(state)];
+}
+
+std::string DisplayId(const Job& job) {
+  if (job.array_task_id >= 0) return fmt::format("{}_{}", job.array_job_id, job.array_task_id);
+  if (!job.array_pending.empty()) {
+    return fmt::format("{}_[{}]", job.id,
+                       FormatArrayTasks(job.array_pending, job.request.array.max_running));
+  }
+  return std::to_string(job.id);
 }
 
 bool IsFinished(JobState state) {

@@ -13,9 +13,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/cluster_config.h"
+#include "cohort/fair_share.h"
 #include "cohort/gang_allocator.h"
 #include "cohort/job.h"
 #include "cohort/node_pool.h"
+#include "cohort/priority.h"
 #include "cohort/topology.h"
 
 /// The scheduler's state machine: jobs and nodes in, decisions out. The
@@ -98,6 +100,22 @@ struct SavedState {
   std::vector<Job> jobs;  ///< placement grants and released flags as they were
   JobId next_id = 1;
   std::vector<std::pair<NodeId, NodeAdmin>> nodes;
+  std::vector<policy::UsageRecord> usage;  ///< fair-share usage
+};
+
+/// A job as users name it: `12` (a job, or every task of array 12) or
+/// `12_3` (task 3 of array 12, created or not).
+struct JobRef {
+  JobId job = 0;
+  int task = -1;  ///< -1: the whole job
+};
+
+/// `cohort why`: what keeps a job from starting, in words.
+struct Explanation {
+  std::string summary;
+  std::vector<std::string> blockers;
+  std::vector<std::string> suggestions;
+  Millis expected_start{0};  ///< 0: unknown
 };
 
 enum class NodeStatus : std::uint8_t {
@@ -155,6 +173,35 @@ class Engine {
   /// a signal).
   [[nodiscard]] absl::Status Cancel(JobId job, int signal, const Caller& caller, Millis now,
                                     Effects& effects);
+  /// Cancel (signal 0) or signal by reference: `J` of an array is every
+  /// task (created or not), `J_i` one task; an uncreated task is dropped
+  /// from the array.
+  [[nodiscard]] absl::Status Cancel(JobRef ref, int signal, const Caller& caller, Millis now,
+                                    Effects& effects);
+  /// The jobs a reference names now: an array's created tasks and its
+  /// record; empty when none (NotFound from the actions).
+  [[nodiscard]] std::vector<JobId> Lookup(JobRef ref) const;
+
+  /// `cohort hold`: pending jobs stop being eligible. An operator's hold
+  /// (JobHeldAdmin) only an operator releases.
+  [[nodiscard]] absl::Status Hold(JobRef ref, const Caller& caller, Effects& effects);
+  [[nodiscard]] absl::Status Release(JobRef ref, const Caller& caller, Millis now,
+                                     Effects& effects);
+  /// `cohort requeue`: a running job stops and queues again, same id, next
+  /// attempt.
+  [[nodiscard]] absl::Status Requeue(JobRef ref, const Caller& caller, Millis now,
+                                     Effects& effects);
+  /// `cohort checkpoint-done`: a job being preempted has saved its state;
+  /// it is stopped now instead of at the end of its grace time.
+  [[nodiscard]] absl::Status CheckpointDone(JobRef ref, const Caller& caller, Millis now,
+                                            Effects& effects);
+
+  /// The multifactor priority of a job at `now`.
+  [[nodiscard]] policy::PriorityFactors PriorityOf(const Job& job, Millis now) const;
+  /// Fair-share usage (charged up to the last Tick or pass).
+  [[nodiscard]] const policy::FairShare& Usage() const { return fair_share_; }
+  /// `cohort why`.
+  [[nodiscard]] absl::StatusOr<Explanation> Explain(JobRef ref, Millis now);
 
   // Agent events. Unknown jobs and nodes are ignored: agents can race the
   // engine (a job cancelled while its launch was on the wire).
@@ -176,8 +223,12 @@ class Engine {
   /// their limit get their TimeWarning (once per attempt), jobs past it are
   /// stopped, --switches waits expire.
   void Tick(Millis now, Effects& effects);
-  /// One scheduling pass over the pending jobs, highest partition priority
-  /// tier first, then by submission.
+  /// One scheduling pass: suspended jobs resume where they fit; pending
+  /// jobs, highest partition tier first, then by multifactor priority, start
+  /// where they fit; the first `BackfillDepth` that cannot get a
+  /// reservation at the earliest time running jobs' limits allow; lower jobs
+  /// start only where they delay no reservation (backfill); a job of a
+  /// higher tier or preempting QOS that cannot start chooses victims.
   void Schedule(Millis now, Effects& effects);
   /// True when something happened that may let a pending job start.
   [[nodiscard]] bool ScheduleNeeded() const { return schedule_needed_; }
@@ -230,6 +281,34 @@ class Engine {
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
   void Warn(Job& job, Effects& effects);
 
+  // Policy (engine_policy.cpp).
+  struct Reservation {
+    JobId job = 0;
+    Millis start{0};
+    std::vector<NodeId> nodes;
+  };
+  struct PassState;
+  void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
+  Job& SplitTask(Job& array, Millis now, Effects& effects);
+  void ChargeUsage(Millis now);
+  void ChargeUsage(Job& job, Millis now);
+  void ResumeSuspended(Millis now, Effects& effects);
+  /// Whether the job may be considered now; sets its reason when not.
+  bool Eligible(Job& job, PassState& pass, Millis now, Effects& effects);
+  /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
+  int DependencyStatus(Job& job, std::string& why);
+  std::string LimitReached(const Job& job, const PassState& pass) const;
+  std::optional<Reservation> PlanReservation(const Job& job, PassState& pass, Millis now);
+  std::vector<NodeId> ReservedNodes(const PassState& pass, Millis start, const Job& job) const;
+  bool TryPreempt(Job& job, Millis now, Effects& effects);
+  void StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects);
+  config::PreemptMode VictimMode(const Job& job) const;
+  std::chrono::seconds GraceOf(const Job& job) const;
+  int PreemptSignalOf(const Job& job) const;
+  bool MayPreempt(const Job& preemptor, const Job& victim, Millis now) const;
+  void SetReason(Job& job, std::string reason, std::string detail, Effects& effects);
+  absl::Status CheckOwner(const Job& job, const Caller& caller, std::string_view verb) const;
+
   config::ClusterConfig config_;
   const topology::Topology& topology_;
   alloc::NodePool pool_;
@@ -238,9 +317,11 @@ class Engine {
   std::vector<NodeRuntime> nodes_;
   JobId next_id_ = 1;
   bool schedule_needed_ = false;
-  /// Partitions whose first job waited for resources in the last pass; until
-  /// something frees resources, jobs submitted there wait without a pass.
-  std::set<alloc::PartitionId> blocked_;
+  policy::FairShare fair_share_;
+  int max_tier_ = 0;
+  int max_qos_priority_ = 0;
+  /// Arrays: the ids of each array's created tasks (the record not included).
+  std::map<JobId, std::vector<JobId>> array_tasks_;
 };
 
 }  // namespace cohort

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cohort/array_spec.h"
+#include "cohort/dependency.h"
 #include "cohort/gang_allocator.h"
 
 /// Jobs as the core sees them, and the one table through which a job's state
@@ -42,8 +44,10 @@ enum class JobEvent : std::uint8_t {
   kTimeLimit,       ///< it ran past its time limit
   kNodeLost,        ///< a node of its gang stopped answering
   kAllReleased,     ///< every node has confirmed its ranks are gone
+  kPreempted,       ///< preempted with PreemptMode=REQUEUE (CANCEL uses kCancelled)
+  kRequeued,        ///< its owner or an operator asked for it to run again
 };
-inline constexpr int kJobEventCount = 8;
+inline constexpr int kJobEventCount = 10;
 
 /// Why a job that is stopping stops; decides its final state.
 enum class EndCause : std::uint8_t {
@@ -55,6 +59,8 @@ enum class EndCause : std::uint8_t {
   kTimeLimit,
   kNodeLost,
   kNodeLostRequeue,
+  kPreemptRequeue,  ///< preempted with PreemptMode=REQUEUE: back to the queue
+  kRequeued,        ///< `cohort requeue`: back to the queue
 };
 
 /// The state after `event` in `state`, or nullopt when the event does not
@@ -106,6 +112,23 @@ struct JobRequest {
   std::vector<std::string> nodelist;  ///< names that must be in the gang
   std::vector<std::string> exclude;   ///< names that must not be
   TimeWarning warning;                ///< default here: none (the shell applies kDefault…)
+  std::string qos;                    ///< empty: the cluster's DefaultQOS
+  ArraySpec array;                    ///< no tasks: not an array
+  Dependency dependency;
+  bool hold = false;                  ///< --hold: submitted held
+  bool kill_on_invalid_dep = false;   ///< cancel, rather than wait, when the dependency cannot hold
+};
+
+/// One preemption of a job, as `cohort show job` lists it.
+struct PreemptionRecord {
+  Millis time{0};       ///< when it was chosen and warned
+  std::int64_t by_job = 0;
+  std::string by_display_id;
+  std::string mode;     ///< REQUEUE, CANCEL, SUSPEND
+  int attempt = 0;
+  int signal = 0;
+  std::chrono::seconds grace{0};
+  std::string detail;   ///< how it ended: "checkpoint done after 3 s", …
 };
 
 /// A job and everything the engine knows of it.
@@ -130,6 +153,35 @@ struct Job {
   std::vector<int> exited_ok;          ///< by node rank: ranks there that exited 0
   int master_port = 0;
   int warned_attempt = 0;  ///< the attempt that got its TimeWarning; 0: none yet
+
+  std::string qos;  ///< resolved
+  bool held = false;
+  bool held_by_operator = false;
+  Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)
+  /// Arrays. The array's own record (id == array_job_id, array_task_id -1)
+  /// holds the tasks not yet created in `array_pending`; each task split off
+  /// it is a job of its own with a new id. The last task takes the record.
+  JobId array_job_id = 0;
+  int array_task_id = -1;
+  std::vector<int> array_pending;
+  /// What is left of --dependency: the terms not yet satisfied.
+  Dependency dependency_left;
+  /// Preemption: the job (a victim) stops at preempt_deadline unless it ends
+  /// or says checkpoint-done first.
+  std::vector<PreemptionRecord> preemptions;
+  Millis preempt_deadline{0};  ///< 0: not being preempted
+  JobId preempted_by = 0;
+  bool suspended = false;  ///< SIGSTOPped; its grants are lent to the preemptor
+  Millis suspended_since{0};
+  /// Runtime only (not persisted): the time up to which fair-share usage
+  /// has been charged, and the last backfill plan's start estimate.
+  Millis charged_until{0};
+  Millis expected_start{0};
+  std::int64_t priority = 0;  ///< the last pass's multifactor total
 };
+
+/// How users write a job's id: "12", "12_3" for task 3 of array 12, and
+/// "12_[4-999%8]" for the tasks of array 12 not yet started.
+[[nodiscard]] std::string DisplayId(const Job& job);
 
 }  // namespace cohort

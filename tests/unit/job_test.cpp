@@ -12,20 +12,24 @@ constexpr JobState kAllStates[] = {JobState::kPending,   JobState::kRunning,  Jo
 constexpr JobEvent kAllEvents[] = {JobEvent::kAllocated,   JobEvent::kRanksSucceeded,
                                    JobEvent::kRankFailed,  JobEvent::kLaunchFailed,
                                    JobEvent::kCancelled,   JobEvent::kTimeLimit,
-                                   JobEvent::kNodeLost,    JobEvent::kAllReleased};
+                                   JobEvent::kNodeLost,    JobEvent::kAllReleased,
+                                   JobEvent::kPreempted,   JobEvent::kRequeued};
 
 // The whole table, written out: (state, event) -> next state or "-".
 TEST(JobTransitionTest, EveryStateAndEvent) {
   const char* expected[kJobStateCount][kJobEventCount] = {
-      // Alloc      Succeeded     RankFailed    LaunchFailed  Cancelled     TimeLimit     NodeLost      AllReleased
-      {"RUNNING", "-", "-", "-", "CANCELLED", "-", "-", "-"},                                          // PENDING
-      {"-", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "-"},  // RUNNING
-      {"-", "-", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING"},  // COMPLETING
-      {"-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-"},
+      // Alloc  Succeeded  RankFailed  LaunchFailed  Cancelled  TimeLimit  NodeLost  AllReleased
+      // Preempted  Requeued
+      {"RUNNING", "-", "-", "-", "CANCELLED", "-", "-", "-", "-", "-"},  // PENDING
+      {"-", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "-",
+       "COMPLETING", "COMPLETING"},  // RUNNING
+      {"-", "-", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING",
+       "-", "-"},  // COMPLETING
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
   };
   for (const JobState state : kAllStates) {
     for (const JobEvent event : kAllEvents) {
@@ -45,6 +49,8 @@ TEST(JobTransitionTest, FinalStatesFollowTheCause) {
   EXPECT_EQ(FinalState(EndCause::kTimeLimit), JobState::kTimeout);
   EXPECT_EQ(FinalState(EndCause::kNodeLost), JobState::kNodeFail);
   EXPECT_EQ(FinalState(EndCause::kNodeLostRequeue), JobState::kPending);
+  EXPECT_EQ(FinalState(EndCause::kPreemptRequeue), JobState::kPending);
+  EXPECT_EQ(FinalState(EndCause::kRequeued), JobState::kPending);
   for (const JobState state : kAllStates) {
     EXPECT_EQ(IsFinished(state), static_cast<int>(state) >= static_cast<int>(JobState::kCompleted));
   }
