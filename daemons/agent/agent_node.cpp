@@ -204,6 +204,14 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   context.account = spec.account();
   context.cpus_on_node = launch.cpus();
   context.memory_mb = spec.memory_mb();
+  if (launch.array_job_id() != 0) {
+    context.array_job_id = launch.array_job_id();
+    context.array_task_id = launch.array_task_id();
+    context.array_task_min = launch.array_task_min();
+    context.array_task_max = launch.array_task_max();
+    context.array_task_count = launch.array_task_count();
+    context.array_task_step = launch.array_task_step();
+  }
 
   plan.argv.assign(spec.argv().begin(), spec.argv().end());
   plan.script = spec.script();

@@ -140,6 +140,38 @@ grpc::ServerUnaryReactor* ClientService::SubmitJob(grpc::CallbackServerContext* 
   return reactor;
 }
 
+grpc::ServerUnaryReactor* ClientService::ControlJobs(grpc::CallbackServerContext* context,
+                                                     const v1::ControlJobsRequest* request,
+                                                     v1::ControlJobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.ControlJobs(*request, Identify(*context), Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::ExplainJob(grpc::CallbackServerContext* context,
+                                                    const v1::ExplainJobRequest* request,
+                                                    v1::ExplainJobResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.ExplainJob(*request, Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::GetPriorities(grpc::CallbackServerContext* context,
+                                                       const v1::PriorityRequest* request,
+                                                       v1::PriorityResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.GetPriorities(*request, Finisher(reactor, response));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ClientService::GetShares(grpc::CallbackServerContext* context,
+                                                   const v1::SharesRequest* /*request*/,
+                                                   v1::SharesResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  controller_.GetShares(Finisher(reactor, response));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* ClientService::CancelJob(grpc::CallbackServerContext* context,
                                                    const v1::CancelJobRequest* request,
                                                    v1::CancelJobResponse* response) {

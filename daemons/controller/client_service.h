@@ -22,6 +22,18 @@ class ClientService final : public v1::Controller::CallbackService {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const v1::CancelJobRequest* request,
                                       v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* ControlJobs(grpc::CallbackServerContext* context,
+                                        const v1::ControlJobsRequest* request,
+                                        v1::ControlJobsResponse* response) override;
+  grpc::ServerUnaryReactor* ExplainJob(grpc::CallbackServerContext* context,
+                                       const v1::ExplainJobRequest* request,
+                                       v1::ExplainJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetPriorities(grpc::CallbackServerContext* context,
+                                          const v1::PriorityRequest* request,
+                                          v1::PriorityResponse* response) override;
+  grpc::ServerUnaryReactor* GetShares(grpc::CallbackServerContext* context,
+                                      const v1::SharesRequest* request,
+                                      v1::SharesResponse* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const v1::GetJobRequest* request,
                                    v1::GetJobResponse* response) override;

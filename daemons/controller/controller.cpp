@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <limits>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -15,6 +16,10 @@
 
 namespace cohort::controller {
 namespace {
+
+// Fair-share usage changes every second while jobs run; a crash loses at
+// most this much of it.
+constexpr Millis kUsageWriteInterval = std::chrono::seconds(10);
 
 std::shared_ptr<spdlog::logger> Log(const std::string& name) {
   std::shared_ptr<spdlog::logger> logger = spdlog::get(name);
@@ -79,6 +84,9 @@ void Controller::Restore(LoadedState loaded) {
     specs_[record.id()] = std::move(*record.mutable_spec());
     saved.jobs.push_back(*std::move(job));
   }
+  for (const v1::UsageRecordProto& u : loaded.usage) {
+    saved.usage.push_back({u.account(), u.user(), u.usage(), Millis(u.as_of_ms())});
+  }
   for (const StateBatch::NodeRow& row : loaded.nodes) {
     const std::optional<NodeId> node = topology_->FindNode(row.name);
     if (!node) continue;
@@ -103,7 +111,8 @@ void Controller::Shutdown() {
   // What the last turns changed and has not been written yet: write it now,
   // on this thread, so a clean stop loses nothing either.
   committing_ = false;
-  if (!dirty_jobs_.empty() || !dirty_nodes_.empty() || engine_.NextId() != written_next_id_) {
+  usage_written_ = Millis{0};  // write the usage charged up to now too
+  {
     outbox_.clear();
     flush_posted_ = true;  // no flush may be posted any more
     Flush();
@@ -204,12 +213,24 @@ void Controller::Flush() {
     batch.next_job_id = engine_.NextId();
     written_next_id_ = engine_.NextId();
   }
+  if (const Millis now = Now(); now - usage_written_ >= kUsageWriteInterval) {
+    usage_written_ = now;
+    std::vector<v1::UsageRecordProto>& rows = batch.usage.emplace();
+    for (const policy::UsageRecord& u : engine_.Usage().Snapshot(now)) {
+      v1::UsageRecordProto& row = rows.emplace_back();
+      row.set_account(u.account);
+      row.set_user(u.user);
+      row.set_usage(u.usage);
+      row.set_as_of_ms(u.as_of.count());
+    }
+    if (rows.empty()) batch.usage.reset();
+  }
   dirty_jobs_.clear();
   new_jobs_.clear();
   dirty_nodes_.clear();
   std::vector<std::function<void()>> out = std::move(outbox_);
   outbox_.clear();
-  if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0) {
+  if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0 && !batch.usage) {
     for (std::function<void()>& f : out) f();
     return;
   }
@@ -253,6 +274,13 @@ const v1::JobSpec& Controller::EnvironmentOf(JobId id) {
     Log("store")->error("environment_unreadable job={} reason=\"{}\"", id, stored.status());
   }
   v1::JobSpec env = stored.ok() && stored->has_value() ? **stored : v1::JobSpec();
+  if (!stored.ok() || !stored->has_value()) {
+    // An array's tasks share the environment stored once with the array.
+    const Job* job = engine_.FindJob(id);
+    if (job != nullptr && job->array_job_id != 0 && job->array_job_id != id) {
+      env = EnvironmentOf(job->array_job_id);
+    }
+  }
   return envs_.emplace(id, std::move(env)).first->second;
 }
 
@@ -286,6 +314,14 @@ void Controller::RequestPass() {
 }
 
 void Controller::Execute(Effects& effects) {
+  for (const JobId id : effects.changed_jobs) {
+    // A task split off an array: it runs the array's spec.
+    if (specs_.contains(id)) continue;
+    const Job* job = engine_.FindJob(id);
+    if (job != nullptr && job->array_job_id != 0 && job->array_job_id != id) {
+      specs_[id] = specs_[job->array_job_id];
+    }
+  }
   dirty_jobs_.insert(effects.changed_jobs.begin(), effects.changed_jobs.end());
   dirty_nodes_.insert(effects.changed_nodes.begin(), effects.changed_nodes.end());
   for (const Command& command : effects.commands) {
@@ -366,6 +402,18 @@ void Controller::SendLaunch(const LaunchCommand& launch) {
   l->set_time_limit_s(job->time_limit == kUnlimited ? 0 : job->time_limit.count());
   l->set_cluster_name(config_.cluster_name);
   l->set_partition(job->request.partition);
+  if (job->array_job_id != 0 && job->array_task_id >= 0) {
+    l->set_array_job_id(job->array_job_id);
+    l->set_array_task_id(job->array_task_id);
+    // Min, max, count and step describe the whole array, as Slurm's do.
+    if (absl::StatusOr<ArraySpec> array = ParseArraySpec(l->spec().array(), std::numeric_limits<int>::max());
+        array.ok() && !array->tasks.empty()) {
+      l->set_array_task_min(array->tasks.front());
+      l->set_array_task_max(array->tasks.back());
+      l->set_array_task_count(static_cast<int>(array->tasks.size()));
+      l->set_array_task_step(array->step);
+    }
+  }
   // Sent once the job's RUNNING state is durable.
   Defer([this, launch, message = std::move(message)]() mutable {
     const auto link = links_.find(launch.node);
@@ -427,7 +475,7 @@ void Controller::SubmitJob(v1::SubmitJobRequest request, Identity who,
       Respond<v1::SubmitJobResponse>(std::move(reply), trusted);
       return;
     }
-    absl::StatusOr<JobRequest> job = RequestFromSpec(request.spec(), who);
+    absl::StatusOr<JobRequest> job = RequestFromSpec(request.spec(), who, config_.max_array_size);
     if (!job.ok()) {
       Respond<v1::SubmitJobResponse>(std::move(reply), job.status());
       return;
@@ -476,7 +524,13 @@ void Controller::CancelJob(v1::CancelJobRequest request, Identity who,
     Effects effects;
     absl::Status result = absl::OkStatus();
     for (const std::int64_t id : request.job_ids()) {
-      absl::Status s = engine_.Cancel(id, request.signal(), Caller{who.uid}, Now(), effects);
+      absl::Status s = engine_.Cancel(JobRef{id, -1}, request.signal(), Caller{who.uid}, Now(), effects);
+      if (!s.ok() && result.ok()) result = s;
+    }
+    for (const std::string& text : request.job_refs()) {
+      absl::StatusOr<JobRef> ref = ParseJobRef(text);
+      absl::Status s = ref.ok() ? engine_.Cancel(*ref, request.signal(), Caller{who.uid}, Now(), effects)
+                                : ref.status();
       if (!s.ok() && result.ok()) result = s;
     }
     Execute(effects);
@@ -487,7 +541,21 @@ void Controller::CancelJob(v1::CancelJobRequest request, Identity who,
 
 void Controller::GetJob(v1::GetJobRequest request, Identity /*who*/,
                         Reply<v1::GetJobResponse> reply) {
-  boost::asio::post(io_, [this, request = std::move(request), reply = std::move(reply)] {
+  boost::asio::post(io_, [this, request = std::move(request), reply = std::move(reply)]() mutable {
+    if (!request.job_ref().empty()) {
+      absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
+      if (!ref.ok()) {
+        Respond<v1::GetJobResponse>(reply, ref.status());
+        return;
+      }
+      const std::vector<JobId> ids = engine_.Lookup(*ref);
+      request.set_job_id(ids.empty() ? ref->job : ids.front());
+      if (ids.empty() && ref->task >= 0) {
+        Respond<v1::GetJobResponse>(reply, absl::NotFoundError(fmt::format(
+                                               "job {} not found; see cohort queue", request.job_ref())));
+        return;
+      }
+    }
     const Job* job = engine_.FindJob(request.job_id());
     v1::GetJobResponse response;
     if (job != nullptr) {
@@ -710,6 +778,155 @@ void Controller::GetTopology(Reply<v1::GetTopologyResponse> reply) {
     }
     for (const topology::SwitchId r : topology.Roots()) response.add_roots(topology.GetSwitch(r).name);
     Respond(reply, absl::StatusOr<v1::GetTopologyResponse>(std::move(response)));
+  });
+}
+
+void Controller::ControlJobs(v1::ControlJobsRequest request, Identity who,
+                             Reply<v1::ControlJobsResponse> reply) {
+  boost::asio::post(io_, [this, request = std::move(request), who = std::move(who),
+                          reply = std::move(reply)] {
+    if (absl::Status trusted = RequireTrusted(who, "changing jobs"); !trusted.ok()) {
+      Respond<v1::ControlJobsResponse>(reply, trusted);
+      return;
+    }
+    if (request.job_refs().empty()) {
+      Respond<v1::ControlJobsResponse>(reply, absl::InvalidArgumentError("job: name at least one job"));
+      return;
+    }
+    Effects effects;
+    absl::Status result = absl::OkStatus();
+    v1::ControlJobsResponse response;
+    const Caller caller{who.uid};
+    for (const std::string& text : request.job_refs()) {
+      absl::StatusOr<JobRef> ref = ParseJobRef(text);
+      absl::Status s = ref.status();
+      if (ref.ok()) {
+        switch (request.action()) {
+          case v1::JOB_HOLD: s = engine_.Hold(*ref, caller, effects); break;
+          case v1::JOB_RELEASE: s = engine_.Release(*ref, caller, Now(), effects); break;
+          case v1::JOB_REQUEUE: s = engine_.Requeue(*ref, caller, Now(), effects); break;
+          case v1::JOB_CHECKPOINT_DONE: s = engine_.CheckpointDone(*ref, caller, Now(), effects); break;
+          default: s = absl::InvalidArgumentError("action: give hold, release, requeue or checkpoint-done");
+        }
+      }
+      if (s.ok()) {
+        response.add_done(text);
+        Log("rpc")->info("job_control action={} job={} user={}", v1::JobAction_Name(request.action()),
+                         text, who.user_name);
+      } else if (result.ok()) {
+        result = s;
+      }
+    }
+    Execute(effects);
+    // Partial success still reports the first failure; what was done is durable.
+    Respond(reply, result.ok() ? absl::StatusOr<v1::ControlJobsResponse>(std::move(response))
+                               : absl::StatusOr<v1::ControlJobsResponse>(result));
+  });
+}
+
+void Controller::ExplainJob(v1::ExplainJobRequest request, Reply<v1::ExplainJobResponse> reply) {
+  boost::asio::post(io_, [this, request = std::move(request), reply = std::move(reply)] {
+    absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
+    if (!ref.ok()) {
+      Respond<v1::ExplainJobResponse>(reply, ref.status());
+      return;
+    }
+    absl::StatusOr<Explanation> why = engine_.Explain(*ref, Now());
+    if (!why.ok()) {
+      Respond<v1::ExplainJobResponse>(reply, why.status());
+      return;
+    }
+    v1::ExplainJobResponse response;
+    const std::vector<JobId> ids = engine_.Lookup(*ref);
+    const Job* job = nullptr;
+    for (const JobId id : ids) {
+      const Job* j = engine_.FindJob(id);
+      if (job == nullptr || (j->state == JobState::kPending && job->state != JobState::kPending)) job = j;
+    }
+    if (job != nullptr) {
+      JobToWire(*job, specs_[job->id], engine_, engine_.QueuePosition(job->id), response.mutable_job());
+    }
+    response.set_summary(why->summary);
+    for (std::string& b : why->blockers) response.add_blockers(std::move(b));
+    for (std::string& s : why->suggestions) response.add_suggestions(std::move(s));
+    response.set_expected_start_ms(why->expected_start.count());
+    Respond(reply, absl::StatusOr<v1::ExplainJobResponse>(std::move(response)));
+  });
+}
+
+void Controller::GetPriorities(v1::PriorityRequest request, Reply<v1::PriorityResponse> reply) {
+  boost::asio::post(io_, [this, request = std::move(request), reply = std::move(reply)] {
+    std::vector<JobId> ids;
+    if (request.job_refs().empty()) {
+      ids = engine_.PendingOrder();
+    } else {
+      for (const std::string& text : request.job_refs()) {
+        absl::StatusOr<JobRef> ref = ParseJobRef(text);
+        if (!ref.ok()) {
+          Respond<v1::PriorityResponse>(reply, ref.status());
+          return;
+        }
+        const std::vector<JobId> found = engine_.Lookup(*ref);
+        if (found.empty()) {
+          Respond<v1::PriorityResponse>(
+              reply, absl::NotFoundError(fmt::format("job {} not found; see cohort queue", text)));
+          return;
+        }
+        ids.insert(ids.end(), found.begin(), found.end());
+      }
+    }
+    const config::PriorityWeights& w = config_.priority;
+    v1::PriorityResponse response;
+    response.set_weight_age(w.age);
+    response.set_weight_fairshare(w.fairshare);
+    response.set_weight_job_size(w.job_size);
+    response.set_weight_partition(w.partition);
+    response.set_weight_qos(w.qos);
+    const Millis now = Now();
+    for (const JobId id : ids) {
+      const Job* job = engine_.FindJob(id);
+      if (job == nullptr || job->state != JobState::kPending) continue;
+      const policy::PriorityFactors f = engine_.PriorityOf(*job, now);
+      v1::JobPriority* p = response.add_jobs();
+      p->set_job_id(id);
+      p->set_display_id(DisplayId(*job));
+      p->set_user_name(job->request.user_name);
+      p->set_account(job->request.account);
+      p->set_partition(job->request.partition);
+      p->set_qos(job->qos);
+      p->set_total(f.total);
+      p->set_age(w.age * f.age);
+      p->set_fairshare(w.fairshare * f.fairshare);
+      p->set_job_size(w.job_size * f.job_size);
+      p->set_partition_factor(w.partition * f.partition);
+      p->set_qos_factor(w.qos * f.qos);
+      p->set_age_raw(f.age);
+      p->set_fairshare_raw(f.fairshare);
+      p->set_job_size_raw(f.job_size);
+      p->set_partition_raw(f.partition);
+      p->set_qos_raw(f.qos);
+    }
+    std::stable_sort(response.mutable_jobs()->begin(), response.mutable_jobs()->end(),
+                     [](const v1::JobPriority& a, const v1::JobPriority& b) { return a.total() > b.total(); });
+    Respond(reply, absl::StatusOr<v1::PriorityResponse>(std::move(response)));
+  });
+}
+
+void Controller::GetShares(Reply<v1::SharesResponse> reply) {
+  boost::asio::post(io_, [this, reply = std::move(reply)] {
+    v1::SharesResponse response;
+    response.set_half_life_s(config_.priority.decay_half_life.count());
+    for (const policy::ShareRow& row : engine_.Usage().Rows(config_, Now())) {
+      v1::AccountShare* out = response.add_rows();
+      out->set_account(row.account);
+      out->set_user(row.user);
+      out->set_shares(row.shares);
+      out->set_norm_shares(row.norm_shares);
+      out->set_usage_gpu_seconds(row.usage);
+      out->set_norm_usage(row.norm_usage);
+      out->set_factor(row.factor);
+    }
+    Respond(reply, absl::StatusOr<v1::SharesResponse>(std::move(response)));
   });
 }
 

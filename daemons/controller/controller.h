@@ -115,6 +115,10 @@ class Controller {
   void ListNodes(v1::ListNodesRequest request, Reply<v1::ListNodesResponse> reply);
   void UpdateNode(v1::UpdateNodeRequest request, Identity who, Reply<v1::UpdateNodeResponse> reply);
   void GetTopology(Reply<v1::GetTopologyResponse> reply);
+  void ControlJobs(v1::ControlJobsRequest request, Identity who, Reply<v1::ControlJobsResponse> reply);
+  void ExplainJob(v1::ExplainJobRequest request, Reply<v1::ExplainJobResponse> reply);
+  void GetPriorities(v1::PriorityRequest request, Reply<v1::PriorityResponse> reply);
+  void GetShares(Reply<v1::SharesResponse> reply);
 
   /// Registers `watcher` for job `id`; it gets the job now and each change.
   /// NotFound through `reply` when there is no such job.
@@ -176,6 +180,9 @@ class Controller {
   std::set<NodeId> dirty_nodes_;
   std::vector<NodeAdmin> written_admin_;          ///< by NodeId: as last written
   JobId written_next_id_ = 0;
+  /// When fair-share usage was last written; it is written at most every
+  /// kUsageWriteInterval (and at a clean stop).
+  Millis usage_written_{0};
   std::vector<std::function<void()>> outbox_;
   bool committing_ = false;
   bool flush_posted_ = false;

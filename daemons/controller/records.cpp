@@ -10,6 +10,13 @@
 #include "wire.h"
 
 namespace cohort::controller {
+namespace {
+
+// The largest MaxArraySize= accepts: a stored array is read whatever the
+// setting is now.
+constexpr int kMaxArraySizeEver = 4000001;
+
+}  // namespace
 
 v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::Topology& topology) {
   v1::JobRecord r;
@@ -33,6 +40,29 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::
   r.set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
   r.set_master_port(job.master_port);
   r.set_warned_attempt(job.warned_attempt);
+  r.set_qos(job.qos);
+  r.set_held(job.held);
+  r.set_held_by_operator(job.held_by_operator);
+  r.set_array_job_id(job.array_job_id);
+  r.set_array_task_id(job.array_task_id);
+  r.mutable_array_pending()->Assign(job.array_pending.begin(), job.array_pending.end());
+  for (const PreemptionRecord& p : job.preemptions) {
+    v1::Preemption* w = r.add_preemptions();
+    w->set_time_ms(p.time.count());
+    w->set_by_job(p.by_job);
+    w->set_by_display_id(p.by_display_id);
+    w->set_mode(p.mode);
+    w->set_attempt(p.attempt);
+    w->set_signal(p.signal);
+    w->set_grace_s(p.grace.count());
+    w->set_detail(p.detail);
+  }
+  r.set_preempt_deadline_ms(job.preempt_deadline.count());
+  r.set_preempted_by(job.preempted_by);
+  r.set_suspended(job.suspended);
+  r.set_suspended_since_ms(job.suspended_since.count());
+  r.set_eligible_time_ms(job.eligible_time.count());
+  r.set_dependency_left(FormatDependency(job.dependency_left));
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     const alloc::NodeGrant& g = job.placement.grants[rank];
     v1::GrantRecord* out = r.add_grants();
@@ -55,7 +85,13 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   Identity owner;
   owner.uid = record.uid();
   owner.user_name = record.user_name();
-  absl::StatusOr<JobRequest> request = RequestFromSpec(record.spec(), owner);
+  // An array task's spec still names the array; the record says which task.
+  v1::JobSpec spec = record.spec();
+  if (record.array_task_id() >= 0 && record.array_job_id() != 0 && record.array_job_id() != record.id()) {
+    spec.clear_array();
+  }
+  // What was accepted once stays readable whatever MaxArraySize is now.
+  absl::StatusOr<JobRequest> request = RequestFromSpec(spec, owner, kMaxArraySizeEver);
   if (!request.ok()) {
     return absl::InvalidArgumentError(fmt::format("job {}: {}", record.id(), request.status().message()));
   }
@@ -65,7 +101,7 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   job.request.account = record.account();
   job.request.partition = record.partition();
   job.state = *state;
-  job.cause = static_cast<EndCause>(std::clamp(record.cause(), 0, static_cast<int>(EndCause::kNodeLostRequeue)));
+  job.cause = static_cast<EndCause>(std::clamp(record.cause(), 0, static_cast<int>(EndCause::kRequeued)));
   job.reason = record.reason();
   job.reason_detail = record.reason_detail();
   job.submit_time = Millis(record.submit_time_ms());
@@ -77,6 +113,34 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   job.time_limit = record.time_limit_s() == 0 ? kUnlimited : std::chrono::seconds(record.time_limit_s());
   job.master_port = record.master_port();
   job.warned_attempt = record.warned_attempt();
+  job.qos = record.qos();
+  job.request.qos = record.qos();
+  job.held = record.held();
+  job.held_by_operator = record.held_by_operator();
+  job.array_job_id = record.array_job_id();
+  job.array_task_id = record.array_job_id() == 0 ? -1 : record.array_task_id();
+  job.array_pending.assign(record.array_pending().begin(), record.array_pending().end());
+  for (const v1::Preemption& p : record.preemptions()) {
+    PreemptionRecord& out = job.preemptions.emplace_back();
+    out.time = Millis(p.time_ms());
+    out.by_job = p.by_job();
+    out.by_display_id = p.by_display_id();
+    out.mode = p.mode();
+    out.attempt = p.attempt();
+    out.signal = p.signal();
+    out.grace = std::chrono::seconds(p.grace_s());
+    out.detail = p.detail();
+  }
+  job.preempt_deadline = Millis(record.preempt_deadline_ms());
+  job.preempted_by = record.preempted_by();
+  job.suspended = record.suspended();
+  job.suspended_since = Millis(record.suspended_since_ms());
+  job.eligible_time = Millis(record.eligible_time_ms() != 0 ? record.eligible_time_ms()
+                                                             : record.submit_time_ms());
+  if (!record.dependency_left().empty()) {
+    absl::StatusOr<Dependency> left = ParseDependency(record.dependency_left());
+    if (left.ok()) job.dependency_left = *std::move(left);
+  }
   std::vector<NodeId> nodes;
   for (const v1::GrantRecord& g : record.grants()) {
     const std::optional<NodeId> node = topology.FindNode(g.node());
@@ -145,6 +209,13 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   out->set_attempt(record.attempt());
   out->set_time_limit_s(record.time_limit_s());
   out->set_gpu_hours(GpuHours(record, record.end_time_ms()));
+  out->set_array_job_id(record.array_job_id());
+  out->set_array_task_id(record.array_job_id() == 0 ? -1 : record.array_task_id());
+  out->set_display_id(record.array_job_id() != 0 && record.array_task_id() >= 0
+                          ? fmt::format("{}_{}", record.array_job_id(), record.array_task_id())
+                          : std::to_string(record.id()));
+  out->set_qos(record.qos());
+  *out->mutable_preemptions() = record.preemptions();
 }
 
 }  // namespace cohort::controller

@@ -127,6 +127,9 @@ const std::vector<std::string>& Store::Migrations() {
       "CREATE TABLE nodes(name TEXT PRIMARY KEY, drain INTEGER NOT NULL, reason TEXT NOT NULL) "
       "WITHOUT ROWID;"
       "CREATE INDEX jobs_ended ON jobs(end_ms) WHERE finished = 1;",
+      // 3: fair-share usage per account (user '') and per user in it.
+      "CREATE TABLE usage(account TEXT NOT NULL, user TEXT NOT NULL, usage REAL NOT NULL, "
+      "as_of_ms INTEGER NOT NULL, PRIMARY KEY(account, user)) WITHOUT ROWID;",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kSchemaVersion, "one migration per version");
   return migrations;
@@ -277,6 +280,16 @@ absl::StatusOr<LoadedState> Store::Load() {
     row.reason = reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 2));
   }
   if (rc != SQLITE_DONE) return Error("loading node settings");
+  Statement usage(db_, "SELECT account, user, usage, as_of_ms FROM usage ORDER BY account, user");
+  if (!usage.Ok()) return Error("preparing the usage load");
+  while ((rc = sqlite3_step(usage.get())) == SQLITE_ROW) {
+    v1::UsageRecordProto& u = state.usage.emplace_back();
+    u.set_account(reinterpret_cast<const char*>(sqlite3_column_text(usage.get(), 0)));
+    u.set_user(reinterpret_cast<const char*>(sqlite3_column_text(usage.get(), 1)));
+    u.set_usage(sqlite3_column_double(usage.get(), 2));
+    u.set_as_of_ms(sqlite3_column_int64(usage.get(), 3));
+  }
+  if (rc != SQLITE_DONE) return Error("loading fair-share usage");
   return state;
 }
 
@@ -311,8 +324,10 @@ absl::Status Store::Commit(const StateBatch& batch) {
       sqlite3_bind_int64(stmt, 1, r.id());
       BindBlob(stmt, 2, *row.env);
       if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a job's environment");
-    } else if (finished) {
-      // Only launches read the environment; history does not keep it.
+    } else if (finished && !(r.array_job_id() == r.id() && r.array_task_id() >= 0)) {
+      // Only launches read the environment; history does not keep it. An
+      // array's record that became its last task keeps it for the tasks
+      // that may still be requeued.
       stmt = s.delete_env.Fresh();
       sqlite3_bind_int64(stmt, 1, r.id());
       if (sqlite3_step(stmt) != SQLITE_DONE) return fail("dropping a job's environment");
@@ -324,6 +339,20 @@ absl::Status Store::Commit(const StateBatch& batch) {
     sqlite3_bind_int(stmt, 2, node.drain ? 1 : 0);
     BindText(stmt, 3, node.reason);
     if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a node");
+  }
+  if (batch.usage) {
+    Statement clear(db_, "DELETE FROM usage");
+    Statement insert(db_, "INSERT INTO usage(account, user, usage, as_of_ms) VALUES(?1, ?2, ?3, ?4)");
+    if (!clear.Ok() || !insert.Ok()) return fail("preparing the usage update");
+    if (sqlite3_step(clear.get()) != SQLITE_DONE) return fail("clearing usage");
+    for (const v1::UsageRecordProto& u : *batch.usage) {
+      sqlite3_stmt* stmt = insert.Fresh();
+      BindText(stmt, 1, u.account());
+      BindText(stmt, 2, u.user());
+      sqlite3_bind_double(stmt, 3, u.usage());
+      sqlite3_bind_int64(stmt, 4, u.as_of_ms());
+      if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing usage");
+    }
   }
   if (batch.next_job_id > 0) {
     sqlite3_stmt* stmt = s.set_next_id.Fresh();

@@ -27,7 +27,7 @@ enum class StateSync : std::uint8_t {
 
 /// The schema this build writes. Older databases are migrated on open; a
 /// newer one is refused.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 /// Everything one turn of the controller changed, committed as one
 /// transaction.
@@ -44,6 +44,8 @@ struct StateBatch {
   };
   std::vector<NodeRow> nodes;
   std::int64_t next_job_id = 0;  ///< 0: unchanged
+  /// Fair-share usage: when set, replaces every stored row.
+  std::optional<std::vector<v1::UsageRecordProto>> usage;
 };
 
 /// What a restarted controller loads.
@@ -51,6 +53,7 @@ struct LoadedState {
   std::vector<v1::JobRecord> jobs;  ///< every job not yet finished
   std::int64_t next_job_id = 1;
   std::vector<StateBatch::NodeRow> nodes;
+  std::vector<v1::UsageRecordProto> usage;  ///< fair-share usage, as last written
   int schema_before = 0;  ///< the version found on disk (0: a new database)
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "wire.h"
 
+#include <charconv>
 #include <set>
 #include <tuple>
 
@@ -14,7 +15,24 @@
 
 namespace cohort::controller {
 
-absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who) {
+absl::StatusOr<JobRef> ParseJobRef(std::string_view text) {
+  JobRef ref;
+  const std::size_t bar = text.find('_');
+  const std::string_view job = text.substr(0, bar);
+  auto number = [](std::string_view digits, auto& out) {
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && end == digits.data() + digits.size() && !digits.empty();
+  };
+  if (!number(job, ref.job) || ref.job <= 0 ||
+      (bar != std::string_view::npos && (!number(text.substr(bar + 1), ref.task) || ref.task < 0))) {
+    return absl::InvalidArgumentError(fmt::format(
+        "job \"{}\": give a job id (12) or an array task (12_3); see cohort queue", text));
+  }
+  return ref;
+}
+
+absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
+                                           int max_array_size) {
   auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
   if (spec.argv().empty() && spec.script().empty()) {
     return invalid("argv: nothing to run; give a script or -- COMMAND");
@@ -56,6 +74,19 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
     r.warning.before = spec.warn_seconds() == 0 ? kDefaultWarningLead
                                                 : std::chrono::seconds(spec.warn_seconds());
     r.warning.batch_only = spec.warn_batch_only();
+  }
+  r.qos = spec.qos();
+  r.hold = spec.hold();
+  r.kill_on_invalid_dep = spec.kill_on_invalid_dep();
+  if (!spec.array().empty()) {
+    absl::StatusOr<ArraySpec> array = ParseArraySpec(spec.array(), max_array_size);
+    if (!array.ok()) return array.status();
+    r.array = *std::move(array);
+  }
+  if (!spec.dependency().empty()) {
+    absl::StatusOr<Dependency> dependency = ParseDependency(spec.dependency());
+    if (!dependency.ok()) return dependency.status();
+    r.dependency = *std::move(dependency);
   }
   r.features.assign(spec.features().begin(), spec.features().end());
   for (auto [list, out, option] :
@@ -173,6 +204,30 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_attempt(job.attempt);
   out->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
   out->set_queue_position(queue_position);
+  out->set_display_id(DisplayId(job));
+  out->set_array_job_id(job.array_job_id);
+  out->set_array_task_id(job.array_task_id);
+  if (!job.array_pending.empty()) {
+    out->set_array_pending(FormatArrayTasks(job.array_pending, job.request.array.max_running));
+  }
+  out->set_priority(job.state == JobState::kPending ? job.priority : 0);
+  out->set_expected_start_ms(job.state == JobState::kPending ? job.expected_start.count() : 0);
+  for (const PreemptionRecord& p : job.preemptions) {
+    v1::Preemption* w = out->add_preemptions();
+    w->set_time_ms(p.time.count());
+    w->set_by_job(p.by_job);
+    w->set_by_display_id(p.by_display_id);
+    w->set_mode(p.mode);
+    w->set_attempt(p.attempt);
+    w->set_signal(p.signal);
+    w->set_grace_s(p.grace.count());
+    w->set_detail(p.detail);
+  }
+  out->set_qos(job.qos);
+  out->set_held(job.held);
+  out->set_dependency(FormatDependency(job.dependency_left));
+  out->set_suspended(job.suspended);
+  out->set_preempt_deadline_ms(job.preempt_deadline.count());
 }
 
 grpc::Status ToGrpc(const absl::Status& status) {

@@ -27,7 +27,12 @@ struct Identity {
 /// The engine's request from a submitted spec. InvalidArgument names the
 /// field and the fix.
 [[nodiscard]] absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec,
-                                                          const Identity& who);
+                                                          const Identity& who,
+                                                          int max_array_size);
+
+/// A job reference as users write it: "12" or "12_3". InvalidArgument
+/// says what is wrong.
+[[nodiscard]] absl::StatusOr<JobRef> ParseJobRef(std::string_view text);
 
 /// Whether the ranks of `spec` can be bound (--gpu-bind, --cpu-bind,
 /// --mem-bind, cpus-per-task) on some node of the partition the engine
