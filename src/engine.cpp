@@ -80,6 +80,12 @@ Engine::Engine(const config::ClusterConfig& config, const topology::Topology& to
       allocator_(topology),
       nodes_(static_cast<std::size_t>(topology.NodeCount())),
       fair_share_(config.priority.decay_half_life) {
+  // The default QOS exists whether or not a QOSName= line declares it.
+  if (config_.FindQos(config_.default_qos) == nullptr) {
+    config::QosSpec implicit;
+    implicit.name = config_.default_qos;
+    config_.qos.push_back(implicit);
+  }
   for (const config::PartitionSpec& p : config_.partitions) {
     max_tier_ = std::max(max_tier_, p.priority_tier);
   }

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: Apache-2.0
+// Policy scenarios on the real engine in virtual time: a small harness plays
+// the agents (ranks run for their job's runtime, stop on SIGTERM, checkpoint
+// on the preemption warning when asked to) and writes a transcript of what
+// the engine decided. Transcripts that pin a decision are compared with
+// golden files in tests/data/golden (COHORT_UPDATE_GOLDEN=1 rewrites them).
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cohort/engine.h"
+#include "cohort/hostlist.h"
+#include "test_support.h"
+
+namespace cohort {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using testing::ClusterBuilder;
+
+constexpr Millis kEpoch{1'700'000'000'000};
+
+struct SimJob {
+  Millis runtime{0};
+  /// Seconds after the preemption warning at which the job says
+  /// checkpoint-done; negative: never (it runs out its grace time).
+  int checkpoint_after = -1;
+};
+
+// The engine, a clock, and agents that obey it.
+class VirtualCluster {
+ public:
+  VirtualCluster(testing::Cluster cluster, config::ClusterConfig config)
+      : cluster_(std::make_unique<testing::Cluster>(std::move(cluster))), config_(std::move(config)) {
+    config_.nodes = cluster_->nodes;
+    if (config_.partitions.empty()) {
+      config::PartitionSpec all;
+      all.name = "all";
+      all.is_default = true;
+      all.nodes = cluster_->topology.NodeNames();
+      all.max_time = hours(24 * 30);
+      config_.partitions = {all};
+    }
+    config_.node_timeout = seconds(300);
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
+    engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+      NodeReport report;
+      report.cpus = cluster_->nodes[static_cast<std::size_t>(n)].cpus;
+      report.memory_mb = cluster_->nodes[static_cast<std::size_t>(n)].memory_mb;
+      report.gpus = cluster_->nodes[static_cast<std::size_t>(n)].gpus;
+      Effects fx;
+      EXPECT_TRUE(engine_->NodeRegistered(n, report, now_, fx).ok());
+    }
+  }
+
+  Engine& engine() { return *engine_; }
+  Millis now() const { return now_; }
+  const std::vector<std::string>& transcript() const { return transcript_; }
+
+  absl::StatusOr<JobId> Submit(JobRequest request, SimJob sim) {
+    if (request.user_name.empty()) request.user_name = "user";
+    if (request.name.empty()) request.name = "job";
+    Effects fx;
+    absl::StatusOr<JobId> id = engine_->Submit(std::move(request), now_, fx);
+    if (id.ok()) {
+      sims_[*id] = sim;
+      Log(fmt::format("submit job {}", *id));
+    }
+    Apply(fx);
+    return id;
+  }
+
+  // Advances to `until` in steps of `step`, ticking and scheduling.
+  void RunUntil(Millis until, Millis step = seconds(1)) {
+    while (now_ < until) {
+      now_ = std::min(until, now_ + step);
+      Effects fx;
+      // Ranks whose runtime is over exit 0; nodes then release.
+      std::vector<JobId> done;
+      for (const auto& [id, end] : ends_) {
+        if (end <= now_) done.push_back(id);
+      }
+      for (const JobId id : done) {
+        ends_.erase(id);
+        ExitAll(id, 0, 0, fx);
+      }
+      for (auto it = checkpoints_.begin(); it != checkpoints_.end();) {
+        if (it->second <= now_) {
+          Log(fmt::format("job {} checkpoint-done", it->first));
+          EXPECT_TRUE(engine_->CheckpointDone(JobRef{it->first, -1}, Caller{0}, now_, fx).ok());
+          it = checkpoints_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      engine_->Tick(now_, fx);
+      Apply(fx);
+      if (engine_->ScheduleNeeded()) {
+        Effects pass;
+        engine_->Schedule(now_, pass);
+        Apply(pass);
+      }
+      const absl::Status ok = engine_->CheckInvariants();
+      ASSERT_TRUE(ok.ok()) << ok;
+    }
+  }
+
+  // Runs until every job has finished (or `limit` passes).
+  void Drain(Millis limit, Millis step = seconds(1)) {
+    const Millis until = now_ + limit;
+    while (now_ < until) {
+      bool open = false;
+      for (const auto& [id, job] : engine_->Jobs()) open = open || !IsFinished(job.state);
+      if (!open) return;
+      RunUntil(std::min(until, now_ + minutes(10)), step);
+    }
+  }
+
+  int Running() const {
+    int running = 0;
+    for (const auto& [id, job] : engine_->Jobs()) running += job.state == JobState::kRunning ? 1 : 0;
+    return running;
+  }
+
+  std::string NodesOf(JobId id) const {
+    std::vector<std::string> names;
+    for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) {
+      names.push_back(cluster_->topology.NodeName(g.node));
+    }
+    return hostlist::Compress(names);
+  }
+
+  std::function<void(JobId, Millis)> on_start;
+
+ private:
+  void Log(std::string line) {
+    transcript_.push_back(fmt::format("t={}s {}", (now_ - kEpoch).count() / 1000, line));
+  }
+
+  void ExitAll(JobId id, int code, int signal, Effects& fx) {
+    const Job* job = engine_->FindJob(id);
+    if (job == nullptr) return;
+    const std::vector<alloc::NodeGrant> grants = job->placement.grants;
+    const int tasks = job->gang.tasks_per_node;
+    for (const alloc::NodeGrant& g : grants) {
+      for (int r = 0; r < tasks; ++r) engine_->RankExited(id, g.node, code, signal, now_, fx);
+    }
+    for (const alloc::NodeGrant& g : grants) engine_->JobReleased(id, g.node, now_, fx);
+  }
+
+  void Apply(Effects& fx) {
+    // Commands may lead to more (an exit frees nodes for the next pass).
+    std::set<JobId> terminated;
+    for (const Command& c : fx.commands) {
+      if (const auto* launch = std::get_if<LaunchCommand>(&c)) {
+        if (launch->node_rank != 0) continue;
+        const Job& job = *engine_->FindJob(launch->job);
+        Log(fmt::format("start job {} attempt {} on {}", DisplayId(job), job.attempt,
+                        NodesOf(launch->job)));
+        ends_[launch->job] = now_ + sims_[job.array_job_id != 0 ? job.array_job_id : job.id].runtime;
+        if (on_start) on_start(launch->job, now_);
+      } else if (const auto* sig = std::get_if<SignalCommand>(&c)) {
+        Log(fmt::format("signal {} to job {} on {}", sig->signal == SIGUSR1 ? "USR1"
+                                                     : sig->signal == SIGSTOP ? "STOP"
+                                                     : sig->signal == SIGCONT ? "CONT"
+                                                                              : std::to_string(sig->signal),
+                        sig->job, cluster_->topology.NodeName(sig->node)));
+        const SimJob& sim = sims_[sig->job];
+        if (sig->signal == SIGUSR1 && sim.checkpoint_after >= 0 && !checkpoints_.contains(sig->job)) {
+          checkpoints_[sig->job] = now_ + seconds(sim.checkpoint_after);
+        }
+      } else if (const auto* term = std::get_if<TerminateCommand>(&c)) {
+        if (terminated.insert(term->job).second) {
+          Log(fmt::format("terminate job {}", term->job));
+        }
+      }
+    }
+    for (const JobId id : terminated) {
+      ends_.erase(id);
+      checkpoints_.erase(id);
+      Effects more;
+      ExitAll(id, 0, SIGTERM, more);
+      fx.commands.clear();
+      Apply(more);
+    }
+  }
+
+  std::unique_ptr<testing::Cluster> cluster_;
+  config::ClusterConfig config_;
+  std::unique_ptr<Engine> engine_;
+  Millis now_ = kEpoch;
+  std::map<JobId, SimJob> sims_;
+  std::map<JobId, Millis> ends_;
+  std::map<JobId, Millis> checkpoints_;
+  std::vector<std::string> transcript_;
+};
+
+JobRequest Request(int nodes, int gpus, seconds limit, std::string account = "a",
+                   std::string partition = "") {
+  JobRequest r;
+  r.nodes = nodes;
+  r.gpus_per_node = gpus;
+  r.time_limit = limit;
+  r.account = account;
+  r.user_name = account + "-user";
+  r.partition = std::move(partition);
+  return r;
+}
+
+void ExpectGolden(const std::vector<std::string>& transcript, const std::string& name) {
+  const std::string path = testing::DataPath("golden/" + name);
+  std::string text;
+  for (const std::string& line : transcript) text += line + "\n";
+  if (std::getenv("COHORT_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << text;
+    return;
+  }
+  EXPECT_EQ(text, testing::ReadData("golden/" + name))
+      << "the transcript changed; if the new one is right, run with COHORT_UPDATE_GOLDEN=1";
+}
+
+// Two accounts with equal shares submit equal streams of 1-node, 8-GPU jobs
+// that together ask for twice the cluster: over a simulated week, fair share
+// gives each within 5 % of half the GPU-hours.
+TEST(ScenarioTest, EqualSharesGetEqualGpuHours) {
+  config::ClusterConfig config;
+  config.accounts = {{"physics", 1, {}, {}}, {"biology", 1, {}, {}}};
+  config.priority.decay_half_life = hours(24);
+  config.priority.age = 0;  // fair share alone decides between equals
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(8).Build(), config);
+  std::map<std::string, double> gpu_hours;
+  sim.on_start = [&](JobId id, Millis) {
+    const Job& job = *sim.engine().FindJob(id);
+    gpu_hours[job.request.account] += 8.0;  // every job runs 1 h on 8 GPUs
+  };
+  // Physics submits its week's stream up front; biology at a steady rate,
+  // so submission order alone would favour physics.
+  for (int i = 0; i < 7 * 24 * 16; ++i) {
+    ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1), "physics"), {hours(1)}).ok());
+  }
+  for (int day = 0; day < 7; ++day) {
+    for (int i = 0; i < 24 * 16; ++i) {
+      ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1), "biology"), {hours(1)}).ok());
+    }
+    sim.RunUntil(sim.now() + hours(24), seconds(60));
+  }
+  const double total = gpu_hours["physics"] + gpu_hours["biology"];
+  ASSERT_GT(total, 0);
+  EXPECT_NEAR(gpu_hours["physics"] / total, 0.5, 0.05) << gpu_hours["physics"] << " vs " << gpu_hours["biology"];
+}
+
+// A backfilled job never delays the top job's reservation: the 8-node job
+// starts exactly when the running jobs' limits said it would.
+TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
+  // Six nodes busy: two until 1 h, four until 2 h (they run to their limit).
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
+  sim.RunUntil(sim.now() + seconds(1));
+  const JobId wide = sim.Submit(Request(8, 8, hours(1)), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  const Millis promised = sim.engine().FindJob(wide)->expected_start;
+  ASSERT_NE(promised.count(), 0);
+  // Short jobs fit before the reservation; long ones would delay it.
+  const JobId short_one = sim.Submit(Request(1, 8, minutes(30)), {minutes(30)}).value();
+  const JobId long_one = sim.Submit(Request(1, 8, hours(5)), {hours(5)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  EXPECT_EQ(sim.engine().FindJob(short_one)->state, JobState::kRunning) << "it ends before the reservation";
+  EXPECT_EQ(sim.engine().FindJob(long_one)->state, JobState::kPending);
+  sim.RunUntil(promised + seconds(2));
+  const Job& started = *sim.engine().FindJob(wide);
+  EXPECT_EQ(started.state, JobState::kRunning);
+  EXPECT_LE(started.start_time, promised + seconds(1));
+}
+
+// The top job of a partition is not starved by a stream of small jobs on a
+// 1,024-node fat tree: a 64-node gang starts once the nodes it reserved free.
+TEST(ScenarioTest, WideGangIsNotStarvedByOneNodeJobs) {
+  config::NodeSpec node = config::DefaultNodeSpec("x");
+  VirtualCluster sim(testing::ClusterFromTopology(testing::ReadData("topologies/fat-tree-1024.conf"), node),
+                     {});
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> runtime(10, 60);
+  // Fill the cluster with 1-node jobs of 10-60 minutes.
+  for (int i = 0; i < 1024; ++i) {
+    const minutes r(runtime(random));
+    ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {r}).ok());
+  }
+  sim.RunUntil(sim.now() + seconds(1));
+  const JobId wide = sim.Submit(Request(64, 8, hours(1)), {minutes(30)}).value();
+  // And keep a stream of small jobs coming, more than the cluster can run.
+  for (int minute = 0; minute < 120; ++minute) {
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {minutes(runtime(random))}).ok());
+    }
+    sim.RunUntil(sim.now() + minutes(1), seconds(10));
+    if (sim.engine().FindJob(wide)->state != JobState::kPending) break;
+  }
+  EXPECT_NE(sim.engine().FindJob(wide)->state, JobState::kPending)
+      << "the 64-node job still waits: " << sim.engine().FindJob(wide)->reason_detail;
+}
+
+// A high-tier 16-node job preempts the cheapest victims inside one leaf; they
+// get SIGUSR1, then (after the grace time, or at once on checkpoint-done)
+// SIGTERM, and are requeued to run again later.
+TEST(ScenarioTest, PreemptionTakesMinimalVictimsInOneLeaf) {
+  config::ClusterConfig config;
+  config.preempt_mode = config::PreemptMode::kRequeue;
+  config.preempt_grace_time = seconds(30);
+  config::PartitionSpec low, high;
+  low.name = "low";
+  low.is_default = true;
+  low.priority_tier = 1;
+  high.name = "high";
+  high.priority_tier = 10;
+  ClusterBuilder shape = ClusterBuilder().Leaves(4).NodesPerLeaf(16);
+  testing::Cluster cluster = shape.Build();
+  low.nodes = high.nodes = cluster.topology.NodeNames();
+  low.max_time = high.max_time = hours(24);
+  config.partitions = {low, high};
+  VirtualCluster sim(std::move(cluster), config);
+  // 64 one-node sweep jobs; those on leaf 3 started last (cheapest to stop).
+  std::vector<JobId> sweep;
+  for (int i = 0; i < 64; ++i) {
+    sweep.push_back(sim.Submit(Request(1, 8, hours(10), "sweep", "low"), {hours(3), 5}).value());
+    if (i % 16 == 15) sim.RunUntil(sim.now() + minutes(10));
+  }
+  sim.RunUntil(sim.now() + minutes(10));
+  ASSERT_EQ(sim.Running(), 64);
+  const JobId big = sim.Submit(Request(16, 8, hours(1), "pretrain", "high"), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(60));
+  const Job& job = *sim.engine().FindJob(big);
+  ASSERT_EQ(job.state, JobState::kRunning) << job.reason << ": " << job.reason_detail;
+  EXPECT_EQ(job.placement.leaves.size(), 1U);
+  int preempted = 0;
+  for (const JobId id : sweep) {
+    const Job& victim = *sim.engine().FindJob(id);
+    if (victim.preemptions.empty()) continue;
+    ++preempted;
+    EXPECT_EQ(victim.state, JobState::kPending);
+    EXPECT_EQ(victim.attempt, 2);
+    EXPECT_EQ(victim.preemptions.front().by_job, big);
+  }
+  EXPECT_EQ(preempted, 16);
+  // Every victim got USR1 before it was terminated.
+  std::map<std::string, int> order;
+  for (std::size_t i = 0; i < sim.transcript().size(); ++i) {
+    const std::string& line = sim.transcript()[i];
+    for (const JobId id : sweep) {
+      const std::string tag = fmt::format("job {} ", id);
+      if (line.find("signal USR1 to " + tag) != std::string::npos) order.try_emplace("usr1 " + std::to_string(id), static_cast<int>(i));
+      if (line.find("terminate " + tag) != std::string::npos ||
+          line.ends_with(fmt::format("terminate job {}", id))) {
+        order.try_emplace("term " + std::to_string(id), static_cast<int>(i));
+      }
+    }
+  }
+  for (const JobId id : sweep) {
+    if (!order.contains("term " + std::to_string(id))) continue;
+    ASSERT_TRUE(order.contains("usr1 " + std::to_string(id))) << "job " << id << " got no warning";
+    EXPECT_LT(order["usr1 " + std::to_string(id)], order["term " + std::to_string(id)]);
+  }
+  ExpectGolden(sim.transcript(), "preempt_one_leaf.txt");
+  // The victims run again once the big job ends.
+  sim.Drain(hours(12), seconds(10));
+  for (const JobId id : sweep) EXPECT_EQ(sim.engine().FindJob(id)->state, JobState::kCompleted);
+}
+
+// An array with %8 never has more than 8 tasks running.
+TEST(ScenarioTest, ArrayThrottleIsNeverExceeded) {
+  VirtualCluster sim(ClusterBuilder().Leaves(4).NodesPerLeaf(8).Build(), {});
+  JobRequest r = Request(1, 1, minutes(10));
+  for (int i = 0; i < 100; ++i) r.array.tasks.push_back(i);
+  r.array.max_running = 8;
+  const JobId array = sim.Submit(r, {minutes(3)}).value();
+  int most = 0;
+  for (int step = 0; step < 200; ++step) {
+    sim.RunUntil(sim.now() + seconds(10));
+    int running = 0;
+    for (const auto& [id, job] : sim.engine().Jobs()) {
+      if (job.array_job_id == array && (job.state == JobState::kRunning || job.state == JobState::kCompleting)) {
+        ++running;
+      }
+    }
+    most = std::max(most, running);
+  }
+  sim.Drain(hours(2), seconds(10));
+  EXPECT_EQ(most, 8);
+  std::set<int> done;
+  for (const auto& [id, job] : sim.engine().Jobs()) {
+    if (job.array_job_id == array && job.state == JobState::kCompleted) done.insert(job.array_task_id);
+  }
+  EXPECT_EQ(done.size(), 100U);
+}
+
+// A chain afterok → afterany → afternotok runs in order; a dependency that
+// can no longer hold leaves its job pending with DependencyNeverSatisfied.
+TEST(ScenarioTest, DependencyChainRunsInOrder) {
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
+  const JobId first = sim.Submit(Request(2, 8, hours(1)), {minutes(5)}).value();
+  JobRequest second_request = Request(2, 8, hours(1));
+  second_request.dependency = {{{DependencyType::kAfterOk, first, -1}}, false};
+  const JobId second = sim.Submit(second_request, {minutes(5)}).value();
+  JobRequest third_request = Request(8, 8, hours(1));
+  third_request.dependency = {{{DependencyType::kAfterAny, second, -1}}, false};
+  const JobId third = sim.Submit(third_request, {minutes(5)}).value();
+  JobRequest never_request = Request(1, 8, hours(1));
+  never_request.dependency = {{{DependencyType::kAfterNotOk, first, -1}}, false};
+  const JobId never = sim.Submit(never_request, {minutes(5)}).value();
+  sim.RunUntil(sim.now() + minutes(30), seconds(10));
+  const Job& a = *sim.engine().FindJob(first);
+  const Job& b = *sim.engine().FindJob(second);
+  const Job& c = *sim.engine().FindJob(third);
+  EXPECT_EQ(c.state, JobState::kCompleted);
+  EXPECT_GE(b.start_time, a.end_time);
+  EXPECT_GE(c.start_time, b.end_time);
+  EXPECT_EQ(sim.engine().FindJob(never)->reason, "DependencyNeverSatisfied");
+  ExpectGolden(sim.transcript(), "dependency_chain.txt");
+}
+
+}  // namespace
+}  // namespace cohort
