@@ -134,7 +134,9 @@ struct ClusterConfig {
   /// The partition with Default=YES, else the first one; null when none.
   [[nodiscard]] const PartitionSpec* DefaultPartition() const;
   [[nodiscard]] const PartitionSpec* FindPartition(std::string_view name) const;
-  /// The QOS of that name (case-sensitive); DefaultQOS= even when undeclared.
+  /// The QOS of that name (case-sensitive); DefaultQOS= even when undeclared
+  /// (ParseClusterConfig appends it to `qos`; a config built in code without
+  /// it gets a shared entry with Priority=0, no limits and an empty name).
   [[nodiscard]] const QosSpec* FindQos(std::string_view name) const;
   [[nodiscard]] const AccountSpec* FindAccount(std::string_view name) const;
 };

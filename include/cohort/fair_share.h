@@ -54,7 +54,7 @@ class FairShare {
   /// Adds `resource_seconds` of use by (account, user) at `now`.
   /// Earlier usage decays by 2^(−Δt / half_life) first. Negative or zero
   /// amounts are ignored; a `now` earlier than the last charge is treated as
-  /// the last charge's time.
+  /// the last charge's time. An empty `user` charges the account only.
   void Charge(const std::string& account, const std::string& user, double resource_seconds,
               Millis now);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "test_support.h"
 
 namespace cohort::config {
 namespace {
@@ -638,6 +639,335 @@ TEST(ClusterConfigErrorTest, GpuNumaValuesAreNumaNodeNumbers) {
             "GpuNuma: \"1024\" is not a NUMA node number from 0 to 1023");
   EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Sockets=0\n").message,
             "Sockets must be a positive integer, found \"0\"");
+}
+
+// --- Scheduling policy: priority, preemption, QOS, accounts
+// ----------------------------------------
+
+constexpr std::string_view kPolicyConfig = R"(NodeName=gpu[1-4] Gpus=8
+PartitionName=train Nodes=ALL Default=YES AllowUsers=alice,bob PreemptMode=requeue \
+    GraceTime=120 PreemptSignal=SIGUSR2
+PartitionName=cpu Nodes=gpu1 PreemptMode=SUSPEND GraceTime=1:30 PreemptSignal=15
+PriorityWeightAge=100 PriorityWeightFairshare=200 PriorityWeightJobSize=0
+PriorityWeightPartition=400 PriorityWeightQOS=500
+PriorityMaxAge=2-0 PriorityDecayHalfLife=12:00:00 PriorityFavorSmall=YES
+PreemptMode=Cancel PreemptGraceTime=45 PreemptExemptTime=10 PreemptSignal=usr2
+BackfillDepth=20 MaxArraySize=1001 DefaultQOS=low
+QOSName=high Priority=100 MaxJobsPerUser=4 MaxSubmitJobsPerUser=40 MaxGpusPerUser=64 \
+    MaxGpusPerAccount=256 MaxWall=3-00:00:00 Preempt=normal,low PreemptMode=OFF GraceTime=5:00 \
+    PreemptSignal=TERM
+QOSName=normal Priority=10
+AccountName=vision Shares=30 UserShares=alice:2,bob
+AccountName=speech
+)";
+
+TEST(ClusterConfigPolicyTest, GlobalPriorityAndPreemptionKeys) {
+  const ClusterConfig config = MustParse(kPolicyConfig);
+  EXPECT_EQ(config.priority.age, 100);
+  EXPECT_EQ(config.priority.fairshare, 200);
+  EXPECT_EQ(config.priority.job_size, 0);
+  EXPECT_EQ(config.priority.partition, 400);
+  EXPECT_EQ(config.priority.qos, 500);
+  EXPECT_EQ(config.priority.max_age, days(2));
+  EXPECT_EQ(config.priority.decay_half_life, hours(12));
+  EXPECT_TRUE(config.priority.favor_small);
+  EXPECT_EQ(config.preempt_mode, PreemptMode::kCancel);
+  EXPECT_EQ(config.preempt_grace_time, seconds(45));
+  EXPECT_EQ(config.preempt_exempt_time, minutes(10));  // Slurm time: a number is minutes
+  EXPECT_EQ(config.preempt_signal, 12);                // SIGUSR2
+  EXPECT_EQ(config.backfill_depth, 20);
+  EXPECT_EQ(config.max_array_size, 1001);
+  EXPECT_EQ(config.default_qos, "low");
+}
+
+TEST(ClusterConfigPolicyTest, PolicyDefaultsWithoutAnyKey) {
+  const ClusterConfig config = MustParse("NodeName=n1\nPartitionName=p Nodes=n1\n");
+  EXPECT_EQ(config.priority.age, 1000);
+  EXPECT_EQ(config.priority.fairshare, 10000);
+  EXPECT_EQ(config.priority.max_age, days(7));
+  EXPECT_EQ(config.priority.decay_half_life, days(7));
+  EXPECT_FALSE(config.priority.favor_small);
+  EXPECT_EQ(config.preempt_mode, PreemptMode::kOff);
+  EXPECT_EQ(config.preempt_grace_time, seconds(60));
+  EXPECT_EQ(config.preempt_exempt_time, seconds(0));
+  EXPECT_EQ(config.preempt_signal, 10);
+  EXPECT_EQ(config.backfill_depth, 100);
+  EXPECT_EQ(config.max_array_size, 10001);
+  EXPECT_TRUE(config.accounts.empty());
+  // The DefaultQOS exists though no line declares it.
+  ASSERT_EQ(config.qos.size(), 1U);
+  EXPECT_EQ(config.qos[0].name, "normal");
+  EXPECT_EQ(config.qos[0].priority, 0);
+  EXPECT_FALSE(config.qos[0].max_jobs_per_user.has_value());
+  EXPECT_EQ(config.FindQos("normal"), &config.qos[0]);
+  const PartitionSpec& p = config.partitions[0];
+  EXPECT_TRUE(p.allow_users.empty());
+  EXPECT_FALSE(p.preempt_mode.has_value());
+  EXPECT_FALSE(p.grace_time.has_value());
+  EXPECT_FALSE(p.preempt_signal.has_value());
+}
+
+TEST(ClusterConfigPolicyTest, PartitionPreemptionKeys) {
+  const ClusterConfig config = MustParse(kPolicyConfig);
+  ASSERT_EQ(config.partitions.size(), 2U);
+  const PartitionSpec& train = config.partitions[0];
+  EXPECT_EQ(train.allow_users, (Names{"alice", "bob"}));
+  EXPECT_EQ(train.preempt_mode, PreemptMode::kRequeue);
+  EXPECT_EQ(train.grace_time, seconds(120));  // a plain number is seconds
+  EXPECT_EQ(train.preempt_signal, 12);
+  const PartitionSpec& cpu = config.partitions[1];
+  EXPECT_EQ(cpu.preempt_mode, PreemptMode::kSuspend);
+  EXPECT_EQ(cpu.grace_time, seconds(90));  // M:S
+  EXPECT_EQ(cpu.preempt_signal, 15);
+}
+
+TEST(ClusterConfigPolicyTest, QosLines) {
+  const ClusterConfig config = MustParse(kPolicyConfig);
+  // high, normal, and the undeclared DefaultQOS low appended last.
+  ASSERT_EQ(config.qos.size(), 3U);
+  const QosSpec* high = config.FindQos("high");
+  ASSERT_NE(high, nullptr);
+  EXPECT_EQ(high->priority, 100);
+  EXPECT_EQ(high->max_jobs_per_user, 4);
+  EXPECT_EQ(high->max_submit_jobs_per_user, 40);
+  EXPECT_EQ(high->max_gpus_per_user, 64);
+  EXPECT_EQ(high->max_gpus_per_account, 256);
+  EXPECT_EQ(high->max_wall, days(3));
+  EXPECT_EQ(high->preempt, (Names{"normal", "low"}));
+  EXPECT_EQ(high->preempt_mode, PreemptMode::kOff);
+  EXPECT_EQ(high->grace_time, minutes(5));
+  EXPECT_EQ(high->preempt_signal, 15);
+  EXPECT_EQ(high->defined_at.line, 10);
+  const QosSpec* normal = config.FindQos("normal");
+  ASSERT_NE(normal, nullptr);
+  EXPECT_EQ(normal->priority, 10);
+  EXPECT_FALSE(normal->max_wall.has_value());
+  EXPECT_TRUE(normal->preempt.empty());
+  const QosSpec* low = config.FindQos("low");
+  ASSERT_NE(low, nullptr);
+  EXPECT_EQ(low, &config.qos[2]);
+  EXPECT_EQ(low->name, "low");
+  EXPECT_EQ(low->priority, 0);
+  EXPECT_EQ(config.FindQos("High"), nullptr);  // names are case-sensitive
+  EXPECT_EQ(config.FindQos("none"), nullptr);
+}
+
+TEST(ClusterConfigPolicyTest, QosDefaultLineAndUnlimited) {
+  const ClusterConfig config = MustParse(
+      "NodeName=n1\nPartitionName=p Nodes=n1\n"
+      "QOSName=DEFAULT MaxJobsPerUser=8 MaxWall=1-0 Priority=5\n"
+      "QOSName=normal\n"
+      "qosname=long MaxJobsPerUser=UNLIMITED MaxWall=UNLIMITED\n");
+  ASSERT_EQ(config.qos.size(), 2U);
+  EXPECT_EQ(config.qos[0].name, "normal");
+  EXPECT_EQ(config.qos[0].max_jobs_per_user, 8);
+  EXPECT_EQ(config.qos[0].max_wall, days(1));
+  EXPECT_EQ(config.qos[0].priority, 5);
+  EXPECT_EQ(config.qos[1].name, "long");
+  EXPECT_FALSE(config.qos[1].max_jobs_per_user.has_value());
+  EXPECT_FALSE(config.qos[1].max_wall.has_value());
+}
+
+TEST(ClusterConfigPolicyTest, AccountLines) {
+  const ClusterConfig config = MustParse(kPolicyConfig);
+  ASSERT_EQ(config.accounts.size(), 2U);
+  const AccountSpec* vision = config.FindAccount("vision");
+  ASSERT_NE(vision, nullptr);
+  EXPECT_EQ(vision->shares, 30);
+  EXPECT_EQ(vision->user_shares,
+            (std::vector<std::pair<std::string, int>>{{"alice", 2}, {"bob", 1}}));
+  EXPECT_EQ(vision->defined_at.line, 14);
+  const AccountSpec* speech = config.FindAccount("speech");
+  ASSERT_NE(speech, nullptr);
+  EXPECT_EQ(speech->shares, 1);
+  EXPECT_TRUE(speech->user_shares.empty());
+  EXPECT_EQ(config.FindAccount("nlp"), nullptr);
+}
+
+TEST(ClusterConfigPolicyTest, TheExampleFileParsesCleanWithItsPolicy) {
+  const std::string text = testing::ReadData("../../etc/cohort/cohort.conf");
+  const ConfigResult result = ParseClusterConfig(text, "etc/cohort/cohort.conf", MapLoader({}));
+  EXPECT_TRUE(result.diagnostics.All().empty()) << result.diagnostics.Format();
+  const ClusterConfig& config = result.config;
+  EXPECT_EQ(config.preempt_mode, PreemptMode::kRequeue);
+  EXPECT_EQ(config.preempt_grace_time, seconds(120));
+  EXPECT_EQ(config.preempt_exempt_time, minutes(10));
+  ASSERT_NE(config.FindQos("high"), nullptr);
+  EXPECT_EQ(config.FindQos("high")->preempt, (Names{"normal", "low"}));
+  ASSERT_NE(config.FindQos("low"), nullptr);
+  EXPECT_EQ(config.FindQos("low")->preempt_signal, 15);
+  EXPECT_EQ(config.qos.size(), 3U);  // normal is declared: no implicit entry
+  ASSERT_EQ(config.accounts.size(), 3U);
+  EXPECT_EQ(config.FindAccount("vision")->shares, 40);
+}
+
+TEST(ClusterConfigPolicyTest, PreemptModesAndSignalsByEveryName) {
+  for (const auto& [text, mode] :
+       std::vector<std::pair<std::string, PreemptMode>>{{"off", PreemptMode::kOff},
+                                                        {"REQUEUE", PreemptMode::kRequeue},
+                                                        {"Cancel", PreemptMode::kCancel},
+                                                        {"suspend", PreemptMode::kSuspend}}) {
+    const ClusterConfig config =
+        MustParse("NodeName=n1\nPartitionName=p Nodes=n1\nPreemptMode=" + text + "\n");
+    EXPECT_EQ(config.preempt_mode, mode) << text;
+    EXPECT_TRUE(EqualsIgnoreCase(PreemptModeName(mode), text)) << text;
+  }
+  EXPECT_EQ(PreemptModeName(PreemptMode::kRequeue), "REQUEUE");
+  for (const auto& [text, number] : std::vector<std::pair<std::string, int>>{
+           {"USR1", 10}, {"sigusr1", 10}, {"TERM", 15}, {"SIGINT", 2}, {"1", 1}, {"64", 64}}) {
+    const ClusterConfig config =
+        MustParse("NodeName=n1\nPartitionName=p Nodes=n1\nPreemptSignal=" + text + "\n");
+    EXPECT_EQ(config.preempt_signal, number) << text;
+  }
+}
+
+TEST(ClusterConfigPolicyTest, HalfLifeMayBeUnlimited) {
+  const ClusterConfig config =
+      MustParse("NodeName=n1\nPartitionName=p Nodes=n1\nPriorityDecayHalfLife=UNLIMITED\n");
+  EXPECT_EQ(config.priority.decay_half_life, kUnlimited);
+}
+
+TEST(ClusterConfigPolicyTest, FindQosOfAConfigBuiltInCode) {
+  ClusterConfig config;
+  config.default_qos = "standard";
+  const QosSpec* implicit = config.FindQos("standard");
+  ASSERT_NE(implicit, nullptr);
+  EXPECT_EQ(implicit->priority, 0);
+  EXPECT_FALSE(implicit->max_gpus_per_user.has_value());
+  EXPECT_EQ(config.FindQos("other"), nullptr);
+}
+
+// Every policy error: the line, the column of the value, the message, the hint.
+struct PolicyError {
+  std::string line;  // appended after two node/partition lines, so it is line 3
+  int column;
+  std::string message;
+  std::string hint_part;
+};
+
+TEST(ClusterConfigPolicyErrorTest, EachBadValueIsReportedAtItsPlace) {
+  const std::vector<PolicyError> cases = {
+      {"PriorityWeightAge=-1", 19, "PriorityWeightAge must be a non-negative integer, found \"-1\"",
+       "PriorityWeightAge=<number>"},
+      {"PriorityWeightQOS=2000000000", 19, "PriorityWeightQOS=2000000000 is more than 1000000000",
+       "from 0 to 1000000000"},
+      {"PriorityWeightFairshare=x", 25,
+       "PriorityWeightFairshare must be a non-negative integer, found \"x\"", ""},
+      {"PriorityMaxAge=0", 16, "PriorityMaxAge must be longer than 0", "PriorityMaxAge=7-0"},
+      {"PriorityMaxAge=UNLIMITED", 16, "PriorityMaxAge cannot be UNLIMITED", "give a time"},
+      {"PriorityDecayHalfLife=0", 23, "PriorityDecayHalfLife must be longer than 0",
+       "UNLIMITED for no decay"},
+      {"PriorityDecayHalfLife=soon", 23, "PriorityDecayHalfLife: time \"soon\"", "for example"},
+      {"PriorityFavorSmall=perhaps", 20, "PriorityFavorSmall must be YES or NO, found \"perhaps\"",
+       ""},
+      {"PreemptMode=GANG", 13, "PreemptMode=GANG: Slurm's GANG mode is not supported",
+       "use OFF, REQUEUE, CANCEL or SUSPEND"},
+      {"PreemptMode=SUSPEND,GANG", 13,
+       "PreemptMode=SUSPEND,GANG: Slurm's GANG mode is not supported", "QOS Preempt="},
+      {"PreemptMode=kill", 13, "PreemptMode=kill is not OFF, REQUEUE, CANCEL or SUSPEND",
+       "one mode per line"},
+      {"PreemptGraceTime=-5", 18, "PreemptGraceTime=\"-5\" is neither seconds nor a finite time",
+       "PreemptGraceTime=120"},
+      {"PreemptGraceTime=UNLIMITED", 18,
+       "PreemptGraceTime=\"UNLIMITED\" is neither seconds nor a finite time", ""},
+      {"PreemptExemptTime=INFINITE", 19, "PreemptExemptTime cannot be INFINITE", ""},
+      {"PreemptSignal=USR3", 15, "PreemptSignal=USR3 is not a signal", "USR1"},
+      {"PreemptSignal=65", 15, "PreemptSignal=65 is not a signal number from 1 to 64", ""},
+      {"PreemptSignal=0", 15, "PreemptSignal=0 is not a signal number from 1 to 64", ""},
+      {"PreemptSignal=SIGKILL", 15,
+       "PreemptSignal=SIGKILL: SIGKILL cannot be caught, so the job could not checkpoint",
+       "PreemptSignal=USR1"},
+      {"PreemptSignal=19", 15,
+       "PreemptSignal=19: SIGSTOP cannot be caught, so the job could not checkpoint", ""},
+      {"BackfillDepth=0", 15, "BackfillDepth must be a positive integer, found \"0\"", ""},
+      {"MaxArraySize=4000002", 14, "MaxArraySize=4000002 is more than 4000001",
+       "from 1 to 4000001"},
+      {"DefaultQOS=", 12, "DefaultQOS is empty", "DefaultQOS=normal"},
+      {"QOSName=q Priority=-3", 20, "Priority must be a non-negative integer, found \"-3\"", ""},
+      {"QOSName=q MaxGpusPerUser=lots", 26,
+       "MaxGpusPerUser must be a non-negative integer, found \"lots\"", ""},
+      {"QOSName=q MaxWall=0", 19, "MaxWall must be longer than 0", "UNLIMITED"},
+      {"QOSName=q PreemptMode=WITHIN", 23,
+       "PreemptMode=WITHIN: Slurm's WITHIN mode is not supported", ""},
+      {"QOSName=q GraceTime=soon", 21, "GraceTime=\"soon\" is neither seconds nor a finite time",
+       ""},
+      {"QOSName=q MaxJobsPerUsr=3", 11, "unknown key \"MaxJobsPerUsr\" in a QOSName line",
+       "did you mean MaxJobsPerUser?"},
+      {"QOSName= Priority=1", 9, "QOS without a name", "QOSName=<name>"},
+      {"AccountName=a Shares=0", 22, "Shares must be a positive integer, found \"0\"", ""},
+      {"AccountName=a UserShares=alice:0", 26,
+       "UserShares: \"alice:0\": shares must be a positive integer up to 1000000000",
+       "alice:1 or more"},
+      {"AccountName=a UserShares=bob,:2", 30, "UserShares: \":2\" names no user", ""},
+      {"AccountName=a UserShares=bob,alice:3,bob:2", 38, "UserShares: user bob is listed twice",
+       ""},
+      {"AccountName=a Share=2", 15, "unknown key \"Share\" in an AccountName line", "Shares"},
+      {"AccountName=DEFAULT Shares=2", 13, "AccountName=DEFAULT is not supported", "Shares=1"},
+      {"AccountName=", 13, "account without a name", ""},
+      {"PartitionName=q Nodes=n1 PreemptMode=gang", 38,
+       "PreemptMode=gang: Slurm's gang mode is not supported", ""},
+      {"PartitionName=q Nodes=n1 GraceTime=x", 36,
+       "GraceTime=\"x\" is neither seconds nor a finite time", ""},
+      {"PartitionName=q Nodes=n1 PreemptSignal=STOP", 40,
+       "PreemptSignal=STOP: SIGSTOP cannot be caught, so the job could not checkpoint", ""},
+      {"ClusterName=c QOSName=q", 15, "QOSName= must start its line", "line of its own"},
+  };
+  for (const PolicyError& c : cases) {
+    const Diagnostic error = OnlyError("NodeName=n1\nPartitionName=p Nodes=n1\n" + c.line + "\n");
+    EXPECT_EQ(error.where.file, kFile) << c.line;
+    EXPECT_EQ(error.where.line, 3) << c.line;
+    EXPECT_EQ(error.where.column, c.column) << c.line;
+    EXPECT_TRUE(Contains(error.message, c.message)) << c.line << ": " << error.message;
+    EXPECT_TRUE(Contains(error.hint, c.hint_part)) << c.line << ": " << error.hint;
+  }
+}
+
+TEST(ClusterConfigPolicyErrorTest, BadLinesAreLeftOut) {
+  const ConfigResult result = Parse(
+      "NodeName=n1\nPartitionName=p Nodes=n1\n"
+      "QOSName=q Priority=x\n"
+      "AccountName=a Shares=0\n");
+  EXPECT_EQ(result.diagnostics.ErrorCount(), 2) << result.diagnostics.Format();
+  EXPECT_EQ(result.config.FindQos("q"), nullptr);
+  EXPECT_EQ(result.config.FindAccount("a"), nullptr);
+}
+
+TEST(ClusterConfigPolicyErrorTest, DuplicateQosAndAccounts) {
+  Diagnostic error =
+      OnlyError("NodeName=n1\nQOSName=high Priority=1\nQOSName=low\nQOSName=high Priority=2\n");
+  EXPECT_EQ(error.where.line, 4);
+  EXPECT_EQ(error.where.column, 9);
+  EXPECT_EQ(error.message, "QOS high is defined twice (first at line 2)");
+  EXPECT_EQ(error.hint, "merge the two QOSName lines");
+  error = OnlyError("NodeName=n1\nAccountName=ml Shares=2\nAccountName=ml\n");
+  EXPECT_EQ(error.where.line, 3);
+  EXPECT_EQ(error.where.column, 13);
+  EXPECT_EQ(error.message, "account ml is defined twice (first at line 2)");
+}
+
+TEST(ClusterConfigPolicyErrorTest, PreemptMustNameKnownQosOtherThanItself) {
+  Diagnostic error = OnlyError("NodeName=n1\nQOSName=high Preempt=low,scavenger\nQOSName=low\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 22);
+  EXPECT_EQ(error.message, "QOS high may preempt unknown QOS scavenger");
+  // The known list includes the implicit DefaultQOS.
+  EXPECT_EQ(error.hint, "known QOS: high, low, normal; declare it with QOSName=scavenger");
+
+  error = OnlyError("NodeName=n1\nQOSName=high Preempt=normal,high\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 22);
+  EXPECT_EQ(error.message, "QOS high lists itself in Preempt=");
+  EXPECT_TRUE(Contains(error.hint, "remove high from Preempt=")) << error.hint;
+
+  // Preempt= from a DEFAULT line is checked on each QOS, at the DEFAULT line.
+  error = OnlyError("NodeName=n1\nQOSName=DEFAULT Preempt=gone\nQOSName=a\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.message, "QOS a may preempt unknown QOS gone");
+
+  // A later DefaultQOS= counts, wherever it is set.
+  const ClusterConfig config = MustParse(
+      "NodeName=n1\nPartitionName=p Nodes=n1\nQOSName=high Preempt=std\nDefaultQOS=std\n");
+  EXPECT_NE(config.FindQos("std"), nullptr);
 }
 
 }  // namespace
