@@ -72,6 +72,14 @@ absl::StatusOr<Item> ParseItem(std::string_view part, int max_size) {
   return item;
 }
 
+// Ascending, each once; ids already so (the usual case) are left as they are.
+void SortUnique(std::vector<int>& ids) {
+  const auto not_ascending = [](int a, int b) { return a >= b; };
+  if (std::adjacent_find(ids.begin(), ids.end(), not_ascending) == ids.end()) return;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
 }  // namespace
 
 absl::StatusOr<ArraySpec> ParseArraySpec(std::string_view text, int max_size) {
@@ -125,16 +133,14 @@ absl::StatusOr<ArraySpec> ParseArraySpec(std::string_view text, int max_size) {
       spec.tasks.push_back(static_cast<int>(id));
     }
   }
-  std::sort(spec.tasks.begin(), spec.tasks.end());
-  spec.tasks.erase(std::unique(spec.tasks.begin(), spec.tasks.end()), spec.tasks.end());
+  SortUnique(spec.tasks);
   if (items.size() == 1 && items.front().is_range) spec.step = static_cast<int>(items.front().step);
   return spec;
 }
 
 std::string FormatArrayTasks(const std::vector<int>& tasks, int max_running) {
   std::vector<int> ids = tasks;
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  SortUnique(ids);
   std::string out;
   for (std::size_t i = 0; i < ids.size();) {
     std::size_t j = i;

@@ -221,7 +221,9 @@ bool ParseSignal(const conf::Word& word, int& out, Diagnostics& diagnostics) {
     });
     if (found == kSignals.end()) {
       std::vector<std::string_view> names;
-      for (const SignalName& s : kSignals) names.push_back(s.name);
+      for (const SignalName& s : kSignals) {
+        if (s.number != SIGKILL && s.number != SIGSTOP) names.push_back(s.name);
+      }
       diagnostics.Error(word.value_at, fmt::format("{}={} is not a signal", word.key, word.value),
                         fmt::format("use one of {} (with or without SIG), or a number from 1 to {}",
                                     fmt::join(names, ", "), kMaxSignal));

@@ -76,37 +76,44 @@ double FairShare::UserUsage(const std::string& account, const std::string& user,
 
 double FairShare::Factor(const config::ClusterConfig& config, const std::string& account,
                          const std::string& user, Millis now) const {
-  // The siblings: configured accounts, accounts with usage, and this one.
-  std::set<std::string> accounts;
-  for (const config::AccountSpec& spec : config.accounts) accounts.insert(spec.name);
-  for (const auto& [name, usage] : accounts_) accounts.insert(name);
-  accounts.insert(account);
+  // The siblings are the configured accounts, the accounts with usage and
+  // this one. Counted without building that set: this runs for every
+  // pending job of every scheduling pass.
   double total_shares = 0;
-  double total_usage = 0;
-  for (const std::string& name : accounts) {
-    total_shares += AccountShares(config, name);
-    total_usage += Usage(name, now);
+  std::size_t configured_with_usage = 0;
+  for (const config::AccountSpec& spec : config.accounts) {
+    total_shares += std::max(spec.shares, 1);
+    if (accounts_.contains(spec.name)) ++configured_with_usage;
   }
+  total_shares += static_cast<double>(accounts_.size() - configured_with_usage);  // 1 share each
+  const config::AccountSpec* spec = config.FindAccount(account);
+  if (spec == nullptr && !accounts_.contains(account)) total_shares += 1;
+  double total_usage = 0;
+  for (const auto& [name, d] : accounts_) total_usage += At(d, now);
   const double norm_shares = AccountShares(config, account) / total_shares;
   const double norm_usage = total_usage > 0 ? Usage(account, now) / total_usage : 0;
   const double account_factor = ShareFactor(norm_usage, norm_shares);
-
-  const config::AccountSpec* spec = config.FindAccount(account);
   if (spec == nullptr || spec->user_shares.empty()) return account_factor;
 
-  std::set<std::string> users;
-  for (const auto& [name, shares] : spec->user_shares) users.insert(name);
-  for (auto it = users_.lower_bound({account, ""});
-       it != users_.end() && it->first.first == account; ++it) {
-    users.insert(it->first.second);
-  }
-  users.insert(user);
+  // The same inside the account: listed users, users with usage, this one.
   double user_total_shares = 0;
-  double user_total_usage = 0;
-  for (const std::string& name : users) {
-    user_total_shares += UserShares(*spec, name);
-    user_total_usage += UserUsage(account, name, now);
+  std::size_t listed_with_usage = 0;
+  bool user_counted = false;
+  for (const auto& [name, shares] : spec->user_shares) {
+    user_total_shares += std::max(shares, 1);
+    if (users_.contains({account, name})) ++listed_with_usage;
+    user_counted |= name == user;
   }
+  std::size_t with_usage = 0;
+  double user_total_usage = 0;
+  for (auto it = users_.lower_bound({account, std::string()});
+       it != users_.end() && it->first.first == account; ++it) {
+    ++with_usage;
+    user_total_usage += At(it->second, now);
+    user_counted |= it->first.second == user;
+  }
+  user_total_shares += static_cast<double>(with_usage - listed_with_usage);
+  if (!user_counted) user_total_shares += 1;
   const double user_norm_shares = UserShares(*spec, user) / user_total_shares;
   const double user_norm_usage =
       user_total_usage > 0 ? UserUsage(account, user, now) / user_total_usage : 0;
@@ -130,6 +137,8 @@ std::vector<ShareRow> FairShare::Rows(const config::ClusterConfig& config, Milli
     total_usage += Usage(name, now);
   }
 
+  // The siblings here are those Factor counts for each row's account and
+  // user, so each row's factor is what Factor gives that account and user.
   std::vector<ShareRow> rows;
   for (const auto& [name, users] : accounts) {
     ShareRow row;
@@ -142,6 +151,7 @@ std::vector<ShareRow> FairShare::Rows(const config::ClusterConfig& config, Milli
     rows.push_back(row);
 
     const config::AccountSpec* spec = config.FindAccount(name);
+    const bool weighs_users = spec != nullptr && !spec->user_shares.empty();
     double user_total_shares = 0;
     double user_total_usage = 0;
     for (const std::string& user : users) {
@@ -156,7 +166,9 @@ std::vector<ShareRow> FairShare::Rows(const config::ClusterConfig& config, Milli
       user_row.norm_shares = user_row.shares / user_total_shares;
       user_row.usage = UserUsage(name, user, now);
       user_row.norm_usage = user_total_usage > 0 ? user_row.usage / user_total_usage : 0;
-      user_row.factor = Factor(config, name, user, now);
+      user_row.factor = weighs_users
+                            ? row.factor * ShareFactor(user_row.norm_usage, user_row.norm_shares)
+                            : row.factor;
       rows.push_back(std::move(user_row));
     }
   }

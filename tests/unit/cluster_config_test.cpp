@@ -871,7 +871,9 @@ TEST(ClusterConfigPolicyErrorTest, EachBadValueIsReportedAtItsPlace) {
       {"PreemptGraceTime=UNLIMITED", 18,
        "PreemptGraceTime=\"UNLIMITED\" is neither seconds nor a finite time", ""},
       {"PreemptExemptTime=INFINITE", 19, "PreemptExemptTime cannot be INFINITE", ""},
-      {"PreemptSignal=USR3", 15, "PreemptSignal=USR3 is not a signal", "USR1"},
+      {"PreemptSignal=USR3", 15, "PreemptSignal=USR3 is not a signal",
+       "use one of HUP, INT, QUIT, ILL, TRAP, ABRT, BUS, FPE, USR1, SEGV, USR2, PIPE, ALRM, TERM, "
+       "CONT, TSTP, URG, XCPU, VTALRM, WINCH (with or without SIG), or a number from 1 to 64"},
       {"PreemptSignal=65", 15, "PreemptSignal=65 is not a signal number from 1 to 64", ""},
       {"PreemptSignal=0", 15, "PreemptSignal=0 is not a signal number from 1 to 64", ""},
       {"PreemptSignal=SIGKILL", 15,

@@ -198,6 +198,31 @@ TEST(FairShareTest, RowsListAccountsInNameOrderEachFollowedByItsUsers) {
   EXPECT_LT(bob.factor, alice.factor);
 }
 
+TEST(FairShareTest, RowsAgreeWithFactorForEveryAccountAndUser) {
+  // Listed and unlisted accounts and users, some idle, some with usage.
+  config::ClusterConfig config;
+  for (int a = 0; a < 6; ++a) {
+    std::vector<std::pair<std::string, int>> users;
+    if (a % 2 == 0) {
+      for (int u = 0; u < 3; ++u) users.emplace_back("u" + std::to_string(u), 1 + (a + u) % 3);
+    }
+    config.accounts.push_back(Account("a" + std::to_string(a), 1 + a, users));
+  }
+  FairShare fs(kHalfLife);
+  for (int i = 0; i < 60; ++i) {
+    fs.Charge("a" + std::to_string(i % 9), "u" + std::to_string(i % 5), 10.0 + i,
+              Millis(i * 60'000));
+  }
+  const Millis now = 2 * kHour;
+  const std::vector<ShareRow> rows = fs.Rows(config, now);
+  ASSERT_EQ(rows.size(), 9U * (1 + 5));  // a0..a8, each with u0..u4
+  for (const ShareRow& row : rows) {
+    if (row.user.empty()) continue;
+    EXPECT_DOUBLE_EQ(row.factor, fs.Factor(config, row.account, row.user, now))
+        << row.account << " " << row.user;
+  }
+}
+
 TEST(FairShareTest, SnapshotAndRestoreRoundTrip) {
   FairShare fs(kHalfLife);
   const config::ClusterConfig config =
