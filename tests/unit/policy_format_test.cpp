@@ -139,7 +139,7 @@ v1::PriorityResponse Priorities() {
   a->set_account("physics");
   a->set_partition("gpu");
   a->set_qos("high");
-  a->set_total(8150);
+  a->set_total(8276);
   a->set_age(250.4);
   a->set_fairshare(4900.6);
   a->set_job_size(125);
@@ -170,7 +170,7 @@ TEST_F(PolicyFormatTest, PriorityTableIsWeightedAsSprio) {
             " JOBSIZE  PARTITION  QOS\n"
             "Weights                                               1000  10000     "
             " 1000     1000       2000\n"
-            "12_3     alice  physics  gpu        high    8150      250   4901      "
+            "12_3     alice  physics  gpu        high    8276      250   4901      "
             " 125      1000       2000\n"
             "9        bob    chem     gpu        normal  1062      0     1000      "
             " 62       0          0\n");
@@ -181,7 +181,7 @@ TEST_F(PolicyFormatTest, PriorityTableShowsTheFactorsWithRaw) {
       PriorityRows(Priorities(), PriorityValues::kNormalised);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[1][6], "1000");  // the weights stay whole
-  EXPECT_EQ(rows[2], (std::vector<std::string>{"12_3", "alice", "physics", "gpu", "high", "8150",
+  EXPECT_EQ(rows[2], (std::vector<std::string>{"12_3", "alice", "physics", "gpu", "high", "8276",
                                                "0.2504", "0.4901", "0.1250", "1.0000", "1.0000"}));
   EXPECT_EQ(rows[3][0], "9");  // no display id sent: the number
   EXPECT_EQ(rows[3][7], "0.1000");
@@ -193,7 +193,7 @@ TEST_F(PolicyFormatTest, PriorityJsonKeepsEveryNumber) {
             R"({"age":1000,"fairshare":10000,"job_size":1000,"partition":1000,"qos":2000})");
   ASSERT_EQ(json["jobs"].size(), 2u);
   EXPECT_EQ(json["jobs"][0]["display_id"], "12_3");
-  EXPECT_EQ(json["jobs"][0]["priority"], 8150);
+  EXPECT_EQ(json["jobs"][0]["priority"], 8276);
   EXPECT_DOUBLE_EQ(json["jobs"][0]["fairshare"].get<double>(), 4900.6);
   EXPECT_DOUBLE_EQ(json["jobs"][0]["fairshare_raw"].get<double>(), 0.49006);
   EXPECT_EQ(json["jobs"][1]["display_id"], "9");
