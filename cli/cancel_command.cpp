@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <signal.h>
 
-#include <charconv>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "commands.h"
 #include "controller_client.h"
 #include "job_format.h"
+#include "job_ref.h"
 
 namespace cohort::cli {
 namespace {
@@ -24,13 +24,6 @@ struct CancelOptions {
   std::vector<std::string> ids;
   std::string signal;
 };
-
-std::optional<std::int64_t> ParseNumber(std::string_view text) {
-  std::int64_t n = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return n;
-}
 
 // A signal by name (USR1, SIGUSR1, usr1) or number.
 absl::StatusOr<int> ParseSignal(std::string_view text) {
@@ -42,18 +35,15 @@ absl::StatusOr<int> ParseSignal(std::string_view text) {
 }
 
 int Cancel(const CancelOptions& o) {
-  v1::CancelJobRequest request;
-  for (const std::string& text : o.ids) {
-    const std::optional<std::int64_t> id = ParseNumber(text);
-    if (!id || *id < 1) {
-      std::cerr << fmt::format(
-          "cohort: cancel: \"{}\" is not a job id; job ids are positive numbers (see cohort "
-          "queue)\n",
-          text);
-      return 2;
-    }
-    request.add_job_ids(*id);
+  absl::StatusOr<std::vector<JobRef>> refs = ParseJobRefs(o.ids, "cancel");
+  if (!refs.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", refs.status());
+    return 2;
   }
+  // Every job goes as a reference (`12`, `12_3`); job_ids stays empty, so
+  // that no job is named twice.
+  v1::CancelJobRequest request;
+  for (const JobRef& ref : *refs) request.add_job_refs(FormatJobRef(ref));
   if (!o.signal.empty()) {
     absl::StatusOr<int> signal = ParseSignal(o.signal);
     if (!signal.ok()) {
@@ -73,7 +63,11 @@ void AddCancelCommand(CLI::App& app, int& exit_code) {
   CLI::App* cancel = app.add_subcommand(
       "cancel",
       "cancel jobs, or send their ranks a signal (like scancel); prints nothing on success");
-  cancel->add_option("ID", o->ids, "ids of the jobs")->required();
+  cancel
+      ->add_option("JOB", o->ids,
+                   "the jobs: an id (12; for an array, every task of it) or one array task "
+                   "(12_3)")
+      ->required();
   cancel->add_option("-s,--signal", o->signal,
                      "send this signal to every rank instead of cancelling: a name (USR1, TERM, "
                      "KILL) or a number");

@@ -33,6 +33,14 @@ void AddHistoryCommand(CLI::App& app, int& exit_code);
 void AddShowCommand(CLI::App& app, int& exit_code);
 /// `cohort cancel`: cancel jobs or signal their ranks, as scancel.
 void AddCancelCommand(CLI::App& app, int& exit_code);
+/// `cohort hold`, `release`, `requeue` and `checkpoint-done` (ControlJobs).
+void AddControlCommands(CLI::App& app, int& exit_code);
+/// `cohort why`: what keeps a job from starting, in words.
+void AddWhyCommand(CLI::App& app, int& exit_code);
+/// `cohort priority`: each pending job's priority factors, as sprio.
+void AddPriorityCommand(CLI::App& app, int& exit_code);
+/// `cohort shares`: the accounts' fair shares and usage, as sshare.
+void AddSharesCommand(CLI::App& app, int& exit_code);
 /// `cohort nodes`: the nodes' states per partition, as sinfo.
 void AddNodesCommand(CLI::App& app, int& exit_code);
 /// `cohort drain` and `cohort resume`.

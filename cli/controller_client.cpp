@@ -200,6 +200,25 @@ absl::StatusOr<v1::GetTopologyResponse> ControllerClient::GetTopology(
                                                                 &v1::Controller::Stub::GetTopology);
 }
 
+absl::StatusOr<v1::ControlJobsResponse> ControllerClient::ControlJobs(
+    const v1::ControlJobsRequest& request) {
+  return Unary<v1::ControlJobsRequest, v1::ControlJobsResponse>(request,
+                                                                &v1::Controller::Stub::ControlJobs);
+}
+absl::StatusOr<v1::ExplainJobResponse> ControllerClient::ExplainJob(
+    const v1::ExplainJobRequest& request) {
+  return Unary<v1::ExplainJobRequest, v1::ExplainJobResponse>(request,
+                                                              &v1::Controller::Stub::ExplainJob);
+}
+absl::StatusOr<v1::PriorityResponse> ControllerClient::GetPriorities(
+    const v1::PriorityRequest& request) {
+  return Unary<v1::PriorityRequest, v1::PriorityResponse>(request,
+                                                          &v1::Controller::Stub::GetPriorities);
+}
+absl::StatusOr<v1::SharesResponse> ControllerClient::GetShares(const v1::SharesRequest& request) {
+  return Unary<v1::SharesRequest, v1::SharesResponse>(request, &v1::Controller::Stub::GetShares);
+}
+
 std::unique_ptr<grpc::ClientReader<v1::JobEvent>> ControllerClient::WatchJob(
     grpc::ClientContext& context, const v1::WatchJobRequest& request) {
   return stub_->WatchJob(&context, request);

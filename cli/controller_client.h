@@ -72,6 +72,13 @@ class ControllerClient {
       const v1::UpdateNodeRequest& request);
   [[nodiscard]] absl::StatusOr<v1::GetTopologyResponse> GetTopology(
       const v1::GetTopologyRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::ControlJobsResponse> ControlJobs(
+      const v1::ControlJobsRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::ExplainJobResponse> ExplainJob(
+      const v1::ExplainJobRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::PriorityResponse> GetPriorities(
+      const v1::PriorityRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::SharesResponse> GetShares(const v1::SharesRequest& request);
 
   /// Opens the WatchJob stream with `context` (no deadline; the caller may
   /// TryCancel() it from another thread). Read() events until it returns

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -178,6 +180,39 @@ std::string FormatExitCode(const v1::Job& job) {
   return fmt::format("{}:{}", job.exit_code(), job.exit_signal());
 }
 
+std::string JobDisplayId(const v1::Job& job) {
+  if (job.array_job_id() > 0 && job.array_task_id() < 0 && !job.array_pending().empty()) {
+    return fmt::format("{}_[{}]", job.array_job_id(), job.array_pending());
+  }
+  return job.display_id().empty() ? std::to_string(job.id()) : job.display_id();
+}
+
+bool DisplayOrder(const v1::Job& a, const v1::Job& b) {
+  auto key = [](const v1::Job& job) {
+    const std::int64_t group = job.array_job_id() > 0 ? job.array_job_id() : job.id();
+    // The array's own record (its tasks not yet started) after its tasks.
+    const std::int64_t task = job.array_job_id() > 0 && job.array_task_id() < 0
+                                  ? std::numeric_limits<std::int64_t>::max()
+                                  : job.array_task_id();
+    return std::tuple(group, task, job.id());
+  };
+  return key(a) < key(b);
+}
+
+nlohmann::ordered_json PreemptionToJson(const v1::Preemption& preemption) {
+  nlohmann::ordered_json out;
+  out["time_ms"] = preemption.time_ms();
+  out["by_job"] = preemption.by_job();
+  out["by_display_id"] = preemption.by_display_id();
+  out["mode"] = preemption.mode();
+  out["attempt"] = preemption.attempt();
+  out["signal"] = preemption.signal() > 0 ? nlohmann::ordered_json(SignalName(preemption.signal()))
+                                          : nlohmann::ordered_json(nullptr);
+  out["grace_s"] = preemption.grace_s();
+  out["detail"] = preemption.detail();
+  return out;
+}
+
 void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -256,6 +291,24 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
                                                             : std::int64_t{spec.warn_seconds()})
                                : nlohmann::ordered_json(nullptr);
   out["warn_batch_only"] = warned && spec.warn_batch_only();
+  out["display_id"] = JobDisplayId(job);
+  out["array_job_id"] = NullIfZero(job.array_job_id());
+  out["array_task_id"] = job.array_job_id() > 0 && job.array_task_id() >= 0
+                             ? nlohmann::ordered_json(job.array_task_id())
+                             : nlohmann::ordered_json(nullptr);
+  out["array_pending"] = job.array_pending();
+  out["array"] = spec.array();
+  out["qos"] = job.qos().empty() ? spec.qos() : job.qos();
+  out["priority"] = job.priority();
+  out["expected_start_ms"] = NullIfZero(job.expected_start_ms());
+  out["held"] = job.held();
+  out["dependency"] = job.dependency();
+  out["kill_on_invalid_dep"] = spec.kill_on_invalid_dep();
+  out["suspended"] = job.suspended();
+  out["preempt_deadline_ms"] = NullIfZero(job.preempt_deadline_ms());
+  out["preemptions"] = nlohmann::ordered_json::array();
+  for (const v1::Preemption& p : job.preemptions())
+    out["preemptions"].push_back(PreemptionToJson(p));
   return out;
 }
 

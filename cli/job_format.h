@@ -55,6 +55,17 @@ namespace cohort::cli {
 /// when the signal 9 ended it).
 [[nodiscard]] std::string FormatExitCode(const v1::Job& job);
 
+/// The job as users write it: `12`; `12_3` for task 3 of array 12; for an
+/// array's tasks not yet started, `12_[5-999%8]` (as squeue shows them).
+/// Falls back to the numeric id when the controller sent no display id.
+[[nodiscard]] std::string JobDisplayId(const v1::Job& job);
+/// Orders jobs as the listings show them: by the array's id (a plain job's
+/// own id), then by task, an array's not-yet-started tasks after its tasks.
+[[nodiscard]] bool DisplayOrder(const v1::Job& a, const v1::Job& b);
+/// One preemption as JSON: time_ms, by_job, by_display_id, mode, attempt,
+/// signal (its name, USR1), grace_s, detail.
+[[nodiscard]] nlohmann::ordered_json PreemptionToJson(const v1::Preemption& preemption);
+
 /// Prints rows as left-aligned columns as wide as their widest cell, two
 /// blanks apart (the first row is usually the header).
 void PrintColumns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
@@ -75,7 +86,12 @@ void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEn
 /// exit_signal, attempt, leaves, queue_position (null unless pending),
 /// argv, batch_script, work_dir, submit_dir, output, error, exclusive,
 /// switches, switches_wait_s, requeue, features, nodelist, exclude,
-/// warn_signal (USR1; null: no warning), warn_seconds, warn_batch_only.
+/// warn_signal (USR1; null: no warning), warn_seconds, warn_batch_only,
+/// then the scheduling policy's: display_id, array_job_id (null: not an
+/// array), array_task_id (null: not a task), array_pending, array (as
+/// submitted), qos, priority, expected_start_ms (null: unknown), held,
+/// dependency (what is left of it), kill_on_invalid_dep, suspended,
+/// preempt_deadline_ms (null: not being preempted), preemptions.
 /// Never the environment or the script's text.
 [[nodiscard]] nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms);
 

@@ -32,19 +32,16 @@ namespace cohort::cli {
 namespace {
 
 // sbatch's options that Cohort does not support yet. kValue ones take a
-// value (`--qos high` or `--qos=high`); kFlag ones take none, or one only
-// after `=` (`--nice`, `--nice=10`).
+// value (`--mail-type END` or `--mail-type=END`); kFlag ones take none, or
+// one only after `=` (`--nice`, `--nice=10`).
 enum class Takes { kValue, kFlag };
 struct Unsupported {
   const char* names;
   Takes takes;
 };
 constexpr Unsupported kUnsupported[] = {
-    {"-a,--array", Takes::kValue},
-    {"-d,--dependency", Takes::kValue},
     {"--mail-user", Takes::kValue},
     {"--mail-type", Takes::kValue},
-    {"-q,--qos", Takes::kValue},
     {"-G,--gpus", Takes::kValue},
     {"--gpus-per-task", Takes::kValue},
     {"--gpus-per-socket", Takes::kValue},
@@ -97,8 +94,6 @@ constexpr Unsupported kUnsupported[] = {
     {"--bbf", Takes::kValue},
     {"--tres-per-task", Takes::kValue},
     {"--tres-bind", Takes::kValue},
-    {"--kill-on-invalid-dep", Takes::kValue},
-    {"-H,--hold", Takes::kFlag},
     {"--nice", Takes::kFlag},
     {"-W,--wait", Takes::kFlag},
     {"-Q,--quiet", Takes::kFlag},
@@ -413,6 +408,28 @@ absl::Status CheckValues(const JobOptions& o) {
   if (o.job_name && o.job_name->empty()) {
     return Invalid("-J/--job-name is empty; name the job, or leave -J out");
   }
+  // The controller reads --array and --dependency (and knows the QOS names);
+  // here only what is plainly missing is refused.
+  if (o.qos && o.qos->empty()) {
+    return Invalid(
+        "-q/--qos is empty; name a QOS (see cohort.conf's QOSName= lines), or leave "
+        "--qos out for the cluster's DefaultQOS");
+  }
+  if (o.array && o.array->empty()) {
+    return Invalid("-a/--array is empty; give the task ids, such as 0-99, 1,5,9-15:2 or 0-99%8");
+  }
+  if (o.dependency && o.dependency->empty()) {
+    return Invalid(
+        "-d/--dependency is empty; write TYPE:JOB[:JOB...], such as afterok:12, or "
+        "leave it out");
+  }
+  if (o.kill_on_invalid_dep && !EqualsIgnoreCase(*o.kill_on_invalid_dep, "yes") &&
+      !EqualsIgnoreCase(*o.kill_on_invalid_dep, "no")) {
+    return Invalid(fmt::format(
+        "--kill-on-invalid-dep \"{}\": write yes (cancel the job when its dependency can never "
+        "be satisfied) or no (leave it pending, the default)",
+        *o.kill_on_invalid_dep));
+  }
   return absl::OkStatus();
 }
 
@@ -504,6 +521,20 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o) {
         "whole NUMA node, or none");
   value("--mem-bind", o.mem_bind, "local|none",
         "memory of each rank on its GPU's NUMA node (local, the default) or anywhere (none)");
+  value("-q,--qos", o.qos, "NAME",
+        "quality of service: its priority, limits and preemption rights (default: the cluster's "
+        "DefaultQOS)");
+  value("-a,--array", o.array, "IDS",
+        "a job array, one job per task id: 0-999, 1,5,9-15:2 (a step), 0-99%8 (at most 8 "
+        "running at once); ids are J_i");
+  value("-d,--dependency", o.dependency, "LIST",
+        "start only after other jobs: after:J, afterok:J, afternotok:J, afterany:J (J or J_i, "
+        "several as afterok:J:K), singleton; joined by , (all) or ? (any)");
+  value("--kill-on-invalid-dep", o.kill_on_invalid_dep, "yes|no",
+        "cancel the job when its dependency can never be satisfied (default no: it stays pending "
+        "with reason DependencyNeverSatisfied)");
+  flag("-H,--hold", [&o] { o.hold = true; },
+       "submit the job held: it is not started until cohort release");
   flag("--test-only", [&o] { o.test_only = true; },
        "check the job and say where it would run now; submit nothing");
   flag("--parsable", [&o] { o.parsable = true; }, "print only the job id");
@@ -556,6 +587,11 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.gpu_bind, from.gpu_bind);
   fill(into.cpu_bind, from.cpu_bind);
   fill(into.mem_bind, from.mem_bind);
+  fill(into.qos, from.qos);
+  fill(into.array, from.array);
+  fill(into.dependency, from.dependency);
+  fill(into.kill_on_invalid_dep, from.kill_on_invalid_dep);
+  into.hold = into.hold || from.hold;
   into.exclusive = into.exclusive || from.exclusive;
   into.test_only = into.test_only || from.test_only;
   into.parsable = into.parsable || from.parsable;
@@ -731,6 +767,12 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_open_mode(o.open_mode.value_or("truncate"));
   spec.set_exclusive(o.exclusive);
   spec.set_requeue(o.requeue.value_or(false));
+  spec.set_qos(o.qos.value_or(""));
+  spec.set_array(o.array.value_or(""));
+  spec.set_dependency(o.dependency.value_or(""));
+  spec.set_kill_on_invalid_dep(o.kill_on_invalid_dep &&
+                               EqualsIgnoreCase(*o.kill_on_invalid_dep, "yes"));
+  spec.set_hold(o.hold);
   spec.set_user_name(LoginName());
   return spec;
 }
@@ -747,6 +789,7 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
   line("user_name", spec.user_name());
   line("partition", OrDefault(spec.partition(), "(the default partition)"));
   line("account", OrDefault(spec.account(), "(your user name)"));
+  line("qos", OrDefault(spec.qos(), "(the cluster's DefaultQOS)"));
   line("nodes", std::to_string(spec.nodes()));
   line("tasks_per_node", std::to_string(spec.tasks_per_node()));
   line("cpus_per_task", std::to_string(spec.cpus_per_task()));
@@ -770,6 +813,12 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
                        : fmt::format("{}, waiting up to {}", spec.switches(),
                                      FormatSeconds(spec.switches_wait_s())));
   line("requeue", spec.requeue() ? "yes" : "no");
+  line("array", OrDefault(spec.array(), "(none)"));
+  line("dependency", spec.dependency().empty() ? std::string("(none)")
+                     : spec.kill_on_invalid_dep()
+                         ? spec.dependency() + ", cancelled if it can never be satisfied"
+                         : spec.dependency());
+  line("hold", spec.hold() ? "yes" : "no");
   line("signal", FormatWarning(spec));
   line("features",
        spec.features().empty() ? "(none)" : fmt::format("{}", fmt::join(spec.features(), ",")));

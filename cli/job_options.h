@@ -45,6 +45,11 @@ struct JobOptions {
   std::optional<std::string> gpu_bind;  ///< closest | single:N | none
   std::optional<std::string> cpu_bind;  ///< cores | threads | numa | none
   std::optional<std::string> mem_bind;  ///< local | none
+  std::optional<std::string> qos;
+  std::optional<std::string> array;       ///< --array as typed; the controller parses it
+  std::optional<std::string> dependency;  ///< --dependency as typed; the controller parses it
+  std::optional<std::string> kill_on_invalid_dep;  ///< yes | no
+  bool hold = false;
   bool exclusive = false;
   bool test_only = false;
   bool parsable = false;

@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   cohort::cli::AddHistoryCommand(app, exit_code);
   cohort::cli::AddShowCommand(app, exit_code);
   cohort::cli::AddCancelCommand(app, exit_code);
+  cohort::cli::AddControlCommands(app, exit_code);
+  cohort::cli::AddWhyCommand(app, exit_code);
+  cohort::cli::AddPriorityCommand(app, exit_code);
+  cohort::cli::AddSharesCommand(app, exit_code);
   cohort::cli::AddNodesCommand(app, exit_code);
   cohort::cli::AddDrainCommands(app, exit_code);
   cohort::cli::AddConfigCommands(app, exit_code);

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "controller_client.h"
 #include "job_format.h"
+#include "policy_format.h"
 
 namespace cohort::cli {
 namespace {
@@ -27,6 +29,7 @@ struct QueueOptions {
   std::string format;
   bool json = false;
   bool no_header = false;
+  bool start = false;
 };
 
 // squeue's format fields that Cohort has.
@@ -44,7 +47,19 @@ std::string NodesOrReason(const v1::Job& job) {
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
-      {'i', "JOBID", "job id", [](const v1::Job& j, auto) { return std::to_string(j.id()); }},
+      {'i', "JOBID", "job id (12, 12_3, 12_[5-99])",
+       [](const v1::Job& j, auto) { return JobDisplayId(j); }},
+      {'A', "JOBID", "numeric job id",
+       [](const v1::Job& j, auto) { return std::to_string(j.id()); }},
+      {'F', "ARRAY_JOB_ID", "array id",
+       [](const v1::Job& j, auto) {
+         return std::to_string(j.array_job_id() > 0 ? j.array_job_id() : j.id());
+       }},
+      {'K', "ARRAY_TASK_ID", "array task",
+       [](const v1::Job& j, auto) {
+         if (j.array_job_id() <= 0) return std::string("N/A");
+         return j.array_task_id() >= 0 ? std::to_string(j.array_task_id()) : j.array_pending();
+       }},
       {'j', "NAME", "name", [](const v1::Job& j, auto) { return j.spec().name(); }},
       {'u', "USER", "user", [](const v1::Job& j, auto) { return JobUser(j); }},
       {'a', "ACCOUNT", "account", [](const v1::Job& j, auto) { return j.spec().account(); }},
@@ -69,8 +84,14 @@ const std::vector<Field>& Fields() {
        }},
       {'V', "SUBMIT_TIME", "submit time",
        [](const v1::Job& j, auto) { return FormatTimestamp(j.submit_time_ms()); }},
-      {'S', "START_TIME", "start time",
-       [](const v1::Job& j, auto) { return FormatTimestamp(j.start_time_ms()); }},
+      {'S', "START_TIME", "start time (pending: expected)",
+       [](const v1::Job& j, auto) {
+         return j.state() == v1::JOB_PENDING ? ExpectedStartCell(j)
+                                             : FormatTimestamp(j.start_time_ms());
+       }},
+      {'q', "QOS", "QOS", [](const v1::Job& j, auto) { return j.qos(); }},
+      {'p', "PRIORITY", "priority",
+       [](const v1::Job& j, auto) { return std::to_string(j.priority()); }},
       {'e', "END_TIME", "end time",
        [](const v1::Job& j, auto) { return FormatTimestamp(j.end_time_ms()); }},
   };
@@ -155,9 +176,9 @@ void PrintFormatted(const std::vector<Segment>& segments, const std::vector<v1::
   }
 }
 
-// The default table: columns as wide as their widest cell.
-void PrintTable(const std::vector<v1::Job>& jobs, bool header, std::int64_t now) {
-  const std::string_view columns = "iPjuTMlDR";
+// The default table (and --start's): columns as wide as their widest cell.
+void PrintTable(std::string_view columns, const std::vector<v1::Job>& jobs, bool header,
+                std::int64_t now) {
   std::vector<const Field*> fields;
   for (const char c : columns) {
     for (const Field& f : Fields()) {
@@ -184,6 +205,8 @@ int Queue(const QueueOptions& o) {
   }
   request.set_all_users(!o.me);
   request.set_user_name(o.user);
+  // --start lists the pending jobs, as squeue --start.
+  if (o.start && o.states.empty()) request.add_states(v1::JOB_PENDING);
   if (!o.states.empty()) {
     std::size_t start = 0;
     while (start <= o.states.size()) {
@@ -223,9 +246,20 @@ int Queue(const QueueOptions& o) {
   return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
     absl::StatusOr<v1::ListJobsResponse> response = client.ListJobs(request);
     if (!response.ok()) return response.status();
-    std::vector<v1::Job> jobs(response->jobs().begin(), response->jobs().end());
-    std::sort(jobs.begin(), jobs.end(),
-              [](const v1::Job& a, const v1::Job& b) { return a.id() < b.id(); });
+    std::vector<v1::Job> jobs;
+    for (const v1::Job& job : response->jobs()) {
+      if (!o.start || job.state() == v1::JOB_PENDING) jobs.push_back(job);
+    }
+    std::sort(jobs.begin(), jobs.end(), DisplayOrder);
+    if (o.start) {
+      // Soonest first; unknown starts last.
+      std::stable_sort(jobs.begin(), jobs.end(), [](const v1::Job& a, const v1::Job& b) {
+        const bool a_known = a.expected_start_ms() > 0;
+        const bool b_known = b.expected_start_ms() > 0;
+        if (a_known != b_known) return a_known;
+        return a.expected_start_ms() < b.expected_start_ms();
+      });
+    }
     const std::int64_t now = NowMs();
     if (o.json) {
       nlohmann::ordered_json out;
@@ -235,7 +269,7 @@ int Queue(const QueueOptions& o) {
     } else if (!segments.empty()) {
       PrintFormatted(segments, jobs, !o.no_header, now);
     } else {
-      PrintTable(jobs, !o.no_header, now);
+      PrintTable(o.start ? "iPjutSDR" : "iPjuTMlDR", jobs, !o.no_header, now);
     }
     return absl::OkStatus();
   });
@@ -255,10 +289,15 @@ void AddQueueCommand(CLI::App& app, int& exit_code) {
                     "COMPLETING (CG), COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), "
                     "NODE_FAIL (NF), or all (default: PENDING,RUNNING,COMPLETING)");
   queue->add_option("-o,--format", o->format,
-                    "squeue-like fields: %i id, %j name, %u user, %a account, %P partition, %T "
+                    "squeue-like fields: %i id (12, 12_3), %A numeric id, %F array id, %K array "
+                    "task, %j name, %u user, %a account, %P partition, %q QOS, %p priority, %T "
                     "state, %t short state, %M time used, %l time limit, %D nodes, %R nodes or "
-                    "(reason), %N nodes, %r reason, %Q queue position, %V/%S/%e submit/start/end "
-                    "time; %.10i right-aligns in 10 columns, %10i left-aligns");
+                    "(reason), %N nodes, %r reason, %Q queue position, %V/%S/%e submit/start "
+                    "(pending: expected)/end time; %.10i right-aligns in 10 columns, %10i "
+                    "left-aligns");
+  queue->add_flag("--start", o->start,
+                  "pending jobs with their expected start from the backfill plan (N/A: not "
+                  "known yet), soonest first (like squeue --start)");
   queue->add_flag("--noheader", o->no_header, "leave out the header line");
   queue->add_flag("--json", o->json, "print {\"jobs\": [...]} as JSON");
   AddConnectionOptions(*queue, o->connection);

@@ -314,6 +314,11 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     std::cerr << fmt::format("cohort: warning: {} is not supported yet; ignored\n", name);
   }
   const JobOptions& options = state.options;
+  if (options.array) {
+    std::cerr << "cohort: run: --array makes many jobs, and run follows one; submit the array "
+                 "with cohort submit --array, and watch it with cohort queue\n";
+    return 2;
+  }
   absl::StatusOr<v1::JobSpec> spec =
       BuildJobSpec(options, std::filesystem::path(command->words.front()).filename().string());
   if (!spec.ok()) {
@@ -380,6 +385,7 @@ void AddRunCommand(CLI::App& app, int& exit_code) {
       "run", "run a command as one job and stream its output until it ends (like srun)");
   state->unsupported = AddJobOptions(*run, state->options);
   run->get_option("--parsable")->group("");  // run prints the job's output, not its id
+  run->get_option("--array")->group("");     // run follows one job; refused with a hint
   run->add_flag("-l,--label", state->label, "start each line of output with its rank: `3: text`");
   AddConnectionOptions(*run, state->connection, ConfigShortName::kNone);
   TakeCommandVerbatim(*run, "COMMAND",

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <charconv>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,6 +11,7 @@
 #include "controller_client.h"
 #include "job_format.h"
 #include "job_options.h"
+#include "job_ref.h"
 
 namespace cohort::cli {
 namespace {
@@ -53,6 +53,26 @@ nlohmann::ordered_json RanksToJson(const v1::Job& job) {
 std::string OrNull(const std::string& value) { return value.empty() ? "(null)" : value; }
 std::string YesNo(bool value) { return value ? "YES" : "NO"; }
 
+// Each time the job was preempted, oldest first, and the end of its grace
+// time while it is being preempted.
+void PrintPreemptions(const v1::Job& job, std::int64_t now) {
+  if (job.preempt_deadline_ms() > 0) {
+    std::cout << fmt::format("   PreemptDeadline={} (in {})\n",
+                             FormatTimestamp(job.preempt_deadline_ms()),
+                             FormatElapsed((job.preempt_deadline_ms() - now) / 1000));
+  }
+  if (job.preemptions().empty()) return;
+  std::cout << fmt::format("   Preemptions={}\n", job.preemptions_size());
+  for (const v1::Preemption& p : job.preemptions()) {
+    std::cout << fmt::format(
+        "     Time={} By={} Mode={} Attempt={} Signal={} Grace={}s{}\n",
+        FormatTimestamp(p.time_ms()),
+        p.by_display_id().empty() ? std::to_string(p.by_job()) : p.by_display_id(),
+        OrNull(p.mode()), p.attempt(), p.signal() > 0 ? SignalName(p.signal()) : "(none)",
+        p.grace_s(), p.detail().empty() ? "" : " Detail=" + p.detail());
+  }
+}
+
 // As scontrol show job: `Key=Value` words, a few related ones a line.
 void PrintJob(const v1::Job& job, std::int64_t now) {
   const v1::JobSpec& spec = job.spec();
@@ -63,7 +83,13 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
     switches = std::to_string(spec.switches());
     if (spec.switches_wait_s() > 0) switches += "@" + FormatLimit(spec.switches_wait_s());
   }
-  std::cout << fmt::format("JobId={} JobName={}\n", job.id(), spec.name());
+  std::string array;
+  if (job.array_job_id() > 0) {
+    array = fmt::format(" ArrayJobId={} ArrayTaskId={}", job.array_job_id(),
+                        job.array_task_id() >= 0 ? std::to_string(job.array_task_id())
+                                                 : OrNull(job.array_pending()));
+  }
+  std::cout << fmt::format("JobId={}{} JobName={}\n", job.id(), array, spec.name());
   std::cout << fmt::format("   UserId={}({}) Account={} Partition={}\n", JobUser(job), job.uid(),
                            OrNull(spec.account()), OrNull(spec.partition()));
   std::cout << fmt::format(
@@ -72,6 +98,14 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
       job.queue_position() > 0 ? fmt::format(" QueuePosition={}", job.queue_position()) : "");
   if (!job.reason_detail().empty()) {
     std::cout << fmt::format("   ReasonDetail={}\n", job.reason_detail());
+  }
+  std::cout << fmt::format("   Priority={} QOS={} Held={} Suspended={}\n", job.priority(),
+                           OrNull(job.qos().empty() ? spec.qos() : job.qos()), YesNo(job.held()),
+                           YesNo(job.suspended()));
+  std::cout << fmt::format("   Dependency={} KillOnInvalidDep={}\n", OrNull(job.dependency()),
+                           YesNo(spec.kill_on_invalid_dep()));
+  if (job.state() == v1::JOB_PENDING && job.expected_start_ms() > 0) {
+    std::cout << fmt::format("   ExpectedStart={}\n", FormatTimestamp(job.expected_start_ms()));
   }
   std::cout << fmt::format("   ExitCode={}:{}\n", job.exit_code(), job.exit_signal());
   std::cout << fmt::format("   RunTime={} TimeLimit={} Signal={}\n",
@@ -103,6 +137,7 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                             ? (spec.output().empty() ? std::string("cohort-%j.out") : spec.output())
                             : spec.error());
   std::cout << fmt::format("   Environment={} variables\n", spec.env_size());
+  PrintPreemptions(job, now);
 }
 
 void PrintNode(const v1::Node& node) {
@@ -125,17 +160,15 @@ void PrintNode(const v1::Node& node) {
 }
 
 int ShowJob(const ShowOptions& o) {
-  std::int64_t id = 0;
-  const auto [end, error] = std::from_chars(o.id.data(), o.id.data() + o.id.size(), id);
-  if (o.id.empty() || error != std::errc() || end != o.id.data() + o.id.size() || id < 1) {
-    std::cerr << fmt::format(
-        "cohort: show job: \"{}\" is not a job id; job ids are positive numbers (see cohort "
-        "queue)\n",
-        o.id);
+  absl::StatusOr<JobRef> ref = ParseJobRef(o.id, "show job");
+  if (!ref.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", ref.status());
     return 2;
   }
+  // job_ref wins when set; job_id says the same for a plain id.
   v1::GetJobRequest request;
-  request.set_job_id(id);
+  request.set_job_ref(FormatJobRef(*ref));
+  if (ref->task < 0) request.set_job_id(ref->job);
   return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
     absl::StatusOr<v1::GetJobResponse> response = client.GetJob(request);
     if (!response.ok()) return response.status();
@@ -191,8 +224,9 @@ void AddShowCommand(CLI::App& app, int& exit_code) {
   show->require_subcommand(1);
 
   auto job_options = std::make_shared<ShowOptions>();
-  CLI::App* job = show->add_subcommand("job", "show a job: cohort show job ID");
-  job->add_option("ID", job_options->id, "the job's id")->required();
+  CLI::App* job = show->add_subcommand("job", "show a job: cohort show job JOB");
+  job->add_option("JOB", job_options->id, "the job: its id (12), or an array task (12_3)")
+      ->required();
   job->add_flag("--json", job_options->json, "print the job as JSON");
   job->add_flag("--ranks", job_options->ranks,
                 "list each rank's node, GPUs, CPUs, NUMA node and NICs (while it runs)");

@@ -110,8 +110,9 @@ void AddSubmitCommand(CLI::App& app, int& exit_code) {
       "A script may set options in #SBATCH or #COHORT lines at its top (before its first\n"
       "command), as with sbatch; #COHORT lines win over #SBATCH ones, and the command line over\n"
       "both. sbatch options that Cohort does not support yet are warned about and ignored.\n"
-      "Prints `Submitted job N` (with --parsable, only N). Exit: 0 submitted, 1 the controller\n"
-      "refused or cannot be reached, 2 invalid options or script.");
+      "Prints `Submitted job N` (with --parsable, only N); for an --array, N is the array's id\n"
+      "and its tasks are N_0, N_1, ... Exit: 0 submitted, 1 the controller refused or cannot be\n"
+      "reached, 2 invalid options or script.");
   submit->callback(
       [state, submit, &exit_code] { exit_code = Submit(*state, submit->remaining()); });
 }

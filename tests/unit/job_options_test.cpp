@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -97,6 +98,95 @@ TEST(JobOptionsTest, JobJsonShowsTheWarning) {
   job.mutable_spec()->set_warn_signal(-1);
   EXPECT_TRUE(JobToJson(job, 0)["warn_signal"].is_null());
   EXPECT_EQ(JobToJson(job, 0)["warn_batch_only"], false);
+}
+
+TEST(JobOptionsTest, PolicyOptionsGoIntoTheSpecAsTyped) {
+  JobOptions options;
+  options.qos = "high";
+  options.array = "0-99%8";
+  options.dependency = "afterok:12_3?afterany:4";
+  options.kill_on_invalid_dep = "YES";
+  options.hold = true;
+  absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->qos(), "high");
+  EXPECT_EQ(spec->array(), "0-99%8");
+  EXPECT_EQ(spec->dependency(), "afterok:12_3?afterany:4");
+  EXPECT_TRUE(spec->kill_on_invalid_dep());
+  EXPECT_TRUE(spec->hold());
+
+  options.kill_on_invalid_dep = "no";
+  spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->kill_on_invalid_dep());
+
+  spec = BuildJobSpec(JobOptions{}, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->qos(), "");
+  EXPECT_EQ(spec->array(), "");
+  EXPECT_EQ(spec->dependency(), "");
+  EXPECT_FALSE(spec->kill_on_invalid_dep());
+  EXPECT_FALSE(spec->hold());
+}
+
+TEST(JobOptionsTest, EmptyPolicyValuesAreRefused) {
+  JobOptions qos;
+  qos.qos = "";
+  EXPECT_EQ(BuildJobSpec(qos, "job").status().message(),
+            "-q/--qos is empty; name a QOS (see cohort.conf's QOSName= lines), or leave --qos out "
+            "for the cluster's DefaultQOS");
+  JobOptions array;
+  array.array = "";
+  EXPECT_EQ(BuildJobSpec(array, "job").status().message(),
+            "-a/--array is empty; give the task ids, such as 0-99, 1,5,9-15:2 or 0-99%8");
+  JobOptions dependency;
+  dependency.dependency = "";
+  EXPECT_EQ(BuildJobSpec(dependency, "job").status().message(),
+            "-d/--dependency is empty; write TYPE:JOB[:JOB...], such as afterok:12, or leave it "
+            "out");
+  JobOptions kill;
+  kill.kill_on_invalid_dep = "maybe";
+  EXPECT_EQ(BuildJobSpec(kill, "job").status().message(),
+            "--kill-on-invalid-dep \"maybe\": write yes (cancel the job when its dependency can "
+            "never be satisfied) or no (leave it pending, the default)");
+}
+
+TEST(JobOptionsTest, PolicyDirectivesAreReadWithoutWarnings) {
+  const std::string script =
+      "#!/bin/bash\n#SBATCH --array=1-10:3 --qos=low\n#SBATCH -d afterany:7 -H\n"
+      "#SBATCH --kill-on-invalid-dep=yes\n#COHORT -q high\nrun\n";
+  JobOptions options;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(ApplyDirectives(script, "job.sh", options).ok());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");  // no "not supported" warning
+  EXPECT_EQ(options.array, "1-10:3");
+  EXPECT_EQ(options.qos, "high");  // #COHORT wins over #SBATCH
+  EXPECT_EQ(options.dependency, "afterany:7");
+  EXPECT_EQ(options.kill_on_invalid_dep, "yes");
+  EXPECT_TRUE(options.hold);
+
+  JobOptions bad;
+  EXPECT_EQ(ApplyDirectives("#!/bin/bash\n#SBATCH --kill-on-invalid-dep=1\n", "job.sh", bad)
+                .message(),
+            "job.sh:2: #SBATCH --kill-on-invalid-dep=1: --kill-on-invalid-dep \"1\": write yes "
+            "(cancel the job when its dependency can never be satisfied) or no (leave it pending, "
+            "the default)");
+}
+
+TEST(JobOptionsTest, TestOnlyPrintsThePolicyOptions) {
+  JobOptions options;
+  options.array = "0-3";
+  options.dependency = "afterok:5";
+  options.kill_on_invalid_dep = "yes";
+  absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::ostringstream out;
+  PrintJobSpec(*spec, out);
+  EXPECT_NE(out.str().find("qos             (the cluster's DefaultQOS)\n"), std::string::npos);
+  EXPECT_NE(out.str().find("array           0-3\n"), std::string::npos);
+  EXPECT_NE(out.str().find("dependency      afterok:5, cancelled if it can never be satisfied\n"),
+            std::string::npos);
+  EXPECT_NE(out.str().find("hold            no\n"), std::string::npos);
 }
 
 }  // namespace
