@@ -81,7 +81,8 @@ Engine::Engine(const config::ClusterConfig& config, const topology::Topology& to
       nodes_(static_cast<std::size_t>(topology.NodeCount())),
       fair_share_(config.priority.decay_half_life) {
   // The default QOS exists whether or not a QOSName= line declares it.
-  if (config_.FindQos(config_.default_qos) == nullptr) {
+  if (std::none_of(config_.qos.begin(), config_.qos.end(),
+                   [&](const config::QosSpec& q) { return q.name == config_.default_qos; })) {
     config::QosSpec implicit;
     implicit.name = config_.default_qos;
     config_.qos.push_back(implicit);

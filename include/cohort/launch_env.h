@@ -66,7 +66,9 @@ struct LaunchContext {
 ///   SLURM_CLUSTER_NAME SLURMD_NODENAME SLURM_JOB_USER SLURM_TASKS_PER_NODE
 ///   and, when known, SLURM_JOB_ACCOUNT SLURM_CPUS_ON_NODE
 ///   SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_GPUS_ON_NODE
-///   SLURM_JOB_GPUS SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID
+///   SLURM_JOB_GPUS SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN
+///   SLURM_ARRAY_TASK_MAX SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_STEP and
+///   the same as COHORT_ARRAY_*
 ///   CUDA_VISIBLE_DEVICES
 /// with Slurm's meanings: the global rank is node_rank * tasks_per_node +
 /// local_rank, the world size num_nodes * tasks_per_node, the node lists are

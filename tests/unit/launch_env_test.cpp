@@ -87,6 +87,19 @@ TEST(BuildRankEnvironmentTest, SlurmResourceVariablesInSlurmsForms) {
   const std::vector<std::string> task = BuildRankEnvironment(context, 1);
   EXPECT_EQ(Get(task, "SLURM_ARRAY_JOB_ID"), "40");
   EXPECT_EQ(Get(task, "SLURM_ARRAY_TASK_ID"), "2");
+  EXPECT_EQ(Get(task, "COHORT_ARRAY_TASK_ID"), "2");
+  EXPECT_EQ(Get(task, "SLURM_ARRAY_TASK_COUNT"), std::nullopt) << "only with the array's range";
+  context.array_task_min = 0;
+  context.array_task_max = 8;
+  context.array_task_count = 5;
+  context.array_task_step = 2;
+  const auto ranged = BuildRankEnvironment(context, 0);
+  EXPECT_EQ(Get(ranged, "SLURM_ARRAY_TASK_MIN"), "0");
+  EXPECT_EQ(Get(ranged, "SLURM_ARRAY_TASK_MAX"), "8");
+  EXPECT_EQ(Get(ranged, "SLURM_ARRAY_TASK_COUNT"), "5");
+  EXPECT_EQ(Get(ranged, "SLURM_ARRAY_TASK_STEP"), "2");
+  EXPECT_EQ(Get(ranged, "COHORT_ARRAY_TASK_STEP"), "2");
+  EXPECT_EQ(Get(ranged, "COHORT_ARRAY_JOB_ID"), "40");
 }
 
 TEST(BuildRankEnvironmentTest, JobFacts) {

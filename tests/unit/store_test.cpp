@@ -163,7 +163,7 @@ TEST_F(StoreTest, MigratesEveryOlderSchema) {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ASSERT_EQ(loaded->jobs.size(), 1U);
     EXPECT_EQ(loaded->jobs[0].id(), 9);
-    EXPECT_TRUE(store->Commit(StateBatch{{}, {{"node01", false, ""}}, 10}).ok());
+    EXPECT_TRUE(store->Commit(StateBatch{{}, {{"node01", false, ""}}, 10, std::nullopt}).ok());
   }
 }
 
