@@ -92,4 +92,47 @@ for _ in $(seq 300); do
 done
 cohort history -j "$long"
 [ "$state" = COMPLETED ] || { echo "job $long ended $state"; exit 1; }
-say "done: jobs $id and $long COMPLETED; stopping the cluster"
+
+say "preemption: a low-priority sweep fills the cluster, then a high-tier 4-node job arrives"
+export PATH="$bin/cli:$PATH"  # the sweep's tasks call cohort checkpoint-done
+out=$(cohort submit --array=0-15 -A research -o "$work/sweep-%A_%a.out" "$root/etc/demo/sweep.sh")
+echo "$out"
+sweep=${out##* }
+for _ in $(seq 100); do
+  [ "$("$bin/cli/cohort" queue --noheader -t RUNNING -o '%i' 2>/dev/null | grep -c "^${sweep}_")" -ge 16 ] && break
+  sleep 0.1
+done
+cohort queue
+out=$(cohort submit -p high -A pretrain -N 4 --gpus-per-node=8 -J pretrain -o "$work/pretrain-%j.out" \
+  -- sh -c 'echo "rank $RANK on $COHORT_NODENAME"; sleep 3')
+echo "$out"
+big=${out##* }
+submitted=$(date +%s%N)
+for _ in $(seq 200); do [ "$(job_state "$big")" = RUNNING ] && break; sleep 0.05; done
+started=$(date +%s%N)
+echo "job $big RUNNING $(( (started - submitted) / 1000000 )) ms after it was submitted" \
+  "(PreemptGraceTime=10 s; the victims said checkpoint-done)"
+cohort queue
+first=$(grep -l "preemption warning" "$work"/sweep-"$sweep"_*.out | head -1)
+say "a victim's output ($first)"
+cat "$first"
+task=$(basename "$first" .out); task=${task##*_}
+cohort show job "${sweep}_$task"
+cohort why "$big" || true
+
+say "waiting for the pretrain job and the requeued sweep tasks"
+for _ in $(seq 600); do
+  pending=$("$bin/cli/cohort" queue --noheader -o '%i' 2>/dev/null | grep -c "^${sweep}\|^${big}$" || true)
+  [ "$pending" -eq 0 ] && break
+  sleep 0.1
+done
+say "the victim ran again and resumed from its checkpoint ($first)"
+cat "$first"
+cohort history -j "$big"
+cohort shares
+for t in $(seq 0 15); do
+  s=$(job_state "${sweep}_$t")
+  [ "$s" = COMPLETED ] || { echo "sweep task $t ended ${s:-unknown}"; exit 1; }
+done
+grep -q "resuming from" "$first" || { echo "the victim did not run again"; exit 1; }
+say "done: jobs $id and $long COMPLETED; the sweep was preempted, requeued and COMPLETED; stopping the cluster"
