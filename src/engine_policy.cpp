@@ -214,6 +214,12 @@ std::vector<JobId> Engine::PendingOrder() const {
   return order;
 }
 
+std::size_t Engine::PendingCount() const {
+  return static_cast<std::size_t>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& entry) {
+    return entry.second.state == JobState::kPending;
+  }));
+}
+
 int Engine::QueuePosition(JobId id) const {
   const std::vector<JobId> order = PendingOrder();
   const auto it = std::find(order.begin(), order.end(), id);

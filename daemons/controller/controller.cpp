@@ -105,6 +105,7 @@ void Controller::Restore(LoadedState loaded) {
 
 void Controller::Shutdown() {
   purge_timer_.cancel();
+  pass_timer_.cancel();
   store_thread_.Stop();
   history_thread_.Stop();
   if (failed_ || store_ == nullptr) return;
@@ -296,21 +297,31 @@ void Controller::RequestPass() {
   // Coalesce: however many events arrive in one turn, one pass follows them.
   if (pass_posted_ || !engine_.ScheduleNeeded()) return;
   pass_posted_ = true;
-  boost::asio::post(io_, [this] {
+  auto pass = [this] {
     pass_posted_ = false;
     const auto started = std::chrono::steady_clock::now();
     Effects effects;
     engine_.Schedule(Now(), effects);
-    const auto took = std::chrono::steady_clock::now() - started;
-    Log("sched")->debug("pass took_us={} launches={} changed_jobs={}",
-                        std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
-                        std::count_if(effects.commands.begin(), effects.commands.end(),
-                                      [](const Command& c) {
-                                        return std::holds_alternative<LaunchCommand>(c);
-                                      }),
-                        effects.changed_jobs.size());
+    const auto ended = std::chrono::steady_clock::now();
+    const auto took = ended - started;
+    next_pass_ = ended + std::min<std::chrono::steady_clock::duration>(took, std::chrono::seconds(1));
+    if (const auto& log = Log("sched"); log->should_log(spdlog::level::debug)) {
+      log->debug("pass took_us={} launches={} changed_jobs={} pending={}",
+                 std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
+                 std::count_if(effects.commands.begin(), effects.commands.end(),
+                               [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
+                 effects.changed_jobs.size(), engine_.PendingCount());
+    }
     Execute(effects);
-  });
+  };
+  if (std::chrono::steady_clock::now() >= next_pass_) {
+    boost::asio::post(io_, pass);
+  } else {
+    pass_timer_.expires_at(next_pass_);
+    pass_timer_.async_wait([pass](const boost::system::error_code& error) {
+      if (!error) pass();
+    });
+  }
 }
 
 void Controller::Execute(Effects& effects) {

@@ -164,6 +164,12 @@ class Controller {
   boost::asio::io_context io_;
   boost::asio::steady_timer tick_timer_;
   bool pass_posted_ = false;
+  /// Passes are paced: the next one starts no sooner than the last one took
+  /// after it ended, so however long the queue, at least half of the state
+  /// thread is left for clients and agents (a pass of 1 ms still runs 500
+  /// times a second).
+  boost::asio::steady_timer pass_timer_{io_};
+  std::chrono::steady_clock::time_point next_pass_{};
 
   std::unordered_map<JobId, v1::JobSpec> specs_;  ///< as submitted, without the environment
   std::unordered_map<JobId, v1::JobSpec> envs_;   ///< environments, until the job ends

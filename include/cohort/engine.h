@@ -239,6 +239,8 @@ class Engine {
   /// 1-based place of a pending job in the order passes try jobs; 0 if not
   /// pending. Sorts the queue: for many jobs, use PendingOrder() once.
   [[nodiscard]] int QueuePosition(JobId id) const;
+  /// Pending jobs (an array's untouched tasks count once).
+  [[nodiscard]] std::size_t PendingCount() const;
   /// The pending jobs in the order passes try them.
   [[nodiscard]] std::vector<JobId> PendingOrder() const;
   [[nodiscard]] NodeView ViewNode(NodeId node) const;
