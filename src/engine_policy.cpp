@@ -144,6 +144,9 @@ struct Engine::PassState {
   int backfill_tried = 0;
   std::vector<std::pair<Millis, const Job*>> ends;  ///< running jobs by end bound
   bool ends_ready = false;
+  /// The pool as it is now, copied once per pass for reservation planning
+  /// (which releases running jobs into it and takes them back after).
+  std::optional<alloc::NodePool> shadow;
 
   void Count(const Job& job, int sign) {
     if (job.array_job_id != 0 && job.array_task_id >= 0) array_running[job.array_job_id] += sign;
@@ -507,13 +510,19 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
                                                                            : a.second->id < b.second->id; });
     pass.ends_ready = true;
   }
-  alloc::NodePool shadow = pool_;
+  if (!pass.shadow) pass.shadow = pool_;
+  alloc::NodePool& shadow = *pass.shadow;
   FitCounter fit(job.gang, shadow);
+  std::vector<alloc::NodeGrant> released;
+  std::optional<Reservation> found;
   std::size_t i = 0;
-  while (i < ends.size()) {
+  while (i < ends.size() && !found) {
     const Millis t = ends[i].first;
     for (; i < ends.size() && ends[i].first == t; ++i) {
-      for (const alloc::NodeGrant& g : HeldGrants(*ends[i].second)) fit.Release(g);
+      for (const alloc::NodeGrant& g : HeldGrants(*ends[i].second)) {
+        fit.Release(g);
+        released.push_back(g);
+      }
     }
     if (!fit.Enough()) continue;
     alloc::GangRequest gang = job.gang;
@@ -521,13 +530,14 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
     gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
     const alloc::PlacementResult result = allocator_.Place(gang, shadow);
     if (result.outcome == alloc::Outcome::kPlaced) {
-      Reservation r{job.id, t, {}};
-      for (const alloc::NodeGrant& g : result.placement.grants) r.nodes.push_back(g.node);
-      std::sort(r.nodes.begin(), r.nodes.end());
-      return r;
+      found = Reservation{job.id, t, {}};
+      for (const alloc::NodeGrant& g : result.placement.grants) found->nodes.push_back(g.node);
+      std::sort(found->nodes.begin(), found->nodes.end());
     }
   }
-  return std::nullopt;
+  // Back to now for the next job.
+  shadow.Commit(released);
+  return found;
 }
 
 // ------------------------------------------------------------- preemption
@@ -819,6 +829,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
       if (result.outcome == alloc::Outcome::kPlaced) {
         Job& target = job.array_pending.empty() ? job : SplitTask(job, now, effects);
         Start(target, result.placement, now, effects);
+        if (pass.shadow) pass.shadow->Commit(result.placement.grants);
         pass.Count(target, 1);
         started = true;
         if (job.state == JobState::kPending && !job.array_pending.empty() &&

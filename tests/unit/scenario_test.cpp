@@ -438,5 +438,155 @@ TEST(ScenarioTest, DependencyChainRunsInOrder) {
   ExpectGolden(sim.transcript(), "dependency_chain.txt");
 }
 
+
+// --- single rules, on the same harness
+
+TEST(PolicyTest, HeldJobsWaitUntilReleasedAndOperatorHoldsNeedAnOperator) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
+  JobRequest r = Request(1, 8, hours(1));
+  r.uid = 1000;
+  r.hold = true;
+  const JobId held = sim.Submit(r, {minutes(5)}).value();
+  sim.RunUntil(sim.now() + seconds(5));
+  EXPECT_EQ(sim.Seen(held).state, JobState::kPending);
+  EXPECT_EQ(sim.Seen(held).reason, "JobHeldUser");
+  Effects fx;
+  ASSERT_TRUE(sim.engine().Release(JobRef{held, -1}, Caller{1000}, sim.now(), fx).ok());
+  sim.RunUntil(sim.now() + seconds(2));
+  EXPECT_EQ(sim.engine().FindJob(held)->state, JobState::kRunning);
+
+  r.hold = false;
+  const JobId other = sim.Submit(r, {minutes(5)}).value();
+  ASSERT_TRUE(sim.engine().Hold(JobRef{other, -1}, Caller{0}, fx).ok());  // an operator
+  EXPECT_EQ(sim.engine().Release(JobRef{other, -1}, Caller{1000}, sim.now(), fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(sim.engine().Hold(JobRef{held, -1}, Caller{1000}, fx).code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "a running job cannot be held";
+  EXPECT_EQ(sim.engine().Hold(JobRef{other, -1}, Caller{2000}, fx).code(),
+            absl::StatusCode::kPermissionDenied)
+      << "another user's job";
+}
+
+TEST(PolicyTest, RequeueRunsTheJobAgainAsItsNextAttempt) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
+  const JobId id = sim.Submit(Request(2, 8, hours(1)), {minutes(30)}).value();
+  sim.RunUntil(sim.now() + seconds(2));
+  ASSERT_EQ(sim.engine().FindJob(id)->state, JobState::kRunning);
+  Effects fx;
+  ASSERT_TRUE(sim.engine().Requeue(JobRef{id, -1}, Caller{0}, sim.now(), fx).ok());
+  sim.RunUntil(sim.now() + seconds(3));
+  const Job& job = *sim.engine().FindJob(id);
+  EXPECT_EQ(job.attempt, 2);
+  EXPECT_EQ(job.state, JobState::kRunning) << "requeued, then started again: " << job.reason;
+}
+
+TEST(PolicyTest, ArrayTasksAreCancelledOneByOneOrAllTogether) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
+  JobRequest r = Request(1, 8, hours(1));
+  r.array.tasks = {0, 1, 2, 3, 4, 5};
+  const JobId array = sim.Submit(r, {minutes(30)}).value();
+  sim.RunUntil(sim.now() + seconds(2));
+  EXPECT_EQ(sim.Running(), 2);
+  EXPECT_EQ(DisplayId(*sim.engine().FindJob(array)), fmt::format("{}_[2-5]", array));
+  Effects fx;
+  ASSERT_TRUE(sim.engine().Cancel(JobRef{array, 4}, 0, Caller{0}, sim.now(), fx).ok());
+  EXPECT_EQ(DisplayId(*sim.engine().FindJob(array)), fmt::format("{}_[2-3,5]", array));
+  EXPECT_EQ(sim.engine().Lookup(JobRef{array, 4}).size(), 0U) << "a cancelled task is gone";
+  EXPECT_EQ(sim.engine().Lookup(JobRef{array, 0}).size(), 1U);
+  ASSERT_TRUE(sim.engine().Cancel(JobRef{array, -1}, 0, Caller{0}, sim.now(), fx).ok());
+  sim.RunUntil(sim.now() + seconds(2));
+  for (const JobId id : sim.engine().Lookup(JobRef{array, -1})) {
+    EXPECT_EQ(sim.engine().FindJob(id)->state, JobState::kCancelled) << id;
+  }
+}
+
+TEST(PolicyTest, QosLimitsWaitOrRefuse) {
+  config::ClusterConfig config;
+  config::QosSpec normal;
+  normal.name = "normal";
+  normal.max_jobs_per_user = 1;
+  normal.max_submit_jobs_per_user = 3;
+  normal.max_gpus_per_user = 16;
+  config.qos = {normal};
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(4).Build(), config);
+  const JobId first = sim.Submit(Request(1, 8, hours(1)), {hours(1)}).value();
+  const JobId second = sim.Submit(Request(1, 8, hours(1)), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(2));
+  EXPECT_EQ(sim.engine().FindJob(first)->state, JobState::kRunning);
+  EXPECT_EQ(sim.engine().FindJob(second)->reason, "QOSMaxJobsPerUserLimit");
+  EXPECT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
+  const absl::StatusOr<JobId> over = sim.Submit(Request(1, 8, hours(1)), {hours(1)});
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over.status().message().find("MaxSubmitJobsPerUser"), std::string::npos);
+  const absl::StatusOr<JobId> wide = sim.Submit(Request(3, 8, hours(1)), {hours(1)});
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(wide.status().message().find("MaxGpusPerUser"), std::string::npos) << wide.status();
+}
+
+TEST(PolicyTest, KillOnInvalidDependencyCancels) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
+  const JobId first = sim.Submit(Request(1, 8, hours(1)), {minutes(1)}).value();
+  JobRequest r = Request(1, 8, hours(1));
+  r.dependency = {{{DependencyType::kAfterNotOk, first, -1}}, false};
+  r.kill_on_invalid_dep = true;
+  const JobId dependent = sim.Submit(r, {minutes(1)}).value();
+  sim.RunUntil(sim.now() + minutes(2));
+  EXPECT_EQ(sim.Seen(dependent).state, JobState::kCancelled);
+  EXPECT_NE(sim.Seen(dependent).reason.find("can never be satisfied"), std::string::npos);
+  JobRequest unknown = Request(1, 8, hours(1));
+  unknown.dependency = {{{DependencyType::kAfterOk, 9999, -1}}, false};
+  EXPECT_EQ(sim.Submit(unknown, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PolicyTest, SuspendLendsTheVictimsResourcesAndResumesIt) {
+  config::ClusterConfig config;
+  config.preempt_mode = config::PreemptMode::kSuspend;
+  config.preempt_grace_time = seconds(5);
+  config::PartitionSpec low, high;
+  low.name = "low";
+  low.is_default = true;
+  high.name = "high";
+  high.priority_tier = 5;
+  testing::Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+  low.nodes = high.nodes = cluster.topology.NodeNames();
+  low.max_time = high.max_time = hours(24);
+  config.partitions = {low, high};
+  VirtualCluster sim(std::move(cluster), config);
+  const JobId victim = sim.Submit(Request(2, 8, hours(2), "a", "low"), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(2));
+  const JobId urgent = sim.Submit(Request(2, 8, hours(1), "b", "high"), {minutes(10)}).value();
+  sim.RunUntil(sim.now() + seconds(10));
+  EXPECT_TRUE(sim.engine().FindJob(victim)->suspended);
+  EXPECT_EQ(sim.engine().FindJob(victim)->state, JobState::kRunning);
+  EXPECT_EQ(sim.engine().FindJob(urgent)->state, JobState::kRunning);
+  sim.RunUntil(sim.now() + minutes(11));
+  EXPECT_FALSE(sim.engine().FindJob(victim)->suspended);
+  bool stopped = false, continued = false;
+  for (const std::string& line : sim.transcript()) {
+    stopped = stopped || line.find(fmt::format("signal STOP to job {}", victim)) != std::string::npos;
+    continued = continued || line.find(fmt::format("signal CONT to job {}", victim)) != std::string::npos;
+  }
+  EXPECT_TRUE(stopped && continued);
+}
+
+TEST(PolicyTest, WhySaysWhatBlocksAndWhatWouldHelp) {
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
+  sim.RunUntil(sim.now() + seconds(2));
+  const JobId wide = sim.Submit(Request(4, 8, hours(1)), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(2));
+  absl::StatusOr<Explanation> why = sim.engine().Explain(JobRef{wide, -1}, sim.now());
+  ASSERT_TRUE(why.ok()) << why.status();
+  EXPECT_NE(why->summary.find("waits for resources"), std::string::npos) << why->summary;
+  EXPECT_NE(why->expected_start.count(), 0);
+  std::string all;
+  for (const std::string& b : why->blockers) all += b + "\n";
+  EXPECT_NE(all.find("closest switches"), std::string::npos) << all;
+  std::string help;
+  for (const std::string& s : why->suggestions) help += s + "\n";
+  EXPECT_NE(help.find("with -N 2 it could start now"), std::string::npos) << help;
+}
+
 }  // namespace
 }  // namespace cohort
