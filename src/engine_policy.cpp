@@ -454,6 +454,11 @@ Job& Engine::SplitTask(Job& array, Millis now, Effects& effects) {
 void Engine::ResumeSuspended(Millis now, Effects& effects) {
   for (auto& [id, job] : jobs_) {
     if (!job.suspended || job.state != JobState::kRunning) continue;
+    // Its preemptor waits for exactly these resources: not yet.
+    if (const Job* preemptor = FindJob(job.preempted_by);
+        preemptor != nullptr && preemptor->state == JobState::kPending) {
+      continue;
+    }
     bool fits = true;
     for (std::size_t rank = 0; rank < job.placement.grants.size() && fits; ++rank) {
       if (job.released[rank] != 0) continue;

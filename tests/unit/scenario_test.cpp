@@ -144,6 +144,9 @@ class VirtualCluster {
 
   std::function<void(JobId, Millis)> on_start;
 
+  /// Plays out what a direct engine call decided (terminations, launches).
+  void Play(Effects& fx) { Apply(fx); }
+
   /// A job as last seen: finished jobs leave the engine after a while.
   const Job& Seen(JobId id) const { return seen_.at(id); }
   const std::map<JobId, Job>& AllSeen() const { return seen_; }
@@ -452,12 +455,14 @@ TEST(PolicyTest, HeldJobsWaitUntilReleasedAndOperatorHoldsNeedAnOperator) {
   EXPECT_EQ(sim.Seen(held).reason, "JobHeldUser");
   Effects fx;
   ASSERT_TRUE(sim.engine().Release(JobRef{held, -1}, Caller{1000}, sim.now(), fx).ok());
+  sim.Play(fx);
   sim.RunUntil(sim.now() + seconds(2));
   EXPECT_EQ(sim.engine().FindJob(held)->state, JobState::kRunning);
 
   r.hold = false;
   const JobId other = sim.Submit(r, {minutes(5)}).value();
-  ASSERT_TRUE(sim.engine().Hold(JobRef{other, -1}, Caller{0}, fx).ok());  // an operator
+  ASSERT_TRUE(sim.engine().Hold(JobRef{other, -1}, Caller{0}, fx).ok());  // by an operator
+  sim.Play(fx);
   EXPECT_EQ(sim.engine().Release(JobRef{other, -1}, Caller{1000}, sim.now(), fx).code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(sim.engine().Hold(JobRef{held, -1}, Caller{1000}, fx).code(),
@@ -475,6 +480,7 @@ TEST(PolicyTest, RequeueRunsTheJobAgainAsItsNextAttempt) {
   ASSERT_EQ(sim.engine().FindJob(id)->state, JobState::kRunning);
   Effects fx;
   ASSERT_TRUE(sim.engine().Requeue(JobRef{id, -1}, Caller{0}, sim.now(), fx).ok());
+  sim.Play(fx);
   sim.RunUntil(sim.now() + seconds(3));
   const Job& job = *sim.engine().FindJob(id);
   EXPECT_EQ(job.attempt, 2);
@@ -491,10 +497,12 @@ TEST(PolicyTest, ArrayTasksAreCancelledOneByOneOrAllTogether) {
   EXPECT_EQ(DisplayId(*sim.engine().FindJob(array)), fmt::format("{}_[2-5]", array));
   Effects fx;
   ASSERT_TRUE(sim.engine().Cancel(JobRef{array, 4}, 0, Caller{0}, sim.now(), fx).ok());
+  sim.Play(fx);
   EXPECT_EQ(DisplayId(*sim.engine().FindJob(array)), fmt::format("{}_[2-3,5]", array));
   EXPECT_EQ(sim.engine().Lookup(JobRef{array, 4}).size(), 0U) << "a cancelled task is gone";
   EXPECT_EQ(sim.engine().Lookup(JobRef{array, 0}).size(), 1U);
   ASSERT_TRUE(sim.engine().Cancel(JobRef{array, -1}, 0, Caller{0}, sim.now(), fx).ok());
+  sim.Play(fx);
   sim.RunUntil(sim.now() + seconds(2));
   for (const JobId id : sim.engine().Lookup(JobRef{array, -1})) {
     EXPECT_EQ(sim.engine().FindJob(id)->state, JobState::kCancelled) << id;
