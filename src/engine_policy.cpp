@@ -396,6 +396,7 @@ bool Engine::Eligible(Job& job, PassState& pass, Millis now, Effects& effects) {
 // ------------------------------------------------------------- starting
 
 void Engine::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
+  preempt_plans_.erase(job.id);
   pool_.Commit(placement.grants);
   job.placement = placement;
   job.released.assign(job.placement.grants.size(), 0);
@@ -706,6 +707,10 @@ bool Engine::TryPreempt(Job& job, Millis now, Effects& effects) {
     Changed(*victim, effects);
     if (grace.count() == 0) StopVictim(*victim, "stopped at once (no grace time)", now, effects);
   }
+  std::vector<NodeId>& plan = preempt_plans_[job.id];
+  plan.clear();
+  for (const alloc::NodeGrant& g : best->placement.grants) plan.push_back(g.node);
+  std::sort(plan.begin(), plan.end());
   SetReason(job, "Resources",
             fmt::format("preempting job{} {}; they stop by {} at the latest",
                         names.size() == 1 ? "" : "s", fmt::join(names, ","), Hms(deadline)),
@@ -764,12 +769,18 @@ void Engine::Schedule(Millis now, Effects& effects) {
       order.push_back(&job);
     } else if (Active(job)) {
       pass.Count(job, 1);
-      if (job.preempted_by != 0 && job.state == JobState::kRunning &&
-          job.preempt_deadline.count() != 0) {
+      // Victims still in their grace time, or stopping: their preemptor
+      // waits for them and chooses no more.
+      if (job.preempted_by != 0 &&
+          (job.preempt_deadline.count() != 0 || job.state == JobState::kCompleting)) {
         pass.preemptors.insert(job.preempted_by);
       }
     }
   }
+  std::erase_if(preempt_plans_, [this](const auto& entry) {
+    const Job* preemptor = FindJob(entry.first);
+    return preemptor == nullptr || preemptor->state != JobState::kPending;
+  });
   // Victims whose preemptor no longer waits are spared.
   for (auto& [id, job] : jobs_) {
     if (job.preempt_deadline.count() == 0 || job.state != JobState::kRunning) continue;
@@ -852,6 +863,11 @@ void Engine::Schedule(Millis now, Effects& effects) {
                               (!behind && TryPreempt(job, now, effects));
       if (preempting) {
         pass.preemptors.insert(job.id);
+        // The victims' nodes are the preemptor's: nothing else may take
+        // them as they free.
+        if (const auto plan = preempt_plans_.find(job.id); plan != preempt_plans_.end()) {
+          pass.reservations.push_back(Reservation{job.id, now, plan->second});
+        }
       } else if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
         std::optional<Reservation> r = PlanReservation(job, pass, now);
         job.expected_start = r ? r->start : Millis{0};

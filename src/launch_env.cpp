@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -108,19 +109,24 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
     slurm.emplace_back("SLURM_JOB_GPUS", fmt::format("{}", fmt::join(context.gpus, ",")));
   }
   if (context.array_job_id != 0) {
-    std::vector<std::pair<std::string_view, std::string>> array = {
-        {"JOB_ID", std::to_string(context.array_job_id)},
-        {"TASK_ID", std::to_string(context.array_task_id)}};
-    if (context.array_task_count > 0) {
-      array.emplace_back("TASK_MIN", std::to_string(context.array_task_min));
-      array.emplace_back("TASK_MAX", std::to_string(context.array_task_max));
-      array.emplace_back("TASK_COUNT", std::to_string(context.array_task_count));
-      array.emplace_back("TASK_STEP", std::to_string(context.array_task_step));
-    }
     // Slurm's names, and the same under Cohort's own for scripts that do
-    // not speak Slurm.
-    for (const auto& [suffix, value] : array) slurm.emplace_back(fmt::format("SLURM_ARRAY_{}", suffix), value);
-    for (const auto& [suffix, value] : array) slurm.emplace_back(fmt::format("COHORT_ARRAY_{}", suffix), value);
+    // not speak Slurm. (Names are literals: Var holds a view of them.)
+    std::vector<std::pair<std::array<std::string_view, 2>, std::string>> array = {
+        {{"SLURM_ARRAY_JOB_ID", "COHORT_ARRAY_JOB_ID"}, std::to_string(context.array_job_id)},
+        {{"SLURM_ARRAY_TASK_ID", "COHORT_ARRAY_TASK_ID"}, std::to_string(context.array_task_id)}};
+    if (context.array_task_count > 0) {
+      array.push_back({{"SLURM_ARRAY_TASK_MIN", "COHORT_ARRAY_TASK_MIN"},
+                       std::to_string(context.array_task_min)});
+      array.push_back({{"SLURM_ARRAY_TASK_MAX", "COHORT_ARRAY_TASK_MAX"},
+                       std::to_string(context.array_task_max)});
+      array.push_back({{"SLURM_ARRAY_TASK_COUNT", "COHORT_ARRAY_TASK_COUNT"},
+                       std::to_string(context.array_task_count)});
+      array.push_back({{"SLURM_ARRAY_TASK_STEP", "COHORT_ARRAY_TASK_STEP"},
+                       std::to_string(context.array_task_step)});
+    }
+    for (const int which : {0, 1}) {
+      for (const auto& [names, value] : array) slurm.emplace_back(names[which], value);
+    }
   }
   std::move(slurm.begin(), slurm.end(), std::back_inserter(vars));
   if (!context.gpus.empty()) {

@@ -322,6 +322,8 @@ class Engine {
   policy::FairShare fair_share_;
   int max_tier_ = 0;
   int max_qos_priority_ = 0;
+  /// Preemptors whose victims are stopping: the nodes each will take.
+  std::map<JobId, std::vector<NodeId>> preempt_plans_;
   /// Arrays: the ids of each array's created tasks (the record not included).
   std::map<JobId, std::vector<JobId>> array_tasks_;
 };

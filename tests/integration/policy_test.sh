@@ -18,7 +18,8 @@ for bad in "--array=5-2" "--dependency=afterok:999999" "--qos=nope" "--dependenc
 done
 
 # --- preemption: the sweep fills all 16 nodes, a high-tier job takes 4
-sweep=$(SWEEP_SECONDS=60 submit --array=0-15 -o "$WORK/sweep-%A_%a.out" "$ROOT/etc/demo/sweep.sh")
+export SWEEP_SECONDS=60 OUTDIR=$WORK  # the jobs' environment
+sweep=$(submit --array=0-15 -o "$WORK/sweep-%A_%a.out" "$ROOT/etc/demo/sweep.sh")
 [ -n "$sweep" ] || { fail "the sweep was refused"; finish_test; }
 sweep_running() { [ "$(cohort queue --noheader -t RUNNING -o '%i' | grep -c "^${sweep}_")" -eq 16 ]; }
 wait_until 60 sweep_running || fail "the sweep did not fill the cluster: $(cohort queue)"
@@ -49,7 +50,7 @@ echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_AR
 sleep 1
 SCRIPT
 chmod +x "$WORK/task.sh"
-array=$(OUTDIR=$WORK submit --array=0-9%2 -o "$WORK/arr-%A_%a.out" "$WORK/task.sh")
+array=$(submit --array=0-9%2 -o "$WORK/arr-%A_%a.out" "$WORK/task.sh")
 most=0
 array_open() { cohort queue --noheader -o '%i' | grep -q "^${array}_"; }
 deadline=$((SECONDS + 120))
