@@ -14,12 +14,13 @@
 #   SBS_DISPATCH_JOBS    jobs per size for dispatch latency (default 30)
 #   SBS_JOBS             jobs per throughput run (default 1000)
 #   SBS_QUEUE_JOBS       pending jobs of the large queue (default 5000)
-#   SBS_GUIDE_FULL=1     the whole set in Slurm's guide profile too; by default
-#                        that profile runs SBS_GUIDE_DISPATCH_JOBS (default 5)
-#                        dispatch jobs per size and SBS_GUIDE_JOBS (default 200)
-#                        jobs per throughput run, because its 20-second batch
-#                        delay makes the full set take over 10 minutes there
-#                        (bench/peers/slurm/README.md)
+#   SBS_GUIDE_FULL=1     the whole set in Slurm's guide profile too. By default
+#                        that profile measures dispatch and the submission
+#                        rates at full size but end-to-end throughput only for
+#                        an array of SBS_GUIDE_JOBS (default 100) jobs, and not
+#                        placement (the same plugins place as in nodelay): its
+#                        20-second batch delay makes 1,000 jobs take about
+#                        3 minutes per mode there (bench/peers/slurm/README.md)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build/default}" && pwd)
@@ -30,13 +31,14 @@ dispatch_jobs=${SBS_DISPATCH_JOBS:-30}
 jobs=${SBS_JOBS:-1000}
 queue_jobs=${SBS_QUEUE_JOBS:-5000}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
 # The Cohort cluster: lib.sh's start_cluster, stop_daemons and helpers, and its
 # cleanup on exit (extended below to stop the Slurm peer too).
 set -- "$build" "$root"
 source "$root/tests/integration/lib.sh"
 source "$root/bench/peers/slurm/cluster.sh"
-trap 'slurm_stop; cleanup' EXIT
+trap 'slurm_stop; cohort_stop; cleanup' EXIT
 results=$WORK/results.tsv  # SYSTEM PROFILE METRIC VALUE NOTE
 : >"$results"
 SYS=
@@ -44,7 +46,8 @@ PROFILE=
 
 now_ns() { date +%s%N; }
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$SYS" "$PROFILE" "$1" "$2" "${3:-}" >>"$results"; }
-say() { echo "== $SYS${PROFILE:+ ($PROFILE)}: $*" >&2; }
+say() { echo "== $SYS${PROFILE:+ ($PROFILE)}: $* [$((SECONDS - started)) s]" >&2; }
+started=$SECONDS
 
 # percentiles FILE: p50 p95 max of the numbers in FILE (nearest rank).
 percentiles() {
@@ -132,6 +135,15 @@ slurm_job_nodes() { squeue -h -j "$1" -t R -o %N; }
 expand_nodes() { cohort hostlist expand "$1"; }
 job_running() { [ -n "$("${SYS}_job_nodes" "$1" 2>/dev/null)" ]; }
 
+# cohort_stop: ranks outlive their agent by design (each runs under its own
+# cohort-stepd), so the jobs are cancelled before the daemons stop.
+COHORT_UP=
+cohort_stop() {
+  [ -n "$COHORT_UP" ] || return 0
+  cohort_cancel_all || echo "side by side: Cohort jobs still running after cancel" >&2
+  stop_daemons
+  COHORT_UP=
+}
 cohort_cancel_all() {
   local ids
   ids=$(cohort queue --json | sed -n 's/^ *"id": *\([0-9]*\),$/\1/p')
@@ -166,12 +178,13 @@ measure_dispatch() {
   done
 }
 
-# throughput MODE JOBS: JOBS one-node `true` jobs submitted one CLI call at a
+# throughput MODE JOBS [submit]: JOBS one-node `true` jobs submitted one CLI call at a
 # time from one client (seq), from 4 concurrent clients (4c), or as one
 # array (array); submission rate to the last submission's answer, jobs/s to
-# the last job's end (the queue empty, polled every 0.2 s).
+# the last job's end (the queue empty, polled every 0.2 s). With `submit`,
+# only the submission rate: the jobs are cancelled once submitted.
 measure_throughput() {
-  local mode=$1 jobs=$2 s e_sub e_all pids=() c reason
+  local mode=$1 jobs=$2 what=${3:-both} s e_sub e_all pids=() c reason
   say "throughput, $jobs one-node jobs, $mode"
   s=$(now_ns)
   case $mode in
@@ -198,6 +211,11 @@ measure_throughput() {
       ;;
   esac
   e_sub=$(now_ns)
+  if [ "$what" = submit ]; then
+    record "submit_rate_${mode}_per_s" "$(rate "$jobs" $((e_sub - s)))" "n=$jobs"
+    "${SYS}_cancel_all"
+    return
+  fi
   local deadline=$((SECONDS + 900))
   until "${SYS}_queue_empty"; do
     [ "$SECONDS" -ge "$deadline" ] && { echo "throughput: $SYS queue not empty after 900 s" >&2; return 1; }
@@ -288,13 +306,19 @@ measure_placement() {
   "${SYS}_cancel_all"
 }
 
-run_set() {  # run_set PARTS...: dispatch:JOBS, throughput:JOBS, placement
+# run_set PARTS...: dispatch:JOBS; throughput:JOBS (every mode, both
+# figures); submit:JOBS (every mode, submission rate only); e2e:MODE:JOBS (one
+# mode, both figures); placement.
+run_set() {
   local part mode
   for part in "$@"; do
     case $part in
       dispatch:*) measure_dispatch "${part#*:}" || return 1 ;;
       throughput:*)
         for mode in seq 4c array; do measure_throughput "$mode" "${part#*:}" || return 1; done ;;
+      submit:*)
+        for mode in seq 4c array; do measure_throughput "$mode" "${part#*:}" submit || return 1; done ;;
+      e2e:*:*) mode=${part#e2e:}; measure_throughput "${mode%%:*}" "${mode#*:}" || return 1 ;;
       placement) measure_placement || return 1 ;;
     esac
   done
@@ -307,10 +331,11 @@ for system in $systems; do
       cohort_cluster_conf
       say "starting the controller and one agent emulating 64 nodes"
       start_cluster "$WORK/cluster.conf" "$WORK/topology.conf"
+      COHORT_UP=1
       { run_set "dispatch:$dispatch_jobs" "throughput:$jobs" placement &&
         fill_queue && measure_queue; } ||
         { echo "side by side: the Cohort set failed; logs in $WORK" >&2; KEEP_WORK=1; exit 1; }
-      stop_daemons
+      cohort_stop
       ;;
     slurm)
       SYS=slurm
@@ -328,7 +353,7 @@ for system in $systems; do
       for profile in $profiles; do
         use_profile "$profile" || { KEEP_WORK=1; exit 1; }
         if [ "$PROFILE" = guide ] && [ -z "${SBS_GUIDE_FULL:-}" ]; then
-          parts=("dispatch:${SBS_GUIDE_DISPATCH_JOBS:-5}" "throughput:${SBS_GUIDE_JOBS:-200}" placement)
+          parts=("dispatch:$dispatch_jobs" "submit:$jobs" "e2e:array:${SBS_GUIDE_JOBS:-100}")
         else
           parts=("dispatch:$dispatch_jobs" "throughput:$jobs" placement)
         fi
