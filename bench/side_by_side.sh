@@ -311,6 +311,9 @@ measure_placement() {
 # mode, both figures); placement.
 run_set() {
   local part mode
+  # The machine's load average around each part, since other work on a shared
+  # machine changes what the figures mean.
+  record load_average_at_start "$(cut -d' ' -f1 /proc/loadavg)" "$*"
   for part in "$@"; do
     case $part in
       dispatch:*) measure_dispatch "${part#*:}" || return 1 ;;

@@ -28,6 +28,7 @@ function better(a, b, m) { return lower_is_better(m) ? a + 0 < b + 0 : a + 0 > b
   sys = $1; prof = $2; m = $3; v = $4; note = $5
   rows[++n] = sprintf("{\"system\": \"%s\", \"profile\": \"%s\", \"metric\": \"%s\", \"value\": %s, \"note\": \"%s\"}",
                       sys, prof, m, jv(v), esc(note))
+  if (m ~ /^load_average/) next  # in the JSON, not in the table
   if (!(m in seen)) { seen[m] = 1; order[++metrics] = m }
   if (sys == "cohort") { cohort[m] = v; next }
   value[prof, m] = v; size[prof, m] = count(note)
