@@ -342,6 +342,10 @@ for system in $systems; do
       ;;
     slurm)
       SYS=slurm
+      if [ "$(id -u)" -ne 0 ]; then
+        echo "side by side: Slurm left out: its slurmd must run as root; run as root (sudo make bench)" >&2
+        continue
+      fi
       bash "$root/bench/peers/slurm/install.sh" || { echo "side by side: Slurm not installed" >&2; exit 1; }
       current=${profiles%% *}
       PROFILE=$current
