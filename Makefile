@@ -3,10 +3,11 @@
 #   make build   install missing packages, configure and build (RelWithDebInfo)
 #   make test    build the default and sanitizer presets and run their tests
 #   make demo    build, start a local 16-node cluster, run a multi-node job, show it
-#   make bench   run the benchmarks (see docs/performance.md)
+#   make bench   run the benchmarks, Cohort side by side with Slurm (see docs/performance.md)
+#   make bench-peers   install the peer scheduler the benchmarks compare with (Slurm 22.05)
 #   make clean   remove the build trees
 
-.PHONY: all deps build build-asan test test-default test-asan demo bench clean
+.PHONY: all deps build build-asan test test-default test-asan demo bench bench-peers clean
 
 all: build
 
@@ -32,8 +33,11 @@ test: test-default test-asan
 demo: build
 	bash scripts/demo.sh
 
-bench: build
+bench: build bench-peers
 	bash bench/run.sh
+
+bench-peers:
+	@bash bench/peers/slurm/install.sh
 
 clean:
 	rm -rf build

@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Runs the standard benchmarks against the default build and prints medians.
+# Runs the standard benchmarks against the default build and prints medians:
+# gang placement, durable submissions and restart, and Cohort side by side
+# with Slurm 22.05 (installed by bench/peers/slurm/install.sh if missing).
 # Results and how to read them: docs/performance.md.
+#
+# Environment: BENCH_DURABILITY_JOBS (jobs in state for the restart, default
+# 20000; the figures in docs/performance.md use 100000), BENCH_SIDE_BY_SIDE=0
+# to leave out the side-by-side set, and the SBS_* variables of
+# bench/side_by_side.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/default
 out=${BENCH_OUT:-$build/bench-results}
+export BENCH_OUT=$out
 mkdir -p "$out"
+started=$SECONDS
 
 echo "== placement: one 64-node gang at 50% occupancy (median of 10 repetitions)"
 "$build/bench/placement_bench" --benchmark_repetitions=10 \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/placement.json" --benchmark_out_format=json
 
+jobs=${BENCH_DURABILITY_JOBS:-20000}
+echo "== durability: durable submissions/s per StateSync, restart time with $jobs jobs"
+bash bench/durability.sh "$jobs" 4000 | tee "$out/durability.jsonl"
 
-echo "== durability: durable submissions/s per StateSync, restart time with 100,000 jobs"
-bash bench/durability.sh 100000 4000 | tee "$out/durability.jsonl"
-echo "results written to $out"
+if [ "${BENCH_SIDE_BY_SIDE:-1}" != 0 ]; then
+  echo "== side by side with Slurm 22.05: 64 nodes, 8 leaf switches"
+  bash bench/side_by_side.sh "$build"
+fi
+echo "results written to $out ($((SECONDS - started)) s)"
