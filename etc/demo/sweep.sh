@@ -22,6 +22,6 @@ checkpoint() {
   exit 0
 }
 trap checkpoint USR1
-sleep "${SWEEP_SECONDS:-40}" &
+sleep "${SWEEP_SECONDS:-20}" &
 wait $!
 echo "task $SLURM_ARRAY_TASK_ID: done"

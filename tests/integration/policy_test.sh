@@ -18,7 +18,7 @@ for bad in "--array=5-2" "--dependency=afterok:999999" "--qos=nope" "--dependenc
 done
 
 # --- preemption: the sweep fills all 16 nodes, a high-tier job takes 4
-export SWEEP_SECONDS=60 OUTDIR=$WORK  # the jobs' environment
+export SWEEP_SECONDS=20 OUTDIR=$WORK  # the jobs' environment
 sweep=$(submit --array=0-15 -o "$WORK/sweep-%A_%a.out" "$ROOT/etc/demo/sweep.sh")
 [ -n "$sweep" ] || { fail "the sweep was refused"; finish_test; }
 sweep_running() { [ "$(cohort queue --noheader -t RUNNING -o '%i' | grep -c "^${sweep}_")" -eq 16 ]; }
