@@ -46,17 +46,7 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::
   r.set_array_job_id(job.array_job_id);
   r.set_array_task_id(job.array_task_id);
   r.mutable_array_pending()->Assign(job.array_pending.begin(), job.array_pending.end());
-  for (const PreemptionRecord& p : job.preemptions) {
-    v1::Preemption* w = r.add_preemptions();
-    w->set_time_ms(p.time.count());
-    w->set_by_job(p.by_job);
-    w->set_by_display_id(p.by_display_id);
-    w->set_mode(p.mode);
-    w->set_attempt(p.attempt);
-    w->set_signal(p.signal);
-    w->set_grace_s(p.grace.count());
-    w->set_detail(p.detail);
-  }
+  for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, r.add_preemptions());
   r.set_preempt_deadline_ms(job.preempt_deadline.count());
   r.set_preempted_by(job.preempted_by);
   r.set_suspended(job.suspended);
@@ -121,15 +111,7 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   job.array_task_id = record.array_job_id() == 0 ? -1 : record.array_task_id();
   job.array_pending.assign(record.array_pending().begin(), record.array_pending().end());
   for (const v1::Preemption& p : record.preemptions()) {
-    PreemptionRecord& out = job.preemptions.emplace_back();
-    out.time = Millis(p.time_ms());
-    out.by_job = p.by_job();
-    out.by_display_id = p.by_display_id();
-    out.mode = p.mode();
-    out.attempt = p.attempt();
-    out.signal = p.signal();
-    out.grace = std::chrono::seconds(p.grace_s());
-    out.detail = p.detail();
+    job.preemptions.push_back(PreemptionFromWire(p));
   }
   job.preempt_deadline = Millis(record.preempt_deadline_ms());
   job.preempted_by = record.preempted_by();

@@ -212,22 +212,36 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   }
   out->set_priority(job.state == JobState::kPending ? job.priority : 0);
   out->set_expected_start_ms(job.state == JobState::kPending ? job.expected_start.count() : 0);
-  for (const PreemptionRecord& p : job.preemptions) {
-    v1::Preemption* w = out->add_preemptions();
-    w->set_time_ms(p.time.count());
-    w->set_by_job(p.by_job);
-    w->set_by_display_id(p.by_display_id);
-    w->set_mode(p.mode);
-    w->set_attempt(p.attempt);
-    w->set_signal(p.signal);
-    w->set_grace_s(p.grace.count());
-    w->set_detail(p.detail);
-  }
+  for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, out->add_preemptions());
   out->set_qos(job.qos);
   out->set_held(job.held);
   out->set_dependency(FormatDependency(job.dependency_left));
   out->set_suspended(job.suspended);
   out->set_preempt_deadline_ms(job.preempt_deadline.count());
+}
+
+void PreemptionToWire(const PreemptionRecord& preemption, v1::Preemption* out) {
+  out->set_time_ms(preemption.time.count());
+  out->set_by_job(preemption.by_job);
+  out->set_by_display_id(preemption.by_display_id);
+  out->set_mode(preemption.mode);
+  out->set_attempt(preemption.attempt);
+  out->set_signal(preemption.signal);
+  out->set_grace_s(preemption.grace.count());
+  out->set_detail(preemption.detail);
+}
+
+PreemptionRecord PreemptionFromWire(const v1::Preemption& preemption) {
+  PreemptionRecord out;
+  out.time = Millis(preemption.time_ms());
+  out.by_job = preemption.by_job();
+  out.by_display_id = preemption.by_display_id();
+  out.mode = preemption.mode();
+  out.attempt = preemption.attempt();
+  out.signal = preemption.signal();
+  out.grace = std::chrono::seconds(preemption.grace_s());
+  out.detail = preemption.detail();
+  return out;
 }
 
 grpc::Status ToGrpc(const absl::Status& status) {

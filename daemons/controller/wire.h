@@ -51,6 +51,10 @@ struct Identity {
 void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
                v1::Job* out);
 
+/// One preemption of a job, on the wire and back (also how the store keeps it).
+void PreemptionToWire(const PreemptionRecord& preemption, v1::Preemption* out);
+[[nodiscard]] PreemptionRecord PreemptionFromWire(const v1::Preemption& preemption);
+
 /// absl::Status to grpc::Status with the same code and message.
 [[nodiscard]] grpc::Status ToGrpc(const absl::Status& status);
 
