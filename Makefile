@@ -4,9 +4,10 @@
 #   make test    build the default and sanitizer presets and run their tests
 #   make demo    build, start a local 16-node cluster, run a multi-node job, show it
 #   make bench   run the benchmarks (see docs/performance.md)
+#   make bench-scale  16,384 emulated nodes, 100,000 jobs (several minutes; not in make test)
 #   make clean   remove the build trees
 
-.PHONY: all deps build build-asan test test-default test-asan demo bench clean
+.PHONY: all deps build build-asan test test-default test-asan demo bench bench-scale clean
 
 all: build
 
@@ -34,6 +35,9 @@ demo: build
 
 bench: build
 	bash bench/run.sh
+
+bench-scale: build
+	bash bench/scale/run.sh build/default
 
 clean:
 	rm -rf build
