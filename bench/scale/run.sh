@@ -4,8 +4,9 @@
 # three-level fat tree (512 leaves of 32 nodes, 32 spines of 16 leaves, one
 # core), fake-exec emulating agents on 127.0.0.1 (`cohort-agent --emulate N
 # --fake-exec`: no process per rank), and 100,000 jobs of 1 to 256 nodes
-# whose fake runtimes (60-1200 s) keep the queue about that long while it is
-# measured. Prints a table and writes JSON; results in docs/performance.md.
+# queued behind long jobs that hold every node; the long jobs are then
+# cancelled one by one, and each pass goes over the whole queue. Prints a
+# table and writes JSON; results in docs/performance.md.
 #
 #   bash bench/scale/run.sh [BUILD_DIR]        (default build/default)
 #   SCALE_NODES=1024 SCALE_JOBS=5000 bash bench/scale/run.sh build/dev   (a quick try)
@@ -20,7 +21,7 @@ nodes=${SCALE_NODES:-16384}
 jobs=${SCALE_JOBS:-100000}
 agents=${SCALE_AGENTS:-4}
 clients=${SCALE_CLIENTS:-8}
-measure_s=${SCALE_MEASURE_S:-60}
+measure_s=${SCALE_MEASURE_S:-48}
 out=${BENCH_OUT:-$build/bench-results}
 per_leaf=32
 leaves=$((nodes / per_leaf))
@@ -94,13 +95,21 @@ for _ in $(seq 1200); do [ "$(registered)" -ge "$nodes" ] && break; sleep 0.5; d
 register_ms=$(($(ms) - t0))
 echo "registered $nodes nodes in $register_ms ms"
 
+# Long jobs hold every node first, so that the queue fills behind them; then
+# cancelling them one at a time frees 256 nodes a time and each pass goes
+# over the whole queue.
+blockers=$((nodes / 256))
+echo "== $blockers jobs of 256 nodes hold the cluster"
+block_ids=()
+for ((b = 0; b < blockers; b++)); do
+  block_ids+=("$(COHORT_FAKE_RUNTIME=86400 cohort submit -N 256 --gpus-per-node 8 -o /dev/null -- /opt/train |
+    sed -n 's/^Submitted job \([0-9]*\)$/\1/p')")
+done
 echo "== filling the queue: $jobs jobs from $clients clients"
 fill=$("$build/bench/scale/scale_load" "unix:$work/state/cohort.sock" "$clients" $((jobs / clients)) 60 1200 1)
 echo "fill: $fill"
-fill_done_line=$(wc -l <"$work/controller.log")
 
-echo "== measuring for ${measure_s} s with the queue full"
-sleep "$measure_s"
+echo "== measuring with the queue full"
 one=$("$build/bench/scale/scale_load" "unix:$work/state/cohort.sock" 1 500 60 1200 2)
 echo "SubmitJob, 1 client, 500 calls: $one"
 submit_times=()
@@ -116,6 +125,15 @@ done
 queued=$(($(wc -l <"$work/queue.txt") - 1))
 s=$(date +%s%N); cohort queue --json >/dev/null; e=$(date +%s%N)
 queue_json_us=$(((e - s) / 1000))
+pending=$(grep -c ' PENDING ' "$work/queue.txt" || true)
+running=$(grep -c ' RUNNING ' "$work/queue.txt" || true)
+fill_done_line=$(wc -l <"$work/controller.log")
+cancels=${SCALE_CANCELS:-16}
+echo "== cancelling $cancels of the long jobs, ${measure_s} s in all"
+for ((b = 0; b < cancels && b < blockers; b++)); do
+  cohort cancel "${block_ids[$b]}" >/dev/null
+  sleep "$(awk -v t="$measure_s" -v n="$cancels" 'BEGIN {print t / n}')"
+done
 status=$(cat /proc/"$controller"/status)
 rss_kb=$(awk '/^VmRSS/ {print $2}' <<<"$status")
 hwm_kb=$(awk '/^VmHWM/ {print $2}' <<<"$status")
@@ -131,9 +149,6 @@ stats() {
 }
 pass_full=$(tail -n +"$fill_done_line" "$work/controller.log" | passes | stats)
 pass_all=$(passes <"$work/controller.log" | stats)
-pending=$(grep -c ' PENDING ' "$work/queue.txt" || true)
-running=$(grep -c ' RUNNING ' "$work/queue.txt" || true)
-pct() { printf '%s\n' "$@" | sort -n | awk -v p="$1" '{v[NR] = $1} END {print v[int((NR - 1) * p) + 1]}'; }
 submit_p50=$(printf '%s\n' "${submit_times[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR-1)*0.5)+1]}')
 submit_p99=$(printf '%s\n' "${submit_times[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR-1)*0.99)+1]}')
 queue_med=$(printf '%s\n' "${queue_times[@]}" | sort -n | awk '{v[NR]=$1} END {print v[2]}')
@@ -153,7 +168,7 @@ field() { sed -n "s/.*\"$1\": *{[^}]*\"$2\": *\([0-9.]*\).*/\1/p" <<<"$json" | h
 echo
 echo "| measurement ($nodes nodes, $pending pending, $running running) | value | target |"
 echo "| --- | --- | --- |"
-echo "| scheduling pass with the queue full, p50 / p99 / max ($(field pass_with_queue_full count) passes) | $(field pass_with_queue_full p50_us) / $(field pass_with_queue_full p99_us) / $(field pass_with_queue_full max_us) µs | ≤ 100 ms |"
+echo "| scheduling pass with the queue full (after each cancel), p50 / p99 / max ($(field pass_with_queue_full count) passes) | $(field pass_with_queue_full p50_us) / $(field pass_with_queue_full p99_us) / $(field pass_with_queue_full max_us) µs | ≤ 100 ms |"
 echo "| SubmitJob (gRPC, 1 client), p50 / p99 | $(sed -n 's/.*"p50_ms": \([0-9.]*\).*/\1/p' <<<"$one") / $(sed -n 's/.*"p99_ms": \([0-9.]*\).*/\1/p' <<<"$one") ms | p99 ≤ 20 ms |"
 echo "| \`cohort submit\` wall time, p50 / p99 (50 runs) | $((submit_p50 / 1000)) / $((submit_p99 / 1000)) ms | p99 ≤ 20 ms |"
 echo "| \`cohort queue\` ($queued rows), median of 3 | $((queue_med / 1000)) ms | |"

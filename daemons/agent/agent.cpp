@@ -61,8 +61,10 @@ Agent::~Agent() = default;
 absl::Status Agent::Start() {
   if (absl::Status spool = launcher_.PrepareSpool(); !spool.ok()) return spool;
   // Fake launches keep nothing on disk: no folder per node.
-  for (const NodeSetup& setup : settings_.fake_exec ? std::vector<NodeSetup>{} : settings_.nodes) {
-    if (absl::Status folder = launcher_.PrepareNode(setup.name); !folder.ok()) return folder;
+  if (!settings_.fake_exec) {
+    for (const NodeSetup& setup : settings_.nodes) {
+      if (absl::Status folder = launcher_.PrepareNode(setup.name); !folder.ok()) return folder;
+    }
   }
   for (const std::string& warning : settings_.warnings) AgentLog().warn("{}", warning);
 

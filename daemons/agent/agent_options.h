@@ -53,7 +53,7 @@ struct AgentSettings {
   std::string cluster_name;       ///< the config's ClusterName; "cohort" without one
   std::string spool_dir;          ///< where batch scripts are written
   NodeMode mode = NodeMode::kReal;
-  bool fake_exec = false;  ///< emulated nodes' launches run no process
+  bool fake_exec = false;             ///< emulated nodes' launches run no process
   std::vector<NodeSetup> nodes;       ///< one for a real node; one per emulated node
   std::vector<std::string> warnings;  ///< to log once logging is set up
 };
