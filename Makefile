@@ -4,10 +4,11 @@
 #   make test    build the default and sanitizer presets and run their tests
 #   make demo    build, start a local 16-node cluster, run a multi-node job, show it
 #   make bench   run the benchmarks, Cohort side by side with Slurm (see docs/performance.md)
-#   make bench-peers   install the peer scheduler the benchmarks compare with (Slurm 22.05)
+#   make bench-peers  install the peer scheduler the benchmarks compare with (Slurm 22.05)
+#   make bench-scale  16,384 emulated nodes, 100,000 jobs (several minutes; not in make test)
 #   make clean   remove the build trees
 
-.PHONY: all deps build build-asan test test-default test-asan demo bench bench-peers clean
+.PHONY: all deps build build-asan test test-default test-asan demo bench bench-peers bench-scale clean
 
 all: build
 
@@ -38,6 +39,9 @@ bench: build bench-peers
 
 bench-peers:
 	@bash bench/peers/slurm/install.sh
+
+bench-scale: build
+	bash bench/scale/run.sh build/default
 
 clean:
 	rm -rf build

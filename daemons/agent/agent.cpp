@@ -47,7 +47,7 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
     : loop_(loop),
       settings_(std::move(settings)),
       environment_{settings_.controller_target, settings_.auth_key, settings_.cluster_name,
-                   settings_.mode == NodeMode::kReal},
+                   settings_.mode == NodeMode::kReal, settings_.fake_exec},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),
@@ -60,8 +60,11 @@ Agent::~Agent() = default;
 
 absl::Status Agent::Start() {
   if (absl::Status spool = launcher_.PrepareSpool(); !spool.ok()) return spool;
-  for (const NodeSetup& setup : settings_.nodes) {
-    if (absl::Status folder = launcher_.PrepareNode(setup.name); !folder.ok()) return folder;
+  // Fake launches keep nothing on disk: no folder per node.
+  if (!settings_.fake_exec) {
+    for (const NodeSetup& setup : settings_.nodes) {
+      if (absl::Status folder = launcher_.PrepareNode(setup.name); !folder.ok()) return folder;
+    }
   }
   for (const std::string& warning : settings_.warnings) AgentLog().warn("{}", warning);
 
@@ -84,7 +87,9 @@ absl::Status Agent::Start() {
   }
   AgentLog().info("agent_started nodes={} count={} mode={} controller={} spool={} pid={}",
                   NodeNames(settings_.nodes), settings_.nodes.size(),
-                  settings_.mode == NodeMode::kEmulated ? "emulated" : "real",
+                  settings_.fake_exec                     ? "emulated-fake-exec"
+                  : settings_.mode == NodeMode::kEmulated ? "emulated"
+                                                          : "real",
                   settings_.controller_target, settings_.spool_dir, ::getpid());
   for (const std::unique_ptr<AgentNode>& node : nodes_) node->Start();
   SchedulePoll();

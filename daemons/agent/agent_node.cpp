@@ -62,10 +62,16 @@ AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub
                AgentSession::Hooks{
                    .make_register = [this] { return MakeRegister(); },
                    .on_message = [this](const v1::ControllerMessage& m) { OnMessage(m); },
-               }) {}
+               }) {
+  if (environment_.fake_exec) {
+    fake_ = std::make_unique<FakeRunner>(
+        loop, setup_.name, [this](v1::AgentMessage message) { session_.Send(std::move(message)); });
+  }
+}
 
 void AgentNode::Start() {
-  Adopt();
+  // Fake launches leave nothing in the spool to adopt.
+  if (!fake_) Adopt();
   session_.Start();
 }
 
@@ -75,13 +81,14 @@ void AgentNode::Stop(std::function<void()> on_stopped) {
   for (auto& [id, launch] : launches_) {
     if (launch.kill_timer) launch.kill_timer->cancel();
   }
+  if (fake_) fake_->Stop();
   session_.Stop(std::move(on_stopped));
 }
 
 std::size_t AgentNode::LiveRanks() const {
   std::size_t count = 0;
   for (const auto& [id, launch] : launches_) count += launch.tracker.Record().LiveRanks().size();
-  return count;
+  return count + (fake_ ? fake_->LiveRanks() : 0);
 }
 
 v1::Register AgentNode::MakeRegister() const {
@@ -116,6 +123,7 @@ v1::Register AgentNode::MakeRegister() const {
     }
     finished->set_launch_error(record.LaunchError());
   }
+  if (fake_) fake_->AddTo(message);
   return message;
 }
 
@@ -268,6 +276,14 @@ void AgentNode::Adopt() {
 
 void AgentNode::OnLaunch(const v1::Launch& message) {
   const step::LaunchId id{message.job_id(), message.attempt()};
+  if (fake_) {
+    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
+    // A plan that cannot be made is reported with RanksStarted left bare:
+    // fake ranks bind to nothing.
+    fake_->Launch(message, bound.ok() ? ReportBindings(*bound, message, setup_.name)
+                                      : std::vector<v1::RankBinding>{});
+    return;
+  }
   if (Unfinished(id.job_id) != launches_.end()) {
     LaunchLog().warn("launch_ignored job={} node={} attempt={} reason={:?}", id.job_id, setup_.name,
                      id.attempt, "the job already has ranks on this node");
@@ -360,6 +376,10 @@ void AgentNode::OnStepdExit(step::LaunchId id, std::uint64_t serial, int wait_st
 }
 
 void AgentNode::Poll() {
+  if (fake_) {
+    fake_->Prune(std::chrono::steady_clock::now());
+    return;
+  }
   const auto now = std::chrono::system_clock::now();
   for (auto it = launches_.begin(); it != launches_.end();) {
     const step::LaunchId id = it->first;
@@ -513,6 +533,10 @@ std::map<step::LaunchId, AgentNode::Launch>::iterator AgentNode::Unfinished(std:
 }
 
 void AgentNode::OnSignal(const v1::Signal& message) {
+  if (fake_) {
+    fake_->Signal(message);
+    return;
+  }
   const std::int64_t job_id = message.job_id();
   const int signal = message.signal();
   if (signal < 1 || signal >= NSIG) {
@@ -562,6 +586,10 @@ void AgentNode::OnSignal(const v1::Signal& message) {
 }
 
 void AgentNode::OnTerminate(const v1::Terminate& message) {
+  if (fake_) {
+    fake_->Terminate(message);
+    return;
+  }
   const std::int64_t job_id = message.job_id();
   const auto it = Unfinished(job_id);
   if (it == launches_.end()) {

@@ -19,6 +19,7 @@
 #include "cohort/binding.h"
 #include "agent_session.h"
 #include "child_reaper.h"
+#include "fake_runner.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "launch_file.h"
 #include "launch_tracker.h"
@@ -36,6 +37,8 @@ struct NodeEnvironment {
   /// Bind ranks to their CPUs and NUMA memory. Off for emulated nodes, whose
   /// layouts are not this host's: their plans are computed and reported only.
   bool apply_binding = true;
+  /// Run no process: launches are played by a FakeRunner (--fake-exec).
+  bool fake_exec = false;
 };
 
 /// One node: its stream to the controller (an AgentSession) and its
@@ -55,6 +58,9 @@ struct NodeEnvironment {
 /// /proc (its pid and start time). A stepd gone before `done` takes its
 /// ranks with it: they are killed and reported killed. Finished launches
 /// stay in the spool, and in Register's `finished`, for kFinishedRetention.
+///
+/// With NodeEnvironment::fake_exec, Launch, Signal and Terminate go to a
+/// FakeRunner instead: no stepd, no spool folder, no process.
 class AgentNode {
  public:
   /// How long a finished launch is kept and reported in Register.
@@ -140,6 +146,7 @@ class AgentNode {
   std::map<step::LaunchId, Launch> launches_;
   std::uint64_t serials_ = 0;
   AgentSession session_;
+  std::unique_ptr<FakeRunner> fake_;  ///< set under fake execution
 };
 
 }  // namespace cohort::agent

@@ -266,6 +266,12 @@ void AddAgentOptions(CLI::App& app, AgentOptions& options) {
                "ThreadsPerCore, MemoryMB, Gpus, GpuNuma), then its NUMA nodes, GPUs and NICs, "
                "and exit; needs no controller or key")
       ->excludes(emulate);
+  app.add_flag("--fake-exec", options.fake_exec,
+               "with --emulate: start no process; each launch's ranks \"run\" for the time the "
+               "job says (COHORT_FAKE_RUNTIME=SECONDS in its environment, else `sleep S`; "
+               "`false` exits 1; anything else exits 0 at once) on a timer, and end by a signal "
+               "when cancelled; for scale tests and benchmarks")
+      ->needs(emulate);
 }
 
 absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
@@ -307,6 +313,7 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   }
 
   settings.mode = NodeMode::kEmulated;
+  settings.fake_exec = options.fake_exec;
   std::map<std::string_view, const config::NodeSpec*> declared;
   for (const config::NodeSpec& spec : config->nodes) declared.emplace(spec.name, &spec);
   std::vector<std::string> undeclared;

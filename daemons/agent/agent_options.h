@@ -28,6 +28,7 @@ struct AgentOptions {
   std::string log_level = "info";
   std::string hwloc_xml;    ///< a topology file to use instead of this machine
   bool print_node = false;  ///< print the node's NodeName line and layout, then exit
+  bool fake_exec = false;   ///< emulated nodes run no process (fake_runner.h)
 };
 
 /// Registers the options on `app`, with their help text.
@@ -52,6 +53,7 @@ struct AgentSettings {
   std::string cluster_name;       ///< the config's ClusterName; "cohort" without one
   std::string spool_dir;          ///< where batch scripts are written
   NodeMode mode = NodeMode::kReal;
+  bool fake_exec = false;             ///< emulated nodes' launches run no process
   std::vector<NodeSetup> nodes;       ///< one for a real node; one per emulated node
   std::vector<std::string> warnings;  ///< to log once logging is set up
 };
