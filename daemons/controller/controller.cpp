@@ -614,8 +614,9 @@ void Controller::ListJobs(v1::ListJobsRequest request, Identity who,
       if (!request.all_users() && request.user_name().empty() && job.request.uid != who.uid) continue;
       if (!request.user_name().empty() && job.request.user_name != request.user_name()) continue;
       const auto at = positions.find(id);
-      JobToWire(job, specs_[id], engine_, at == positions.end() ? 0 : at->second,
-                response.add_jobs());
+      v1::Job* out = response.add_jobs();
+      JobToWire(job, specs_[id], engine_, at == positions.end() ? 0 : at->second, out);
+      out->mutable_spec()->clear_script();  // a listing does not show it; show job does
     }
     Respond(reply, absl::StatusOr<v1::ListJobsResponse>(std::move(response)));
   });
