@@ -54,7 +54,8 @@ bool MayFit(const alloc::GangRequest& gang, const alloc::NodePool& pool, NodeId 
   if (gang.exclusivity == alloc::Exclusivity::kExclusive) return pool.IsIdle(node);
   const alloc::NodeFree& free = pool.Free(node);
   return free.cpus >= gang.tasks_per_node * gang.cpus_per_task &&
-         free.memory_mb >= gang.memory_mb_per_node && std::popcount(free.gpus) >= gang.gpus_per_node;
+         free.memory_mb >= gang.memory_mb_per_node &&
+         std::popcount(free.gpus) >= gang.gpus_per_node;
 }
 
 // Counts the nodes that may fit, and keeps the count as grants come and go.
@@ -167,15 +168,17 @@ void Engine::SetReason(Job& job, std::string reason, std::string detail, Effects
 
 absl::Status Engine::CheckOwner(const Job& job, const Caller& caller, std::string_view verb) const {
   if (caller.IsOperator() || caller.uid == job.request.uid) return absl::OkStatus();
-  return absl::PermissionDeniedError(fmt::format("job {} belongs to {}; you can {} only your own jobs",
-                                                 DisplayId(job), job.request.user_name, verb));
+  return absl::PermissionDeniedError(
+      fmt::format("job {} belongs to {}; you can {} only your own jobs", DisplayId(job),
+                  job.request.user_name, verb));
 }
 
 // ------------------------------------------------------------- priority
 
 policy::PriorityFactors Engine::PriorityOf(const Job& job, Millis now) const {
   policy::PriorityInputs in;
-  in.age = job.state == JobState::kPending ? std::max(Millis{0}, now - job.eligible_time) : Millis{0};
+  in.age =
+      job.state == JobState::kPending ? std::max(Millis{0}, now - job.eligible_time) : Millis{0};
   in.nodes = job.gang.nodes;
   in.cluster_nodes = std::max(1, topology_.NodeCount());
   in.fairshare = fair_share_.Factor(config_, job.request.account, job.request.user_name, now);
@@ -273,15 +276,25 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
       const std::string_view type = DependencyTypeName(term.type);
       if (ids.empty()) {
         // Gone from memory: its outcome is unknown here.
-        status = term.type == DependencyType::kAfter || term.type == DependencyType::kAfterAny ? 1 : -1;
+        status =
+            term.type == DependencyType::kAfter || term.type == DependencyType::kAfterAny ? 1 : -1;
         what = fmt::format("{}:{}: job {} is no longer known", type, target, target);
       } else {
         switch (term.type) {
-          case DependencyType::kAfter: status = started || ended ? 1 : 0; break;
-          case DependencyType::kAfterAny: status = ended ? 1 : 0; break;
-          case DependencyType::kAfterOk: status = ended ? (ok ? 1 : -1) : (ok ? 0 : -1); break;
-          case DependencyType::kAfterNotOk: status = ended ? (ok ? -1 : 1) : 0; break;
-          case DependencyType::kSingleton: break;
+          case DependencyType::kAfter:
+            status = started || ended ? 1 : 0;
+            break;
+          case DependencyType::kAfterAny:
+            status = ended ? 1 : 0;
+            break;
+          case DependencyType::kAfterOk:
+            status = ended ? (ok ? 1 : -1) : (ok ? 0 : -1);
+            break;
+          case DependencyType::kAfterNotOk:
+            status = ended ? (ok ? -1 : 1) : 0;
+            break;
+          case DependencyType::kSingleton:
+            break;
         }
         what = status == -1 ? fmt::format("{}:{}: job {} ended {}", type, target, target, state)
                             : fmt::format("{}:{}: job {} is {}", type, target, target, state);
@@ -303,9 +316,10 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
     }
     dep.terms = std::move(left);
     const bool all_never = !any_never ? false : [&] {
-      return std::all_of(waits.begin(), waits.end(),
-                         [](const std::string& w) { return w.find(" ended ") != std::string::npos ||
-                                                           w.find("no longer known") != std::string::npos; });
+      return std::all_of(waits.begin(), waits.end(), [](const std::string& w) {
+        return w.find(" ended ") != std::string::npos ||
+               w.find("no longer known") != std::string::npos;
+      });
     }();
     return all_never ? -1 : 0;
   }
@@ -325,21 +339,24 @@ std::string Engine::LimitReached(const Job& job, const PassState& pass) const {
   const int gpus = GpusAsked(job);
   if (qos->max_jobs_per_user &&
       at(pass.jobs_per_user, std::pair{job.qos, job.request.uid}) >= *qos->max_jobs_per_user) {
-    return fmt::format("QOSMaxJobsPerUserLimit|QOS {} allows {} running jobs per user (MaxJobsPerUser)",
-                       qos->name, *qos->max_jobs_per_user);
+    return fmt::format(
+        "QOSMaxJobsPerUserLimit|QOS {} allows {} running jobs per user (MaxJobsPerUser)", qos->name,
+        *qos->max_jobs_per_user);
   }
-  if (qos->max_gpus_per_user &&
-      at(pass.gpus_per_user, std::pair{job.qos, job.request.uid}) + gpus > *qos->max_gpus_per_user) {
-    return fmt::format("QOSMaxGpusPerUserLimit|QOS {} allows {} GPUs per user (MaxGpusPerUser); {} "
-                       "are in use and the job needs {}",
-                       qos->name, *qos->max_gpus_per_user,
-                       at(pass.gpus_per_user, std::pair{job.qos, job.request.uid}), gpus);
+  if (qos->max_gpus_per_user && at(pass.gpus_per_user, std::pair{job.qos, job.request.uid}) + gpus >
+                                    *qos->max_gpus_per_user) {
+    return fmt::format(
+        "QOSMaxGpusPerUserLimit|QOS {} allows {} GPUs per user (MaxGpusPerUser); {} "
+        "are in use and the job needs {}",
+        qos->name, *qos->max_gpus_per_user,
+        at(pass.gpus_per_user, std::pair{job.qos, job.request.uid}), gpus);
   }
   if (qos->max_gpus_per_account &&
       at(pass.gpus_per_account, std::pair{job.qos, job.request.account}) + gpus >
           *qos->max_gpus_per_account) {
     return fmt::format(
-        "QOSMaxGpusPerAccountLimit|QOS {} allows {} GPUs per account (MaxGpusPerAccount); account {} "
+        "QOSMaxGpusPerAccountLimit|QOS {} allows {} GPUs per account (MaxGpusPerAccount); account "
+        "{} "
         "uses {} and the job needs {}",
         qos->name, *qos->max_gpus_per_account, job.request.account,
         at(pass.gpus_per_account, std::pair{job.qos, job.request.account}), gpus);
@@ -493,7 +510,8 @@ void Engine::ResumeSuspended(Millis now, Effects& effects) {
 std::vector<NodeId> Engine::ReservedNodes(const PassState& pass, Millis start,
                                           const Job& job) const {
   std::vector<NodeId> nodes;
-  const Millis end = job.time_limit == kUnlimited ? Millis::max() : start + ToMillis(job.time_limit);
+  const Millis end =
+      job.time_limit == kUnlimited ? Millis::max() : start + ToMillis(job.time_limit);
   for (const Reservation& r : pass.reservations) {
     if (r.job != job.id && r.start < end) nodes.insert(nodes.end(), r.nodes.begin(), r.nodes.end());
   }
@@ -511,9 +529,9 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
       const Millis end = EndBound(other, now);
       if (end != Millis::max()) ends.emplace_back(end, &other);
     }
-    std::sort(ends.begin(), ends.end(),
-              [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first
-                                                                           : a.second->id < b.second->id; });
+    std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second->id < b.second->id;
+    });
     pass.ends_ready = true;
   }
   if (!pass.shadow) pass.shadow = pool_;
@@ -571,7 +589,8 @@ std::chrono::seconds Engine::GraceOf(const Job& job) const {
 }
 
 int Engine::PreemptSignalOf(const Job& job) const {
-  if (const config::QosSpec* qos = config_.FindQos(job.qos); qos != nullptr && qos->preempt_signal) {
+  if (const config::QosSpec* qos = config_.FindQos(job.qos);
+      qos != nullptr && qos->preempt_signal) {
     return *qos->preempt_signal;
   }
   if (const config::PartitionSpec* p = config_.FindPartition(job.request.partition);
@@ -583,7 +602,8 @@ int Engine::PreemptSignalOf(const Job& job) const {
 
 bool Engine::MayPreempt(const Job& preemptor, const Job& victim, Millis now) const {
   if (config_.preempt_mode == config::PreemptMode::kOff) return false;
-  if (victim.state != JobState::kRunning || victim.suspended || victim.preempt_deadline.count() != 0) {
+  if (victim.state != JobState::kRunning || victim.suspended ||
+      victim.preempt_deadline.count() != 0) {
     return false;
   }
   if (VictimMode(victim) == config::PreemptMode::kOff) return false;
@@ -630,7 +650,8 @@ bool Engine::TryPreempt(Job& job, Millis now, Effects& effects) {
   alloc::NodePool shadow = pool_;
   FitCounter fit(job.gang, shadow);
   auto under = [&](topology::SwitchId domain, topology::SwitchId s) {
-    for (topology::SwitchId at = domain; at != topology::kNone; at = topology_.GetSwitch(at).parent) {
+    for (topology::SwitchId at = domain; at != topology::kNone;
+         at = topology_.GetSwitch(at).parent) {
       if (at == s) return true;
     }
     return false;
@@ -859,8 +880,8 @@ void Engine::Schedule(Millis now, Effects& effects) {
         SetReason(job, "ReqNodeNotAvail", result.reason, effects);
         break;
       }
-      const bool preempting = pass.preemptors.contains(job.id) ||
-                              (!behind && TryPreempt(job, now, effects));
+      const bool preempting =
+          pass.preemptors.contains(job.id) || (!behind && TryPreempt(job, now, effects));
       if (preempting) {
         pass.preemptors.insert(job.id);
         // The victims' nodes are the preemptor's: nothing else may take
@@ -901,13 +922,15 @@ std::vector<JobId> Engine::Lookup(JobRef ref) const {
     }
     if (record != nullptr && record->array_job_id == ref.job &&
         (record->array_task_id == ref.task ||
-         std::binary_search(record->array_pending.begin(), record->array_pending.end(), ref.task))) {
+         std::binary_search(record->array_pending.begin(), record->array_pending.end(),
+                            ref.task))) {
       return {ref.job};
     }
     return ids;
   }
   if (record != nullptr) ids.push_back(ref.job);
-  if (tasks != array_tasks_.end()) ids.insert(ids.end(), tasks->second.begin(), tasks->second.end());
+  if (tasks != array_tasks_.end())
+    ids.insert(ids.end(), tasks->second.begin(), tasks->second.end());
   return ids;
 }
 
@@ -916,7 +939,8 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
   const std::string name =
       ref.task >= 0 ? fmt::format("{}_{}", ref.job, ref.task) : std::to_string(ref.job);
   const std::vector<JobId> ids = Lookup(ref);
-  if (ids.empty()) return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", name));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", name));
   if (ref.task >= 0) {
     Job& job = jobs_.at(ids.front());
     if (job.array_task_id == ref.task || job.array_job_id != job.id) {
@@ -950,13 +974,14 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
   }
   if (acted > 0 || !first.ok()) return first;
   return ids.size() == 1 ? Cancel(ids.front(), signal, caller, now, effects)
-                         : absl::FailedPreconditionError(fmt::format(
-                               "every task of array {} has already finished", name));
+                         : absl::FailedPreconditionError(
+                               fmt::format("every task of array {} has already finished", name));
 }
 
 absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
   const std::vector<JobId> ids = Lookup(ref);
-  if (ids.empty()) return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
   int held = 0;
   for (const JobId id : ids) {
     Job& job = jobs_.at(id);
@@ -972,8 +997,8 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
     ++held;
   }
   if (held == 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("job {} is not pending; only pending jobs can be held", DisplayId(jobs_.at(ids.front()))));
+    return absl::FailedPreconditionError(fmt::format(
+        "job {} is not pending; only pending jobs can be held", DisplayId(jobs_.at(ids.front()))));
   }
   schedule_needed_ = true;  // reservations it held are free for others
   return absl::OkStatus();
@@ -981,7 +1006,8 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
 
 absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   const std::vector<JobId> ids = Lookup(ref);
-  if (ids.empty()) return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
   int released = 0;
   for (const JobId id : ids) {
     Job& job = jobs_.at(id);
@@ -1007,7 +1033,8 @@ absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effec
 
 absl::Status Engine::Requeue(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   const std::vector<JobId> ids = Lookup(ref);
-  if (ids.empty()) return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
   int requeued = 0;
   for (const JobId id : ids) {
     Job& job = jobs_.at(id);
@@ -1020,8 +1047,9 @@ absl::Status Engine::Requeue(JobRef ref, const Caller& caller, Millis now, Effec
   }
   if (requeued == 0) {
     const Job& job = jobs_.at(ids.front());
-    return absl::FailedPreconditionError(fmt::format(
-        "job {} is {}; only running jobs can be requeued", DisplayId(job), JobStateName(job.state)));
+    return absl::FailedPreconditionError(
+        fmt::format("job {} is {}; only running jobs can be requeued", DisplayId(job),
+                    JobStateName(job.state)));
   }
   return absl::OkStatus();
 }
@@ -1029,7 +1057,8 @@ absl::Status Engine::Requeue(JobRef ref, const Caller& caller, Millis now, Effec
 absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now,
                                     Effects& effects) {
   const std::vector<JobId> ids = Lookup(ref);
-  if (ids.empty()) return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
   int stopped = 0;
   for (const JobId id : ids) {
     Job& job = jobs_.at(id);
@@ -1052,7 +1081,8 @@ absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now
 
 absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
   const std::vector<JobId> ids = Lookup(ref);
-  if (ids.empty()) return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
   const Job* found = nullptr;
   for (const JobId id : ids) {
     const Job& j = jobs_.at(id);
@@ -1065,9 +1095,10 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
   Explanation e;
   e.expected_start = job.expected_start;
   if (job.state != JobState::kPending) {
-    e.summary = job.state == JobState::kRunning
-                    ? fmt::format("Job {} is running on {}.", id, NodeNames(topology_, job.placement))
-                    : fmt::format("Job {} is {}: {}.", id, JobStateName(job.state), job.reason);
+    e.summary =
+        job.state == JobState::kRunning
+            ? fmt::format("Job {} is running on {}.", id, NodeNames(topology_, job.placement))
+            : fmt::format("Job {} is {}: {}.", id, JobStateName(job.state), job.reason);
     if (job.preempt_deadline.count() != 0) {
       e.blockers.push_back(job.reason_detail);
       e.suggestions.push_back(
@@ -1083,9 +1114,10 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     return e;
   }
   if (reason == "Dependency" || reason == "DependencyNeverSatisfied") {
-    e.summary = reason == "Dependency"
-                    ? fmt::format("Job {} waits for its dependency.", id)
-                    : fmt::format("Job {}'s dependency can never be satisfied; it will not start.", id);
+    e.summary =
+        reason == "Dependency"
+            ? fmt::format("Job {} waits for its dependency.", id)
+            : fmt::format("Job {}'s dependency can never be satisfied; it will not start.", id);
     e.blockers.push_back(job.reason_detail);
     if (reason == "DependencyNeverSatisfied") {
       e.suggestions.push_back(fmt::format(
@@ -1121,11 +1153,11 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
   }
   const alloc::PlacementResult now_result = allocator_.Place(job.gang, pool_);
   if (ahead_count > 0) {
-    e.blockers.push_back(fmt::format("{} job{} of higher priority wait{} ahead of it in partition "
-                                     "{}: {}{}",
-                                     ahead_count, ahead_count == 1 ? "" : "s",
-                                     ahead_count == 1 ? "s" : "", job.request.partition,
-                                     fmt::join(ahead, ", "), ahead_count > 3 ? ", …" : ""));
+    e.blockers.push_back(
+        fmt::format("{} job{} of higher priority wait{} ahead of it in partition "
+                    "{}: {}{}",
+                    ahead_count, ahead_count == 1 ? "" : "s", ahead_count == 1 ? "s" : "",
+                    job.request.partition, fmt::join(ahead, ", "), ahead_count > 3 ? ", …" : ""));
   }
   if (now_result.outcome != alloc::Outcome::kPlaced) {
     e.blockers.push_back(fmt::format("resources: {}", now_result.reason));
@@ -1178,9 +1210,9 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     alloc::GangRequest looser = job.gang;
     looser.max_leaves.reset();
     if (allocator_.Place(looser, pool_).outcome == alloc::Outcome::kPlaced) {
-      e.suggestions.push_back(fmt::format(
-          "without --switches={} it could start now, spread over more leaf switches",
-          *job.gang.max_leaves));
+      e.suggestions.push_back(
+          fmt::format("without --switches={} it could start now, spread over more leaf switches",
+                      *job.gang.max_leaves));
     }
   }
   for (const config::PartitionSpec& p : config_.partitions) {
@@ -1191,17 +1223,18 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     absl::StatusOr<Job> resolved = Resolve(other);
     if (!resolved.ok()) continue;
     if (allocator_.Place(resolved->gang, pool_).outcome == alloc::Outcome::kPlaced) {
-      e.suggestions.push_back(fmt::format("partition {} could start it now (-p {})", p.name, p.name));
+      e.suggestions.push_back(
+          fmt::format("partition {} could start it now (-p {})", p.name, p.name));
     }
   }
   if (job.expected_start.count() != 0) {
     const auto minutes =
         std::chrono::duration_cast<std::chrono::minutes>(job.expected_start - now).count();
-    e.summary = fmt::format("Job {} waits for {}; the backfill plan starts it by {} (in about {} "
-                            "minute{}).",
-                            id, reason == "Priority" ? "higher-priority jobs" : "resources",
-                            Hms(job.expected_start), std::max<long>(minutes, 0),
-                            minutes == 1 ? "" : "s");
+    e.summary = fmt::format(
+        "Job {} waits for {}; the backfill plan starts it by {} (in about {} "
+        "minute{}).",
+        id, reason == "Priority" ? "higher-priority jobs" : "resources", Hms(job.expected_start),
+        std::max<long>(minutes, 0), minutes == 1 ? "" : "s");
   } else {
     e.summary = fmt::format("Job {} waits for {}; no start time is known yet ({}).", id,
                             reason == "Priority" ? "higher-priority jobs" : "resources",

@@ -40,7 +40,8 @@ struct SimJob {
 class VirtualCluster {
  public:
   VirtualCluster(testing::Cluster cluster, config::ClusterConfig config)
-      : cluster_(std::make_unique<testing::Cluster>(std::move(cluster))), config_(std::move(config)) {
+      : cluster_(std::make_unique<testing::Cluster>(std::move(cluster))),
+        config_(std::move(config)) {
     config_.nodes = cluster_->nodes;
     if (config_.partitions.empty()) {
       config::PartitionSpec all;
@@ -130,7 +131,8 @@ class VirtualCluster {
 
   int Running() const {
     int running = 0;
-    for (const auto& [id, job] : engine_->Jobs()) running += job.state == JobState::kRunning ? 1 : 0;
+    for (const auto& [id, job] : engine_->Jobs())
+      running += job.state == JobState::kRunning ? 1 : 0;
     return running;
   }
 
@@ -179,16 +181,19 @@ class VirtualCluster {
         const Job& job = *engine_->FindJob(launch->job);
         Log(fmt::format("start job {} attempt {} on {}", DisplayId(job), job.attempt,
                         NodesOf(launch->job)));
-        ends_[launch->job] = now_ + sims_[job.array_job_id != 0 ? job.array_job_id : job.id].runtime;
+        ends_[launch->job] =
+            now_ + sims_[job.array_job_id != 0 ? job.array_job_id : job.id].runtime;
         if (on_start) on_start(launch->job, now_);
       } else if (const auto* sig = std::get_if<SignalCommand>(&c)) {
-        Log(fmt::format("signal {} to job {} on {}", sig->signal == SIGUSR1 ? "USR1"
-                                                     : sig->signal == SIGSTOP ? "STOP"
-                                                     : sig->signal == SIGCONT ? "CONT"
-                                                                              : std::to_string(sig->signal),
+        Log(fmt::format("signal {} to job {} on {}",
+                        sig->signal == SIGUSR1   ? "USR1"
+                        : sig->signal == SIGSTOP ? "STOP"
+                        : sig->signal == SIGCONT ? "CONT"
+                                                 : std::to_string(sig->signal),
                         sig->job, cluster_->topology.NodeName(sig->node)));
         const SimJob& sim = sims_[sig->job];
-        if (sig->signal == SIGUSR1 && sim.checkpoint_after >= 0 && !checkpoints_.contains(sig->job)) {
+        if (sig->signal == SIGUSR1 && sim.checkpoint_after >= 0 &&
+            !checkpoints_.contains(sig->job)) {
           checkpoints_[sig->job] = now_ + seconds(sim.checkpoint_after);
         }
       } else if (const auto* term = std::get_if<TerminateCommand>(&c)) {
@@ -269,7 +274,8 @@ TEST(ScenarioTest, EqualSharesGetEqualGpuHours) {
   }
   const double total = gpu_hours["physics"] + gpu_hours["biology"];
   ASSERT_GT(total, 0);
-  EXPECT_NEAR(gpu_hours["physics"] / total, 0.5, 0.05) << gpu_hours["physics"] << " vs " << gpu_hours["biology"];
+  EXPECT_NEAR(gpu_hours["physics"] / total, 0.5, 0.05)
+      << gpu_hours["physics"] << " vs " << gpu_hours["biology"];
 }
 
 // A backfilled job never delays the top job's reservation: the 8-node job
@@ -288,7 +294,8 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   const JobId short_one = sim.Submit(Request(1, 8, minutes(30)), {minutes(30)}).value();
   const JobId long_one = sim.Submit(Request(1, 8, hours(5)), {hours(5)}).value();
   sim.RunUntil(sim.now() + seconds(1));
-  EXPECT_EQ(sim.engine().FindJob(short_one)->state, JobState::kRunning) << "it ends before the reservation";
+  EXPECT_EQ(sim.engine().FindJob(short_one)->state, JobState::kRunning)
+      << "it ends before the reservation";
   EXPECT_EQ(sim.engine().FindJob(long_one)->state, JobState::kPending);
   sim.RunUntil(promised + seconds(2));
   const Job& started = *sim.engine().FindJob(wide);
@@ -300,8 +307,8 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
 // 1,024-node fat tree: a 64-node gang starts once the nodes it reserved free.
 TEST(ScenarioTest, WideGangIsNotStarvedByOneNodeJobs) {
   config::NodeSpec node = config::DefaultNodeSpec("x");
-  VirtualCluster sim(testing::ClusterFromTopology(testing::ReadData("topologies/fat-tree-1024.conf"), node),
-                     {});
+  VirtualCluster sim(
+      testing::ClusterFromTopology(testing::ReadData("topologies/fat-tree-1024.conf"), node), {});
   std::mt19937 random(7);
   std::uniform_int_distribution<int> runtime(10, 60);
   // Fill the cluster with 1-node jobs of 10-60 minutes.
@@ -371,7 +378,8 @@ TEST(ScenarioTest, PreemptionTakesMinimalVictimsInOneLeaf) {
     const std::string& line = sim.transcript()[i];
     for (const JobId id : sweep) {
       const std::string tag = fmt::format("job {} ", id);
-      if (line.find("signal USR1 to " + tag) != std::string::npos) order.try_emplace("usr1 " + std::to_string(id), static_cast<int>(i));
+      if (line.find("signal USR1 to " + tag) != std::string::npos)
+        order.try_emplace("usr1 " + std::to_string(id), static_cast<int>(i));
       if (line.find("terminate " + tag) != std::string::npos ||
           line.ends_with(fmt::format("terminate job {}", id))) {
         order.try_emplace("term " + std::to_string(id), static_cast<int>(i));
@@ -401,7 +409,8 @@ TEST(ScenarioTest, ArrayThrottleIsNeverExceeded) {
     sim.RunUntil(sim.now() + seconds(10));
     int running = 0;
     for (const auto& [id, job] : sim.engine().Jobs()) {
-      if (job.array_job_id == array && (job.state == JobState::kRunning || job.state == JobState::kCompleting)) {
+      if (job.array_job_id == array &&
+          (job.state == JobState::kRunning || job.state == JobState::kCompleting)) {
         ++running;
       }
     }
@@ -411,7 +420,8 @@ TEST(ScenarioTest, ArrayThrottleIsNeverExceeded) {
   EXPECT_EQ(most, 8);
   std::set<int> done;
   for (const auto& [id, job] : sim.AllSeen()) {
-    if (job.array_job_id == array && job.state == JobState::kCompleted) done.insert(job.array_task_id);
+    if (job.array_job_id == array && job.state == JobState::kCompleted)
+      done.insert(job.array_task_id);
   }
   EXPECT_EQ(done.size(), 100U);
 }
@@ -440,7 +450,6 @@ TEST(ScenarioTest, DependencyChainRunsInOrder) {
   EXPECT_EQ(sim.Seen(never).reason, "DependencyNeverSatisfied");
   ExpectGolden(sim.transcript(), "dependency_chain.txt");
 }
-
 
 // --- single rules, on the same harness
 
@@ -572,8 +581,10 @@ TEST(PolicyTest, SuspendLendsTheVictimsResourcesAndResumesIt) {
   EXPECT_FALSE(sim.engine().FindJob(victim)->suspended);
   bool stopped = false, continued = false;
   for (const std::string& line : sim.transcript()) {
-    stopped = stopped || line.find(fmt::format("signal STOP to job {}", victim)) != std::string::npos;
-    continued = continued || line.find(fmt::format("signal CONT to job {}", victim)) != std::string::npos;
+    stopped =
+        stopped || line.find(fmt::format("signal STOP to job {}", victim)) != std::string::npos;
+    continued =
+        continued || line.find(fmt::format("signal CONT to job {}", victim)) != std::string::npos;
   }
   EXPECT_TRUE(stopped && continued);
 }
