@@ -240,6 +240,7 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
   std::vector<DependencyTerm> left;
   bool any_satisfied = false;
   bool any_never = false;
+  int never = 0;  ///< terms that can never hold
   std::vector<std::string> waits;
   for (const DependencyTerm& term : dep.terms) {
     int status = 0;
@@ -304,7 +305,10 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
       any_satisfied = true;
       continue;
     }
-    if (status == -1) any_never = true;
+    if (status == -1) {
+      any_never = true;
+      ++never;
+    }
     left.push_back(term);
     waits.push_back(what);
   }
@@ -314,13 +318,9 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
       dep.terms.clear();
       return 1;
     }
+    // Any one may still hold unless every term left can never hold.
+    const bool all_never = never == static_cast<int>(left.size());
     dep.terms = std::move(left);
-    const bool all_never = !any_never ? false : [&] {
-      return std::all_of(waits.begin(), waits.end(), [](const std::string& w) {
-        return w.find(" ended ") != std::string::npos ||
-               w.find("no longer known") != std::string::npos;
-      });
-    }();
     return all_never ? -1 : 0;
   }
   dep.terms = std::move(left);

@@ -541,6 +541,29 @@ TEST(PolicyTest, QosLimitsWaitOrRefuse) {
   EXPECT_NE(wide.status().message().find("MaxGpusPerUser"), std::string::npos) << wide.status();
 }
 
+TEST(PolicyTest, AnyOfDependencyWaitsWhileOneTermMayStillHold) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
+  const JobId quick = sim.Submit(Request(1, 8, hours(1)), {minutes(1)}).value();
+  const JobId slow = sim.Submit(Request(1, 8, hours(1)), {minutes(30)}).value();
+  // afternotok on a job that succeeds can never hold; afterany on the
+  // slower job still can, so the job waits for it.
+  JobRequest either = Request(1, 8, hours(1));
+  either.dependency = {
+      {{DependencyType::kAfterNotOk, quick, -1}, {DependencyType::kAfterAny, slow, -1}}, true};
+  const JobId waits = sim.Submit(either, {minutes(1)}).value();
+  // Neither term can hold once both jobs have succeeded.
+  JobRequest neither = Request(1, 8, hours(1));
+  neither.dependency = {
+      {{DependencyType::kAfterNotOk, quick, -1}, {DependencyType::kAfterNotOk, slow, -1}}, true};
+  const JobId stuck = sim.Submit(neither, {minutes(1)}).value();
+  sim.RunUntil(sim.now() + minutes(5));
+  EXPECT_EQ(sim.Seen(waits).reason, "Dependency");
+  EXPECT_EQ(sim.Seen(stuck).reason, "Dependency") << "the slow job may still fail";
+  sim.RunUntil(sim.now() + minutes(30));
+  EXPECT_NE(sim.Seen(waits).state, JobState::kPending);
+  EXPECT_EQ(sim.Seen(stuck).reason, "DependencyNeverSatisfied");
+}
+
 TEST(PolicyTest, KillOnInvalidDependencyCancels) {
   VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
   const JobId first = sim.Submit(Request(1, 8, hours(1)), {minutes(1)}).value();
