@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "job_format.h"
+#include "test_support.h"
 
 namespace cohort::cli {
 namespace {
@@ -22,23 +23,8 @@ namespace {
 constexpr std::int64_t kNowMs = 1714571100000;
 
 // Times without a zone are local; the tests read them in UTC.
-class HistoryFormatTest : public ::testing::Test {
+class HistoryFormatTest : public cohort::testing::UtcTest {
  protected:
-  void SetUp() override {
-    const char* tz = std::getenv("TZ");
-    saved_tz_ = tz == nullptr ? std::nullopt : std::optional<std::string>(tz);
-    ::setenv("TZ", "UTC", 1);
-    ::tzset();
-  }
-  void TearDown() override {
-    if (saved_tz_) {
-      ::setenv("TZ", saved_tz_->c_str(), 1);
-    } else {
-      ::unsetenv("TZ");
-    }
-    ::tzset();
-  }
-
   static std::int64_t MustParseTime(std::string_view text) {
     const absl::StatusOr<std::int64_t> ms = ParseHistoryTime(text, "--since", kNowMs);
     EXPECT_TRUE(ms.ok()) << text << ": " << ms.status();
@@ -51,9 +37,6 @@ class HistoryFormatTest : public ::testing::Test {
     EXPECT_EQ(ms.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(ms.status().message());
   }
-
- private:
-  std::optional<std::string> saved_tz_;
 };
 
 TEST_F(HistoryFormatTest, ReadsSacctTimeForms) {

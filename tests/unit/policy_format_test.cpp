@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "job_format.h"
+#include "test_support.h"
 
 namespace cohort::cli {
 namespace {
@@ -21,26 +22,7 @@ namespace {
 constexpr std::int64_t kNowMs = 1714571100000;
 
 // Times are local; the tests read them in UTC.
-class PolicyFormatTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* tz = std::getenv("TZ");
-    saved_tz_ = tz == nullptr ? std::nullopt : std::optional<std::string>(tz);
-    ::setenv("TZ", "UTC", 1);
-    ::tzset();
-  }
-  void TearDown() override {
-    if (saved_tz_) {
-      ::setenv("TZ", saved_tz_->c_str(), 1);
-    } else {
-      ::unsetenv("TZ");
-    }
-    ::tzset();
-  }
-
- private:
-  std::optional<std::string> saved_tz_;
-};
+class PolicyFormatTest : public cohort::testing::UtcTest {};
 
 v1::Job ArrayTask(std::int64_t id, std::int64_t array, int task) {
   v1::Job job;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "test_support.h"
 
+#include <cstdlib>
+#include <ctime>
+
 #include <fstream>
 #include <sstream>
 
@@ -122,6 +125,22 @@ Cluster ClusterBuilder::Build() const {
   spec.gpus = gpus_;
   spec.memory_mb = 1024 * 1024;
   return ClusterFromTopology(TopologyText(), spec);
+}
+
+void UtcTest::SetUp() {
+  const char* tz = std::getenv("TZ");
+  saved_tz_ = tz == nullptr ? std::nullopt : std::optional<std::string>(tz);
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+}
+
+void UtcTest::TearDown() {
+  if (saved_tz_) {
+    ::setenv("TZ", saved_tz_->c_str(), 1);
+  } else {
+    ::unsetenv("TZ");
+  }
+  ::tzset();
 }
 
 }  // namespace cohort::testing

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "cohort/cluster_config.h"
 #include "cohort/gang_allocator.h"
@@ -54,5 +57,16 @@ class ClusterBuilder {
 
 /// A cluster from a topology.conf text, every node with `spec`'s resources.
 [[nodiscard]] Cluster ClusterFromTopology(const std::string& text, const config::NodeSpec& spec);
+
+/// A fixture that runs each test with TZ=UTC and puts the caller's TZ back
+/// after, for code that prints or reads local times.
+class UtcTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+ private:
+  std::optional<std::string> saved_tz_;
+};
 
 }  // namespace cohort::testing
