@@ -223,8 +223,8 @@ absl::StatusOr<Job> Engine::Resolve(JobRequest request) const {
 absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& effects) {
   absl::StatusOr<Job> resolved = Resolve(std::move(request));
   if (!resolved.ok()) return resolved.status();
-  // Refuse what can never run: the allocator tells busy from infeasible.
-  const alloc::PlacementResult probe = allocator_.Place(resolved->gang, pool_);
+  // Refuse what can never run (the allocator remembers the answer by shape).
+  const alloc::PlacementResult probe = allocator_.Feasible(resolved->gang, pool_);
   if (probe.outcome == alloc::Outcome::kInfeasible) {
     return absl::FailedPreconditionError(fmt::format("the job can never run here: {}", probe.reason));
   }
@@ -241,10 +241,11 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   const config::QosSpec* qos = config_.FindQos(job.qos);
   if (qos != nullptr && qos->max_submit_jobs_per_user) {
     std::size_t queued = 0;
-    for (const auto& [other_id, other] : jobs_) {
-      if (!IsFinished(other.state) && other.qos == job.qos &&
-          other.request.uid == job.request.uid) {
-        queued += other.array_pending.empty() ? 1 : other.array_pending.size();
+    for (const auto* index : {&pending_, &active_}) {
+      for (const Job* other : *index) {
+        if (other->qos == job.qos && other->request.uid == job.request.uid) {
+          queued += other->array_pending.empty() ? 1 : other->array_pending.size();
+        }
       }
     }
     const std::size_t adding = job.request.array.tasks.empty() ? 1 : job.request.array.tasks.size();
@@ -272,6 +273,7 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   const JobId id = job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
+  Index(it->second);
   Changed(it->second, effects);
   return id;
 }
@@ -338,9 +340,9 @@ void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
   if (!next) return;
   const JobState before = job.state;
   if (before == JobState::kPending && *next == JobState::kCancelled) {
-    job.state = JobState::kCancelled;
     job.cause = EndCause::kCancelled;
     job.end_time = now;
+    SetState(job, JobState::kCancelled);
     Changed(job, effects);
     schedule_needed_ = true;  // it may have been what the jobs behind it waited for
     return;
@@ -350,7 +352,7 @@ void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     if (job.cause == EndCause::kNodeLost && job.request.requeue) {
       job.cause = EndCause::kNodeLostRequeue;
     }
-    job.state = JobState::kCompleting;
+    SetState(job, JobState::kCompleting);
     if (job.cause != EndCause::kSuccess) StopGang(job, effects);
     Changed(job, effects);
     // Every node may already have confirmed (a launch failure on all).
@@ -363,7 +365,7 @@ void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     Finish(job, now, effects);
     return;
   }
-  job.state = *next;
+  SetState(job, *next);
   Changed(job, effects);
 }
 
@@ -388,7 +390,7 @@ void Engine::Finish(Job& job, Millis now, Effects& effects) {
   }
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
-    job.state = JobState::kPending;
+    SetState(job, JobState::kPending);
     job.reason = "Requeued";
     job.reason_detail = job.cause == EndCause::kPreemptRequeue
                             ? fmt::format("preempted by job {}; runs again when resources allow",
@@ -405,7 +407,7 @@ void Engine::Finish(Job& job, Millis now, Effects& effects) {
     ++job.attempt;
     schedule_needed_ = true;
   } else {
-    job.state = final_state;
+    SetState(job, final_state);
   }
   Changed(job, effects);
 }
@@ -718,29 +720,34 @@ void Engine::Tick(Millis now, Effects& effects) {
     }
   }
   ChargeUsage(now);
-  std::vector<JobId> finished_long_ago;
-  for (auto& [id, job] : jobs_) {
+  // Stopping or warning a job changes the index being walked: walk a copy.
+  const std::vector<Job*> active(active_.begin(), active_.end());
+  for (Job* entry : active) {
+    Job& job = *entry;
     if (job.state == JobState::kRunning && job.preempt_deadline.count() != 0 &&
         now >= job.preempt_deadline && !job.suspended) {
       StopVictim(job, fmt::format("stopped at the end of its {} s grace time", GraceOf(job).count()),
                  now, effects);
     } else if (job.state == JobState::kRunning && !job.suspended && job.time_limit != kUnlimited &&
-        now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit)) {
+               now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
     } else if (WarningDue(job, now)) {
       Warn(job, effects);
-    } else if (job.state == JobState::kPending && job.gang.max_leaves &&
-               job.request.switches_wait.count() > 0 &&
-               now - job.submit_time >= std::chrono::duration_cast<Millis>(job.request.switches_wait)) {
-      // --switches=N@wait: past the wait the job takes any leaves.
-      job.gang.max_leaves.reset();
-      schedule_needed_ = true;
-    } else if (IsFinished(job.state) && now - job.end_time > kFinishedRetention) {
-      finished_long_ago.push_back(id);
     }
   }
-  for (const JobId id : finished_long_ago) {
+  const std::vector<Job*> waits(switch_waits_.begin(), switch_waits_.end());
+  for (Job* job : waits) {
+    if (now - job->submit_time >= std::chrono::duration_cast<Millis>(job->request.switches_wait)) {
+      // --switches=N@wait: past the wait the job takes any leaves.
+      switch_waits_.erase(job);
+      job->gang.max_leaves.reset();
+      schedule_needed_ = true;
+    }
+  }
+  while (!finished_.empty() && now - finished_.begin()->first > kFinishedRetention) {
+    const JobId id = finished_.begin()->second;
+    finished_.erase(finished_.begin());
     const Job& job = jobs_.at(id);
     if (job.array_job_id != 0 && job.array_job_id != id) {
       auto it = array_tasks_.find(job.array_job_id);
@@ -750,6 +757,41 @@ void Engine::Tick(Millis now, Effects& effects) {
       }
     }
     jobs_.erase(id);
+  }
+}
+
+void Engine::SetState(Job& job, JobState next) {
+  if (job.state == next) return;
+  Unindex(job);
+  job.state = next;
+  Index(job);
+}
+
+void Engine::Index(Job& job) {
+  if (job.share_slot < 0) {
+    auto key = std::pair{job.request.account, job.request.user_name};
+    auto [it, fresh] = share_slots_.try_emplace(key, static_cast<int>(share_owners_.size()));
+    if (fresh) share_owners_.push_back(std::move(key));
+    job.share_slot = it->second;
+  }
+  if (job.state == JobState::kPending) {
+    pending_.insert(&job);
+    if (job.gang.max_leaves && job.request.switches_wait.count() > 0) switch_waits_.insert(&job);
+  } else if (job.state == JobState::kRunning || job.state == JobState::kCompleting) {
+    active_.insert(&job);
+  } else {
+    finished_.emplace(job.end_time, job.id);
+  }
+}
+
+void Engine::Unindex(Job& job) {
+  if (job.state == JobState::kPending) {
+    pending_.erase(&job);
+    switch_waits_.erase(&job);
+  } else if (job.state == JobState::kRunning || job.state == JobState::kCompleting) {
+    active_.erase(&job);
+  } else {
+    finished_.erase({job.end_time, job.id});
   }
 }
 
@@ -778,6 +820,8 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     auto [it, inserted] = jobs_.emplace(saved.id, std::move(saved));
     if (!inserted) continue;
     Job& job = it->second;
+    job.share_slot = -1;  // numbered by this engine
+    Index(job);
     job.charged_until = now;
     if (job.array_task_id >= 0 && job.id != job.array_job_id) {
       array_tasks_[job.array_job_id].push_back(job.id);
@@ -788,14 +832,18 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
       job.gang = resolved->gang;
       job.priority_tier = resolved->priority_tier;
       job.qos = resolved->qos;
-      if (job.state == JobState::kPending) job.time_limit = resolved->time_limit;
+      if (job.state == JobState::kPending) {
+        job.time_limit = resolved->time_limit;
+        Unindex(job);  // its --switches wait follows today's gang
+        Index(job);
+      }
     } else if (job.state == JobState::kPending) {
-      job.state = JobState::kFailed;
       job.cause = EndCause::kLaunchFailed;
       job.exit_code = 1;
       job.reason = fmt::format("no longer valid after a configuration change: {}",
                                resolved.status().message());
       job.end_time = now;
+      SetState(job, JobState::kFailed);
       Changed(job, effects);
       continue;
     } else if (active) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -66,8 +67,29 @@ class FitCounter {
       if (InPartition(n) && MayFit(gang, pool, n)) ++count_;
     }
   }
+  /// When the caller has counted the nodes of the partition that may fit.
+  /// `excluded` (all zero, one per node) marks nodes Exclude takes out of
+  /// the count; they are unmarked when the counter goes.
+  FitCounter(const alloc::GangRequest& gang, alloc::NodePool& pool, int may_fit,
+             std::vector<std::uint8_t>& excluded)
+      : gang_(gang), pool_(pool), count_(may_fit), excluded_(&excluded) {}
+  FitCounter(const FitCounter&) = delete;
+  FitCounter& operator=(const FitCounter&) = delete;
+  ~FitCounter() {
+    if (excluded_ == nullptr) return;
+    for (const NodeId n : excluded_list_) (*excluded_)[static_cast<std::size_t>(n)] = 0;
+  }
   void Release(const alloc::NodeGrant& grant) { Change(grant, true); }
   void Commit(const alloc::NodeGrant& grant) { Change(grant, false); }
+  /// The node no longer counts, whatever is free on it.
+  void Exclude(NodeId n) {
+    std::uint8_t& mark = (*excluded_)[static_cast<std::size_t>(n)];
+    if (mark != 0) return;
+    mark = 1;
+    excluded_list_.push_back(n);
+    if (InPartition(n) && MayFit(gang_, pool_, n)) --count_;
+  }
+  [[nodiscard]] const std::vector<NodeId>& Excluded() const { return excluded_list_; }
   [[nodiscard]] bool Enough() const { return count_ >= gang_.nodes; }
 
  private:
@@ -75,7 +97,9 @@ class FitCounter {
     return !gang_.partition || pool_.GetPartition(*gang_.partition).contains[n] != 0;
   }
   void Change(const alloc::NodeGrant& grant, bool release) {
-    const bool counted = InPartition(grant.node);
+    const bool counted = InPartition(grant.node) &&
+                         (excluded_ == nullptr ||
+                          (*excluded_)[static_cast<std::size_t>(grant.node)] == 0);
     const bool before = counted && MayFit(gang_, pool_, grant.node);
     if (release) {
       pool_.Release({&grant, 1});
@@ -88,6 +112,24 @@ class FitCounter {
   const alloc::GangRequest& gang_;
   alloc::NodePool& pool_;
   int count_ = 0;
+  std::vector<std::uint8_t>* excluded_ = nullptr;
+  std::vector<NodeId> excluded_list_;
+};
+
+// A pending job's place in the order passes try them: highest partition tier
+// first, then highest priority, then oldest id. Sorted by value, so that
+// sorting a long queue does not chase a pointer per comparison.
+struct QueueKey {
+  int tier = 0;
+  std::int64_t priority = 0;
+  JobId id = 0;
+  Job* job = nullptr;
+  static QueueKey Of(Job& job) { return {job.priority_tier, job.priority, job.id, &job}; }
+  bool operator<(const QueueKey& o) const {
+    if (tier != o.tier) return tier > o.tier;
+    if (priority != o.priority) return priority > o.priority;
+    return id < o.id;
+  }
 };
 
 // The grants a job still holds in the pool.
@@ -148,6 +190,33 @@ struct Engine::PassState {
   /// The pool as it is now, copied once per pass for reservation planning
   /// (which releases running jobs into it and takes them back after).
   std::optional<alloc::NodePool> shadow;
+  /// Nodes of the live pool that may fit one node of a gang, by (partition,
+  /// exclusive, CPUs, memory, GPUs): a superset of where it can go now, so
+  /// that a backfill candidate is skipped, or placed among these few nodes,
+  /// without a pass over the whole pool. Cleared when the pool changes.
+  std::map<std::tuple<int, bool, int, std::int64_t, int>, std::vector<NodeId>> may_fit;
+  /// Scratch for FitCounter::Exclude: one zero per node between uses.
+  std::vector<std::uint8_t> excluded;
+
+  const std::vector<NodeId>& MayFitNodes(const alloc::GangRequest& gang,
+                                         const alloc::NodePool& pool) {
+    const auto key = std::tuple{gang.partition.value_or(-1),
+                                gang.exclusivity == alloc::Exclusivity::kExclusive,
+                                gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node,
+                                gang.gpus_per_node};
+    auto [it, fresh] = may_fit.try_emplace(key);
+    if (fresh) {
+      auto add = [&](NodeId n) {
+        if (MayFit(gang, pool, n)) it->second.push_back(n);
+      };
+      if (gang.partition) {
+        for (const NodeId n : pool.GetPartition(*gang.partition).nodes) add(n);
+      } else {
+        for (NodeId n = 0; n < pool.NodeCount(); ++n) add(n);
+      }
+    }
+    return it->second;
+  }
 
   void Count(const Job& job, int sign) {
     if (job.array_job_id != 0 && job.array_task_id >= 0) array_running[job.array_job_id] += sign;
@@ -202,28 +271,22 @@ void Engine::ChargeUsage(Job& job, Millis now) {
 }
 
 void Engine::ChargeUsage(Millis now) {
-  for (auto& [id, job] : jobs_) ChargeUsage(job, now);
+  for (Job* job : active_) ChargeUsage(*job, now);
 }
 
 std::vector<JobId> Engine::PendingOrder() const {
-  std::vector<const Job*> pending;
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending) pending.push_back(&job);
-  }
-  std::stable_sort(pending.begin(), pending.end(), [](const Job* a, const Job* b) {
-    if (a->priority_tier != b->priority_tier) return a->priority_tier > b->priority_tier;
-    return a->priority > b->priority;
-  });
+  std::vector<QueueKey> keys;
+  keys.reserve(pending_.size());
+  for (Job* job : pending_) keys.push_back(QueueKey::Of(*job));
+  std::sort(keys.begin(), keys.end());
   std::vector<JobId> order;
-  order.reserve(pending.size());
-  for (const Job* job : pending) order.push_back(job->id);
+  order.reserve(keys.size());
+  for (const QueueKey& key : keys) order.push_back(key.id);
   return order;
 }
 
 std::size_t Engine::PendingCount() const {
-  return static_cast<std::size_t>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& entry) {
-    return entry.second.state == JobState::kPending;
-  }));
+  return pending_.size();
 }
 
 int Engine::QueuePosition(JobId id) const {
@@ -247,14 +310,16 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
     std::string what;
     if (term.type == DependencyType::kSingleton) {
       status = 1;
-      for (const auto& [id, other] : jobs_) {
-        if (id != job.id && other.request.uid == job.request.uid &&
-            other.request.name == job.request.name &&
-            (Active(other) || (other.state == JobState::kPending && id < job.id))) {
-          status = 0;
-          what = fmt::format("singleton: job {} of the same name \"{}\" is {}", DisplayId(other),
-                             job.request.name, JobStateName(other.state));
-          break;
+      for (const auto* index : {&active_, &pending_}) {
+        for (const Job* other : *index) {
+          if (status == 0) break;
+          if (other->id != job.id && other->request.uid == job.request.uid &&
+              other->request.name == job.request.name &&
+              (Active(*other) || other->id < job.id)) {
+            status = 0;
+            what = fmt::format("singleton: job {} of the same name \"{}\" is {}",
+                               DisplayId(*other), job.request.name, JobStateName(other->state));
+          }
         }
       }
     } else {
@@ -463,6 +528,7 @@ Job& Engine::SplitTask(Job& array, Millis now, Effects& effects) {
   const JobId id = copy.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(copy));
   COHORT_CHECK(inserted, "job id reused");
+  Index(it->second);
   array_tasks_[array.id].push_back(id);
   Changed(array, effects);
   Changed(it->second, effects);
@@ -470,7 +536,8 @@ Job& Engine::SplitTask(Job& array, Millis now, Effects& effects) {
 }
 
 void Engine::ResumeSuspended(Millis now, Effects& effects) {
-  for (auto& [id, job] : jobs_) {
+  for (Job* entry : active_) {
+    Job& job = *entry;
     if (!job.suspended || job.state != JobState::kRunning) continue;
     // Its preemptor waits for exactly these resources: not yet.
     if (const Job* preemptor = FindJob(job.preempted_by);
@@ -512,11 +579,10 @@ std::vector<NodeId> Engine::ReservedNodes(const PassState& pass, Millis start,
   std::vector<NodeId> nodes;
   const Millis end =
       job.time_limit == kUnlimited ? Millis::max() : start + ToMillis(job.time_limit);
+  // Repeats are harmless: the allocator marks excluded nodes in a mask.
   for (const Reservation& r : pass.reservations) {
     if (r.job != job.id && r.start < end) nodes.insert(nodes.end(), r.nodes.begin(), r.nodes.end());
   }
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   return nodes;
 }
 
@@ -524,10 +590,10 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
                                                            Millis now) {
   auto& ends = pass.ends;
   if (!pass.ends_ready) {
-    for (const auto& [id, other] : jobs_) {
-      if (!Active(other) || other.suspended) continue;
-      const Millis end = EndBound(other, now);
-      if (end != Millis::max()) ends.emplace_back(end, &other);
+    for (const Job* other : active_) {
+      if (other->suspended) continue;
+      const Millis end = EndBound(*other, now);
+      if (end != Millis::max()) ends.emplace_back(end, other);
     }
     std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second->id < b.second->id;
@@ -536,23 +602,50 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
   }
   if (!pass.shadow) pass.shadow = pool_;
   alloc::NodePool& shadow = *pass.shadow;
-  FitCounter fit(job.gang, shadow);
+  // The shadow equals the live pool here: what may fit now, plus what the
+  // jobs ending by each time release, is all a placement there can use.
+  const std::vector<NodeId>& may_fit = pass.MayFitNodes(job.gang, pool_);
+  pass.excluded.resize(static_cast<std::size_t>(shadow.NodeCount()), 0);
+  FitCounter fit(job.gang, shadow, static_cast<int>(may_fit.size()), pass.excluded);
+  // Earlier reservations whose window overlaps the job's take their nodes
+  // out of the count: by start, as the job's own start moves later.
+  std::vector<const Reservation*> by_start;
+  for (const Reservation& r : pass.reservations) {
+    if (r.job != job.id) by_start.push_back(&r);
+  }
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Reservation* a, const Reservation* b) { return a->start < b->start; });
+  std::size_t overlapping = 0;
+  std::vector<NodeId> among = may_fit;
   std::vector<alloc::NodeGrant> released;
   std::optional<Reservation> found;
   std::size_t i = 0;
   while (i < ends.size() && !found) {
     const Millis t = ends[i].first;
     for (; i < ends.size() && ends[i].first == t; ++i) {
-      for (const alloc::NodeGrant& g : HeldGrants(*ends[i].second)) {
+      const Job& ending = *ends[i].second;
+      for (std::size_t rank = 0; rank < ending.placement.grants.size(); ++rank) {
+        if (ending.released[rank] != 0) continue;
+        const alloc::NodeGrant& g = ending.placement.grants[rank];
         fit.Release(g);
         released.push_back(g);
+        among.push_back(g.node);
       }
     }
+    const Millis end =
+        job.time_limit == kUnlimited ? Millis::max() : t + ToMillis(job.time_limit);
+    for (; overlapping < by_start.size() && by_start[overlapping]->start < end; ++overlapping) {
+      for (const NodeId n : by_start[overlapping]->nodes) fit.Exclude(n);
+    }
+    // Place only when enough nodes may fit outside the reservations: a
+    // placement then fails only for the shape of the tree (--switches,
+    // segments), so most reservations cost one placement.
     if (!fit.Enough()) continue;
     alloc::GangRequest gang = job.gang;
-    const std::vector<NodeId> reserved = ReservedNodes(pass, t, job);
-    gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
-    const alloc::PlacementResult result = allocator_.Place(gang, shadow);
+    gang.excluded_nodes.insert(gang.excluded_nodes.end(), fit.Excluded().begin(),
+                               fit.Excluded().end());
+    const alloc::PlacementResult result =
+        allocator_.Place(gang, shadow, alloc::GangAllocator::Classify::kNo, &among);
     if (result.outcome == alloc::Outcome::kPlaced) {
       found = Reservation{job.id, t, {}};
       for (const alloc::NodeGrant& g : result.placement.grants) found->nodes.push_back(g.node);
@@ -622,7 +715,8 @@ bool Engine::TryPreempt(Job& job, Millis now, Effects& effects) {
     topology::SwitchId domain;
   };
   std::vector<Candidate> candidates;
-  for (auto& [id, other] : jobs_) {
+  for (Job* entry : active_) {
+    Job& other = *entry;
     if (!MayPreempt(job, other, now)) continue;
     const int gpus = GpusHeld(other);
     const double units = gpus > 0 ? gpus : CpusHeld(other);
@@ -663,7 +757,8 @@ bool Engine::TryPreempt(Job& job, Millis now, Effects& effects) {
       for (const alloc::NodeGrant& g : HeldGrants(*c.job)) fit.Release(g);
       released.push_back(&c);
       if (!fit.Enough()) continue;
-      const alloc::PlacementResult result = allocator_.Place(job.gang, shadow);
+      const alloc::PlacementResult result =
+          allocator_.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo);
       if (result.outcome != alloc::Outcome::kPlaced) continue;
       if (s != topology::kNone && !under(result.placement.domain, s)) continue;
       Solution solution{level, 0, {}, result.placement};
@@ -784,18 +879,13 @@ void Engine::Schedule(Millis now, Effects& effects) {
   for (const config::QosSpec& q : config_.qos) {
     if (q.max_jobs_per_user || q.max_gpus_per_user || q.max_gpus_per_account) pass.limits = true;
   }
-  std::vector<Job*> order;
-  for (auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending) {
-      order.push_back(&job);
-    } else if (Active(job)) {
-      pass.Count(job, 1);
-      // Victims still in their grace time, or stopping: their preemptor
-      // waits for them and chooses no more.
-      if (job.preempted_by != 0 &&
-          (job.preempt_deadline.count() != 0 || job.state == JobState::kCompleting)) {
-        pass.preemptors.insert(job.preempted_by);
-      }
+  for (const Job* job : active_) {
+    pass.Count(*job, 1);
+    // Victims still in their grace time, or stopping: their preemptor
+    // waits for them and chooses no more.
+    if (job->preempted_by != 0 &&
+        (job->preempt_deadline.count() != 0 || job->state == JobState::kCompleting)) {
+      pass.preemptors.insert(job->preempted_by);
     }
   }
   std::erase_if(preempt_plans_, [this](const auto& entry) {
@@ -803,7 +893,8 @@ void Engine::Schedule(Millis now, Effects& effects) {
     return preemptor == nullptr || preemptor->state != JobState::kPending;
   });
   // Victims whose preemptor no longer waits are spared.
-  for (auto& [id, job] : jobs_) {
+  for (Job* entry : active_) {
+    Job& job = *entry;
     if (job.preempt_deadline.count() == 0 || job.state != JobState::kRunning) continue;
     const Job* preemptor = FindJob(job.preempted_by);
     if (preemptor == nullptr || preemptor->state != JobState::kPending) {
@@ -816,33 +907,32 @@ void Engine::Schedule(Millis now, Effects& effects) {
     }
   }
   // Multifactor priority, with each (account, user)'s fair share computed once.
-  std::map<std::pair<std::string, std::string>, double> shares;
-  for (Job* job : order) {
-    auto key = std::pair{job->request.account, job->request.user_name};
-    auto it = shares.find(key);
-    if (it == shares.end()) {
-      it = shares.emplace(key, fair_share_.Factor(config_, key.first, key.second, now)).first;
+  std::vector<double> shares(share_owners_.size(), -1);
+  std::vector<QueueKey> keys;
+  keys.reserve(pending_.size());
+  for (Job* job : pending_) {
+    double& share = shares[static_cast<std::size_t>(job->share_slot)];
+    if (share < 0) {
+      const auto& [account, user] = share_owners_[static_cast<std::size_t>(job->share_slot)];
+      share = fair_share_.Factor(config_, account, user, now);
     }
     policy::PriorityInputs in;
     in.age = std::max(Millis{0}, now - job->eligible_time);
     in.nodes = job->gang.nodes;
     in.cluster_nodes = std::max(1, topology_.NodeCount());
-    in.fairshare = it->second;
+    in.fairshare = share;
     in.partition_tier = job->priority_tier;
     in.max_partition_tier = max_tier_;
     const config::QosSpec* qos = config_.FindQos(job->qos);
     in.qos_priority = qos == nullptr ? 0 : qos->priority;
     in.max_qos_priority = max_qos_priority_;
     job->priority = policy::ComputePriority(config_.priority, in).total;
+    keys.push_back(QueueKey::Of(*job));
   }
-  std::sort(order.begin(), order.end(), [](const Job* a, const Job* b) {
-    if (a->priority_tier != b->priority_tier) return a->priority_tier > b->priority_tier;
-    if (a->priority != b->priority) return a->priority > b->priority;
-    return a->id < b->id;
-  });
+  std::sort(keys.begin(), keys.end());
 
-  for (Job* entry : order) {
-    Job& job = *entry;
+  for (const QueueKey& key : keys) {
+    Job& job = *key.job;
     if (job.state != JobState::kPending) continue;
     if (!Eligible(job, pass, now, effects)) continue;
     const alloc::PartitionId partition = job.gang.partition.value_or(-1);
@@ -858,7 +948,17 @@ void Engine::Schedule(Millis now, Effects& effects) {
       const std::vector<NodeId> reserved = ReservedNodes(pass, now, job);
       gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
       if (behind) ++pass.backfill_tried;
-      alloc::PlacementResult result = allocator_.Place(gang, pool_);
+      // Behind a waiting job only a placement matters, not why none exists:
+      // skip the allocator when too few nodes could take one node of the gang.
+      alloc::PlacementResult result;
+      if (!behind) {
+        result = allocator_.Place(gang, pool_);
+      } else if (const std::vector<NodeId>& may_fit = pass.MayFitNodes(gang, pool_);
+                 static_cast<int>(may_fit.size()) < gang.nodes) {
+        result.outcome = alloc::Outcome::kBusy;
+      } else {
+        result = allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
+      }
       if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
         result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
         result.reason = "the free nodes are reserved for higher-priority jobs";
@@ -866,6 +966,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
       if (result.outcome == alloc::Outcome::kPlaced) {
         Job& target = job.array_pending.empty() ? job : SplitTask(job, now, effects);
         Start(target, result.placement, now, effects);
+        pass.may_fit.clear();
         if (pass.shadow) pass.shadow->Commit(result.placement.grants);
         pass.Count(target, 1);
         started = true;
@@ -880,8 +981,13 @@ void Engine::Schedule(Millis now, Effects& effects) {
         SetReason(job, "ReqNodeNotAvail", result.reason, effects);
         break;
       }
-      const bool preempting =
-          pass.preemptors.contains(job.id) || (!behind && TryPreempt(job, now, effects));
+      const bool chose = !pass.preemptors.contains(job.id) && !behind && TryPreempt(job, now, effects);
+      if (chose) {
+        // Victims without grace time stopped (or were suspended) already.
+        pass.may_fit.clear();
+        pass.shadow.reset();
+      }
+      const bool preempting = pass.preemptors.contains(job.id) || chose;
       if (preempting) {
         pass.preemptors.insert(job.id);
         // The victims' nodes are the preemptor's: nothing else may take

@@ -132,7 +132,26 @@ GangAllocator::GangAllocator(const topology::Topology& topology)
       group_cap_(topology.Groups().size(), 0),
       group_required_(topology.Groups().size(), 0) {}
 
-PlacementResult GangAllocator::Place(const GangRequest& request, const NodePool& pool) {
+PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePool& pool) {
+  std::string key;
+  const bool cacheable = request.required_nodes.empty() && request.excluded_nodes.empty();
+  if (cacheable) {
+    key = fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.tasks_per_node,
+                      request.cpus_per_task, request.gpus_per_node, request.memory_mb_per_node,
+                      static_cast<int>(request.exclusivity), request.partition.value_or(-1),
+                      request.max_leaves.value_or(0), request.segment.value_or(0),
+                      pool.CapacityId(), fmt::join(request.features, ","));
+    if (const auto it = feasible_.find(key); it != feasible_.end()) return it->second;
+  }
+  PlacementResult result = Run(request, pool, View::kIdleCluster, nullptr);
+  if (result.outcome == Outcome::kPlaced) result.outcome = Outcome::kBusy;
+  result.placement = {};
+  if (cacheable) feasible_.emplace(std::move(key), result);
+  return result;
+}
+
+PlacementResult GangAllocator::Run(const GangRequest& request, const NodePool& pool, View view,
+                                   const std::vector<NodeId>* among) {
   PlacementResult result;
   if (absl::Status valid = ValidateGangRequest(request); !valid.ok()) {
     result.reason = std::string(valid.message());
@@ -156,27 +175,30 @@ PlacementResult GangAllocator::Place(const GangRequest& request, const NodePool&
 
   for (const NodeId n : request.excluded_nodes) excluded_[n] = 1;
   for (const NodeId n : request.required_nodes) required_[n] = 1;
-
-  result = TryPlace(request, pool, need, View::kNow);
-  if (result.outcome != Outcome::kPlaced) {
-    // Would it fit if every node were up and idle? Then it only waits.
-    PlacementResult ideal = TryPlace(request, pool, need, View::kIdleCluster);
-    if (ideal.outcome == Outcome::kPlaced) {
-      result.outcome = Outcome::kBusy;
-    } else {
-      result.outcome = Outcome::kInfeasible;
-      result.reason = std::move(ideal.reason);
-    }
-    result.placement = {};
-  }
-
+  result = TryPlace(request, pool, need, view, among);
   for (const NodeId n : request.excluded_nodes) excluded_[n] = 0;
   for (const NodeId n : request.required_nodes) required_[n] = 0;
   return result;
 }
 
+PlacementResult GangAllocator::Place(const GangRequest& request, const NodePool& pool,
+                                     Classify classify, const std::vector<NodeId>* among) {
+  PlacementResult result = Run(request, pool, View::kNow, among);
+  if (result.outcome != Outcome::kPlaced) {
+    result.placement = {};
+    result.outcome = Outcome::kBusy;
+    if (classify == Classify::kYes) {
+      // Would it fit if every node were up and idle? Then it only waits.
+      PlacementResult ideal = Feasible(request, pool);
+      if (ideal.outcome == Outcome::kInfeasible) result = std::move(ideal);
+    }
+  }
+  return result;
+}
+
 PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePool& pool,
-                                        const Need& need, View view) {
+                                        const Need& need, View view,
+                                        const std::vector<NodeId>* among) {
   PlacementResult result;
   result.outcome = Outcome::kInfeasible;
   const topology::Topology& topo = topology_;
@@ -184,14 +206,16 @@ PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePo
                                 ? fmt::format("partition {}", pool.GetPartition(*request.partition).name)
                                 : std::string("the cluster");
 
-  // 1. Which nodes could host one node of the gang.
+  // 1. Which nodes could host one node of the gang, and how many per group.
   std::fill(fit_.begin(), fit_.end(), 0);
+  std::fill(group_fit_.begin(), group_fit_.end(), 0);
   int candidates = 0;
   int eligible = 0;
   int down = 0;
   int drained = 0;
   int fit = 0;
   auto mark = [&](NodeId n) {
+    if (fit_[n] != 0) return;  // a repeat in `among`
     ++candidates;
     if (excluded_[n] != 0) return;
     const NodeCapacity& c = pool.Capacity(n);
@@ -215,9 +239,17 @@ PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePo
       }
     }
     fit_[n] = 1;
+    if (const GroupId g = topo.GroupOf(n); g != kNone) ++group_fit_[static_cast<std::size_t>(g)];
     ++fit;
   };
-  if (request.partition) {
+  if (among != nullptr) {
+    const std::uint8_t* in = request.partition
+                                 ? pool.GetPartition(*request.partition).contains.data()
+                                 : nullptr;
+    for (const NodeId n : *among) {
+      if (in == nullptr || in[n] != 0) mark(n);
+    }
+  } else if (request.partition) {
     for (const NodeId n : pool.GetPartition(*request.partition).nodes) mark(n);
   } else {
     for (NodeId n = 0; n < pool.NodeCount(); ++n) mark(n);
@@ -263,10 +295,7 @@ PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePo
   const auto& groups = topo.Groups();
   std::fill(group_required_.begin(), group_required_.end(), 0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    int count = 0;
-    for (const NodeId n : groups[g].nodes) count += fit_[n];
-    group_fit_[g] = count;
-    group_cap_[g] = count - count % need.segment;
+    group_cap_[g] = group_fit_[g] - group_fit_[g] % need.segment;
   }
   std::vector<GroupId> forced;  // groups holding required nodes
   int forced_nodes = 0;

@@ -2,6 +2,7 @@
 #include "cohort/node_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -11,11 +12,20 @@
 #include "cohort/node_layout.h"
 
 namespace cohort::alloc {
+namespace {
+
+std::uint64_t NextCapacityId() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
                                           std::span<const config::NodeSpec> nodes,
                                           std::span<const config::PartitionSpec> partitions) {
   NodePool pool;
+  pool.capacity_id_ = NextCapacityId();
   const int count = topology.NodeCount();
   pool.capacity_.resize(count);
   pool.free_.resize(count);
@@ -99,6 +109,7 @@ absl::Status NodePool::SetGpuGroups(NodeId node, std::vector<std::uint64_t> grou
                     capacity_[node].gpus));
   }
   capacity_[node].gpu_groups = std::move(groups);
+  capacity_id_ = NextCapacityId();
   return absl::OkStatus();
 }
 

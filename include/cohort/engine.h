@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/cluster_config.h"
@@ -282,6 +283,11 @@ class Engine {
                      Effects& effects);
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
   void Warn(Job& job, Effects& effects);
+  // The indexes below follow every job's state: a job changes state only
+  // through SetState, and enters or leaves jobs_ with Index / Unindex.
+  void SetState(Job& job, JobState next);
+  void Index(Job& job);
+  void Unindex(Job& job);
 
   // Policy (engine_policy.cpp).
   struct Reservation {
@@ -326,6 +332,23 @@ class Engine {
   std::map<JobId, std::vector<NodeId>> preempt_plans_;
   /// Arrays: the ids of each array's created tasks (the record not included).
   std::map<JobId, std::vector<JobId>> array_tasks_;
+
+  /// Jobs by state, so that ticks and passes cost what is pending or running,
+  /// not everything still in memory. Pointers into jobs_ (std::map nodes do
+  /// not move), ordered by id.
+  struct ById {
+    bool operator()(const Job* a, const Job* b) const { return a->id < b->id; }
+  };
+  absl::btree_set<Job*, ById> pending_;
+  absl::btree_set<Job*, ById> active_;  ///< running or completing (suspended too)
+  /// Pending jobs whose --switches=N@wait is still counting.
+  absl::btree_set<Job*, ById> switch_waits_;
+  /// Finished jobs by end time, for forgetting them after kFinishedRetention.
+  std::set<std::pair<Millis, JobId>> finished_;
+  /// (account, user) pairs by Job::share_slot, so that a pass computes each
+  /// pair's fair-share factor once and finds it without a string compare.
+  std::map<std::pair<std::string, std::string>, int> share_slots_;
+  std::vector<std::pair<std::string, std::string>> share_owners_;
 };
 
 }  // namespace cohort

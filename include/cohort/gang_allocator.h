@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,16 +70,34 @@ class GangAllocator {
  public:
   explicit GangAllocator(const topology::Topology& topology);
 
+  /// Whether a failed placement says if the gang could ever run (kBusy or
+  /// kInfeasible), or only that it does not fit now (kBusy).
+  enum class Classify : std::uint8_t { kYes, kNo };
+
   /// Finds where `request` goes in `pool` now, without changing the pool
   /// (commit the grants with NodePool::Commit). Never a partial placement.
-  [[nodiscard]] PlacementResult Place(const GangRequest& request, const NodePool& pool);
+  /// With `among`, only those nodes are considered (repeats allowed) and the
+  /// rest count as busy: a caller that knows which few nodes can have room
+  /// saves a pass over the whole pool. The reasons then count only `among`.
+  [[nodiscard]] PlacementResult Place(const GangRequest& request, const NodePool& pool,
+                                      Classify classify = Classify::kYes,
+                                      const std::vector<NodeId>* among = nullptr);
+
+  /// Whether the gang could ever run: would it fit if every node of the pool
+  /// were up and idle? kBusy (it would) or kInfeasible with the reason; never
+  /// a placement. Node capacities are fixed for a pool's life, so the answer
+  /// is kept per request shape (requests that name no nodes).
+  [[nodiscard]] PlacementResult Feasible(const GangRequest& request, const NodePool& pool);
 
  private:
   enum class View : std::uint8_t { kNow, kIdleCluster };
   struct Need;
 
+  /// Validates, marks the request's nodes, and places in `view`.
+  PlacementResult Run(const GangRequest& request, const NodePool& pool, View view,
+                      const std::vector<NodeId>* among);
   PlacementResult TryPlace(const GangRequest& request, const NodePool& pool, const Need& need,
-                           View view);
+                           View view, const std::vector<NodeId>* among = nullptr);
   void ChooseNodes(topology::GroupId group, int take, const NodePool& pool, const Need& need,
                    View view, std::vector<NodeId>& out);
 
@@ -89,6 +108,9 @@ class GangAllocator {
   std::vector<int> group_fit_;          ///< by group: fitting nodes
   std::vector<int> group_cap_;          ///< by group: usable nodes (whole segments)
   std::vector<int> group_required_;     ///< by group: required nodes in it
+  /// Feasible's answers by shape (nodes, CPUs, memory, GPUs, exclusivity,
+  /// partition, features, --switches, --segment).
+  std::map<std::string, PlacementResult> feasible_;
 };
 
 /// Chooses `count` free GPUs of a node: the locality group with the fewest

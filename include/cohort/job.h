@@ -178,6 +178,7 @@ struct Job {
   Millis charged_until{0};
   Millis expected_start{0};
   std::int64_t priority = 0;  ///< the last pass's multifactor total
+  int share_slot = -1;        ///< the engine's number for (account, user)
 };
 
 /// How users write a job's id: "12", "12_3" for task 3 of array 12, and

@@ -96,7 +96,13 @@ class NodePool {
   [[nodiscard]] const Partition& GetPartition(PartitionId id) const { return partitions_[id]; }
   [[nodiscard]] int PartitionCount() const { return static_cast<int>(partitions_.size()); }
 
+  /// Identifies the pool's capacities: copies share it; a new pool, or new
+  /// GPU groups, get a new one. What depends only on capacities (whether a
+  /// gang could ever fit) may be remembered under it.
+  [[nodiscard]] std::uint64_t CapacityId() const { return capacity_id_; }
+
  private:
+  std::uint64_t capacity_id_ = 0;
   std::vector<NodeCapacity> capacity_;
   std::vector<NodeFree> free_;
   std::vector<NodeCondition> condition_;
