@@ -924,6 +924,24 @@ absl::Status Engine::CheckInvariants() const {
     std::uint64_t gpus = 0;
   };
   std::vector<Used> used(static_cast<std::size_t>(topology_.NodeCount()));
+  // Every job is in the index of its state, and the indexes hold nothing else.
+  std::size_t indexed = 0;
+  for (const auto& [id, job] : jobs_) {
+    const bool in_pending = pending_.contains(&job);
+    const bool in_active = active_.contains(&job);
+    const bool in_finished = finished_.contains({job.end_time, id});
+    const bool want_pending = job.state == JobState::kPending;
+    const bool want_active = job.state == JobState::kRunning || job.state == JobState::kCompleting;
+    if (in_pending != want_pending || in_active != want_active ||
+        in_finished != (!want_pending && !want_active)) {
+      return absl::InternalError(fmt::format("job {} ({}) is in the wrong state index", id,
+                                             JobStateName(job.state)));
+    }
+    ++indexed;
+  }
+  if (indexed != pending_.size() + active_.size() + finished_.size()) {
+    return absl::InternalError("a state index holds a job the engine no longer has");
+  }
   for (const auto& [id, job] : jobs_) {
     if (job.suspended) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {

@@ -337,6 +337,7 @@ class Engine {
   /// not everything still in memory. Pointers into jobs_ (std::map nodes do
   /// not move), ordered by id.
   struct ById {
+    using is_transparent = void;  ///< finds by const Job* too
     bool operator()(const Job* a, const Job* b) const { return a->id < b->id; }
   };
   absl::btree_set<Job*, ById> pending_;
