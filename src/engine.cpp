@@ -270,6 +270,7 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   }
   job.priority = PriorityOf(job, now).total;
   schedule_needed_ = true;
+  submitted_.push_back(job.id);
   const JobId id = job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
@@ -344,7 +345,7 @@ void Engine::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     job.end_time = now;
     SetState(job, JobState::kCancelled);
     Changed(job, effects);
-    schedule_needed_ = true;  // it may have been what the jobs behind it waited for
+    NeedPass();  // it may have been what the jobs behind it waited for
     return;
   }
   if (before == JobState::kRunning && *next == JobState::kCompleting) {
@@ -405,7 +406,7 @@ void Engine::Finish(Job& job, Millis now, Effects& effects) {
     job.released.clear();
     job.exited_ok.clear();
     ++job.attempt;
-    schedule_needed_ = true;
+    NeedPass();
   } else {
     SetState(job, final_state);
   }
@@ -442,7 +443,7 @@ void Engine::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   if (!job.suspended) pool_.Release({&grant, 1});
   nodes_[static_cast<std::size_t>(grant.node)].jobs.erase(job.id);
   effects.changed_nodes.push_back(grant.node);
-  schedule_needed_ = true;
+  NeedPass();
 }
 
 void Engine::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,
@@ -589,7 +590,7 @@ absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Milli
   }
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
-  schedule_needed_ = true;
+  NeedPass();
   return absl::OkStatus();
 }
 
@@ -689,7 +690,7 @@ absl::Status Engine::Resume(NodeId node, const Caller& caller, Effects& effects)
   runtime.drain_reason.clear();
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
-  schedule_needed_ = true;
+  NeedPass();
   return absl::OkStatus();
 }
 
@@ -742,7 +743,7 @@ void Engine::Tick(Millis now, Effects& effects) {
       // --switches=N@wait: past the wait the job takes any leaves.
       switch_waits_.erase(job);
       job->gang.max_leaves.reset();
-      schedule_needed_ = true;
+      NeedPass();
     }
   }
   while (!finished_.empty() && now - finished_.begin()->first > kFinishedRetention) {
@@ -892,7 +893,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     }
   }
   for (NodeId n = 0; n < topology_.NodeCount(); ++n) UpdateCondition(n);
-  schedule_needed_ = true;
+  NeedPass();
 }
 
 NodeView Engine::ViewNode(NodeId node) const {

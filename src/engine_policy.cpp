@@ -116,22 +116,6 @@ class FitCounter {
   std::vector<NodeId> excluded_list_;
 };
 
-// A pending job's place in the order passes try them: highest partition tier
-// first, then highest priority, then oldest id. Sorted by value, so that
-// sorting a long queue does not chase a pointer per comparison.
-struct QueueKey {
-  int tier = 0;
-  std::int64_t priority = 0;
-  JobId id = 0;
-  Job* job = nullptr;
-  static QueueKey Of(Job& job) { return {job.priority_tier, job.priority, job.id, &job}; }
-  bool operator<(const QueueKey& o) const {
-    if (tier != o.tier) return tier > o.tier;
-    if (priority != o.priority) return priority > o.priority;
-    return id < o.id;
-  }
-};
-
 // The grants a job still holds in the pool.
 std::vector<alloc::NodeGrant> HeldGrants(const Job& job) {
   std::vector<alloc::NodeGrant> held;
@@ -591,13 +575,13 @@ void Engine::ResumeSuspended(Millis now, Effects& effects) {
 
 // ------------------------------------------------------------- backfill
 
-std::vector<NodeId> Engine::ReservedNodes(const PassState& pass, Millis start,
-                                          const Job& job) const {
+std::vector<NodeId> Engine::ReservedNodes(const std::vector<Reservation>& reservations,
+                                          Millis start, const Job& job) {
   std::vector<NodeId> nodes;
   const Millis end =
       job.time_limit == kUnlimited ? Millis::max() : start + ToMillis(job.time_limit);
   // Repeats are harmless: the allocator marks excluded nodes in a mask.
-  for (const Reservation& r : pass.reservations) {
+  for (const Reservation& r : reservations) {
     if (r.job != job.id && r.start < end) nodes.insert(nodes.end(), r.nodes.begin(), r.nodes.end());
   }
   return nodes;
@@ -874,7 +858,7 @@ void Engine::StopVictim(Job& victim, const std::string& detail, Millis now, Effe
       victim.suspended = true;
       victim.suspended_since = now;
       victim.reason_detail = fmt::format("suspended (SIGSTOP): {}", by);
-      schedule_needed_ = true;
+      NeedPass();
       Changed(victim, effects);
       break;
     case config::PreemptMode::kCancel:
@@ -887,8 +871,76 @@ void Engine::StopVictim(Job& victim, const std::string& detail, Millis now, Effe
 
 // ------------------------------------------------------------- the pass
 
-void Engine::Schedule(Millis now, Effects& effects) {
+void Engine::NeedPass() {
+  schedule_needed_ = true;
+  full_pass_needed_ = true;
+}
+
+bool Engine::SubmissionPass(Millis now, Effects& effects) {
+  // Priorities drift with age and usage: a full pass at least this often.
+  constexpr Millis kFullPassEvery = std::chrono::seconds(30);
+  if (full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
+  for (const config::QosSpec& q : config_.qos) {
+    if (q.max_jobs_per_user || q.max_gpus_per_user || q.max_gpus_per_account) return false;
+  }
+  std::vector<QueueKey> fresh;
+  for (const JobId id : submitted_) {
+    const auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.state == JobState::kPending) {
+      fresh.push_back(QueueKey::Of(it->second));
+    }
+  }
+  std::sort(fresh.begin(), fresh.end());
+  for (const QueueKey& key : fresh) {
+    const Job& job = *key.job;
+    // Holds, dependencies and arrays take the full pass's rules.
+    if (job.held || !job.dependency_left.terms.empty() || !job.array_pending.empty()) return false;
+    // A job ahead of its partition's waiting job may start, or wait first
+    // and need a reservation or victims: the full pass decides.
+    const auto blocked = last_blocked_.find(job.gang.partition.value_or(-1));
+    if (blocked == last_blocked_.end() || key < blocked->second) return false;
+  }
+  // Nothing was freed since the last full pass, and every new job is behind
+  // a waiting one: a new job starts only as backfill, where it delays none
+  // of the reservations that pass made; the other jobs' fate is unchanged.
   schedule_needed_ = false;
+  submitted_.clear();
+  const std::string behind = "waiting behind higher-priority jobs of the partition";
+  for (const QueueKey& key : fresh) {
+    Job& job = *key.job;
+    alloc::GangRequest gang = job.gang;
+    const std::vector<NodeId> reserved = ReservedNodes(last_reservations_, now, job);
+    gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
+    std::vector<NodeId> may_fit;
+    const auto add = [&](NodeId n) {
+      if (MayFit(gang, pool_, n)) may_fit.push_back(n);
+    };
+    if (gang.partition) {
+      for (const NodeId n : pool_.GetPartition(*gang.partition).nodes) add(n);
+    } else {
+      for (NodeId n = 0; n < pool_.NodeCount(); ++n) add(n);
+    }
+    if (static_cast<int>(may_fit.size()) >= gang.nodes) {
+      const alloc::PlacementResult result =
+          allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
+      if (result.outcome == alloc::Outcome::kPlaced) {
+        Start(job, result.placement, now, effects);
+        continue;
+      }
+    }
+    job.expected_start = Millis{0};
+    SetReason(job, "Priority", behind, effects);
+  }
+  return true;
+}
+
+void Engine::Schedule(Millis now, Effects& effects) {
+  if (SubmissionPass(now, effects)) return;
+  schedule_needed_ = false;
+  full_pass_needed_ = false;
+  last_full_pass_ = now;
+  submitted_.clear();
+  last_blocked_.clear();
   ChargeUsage(now);
   ResumeSuspended(now, effects);
   PassState pass;
@@ -962,7 +1014,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
     bool started = false;
     while (true) {
       alloc::GangRequest gang = job.gang;
-      const std::vector<NodeId> reserved = ReservedNodes(pass, now, job);
+      const std::vector<NodeId> reserved = ReservedNodes(pass.reservations, now, job);
       gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
       if (behind) ++pass.backfill_tried;
       // Behind a waiting job only a placement matters, not why none exists:
@@ -1026,9 +1078,15 @@ void Engine::Schedule(Millis now, Effects& effects) {
                   effects);
       }
       pass.blocked.insert(partition);
+      if (!last_blocked_.contains(partition)) {
+        QueueKey first = QueueKey::Of(job);
+        first.job = nullptr;  // kept past this pass: the order only
+        last_blocked_.emplace(partition, first);
+      }
       break;
     }
   }
+  last_reservations_ = std::move(pass.reservations);
 }
 
 // ------------------------------------------------------------- references and actions
@@ -1123,7 +1181,7 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
     return absl::FailedPreconditionError(fmt::format(
         "job {} is not pending; only pending jobs can be held", DisplayId(jobs_.at(ids.front()))));
   }
-  schedule_needed_ = true;  // reservations it held are free for others
+  NeedPass();  // reservations it held are free for others
   return absl::OkStatus();
 }
 
@@ -1150,7 +1208,7 @@ absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effec
     return absl::FailedPreconditionError(
         fmt::format("job {} is not held; see cohort queue", DisplayId(jobs_.at(ids.front()))));
   }
-  schedule_needed_ = true;
+  NeedPass();
   return absl::OkStatus();
 }
 

@@ -11,8 +11,9 @@
 #   bash bench/scale/run.sh [BUILD_DIR]        (default build/default)
 #   SCALE_NODES=1024 SCALE_JOBS=5000 bash bench/scale/run.sh build/dev   (a quick try)
 #
-# Measures: scheduling pass time (the controller's `pass took_us=` debug
-# line), SubmitJob latency from a gRPC client and `cohort submit` wall time
+# Measures: the engine alone in process (bench/scale/engine_scale: pass,
+# submission and tick times at this scale), then end to end: scheduling pass
+# time (the controller's `pass took_us=` debug line), SubmitJob latency from a gRPC client and `cohort submit` wall time
 # with the queue full, `cohort queue` wall time, controller VmRSS/VmHWM.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,6 +72,11 @@ TopologyFile=$work/topology.conf
 NodeName=gpu[00001-$(printf %05d "$nodes")] CPUs=224 MemoryMB=2000000 Gpus=8
 PartitionName=train Nodes=ALL Default=YES MaxTime=UNLIMITED
 CONF
+
+# First the engine alone, in process: what the controller's state thread
+# spends on a pass, a submission and a tick, without RPCs or the store.
+echo "== the scheduling engine alone: $nodes nodes, $jobs jobs queued"
+"$build/bench/scale/engine_scale" --nodes "$nodes" --jobs "$jobs" --json "$out/engine-scale.json"
 
 echo "== $nodes nodes ($leaves leaves, $spines spines, 1 core), $agents fake-exec agents, $jobs jobs"
 "$build/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 \

@@ -296,6 +296,28 @@ class Engine {
     std::vector<NodeId> nodes;
   };
   struct PassState;
+  /// A pending job's place in the order passes try them: highest partition
+  /// tier first, then highest priority, then oldest id. Sorted by value, so
+  /// that sorting a long queue does not chase a pointer per comparison.
+  struct QueueKey {
+    int tier = 0;
+    std::int64_t priority = 0;
+    JobId id = 0;
+    Job* job = nullptr;
+    static QueueKey Of(Job& job) { return {job.priority_tier, job.priority, job.id, &job}; }
+    bool operator<(const QueueKey& o) const {
+      if (tier != o.tier) return tier > o.tier;
+      if (priority != o.priority) return priority > o.priority;
+      return id < o.id;
+    }
+  };
+  /// Whatever set schedule_needed_ other than a submission: the next pass
+  /// must go over the whole queue.
+  void NeedPass();
+  /// A pass after nothing but submissions, each behind a waiting job of its
+  /// partition: only the new jobs are tried, as backfill against the last
+  /// full pass's reservations. False (nothing done) when a full pass is due.
+  bool SubmissionPass(Millis now, Effects& effects);
   void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
   Job& SplitTask(Job& array, Millis now, Effects& effects);
   void ChargeUsage(Millis now);
@@ -307,7 +329,8 @@ class Engine {
   int DependencyStatus(Job& job, std::string& why);
   std::string LimitReached(const Job& job, const PassState& pass) const;
   std::optional<Reservation> PlanReservation(const Job& job, PassState& pass, Millis now);
-  std::vector<NodeId> ReservedNodes(const PassState& pass, Millis start, const Job& job) const;
+  static std::vector<NodeId> ReservedNodes(const std::vector<Reservation>& reservations,
+                                           Millis start, const Job& job);
   bool TryPreempt(Job& job, Millis now, Effects& effects);
   void StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects);
   config::PreemptMode VictimMode(const Job& job) const;
@@ -350,6 +373,15 @@ class Engine {
   /// pair's fair-share factor once and finds it without a string compare.
   std::map<std::pair<std::string, std::string>, int> share_slots_;
   std::vector<std::pair<std::string, std::string>> share_owners_;
+
+  /// What the last full pass left for submission passes: its reservations,
+  /// the first waiting job of each partition, when it ran; and the jobs
+  /// submitted since.
+  bool full_pass_needed_ = true;
+  Millis last_full_pass_{0};
+  std::vector<Reservation> last_reservations_;
+  std::map<alloc::PartitionId, QueueKey> last_blocked_;
+  std::vector<JobId> submitted_;
 };
 
 }  // namespace cohort

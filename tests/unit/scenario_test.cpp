@@ -303,6 +303,49 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   EXPECT_LE(started.start_time, promised + seconds(1));
 }
 
+// With the partition's top job waiting and nothing freed since the last full
+// pass, a pass after submissions tries only the new jobs, as backfill against
+// that pass's reservations; a new job ahead of the waiting one gets a full
+// pass, and with it a reservation of its own.
+TEST(PolicyTest, SubmissionsBehindAWaitingJobAreOnlyBackfilled) {
+  config::ClusterConfig config;
+  config::QosSpec normal;
+  normal.name = "normal";
+  config::QosSpec high;
+  high.name = "high";
+  high.priority = 100;
+  config.qos = {normal, high};
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), config);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
+  sim.RunUntil(sim.now() + seconds(1));
+  const JobId wide = sim.Submit(Request(8, 8, hours(1)), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  const Millis promised = sim.engine().FindJob(wide)->expected_start;
+  ASSERT_NE(promised.count(), 0);
+
+  const JobId short_one = sim.Submit(Request(1, 8, minutes(30)), {minutes(30)}).value();
+  const JobId long_one = sim.Submit(Request(1, 8, hours(5)), {hours(5)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  EXPECT_EQ(sim.engine().FindJob(short_one)->state, JobState::kRunning);
+  const Job& waits = *sim.engine().FindJob(long_one);
+  EXPECT_EQ(waits.state, JobState::kPending);
+  EXPECT_EQ(waits.reason, "Priority");
+  EXPECT_EQ(waits.expected_start.count(), 0) << "only a full pass plans its start";
+  EXPECT_EQ(sim.engine().FindJob(wide)->expected_start, promised);
+
+  // Ahead of the waiting job: a full pass, which plans a start for it too.
+  JobRequest urgent = Request(2, 8, hours(1));
+  urgent.qos = "high";
+  const JobId ahead = sim.Submit(urgent, {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  const Job& first = *sim.engine().FindJob(ahead);
+  EXPECT_EQ(first.state, JobState::kPending);
+  EXPECT_EQ(first.reason, "Resources");
+  EXPECT_NE(first.expected_start.count(), 0);
+  EXPECT_EQ(sim.engine().PendingOrder().front(), ahead);
+}
+
 // The top job of a partition is not starved by a stream of small jobs on a
 // 1,024-node fat tree: a 64-node gang starts once the nodes it reserved free.
 TEST(ScenarioTest, WideGangIsNotStarvedByOneNodeJobs) {
