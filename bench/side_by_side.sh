@@ -85,15 +85,19 @@ CONF
 cohort_submit_true() { cohort submit -N 1 --exclusive -o /dev/null -- true >/dev/null; }
 slurm_submit_true() { sbatch -N 1 --exclusive -o /dev/null --wrap true >/dev/null; }
 
-# submit_array N: one array of N one-node `true` jobs; exit 3 (and the
-# reason on stdout) when the CLI does not support arrays.
-cohort_submit_array() {
+# arrays_supported N: whether the CLI takes an array of N tasks; when not,
+# prints the reason and exits 3. Asked before the timed submission.
+cohort_arrays_supported() {
   local probe
   probe=$(cohort submit --test-only --array=0-$(($1 - 1)) -N 1 --exclusive -o /dev/null -- true 2>&1)
   if grep -Eqi 'array.*(not supported|unknown|not expected)|(unknown|unrecognized).*array' <<<"$probe"; then
     grep -i array <<<"$probe" | head -1
     return 3
   fi
+}
+slurm_arrays_supported() { :; }
+# submit_array N: one array of N one-node `true` jobs.
+cohort_submit_array() {
   cohort submit --array=0-$(($1 - 1)) -N 1 --exclusive -o /dev/null -- true >/dev/null
 }
 slurm_submit_array() { sbatch --array=0-$(($1 - 1)) -N 1 --exclusive -o /dev/null --wrap true >/dev/null; }
@@ -186,6 +190,19 @@ measure_dispatch() {
 measure_throughput() {
   local mode=$1 jobs=$2 what=${3:-both} s e_sub e_all pids=() c reason
   say "throughput, $jobs one-node jobs, $mode"
+  if [ "$mode" = array ]; then
+    reason=$("${SYS}_arrays_supported" "$jobs")
+    case $? in
+      0) ;;
+      3)
+        record submit_rate_array_per_s n/a "$reason"
+        record throughput_array_jobs_per_s n/a "$reason"
+        echo "   n/a: $reason" >&2
+        return 0
+        ;;
+      *) return 1 ;;
+    esac
+  fi
   s=$(now_ns)
   case $mode in
     seq) for _ in $(seq "$jobs"); do "${SYS}_submit_true" || return 1; done ;;
@@ -196,19 +213,7 @@ measure_throughput() {
       done
       for c in "${pids[@]}"; do wait "$c" || return 1; done
       ;;
-    array)
-      reason=$("${SYS}_submit_array" "$jobs")
-      case $? in
-        0) ;;
-        3)
-          record submit_rate_array_per_s n/a "$reason"
-          record throughput_array_jobs_per_s n/a "$reason"
-          echo "   n/a: $reason" >&2
-          return 0
-          ;;
-        *) return 1 ;;
-      esac
-      ;;
+    array) "${SYS}_submit_array" "$jobs" || return 1 ;;
   esac
   e_sub=$(now_ns)
   if [ "$what" = submit ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The gang-deadlock test: 4 users submit 100 three-node jobs at once on 8
-# nodes, far more than fit. Every job completes, none ever runs on fewer
+# nodes, far more than fit (DEADLOCK_JOBS_PER_CLIENT, default 25 each; the
+# sanitizer preset runs fewer). Every job completes, none ever runs on fewer
 # nodes than asked, and no two jobs ever hold the same GPU at the same time.
 source "$(dirname "$0")/lib.sh"
 # As root, four real users submit (identified by the controller's socket
@@ -22,12 +23,14 @@ as_user() {
 start_cluster "$ROOT/tests/data/clusters/eight-nodes.conf" "$ROOT/tests/data/clusters/eight-nodes-topology.conf"
 
 # Each rank logs: job node gpus start end (monotonic nanoseconds).
+per_client=${DEADLOCK_JOBS_PER_CLIENT:-25}
+total=$((4 * per_client))
 clients=()
 rank_script='s=$(date +%s%N); sleep 0.2; echo "$SLURM_JOB_ID $COHORT_NODENAME $CUDA_VISIBLE_DEVICES $s $(date +%s%N)" >> '"$WORK"'/logs/log-$SLURM_JOB_ID-$RANK'
 mkdir -p "$WORK/logs" && chmod 1777 "$WORK/logs"
 for client in 1 2 3 4; do
   (
-    for _ in $(seq 25); do
+    for _ in $(seq "$per_client"); do
       as_user "${users[$((client - 1))]}" "$BIN/cli/cohort" submit -N 3 --gpus-per-node 4 \
         -D "$WORK/logs" -o /dev/null -- sh -c "$rank_script" >>"$WORK/ids-$client" 2>&1 ||
         echo "submit failed" >>"$WORK/ids-$client"
@@ -37,7 +40,7 @@ for client in 1 2 3 4; do
 done
 wait "${clients[@]}"
 ids=$(cat "$WORK"/ids-* | sed -n 's/^Submitted job \([0-9]*\)$/\1/p')
-[ "$(wc -w <<<"$ids")" -eq 100 ] || fail "$(wc -w <<<"$ids") of 100 submissions got an id: $(grep -vh Submitted "$WORK"/ids-* | head -3)"
+[ "$(wc -w <<<"$ids")" -eq "$total" ] || fail "$(wc -w <<<"$ids") of $total submissions got an id: $(grep -vh Submitted "$WORK"/ids-* | head -3)"
 
 if [ -n "${users[0]}" ]; then
   # Users see each other's jobs but cancel only their own.
@@ -70,9 +73,10 @@ for id in $ids; do
   [ "$state" = COMPLETED ] || fail "job $id is $state"
 done
 
-python3 - "$WORK" <<'PY' || fail "gang or GPU check failed"
+python3 - "$WORK" "$total" <<'PY' || fail "gang or GPU check failed"
 import glob, sys, collections
 work = sys.argv[1]
+total = int(sys.argv[2])
 jobs = collections.defaultdict(list)
 for path in glob.glob(f"{work}/logs/log-*"):
     for line in open(path):
@@ -94,7 +98,7 @@ for key, uses in by_gpu.items():
         if s2 < e1:
             print(f"jobs {j1} and {j2} shared gpu {key}"); bad += 1
 print(f"{len(jobs)} jobs checked")
-sys.exit(1 if bad or len(jobs) != 100 else 0)
+sys.exit(1 if bad or len(jobs) != total else 0)
 PY
 pass "100 oversubscribed gang jobs completed whole without sharing a GPU"
 finish_test
