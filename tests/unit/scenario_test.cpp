@@ -280,14 +280,21 @@ TEST(ScenarioTest, EqualSharesGetEqualGpuHours) {
 
 // A backfilled job never delays the top job's reservation: the 8-node job
 // starts exactly when the running jobs' limits said it would.
-TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
-  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
-  // Six nodes busy: two until 1 h, four until 2 h (they run to their limit).
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
+// On 8 nodes under 2 leaves, six nodes busy (two until 1 h, four until 2 h,
+// each running to its limit), then an 8-node job that waits with a
+// reservation. Returns the waiting job.
+JobId BusyClusterWithAWaitingGang(VirtualCluster& sim) {
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
   sim.RunUntil(sim.now() + seconds(1));
   const JobId wide = sim.Submit(Request(8, 8, hours(1)), {hours(1)}).value();
   sim.RunUntil(sim.now() + seconds(1));
+  return wide;
+}
+
+TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
+  const JobId wide = BusyClusterWithAWaitingGang(sim);
   const Millis promised = sim.engine().FindJob(wide)->expected_start;
   ASSERT_NE(promised.count(), 0);
   // Short jobs fit before the reservation; long ones would delay it.
@@ -297,17 +304,21 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   EXPECT_EQ(sim.engine().FindJob(short_one)->state, JobState::kRunning)
       << "it ends before the reservation";
   EXPECT_EQ(sim.engine().FindJob(long_one)->state, JobState::kPending);
+  // Nothing was freed since the full pass that reserved, and both are behind
+  // the waiting job: the pass after their submission tries only them. The
+  // reservation stands; the long job's start is planned by the next full pass.
+  EXPECT_EQ(sim.engine().FindJob(long_one)->reason, "Priority");
+  EXPECT_EQ(sim.engine().FindJob(long_one)->expected_start.count(), 0);
+  EXPECT_EQ(sim.engine().FindJob(wide)->expected_start, promised);
   sim.RunUntil(promised + seconds(2));
   const Job& started = *sim.engine().FindJob(wide);
   EXPECT_EQ(started.state, JobState::kRunning);
   EXPECT_LE(started.start_time, promised + seconds(1));
 }
 
-// With the partition's top job waiting and nothing freed since the last full
-// pass, a pass after submissions tries only the new jobs, as backfill against
-// that pass's reservations; a new job ahead of the waiting one gets a full
-// pass, and with it a reservation of its own.
-TEST(PolicyTest, SubmissionsBehindAWaitingJobAreOnlyBackfilled) {
+// A submission ahead of the partition's waiting job gets a full pass, and
+// with it a reservation of its own, even when nothing was freed.
+TEST(PolicyTest, ASubmissionAheadOfTheWaitingJobGetsAFullPass) {
   config::ClusterConfig config;
   config::QosSpec normal;
   normal.name = "normal";
@@ -316,26 +327,8 @@ TEST(PolicyTest, SubmissionsBehindAWaitingJobAreOnlyBackfilled) {
   high.priority = 100;
   config.qos = {normal, high};
   VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), config);
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
-  sim.RunUntil(sim.now() + seconds(1));
-  const JobId wide = sim.Submit(Request(8, 8, hours(1)), {hours(1)}).value();
-  sim.RunUntil(sim.now() + seconds(1));
-  const Millis promised = sim.engine().FindJob(wide)->expected_start;
-  ASSERT_NE(promised.count(), 0);
-
-  const JobId short_one = sim.Submit(Request(1, 8, minutes(30)), {minutes(30)}).value();
-  const JobId long_one = sim.Submit(Request(1, 8, hours(5)), {hours(5)}).value();
-  sim.RunUntil(sim.now() + seconds(1));
-  EXPECT_EQ(sim.engine().FindJob(short_one)->state, JobState::kRunning);
-  const Job& waits = *sim.engine().FindJob(long_one);
-  EXPECT_EQ(waits.state, JobState::kPending);
-  EXPECT_EQ(waits.reason, "Priority");
-  EXPECT_EQ(waits.expected_start.count(), 0) << "only a full pass plans its start";
-  EXPECT_EQ(sim.engine().FindJob(wide)->expected_start, promised);
-
-  // Ahead of the waiting job: a full pass, which plans a start for it too.
-  JobRequest urgent = Request(2, 8, hours(1));
+  BusyClusterWithAWaitingGang(sim);
+  JobRequest urgent = Request(3, 8, hours(1));  // 2 nodes are free
   urgent.qos = "high";
   const JobId ahead = sim.Submit(urgent, {hours(1)}).value();
   sim.RunUntil(sim.now() + seconds(1));
