@@ -97,9 +97,9 @@ class FitCounter {
     return !gang_.partition || pool_.GetPartition(*gang_.partition).contains[n] != 0;
   }
   void Change(const alloc::NodeGrant& grant, bool release) {
-    const bool counted = InPartition(grant.node) &&
-                         (excluded_ == nullptr ||
-                          (*excluded_)[static_cast<std::size_t>(grant.node)] == 0);
+    const bool counted =
+        InPartition(grant.node) &&
+        (excluded_ == nullptr || (*excluded_)[static_cast<std::size_t>(grant.node)] == 0);
     const bool before = counted && MayFit(gang_, pool_, grant.node);
     if (release) {
       pool_.Release({&grant, 1});
@@ -184,10 +184,9 @@ struct Engine::PassState {
 
   const std::vector<NodeId>& MayFitNodes(const alloc::GangRequest& gang,
                                          const alloc::NodePool& pool) {
-    const auto key = std::tuple{gang.partition.value_or(-1),
-                                gang.exclusivity == alloc::Exclusivity::kExclusive,
-                                gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node,
-                                gang.gpus_per_node};
+    const auto key = std::tuple{
+        gang.partition.value_or(-1), gang.exclusivity == alloc::Exclusivity::kExclusive,
+        gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
     auto [it, fresh] = may_fit.try_emplace(key);
     if (fresh) {
       auto add = [&](NodeId n) {
@@ -286,9 +285,7 @@ std::vector<JobId> Engine::PendingOrder() const {
   return order;
 }
 
-std::size_t Engine::PendingCount() const {
-  return pending_.size();
-}
+std::size_t Engine::PendingCount() const { return pending_.size(); }
 
 int Engine::QueuePosition(JobId id) const {
   const std::vector<JobId> order = PendingOrder();
@@ -315,11 +312,10 @@ int Engine::DependencyStatus(Job& job, std::string& why) {
         for (const Job* other : *index) {
           if (status == 0) break;
           if (other->id != job.id && other->request.uid == job.request.uid &&
-              other->request.name == job.request.name &&
-              (Active(*other) || other->id < job.id)) {
+              other->request.name == job.request.name && (Active(*other) || other->id < job.id)) {
             status = 0;
-            what = fmt::format("singleton: job {} of the same name \"{}\" is {}",
-                               DisplayId(*other), job.request.name, JobStateName(other->state));
+            what = fmt::format("singleton: job {} of the same name \"{}\" is {}", DisplayId(*other),
+                               job.request.name, JobStateName(other->state));
           }
         }
       }
@@ -633,8 +629,7 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
         among.push_back(g.node);
       }
     }
-    const Millis end =
-        job.time_limit == kUnlimited ? Millis::max() : t + ToMillis(job.time_limit);
+    const Millis end = job.time_limit == kUnlimited ? Millis::max() : t + ToMillis(job.time_limit);
     for (; overlapping < by_start.size() && by_start[overlapping]->start < end; ++overlapping) {
       for (const NodeId n : by_start[overlapping]->nodes) fit.Exclude(n);
     }
@@ -1050,7 +1045,8 @@ void Engine::Schedule(Millis now, Effects& effects) {
         SetReason(job, "ReqNodeNotAvail", result.reason, effects);
         break;
       }
-      const bool chose = !pass.preemptors.contains(job.id) && !behind && TryPreempt(job, now, effects);
+      const bool chose =
+          !pass.preemptors.contains(job.id) && !behind && TryPreempt(job, now, effects);
       if (chose) {
         // Victims without grace time stopped (or were suspended) already.
         pass.may_fit.clear();

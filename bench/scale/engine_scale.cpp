@@ -20,8 +20,8 @@
 #include <variant>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cluster_files.h"
@@ -215,9 +215,11 @@ int main(int argc, char** argv) {
     const int tasks = job->gang.tasks_per_node;
     Effects e;
     for (const cohort::NodeId n : held) {
-      for (int t = 0; t < tasks; ++t) engine.RankExited(holders[static_cast<std::size_t>(i)], n, 0, 0, now, e);
+      for (int t = 0; t < tasks; ++t)
+        engine.RankExited(holders[static_cast<std::size_t>(i)], n, 0, 0, now, e);
     }
-    for (const cohort::NodeId n : held) engine.JobReleased(holders[static_cast<std::size_t>(i)], n, now, e);
+    for (const cohort::NodeId n : held)
+      engine.JobReleased(holders[static_cast<std::size_t>(i)], n, now, e);
     const Effects pass = timed_pass(after_end);
     started += static_cast<std::size_t>(std::count_if(
         pass.commands.begin(), pass.commands.end(),
