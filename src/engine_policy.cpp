@@ -59,6 +59,28 @@ bool MayFit(const alloc::GangRequest& gang, const alloc::NodePool& pool, NodeId 
          std::popcount(free.gpus) >= gang.gpus_per_node;
 }
 
+// The nodes of the gang's partition (every node without one) that may fit
+// one node of it now.
+std::vector<NodeId> NodesThatMayFit(const alloc::GangRequest& gang, const alloc::NodePool& pool) {
+  std::vector<NodeId> nodes;
+  const auto add = [&](NodeId n) {
+    if (MayFit(gang, pool, n)) nodes.push_back(n);
+  };
+  if (gang.partition) {
+    for (const NodeId n : pool.GetPartition(*gang.partition).nodes) add(n);
+  } else {
+    for (NodeId n = 0; n < pool.NodeCount(); ++n) add(n);
+  }
+  return nodes;
+}
+
+// Whether some QOS limits running jobs or GPUs, which passes must count.
+bool HasRunningLimits(const config::ClusterConfig& config) {
+  return std::any_of(config.qos.begin(), config.qos.end(), [](const config::QosSpec& q) {
+    return q.max_jobs_per_user || q.max_gpus_per_user || q.max_gpus_per_account;
+  });
+}
+
 // Counts the nodes that may fit, and keeps the count as grants come and go.
 class FitCounter {
  public:
@@ -188,16 +210,7 @@ struct Engine::PassState {
         gang.partition.value_or(-1), gang.exclusivity == alloc::Exclusivity::kExclusive,
         gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
     auto [it, fresh] = may_fit.try_emplace(key);
-    if (fresh) {
-      auto add = [&](NodeId n) {
-        if (MayFit(gang, pool, n)) it->second.push_back(n);
-      };
-      if (gang.partition) {
-        for (const NodeId n : pool.GetPartition(*gang.partition).nodes) add(n);
-      } else {
-        for (NodeId n = 0; n < pool.NodeCount(); ++n) add(n);
-      }
-    }
+    if (fresh) it->second = NodesThatMayFit(gang, pool);
     return it->second;
   }
 
@@ -875,9 +888,7 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
   // Priorities drift with age and usage: a full pass at least this often.
   constexpr Millis kFullPassEvery = std::chrono::seconds(30);
   if (full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
-  for (const config::QosSpec& q : config_.qos) {
-    if (q.max_jobs_per_user || q.max_gpus_per_user || q.max_gpus_per_account) return false;
-  }
+  if (HasRunningLimits(config_)) return false;
   std::vector<QueueKey> fresh;
   for (const JobId id : submitted_) {
     const auto it = jobs_.find(id);
@@ -906,15 +917,7 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
     alloc::GangRequest gang = job.gang;
     const std::vector<NodeId> reserved = ReservedNodes(last_reservations_, now, job);
     gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
-    std::vector<NodeId> may_fit;
-    const auto add = [&](NodeId n) {
-      if (MayFit(gang, pool_, n)) may_fit.push_back(n);
-    };
-    if (gang.partition) {
-      for (const NodeId n : pool_.GetPartition(*gang.partition).nodes) add(n);
-    } else {
-      for (NodeId n = 0; n < pool_.NodeCount(); ++n) add(n);
-    }
+    const std::vector<NodeId> may_fit = NodesThatMayFit(gang, pool_);
     if (static_cast<int>(may_fit.size()) >= gang.nodes) {
       const alloc::PlacementResult result =
           allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
@@ -940,9 +943,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
   ResumeSuspended(now, effects);
   PassState pass;
   pass.now = now;
-  for (const config::QosSpec& q : config_.qos) {
-    if (q.max_jobs_per_user || q.max_gpus_per_user || q.max_gpus_per_account) pass.limits = true;
-  }
+  pass.limits = HasRunningLimits(config_);
   for (const Job* job : active_) {
     pass.Count(*job, 1);
     // Victims still in their grace time, or stopping: their preemptor
