@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -15,6 +17,7 @@
 #include "cohort/engine.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
+#include "cohort/reservation_timeline.h"
 #include "cohort/slurm_time.h"
 
 namespace cohort {
@@ -51,12 +54,8 @@ Millis EndBound(const Job& job, Millis now) {
 // Whether one node of the gang could fit the node's free resources: an upper
 // bound of what the allocator accepts, to skip hopeless placement attempts.
 bool MayFit(const alloc::GangRequest& gang, const alloc::NodePool& pool, NodeId node) {
-  if (pool.Condition(node) != alloc::NodeCondition::kUp) return false;
-  if (gang.exclusivity == alloc::Exclusivity::kExclusive) return pool.IsIdle(node);
-  const alloc::NodeFree& free = pool.Free(node);
-  return free.cpus >= gang.tasks_per_node * gang.cpus_per_task &&
-         free.memory_mb >= gang.memory_mb_per_node &&
-         std::popcount(free.gpus) >= gang.gpus_per_node;
+  return pool.Condition(node) == alloc::NodeCondition::kUp &&
+         MayFitOneNode(gang, pool.Capacity(node), pool.Free(node));
 }
 
 // The nodes of the gang's partition (every node without one) that may fit
@@ -89,29 +88,8 @@ class FitCounter {
       if (InPartition(n) && MayFit(gang, pool, n)) ++count_;
     }
   }
-  /// When the caller has counted the nodes of the partition that may fit.
-  /// `excluded` (all zero, one per node) marks nodes Exclude takes out of
-  /// the count; they are unmarked when the counter goes.
-  FitCounter(const alloc::GangRequest& gang, alloc::NodePool& pool, int may_fit,
-             std::vector<std::uint8_t>& excluded)
-      : gang_(gang), pool_(pool), count_(may_fit), excluded_(&excluded) {}
-  FitCounter(const FitCounter&) = delete;
-  FitCounter& operator=(const FitCounter&) = delete;
-  ~FitCounter() {
-    if (excluded_ == nullptr) return;
-    for (const NodeId n : excluded_list_) (*excluded_)[static_cast<std::size_t>(n)] = 0;
-  }
   void Release(const alloc::NodeGrant& grant) { Change(grant, true); }
   void Commit(const alloc::NodeGrant& grant) { Change(grant, false); }
-  /// The node no longer counts, whatever is free on it.
-  void Exclude(NodeId n) {
-    std::uint8_t& mark = (*excluded_)[static_cast<std::size_t>(n)];
-    if (mark != 0) return;
-    mark = 1;
-    excluded_list_.push_back(n);
-    if (InPartition(n) && MayFit(gang_, pool_, n)) --count_;
-  }
-  [[nodiscard]] const std::vector<NodeId>& Excluded() const { return excluded_list_; }
   [[nodiscard]] bool Enough() const { return count_ >= gang_.nodes; }
 
  private:
@@ -119,9 +97,7 @@ class FitCounter {
     return !gang_.partition || pool_.GetPartition(*gang_.partition).contains[n] != 0;
   }
   void Change(const alloc::NodeGrant& grant, bool release) {
-    const bool counted =
-        InPartition(grant.node) &&
-        (excluded_ == nullptr || (*excluded_)[static_cast<std::size_t>(grant.node)] == 0);
+    const bool counted = InPartition(grant.node);
     const bool before = counted && MayFit(gang_, pool_, grant.node);
     if (release) {
       pool_.Release({&grant, 1});
@@ -134,8 +110,6 @@ class FitCounter {
   const alloc::GangRequest& gang_;
   alloc::NodePool& pool_;
   int count_ = 0;
-  std::vector<std::uint8_t>* excluded_ = nullptr;
-  std::vector<NodeId> excluded_list_;
 };
 
 // The grants a job still holds in the pool.
@@ -191,18 +165,28 @@ struct Engine::PassState {
   std::set<JobId> preemptors;  ///< jobs whose victims are still stopping
   std::set<alloc::PartitionId> blocked;
   int backfill_tried = 0;
-  std::vector<std::pair<Millis, const Job*>> ends;  ///< running jobs by end bound
-  bool ends_ready = false;
   /// The pool as it is now, copied once per pass for reservation planning
-  /// (which releases running jobs into it and takes them back after).
+  /// (which releases running jobs into it and takes them back after), and
+  /// when each node could take each shape of gang as running jobs end.
   std::optional<alloc::NodePool> shadow;
+  std::optional<ReservationTimeline> timeline;
   /// Nodes of the live pool that may fit one node of a gang, by (partition,
   /// exclusive, CPUs, memory, GPUs): a superset of where it can go now, so
   /// that a backfill candidate is skipped, or placed among these few nodes,
   /// without a pass over the whole pool. Cleared when the pool changes.
   std::map<std::tuple<int, bool, int, std::int64_t, int>, std::vector<NodeId>> may_fit;
-  /// Scratch for FitCounter::Exclude: one zero per node between uses.
-  std::vector<std::uint8_t> excluded;
+  /// Per node, the earliest start of the reservations holding it
+  /// (Millis::max(): none). A job is planned at most once per pass, so
+  /// none of them is its own.
+  std::vector<Millis> reserved_from;
+
+  void Reserve(Reservation r) {
+    for (const NodeId n : r.nodes) {
+      Millis& from = reserved_from[static_cast<std::size_t>(n)];
+      from = std::min(from, r.start);
+    }
+    reservations.push_back(std::move(r));
+  }
 
   const std::vector<NodeId>& MayFitNodes(const alloc::GangRequest& gang,
                                          const alloc::NodePool& pool) {
@@ -598,63 +582,59 @@ std::vector<NodeId> Engine::ReservedNodes(const std::vector<Reservation>& reserv
 
 std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassState& pass,
                                                            Millis now) {
-  auto& ends = pass.ends;
-  if (!pass.ends_ready) {
-    for (const Job* other : active_) {
-      if (other->suspended) continue;
-      const Millis end = EndBound(*other, now);
-      if (end != Millis::max()) ends.emplace_back(end, other);
-    }
-    std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second->id < b.second->id;
-    });
-    pass.ends_ready = true;
-  }
   if (!pass.shadow) pass.shadow = pool_;
-  alloc::NodePool& shadow = *pass.shadow;
-  // The shadow equals the live pool here: what may fit now, plus what the
-  // jobs ending by each time release, is all a placement there can use.
-  const std::vector<NodeId>& may_fit = pass.MayFitNodes(job.gang, pool_);
-  pass.excluded.resize(static_cast<std::size_t>(shadow.NodeCount()), 0);
-  FitCounter fit(job.gang, shadow, static_cast<int>(may_fit.size()), pass.excluded);
-  // Earlier reservations whose window overlaps the job's take their nodes
-  // out of the count: by start, as the job's own start moves later.
-  std::vector<const Reservation*> by_start;
-  for (const Reservation& r : pass.reservations) {
-    if (r.job != job.id) by_start.push_back(&r);
-  }
-  std::sort(by_start.begin(), by_start.end(),
-            [](const Reservation* a, const Reservation* b) { return a->start < b->start; });
-  std::size_t overlapping = 0;
-  std::vector<NodeId> among = may_fit;
-  std::vector<alloc::NodeGrant> released;
-  std::optional<Reservation> found;
-  std::size_t i = 0;
-  while (i < ends.size() && !found) {
-    const Millis t = ends[i].first;
-    for (; i < ends.size() && ends[i].first == t; ++i) {
-      const Job& ending = *ends[i].second;
-      for (std::size_t rank = 0; rank < ending.placement.grants.size(); ++rank) {
-        if (ending.released[rank] != 0) continue;
-        const alloc::NodeGrant& g = ending.placement.grants[rank];
-        fit.Release(g);
-        released.push_back(g);
-        among.push_back(g.node);
+  if (!pass.timeline) {
+    std::vector<ReservationTimeline::Release> releases;
+    for (const Job* other : active_) {
+      const Millis end = EndBound(*other, now);
+      if (other->suspended || end == Millis::max()) continue;
+      for (std::size_t rank = 0; rank < other->placement.grants.size(); ++rank) {
+        if (other->released[rank] == 0) releases.push_back({end, other->placement.grants[rank]});
       }
     }
-    const Millis end = job.time_limit == kUnlimited ? Millis::max() : t + ToMillis(job.time_limit);
-    for (; overlapping < by_start.size() && by_start[overlapping]->start < end; ++overlapping) {
-      for (const NodeId n : by_start[overlapping]->nodes) fit.Exclude(n);
+    pass.timeline.emplace(pool_, std::move(releases));
+  }
+  alloc::NodePool& shadow = *pass.shadow;
+  ReservationTimeline& timeline = *pass.timeline;
+  // Nodes join the count at the time they could first take one node of the
+  // gang, unless a reservation holds them before the job's window from then
+  // would end; as that window moves later, reservations take counted nodes
+  // out of the count, soonest first.
+  const ReservationTimeline::Fits& fits = timeline.FitTimes(job.gang);
+  const std::vector<Millis>& reserved_from = pass.reserved_from;
+  const auto window_end = [&](Millis t) {
+    return job.time_limit == kUnlimited ? Millis::max() : t + ToMillis(job.time_limit);
+  };
+  using Held = std::pair<Millis, NodeId>;
+  std::priority_queue<Held, std::vector<Held>, std::greater<>> held;  // counted, reserved later
+  int count = 0;
+  std::size_t next = 0;
+  std::optional<Reservation> found;
+  std::vector<NodeId> among;
+  while (next < fits.order.size() && !found) {
+    const Millis t = fits.order[next].first;
+    const Millis end = window_end(t);
+    for (; next < fits.order.size() && fits.order[next].first == t; ++next) {
+      const NodeId n = fits.order[next].second;
+      const Millis reserved = reserved_from[static_cast<std::size_t>(n)];
+      if (reserved < end) continue;
+      ++count;
+      if (reserved != Millis::max()) held.emplace(reserved, n);
     }
+    for (; !held.empty() && held.top().first < end; held.pop()) --count;
     // Place only when enough nodes may fit outside the reservations: a
     // placement then fails only for the shape of the tree (--switches,
-    // segments), so most reservations cost one placement.
-    if (!fit.Enough()) continue;
-    alloc::GangRequest gang = job.gang;
-    gang.excluded_nodes.insert(gang.excluded_nodes.end(), fit.Excluded().begin(),
-                               fit.Excluded().end());
+    // segments), so most reservations cost one placement, on the shadow
+    // pool as it will be at t on the nodes that count.
+    if (count < job.gang.nodes) continue;
+    among.clear();
+    for (std::size_t i = 0; i < next; ++i) {
+      const NodeId n = fits.order[i].second;
+      if (reserved_from[static_cast<std::size_t>(n)] >= end) among.push_back(n);
+    }
+    timeline.Advance(among, t, shadow);
     const alloc::PlacementResult result =
-        allocator_.Place(gang, shadow, alloc::GangAllocator::Classify::kNo, &among);
+        allocator_.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo, &among);
     if (result.outcome == alloc::Outcome::kPlaced) {
       found = Reservation{job.id, t, {}};
       for (const alloc::NodeGrant& g : result.placement.grants) found->nodes.push_back(g.node);
@@ -662,7 +642,7 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
     }
   }
   // Back to now for the next job.
-  shadow.Commit(released);
+  timeline.Rewind(shadow);
   return found;
 }
 
@@ -943,6 +923,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
   ResumeSuspended(now, effects);
   PassState pass;
   pass.now = now;
+  pass.reserved_from.assign(static_cast<std::size_t>(pool_.NodeCount()), Millis::max());
   pass.limits = HasRunningLimits(config_);
   for (const Job* job : active_) {
     pass.Count(*job, 1);
@@ -1033,6 +1014,10 @@ void Engine::Schedule(Millis now, Effects& effects) {
         Start(target, result.placement, now, effects);
         pass.may_fit.clear();
         if (pass.shadow) pass.shadow->Commit(result.placement.grants);
+        if (pass.timeline) {
+          for (const alloc::NodeGrant& g : result.placement.grants)
+            pass.timeline->NodeChanged(g.node);
+        }
         pass.Count(target, 1);
         started = true;
         if (job.state == JobState::kPending && !job.array_pending.empty() &&
@@ -1052,6 +1037,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
         // Victims without grace time stopped (or were suspended) already.
         pass.may_fit.clear();
         pass.shadow.reset();
+        pass.timeline.reset();
       }
       const bool preempting = pass.preemptors.contains(job.id) || chose;
       if (preempting) {
@@ -1059,12 +1045,12 @@ void Engine::Schedule(Millis now, Effects& effects) {
         // The victims' nodes are the preemptor's: nothing else may take
         // them as they free.
         if (const auto plan = preempt_plans_.find(job.id); plan != preempt_plans_.end()) {
-          pass.reservations.push_back(Reservation{job.id, now, plan->second});
+          pass.Reserve(Reservation{job.id, now, plan->second});
         }
       } else if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
         std::optional<Reservation> r = PlanReservation(job, pass, now);
         job.expected_start = r ? r->start : Millis{0};
-        if (r) pass.reservations.push_back(std::move(*r));
+        if (r) pass.Reserve(std::move(*r));
         SetReason(job, behind ? "Priority" : "Resources",
                   behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
                   effects);

@@ -26,8 +26,10 @@ absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
                                           std::span<const config::PartitionSpec> partitions) {
   NodePool pool;
   pool.capacity_id_ = NextCapacityId();
+  pool.fixed_ = std::make_shared<Fixed>();
+  Fixed& fixed = *pool.fixed_;
   const int count = topology.NodeCount();
-  pool.capacity_.resize(count);
+  fixed.capacity.resize(count);
   pool.free_.resize(count);
   pool.condition_.assign(count, NodeCondition::kUp);
 
@@ -37,19 +39,19 @@ absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
     if (!id) continue;  // the topology's validation reports nodes it lacks
     std::uint64_t features = 0;
     for (const std::string& feature : spec.features) {
-      auto it = std::find(pool.feature_names_.begin(), pool.feature_names_.end(), feature);
-      if (it == pool.feature_names_.end()) {
-        if (pool.feature_names_.size() == 64) {
+      auto it = std::find(fixed.feature_names.begin(), fixed.feature_names.end(), feature);
+      if (it == fixed.feature_names.end()) {
+        if (fixed.feature_names.size() == 64) {
           return absl::InvalidArgumentError(
               fmt::format("node {} brings the 65th distinct feature ({}); at most 64 are supported",
                           spec.name, feature));
         }
-        pool.feature_names_.push_back(feature);
-        it = pool.feature_names_.end() - 1;
+        fixed.feature_names.push_back(feature);
+        it = fixed.feature_names.end() - 1;
       }
-      features |= std::uint64_t{1} << (it - pool.feature_names_.begin());
+      features |= std::uint64_t{1} << (it - fixed.feature_names.begin());
     }
-    NodeCapacity& capacity = pool.capacity_[*id];
+    NodeCapacity& capacity = fixed.capacity[*id];
     capacity.cpus = spec.cpus;
     capacity.memory_mb = spec.memory_mb;
     capacity.gpus = spec.gpus;
@@ -78,19 +80,19 @@ absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
     for (const std::string& name : spec.nodes) {
       const std::optional<NodeId> id = topology.FindNode(name);
       if (!id) {
-        return absl::InvalidArgumentError(
-            fmt::format("partition {} names node {}, which is not in the topology", spec.name, name));
+        return absl::InvalidArgumentError(fmt::format(
+            "partition {} names node {}, which is not in the topology", spec.name, name));
       }
       if (partition.contains[*id] == 0) partition.nodes.push_back(*id);
       partition.contains[*id] = 1;
     }
-    pool.partitions_.push_back(std::move(partition));
+    fixed.partitions.push_back(std::move(partition));
   }
   return pool;
 }
 
 bool NodePool::IsIdle(NodeId node) const {
-  const NodeCapacity& c = capacity_[node];
+  const NodeCapacity& c = fixed_->capacity[node];
   const NodeFree& f = free_[node];
   return f.cpus == c.cpus && f.memory_mb == c.memory_mb && f.gpus == AllGpus(c.gpus);
 }
@@ -103,12 +105,12 @@ absl::Status NodePool::SetGpuGroups(NodeId node, std::vector<std::uint64_t> grou
     }
     seen |= group;
   }
-  if (seen != AllGpus(capacity_[node].gpus)) {
-    return absl::InvalidArgumentError(
-        fmt::format("gpu locality groups cover {:#x}, the node has {} GPUs", seen,
-                    capacity_[node].gpus));
+  if (seen != AllGpus(Capacity(node).gpus)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "gpu locality groups cover {:#x}, the node has {} GPUs", seen, Capacity(node).gpus));
   }
-  capacity_[node].gpu_groups = std::move(groups);
+  if (fixed_.use_count() > 1) fixed_ = std::make_shared<Fixed>(*fixed_);
+  fixed_->capacity[node].gpu_groups = std::move(groups);
   capacity_id_ = NextCapacityId();
   return absl::OkStatus();
 }
@@ -128,7 +130,7 @@ void NodePool::Commit(std::span<const NodeGrant> grants) {
 void NodePool::Release(std::span<const NodeGrant> grants) {
   for (const NodeGrant& g : grants) {
     NodeFree& f = free_[g.node];
-    const NodeCapacity& c = capacity_[g.node];
+    const NodeCapacity& c = fixed_->capacity[g.node];
     COHORT_CHECK(f.cpus + g.cpus <= c.cpus, "release returns more cpus than the node has");
     COHORT_CHECK(f.memory_mb + g.memory_mb <= c.memory_mb,
                  "release returns more memory than the node has");
@@ -142,16 +144,16 @@ void NodePool::Release(std::span<const NodeGrant> grants) {
 std::optional<std::uint64_t> NodePool::FeatureMask(std::span<const std::string> names) const {
   std::uint64_t mask = 0;
   for (const std::string& name : names) {
-    const auto it = std::find(feature_names_.begin(), feature_names_.end(), name);
-    if (it == feature_names_.end()) return std::nullopt;
-    mask |= std::uint64_t{1} << (it - feature_names_.begin());
+    const auto it = std::find(fixed_->feature_names.begin(), fixed_->feature_names.end(), name);
+    if (it == fixed_->feature_names.end()) return std::nullopt;
+    mask |= std::uint64_t{1} << (it - fixed_->feature_names.begin());
   }
   return mask;
 }
 
 std::optional<PartitionId> NodePool::FindPartition(std::string_view name) const {
-  for (std::size_t i = 0; i < partitions_.size(); ++i) {
-    if (partitions_[i].name == name) return static_cast<PartitionId>(i);
+  for (std::size_t i = 0; i < fixed_->partitions.size(); ++i) {
+    if (fixed_->partitions[i].name == name) return static_cast<PartitionId>(i);
   }
   return std::nullopt;
 }

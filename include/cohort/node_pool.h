@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -70,8 +71,8 @@ class NodePool {
       const topology::Topology& topology, std::span<const config::NodeSpec> nodes,
       std::span<const config::PartitionSpec> partitions);
 
-  [[nodiscard]] int NodeCount() const { return static_cast<int>(capacity_.size()); }
-  [[nodiscard]] const NodeCapacity& Capacity(NodeId node) const { return capacity_[node]; }
+  [[nodiscard]] int NodeCount() const { return static_cast<int>(free_.size()); }
+  [[nodiscard]] const NodeCapacity& Capacity(NodeId node) const { return fixed_->capacity[node]; }
   [[nodiscard]] const NodeFree& Free(NodeId node) const { return free_[node]; }
   [[nodiscard]] NodeCondition Condition(NodeId node) const { return condition_[node]; }
   /// True when nothing of the node is allocated.
@@ -90,11 +91,15 @@ class NodePool {
 
   /// The mask of the named features; nullopt when a name is on no node.
   [[nodiscard]] std::optional<std::uint64_t> FeatureMask(std::span<const std::string> names) const;
-  [[nodiscard]] const std::vector<std::string>& FeatureNames() const { return feature_names_; }
+  [[nodiscard]] const std::vector<std::string>& FeatureNames() const {
+    return fixed_->feature_names;
+  }
 
   [[nodiscard]] std::optional<PartitionId> FindPartition(std::string_view name) const;
-  [[nodiscard]] const Partition& GetPartition(PartitionId id) const { return partitions_[id]; }
-  [[nodiscard]] int PartitionCount() const { return static_cast<int>(partitions_.size()); }
+  [[nodiscard]] const Partition& GetPartition(PartitionId id) const {
+    return fixed_->partitions[id];
+  }
+  [[nodiscard]] int PartitionCount() const { return static_cast<int>(fixed_->partitions.size()); }
 
   /// Identifies the pool's capacities: copies share it; a new pool, or new
   /// GPU groups, get a new one. What depends only on capacities (whether a
@@ -102,12 +107,18 @@ class NodePool {
   [[nodiscard]] std::uint64_t CapacityId() const { return capacity_id_; }
 
  private:
+  /// What changes only when nodes report their GPU layout: shared by
+  /// copies (a scheduling pass copies the pool), copied before a change
+  /// when shared.
+  struct Fixed {
+    std::vector<NodeCapacity> capacity;
+    std::vector<std::string> feature_names;
+    std::vector<Partition> partitions;
+  };
   std::uint64_t capacity_id_ = 0;
-  std::vector<NodeCapacity> capacity_;
+  std::shared_ptr<Fixed> fixed_;
   std::vector<NodeFree> free_;
   std::vector<NodeCondition> condition_;
-  std::vector<std::string> feature_names_;
-  std::vector<Partition> partitions_;
 };
 
 /// The mask of the first `count` GPU indices.
