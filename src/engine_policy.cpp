@@ -208,10 +208,11 @@ struct Engine::PassState {
   }
 };
 
-void Engine::SetReason(Job& job, std::string reason, std::string detail, Effects& effects) {
+void Engine::SetReason(Job& job, std::string_view reason, std::string_view detail,
+                       Effects& effects) {
   if (job.reason == reason && job.reason_detail == detail) return;
-  job.reason = std::move(reason);
-  job.reason_detail = std::move(detail);
+  job.reason = reason;
+  job.reason_detail = detail;
   Changed(job, effects);
 }
 
@@ -975,18 +976,26 @@ void Engine::Schedule(Millis now, Effects& effects) {
     job->priority = policy::ComputePriority(config_.priority, in).total;
     keys.push_back(QueueKey::Of(*job));
   }
-  std::sort(keys.begin(), keys.end());
-
-  for (const QueueKey& key : keys) {
+  // The queue matters in order only until every partition with jobs left
+  // waits (its first job blocked) and the backfill depth is spent: a heap
+  // gives it in order that far, and the jobs after it, which only learn
+  // that they wait for Priority, go in the heap's own order. No job starts
+  // then, so the order cannot change what they learn.
+  const auto later = [](const QueueKey& a, const QueueKey& b) { return b < a; };
+  std::make_heap(keys.begin(), keys.end(), later);
+  std::map<alloc::PartitionId, std::size_t> left;  // keys not yet taken, by partition
+  for (const QueueKey& key : keys) ++left[key.partition];
+  std::size_t open = keys.size();  // of those, in partitions not blocked yet
+  const auto take = [&](const QueueKey& key) {
     Job& job = *key.job;
-    if (job.state != JobState::kPending) continue;
-    if (!Eligible(job, pass, now, effects)) continue;
+    if (job.state != JobState::kPending) return;
+    if (!Eligible(job, pass, now, effects)) return;
     const alloc::PartitionId partition = job.gang.partition.value_or(-1);
     const bool behind = pass.blocked.contains(partition);
     if (behind && pass.backfill_tried >= config_.backfill_depth) {
       SetReason(job, "Priority", "waiting behind higher-priority jobs of the partition", effects);
       job.expected_start = Millis{0};
-      continue;
+      return;
     }
     bool started = false;
     while (true) {
@@ -1068,7 +1077,19 @@ void Engine::Schedule(Millis now, Effects& effects) {
       }
       break;
     }
+  };
+  std::size_t heap_end = keys.size();
+  while (heap_end > 0 && (open > 0 || pass.backfill_tried < config_.backfill_depth)) {
+    std::pop_heap(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(heap_end), later);
+    const QueueKey& key = keys[--heap_end];
+    const bool was_blocked = pass.blocked.contains(key.partition);
+    std::size_t& in_partition = left[key.partition];
+    --in_partition;
+    if (!was_blocked) --open;
+    take(key);
+    if (!was_blocked && pass.blocked.contains(key.partition)) open -= in_partition;
   }
+  for (std::size_t i = 0; i < heap_end; ++i) take(keys[i]);
   last_reservations_ = std::move(pass.reservations);
 }
 

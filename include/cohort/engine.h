@@ -301,10 +301,13 @@ class Engine {
   /// that sorting a long queue does not chase a pointer per comparison.
   struct QueueKey {
     int tier = 0;
+    alloc::PartitionId partition = -1;  ///< -1: none; not part of the order
     std::int64_t priority = 0;
     JobId id = 0;
     Job* job = nullptr;
-    static QueueKey Of(Job& job) { return {job.priority_tier, job.priority, job.id, &job}; }
+    static QueueKey Of(Job& job) {
+      return {job.priority_tier, job.gang.partition.value_or(-1), job.priority, job.id, &job};
+    }
     bool operator<(const QueueKey& o) const {
       if (tier != o.tier) return tier > o.tier;
       if (priority != o.priority) return priority > o.priority;
@@ -337,7 +340,7 @@ class Engine {
   std::chrono::seconds GraceOf(const Job& job) const;
   int PreemptSignalOf(const Job& job) const;
   bool MayPreempt(const Job& preemptor, const Job& victim, Millis now) const;
-  void SetReason(Job& job, std::string reason, std::string detail, Effects& effects);
+  void SetReason(Job& job, std::string_view reason, std::string_view detail, Effects& effects);
   absl::Status CheckOwner(const Job& job, const Caller& caller, std::string_view verb) const;
 
   config::ClusterConfig config_;

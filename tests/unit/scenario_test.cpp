@@ -339,6 +339,65 @@ TEST(PolicyTest, ASubmissionAheadOfTheWaitingJobGetsAFullPass) {
   EXPECT_EQ(sim.engine().PendingOrder().front(), ahead);
 }
 
+// Once one partition's waiting job has spent the backfill depth, the jobs
+// of another partition, further down the queue, are still tried in their
+// order: the higher one starts, the one behind it waits.
+TEST(PolicyTest, APartitionWithoutAWaitingJobIsServedInOrderAfterTheDepthIsSpent) {
+  config::ClusterConfig config;
+  config.backfill_depth = 1;
+  config::QosSpec normal;
+  normal.name = "normal";
+  config::QosSpec high;
+  high.name = "high";
+  high.priority = 100;
+  config.qos = {normal, high};
+  testing::Cluster cluster = ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build();
+  config::PartitionSpec a, b;
+  a.name = "a";
+  a.is_default = true;
+  b.name = "b";
+  a.max_time = b.max_time = hours(24);
+  const std::vector<std::string> names = cluster.topology.NodeNames();
+  a.nodes.assign(names.begin(), names.begin() + 4);
+  b.nodes.assign(names.begin() + 4, names.end());
+  config.partitions = {a, b};
+  VirtualCluster sim(std::move(cluster), config);
+  // Partition a's jobs come first in the queue (their QOS).
+  const auto in_a = [](int nodes) {
+    JobRequest r = Request(nodes, 8, hours(2), "x", "a");
+    r.qos = "high";
+    return r;
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(sim.Submit(in_a(1), {hours(2)}).ok());
+  sim.RunUntil(sim.now() + seconds(1));
+  // a: a waiting gang, then more jobs behind it than the backfill depth.
+  const JobId gang = sim.Submit(in_a(4), {hours(1)}).value();
+  std::vector<JobId> behind;
+  for (int i = 0; i < 3; ++i) behind.push_back(sim.Submit(in_a(1), {hours(1)}).value());
+  // b: its four nodes free; the wider of its jobs is the higher (size).
+  const JobId first = sim.Submit(Request(4, 8, hours(1), "x", "b"), {hours(1)}).value();
+  const JobId second = sim.Submit(Request(2, 8, hours(1), "x", "b"), {hours(1)}).value();
+  // a again, at the end of the queue: past the depth, once b waits too.
+  std::vector<JobId> last;
+  for (int i = 0; i < 3; ++i) {
+    last.push_back(sim.Submit(Request(1, 8, hours(1), "x", "a"), {hours(1)}).value());
+  }
+  sim.RunUntil(sim.now() + seconds(1));
+  const std::vector<JobId> order = sim.engine().PendingOrder();
+  ASSERT_EQ(order.front(), gang);
+  EXPECT_EQ(sim.engine().FindJob(gang)->reason, "Resources");
+  for (const JobId id : behind) EXPECT_EQ(sim.engine().FindJob(id)->reason, "Priority") << id;
+  EXPECT_EQ(sim.engine().FindJob(first)->state, JobState::kRunning);
+  const Job& waiting = *sim.engine().FindJob(second);
+  EXPECT_EQ(waiting.state, JobState::kPending);
+  EXPECT_EQ(waiting.reason, "Resources");
+  for (const JobId id : last) {
+    EXPECT_EQ(sim.engine().FindJob(id)->reason, "Priority") << id;
+    EXPECT_GT(std::find(order.begin(), order.end(), id),
+              std::find(order.begin(), order.end(), second));
+  }
+}
+
 // The top job of a partition is not starved by a stream of small jobs on a
 // 1,024-node fat tree: a 64-node gang starts once the nodes it reserved free.
 TEST(ScenarioTest, WideGangIsNotStarvedByOneNodeJobs) {
