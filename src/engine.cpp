@@ -264,6 +264,7 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   job.held = job.request.hold;
   if (job.held) job.reason = "JobHeldUser";
   job.dependency_left = job.request.dependency;
+  NoteDependencies(job);
   if (!job.request.array.tasks.empty()) {
     job.array_job_id = job.id;
     job.array_pending = job.request.array.tasks;
@@ -443,7 +444,7 @@ void Engine::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   if (!job.suspended) pool_.Release({&grant, 1});
   nodes_[static_cast<std::size_t>(grant.node)].jobs.erase(job.id);
   effects.changed_nodes.push_back(grant.node);
-  NeedPass();
+  NeedReleasePass(job);
 }
 
 void Engine::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,

@@ -25,6 +25,9 @@ namespace {
 
 Millis ToMillis(std::chrono::seconds s) { return std::chrono::duration_cast<Millis>(s); }
 
+// Priorities drift with age and usage: a full pass at least this often.
+constexpr Millis kFullPassEvery = std::chrono::seconds(30);
+
 int GpusHeld(const Job& job) {
   int gpus = 0;
   for (const alloc::NodeGrant& g : job.placement.grants) gpus += std::popcount(g.gpus);
@@ -165,6 +168,15 @@ struct Engine::PassState {
   std::set<JobId> preemptors;  ///< jobs whose victims are still stopping
   std::set<alloc::PartitionId> blocked;
   int backfill_tried = 0;
+  /// The keys not taken yet, by partition, and how many of them lie in
+  /// partitions not blocked yet: none, and the depth spent, settles the pass.
+  std::map<alloc::PartitionId, std::size_t> left;
+  std::size_t open = 0;
+
+  void CountKeys(const std::vector<QueueKey>& keys) {
+    for (const QueueKey& key : keys) ++left[key.partition];
+    open = keys.size();
+  }
   /// The pool as it is now, copied once per pass for reservation planning
   /// (which releases running jobs into it and takes them back after), and
   /// when each node could take each shape of gang as running jobs end.
@@ -473,6 +485,9 @@ bool Engine::Eligible(Job& job, PassState& pass, Millis now, Effects& effects) {
 // ------------------------------------------------------------- starting
 
 void Engine::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
+  // Jobs that wait for this one to start (after:) may lie past where the
+  // next release pass looks.
+  if (IsDependencyTarget(job)) NeedPass();
   preempt_plans_.erase(job.id);
   pool_.Commit(placement.grants);
   job.placement = placement;
@@ -865,10 +880,32 @@ void Engine::NeedPass() {
   full_pass_needed_ = true;
 }
 
+void Engine::NeedReleasePass(const Job& job) {
+  if (IsDependencyTarget(job)) {
+    NeedPass();
+    return;
+  }
+  schedule_needed_ = true;
+  released_ = true;
+}
+
+void Engine::NoteDependencies(const Job& job) {
+  for (const DependencyTerm& term : job.dependency_left.terms) {
+    if (term.type == DependencyType::kSingleton) {
+      singleton_waits_ = true;
+    } else {
+      dependency_targets_.insert(term.job);
+    }
+  }
+}
+
+bool Engine::IsDependencyTarget(const Job& job) const {
+  return singleton_waits_ || dependency_targets_.contains(job.id) ||
+         (job.array_job_id != 0 && dependency_targets_.contains(job.array_job_id));
+}
+
 bool Engine::SubmissionPass(Millis now, Effects& effects) {
-  // Priorities drift with age and usage: a full pass at least this often.
-  constexpr Millis kFullPassEvery = std::chrono::seconds(30);
-  if (full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
+  if (released_ || full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
   if (HasRunningLimits(config_)) return false;
   std::vector<QueueKey> fresh;
   for (const JobId id : submitted_) {
@@ -892,7 +929,15 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
   // of the reservations that pass made; the other jobs' fate is unchanged.
   schedule_needed_ = false;
   submitted_.clear();
-  const std::string behind = "waiting behind higher-priority jobs of the partition";
+  // They join the ordered part of the queue that release passes walk.
+  const std::size_t kept = last_order_.size();
+  for (const QueueKey& key : fresh) {
+    last_order_.push_back(key);
+    last_order_.back().job = nullptr;
+  }
+  std::inplace_merge(last_order_.begin(), last_order_.begin() + static_cast<std::ptrdiff_t>(kept),
+                     last_order_.end());
+  const std::string_view behind = "waiting behind higher-priority jobs of the partition";
   for (const QueueKey& key : fresh) {
     Job& job = *key.job;
     alloc::GangRequest gang = job.gang;
@@ -915,14 +960,17 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
 
 void Engine::Schedule(Millis now, Effects& effects) {
   if (SubmissionPass(now, effects)) return;
+  if (ReleasePass(now, effects)) return;
+  FullPass(now, effects);
+}
+
+void Engine::BeginPass(PassState& pass, Millis now, Effects& effects) {
   schedule_needed_ = false;
-  full_pass_needed_ = false;
-  last_full_pass_ = now;
+  released_ = false;
   submitted_.clear();
   last_blocked_.clear();
   ChargeUsage(now);
   ResumeSuspended(now, effects);
-  PassState pass;
   pass.now = now;
   pass.reserved_from.assign(static_cast<std::size_t>(pool_.NodeCount()), Millis::max());
   pass.limits = HasRunningLimits(config_);
@@ -953,28 +1001,144 @@ void Engine::Schedule(Millis now, Effects& effects) {
       Changed(job, effects);
     }
   }
+}
+
+void Engine::Prioritize(Job& job, std::vector<double>& shares, Millis now) {
+  double& share = shares[static_cast<std::size_t>(job.share_slot)];
+  if (share < 0) {
+    const auto& [account, user] = share_owners_[static_cast<std::size_t>(job.share_slot)];
+    share = fair_share_.Factor(config_, account, user, now);
+  }
+  policy::PriorityInputs in;
+  in.age = std::max(Millis{0}, now - job.eligible_time);
+  in.nodes = job.gang.nodes;
+  in.cluster_nodes = std::max(1, topology_.NodeCount());
+  in.fairshare = share;
+  in.partition_tier = job.priority_tier;
+  in.max_partition_tier = max_tier_;
+  const config::QosSpec* qos = config_.FindQos(job.qos);
+  in.qos_priority = qos == nullptr ? 0 : qos->priority;
+  in.max_qos_priority = max_qos_priority_;
+  job.priority = policy::ComputePriority(config_.priority, in).total;
+}
+
+void Engine::Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects) {
+  Job& job = *key.job;
+  if (job.state != JobState::kPending) return;
+  if (!Eligible(job, pass, now, effects)) return;
+  const alloc::PartitionId partition = job.gang.partition.value_or(-1);
+  const bool behind = pass.blocked.contains(partition);
+  if (behind && pass.backfill_tried >= config_.backfill_depth) {
+    SetReason(job, "Priority", "waiting behind higher-priority jobs of the partition", effects);
+    job.expected_start = Millis{0};
+    return;
+  }
+  bool started = false;
+  while (true) {
+    alloc::GangRequest gang = job.gang;
+    const std::vector<NodeId> reserved = ReservedNodes(pass.reservations, now, job);
+    gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
+    if (behind) ++pass.backfill_tried;
+    // Behind a waiting job only a placement matters, not why none exists:
+    // skip the allocator when too few nodes could take one node of the gang.
+    alloc::PlacementResult result;
+    if (!behind) {
+      result = allocator_.Place(gang, pool_);
+    } else if (const std::vector<NodeId>& may_fit = pass.MayFitNodes(gang, pool_);
+               static_cast<int>(may_fit.size()) < gang.nodes) {
+      result.outcome = alloc::Outcome::kBusy;
+    } else {
+      result = allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
+    }
+    if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
+      result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
+      result.reason = "the free nodes are reserved for higher-priority jobs";
+    }
+    if (result.outcome == alloc::Outcome::kPlaced) {
+      Job& target = job.array_pending.empty() ? job : SplitTask(job, now, effects);
+      Start(target, result.placement, now, effects);
+      pass.may_fit.clear();
+      if (pass.shadow) pass.shadow->Commit(result.placement.grants);
+      if (pass.timeline) {
+        for (const alloc::NodeGrant& g : result.placement.grants)
+          pass.timeline->NodeChanged(g.node);
+      }
+      pass.Count(target, 1);
+      started = true;
+      if (job.state == JobState::kPending && !job.array_pending.empty() &&
+          Eligible(job, pass, now, effects)) {
+        continue;  // the array's next task
+      }
+      break;
+    }
+    if (started) break;
+    if (result.outcome == alloc::Outcome::kInfeasible) {
+      SetReason(job, "ReqNodeNotAvail", result.reason, effects);
+      break;
+    }
+    const bool chose =
+        !pass.preemptors.contains(job.id) && !behind && TryPreempt(job, now, effects);
+    if (chose) {
+      // Victims without grace time stopped (or were suspended) already.
+      pass.may_fit.clear();
+      pass.shadow.reset();
+      pass.timeline.reset();
+    }
+    const bool preempting = pass.preemptors.contains(job.id) || chose;
+    if (preempting) {
+      pass.preemptors.insert(job.id);
+      // The victims' nodes are the preemptor's: nothing else may take
+      // them as they free.
+      if (const auto plan = preempt_plans_.find(job.id); plan != preempt_plans_.end()) {
+        pass.Reserve(Reservation{job.id, now, plan->second});
+      }
+    } else if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
+      std::optional<Reservation> r = PlanReservation(job, pass, now);
+      job.expected_start = r ? r->start : Millis{0};
+      if (r) pass.Reserve(std::move(*r));
+      SetReason(job, behind ? "Priority" : "Resources",
+                behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
+                effects);
+    } else {
+      job.expected_start = Millis{0};
+      SetReason(job, behind ? "Priority" : "Resources",
+                behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
+                effects);
+    }
+    pass.blocked.insert(partition);
+    if (!last_blocked_.contains(partition)) {
+      QueueKey first = QueueKey::Of(job);
+      first.job = nullptr;  // kept past this pass: the order only
+      last_blocked_.emplace(partition, first);
+    }
+    break;
+  }
+}
+
+void Engine::TakeInOrder(const QueueKey& key, PassState& pass, Millis now, Effects& effects) {
+  const bool was_blocked = pass.blocked.contains(key.partition);
+  std::size_t& in_partition = pass.left[key.partition];
+  --in_partition;
+  if (!was_blocked) --pass.open;
+  Take(key, pass, now, effects);
+  if (!was_blocked && pass.blocked.contains(key.partition)) pass.open -= in_partition;
+}
+
+void Engine::FullPass(Millis now, Effects& effects) {
+  full_pass_needed_ = false;
+  last_full_pass_ = now;
+  PassState pass;
+  BeginPass(pass, now, effects);
   // Multifactor priority, with each (account, user)'s fair share computed once.
   std::vector<double> shares(share_owners_.size(), -1);
   std::vector<QueueKey> keys;
   keys.reserve(pending_.size());
+  dependency_targets_.clear();
+  singleton_waits_ = false;
   for (Job* job : pending_) {
-    double& share = shares[static_cast<std::size_t>(job->share_slot)];
-    if (share < 0) {
-      const auto& [account, user] = share_owners_[static_cast<std::size_t>(job->share_slot)];
-      share = fair_share_.Factor(config_, account, user, now);
-    }
-    policy::PriorityInputs in;
-    in.age = std::max(Millis{0}, now - job->eligible_time);
-    in.nodes = job->gang.nodes;
-    in.cluster_nodes = std::max(1, topology_.NodeCount());
-    in.fairshare = share;
-    in.partition_tier = job->priority_tier;
-    in.max_partition_tier = max_tier_;
-    const config::QosSpec* qos = config_.FindQos(job->qos);
-    in.qos_priority = qos == nullptr ? 0 : qos->priority;
-    in.max_qos_priority = max_qos_priority_;
-    job->priority = policy::ComputePriority(config_.priority, in).total;
+    Prioritize(*job, shares, now);
     keys.push_back(QueueKey::Of(*job));
+    NoteDependencies(*job);
   }
   // The queue matters in order only until every partition with jobs left
   // waits (its first job blocked) and the backfill depth is spent: a heap
@@ -983,114 +1147,74 @@ void Engine::Schedule(Millis now, Effects& effects) {
   // then, so the order cannot change what they learn.
   const auto later = [](const QueueKey& a, const QueueKey& b) { return b < a; };
   std::make_heap(keys.begin(), keys.end(), later);
-  std::map<alloc::PartitionId, std::size_t> left;  // keys not yet taken, by partition
-  for (const QueueKey& key : keys) ++left[key.partition];
-  std::size_t open = keys.size();  // of those, in partitions not blocked yet
-  const auto take = [&](const QueueKey& key) {
-    Job& job = *key.job;
-    if (job.state != JobState::kPending) return;
-    if (!Eligible(job, pass, now, effects)) return;
-    const alloc::PartitionId partition = job.gang.partition.value_or(-1);
-    const bool behind = pass.blocked.contains(partition);
-    if (behind && pass.backfill_tried >= config_.backfill_depth) {
-      SetReason(job, "Priority", "waiting behind higher-priority jobs of the partition", effects);
-      job.expected_start = Millis{0};
-      return;
-    }
-    bool started = false;
-    while (true) {
-      alloc::GangRequest gang = job.gang;
-      const std::vector<NodeId> reserved = ReservedNodes(pass.reservations, now, job);
-      gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
-      if (behind) ++pass.backfill_tried;
-      // Behind a waiting job only a placement matters, not why none exists:
-      // skip the allocator when too few nodes could take one node of the gang.
-      alloc::PlacementResult result;
-      if (!behind) {
-        result = allocator_.Place(gang, pool_);
-      } else if (const std::vector<NodeId>& may_fit = pass.MayFitNodes(gang, pool_);
-                 static_cast<int>(may_fit.size()) < gang.nodes) {
-        result.outcome = alloc::Outcome::kBusy;
-      } else {
-        result = allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
-      }
-      if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
-        result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
-        result.reason = "the free nodes are reserved for higher-priority jobs";
-      }
-      if (result.outcome == alloc::Outcome::kPlaced) {
-        Job& target = job.array_pending.empty() ? job : SplitTask(job, now, effects);
-        Start(target, result.placement, now, effects);
-        pass.may_fit.clear();
-        if (pass.shadow) pass.shadow->Commit(result.placement.grants);
-        if (pass.timeline) {
-          for (const alloc::NodeGrant& g : result.placement.grants)
-            pass.timeline->NodeChanged(g.node);
-        }
-        pass.Count(target, 1);
-        started = true;
-        if (job.state == JobState::kPending && !job.array_pending.empty() &&
-            Eligible(job, pass, now, effects)) {
-          continue;  // the array's next task
-        }
-        break;
-      }
-      if (started) break;
-      if (result.outcome == alloc::Outcome::kInfeasible) {
-        SetReason(job, "ReqNodeNotAvail", result.reason, effects);
-        break;
-      }
-      const bool chose =
-          !pass.preemptors.contains(job.id) && !behind && TryPreempt(job, now, effects);
-      if (chose) {
-        // Victims without grace time stopped (or were suspended) already.
-        pass.may_fit.clear();
-        pass.shadow.reset();
-        pass.timeline.reset();
-      }
-      const bool preempting = pass.preemptors.contains(job.id) || chose;
-      if (preempting) {
-        pass.preemptors.insert(job.id);
-        // The victims' nodes are the preemptor's: nothing else may take
-        // them as they free.
-        if (const auto plan = preempt_plans_.find(job.id); plan != preempt_plans_.end()) {
-          pass.Reserve(Reservation{job.id, now, plan->second});
-        }
-      } else if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
-        std::optional<Reservation> r = PlanReservation(job, pass, now);
-        job.expected_start = r ? r->start : Millis{0};
-        if (r) pass.Reserve(std::move(*r));
-        SetReason(job, behind ? "Priority" : "Resources",
-                  behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
-                  effects);
-      } else {
-        job.expected_start = Millis{0};
-        SetReason(job, behind ? "Priority" : "Resources",
-                  behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
-                  effects);
-      }
-      pass.blocked.insert(partition);
-      if (!last_blocked_.contains(partition)) {
-        QueueKey first = QueueKey::Of(job);
-        first.job = nullptr;  // kept past this pass: the order only
-        last_blocked_.emplace(partition, first);
-      }
-      break;
-    }
-  };
+  pass.CountKeys(keys);
   std::size_t heap_end = keys.size();
-  while (heap_end > 0 && (open > 0 || pass.backfill_tried < config_.backfill_depth)) {
+  while (heap_end > 0 && (pass.open > 0 || pass.backfill_tried < config_.backfill_depth)) {
     std::pop_heap(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(heap_end), later);
     const QueueKey& key = keys[--heap_end];
-    const bool was_blocked = pass.blocked.contains(key.partition);
-    std::size_t& in_partition = left[key.partition];
-    --in_partition;
-    if (!was_blocked) --open;
-    take(key);
-    if (!was_blocked && pass.blocked.contains(key.partition)) open -= in_partition;
+    TakeInOrder(key, pass, now, effects);
   }
-  for (std::size_t i = 0; i < heap_end; ++i) take(keys[i]);
+  for (std::size_t i = 0; i < heap_end; ++i) Take(keys[i], pass, now, effects);
+  // What a release pass starts from: the part of the queue taken in order.
+  last_order_.assign(keys.rbegin(), keys.rend() - static_cast<std::ptrdiff_t>(heap_end));
+  for (QueueKey& key : last_order_) key.job = nullptr;
+  last_unordered_.clear();
+  for (std::size_t i = 0; i < heap_end; ++i) last_unordered_.insert(keys[i].partition);
+  last_order_complete_ = heap_end == 0;
   last_reservations_ = std::move(pass.reservations);
+}
+
+bool Engine::ReleasePass(Millis now, Effects& effects) {
+  if (!released_ || full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
+  if (!last_order_complete_ && last_order_.empty()) return false;
+  // The part of the queue the last full pass took in order, as it ordered
+  // it, with the new jobs merged in at their priority now.
+  std::vector<QueueKey> keys;
+  keys.reserve(last_order_.size() + submitted_.size());
+  for (const QueueKey& stored : last_order_) {
+    const auto it = jobs_.find(stored.id);
+    if (it == jobs_.end() || it->second.state != JobState::kPending) continue;
+    QueueKey key = stored;
+    key.job = &it->second;
+    keys.push_back(key);
+  }
+  const std::size_t kept = keys.size();
+  std::vector<double> shares(share_owners_.size(), -1);
+  for (const JobId id : submitted_) {
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.state != JobState::kPending) continue;
+    Prioritize(it->second, shares, now);
+    keys.push_back(QueueKey::Of(it->second));
+  }
+  std::sort(keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
+  std::inplace_merge(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
+  // Past the last ordered key lie jobs that pass left unordered: reaching
+  // it before the queue settles (every partition waits, the depth is
+  // spent) needs a full pass.
+  const QueueKey* boundary = last_order_complete_ ? nullptr : &last_order_.back();
+  PassState pass;
+  BeginPass(pass, now, effects);
+  pass.CountKeys(keys);
+  const auto settled = [&] {
+    if (pass.open > 0 || pass.backfill_tried < config_.backfill_depth) return false;
+    return std::all_of(last_unordered_.begin(), last_unordered_.end(),
+                       [&](alloc::PartitionId p) { return pass.blocked.contains(p); });
+  };
+  std::size_t next = 0;
+  for (; next < keys.size() && !settled(); ++next) {
+    const QueueKey& key = keys[next];
+    if (boundary != nullptr && *boundary < key) break;
+    TakeInOrder(key, pass, now, effects);
+  }
+  if (!settled() && boundary != nullptr) {
+    FullPass(now, effects);
+    return true;
+  }
+  for (std::size_t i = next; i < keys.size(); ++i) Take(keys[i], pass, now, effects);
+  for (QueueKey& key : keys) key.job = nullptr;
+  last_order_ = std::move(keys);
+  last_reservations_ = std::move(pass.reservations);
+  return true;
 }
 
 // ------------------------------------------------------------- references and actions

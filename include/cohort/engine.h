@@ -314,13 +314,33 @@ class Engine {
       return id < o.id;
     }
   };
-  /// Whatever set schedule_needed_ other than a submission: the next pass
-  /// must go over the whole queue.
+  /// Whatever set schedule_needed_ other than a submission or a release:
+  /// the next pass must go over the whole queue.
   void NeedPass();
+  /// `job` gave back a node: what waits may fit now.
+  void NeedReleasePass(const Job& job);
+  void NoteDependencies(const Job& job);
+  [[nodiscard]] bool IsDependencyTarget(const Job& job) const;
   /// A pass after nothing but submissions, each behind a waiting job of its
   /// partition: only the new jobs are tried, as backfill against the last
   /// full pass's reservations. False (nothing done) when a full pass is due.
   bool SubmissionPass(Millis now, Effects& effects);
+  /// A pass after releases (and submissions) only: the part of the queue
+  /// the last full pass ordered, with the new jobs merged in, tried as a
+  /// full pass would until the queue settles. False (nothing done) when a
+  /// full pass is due; it runs one itself if it reaches the unordered part.
+  bool ReleasePass(Millis now, Effects& effects);
+  void FullPass(Millis now, Effects& effects);
+  /// What every pass does first: usage, resumptions, the running totals.
+  void BeginPass(PassState& pass, Millis now, Effects& effects);
+  /// Computes the job's multifactor priority; `shares` caches fair share
+  /// per (account, user) slot (-1: not yet).
+  void Prioritize(Job& job, std::vector<double>& shares, Millis now);
+  /// Tries one pending job of the pass: starts it, or says why it waits
+  /// (with a reservation or preemption when it is its partition's first).
+  void Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
+  /// Take, keeping the pass's count of keys left (PassState::open).
+  void TakeInOrder(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
   void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
   Job& SplitTask(Job& array, Millis now, Effects& effects);
   void ChargeUsage(Millis now);
@@ -385,6 +405,19 @@ class Engine {
   std::vector<Reservation> last_reservations_;
   std::map<alloc::PartitionId, QueueKey> last_blocked_;
   std::vector<JobId> submitted_;
+  bool released_ = false;  ///< a node was given back since the last pass
+  /// The jobs that pending jobs' dependencies name, and whether one waits
+  /// as a singleton: their start or end needs a full pass, since the jobs
+  /// that wait for them may lie where a release pass does not look. Each
+  /// full pass rebuilds them; submissions add to them.
+  std::set<JobId> dependency_targets_;
+  bool singleton_waits_ = false;
+  /// The queue as the last passes ordered it (keys without job pointers),
+  /// whether that covers every pending job, and the partitions of those
+  /// it does not cover.
+  std::vector<QueueKey> last_order_;
+  bool last_order_complete_ = false;
+  std::set<alloc::PartitionId> last_unordered_;
 };
 
 }  // namespace cohort

@@ -339,6 +339,55 @@ TEST(PolicyTest, ASubmissionAheadOfTheWaitingJobGetsAFullPass) {
   EXPECT_EQ(sim.engine().PendingOrder().front(), ahead);
 }
 
+// After a job ends, a pass walks only the part of the queue the last full
+// pass ordered, with the jobs submitted since: a job that a submission
+// pass left waiting is tried there, and starts where it delays nothing.
+TEST(PolicyTest, AJobEndLetsAJobSubmittedSinceTheLastFullPassStart) {
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
+  // Six of eight nodes busy, two of them for 20 s only; all eight wanted.
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(1)), {seconds(20)}).ok());
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
+  sim.RunUntil(sim.now() + seconds(1));
+  const JobId wide = sim.Submit(Request(8, 8, hours(1)), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  ASSERT_EQ(sim.engine().FindJob(wide)->reason, "Resources");
+  // Three nodes for half an hour: two are free, so it waits.
+  const JobId small = sim.Submit(Request(3, 8, minutes(30)), {minutes(30)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  ASSERT_EQ(sim.engine().FindJob(small)->state, JobState::kPending);
+  // The short jobs end within seconds of the full pass: four nodes free,
+  // and the small job ends long before the wide one can start.
+  sim.RunUntil(sim.now() + seconds(20));
+  const Job& job = *sim.engine().FindJob(small);
+  EXPECT_EQ(job.state, JobState::kRunning) << job.reason << ": " << job.reason_detail;
+  EXPECT_EQ(sim.engine().FindJob(wide)->state, JobState::kPending);
+}
+
+// A job that others depend on gets a full pass when it ends: one waiting
+// for it far down the queue learns at once that it waits only for Priority
+// now, not for its dependency.
+TEST(PolicyTest, TheEndOfADependencyTargetIsAFullPass) {
+  config::ClusterConfig config;
+  config.backfill_depth = 1;
+  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), config);
+  const JobId target = sim.Submit(Request(1, 8, hours(1)), {seconds(20)}).value();
+  for (int i = 0; i < 7; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
+  sim.RunUntil(sim.now() + seconds(1));
+  const JobId wide = sim.Submit(Request(8, 8, hours(1)), {hours(1)}).value();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
+  JobRequest after = Request(1, 8, hours(1));
+  after.dependency = {{{DependencyType::kAfterAny, target, -1}}, false};
+  const JobId dependent = sim.Submit(after, {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  ASSERT_EQ(sim.engine().FindJob(wide)->reason, "Resources");
+  ASSERT_EQ(sim.engine().FindJob(dependent)->reason, "Dependency");
+  sim.RunUntil(sim.now() + seconds(20));  // the target ends
+  ASSERT_NE(sim.engine().FindJob(target)->state, JobState::kRunning);
+  const Job& job = *sim.engine().FindJob(dependent);
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_EQ(job.reason, "Priority") << job.reason_detail;
+}
+
 // Once one partition's waiting job has spent the backfill depth, the jobs
 // of another partition, further down the queue, are still tried in their
 // order: the higher one starts, the one behind it waits.
