@@ -238,12 +238,17 @@ absl::Status Engine::CheckOwner(const Job& job, const Caller& caller, std::strin
 // ------------------------------------------------------------- priority
 
 policy::PriorityFactors Engine::PriorityOf(const Job& job, Millis now) const {
+  return PriorityWith(
+      job, fair_share_.Factor(config_, job.request.account, job.request.user_name, now), now);
+}
+
+policy::PriorityFactors Engine::PriorityWith(const Job& job, double fairshare, Millis now) const {
   policy::PriorityInputs in;
   in.age =
       job.state == JobState::kPending ? std::max(Millis{0}, now - job.eligible_time) : Millis{0};
   in.nodes = job.gang.nodes;
   in.cluster_nodes = std::max(1, topology_.NodeCount());
-  in.fairshare = fair_share_.Factor(config_, job.request.account, job.request.user_name, now);
+  in.fairshare = fairshare;
   in.partition_tier = job.priority_tier;
   in.max_partition_tier = max_tier_;
   const config::QosSpec* qos = config_.FindQos(job.qos);
@@ -1009,17 +1014,7 @@ void Engine::Prioritize(Job& job, std::vector<double>& shares, Millis now) {
     const auto& [account, user] = share_owners_[static_cast<std::size_t>(job.share_slot)];
     share = fair_share_.Factor(config_, account, user, now);
   }
-  policy::PriorityInputs in;
-  in.age = std::max(Millis{0}, now - job.eligible_time);
-  in.nodes = job.gang.nodes;
-  in.cluster_nodes = std::max(1, topology_.NodeCount());
-  in.fairshare = share;
-  in.partition_tier = job.priority_tier;
-  in.max_partition_tier = max_tier_;
-  const config::QosSpec* qos = config_.FindQos(job.qos);
-  in.qos_priority = qos == nullptr ? 0 : qos->priority;
-  in.max_qos_priority = max_qos_priority_;
-  job.priority = policy::ComputePriority(config_.priority, in).total;
+  job.priority = PriorityWith(job, share, now).total;
 }
 
 void Engine::Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects) {

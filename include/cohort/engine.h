@@ -336,6 +336,8 @@ class Engine {
   /// Computes the job's multifactor priority; `shares` caches fair share
   /// per (account, user) slot (-1: not yet).
   void Prioritize(Job& job, std::vector<double>& shares, Millis now);
+  [[nodiscard]] policy::PriorityFactors PriorityWith(const Job& job, double fairshare,
+                                                     Millis now) const;
   /// Tries one pending job of the pass: starts it, or says why it waits
   /// (with a reservation or preemption when it is its partition's first).
   void Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
