@@ -186,7 +186,7 @@ struct Engine::PassState {
   /// exclusive, CPUs, memory, GPUs): a superset of where it can go now, so
   /// that a backfill candidate is skipped, or placed among these few nodes,
   /// without a pass over the whole pool. Cleared when the pool changes.
-  std::map<std::tuple<int, bool, int, std::int64_t, int>, std::vector<NodeId>> may_fit;
+  std::map<GangShape, std::vector<NodeId>> may_fit;
   /// Per node, the earliest start of the reservations holding it
   /// (Millis::max(): none). A job is planned at most once per pass, so
   /// none of them is its own.
@@ -202,10 +202,7 @@ struct Engine::PassState {
 
   const std::vector<NodeId>& MayFitNodes(const alloc::GangRequest& gang,
                                          const alloc::NodePool& pool) {
-    const auto key = std::tuple{
-        gang.partition.value_or(-1), gang.exclusivity == alloc::Exclusivity::kExclusive,
-        gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
-    auto [it, fresh] = may_fit.try_emplace(key);
+    auto [it, fresh] = may_fit.try_emplace(ShapeOf(gang));
     if (fresh) it->second = NodesThatMayFit(gang, pool);
     return it->second;
   }

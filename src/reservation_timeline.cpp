@@ -17,6 +17,11 @@ bool MayFitOneNode(const alloc::GangRequest& gang, const alloc::NodeCapacity& ca
          std::popcount(free.gpus) >= gang.gpus_per_node;
 }
 
+GangShape ShapeOf(const alloc::GangRequest& gang) {
+  return {gang.partition.value_or(-1), gang.exclusivity == alloc::Exclusivity::kExclusive,
+          gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
+}
+
 ReservationTimeline::ReservationTimeline(const alloc::NodePool& pool, std::vector<Release> releases)
     : pool_(pool),
       offsets_(static_cast<std::size_t>(pool.NodeCount()) + 1, 0),
@@ -57,10 +62,7 @@ ReservationTimeline::Millis ReservationTimeline::ComputeFitTime(const alloc::Gan
 }
 
 const ReservationTimeline::Fits& ReservationTimeline::FitTimes(const alloc::GangRequest& gang) {
-  const ShapeKey key{
-      gang.partition.value_or(-1), gang.exclusivity == alloc::Exclusivity::kExclusive,
-      gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
-  auto [it, fresh] = shapes_.try_emplace(key);
+  auto [it, fresh] = shapes_.try_emplace(ShapeOf(gang));
   Shape& shape = it->second;
   if (!fresh) return shape.fits;
   shape.gang.tasks_per_node = 1;

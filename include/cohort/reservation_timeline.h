@@ -22,6 +22,11 @@ using alloc::NodeId;
 [[nodiscard]] bool MayFitOneNode(const alloc::GangRequest& gang,
                                  const alloc::NodeCapacity& capacity, const alloc::NodeFree& free);
 
+/// What decides whether one node of a gang fits a node's free resources:
+/// partition (-1: none), exclusive, CPUs, memory and GPUs per node.
+using GangShape = std::tuple<int, bool, int, std::int64_t, int>;
+[[nodiscard]] GangShape ShapeOf(const alloc::GangRequest& gang);
+
 /// When each node could first take one node of a gang, from what the running
 /// jobs free as they end: what a scheduling pass builds once to plan the
 /// start of the jobs that wait (backfill reservations), instead of walking
@@ -68,7 +73,6 @@ class ReservationTimeline {
   void Rewind(alloc::NodePool& shadow);
 
  private:
-  using ShapeKey = std::tuple<int, bool, int, std::int64_t, int>;
   struct Shape {
     alloc::GangRequest gang;  ///< the shape's fields only
     Fits fits;
@@ -80,7 +84,7 @@ class ReservationTimeline {
   std::vector<Release> releases_;       ///< by node, then end
   std::vector<std::uint32_t> offsets_;  ///< node n's releases: [offsets_[n], offsets_[n + 1])
   Millis first_end_ = Millis::max();
-  std::map<ShapeKey, Shape> shapes_;
+  std::map<GangShape, Shape> shapes_;
   /// Advance's progress: releases taken per node, and the nodes touched.
   std::vector<std::uint32_t> advanced_;
   std::vector<NodeId> advanced_nodes_;
