@@ -116,12 +116,17 @@ class FitCounter {
 };
 
 // The grants a job still holds in the pool.
+template <typename Visit>
+void ForEachHeldGrant(const Job& job, Visit visit) {
+  if (job.suspended) return;
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    if (job.released[rank] == 0) visit(job.placement.grants[rank]);
+  }
+}
+
 std::vector<alloc::NodeGrant> HeldGrants(const Job& job) {
   std::vector<alloc::NodeGrant> held;
-  if (job.suspended) return held;
-  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-    if (job.released[rank] == 0) held.push_back(job.placement.grants[rank]);
-  }
+  ForEachHeldGrant(job, [&](const alloc::NodeGrant& g) { held.push_back(g); });
   return held;
 }
 
@@ -605,10 +610,8 @@ std::optional<Engine::Reservation> Engine::PlanReservation(const Job& job, PassS
     std::vector<ReservationTimeline::Release> releases;
     for (const Job* other : active_) {
       const Millis end = EndBound(*other, now);
-      if (other->suspended || end == Millis::max()) continue;
-      for (std::size_t rank = 0; rank < other->placement.grants.size(); ++rank) {
-        if (other->released[rank] == 0) releases.push_back({end, other->placement.grants[rank]});
-      }
+      if (end == Millis::max()) continue;
+      ForEachHeldGrant(*other, [&](const alloc::NodeGrant& g) { releases.push_back({end, g}); });
     }
     pass.timeline.emplace(pool_, std::move(releases));
   }

@@ -283,6 +283,17 @@ TEST(ScenarioTest, EqualSharesGetEqualGpuHours) {
 // On 8 nodes under 2 leaves, six nodes busy (two until 1 h, four until 2 h,
 // each running to its limit), then an 8-node job that waits with a
 // reservation. Returns the waiting job.
+// `config` with QOS normal and high (priority 100).
+config::ClusterConfig WithHighQos(config::ClusterConfig config) {
+  config::QosSpec normal;
+  normal.name = "normal";
+  config::QosSpec high;
+  high.name = "high";
+  high.priority = 100;
+  config.qos = {normal, high};
+  return config;
+}
+
 JobId BusyClusterWithAWaitingGang(VirtualCluster& sim) {
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(1)), {hours(1)}).ok());
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(sim.Submit(Request(1, 8, hours(2)), {hours(2)}).ok());
@@ -319,13 +330,7 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
 // A submission ahead of the partition's waiting job gets a full pass, and
 // with it a reservation of its own, even when nothing was freed.
 TEST(PolicyTest, ASubmissionAheadOfTheWaitingJobGetsAFullPass) {
-  config::ClusterConfig config;
-  config::QosSpec normal;
-  normal.name = "normal";
-  config::QosSpec high;
-  high.name = "high";
-  high.priority = 100;
-  config.qos = {normal, high};
+  const config::ClusterConfig config = WithHighQos({});
   VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), config);
   BusyClusterWithAWaitingGang(sim);
   JobRequest urgent = Request(3, 8, hours(1));  // 2 nodes are free
@@ -394,12 +399,7 @@ TEST(PolicyTest, TheEndOfADependencyTargetIsAFullPass) {
 TEST(PolicyTest, APartitionWithoutAWaitingJobIsServedInOrderAfterTheDepthIsSpent) {
   config::ClusterConfig config;
   config.backfill_depth = 1;
-  config::QosSpec normal;
-  normal.name = "normal";
-  config::QosSpec high;
-  high.name = "high";
-  high.priority = 100;
-  config.qos = {normal, high};
+  config = WithHighQos(std::move(config));
   testing::Cluster cluster = ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build();
   config::PartitionSpec a, b;
   a.name = "a";
