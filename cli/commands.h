@@ -1,11 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 /// The `cohort` command's verbs. Each Add* registers its subcommands on
 /// `app`; when one runs, it stores the process exit status in `exit_code`.
 namespace cohort::cli {
+
+/// Registers the verbs of `cohort` on `app`. When `verb` (the command line's
+/// first argument) names one, only the group that defines it: building all
+/// of them, with their options and help, is a few milliseconds of every
+/// command. Anything else (--help, --version, a typo) gets them all, so that
+/// help lists every verb and errors can name them.
+void AddCommands(CLI::App& app, int& exit_code, std::string_view verb);
+/// Every verb AddCommands knows, in the order help lists them.
+[[nodiscard]] std::vector<std::string_view> VerbNames();
 
 /// `cohort config check`.
 void AddConfigCommands(CLI::App& app, int& exit_code);

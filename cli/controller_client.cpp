@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "controller_client.h"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -48,6 +48,16 @@ absl::Status CheckAddress(std::string_view address, std::string_view source) {
     return invalid();
   }
   return absl::OkStatus();
+}
+
+// Dropping a process's last channel shuts gRPC down and joins its threads:
+// milliseconds of a command that takes a few tens. A command ends with
+// _Exit once it has printed (main.cpp), so its channels are simply kept.
+void KeepUntilExit(std::shared_ptr<grpc::Channel> channel) {
+  static std::mutex mutex;
+  static auto* const kept = new std::vector<std::shared_ptr<grpc::Channel>>();
+  const std::lock_guard lock(mutex);
+  kept->push_back(std::move(channel));
 }
 
 }  // namespace
@@ -104,23 +114,12 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
   return out;
 }
 
-std::string LoginName() {
-  const uid_t uid = ::getuid();
-  passwd entry{};
-  passwd* result = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &result) == 0 && result != nullptr) {
-    return entry.pw_name;
-  }
-  if (std::string user = Env("USER"); !user.empty()) return user;
-  return std::to_string(uid);
-}
-
 absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptions& options) {
   absl::StatusOr<ControllerAddress> address = ResolveControllerAddress(options);
   if (!address.ok()) return address.status();
+  // Over the Unix socket the controller reads the caller's uid from the
+  // socket itself; over TCP the caller claims one, believed with the key.
   std::vector<std::pair<std::string, std::string>> metadata;
-  metadata.emplace_back("cohort-user", LoginName());
   if (!IsUnix(address->target)) {
     metadata.emplace_back("cohort-uid", std::to_string(::getuid()));
     if (!address->auth_key_file.empty() && ::access(address->auth_key_file.c_str(), R_OK) == 0) {
@@ -136,6 +135,7 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
   arguments.SetMaxReceiveMessageSize(-1);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(address->target, grpc::InsecureChannelCredentials(), arguments);
+  KeepUntilExit(channel);
   return ControllerClient(address->target, std::move(channel), std::move(metadata));
 }
 

@@ -45,11 +45,13 @@ struct ControllerAddress {
     const ConnectionOptions& options);
 
 /// Blocking calls to the Controller service, on the caller's thread. Unary
-/// calls have a 10 s deadline. Every call carries the metadata `cohort-user`
-/// (the login name); over TCP also `cohort-uid` and, when the config's
-/// AuthKeyFile is readable, `cohort-auth-key` (over the Unix socket the
-/// controller takes the uid from the peer credentials). Errors are the
-/// server's gRPC status as an absl::Status with the same code and message.
+/// calls have a 10 s deadline. Over TCP every call carries the metadata
+/// `cohort-uid` and, when the config's AuthKeyFile is readable,
+/// `cohort-auth-key`; over the Unix socket none (the controller takes the uid
+/// from the peer credentials). The controller looks up the login name of
+/// the uid itself. Errors are the server's gRPC status as an absl::Status
+/// with the same code and message. The channel lives until the process
+/// exits (commands end with _Exit; shutting gRPC down costs milliseconds).
 class ControllerClient {
  public:
   /// Resolves the address (see ResolveControllerAddress) and makes a channel;
@@ -114,8 +116,5 @@ int CallController(const ConnectionOptions& options,
 
 /// The deadline of unary calls.
 inline constexpr std::chrono::seconds kUnaryDeadline{10};
-
-/// The login name of the calling user (getpwuid), else $USER, else the uid.
-[[nodiscard]] std::string LoginName();
 
 }  // namespace cohort::cli

@@ -773,7 +773,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_kill_on_invalid_dep(o.kill_on_invalid_dep &&
                                EqualsIgnoreCase(*o.kill_on_invalid_dep, "yes"));
   spec.set_hold(o.hold);
-  spec.set_user_name(LoginName());
+  // The controller names the owner from the caller's uid (user_name).
   return spec;
 }
 
@@ -786,7 +786,7 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
   std::vector<std::string> env;
   for (const v1::EnvVar& var : spec.env()) env.push_back(var.name());
   line("name", spec.name());
-  line("user_name", spec.user_name());
+  if (!spec.user_name().empty()) line("user_name", spec.user_name());
   line("partition", OrDefault(spec.partition(), "(the default partition)"));
   line("account", OrDefault(spec.account(), "(your user name)"));
   line("qos", OrDefault(spec.qos(), "(the cluster's DefaultQOS)"));

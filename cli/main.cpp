@@ -17,22 +17,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "cohort 0.1.0");
   int exit_code = 0;
-  cohort::cli::AddSubmitCommand(app, exit_code);
-  cohort::cli::AddRunCommand(app, exit_code);
-  cohort::cli::AddQueueCommand(app, exit_code);
-  cohort::cli::AddHistoryCommand(app, exit_code);
-  cohort::cli::AddShowCommand(app, exit_code);
-  cohort::cli::AddCancelCommand(app, exit_code);
-  cohort::cli::AddControlCommands(app, exit_code);
-  cohort::cli::AddWhyCommand(app, exit_code);
-  cohort::cli::AddPriorityCommand(app, exit_code);
-  cohort::cli::AddSharesCommand(app, exit_code);
-  cohort::cli::AddNodesCommand(app, exit_code);
-  cohort::cli::AddDrainCommands(app, exit_code);
-  cohort::cli::AddConfigCommands(app, exit_code);
-  cohort::cli::AddTopologyCommands(app, exit_code);
-  cohort::cli::AddHostlistCommands(app, exit_code);
-  cohort::cli::AddPlaceCommand(app, exit_code);
+  cohort::cli::AddCommands(app, exit_code, argc > 1 ? argv[1] : "");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

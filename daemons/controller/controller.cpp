@@ -515,6 +515,7 @@ void Controller::SubmitJob(v1::SubmitJobRequest request, Identity who,
       return;
     }
     v1::JobSpec& spec = specs_[*id] = std::move(*request.mutable_spec());
+    spec.set_user_name(who.user_name);
     spec.mutable_env()->Swap(envs_[*id].mutable_env());
     new_jobs_.insert(*id);
     response.set_job_id(*id);

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The compiled part of {fmt}, for programs linked without shared libraries
+// (cmake/StaticClients.cmake): Debian ships libfmt only as a shared library,
+// but its headers carry the implementation. These are the instantiations
+// fmt's own src/format.cc makes for its library, for the version the
+// headers are.
+#include <fmt/format-inl.h>
+
+#if FMT_VERSION / 10000 != 9
+#error "cmake/fmt_static.cpp instantiates fmt 9's library; build with -DCOHORT_STATIC_CLIENTS=OFF"
+#endif
+
+FMT_BEGIN_NAMESPACE
+namespace detail {
+
+template auto dragonbox::to_decimal(float x) noexcept -> dragonbox::decimal_fp<float>;
+template auto dragonbox::to_decimal(double x) noexcept -> dragonbox::decimal_fp<double>;
+
+template locale_ref::locale_ref(const std::locale& loc);
+template auto locale_ref::get<std::locale>() const -> std::locale;
+
+template auto thousands_sep_impl(locale_ref) -> thousands_sep_result<char>;
+template auto decimal_point_impl(locale_ref) -> char;
+template void buffer<char>::append(const char*, const char*);
+template void vformat_to(buffer<char>&, string_view, basic_format_args<FMT_BUFFER_CONTEXT(char)>,
+                         locale_ref);
+
+template auto thousands_sep_impl(locale_ref) -> thousands_sep_result<wchar_t>;
+template auto decimal_point_impl(locale_ref) -> wchar_t;
+template void buffer<wchar_t>::append(const wchar_t*, const wchar_t*);
+
+}  // namespace detail
+FMT_END_NAMESPACE
