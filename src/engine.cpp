@@ -722,6 +722,7 @@ void Engine::Tick(Millis now, Effects& effects) {
     }
   }
   ChargeUsage(now);
+  if (!pending_.empty() && now - last_full_pass_ >= kFullPassEvery) NeedPass();
   // Stopping or warning a job changes the index being walked: walk a copy.
   const std::vector<Job*> active(active_.begin(), active_.end());
   for (Job* entry : active) {

@@ -25,9 +25,6 @@ namespace {
 
 Millis ToMillis(std::chrono::seconds s) { return std::chrono::duration_cast<Millis>(s); }
 
-// Priorities drift with age and usage: a full pass at least this often.
-constexpr Millis kFullPassEvery = std::chrono::seconds(30);
-
 int GpusHeld(const Job& job) {
   int gpus = 0;
   for (const alloc::NodeGrant& g : job.placement.grants) gpus += std::popcount(g.gpus);
@@ -910,7 +907,7 @@ bool Engine::IsDependencyTarget(const Job& job) const {
 }
 
 bool Engine::SubmissionPass(Millis now, Effects& effects) {
-  if (released_ || full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
+  if (released_ || full_pass_needed_) return false;
   if (HasRunningLimits(config_)) return false;
   std::vector<QueueKey> fresh;
   for (const JobId id : submitted_) {
@@ -1160,7 +1157,7 @@ void Engine::FullPass(Millis now, Effects& effects) {
 }
 
 bool Engine::ReleasePass(Millis now, Effects& effects) {
-  if (!released_ || full_pass_needed_ || now - last_full_pass_ >= kFullPassEvery) return false;
+  if (!released_ || full_pass_needed_) return false;
   if (!last_order_complete_ && last_order_.empty()) return false;
   // The part of the queue the last full pass took in order, as it ordered
   // it, with the new jobs merged in at their priority now.

@@ -222,7 +222,8 @@ class Engine {
 
   /// Time passes: nodes silent for NodeTimeout go DOWN, running jobs near
   /// their limit get their TimeWarning (once per attempt), jobs past it are
-  /// stopped, --switches waits expire.
+  /// stopped, --switches waits expire; while jobs wait, the queue is
+  /// ordered afresh (a full pass) every 30 s.
   void Tick(Millis now, Effects& effects);
   /// One scheduling pass: suspended jobs resume where they fit; pending
   /// jobs, highest partition tier first, then by multifactor priority, start
@@ -403,6 +404,10 @@ class Engine {
   /// the first waiting job of each partition, when it ran; and the jobs
   /// submitted since.
   bool full_pass_needed_ = true;
+  /// Priorities drift with age and usage: while jobs wait, Tick asks for a
+  /// full pass at least this often (on the clock, so that no submission
+  /// waits for it).
+  static constexpr Millis kFullPassEvery = std::chrono::seconds(30);
   Millis last_full_pass_{0};
   std::vector<Reservation> last_reservations_;
   std::map<alloc::PartitionId, QueueKey> last_blocked_;

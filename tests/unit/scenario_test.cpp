@@ -118,6 +118,16 @@ class VirtualCluster {
     }
   }
 
+  // The clock moves on without a tick: events before the controller's next.
+  void Skip(Millis by) { now_ += by; }
+  // The pass the controller runs after an event.
+  void Pass() {
+    if (!engine_->ScheduleNeeded()) return;
+    Effects pass;
+    engine_->Schedule(now_, pass);
+    Apply(pass);
+  }
+
   // Runs until every job has finished (or `limit` passes).
   void Drain(Millis limit, Millis step = seconds(1)) {
     const Millis until = now_ + limit;
@@ -391,6 +401,52 @@ TEST(PolicyTest, TheEndOfADependencyTargetIsAFullPass) {
   const Job& job = *sim.engine().FindJob(dependent);
   EXPECT_EQ(job.state, JobState::kPending);
   EXPECT_EQ(job.reason, "Priority") << job.reason_detail;
+}
+
+// Priorities whose age factor alone moves (full within 10 minutes).
+config::ClusterConfig AgeOnly() {
+  config::ClusterConfig config;
+  config.priority.max_age = minutes(10);
+  config.priority.fairshare = 0;
+  return config;
+}
+
+// One job holds the whole (two-node) cluster and one waits behind it; a
+// pass has run. Returns the waiting job.
+JobId WaitBehindAFullCluster(VirtualCluster& sim) {
+  EXPECT_TRUE(sim.Submit(Request(2, 8, hours(1)), {hours(1)}).ok());
+  const JobId waiting = sim.Submit(Request(1, 8, hours(1)), {hours(1)}).value();
+  sim.RunUntil(sim.now() + seconds(1));
+  return waiting;
+}
+
+// While jobs wait and nothing happens, the clock still orders the queue
+// afresh every 30 s: priorities (here the age factor) stay current.
+TEST(PolicyTest, WhileJobsWaitTheQueueIsOrderedAfreshEveryThirtySeconds) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), AgeOnly());
+  const JobId waiting = WaitBehindAFullCluster(sim);
+  const std::int64_t first = sim.engine().FindJob(waiting)->priority;
+  sim.RunUntil(sim.now() + seconds(20));
+  EXPECT_EQ(sim.engine().FindJob(waiting)->priority, first);
+  sim.RunUntil(sim.now() + seconds(20));
+  EXPECT_GT(sim.engine().FindJob(waiting)->priority, first);
+}
+
+// A submission long after the last full pass is still tried alone: ordering
+// the queue afresh is the clock's work, not paid for by whichever
+// submission comes next (with 100,000 jobs queued it would wait ~100 ms).
+TEST(PolicyTest, ASubmissionLongAfterTheLastFullPassIsTriedAlone) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), AgeOnly());
+  const JobId waiting = WaitBehindAFullCluster(sim);
+  const std::int64_t first = sim.engine().FindJob(waiting)->priority;
+  sim.Skip(minutes(2));
+  const JobId late = sim.Submit(Request(1, 8, hours(1)), {hours(1)}).value();
+  sim.Pass();
+  EXPECT_EQ(sim.engine().FindJob(waiting)->priority, first);
+  EXPECT_EQ(sim.engine().FindJob(late)->state, JobState::kPending);
+  EXPECT_EQ(sim.engine().FindJob(late)->reason, "Priority");
+  sim.RunUntil(sim.now() + seconds(1));  // the next tick
+  EXPECT_GT(sim.engine().FindJob(waiting)->priority, first);
 }
 
 // Once one partition's waiting job has spent the backfill depth, the jobs
