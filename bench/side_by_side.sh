@@ -44,7 +44,9 @@ results=$WORK/results.tsv  # SYSTEM PROFILE METRIC VALUE NOTE
 SYS=
 PROFILE=
 
-now_ns() { date +%s%N; }
+# now_ns VAR: the wall clock in nanoseconds (bash's clock, microseconds; no
+# process is started, so no command's time includes starting `date`).
+now_ns() { printf -v "$1" '%s000' "${EPOCHREALTIME/./}"; }
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "$SYS" "$PROFILE" "$1" "$2" "${3:-}" >>"$results"; }
 say() { echo "== $SYS${PROFILE:+ ($PROFILE)}: $* [$((SECONDS - started)) s]" >&2; }
 started=$SECONDS
@@ -166,7 +168,7 @@ measure_dispatch() {
     : >"$WORK/dispatch-$n"
     for i in $(seq "$per"); do
       f=$WORK/ranks-$SYS-$PROFILE-$n-$i
-      s=$(now_ns)
+      now_ns s
       "${SYS}_dispatch" "$n" "$f"
       if [ "$(wc -l <"$f" 2>/dev/null || echo 0)" -ne "$n" ]; then
         echo "dispatch: $SYS $n-node job $i: $(wc -l <"$f" 2>/dev/null || echo 0) of $n ranks ran" >&2
@@ -203,7 +205,7 @@ measure_throughput() {
       *) return 1 ;;
     esac
   fi
-  s=$(now_ns)
+  now_ns s
   case $mode in
     seq) for _ in $(seq "$jobs"); do "${SYS}_submit_true" || return 1; done ;;
     4c)
@@ -215,7 +217,7 @@ measure_throughput() {
       ;;
     array) "${SYS}_submit_array" "$jobs" || return 1 ;;
   esac
-  e_sub=$(now_ns)
+  now_ns e_sub
   if [ "$what" = submit ]; then
     record "submit_rate_${mode}_per_s" "$(rate "$jobs" $((e_sub - s)))" "n=$jobs"
     "${SYS}_cancel_all"
@@ -226,7 +228,7 @@ measure_throughput() {
     [ "$SECONDS" -ge "$deadline" ] && { echo "throughput: $SYS queue not empty after 900 s" >&2; return 1; }
     sleep 0.2
   done
-  e_all=$(now_ns)
+  now_ns e_all
   record "submit_rate_${mode}_per_s" "$(rate "$jobs" $((e_sub - s)))" "n=$jobs"
   record "throughput_${mode}_jobs_per_s" "$(rate "$jobs" $((e_all - s)))" "n=$jobs"
 }
@@ -258,12 +260,12 @@ slurm_fill() {
 
 # measure_queue: the median of 20 of one more submission and of a full listing.
 measure_queue() {
-  local s i
+  local s e i
   say "large queue: 20 submissions and 20 listings with $queue_jobs pending"
   : >"$WORK/q-submit"; : >"$WORK/q-list"
   for i in $(seq 20); do
-    s=$(now_ns); "${SYS}_submit_true" || return 1; echo $(($(now_ns) - s)) >>"$WORK/q-submit"
-    s=$(now_ns); "${SYS}_queue_list" || return 1; echo $(($(now_ns) - s)) >>"$WORK/q-list"
+    now_ns s; "${SYS}_submit_true" || return 1; now_ns e; echo $((e - s)) >>"$WORK/q-submit"
+    now_ns s; "${SYS}_queue_list" || return 1; now_ns e; echo $((e - s)) >>"$WORK/q-list"
   done
   record queue_submit_ms "$(ms "$(median "$WORK/q-submit")")" "median of 20, $queue_jobs pending"
   record queue_list_ms "$(ms "$(median "$WORK/q-list")")" "median of 20, $queue_jobs pending"

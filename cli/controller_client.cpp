@@ -133,6 +133,12 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
   arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   // Listings of large clusters and queues exceed the 4 MB default.
   arguments.SetMaxReceiveMessageSize(-1);
+  // A command makes one channel for a call or two: none of channelz's
+  // bookkeeping, a service config looked up in DNS or health checks, which
+  // cost about a tenth of a command's time.
+  arguments.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
+  arguments.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
+  arguments.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(address->target, grpc::InsecureChannelCredentials(), arguments);
   KeepUntilExit(channel);

@@ -49,5 +49,15 @@ TEST(VerbsTest, EveryVerbBuildsItsOwnGroup) {
   }
 }
 
+TEST(VerbsTest, OnlineVerbsAreKnownToCallTheController) {
+  for (const std::string_view verb :
+       {"submit", "queue", "cancel", "release", "resume", "topology"}) {
+    EXPECT_TRUE(CallsController(verb)) << verb;
+  }
+  for (const std::string_view verb : {"config", "hostlist", "place", "", "--help", "sumbit"}) {
+    EXPECT_FALSE(CallsController(verb)) << verb;
+  }
+}
+
 }  // namespace
 }  // namespace cohort::cli
