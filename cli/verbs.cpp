@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <initializer_list>
 #include <string_view>
+#include <vector>
 
 #include "commands.h"
 
