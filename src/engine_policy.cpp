@@ -25,6 +25,9 @@ namespace {
 
 Millis ToMillis(std::chrono::seconds s) { return std::chrono::duration_cast<Millis>(s); }
 
+// The detail of a job that waits for Priority: one ahead of it waits too.
+constexpr std::string_view kWaitingBehind = "waiting behind higher-priority jobs of the partition";
+
 int GpusHeld(const Job& job) {
   int gpus = 0;
   for (const alloc::NodeGrant& g : job.placement.grants) gpus += std::popcount(g.gpus);
@@ -939,7 +942,6 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
   }
   std::inplace_merge(last_order_.begin(), last_order_.begin() + static_cast<std::ptrdiff_t>(kept),
                      last_order_.end());
-  const std::string_view behind = "waiting behind higher-priority jobs of the partition";
   for (const QueueKey& key : fresh) {
     Job& job = *key.job;
     alloc::GangRequest gang = job.gang;
@@ -955,7 +957,7 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
       }
     }
     job.expected_start = Millis{0};
-    SetReason(job, "Priority", behind, effects);
+    SetReason(job, "Priority", kWaitingBehind, effects);
   }
   return true;
 }
@@ -1021,7 +1023,7 @@ void Engine::Take(const QueueKey& key, PassState& pass, Millis now, Effects& eff
   const alloc::PartitionId partition = job.gang.partition.value_or(-1);
   const bool behind = pass.blocked.contains(partition);
   if (behind && pass.backfill_tried >= config_.backfill_depth) {
-    SetReason(job, "Priority", "waiting behind higher-priority jobs of the partition", effects);
+    SetReason(job, "Priority", kWaitingBehind, effects);
     job.expected_start = Millis{0};
     return;
   }
@@ -1084,18 +1086,16 @@ void Engine::Take(const QueueKey& key, PassState& pass, Millis now, Effects& eff
       if (const auto plan = preempt_plans_.find(job.id); plan != preempt_plans_.end()) {
         pass.Reserve(Reservation{job.id, now, plan->second});
       }
-    } else if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
-      std::optional<Reservation> r = PlanReservation(job, pass, now);
+    } else {
+      // The first BackfillDepth waiting jobs get a reservation.
+      std::optional<Reservation> r;
+      if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
+        r = PlanReservation(job, pass, now);
+      }
       job.expected_start = r ? r->start : Millis{0};
       if (r) pass.Reserve(std::move(*r));
       SetReason(job, behind ? "Priority" : "Resources",
-                behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
-                effects);
-    } else {
-      job.expected_start = Millis{0};
-      SetReason(job, behind ? "Priority" : "Resources",
-                behind ? "waiting behind higher-priority jobs of the partition" : result.reason,
-                effects);
+                behind ? kWaitingBehind : std::string_view(result.reason), effects);
     }
     pass.blocked.insert(partition);
     if (!last_blocked_.contains(partition)) {
