@@ -18,8 +18,9 @@ namespace cohort::cli {
 void AddCommands(CLI::App& app, int& exit_code, std::string_view verb);
 /// Every verb AddCommands knows, in the order help lists them.
 [[nodiscard]] std::vector<std::string_view> VerbNames();
-/// Whether `verb` names a verb that calls the controller.
-[[nodiscard]] bool CallsController(std::string_view verb);
+/// Whether `verb` opens a stream to the controller (`run` watches its job),
+/// which goes through gRPC's C++ stack.
+[[nodiscard]] bool OpensStream(std::string_view verb);
 
 /// `cohort config check`.
 void AddConfigCommands(CLI::App& app, int& exit_code);

@@ -127,6 +127,17 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
       if (key.ok()) metadata.emplace_back("cohort-auth-key", *std::move(key));
     }
   }
+  ControllerClient client(address->target, std::move(metadata));
+  client.direct_ = UnaryChannel::ForTarget(address->target);
+  return client;
+}
+
+ControllerClient::ControllerClient(std::string address,
+                                   std::vector<std::pair<std::string, std::string>> metadata)
+    : address_(std::move(address)), metadata_(std::move(metadata)) {}
+
+v1::Controller::Stub& ControllerClient::Stub() {
+  if (stub_ != nullptr) return *stub_;
   grpc::ChannelArguments arguments;
   // The controller is inside the cluster: an http_proxy set for the outside
   // world must not capture it.
@@ -140,28 +151,32 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
   arguments.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   arguments.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address->target, grpc::InsecureChannelCredentials(), arguments);
+      grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), arguments);
   KeepUntilExit(channel);
-  return ControllerClient(address->target, std::move(channel), std::move(metadata));
+  stub_ = v1::Controller::NewStub(channel);
+  return *stub_;
 }
-
-ControllerClient::ControllerClient(std::string address, std::shared_ptr<grpc::Channel> channel,
-                                   std::vector<std::pair<std::string, std::string>> metadata)
-    : address_(std::move(address)),
-      stub_(v1::Controller::NewStub(channel)),
-      metadata_(std::move(metadata)) {}
 
 void ControllerClient::AddMetadata(grpc::ClientContext& context) const {
   for (const auto& [key, value] : metadata_) context.AddMetadata(key, value);
 }
 
 template <typename Request, typename Response, typename Call>
-absl::StatusOr<Response> ControllerClient::Unary(const Request& request, Call call) {
+absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const Request& request,
+                                                 Call call) {
+  const auto deadline = std::chrono::system_clock::now() + kUnaryDeadline;
+  Response response;
+  if (direct_ != nullptr) {
+    absl::Status status =
+        direct_->Call(fmt::format("/{}/{}", v1::Controller::service_full_name(), method), request,
+                      response, metadata_, deadline);
+    if (!status.ok()) return status;
+    return response;
+  }
   grpc::ClientContext context;
   AddMetadata(context);
-  context.set_deadline(std::chrono::system_clock::now() + kUnaryDeadline);
-  Response response;
-  const grpc::Status status = (stub_.get()->*call)(&context, request, &response);
+  context.set_deadline(deadline);
+  const grpc::Status status = (Stub().*call)(&context, request, &response);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
   }
@@ -170,64 +185,67 @@ absl::StatusOr<Response> ControllerClient::Unary(const Request& request, Call ca
 
 absl::StatusOr<v1::SubmitJobResponse> ControllerClient::SubmitJob(
     const v1::SubmitJobRequest& request) {
-  return Unary<v1::SubmitJobRequest, v1::SubmitJobResponse>(request,
-                                                            &v1::Controller::Stub::SubmitJob);
+  return Unary<v1::SubmitJobRequest, v1::SubmitJobResponse>("SubmitJob", request,
+      &v1::Controller::Stub::SubmitJob);
 }
 absl::StatusOr<v1::CancelJobResponse> ControllerClient::CancelJob(
     const v1::CancelJobRequest& request) {
-  return Unary<v1::CancelJobRequest, v1::CancelJobResponse>(request,
-                                                            &v1::Controller::Stub::CancelJob);
+  return Unary<v1::CancelJobRequest, v1::CancelJobResponse>("CancelJob", request,
+      &v1::Controller::Stub::CancelJob);
 }
 absl::StatusOr<v1::GetJobResponse> ControllerClient::GetJob(const v1::GetJobRequest& request) {
-  return Unary<v1::GetJobRequest, v1::GetJobResponse>(request, &v1::Controller::Stub::GetJob);
+  return Unary<v1::GetJobRequest, v1::GetJobResponse>("GetJob", request,
+      &v1::Controller::Stub::GetJob);
 }
 absl::StatusOr<v1::ListJobsResponse> ControllerClient::ListJobs(
     const v1::ListJobsRequest& request) {
-  return Unary<v1::ListJobsRequest, v1::ListJobsResponse>(request, &v1::Controller::Stub::ListJobs);
+  return Unary<v1::ListJobsRequest, v1::ListJobsResponse>("ListJobs", request,
+      &v1::Controller::Stub::ListJobs);
 }
 absl::StatusOr<v1::JobHistoryResponse> ControllerClient::JobHistory(
     const v1::JobHistoryRequest& request) {
-  return Unary<v1::JobHistoryRequest, v1::JobHistoryResponse>(request,
-                                                              &v1::Controller::Stub::JobHistory);
+  return Unary<v1::JobHistoryRequest, v1::JobHistoryResponse>("JobHistory", request,
+      &v1::Controller::Stub::JobHistory);
 }
 absl::StatusOr<v1::ListNodesResponse> ControllerClient::ListNodes(
     const v1::ListNodesRequest& request) {
-  return Unary<v1::ListNodesRequest, v1::ListNodesResponse>(request,
-                                                            &v1::Controller::Stub::ListNodes);
+  return Unary<v1::ListNodesRequest, v1::ListNodesResponse>("ListNodes", request,
+      &v1::Controller::Stub::ListNodes);
 }
 absl::StatusOr<v1::UpdateNodeResponse> ControllerClient::UpdateNode(
     const v1::UpdateNodeRequest& request) {
-  return Unary<v1::UpdateNodeRequest, v1::UpdateNodeResponse>(request,
-                                                              &v1::Controller::Stub::UpdateNode);
+  return Unary<v1::UpdateNodeRequest, v1::UpdateNodeResponse>("UpdateNode", request,
+      &v1::Controller::Stub::UpdateNode);
 }
 absl::StatusOr<v1::GetTopologyResponse> ControllerClient::GetTopology(
     const v1::GetTopologyRequest& request) {
-  return Unary<v1::GetTopologyRequest, v1::GetTopologyResponse>(request,
-                                                                &v1::Controller::Stub::GetTopology);
+  return Unary<v1::GetTopologyRequest, v1::GetTopologyResponse>("GetTopology", request,
+      &v1::Controller::Stub::GetTopology);
 }
 
 absl::StatusOr<v1::ControlJobsResponse> ControllerClient::ControlJobs(
     const v1::ControlJobsRequest& request) {
-  return Unary<v1::ControlJobsRequest, v1::ControlJobsResponse>(request,
-                                                                &v1::Controller::Stub::ControlJobs);
+  return Unary<v1::ControlJobsRequest, v1::ControlJobsResponse>("ControlJobs", request,
+      &v1::Controller::Stub::ControlJobs);
 }
 absl::StatusOr<v1::ExplainJobResponse> ControllerClient::ExplainJob(
     const v1::ExplainJobRequest& request) {
-  return Unary<v1::ExplainJobRequest, v1::ExplainJobResponse>(request,
-                                                              &v1::Controller::Stub::ExplainJob);
+  return Unary<v1::ExplainJobRequest, v1::ExplainJobResponse>("ExplainJob", request,
+      &v1::Controller::Stub::ExplainJob);
 }
 absl::StatusOr<v1::PriorityResponse> ControllerClient::GetPriorities(
     const v1::PriorityRequest& request) {
-  return Unary<v1::PriorityRequest, v1::PriorityResponse>(request,
-                                                          &v1::Controller::Stub::GetPriorities);
+  return Unary<v1::PriorityRequest, v1::PriorityResponse>("GetPriorities", request,
+      &v1::Controller::Stub::GetPriorities);
 }
 absl::StatusOr<v1::SharesResponse> ControllerClient::GetShares(const v1::SharesRequest& request) {
-  return Unary<v1::SharesRequest, v1::SharesResponse>(request, &v1::Controller::Stub::GetShares);
+  return Unary<v1::SharesRequest, v1::SharesResponse>("GetShares", request,
+      &v1::Controller::Stub::GetShares);
 }
 
 std::unique_ptr<grpc::ClientReader<v1::JobEvent>> ControllerClient::WatchJob(
     grpc::ClientContext& context, const v1::WatchJobRequest& request) {
-  return stub_->WatchJob(&context, request);
+  return Stub().WatchJob(&context, request);
 }
 
 void ControllerClient::PrintError(const absl::Status& status) const {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "unary_channel.h"
 
 /// The CLI's connection to cohort-controller.
 namespace cohort::cli {
@@ -45,7 +46,9 @@ struct ControllerAddress {
     const ConnectionOptions& options);
 
 /// Blocking calls to the Controller service, on the caller's thread. Unary
-/// calls have a 10 s deadline. Over TCP every call carries the metadata
+/// calls have a 10 s deadline. They go over a UnaryChannel when the address
+/// is a Unix socket or a numeric one (no threads, a fraction of a command's
+/// time), else, and for the WatchJob stream, through gRPC's C++ stack. Over TCP every call carries the metadata
 /// `cohort-uid` and, when the config's AuthKeyFile is readable,
 /// `cohort-auth-key`; over the Unix socket none (the controller takes the uid
 /// from the peer credentials). The controller looks up the login name of
@@ -54,8 +57,8 @@ struct ControllerAddress {
 /// exits (commands end with _Exit; shutting gRPC down costs milliseconds).
 class ControllerClient {
  public:
-  /// Resolves the address (see ResolveControllerAddress) and makes a channel;
-  /// connects lazily, on the first call.
+  /// Resolves the address (see ResolveControllerAddress); connects lazily,
+  /// on the first call.
   [[nodiscard]] static absl::StatusOr<ControllerClient> Connect(const ConnectionOptions& options);
 
   [[nodiscard]] const std::string& Address() const { return address_; }
@@ -96,13 +99,16 @@ class ControllerClient {
   void PrintError(const absl::Status& status) const;
 
  private:
-  ControllerClient(std::string address, std::shared_ptr<grpc::Channel> channel,
-                   std::vector<std::pair<std::string, std::string>> metadata);
+  ControllerClient(std::string address, std::vector<std::pair<std::string, std::string>> metadata);
+
+  /// The gRPC stub, its channel made on first use.
+  v1::Controller::Stub& Stub();
 
   template <typename Request, typename Response, typename Call>
-  absl::StatusOr<Response> Unary(const Request& request, Call call);
+  absl::StatusOr<Response> Unary(std::string_view method, const Request& request, Call call);
 
   std::string address_;
+  std::unique_ptr<UnaryChannel> direct_;  ///< null: unary calls go through the stub
   std::unique_ptr<v1::Controller::Stub> stub_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };

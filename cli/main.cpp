@@ -17,12 +17,13 @@ int main(int argc, char** argv) {
   // fault in a heap of their own, a large part of a command's time.
   ::mallopt(M_ARENA_MAX, 1);
   const std::string_view verb = argc > 1 ? argv[1] : "";
-  // A command that calls the controller starts gRPC (its threads and
-  // plugins, ~1.5 ms) on a second thread while it reads its command line;
-  // the channel it makes later waits for that start to finish. The process
+  // Unary calls need none of gRPC's C++ stack (controller_client.h). A
+  // command that opens a stream starts gRPC (its threads and plugins,
+  // ~1.5 ms) on a second thread while it reads its command line; the
+  // channel it makes later waits for that start to finish. The process
   // always ends with _Exit, so this thread is never joined.
   std::thread start_grpc;
-  if (cohort::cli::CallsController(verb)) start_grpc = std::thread([] { grpc_init(); });
+  if (cohort::cli::OpensStream(verb)) start_grpc = std::thread([] { grpc_init(); });
   CLI::App app{"cohort: submit, inspect and manage jobs on a Cohort GPU cluster", "cohort"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "cohort 0.1.0");

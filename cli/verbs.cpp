@@ -9,31 +9,33 @@
 namespace cohort::cli {
 namespace {
 
-enum class Reach : bool { kOffline, kController };
+// How a verb reaches the controller: not at all, by unary calls only, or
+// with a stream too (which only gRPC's C++ stack carries).
+enum class Reach { kOffline, kUnary, kStream };
 
 struct VerbGroup {
   std::initializer_list<std::string_view> names;  ///< what Add registers on the app
   void (*add)(CLI::App&, int&);
-  Reach reach;  ///< whether its verbs call the controller
+  Reach reach;
 };
 
 // Every verb of `cohort`, by the function that registers it.
 const VerbGroup kVerbGroups[] = {
-    {{"submit"}, AddSubmitCommand, Reach::kController},
-    {{"run"}, AddRunCommand, Reach::kController},
-    {{"queue"}, AddQueueCommand, Reach::kController},
-    {{"history"}, AddHistoryCommand, Reach::kController},
-    {{"show"}, AddShowCommand, Reach::kController},
-    {{"cancel"}, AddCancelCommand, Reach::kController},
-    {{"hold", "release", "requeue", "checkpoint-done"}, AddControlCommands, Reach::kController},
-    {{"why"}, AddWhyCommand, Reach::kController},
-    {{"priority"}, AddPriorityCommand, Reach::kController},
-    {{"shares"}, AddSharesCommand, Reach::kController},
-    {{"nodes"}, AddNodesCommand, Reach::kController},
-    {{"drain", "resume"}, AddDrainCommands, Reach::kController},
+    {{"submit"}, AddSubmitCommand, Reach::kUnary},
+    {{"run"}, AddRunCommand, Reach::kStream},
+    {{"queue"}, AddQueueCommand, Reach::kUnary},
+    {{"history"}, AddHistoryCommand, Reach::kUnary},
+    {{"show"}, AddShowCommand, Reach::kUnary},
+    {{"cancel"}, AddCancelCommand, Reach::kUnary},
+    {{"hold", "release", "requeue", "checkpoint-done"}, AddControlCommands, Reach::kUnary},
+    {{"why"}, AddWhyCommand, Reach::kUnary},
+    {{"priority"}, AddPriorityCommand, Reach::kUnary},
+    {{"shares"}, AddSharesCommand, Reach::kUnary},
+    {{"nodes"}, AddNodesCommand, Reach::kUnary},
+    {{"drain", "resume"}, AddDrainCommands, Reach::kUnary},
     {{"config"}, AddConfigCommands, Reach::kOffline},
     // Alone, the live tree; `topology show` reads files.
-    {{"topology"}, AddTopologyCommands, Reach::kController},
+    {{"topology"}, AddTopologyCommands, Reach::kUnary},
     {{"hostlist"}, AddHostlistCommands, Reach::kOffline},
     {{"place"}, AddPlaceCommand, Reach::kOffline},
 };
@@ -61,9 +63,9 @@ void AddCommands(CLI::App& app, int& exit_code, std::string_view verb) {
   for (const VerbGroup& group : kVerbGroups) group.add(app, exit_code);
 }
 
-bool CallsController(std::string_view verb) {
+bool OpensStream(std::string_view verb) {
   const VerbGroup* group = GroupOf(verb);
-  return group != nullptr && group->reach == Reach::kController;
+  return group != nullptr && group->reach == Reach::kStream;
 }
 
 }  // namespace cohort::cli
