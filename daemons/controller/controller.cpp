@@ -367,8 +367,10 @@ void Controller::Execute(Effects& effects) {
                             view.reason.empty() ? "" : fmt::format(" reason=\"{}\"", view.reason));
   }
   effects = {};
-  RequestPass();
+  // The commit first: it runs on the store thread while the pass runs here,
+  // so that a reply waits for its records, not for a pass it does not need.
   ScheduleFlush();
+  RequestPass();
 }
 
 void Controller::FailLaunch(const LaunchCommand& launch) {

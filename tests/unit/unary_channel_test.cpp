@@ -113,7 +113,8 @@ TEST(UnaryChannelTest, AServerThatIsNotHttp2IsAProtocolError) {
     // A SETTINGS frame whose length is not a multiple of six.
     const char frame[] = {0, 0, 5, 4, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5};
     (void)::write(connection, frame, sizeof(frame));
-    (void)::read(connection, buffer, sizeof(buffer));  // until the client closes
+    while (::read(connection, buffer, sizeof(buffer)) > 0) {
+    }  // all the client sends, until it closes
     ::close(connection);
   });
   std::unique_ptr<UnaryChannel> channel = UnaryChannel::ForTarget(listener.Target());
