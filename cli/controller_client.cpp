@@ -105,11 +105,11 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
   }
   // The CLI needs only StateDir and AuthKeyFile; problems elsewhere in the
   // file are the daemons' to report (cohort config check shows them).
-  const config::ConfigResult parsed = config::ParseClusterConfig(*text, path, shell::ReadFile);
-  out.auth_key_file = parsed.config.auth_key_file;
+  const config::ClientSettings settings = config::ReadClientSettings(*text, path, shell::ReadFile);
+  out.auth_key_file = settings.auth_key_file;
   if (out.target.empty()) {
-    out.target = fmt::format(
-        "unix:{}", (std::filesystem::path(parsed.config.state_dir) / "cohort.sock").string());
+    const std::filesystem::path socket = std::filesystem::path(settings.state_dir) / "cohort.sock";
+    out.target = fmt::format("unix:{}", socket.string());
   }
   return out;
 }

@@ -981,6 +981,44 @@ ConfigResult ParseClusterConfig(std::string_view text, std::string_view file,
   return result;
 }
 
+namespace {
+
+void ReadClientSettingsOf(std::string_view text, std::string_view file, const FileLoader& loader,
+                          std::vector<std::string>& including, ClientSettings& out) {
+  Diagnostics ignored;
+  for (const conf::Line& line : conf::Lex(text, file, ignored)) {
+    // A node, partition, QOS or account line holds no global key.
+    if (!IsGlobalKey(line.words.front())) continue;
+    for (const conf::Word& word : line.words) {
+      if (Is(word, "StateDir")) {
+        out.state_dir = word.value;
+      } else if (Is(word, "AuthKeyFile")) {
+        out.auth_key_file = ResolvePath(file, word.value);
+      } else if (Is(word, "Include") &&
+                 including.size() <= static_cast<std::size_t>(kMaxIncludeDepth)) {
+        std::string path = ResolvePath(file, word.value);
+        if (std::find(including.begin(), including.end(), path) != including.end()) continue;
+        const absl::StatusOr<std::string> included = loader(path);
+        if (!included.ok()) continue;
+        including.push_back(std::move(path));
+        ReadClientSettingsOf(*included, including.back(), loader, including, out);
+        including.pop_back();
+      }
+    }
+  }
+}
+
+}  // namespace
+
+ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
+                                  const FileLoader& loader) {
+  const ClusterConfig defaults;
+  ClientSettings out{defaults.state_dir, defaults.auth_key_file};
+  std::vector<std::string> including{std::string(file)};
+  ReadClientSettingsOf(text, file, loader, including, out);
+  return out;
+}
+
 NodeSpec DefaultNodeSpec(std::string name) {
   NodeSpec spec;
   spec.name = std::move(name);

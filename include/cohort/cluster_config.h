@@ -158,6 +158,21 @@ struct ConfigResult {
 [[nodiscard]] ConfigResult ParseClusterConfig(std::string_view text, std::string_view file,
                                               const FileLoader& loader);
 
+/// What a client needs of cohort.conf: the StateDir that holds the
+/// controller's socket and the AuthKeyFile a TCP client proves itself with
+/// (ClusterConfig's defaults where the file does not say). Reads the global
+/// keys of the file and of its Include= files and passes over every other
+/// line, so that a command does not pay for expanding and checking the nodes
+/// and partitions of a large cluster (a 16,384-node file takes tens of
+/// milliseconds in full). Reports nothing: errors are the daemons' and
+/// `cohort config check`'s to report.
+struct ClientSettings {
+  std::string state_dir;
+  std::string auth_key_file;
+};
+[[nodiscard]] ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
+                                                const FileLoader& loader);
+
 /// The default node of topology-only use (`cohort config check -t`, `cohort
 /// place -t`): a typical 8-GPU node, stated in the output where it is used.
 [[nodiscard]] NodeSpec DefaultNodeSpec(std::string name);

@@ -305,6 +305,36 @@ TEST(ClusterConfigTest, MissingInclude) {
   EXPECT_EQ(error.hint, "paths are relative to the including file");
 }
 
+// --- What the CLI reads
+// -----------------------------------------------------------------------
+
+TEST(ClusterConfigTest, ClientSettingsAreTheFullParsesStateDirAndKey) {
+  const std::map<std::string, std::string> files = {
+      {"/etc/cohort/conf.d/nodes.conf", "NodeName=a[1-2]\nInclude=more.conf\n"},
+      {"/etc/cohort/conf.d/more.conf", "StateDir=/srv/cohort\nAuthKeyFile=keys/cluster.key\n"}};
+  const std::string text =
+      "StateDir=/var/tmp\nInclude=conf.d/nodes.conf\nPartitionName=p Nodes=ALL\n";
+  const ClusterConfig full = MustParse(text, files);
+  const ClientSettings settings = ReadClientSettings(text, kFile, MapLoader(files));
+  EXPECT_EQ(settings.state_dir, "/srv/cohort");  // the later line wins, as in the full parse
+  EXPECT_EQ(settings.state_dir, full.state_dir);
+  EXPECT_EQ(settings.auth_key_file, "/etc/cohort/conf.d/keys/cluster.key");
+  EXPECT_EQ(settings.auth_key_file, full.auth_key_file);
+}
+
+TEST(ClusterConfigTest, ClientSettingsPassOverNodesAndErrorsAndKeepDefaults) {
+  // Lines the daemons would refuse, an include loop and a missing include:
+  // none of them is the CLI's to report, and StateDir is still found.
+  const std::string text =
+      "NodeName=gpu[1-x] CPUs=0\nInclude=self.conf\nInclude=missing.conf\nStateDir=/run/c\n";
+  const std::string self = "/etc/cohort/self.conf";
+  const ClientSettings settings = ReadClientSettings(text, self, MapLoader({{self, text}}));
+  EXPECT_EQ(settings.state_dir, "/run/c");
+  EXPECT_EQ(settings.auth_key_file, ClusterConfig().auth_key_file);
+  const ClientSettings empty = ReadClientSettings("", kFile, MapLoader({}));
+  EXPECT_EQ(empty.state_dir, ClusterConfig().state_dir);
+}
+
 TEST(ClusterConfigTest, AnIncludeLoopIsReportedOnce) {
   const ConfigResult result =
       Parse("NodeName=n1\nInclude=loop.conf\n",
