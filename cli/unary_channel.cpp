@@ -244,37 +244,41 @@ void UnaryChannel::Close() {
   frame_payload_ = {};
 }
 
-absl::Status UnaryChannel::Open(Deadline deadline) {
+absl::Status UnaryChannel::Connect(Deadline deadline) {
   fd_ = ::socket(address_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return absl::UnavailableError(fmt::format("socket: {}", std::strerror(errno)));
   const auto* address = reinterpret_cast<const sockaddr*>(&address_);
-  for (;;) {
-    if (::connect(fd_, address, address_length_) == 0) break;
+  const auto failed = [&](int error) {
+    return absl::UnavailableError(
+        fmt::format("connect to {}: {}", Describe(), std::strerror(error)));
+  };
+  while (::connect(fd_, address, address_length_) != 0) {
     if (errno == EINTR) continue;
-    if (errno == EAGAIN) {  // a Unix socket's backlog is full: the server is busy
-      if (Clock::now() >= deadline) return Wait(fd_, POLLOUT, deadline);
+    if (errno == EAGAIN) {
+      // A Unix socket whose backlog is full: the controller is behind on
+      // accepting. Try again until the deadline.
+      if (Clock::now() >= deadline) {
+        return absl::DeadlineExceededError("the controller did not accept the connection in time");
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
-    if (errno != EINPROGRESS) {
-      const int error = errno;
-      Close();
-      return absl::UnavailableError(
-          fmt::format("connect to {}: {}", Describe(), std::strerror(error)));
-    }
-    if (absl::Status ready = Wait(fd_, POLLOUT, deadline); !ready.ok()) {
-      Close();
-      return ready;
-    }
+    if (errno != EINPROGRESS) return failed(errno);
+    // TCP: the handshake goes on; its outcome is the socket's error.
+    if (absl::Status ready = Wait(fd_, POLLOUT, deadline); !ready.ok()) return ready;
     int error = 0;
     socklen_t length = sizeof(error);
     ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);
-    if (error != 0) {
-      Close();
-      return absl::UnavailableError(
-          fmt::format("connect to {}: {}", Describe(), std::strerror(error)));
-    }
+    if (error != 0) return failed(error);
     break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UnaryChannel::Open(Deadline deadline) {
+  if (absl::Status connected = Connect(deadline); !connected.ok()) {
+    Close();
+    return connected;
   }
   if (address_.ss_family != AF_UNIX) {
     const int on = 1;

@@ -62,6 +62,7 @@ class UnaryChannel {
   struct Exchange;
   enum class Outcome { kDone, kRetry };
 
+  absl::Status Connect(Deadline deadline);
   absl::Status Open(Deadline deadline);
   void Close();
   Outcome Run(Exchange& exchange);
