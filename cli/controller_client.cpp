@@ -137,24 +137,25 @@ ControllerClient::ControllerClient(std::string address,
     : address_(std::move(address)), metadata_(std::move(metadata)) {}
 
 v1::Controller::Stub& ControllerClient::Stub() {
-  if (stub_ != nullptr) return *stub_;
-  grpc::ChannelArguments arguments;
-  // The controller is inside the cluster: an http_proxy set for the outside
-  // world must not capture it.
-  arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-  // Listings of large clusters and queues exceed the 4 MB default.
-  arguments.SetMaxReceiveMessageSize(-1);
-  // A command makes one channel for a call or two: none of channelz's
-  // bookkeeping, a service config looked up in DNS or health checks, which
-  // cost about a tenth of a command's time.
-  arguments.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
-  arguments.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
-  arguments.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), arguments);
-  KeepUntilExit(channel);
-  stub_ = v1::Controller::NewStub(channel);
-  return *stub_;
+  std::call_once(grpc_->made, [this] {
+    grpc::ChannelArguments arguments;
+    // The controller is inside the cluster: an http_proxy set for the
+    // outside world must not capture it.
+    arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+    // Listings of large clusters and queues exceed the 4 MB default.
+    arguments.SetMaxReceiveMessageSize(-1);
+    // A command makes one channel for a call or two: none of channelz's
+    // bookkeeping, a service config looked up in DNS or health checks,
+    // which cost about a tenth of a command's time.
+    arguments.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
+    arguments.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
+    arguments.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), arguments);
+    KeepUntilExit(channel);
+    grpc_->stub = v1::Controller::NewStub(channel);
+  });
+  return *grpc_->stub;
 }
 
 void ControllerClient::AddMetadata(grpc::ClientContext& context) const {
@@ -186,61 +187,61 @@ absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const 
 absl::StatusOr<v1::SubmitJobResponse> ControllerClient::SubmitJob(
     const v1::SubmitJobRequest& request) {
   return Unary<v1::SubmitJobRequest, v1::SubmitJobResponse>("SubmitJob", request,
-      &v1::Controller::Stub::SubmitJob);
+                                                            &v1::Controller::Stub::SubmitJob);
 }
 absl::StatusOr<v1::CancelJobResponse> ControllerClient::CancelJob(
     const v1::CancelJobRequest& request) {
   return Unary<v1::CancelJobRequest, v1::CancelJobResponse>("CancelJob", request,
-      &v1::Controller::Stub::CancelJob);
+                                                            &v1::Controller::Stub::CancelJob);
 }
 absl::StatusOr<v1::GetJobResponse> ControllerClient::GetJob(const v1::GetJobRequest& request) {
   return Unary<v1::GetJobRequest, v1::GetJobResponse>("GetJob", request,
-      &v1::Controller::Stub::GetJob);
+                                                      &v1::Controller::Stub::GetJob);
 }
 absl::StatusOr<v1::ListJobsResponse> ControllerClient::ListJobs(
     const v1::ListJobsRequest& request) {
   return Unary<v1::ListJobsRequest, v1::ListJobsResponse>("ListJobs", request,
-      &v1::Controller::Stub::ListJobs);
+                                                          &v1::Controller::Stub::ListJobs);
 }
 absl::StatusOr<v1::JobHistoryResponse> ControllerClient::JobHistory(
     const v1::JobHistoryRequest& request) {
   return Unary<v1::JobHistoryRequest, v1::JobHistoryResponse>("JobHistory", request,
-      &v1::Controller::Stub::JobHistory);
+                                                              &v1::Controller::Stub::JobHistory);
 }
 absl::StatusOr<v1::ListNodesResponse> ControllerClient::ListNodes(
     const v1::ListNodesRequest& request) {
   return Unary<v1::ListNodesRequest, v1::ListNodesResponse>("ListNodes", request,
-      &v1::Controller::Stub::ListNodes);
+                                                            &v1::Controller::Stub::ListNodes);
 }
 absl::StatusOr<v1::UpdateNodeResponse> ControllerClient::UpdateNode(
     const v1::UpdateNodeRequest& request) {
   return Unary<v1::UpdateNodeRequest, v1::UpdateNodeResponse>("UpdateNode", request,
-      &v1::Controller::Stub::UpdateNode);
+                                                              &v1::Controller::Stub::UpdateNode);
 }
 absl::StatusOr<v1::GetTopologyResponse> ControllerClient::GetTopology(
     const v1::GetTopologyRequest& request) {
   return Unary<v1::GetTopologyRequest, v1::GetTopologyResponse>("GetTopology", request,
-      &v1::Controller::Stub::GetTopology);
+                                                                &v1::Controller::Stub::GetTopology);
 }
 
 absl::StatusOr<v1::ControlJobsResponse> ControllerClient::ControlJobs(
     const v1::ControlJobsRequest& request) {
   return Unary<v1::ControlJobsRequest, v1::ControlJobsResponse>("ControlJobs", request,
-      &v1::Controller::Stub::ControlJobs);
+                                                                &v1::Controller::Stub::ControlJobs);
 }
 absl::StatusOr<v1::ExplainJobResponse> ControllerClient::ExplainJob(
     const v1::ExplainJobRequest& request) {
   return Unary<v1::ExplainJobRequest, v1::ExplainJobResponse>("ExplainJob", request,
-      &v1::Controller::Stub::ExplainJob);
+                                                              &v1::Controller::Stub::ExplainJob);
 }
 absl::StatusOr<v1::PriorityResponse> ControllerClient::GetPriorities(
     const v1::PriorityRequest& request) {
   return Unary<v1::PriorityRequest, v1::PriorityResponse>("GetPriorities", request,
-      &v1::Controller::Stub::GetPriorities);
+                                                          &v1::Controller::Stub::GetPriorities);
 }
 absl::StatusOr<v1::SharesResponse> ControllerClient::GetShares(const v1::SharesRequest& request) {
   return Unary<v1::SharesRequest, v1::SharesResponse>("GetShares", request,
-      &v1::Controller::Stub::GetShares);
+                                                      &v1::Controller::Stub::GetShares);
 }
 
 std::unique_ptr<grpc::ClientReader<v1::JobEvent>> ControllerClient::WatchJob(

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,10 +46,11 @@ struct ControllerAddress {
 [[nodiscard]] absl::StatusOr<ControllerAddress> ResolveControllerAddress(
     const ConnectionOptions& options);
 
-/// Blocking calls to the Controller service, on the caller's thread. Unary
-/// calls have a 10 s deadline. They go over a UnaryChannel when the address
-/// is a Unix socket or a numeric one (no threads, a fraction of a command's
-/// time), else, and for the WatchJob stream, through gRPC's C++ stack. Over TCP every call carries the metadata
+/// Blocking calls to the Controller service, on the caller's thread; any
+/// thread may call. Unary calls have a 10 s deadline. They go over a
+/// UnaryChannel when the address is a Unix socket or a numeric one (no
+/// threads, a fraction of a command's time), else, and for the WatchJob
+/// stream, through gRPC's C++ stack. Over TCP every call carries the metadata
 /// `cohort-uid` and, when the config's AuthKeyFile is readable,
 /// `cohort-auth-key`; over the Unix socket none (the controller takes the uid
 /// from the peer credentials). The controller looks up the login name of
@@ -101,7 +103,7 @@ class ControllerClient {
  private:
   ControllerClient(std::string address, std::vector<std::pair<std::string, std::string>> metadata);
 
-  /// The gRPC stub, its channel made on first use.
+  /// The gRPC stub, its channel made on first use (by whichever thread).
   v1::Controller::Stub& Stub();
 
   template <typename Request, typename Response, typename Call>
@@ -109,7 +111,11 @@ class ControllerClient {
 
   std::string address_;
   std::unique_ptr<UnaryChannel> direct_;  ///< null: unary calls go through the stub
-  std::unique_ptr<v1::Controller::Stub> stub_;
+  struct LazyStub {
+    std::once_flag made;
+    std::unique_ptr<v1::Controller::Stub> stub;
+  };
+  std::unique_ptr<LazyStub> grpc_ = std::make_unique<LazyStub>();
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 

@@ -996,12 +996,12 @@ void ReadClientSettingsOf(std::string_view text, std::string_view file, const Fi
         out.auth_key_file = ResolvePath(file, word.value);
       } else if (Is(word, "Include") &&
                  including.size() <= static_cast<std::size_t>(kMaxIncludeDepth)) {
-        std::string path = ResolvePath(file, word.value);
+        const std::string path = ResolvePath(file, word.value);
         if (std::find(including.begin(), including.end(), path) != including.end()) continue;
         const absl::StatusOr<std::string> included = loader(path);
         if (!included.ok()) continue;
-        including.push_back(std::move(path));
-        ReadClientSettingsOf(*included, including.back(), loader, including, out);
+        including.push_back(path);
+        ReadClientSettingsOf(*included, path, loader, including, out);
         including.pop_back();
       }
     }

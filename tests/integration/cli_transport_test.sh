@@ -26,6 +26,16 @@ for target in "unix:$WORK/state/cohort.sock" "127.0.0.1:$port" "localhost:$port"
 done
 pass "submit, show and queue answer alike over the socket, 127.0.0.1 and localhost"
 
+# `cohort run` submits with a unary call and watches its job on a gRPC
+# stream from a second thread: both ways at once.
+for target in "unix:$WORK/state/cohort.sock" "127.0.0.1:$port" "localhost:$port"; do
+  out=$(over "$target" cohort run -N 2 -- echo ran 2>&1)
+  rc=$?
+  [ "$rc" = 0 ] || fail "run over $target exited $rc: $out"
+  [ "$(grep -c '^ran$' <<<"$out")" = 2 ] || fail "run over $target printed: $out"
+done
+pass "cohort run submits and follows its job over every way in"
+
 # A 1 MiB batch script: the request outgrows the 64 KiB window a
 # connection starts with and the 16 KiB frame; `show job` answers with the
 # whole spec, script included, in as many frames.
