@@ -365,10 +365,16 @@ absl::Status UnaryChannel::ReadFrame(Deadline deadline) {
     input_.erase(0, input_start_);
     input_start_ = 0;
     frame_payload_ = {};
+    // Read into the string's room behind what it holds, without filling
+    // that room first (a resize would clear 256 KiB on every read).
+    // (The size the operation is given may be larger than the one asked
+    // for: libstdc++ 12 passes the grown capacity.)
+    ssize_t got = 0;
     const std::size_t used = input_.size();
-    input_.resize(used + kReadChunk);
-    const ssize_t got = ::recv(fd_, input_.data() + used, kReadChunk, 0);
-    input_.resize(used + static_cast<std::size_t>(std::max<ssize_t>(got, 0)));
+    input_.resize_and_overwrite(used + kReadChunk, [&](char* data, std::size_t /*room*/) {
+      got = ::recv(fd_, data + used, kReadChunk, 0);
+      return used + static_cast<std::size_t>(std::max<ssize_t>(got, 0));
+    });
     if (got > 0) continue;
     if (got == 0) {
       return absl::UnavailableError(
