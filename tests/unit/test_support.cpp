@@ -15,7 +15,11 @@
 namespace cohort::testing {
 
 std::string DataPath(const std::string& relative) {
-  return std::string(COHORT_TEST_DATA) + "/" + relative;
+  // Appended, not `+`: g++ 12 sees a false -Warray-bounds in the temporaries.
+  std::string path = COHORT_TEST_DATA;
+  path += '/';
+  path += relative;
+  return path;
 }
 
 std::string ReadData(const std::string& relative) {
