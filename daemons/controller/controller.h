@@ -158,6 +158,7 @@ class Controller {
   void Register(AgentLink* link, const v1::Register& message);
 
   config::ClusterConfig config_;
+  NodeKinds node_kinds_{config_};  ///< for checking bindings at submission
   std::unique_ptr<topology::Topology> topology_;
   Engine engine_;
   Options options_;

@@ -4,11 +4,11 @@
 #include <charconv>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "cohort/binding.h"
-#include "cohort/node_layout.h"
 
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
@@ -100,8 +100,33 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   return r;
 }
 
+NodeKinds::NodeKinds(const config::ClusterConfig& config) {
+  std::unordered_map<std::string_view, const config::NodeSpec*> by_name;
+  by_name.reserve(config.nodes.size());
+  for (const config::NodeSpec& node : config.nodes) by_name.emplace(node.name, &node);
+  for (const config::PartitionSpec& partition : config.partitions) {
+    std::vector<Kind>& kinds = by_partition_[partition.name];
+    std::set<std::tuple<int, std::int64_t, int, std::vector<int>>> seen;
+    for (const std::string& name : partition.nodes) {
+      const auto it = by_name.find(name);
+      if (it == by_name.end()) continue;
+      const config::NodeSpec& node = *it->second;
+      if (!seen.emplace(node.cpus, node.memory_mb, node.gpus, node.gpu_numa).second) continue;
+      kinds.push_back({node.name, node.gpus,
+                       layout::ApproximateLayout(node.cpus, node.memory_mb, node.gpus,
+                                                 node.gpu_numa)});
+    }
+  }
+}
+
+const std::vector<NodeKinds::Kind>& NodeKinds::Of(std::string_view partition) const {
+  static const std::vector<Kind> kNone;
+  const auto it = by_partition_.find(partition);
+  return it == by_partition_.end() ? kNone : it->second;
+}
+
 absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
-                                  const config::ClusterConfig& config) {
+                                  const config::ClusterConfig& config, const NodeKinds& kinds) {
   absl::StatusOr<binding::BindingOptions> options =
       binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
   if (!options.ok()) return options.status();
@@ -117,21 +142,14 @@ absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& req
   wanted.options = *options;
   // One verdict per kind of node; the job needs one kind that can bind it.
   absl::Status first = absl::OkStatus();
-  std::set<std::tuple<int, std::int64_t, int, std::vector<int>>> tried;
-  for (const config::NodeSpec& node : config.nodes) {
-    if (std::find(partition->nodes.begin(), partition->nodes.end(), node.name) ==
-            partition->nodes.end() ||
-        node.gpus < request.gpus_per_node ||
-        !tried.emplace(node.cpus, node.memory_mb, node.gpus, node.gpu_numa).second) {
-      continue;
-    }
-    const layout::NodeLayout approximate =
-        layout::ApproximateLayout(node.cpus, node.memory_mb, node.gpus, node.gpu_numa);
-    absl::Status verdict = binding::CheckBinding(approximate, wanted);
+  for (const NodeKinds::Kind& kind : kinds.Of(partition->name)) {
+    if (kind.gpus < request.gpus_per_node) continue;
+    absl::Status verdict = binding::CheckBinding(kind.layout, wanted);
     if (verdict.ok()) return verdict;
     if (first.ok()) {
       first = absl::InvalidArgumentError(fmt::format("the ranks cannot be bound on {} ({}): {}",
-                                                     node.name, partition->name, verdict.message()));
+                                                     kind.first_node, partition->name,
+                                                     verdict.message()));
     }
   }
   return first;

@@ -2,10 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "cohort/engine.h"
+#include "cohort/node_layout.h"
 #include "cohort/v1/cohort.pb.h"
 #include <grpcpp/support/status.h>
 
@@ -34,13 +39,31 @@ struct Identity {
 /// says what is wrong.
 [[nodiscard]] absl::StatusOr<JobRef> ParseJobRef(std::string_view text);
 
+/// Each partition's kinds of node: the distinct configured layouts (CPUs,
+/// MemoryMB, Gpus, GpuNuma) of its nodes, in the order of their first node.
+/// A cluster of thousands of nodes has a handful of kinds; built once.
+class NodeKinds {
+ public:
+  struct Kind {
+    std::string first_node;
+    int gpus = 0;
+    layout::NodeLayout layout;
+  };
+  explicit NodeKinds(const config::ClusterConfig& config);
+  /// The kinds of `partition`; empty for a partition not configured.
+  [[nodiscard]] const std::vector<Kind>& Of(std::string_view partition) const;
+
+ private:
+  std::map<std::string, std::vector<Kind>, std::less<>> by_partition_;
+};
+
 /// Whether the ranks of `spec` can be bound (--gpu-bind, --cpu-bind,
 /// --mem-bind, cpus-per-task) on some node of the partition the engine
-/// resolved for it, judged on each node's configured layout
-/// (CPUs, MemoryMB, Gpus, GpuNuma). InvalidArgument with the reason when no
-/// node can.
+/// resolved for it, judged on each kind of node's configured layout.
+/// InvalidArgument with the reason when no node can.
 [[nodiscard]] absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
-                                                const config::ClusterConfig& config);
+                                                const config::ClusterConfig& config,
+                                                const NodeKinds& kinds);
 
 [[nodiscard]] v1::JobState ToWire(JobState state);
 [[nodiscard]] std::optional<JobState> FromWire(v1::JobState state);
