@@ -5,7 +5,9 @@
 // ..., "max_ms": ...}. Its output goes to /dev/null. Timing from a shell
 // adds the shell's own fork to every run (2-5 ms on a small VM), or, with
 // `date` before and after, the start of `date`; this times the command alone,
-// as `perf stat` or hyperfine would.
+// as `perf stat` or hyperfine would. With COMMAND_LATENCY_LOG=FILE set, each
+// run's start (wall clock, ms since the epoch) and duration go to FILE, one
+// line each, to be set beside a daemon's log.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -43,7 +46,16 @@ int main(int argc, char** argv) {
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<double> ms;
   int failures = 0;
+  std::FILE* log = nullptr;
+  if (const char* path = std::getenv("COMMAND_LATENCY_LOG"); path != nullptr) {
+    log = std::fopen(path, "w");
+    if (log == nullptr) {
+      std::fprintf(stderr, "command_latency: cannot write %s: %s\n", path, std::strerror(errno));
+      return 1;
+    }
+  }
   for (int i = 0; i < runs; ++i) {
+    const auto started_at = std::chrono::system_clock::now();
     const auto start = std::chrono::steady_clock::now();
     pid_t pid = 0;
     if (const int error = posix_spawnp(&pid, argv[2], &actions, nullptr, argv + 2, environ);
@@ -57,7 +69,15 @@ int main(int argc, char** argv) {
     const auto end = std::chrono::steady_clock::now();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
     ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    if (log != nullptr) {
+      std::fprintf(log, "%lld %.2f\n",
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              started_at.time_since_epoch())
+                                              .count()),
+                   ms.back());
+    }
   }
+  if (log != nullptr) std::fclose(log);
   posix_spawn_file_actions_destroy(&actions);
   std::sort(ms.begin(), ms.end());
   std::printf(

@@ -125,8 +125,19 @@ const std::vector<NodeKinds::Kind>& NodeKinds::Of(std::string_view partition) co
   return it == by_partition_.end() ? kNone : it->second;
 }
 
+absl::Status NodeKinds::Check(const Kind& kind, const binding::BindingRequest& wanted) {
+  const binding::BindingOptions& o = wanted.options;
+  const VerdictKey key{&kind,      wanted.gpus,         wanted.ranks, wanted.cpus_per_task,
+                       o.gpu.kind, o.gpu.ranks_per_gpu, o.cpu,        o.mem,
+                       o.numbering};
+  if (const auto it = verdicts_.find(key); it != verdicts_.end()) return it->second;
+  // Bounded: a flood of odd shapes costs a check each, not memory.
+  if (verdicts_.size() >= 4096) verdicts_.clear();
+  return verdicts_.emplace(key, binding::CheckBinding(kind.layout, wanted)).first->second;
+}
+
 absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
-                                  const config::ClusterConfig& config, const NodeKinds& kinds) {
+                                  const config::ClusterConfig& config, NodeKinds& kinds) {
   absl::StatusOr<binding::BindingOptions> options =
       binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
   if (!options.ok()) return options.status();
@@ -144,7 +155,7 @@ absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& req
   absl::Status first = absl::OkStatus();
   for (const NodeKinds::Kind& kind : kinds.Of(partition->name)) {
     if (kind.gpus < request.gpus_per_node) continue;
-    absl::Status verdict = binding::CheckBinding(kind.layout, wanted);
+    absl::Status verdict = kinds.Check(kind, wanted);
     if (verdict.ok()) return verdict;
     if (first.ok()) {
       first = absl::InvalidArgumentError(fmt::format("the ranks cannot be bound on {} ({}): {}",

@@ -6,9 +6,11 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cohort/binding.h"
 #include "cohort/engine.h"
 #include "cohort/node_layout.h"
 #include "cohort/v1/cohort.pb.h"
@@ -41,7 +43,8 @@ struct Identity {
 
 /// Each partition's kinds of node: the distinct configured layouts (CPUs,
 /// MemoryMB, Gpus, GpuNuma) of its nodes, in the order of their first node.
-/// A cluster of thousands of nodes has a handful of kinds; built once.
+/// A cluster of thousands of nodes has a handful of kinds; built once. Not
+/// thread-safe (verdicts are remembered): the controller's state thread's.
 class NodeKinds {
  public:
   struct Kind {
@@ -52,9 +55,16 @@ class NodeKinds {
   explicit NodeKinds(const config::ClusterConfig& config);
   /// The kinds of `partition`; empty for a partition not configured.
   [[nodiscard]] const std::vector<Kind>& Of(std::string_view partition) const;
+  /// binding::CheckBinding on the kind's layout, remembered per request:
+  /// submissions mostly repeat a few shapes, and planning a binding lays
+  /// out every core of the node.
+  [[nodiscard]] absl::Status Check(const Kind& kind, const binding::BindingRequest& wanted);
 
  private:
   std::map<std::string, std::vector<Kind>, std::less<>> by_partition_;
+  using VerdictKey = std::tuple<const Kind*, std::uint64_t, int, int, binding::GpuBindKind, int,
+                                binding::CpuBind, binding::MemBind, binding::GpuNumbering>;
+  std::map<VerdictKey, absl::Status> verdicts_;
 };
 
 /// Whether the ranks of `spec` can be bound (--gpu-bind, --cpu-bind,
@@ -63,7 +73,7 @@ class NodeKinds {
 /// InvalidArgument with the reason when no node can.
 [[nodiscard]] absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
                                                 const config::ClusterConfig& config,
-                                                const NodeKinds& kinds);
+                                                NodeKinds& kinds);
 
 [[nodiscard]] v1::JobState ToWire(JobState state);
 [[nodiscard]] std::optional<JobState> FromWire(v1::JobState state);

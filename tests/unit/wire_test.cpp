@@ -51,7 +51,7 @@ TEST(NodeKindsTest, OneLayoutPerKindInTheOrderOfItsFirstNode) {
 
 TEST(CheckBindingAtSubmitTest, AJobIsAcceptedWhereSomeKindOfNodeCanBindIt) {
   const config::ClusterConfig config = MixedCluster();
-  const NodeKinds kinds(config);
+  NodeKinds kinds(config);
   v1::JobSpec spec;
   spec.set_gpu_bind("single:1");
   JobRequest request;
@@ -69,6 +69,13 @@ TEST(CheckBindingAtSubmitTest, AJobIsAcceptedWhereSomeKindOfNodeCanBindIt) {
   request.gpus_per_node = 1;
   const absl::Status small = CheckBindingAtSubmit(spec, request, config, kinds);
   EXPECT_NE(small.message().find("small0007 (small)"), std::string::npos) << small;
+
+  // The verdicts remembered answer the same shapes the same way.
+  request.partition.clear();
+  request.gpus_per_node = 4;
+  EXPECT_TRUE(CheckBindingAtSubmit(spec, request, config, kinds).ok());
+  request.gpus_per_node = 2;
+  EXPECT_EQ(CheckBindingAtSubmit(spec, request, config, kinds), refused);
 }
 
 }  // namespace
