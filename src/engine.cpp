@@ -444,6 +444,7 @@ void Engine::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   if (!job.suspended) pool_.Release({&grant, 1});
   nodes_[static_cast<std::size_t>(grant.node)].jobs.erase(job.id);
   effects.changed_nodes.push_back(grant.node);
+  released_nodes_.push_back(grant.node);
   NeedReleasePass(job);
 }
 
@@ -779,6 +780,7 @@ void Engine::Index(Job& job) {
   }
   if (job.state == JobState::kPending) {
     pending_.insert(&job);
+    ++pending_shapes_[ShapeOf(job.gang)];
     if (job.gang.max_leaves && job.request.switches_wait.count() > 0) switch_waits_.insert(&job);
   } else if (job.state == JobState::kRunning || job.state == JobState::kCompleting) {
     active_.insert(&job);
@@ -790,6 +792,9 @@ void Engine::Index(Job& job) {
 void Engine::Unindex(Job& job) {
   if (job.state == JobState::kPending) {
     pending_.erase(&job);
+    if (const auto shape = pending_shapes_.find(ShapeOf(job.gang)); --shape->second == 0) {
+      pending_shapes_.erase(shape);
+    }
     switch_waits_.erase(&job);
   } else if (job.state == JobState::kRunning || job.state == JobState::kCompleting) {
     active_.erase(&job);
@@ -832,12 +837,14 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     const bool active = job.state == JobState::kRunning || job.state == JobState::kCompleting;
     absl::StatusOr<Job> resolved = Resolve(job.request);
     if (resolved.ok()) {
+      // Indexed again with today's gang (its shape, its --switches wait).
+      const bool pending = job.state == JobState::kPending;
+      if (pending) Unindex(job);
       job.gang = resolved->gang;
       job.priority_tier = resolved->priority_tier;
       job.qos = resolved->qos;
-      if (job.state == JobState::kPending) {
+      if (pending) {
         job.time_limit = resolved->time_limit;
-        Unindex(job);  // its --switches wait follows today's gang
         Index(job);
       }
     } else if (job.state == JobState::kPending) {

@@ -22,6 +22,18 @@ GangShape ShapeOf(const alloc::GangRequest& gang) {
           gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
 }
 
+bool MayFitOneNode(const GangShape& shape, const alloc::NodeCapacity& capacity,
+                   const alloc::NodeFree& free) {
+  const auto& [partition, exclusive, cpus, memory_mb, gpus] = shape;
+  alloc::GangRequest gang;
+  gang.exclusivity = exclusive ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
+  gang.tasks_per_node = 1;
+  gang.cpus_per_task = cpus;
+  gang.memory_mb_per_node = memory_mb;
+  gang.gpus_per_node = gpus;
+  return MayFitOneNode(gang, capacity, free);
+}
+
 ReservationTimeline::ReservationTimeline(const alloc::NodePool& pool, std::vector<Release> releases)
     : pool_(pool),
       offsets_(static_cast<std::size_t>(pool.NodeCount()) + 1, 0),

@@ -306,8 +306,9 @@ void Controller::RequestPass() {
     const auto took = ended - started;
     next_pass_ = ended + std::min<std::chrono::steady_clock::duration>(took, std::chrono::seconds(1));
     if (const auto& log = Log("sched"); log->should_log(spdlog::level::debug)) {
-      log->debug("pass took_us={} launches={} changed_jobs={} pending={}",
+      log->debug("pass took_us={} kind={} launches={} changed_jobs={} pending={}",
                  std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
+                 engine_.LastPassKind(),
                  std::count_if(effects.commands.begin(), effects.commands.end(),
                                [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
                  effects.changed_jobs.size(), engine_.PendingCount());

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "cohort/job.h"
 #include "cohort/node_pool.h"
 #include "cohort/priority.h"
+#include "cohort/reservation_timeline.h"
 #include "cohort/topology.h"
 
 /// The scheduler's state machine: jobs and nodes in, decisions out. The
@@ -234,6 +236,13 @@ class Engine {
   void Schedule(Millis now, Effects& effects);
   /// True when something happened that may let a pending job start.
   [[nodiscard]] bool ScheduleNeeded() const { return schedule_needed_; }
+  /// Which kind of pass the last Schedule ran (docs/scheduling.md): only the
+  /// new jobs ("submission"), the ordered part of the queue after releases
+  /// ("release"), or all of it ("full"; "release-full" when a release pass
+  /// reached the part of the queue the last full pass left unordered); or
+  /// none ("idle") after releases that freed nothing one node of a waiting
+  /// job could use.
+  [[nodiscard]] std::string_view LastPassKind() const { return last_pass_kind_; }
 
   [[nodiscard]] const Job* FindJob(JobId id) const;
   /// Every job the engine holds, by id.
@@ -331,6 +340,12 @@ class Engine {
   /// full pass would until the queue settles. False (nothing done) when a
   /// full pass is due; it runs one itself if it reaches the unordered part.
   bool ReleasePass(Millis now, Effects& effects);
+  /// True when only releases happened since the last pass, no suspended job
+  /// or preemptor waits on them, and no node they freed could take one node
+  /// of any pending job (by shape, whatever else holds it): nothing can
+  /// start, and the reservations made stay promises kept (they can only be
+  /// later than a new pass would plan).
+  [[nodiscard]] bool ReleaseCannotMatter() const;
   void FullPass(Millis now, Effects& effects);
   /// What every pass does first: usage, resumptions, the running totals.
   void BeginPass(PassState& pass, Millis now, Effects& effects);
@@ -413,6 +428,12 @@ class Engine {
   std::map<alloc::PartitionId, QueueKey> last_blocked_;
   std::vector<JobId> submitted_;
   bool released_ = false;  ///< a node was given back since the last pass
+  /// The nodes given back since the last pass, and how many pending jobs
+  /// have each gang shape: a release that frees nothing one node of any
+  /// waiting shape could take needs no pass (ReleaseCannotMatter).
+  std::vector<NodeId> released_nodes_;
+  std::map<GangShape, int> pending_shapes_;
+  std::string_view last_pass_kind_ = "none";
   /// The jobs that pending jobs' dependencies name, and whether one waits
   /// as a singleton: their start or end needs a full pass, since the jobs
   /// that wait for them may lie where a release pass does not look. Each

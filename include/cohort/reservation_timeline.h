@@ -26,6 +26,9 @@ using alloc::NodeId;
 /// partition (-1: none), exclusive, CPUs, memory and GPUs per node.
 using GangShape = std::tuple<int, bool, int, std::int64_t, int>;
 [[nodiscard]] GangShape ShapeOf(const alloc::GangRequest& gang);
+/// MayFitOneNode for one node of a gang of this shape.
+[[nodiscard]] bool MayFitOneNode(const GangShape& shape, const alloc::NodeCapacity& capacity,
+                                 const alloc::NodeFree& free);
 
 /// When each node could first take one node of a gang, from what the running
 /// jobs free as they end: what a scheduling pass builds once to plan the

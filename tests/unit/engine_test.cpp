@@ -172,6 +172,39 @@ TEST_F(EngineTest, GangRunsAndCompletes) {
   EXPECT_EQ(engine_->ViewNode(cluster_->Node("n001")).status, NodeStatus::kIdle);
 }
 
+// A job that ends on nodes where no waiting job could take a node (the CPUs
+// that GPU jobs leave) runs no pass; one that frees GPUs does.
+TEST_F(EngineTest, AReleaseNoWaitingJobCanUseRunsNoPass) {
+  const JobId gpus = Submit(8, 8);
+  Schedule();
+  ASSERT_EQ(State(gpus), JobState::kRunning);
+  const JobId waiting = Submit(2, 4);
+  Schedule();
+  ASSERT_EQ(State(waiting), JobState::kPending);
+  const std::string reason = engine_->FindJob(waiting)->reason;
+  const JobId cpus = Submit(1, 0);
+  Schedule();
+  ASSERT_EQ(State(cpus), JobState::kRunning);
+
+  FinishEverywhere(cpus, 0);
+  ASSERT_TRUE(engine_->ScheduleNeeded());
+  Schedule();
+  EXPECT_EQ(engine_->LastPassKind(), "idle");
+  EXPECT_FALSE(engine_->ScheduleNeeded());
+  EXPECT_EQ(State(waiting), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(waiting)->reason, reason);
+
+  // A job that fits the CPUs left is still started by the pass after its
+  // submission, and one that frees GPUs lets the waiting job start.
+  const JobId another = Submit(1, 0);
+  Schedule();
+  EXPECT_EQ(State(another), JobState::kRunning);
+  FinishEverywhere(gpus, 0);
+  Schedule();
+  EXPECT_NE(engine_->LastPassKind(), "idle");
+  EXPECT_EQ(State(waiting), JobState::kRunning);
+}
+
 TEST_F(EngineTest, FailingRankStopsTheGang) {
   const JobId id = Submit(2);
   Schedule();
