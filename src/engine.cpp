@@ -445,6 +445,7 @@ void Engine::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   nodes_[static_cast<std::size_t>(grant.node)].jobs.erase(job.id);
   effects.changed_nodes.push_back(grant.node);
   released_nodes_.push_back(grant.node);
+  if (job.array_job_id != 0) released_array_task_ = true;
   NeedReleasePass(job);
 }
 

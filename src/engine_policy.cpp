@@ -963,7 +963,8 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
 }
 
 bool Engine::ReleaseCannotMatter() const {
-  if (!released_ || full_pass_needed_ || !submitted_.empty() || !preempt_plans_.empty()) {
+  if (!released_ || full_pass_needed_ || !submitted_.empty() || !preempt_plans_.empty() ||
+      released_array_task_ || HasRunningLimits(config_)) {
     return false;
   }
   if (std::any_of(active_.begin(), active_.end(), [](const Job* job) { return job->suspended; })) {
@@ -989,6 +990,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
     schedule_needed_ = false;
     released_ = false;
     released_nodes_.clear();
+    released_array_task_ = false;
     last_pass_kind_ = "idle";
     return;
   }
@@ -1000,6 +1002,7 @@ void Engine::BeginPass(PassState& pass, Millis now, Effects& effects) {
   schedule_needed_ = false;
   released_ = false;
   released_nodes_.clear();
+  released_array_task_ = false;
   submitted_.clear();
   last_blocked_.clear();
   ChargeUsage(now);

@@ -341,10 +341,11 @@ class Engine {
   /// full pass is due; it runs one itself if it reaches the unordered part.
   bool ReleasePass(Millis now, Effects& effects);
   /// True when only releases happened since the last pass, no suspended job
-  /// or preemptor waits on them, and no node they freed could take one node
-  /// of any pending job (by shape, whatever else holds it): nothing can
-  /// start, and the reservations made stay promises kept (they can only be
-  /// later than a new pass would plan).
+  /// or preemptor waits on them, no running-job limit (QOS limits, array
+  /// throttles) counts them, and no node they freed could take one node of
+  /// any pending job (by shape, whatever else holds it): nothing can start,
+  /// and the reservations made stay promises kept (they can only be later
+  /// than a new pass would plan).
   [[nodiscard]] bool ReleaseCannotMatter() const;
   void FullPass(Millis now, Effects& effects);
   /// What every pass does first: usage, resumptions, the running totals.
@@ -432,6 +433,9 @@ class Engine {
   /// have each gang shape: a release that frees nothing one node of any
   /// waiting shape could take needs no pass (ReleaseCannotMatter).
   std::vector<NodeId> released_nodes_;
+  /// An array task gave back a node: a throttled array (%N) may start its
+  /// next task anywhere, not only where this one ran.
+  bool released_array_task_ = false;
   std::map<GangShape, int> pending_shapes_;
   std::string_view last_pass_kind_ = "none";
   /// The jobs that pending jobs' dependencies name, and whether one waits
