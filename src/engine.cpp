@@ -793,7 +793,10 @@ void Engine::Index(Job& job) {
 void Engine::Unindex(Job& job) {
   if (job.state == JobState::kPending) {
     pending_.erase(&job);
-    if (const auto shape = pending_shapes_.find(ShapeOf(job.gang)); --shape->second == 0) {
+    // Counted with the gang it was indexed with (Restore indexes again
+    // when it changes one; CheckInvariants compares).
+    if (const auto shape = pending_shapes_.find(ShapeOf(job.gang));
+        shape != pending_shapes_.end() && --shape->second == 0) {
       pending_shapes_.erase(shape);
     }
     switch_waits_.erase(&job);
@@ -952,6 +955,11 @@ absl::Status Engine::CheckInvariants() const {
   }
   if (indexed != pending_.size() + active_.size() + finished_.size()) {
     return absl::InternalError("a state index holds a job the engine no longer has");
+  }
+  std::map<GangShape, int> shapes;
+  for (const Job* job : pending_) ++shapes[ShapeOf(job->gang)];
+  if (shapes != pending_shapes_) {
+    return absl::InternalError("the pending jobs' gang shapes are not those counted");
   }
   for (const auto& [id, job] : jobs_) {
     if (job.suspended) continue;  // its grants are lent to its preemptor

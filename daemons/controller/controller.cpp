@@ -494,7 +494,8 @@ void Controller::SubmitJob(v1::SubmitJobRequest request, Identity who,
       Respond<v1::SubmitJobResponse>(std::move(reply), job.status());
       return;
     }
-    if (absl::Status bindable = CheckBindingAtSubmit(request.spec(), *job, config_, node_kinds_); !bindable.ok()) {
+    if (absl::Status bindable = CheckBindingAtSubmit(request.spec(), *job, config_, node_kinds_);
+        !bindable.ok()) {
       Respond<v1::SubmitJobResponse>(std::move(reply), bindable);
       return;
     }
