@@ -962,6 +962,12 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
   return true;
 }
 
+void Engine::ForgetReleases() {
+  released_ = false;
+  released_nodes_.clear();
+  released_array_task_ = false;
+}
+
 bool Engine::ReleaseCannotMatter() const {
   if (!released_ || full_pass_needed_ || !submitted_.empty() || !preempt_plans_.empty() ||
       released_array_task_ || HasRunningLimits(config_)) {
@@ -971,7 +977,7 @@ bool Engine::ReleaseCannotMatter() const {
     return false;
   }
   for (const NodeId node : released_nodes_) {
-    for (const auto& [shape, count] : pending_shapes_) {
+    for (const auto& [shape, jobs] : pending_shapes_) {
       if (MayFitOneNode(shape, pool_.Capacity(node), pool_.Free(node))) return false;
     }
   }
@@ -988,9 +994,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
     // GPU job leaves, say) costs no walk of the queue: at 100,000 jobs a
     // release pass plans BackfillDepth reservations again, 10-20 ms.
     schedule_needed_ = false;
-    released_ = false;
-    released_nodes_.clear();
-    released_array_task_ = false;
+    ForgetReleases();
     last_pass_kind_ = "idle";
     return;
   }
@@ -1000,9 +1004,7 @@ void Engine::Schedule(Millis now, Effects& effects) {
 
 void Engine::BeginPass(PassState& pass, Millis now, Effects& effects) {
   schedule_needed_ = false;
-  released_ = false;
-  released_nodes_.clear();
-  released_array_task_ = false;
+  ForgetReleases();
   submitted_.clear();
   last_blocked_.clear();
   ChargeUsage(now);

@@ -347,6 +347,9 @@ class Engine {
   /// and the reservations made stay promises kept (they can only be later
   /// than a new pass would plan).
   [[nodiscard]] bool ReleaseCannotMatter() const;
+  /// What every pass, and a pass skipped by ReleaseCannotMatter, clears of
+  /// the releases since the last one.
+  void ForgetReleases();
   void FullPass(Millis now, Effects& effects);
   /// What every pass does first: usage, resumptions, the running totals.
   void BeginPass(PassState& pass, Millis now, Effects& effects);
