@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -10,12 +12,16 @@
 /// `app`; when one runs, it stores the process exit status in `exit_code`.
 namespace cohort::cli {
 
-/// Registers the verbs of `cohort` on `app`. When `verb` (the command line's
-/// first argument) names one, only the group that defines it: building all
-/// of them, with their options and help, is a few milliseconds of every
+/// A command line's words after the program's name: the verb, then its
+/// options and arguments.
+using CommandWords = std::span<const std::string>;
+
+/// Registers the verbs of `cohort` on `app`. When the verb (the first of
+/// `words`) names one, only the group that defines it: building all of
+/// them, with their options and help, is a few milliseconds of every
 /// command. Anything else (--help, --version, a typo) gets them all, so that
 /// help lists every verb and errors can name them.
-void AddCommands(CLI::App& app, int& exit_code, std::string_view verb);
+void AddCommands(CLI::App& app, int& exit_code, CommandWords words);
 /// Every verb AddCommands knows, in the order help lists them.
 [[nodiscard]] std::vector<std::string_view> VerbNames();
 /// Whether `verb` opens a stream to the controller (`run` watches its job),
@@ -36,10 +42,12 @@ void AddPlaceCommand(CLI::App& app, int& exit_code);
 
 // The online commands: each talks to cohort-controller (controller_client.h).
 
-/// `cohort submit`: a batch script or a command, as one job.
-void AddSubmitCommand(CLI::App& app, int& exit_code);
-/// `cohort run`: submit, wait, stream the ranks' output, exit with the job's status.
-void AddRunCommand(CLI::App& app, int& exit_code);
+/// `cohort submit`: a batch script or a command, as one job. `words` are
+/// what it will parse (the words after the verb; see AddJobOptions).
+void AddSubmitCommand(CLI::App& app, int& exit_code, CommandWords words);
+/// `cohort run`: submit, wait, stream the ranks' output, exit with the
+/// job's status. `words` as for AddSubmitCommand.
+void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words);
 /// `cohort queue`: the jobs, as squeue.
 void AddQueueCommand(CLI::App& app, int& exit_code);
 /// `cohort history`: finished jobs from the controller's records, as sacct.

@@ -116,6 +116,34 @@ std::string LongName(std::string_view names) {
   return std::string(at == std::string_view::npos ? names : names.substr(at));
 }
 
+// Whether an unsupported option may be among `words`: a word that starts
+// with `--` and whose name (up to any `=`) is one, or a word that starts
+// with one `-` and holds one's letter anywhere (short flags bundle, and
+// values follow them: `-Qv`, `-G2`). Words after `--` are a command's, but
+// a script's arguments are not told apart: this may say yes for nothing,
+// never no for one.
+bool MayNameUnsupported(std::span<const std::string> words) {
+  for (const std::string_view word : words) {
+    if (word == "--") return false;
+    if (word.size() < 2 || word.front() != '-') continue;
+    const bool long_name = word.starts_with("--");
+    const std::string_view given = long_name ? word.substr(0, word.find('=')) : word.substr(1);
+    for (const Unsupported& u : kUnsupported) {
+      for (std::string_view names = u.names; !names.empty();) {
+        const std::size_t comma = names.find(',');
+        const std::string_view name = names.substr(0, comma);
+        names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+        const bool short_name = !name.starts_with("--");
+        if (long_name ? name == given
+                      : short_name && given.find(name[1]) != std::string_view::npos) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 bool IsVariableName(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -460,7 +488,8 @@ std::string FormatSeconds(std::int64_t s) {
 
 }  // namespace
 
-std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o) {
+std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
+                                             std::span<const std::string> words) {
   const std::string group = "Job options (as sbatch's)";
   // As with sbatch, a later occurrence of an option wins over an earlier one.
   auto value = [&](std::string names, auto& field, std::string type, std::string help) {
@@ -540,6 +569,7 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o) {
   flag("--parsable", [&o] { o.parsable = true; }, "print only the job id");
 
   std::vector<UnsupportedOption> unsupported;
+  if (!MayNameUnsupported(words)) return unsupported;
   for (const Unsupported& u : kUnsupported) {
     CLI::Option* option =
         u.takes == Takes::kValue ? command.add_option(u.names) : command.add_flag(u.names);
@@ -640,7 +670,7 @@ absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& line
       JobOptions line;
       CLI::App line_parser;
       line_parser.set_help_flag();
-      const std::vector<UnsupportedOption> unsupported = AddJobOptions(line_parser, line);
+      const std::vector<UnsupportedOption> unsupported = AddJobOptions(line_parser, line, d.args);
       std::vector<std::string> words(d.args.rbegin(), d.args.rend());  // CLI11 reads from the back
       const std::string where = fmt::format("{}:{}", path, d.line);
       try {

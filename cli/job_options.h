@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,9 +64,14 @@ struct UnsupportedOption {
 };
 
 /// Adds the job options to `command`, bound to `options`, and the sbatch
-/// options not supported yet as hidden ones. Returns the latter, to ask
-/// after parsing which were given (GivenUnsupported).
-std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& options);
+/// options not supported yet as hidden ones when one of `words` (what
+/// `command` will parse) may name one. Returns the latter, to ask after
+/// parsing which were given (GivenUnsupported). Registering all seventy
+/// takes CLI11 most of a millisecond (each new option is compared with
+/// every one before it), on every submission and for every directive line,
+/// and a command line that names none needs none of them.
+std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& options,
+                                             std::span<const std::string> words);
 
 /// The names of the unsupported options that the last parse saw.
 [[nodiscard]] std::vector<std::string> GivenUnsupported(

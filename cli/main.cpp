@@ -2,10 +2,13 @@
 // `cohort`: the command line of the Cohort scheduler.
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <grpc/grpc.h>
 #include <CLI/CLI.hpp>
@@ -16,7 +19,8 @@ int main(int argc, char** argv) {
   // One malloc arena: gRPC's few short-lived threads would each map and
   // fault in a heap of their own, a large part of a command's time.
   ::mallopt(M_ARENA_MAX, 1);
-  const std::string_view verb = argc > 1 ? argv[1] : "";
+  const std::vector<std::string> words(argv + std::min(argc, 1), argv + argc);
+  const std::string_view verb = words.empty() ? std::string_view() : words.front();
   // Unary calls need none of gRPC's C++ stack (controller_client.h). A
   // command that opens a stream starts gRPC (its threads and plugins,
   // ~1.5 ms) on a second thread while it reads its command line; the
@@ -28,7 +32,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "cohort 0.1.0");
   int exit_code = 0;
-  cohort::cli::AddCommands(app, exit_code, verb);
+  cohort::cli::AddCommands(app, exit_code, words);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

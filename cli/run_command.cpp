@@ -379,11 +379,11 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, int& exit_code) {
+void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<RunState>();
   CLI::App* run = app.add_subcommand(
       "run", "run a command as one job and stream its output until it ends (like srun)");
-  state->unsupported = AddJobOptions(*run, state->options);
+  state->unsupported = AddJobOptions(*run, state->options, words);
   run->get_option("--parsable")->group("");  // run prints the job's output, not its id
   run->get_option("--array")->group("");     // run follows one job; refused with a hint
   run->add_flag("-l,--label", state->label, "start each line of output with its rank: `3: text`");

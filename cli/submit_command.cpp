@@ -93,11 +93,11 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
 
 }  // namespace
 
-void AddSubmitCommand(CLI::App& app, int& exit_code) {
+void AddSubmitCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<SubmitState>();
   CLI::App* submit = app.add_subcommand(
       "submit", "submit a batch script, or a command, to run as one job (like sbatch)");
-  state->unsupported = AddJobOptions(*submit, state->options);
+  state->unsupported = AddJobOptions(*submit, state->options, words);
   AddConnectionOptions(*submit, state->connection, ConfigShortName::kNone);
   TakeCommandVerbatim(*submit, "SCRIPT",
                       "a batch script and its arguments, or -- and a command with its arguments; "

@@ -15,7 +15,8 @@ namespace {
 std::vector<std::string> Registered(std::string_view verb) {
   CLI::App app{"cohort"};
   int exit_code = 0;
-  AddCommands(app, exit_code, verb);
+  const std::vector<std::string> words{std::string(verb)};
+  AddCommands(app, exit_code, words);
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
   std::ranges::sort(names);
