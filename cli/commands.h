@@ -24,9 +24,6 @@ using CommandWords = std::span<const std::string>;
 void AddCommands(CLI::App& app, int& exit_code, CommandWords words);
 /// Every verb AddCommands knows, in the order help lists them.
 [[nodiscard]] std::vector<std::string_view> VerbNames();
-/// Whether `verb` opens a stream to the controller (`run` watches its job),
-/// which goes through gRPC's C++ stack.
-[[nodiscard]] bool OpensStream(std::string_view verb);
 
 /// `cohort config check`.
 void AddConfigCommands(CLI::App& app, int& exit_code);

@@ -50,15 +50,8 @@ absl::Status CheckAddress(std::string_view address, std::string_view source) {
   return absl::OkStatus();
 }
 
-// Dropping a process's last channel shuts gRPC down and joins its threads:
-// milliseconds of a command that takes a few tens. A command ends with
-// _Exit once it has printed (main.cpp), so its channels are simply kept.
-void KeepUntilExit(std::shared_ptr<grpc::Channel> channel) {
-  static std::mutex mutex;
-  static auto* const kept = new std::vector<std::shared_ptr<grpc::Channel>>();
-  const std::lock_guard lock(mutex);
-  kept->push_back(std::move(channel));
-}
+// The Controller service's methods, as the wire names them.
+std::string Method(std::string_view name) { return fmt::format("/cohort.v1.Controller/{}", name); }
 
 }  // namespace
 
@@ -128,7 +121,13 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
     }
   }
   ControllerClient client(address->target, std::move(metadata));
-  client.direct_ = UnaryChannel::ForTarget(address->target);
+  client.channel_ = GrpcChannel::ForTarget(address->target);
+  if (client.channel_ == nullptr) {
+    return absl::InvalidArgumentError(
+        fmt::format("controller address \"{}\": write HOST:PORT (such as 10.0.0.1:6820 or "
+                    "ctl01:6820) or unix:/PATH (a path of at most 107 bytes)",
+                    address->target));
+  }
   return client;
 }
 
@@ -136,117 +135,79 @@ ControllerClient::ControllerClient(std::string address,
                                    std::vector<std::pair<std::string, std::string>> metadata)
     : address_(std::move(address)), metadata_(std::move(metadata)) {}
 
-v1::Controller::Stub& ControllerClient::Stub() {
-  std::call_once(grpc_->made, [this] {
-    grpc::ChannelArguments arguments;
-    // The controller is inside the cluster: an http_proxy set for the
-    // outside world must not capture it.
-    arguments.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-    // Listings of large clusters and queues exceed the 4 MB default.
-    arguments.SetMaxReceiveMessageSize(-1);
-    // A command makes one channel for a call or two: none of channelz's
-    // bookkeeping, a service config looked up in DNS or health checks,
-    // which cost about a tenth of a command's time.
-    arguments.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
-    arguments.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
-    arguments.SetInt(GRPC_ARG_INHIBIT_HEALTH_CHECKING, 1);
-    std::shared_ptr<grpc::Channel> channel =
-        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), arguments);
-    KeepUntilExit(channel);
-    grpc_->stub = v1::Controller::NewStub(channel);
-  });
-  return *grpc_->stub;
-}
-
-void ControllerClient::AddMetadata(grpc::ClientContext& context) const {
-  for (const auto& [key, value] : metadata_) context.AddMetadata(key, value);
-}
-
-template <typename Request, typename Response, typename Call>
-absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const Request& request,
-                                                 Call call) {
-  const auto deadline = std::chrono::system_clock::now() + kUnaryDeadline;
+template <typename Response, typename Request>
+absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const Request& request) {
   Response response;
-  if (direct_ != nullptr) {
-    absl::Status status =
-        direct_->Call(fmt::format("/{}/{}", v1::Controller::service_full_name(), method), request,
-                      response, metadata_, deadline);
-    if (!status.ok()) return status;
-    return response;
-  }
-  grpc::ClientContext context;
-  AddMetadata(context);
-  context.set_deadline(deadline);
-  const grpc::Status status = (Stub().*call)(&context, request, &response);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-  }
+  absl::Status status = channel_->Call(Method(method), request, response, metadata_,
+                                       std::chrono::system_clock::now() + kUnaryDeadline);
+  if (!status.ok()) return status;
   return response;
 }
 
 absl::StatusOr<v1::SubmitJobResponse> ControllerClient::SubmitJob(
     const v1::SubmitJobRequest& request) {
-  return Unary<v1::SubmitJobRequest, v1::SubmitJobResponse>("SubmitJob", request,
-                                                            &v1::Controller::Stub::SubmitJob);
+  return Unary<v1::SubmitJobResponse>("SubmitJob", request);
 }
 absl::StatusOr<v1::CancelJobResponse> ControllerClient::CancelJob(
     const v1::CancelJobRequest& request) {
-  return Unary<v1::CancelJobRequest, v1::CancelJobResponse>("CancelJob", request,
-                                                            &v1::Controller::Stub::CancelJob);
+  return Unary<v1::CancelJobResponse>("CancelJob", request);
 }
 absl::StatusOr<v1::GetJobResponse> ControllerClient::GetJob(const v1::GetJobRequest& request) {
-  return Unary<v1::GetJobRequest, v1::GetJobResponse>("GetJob", request,
-                                                      &v1::Controller::Stub::GetJob);
+  return Unary<v1::GetJobResponse>("GetJob", request);
 }
 absl::StatusOr<v1::ListJobsResponse> ControllerClient::ListJobs(
     const v1::ListJobsRequest& request) {
-  return Unary<v1::ListJobsRequest, v1::ListJobsResponse>("ListJobs", request,
-                                                          &v1::Controller::Stub::ListJobs);
+  return Unary<v1::ListJobsResponse>("ListJobs", request);
 }
 absl::StatusOr<v1::JobHistoryResponse> ControllerClient::JobHistory(
     const v1::JobHistoryRequest& request) {
-  return Unary<v1::JobHistoryRequest, v1::JobHistoryResponse>("JobHistory", request,
-                                                              &v1::Controller::Stub::JobHistory);
+  return Unary<v1::JobHistoryResponse>("JobHistory", request);
 }
 absl::StatusOr<v1::ListNodesResponse> ControllerClient::ListNodes(
     const v1::ListNodesRequest& request) {
-  return Unary<v1::ListNodesRequest, v1::ListNodesResponse>("ListNodes", request,
-                                                            &v1::Controller::Stub::ListNodes);
+  return Unary<v1::ListNodesResponse>("ListNodes", request);
 }
 absl::StatusOr<v1::UpdateNodeResponse> ControllerClient::UpdateNode(
     const v1::UpdateNodeRequest& request) {
-  return Unary<v1::UpdateNodeRequest, v1::UpdateNodeResponse>("UpdateNode", request,
-                                                              &v1::Controller::Stub::UpdateNode);
+  return Unary<v1::UpdateNodeResponse>("UpdateNode", request);
 }
 absl::StatusOr<v1::GetTopologyResponse> ControllerClient::GetTopology(
     const v1::GetTopologyRequest& request) {
-  return Unary<v1::GetTopologyRequest, v1::GetTopologyResponse>("GetTopology", request,
-                                                                &v1::Controller::Stub::GetTopology);
+  return Unary<v1::GetTopologyResponse>("GetTopology", request);
 }
-
 absl::StatusOr<v1::ControlJobsResponse> ControllerClient::ControlJobs(
     const v1::ControlJobsRequest& request) {
-  return Unary<v1::ControlJobsRequest, v1::ControlJobsResponse>("ControlJobs", request,
-                                                                &v1::Controller::Stub::ControlJobs);
+  return Unary<v1::ControlJobsResponse>("ControlJobs", request);
 }
 absl::StatusOr<v1::ExplainJobResponse> ControllerClient::ExplainJob(
     const v1::ExplainJobRequest& request) {
-  return Unary<v1::ExplainJobRequest, v1::ExplainJobResponse>("ExplainJob", request,
-                                                              &v1::Controller::Stub::ExplainJob);
+  return Unary<v1::ExplainJobResponse>("ExplainJob", request);
 }
 absl::StatusOr<v1::PriorityResponse> ControllerClient::GetPriorities(
     const v1::PriorityRequest& request) {
-  return Unary<v1::PriorityRequest, v1::PriorityResponse>("GetPriorities", request,
-                                                          &v1::Controller::Stub::GetPriorities);
+  return Unary<v1::PriorityResponse>("GetPriorities", request);
 }
 absl::StatusOr<v1::SharesResponse> ControllerClient::GetShares(const v1::SharesRequest& request) {
-  return Unary<v1::SharesRequest, v1::SharesResponse>("GetShares", request,
-                                                      &v1::Controller::Stub::GetShares);
+  return Unary<v1::SharesResponse>("GetShares", request);
 }
 
-std::unique_ptr<grpc::ClientReader<v1::JobEvent>> ControllerClient::WatchJob(
-    grpc::ClientContext& context, const v1::WatchJobRequest& request) {
-  return Stub().WatchJob(&context, request);
+absl::Status ControllerClient::WatchJob(const v1::WatchJobRequest& request,
+                                        const std::function<void(const v1::JobEvent&)>& on_event,
+                                        const CallCanceller& canceller) {
+  // A connection of its own: unary calls (a cancel) go on beside the stream.
+  std::unique_ptr<GrpcChannel> stream = GrpcChannel::ForTarget(address_);
+  bool decoded = true;
+  absl::Status status = stream->ServerStream(
+      Method("WatchJob"), request, metadata_,
+      [&](std::string_view message) {
+        v1::JobEvent event;
+        decoded = event.ParseFromArray(message.data(), static_cast<int>(message.size()));
+        if (decoded) on_event(event);
+        return decoded;
+      },
+      canceller);
+  if (!decoded) return absl::InternalError("an event of the controller could not be decoded");
+  return status;
 }
 
 void ControllerClient::PrintError(const absl::Status& status) const {

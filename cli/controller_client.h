@@ -10,12 +10,11 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cohort/v1/cohort.grpc.pb.h"
-#include "unary_channel.h"
+#include "cohort/v1/cohort.pb.h"
+#include "grpc_channel.h"
 
 /// The CLI's connection to cohort-controller.
 namespace cohort::cli {
@@ -40,23 +39,21 @@ void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
 /// or `unix:/PATH`. InvalidArgument when the given address is malformed or
 /// no config can be read, saying which source it came from and what to do.
 struct ControllerAddress {
-  std::string target;         ///< as gRPC takes it
+  std::string target;         ///< HOST:PORT or unix:PATH
   std::string auth_key_file;  ///< the config's AuthKeyFile, when a config was read
 };
 [[nodiscard]] absl::StatusOr<ControllerAddress> ResolveControllerAddress(
     const ConnectionOptions& options);
 
 /// Blocking calls to the Controller service, on the caller's thread; any
-/// thread may call. Unary calls have a 10 s deadline. They go over a
-/// UnaryChannel when the address is a Unix socket or a numeric one (no
-/// threads, a fraction of a command's time), else, and for the WatchJob
-/// stream, through gRPC's C++ stack. Over TCP every call carries the metadata
-/// `cohort-uid` and, when the config's AuthKeyFile is readable,
-/// `cohort-auth-key`; over the Unix socket none (the controller takes the uid
-/// from the peer credentials). The controller looks up the login name of
-/// the uid itself. Errors are the server's gRPC status as an absl::Status
-/// with the same code and message. The channel lives until the process
-/// exits (commands end with _Exit; shutting gRPC down costs milliseconds).
+/// thread may call. Unary calls have a 10 s deadline and share one
+/// GrpcChannel (no threads, a fraction of a command's time); each WatchJob
+/// stream has a connection of its own, so that unary calls go on beside it.
+/// Over TCP every call carries the metadata `cohort-uid` and, when the
+/// config's AuthKeyFile is readable, `cohort-auth-key`; over the Unix
+/// socket none (the controller takes the uid from the peer credentials).
+/// The controller looks up the login name of the uid itself. Errors are the
+/// server's gRPC status as an absl::Status with the same code and message.
 class ControllerClient {
  public:
   /// Resolves the address (see ResolveControllerAddress); connects lazily,
@@ -87,13 +84,12 @@ class ControllerClient {
       const v1::PriorityRequest& request);
   [[nodiscard]] absl::StatusOr<v1::SharesResponse> GetShares(const v1::SharesRequest& request);
 
-  /// Opens the WatchJob stream with `context` (no deadline; the caller may
-  /// TryCancel() it from another thread). Read() events until it returns
-  /// false, then Finish().
-  [[nodiscard]] std::unique_ptr<grpc::ClientReader<v1::JobEvent>> WatchJob(
-      grpc::ClientContext& context, const v1::WatchJobRequest& request);
-  /// Adds this client's metadata to a context made by the caller.
-  void AddMetadata(grpc::ClientContext& context) const;
+  /// Follows a job on the WatchJob stream (no deadline), handing each event
+  /// to `on_event`, until the server ends the stream (its status) or
+  /// `canceller` is cancelled from another thread (CANCELLED).
+  [[nodiscard]] absl::Status WatchJob(const v1::WatchJobRequest& request,
+                                      const std::function<void(const v1::JobEvent&)>& on_event,
+                                      const CallCanceller& canceller);
 
   /// Prints `status` to stderr as the user should read it: UNAVAILABLE says
   /// the controller cannot be reached at Address() and how to point at it;
@@ -103,19 +99,11 @@ class ControllerClient {
  private:
   ControllerClient(std::string address, std::vector<std::pair<std::string, std::string>> metadata);
 
-  /// The gRPC stub, its channel made on first use (by whichever thread).
-  v1::Controller::Stub& Stub();
-
-  template <typename Request, typename Response, typename Call>
-  absl::StatusOr<Response> Unary(std::string_view method, const Request& request, Call call);
+  template <typename Response, typename Request>
+  absl::StatusOr<Response> Unary(std::string_view method, const Request& request);
 
   std::string address_;
-  std::unique_ptr<UnaryChannel> direct_;  ///< null: unary calls go through the stub
-  struct LazyStub {
-    std::once_flag made;
-    std::unique_ptr<v1::Controller::Stub> stub;
-  };
-  std::unique_ptr<LazyStub> grpc_ = std::make_unique<LazyStub>();
+  std::unique_ptr<GrpcChannel> channel_;  ///< for unary calls
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 

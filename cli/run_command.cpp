@@ -58,7 +58,7 @@ struct Watch {
   std::deque<v1::Job> events;
   std::vector<std::string> notes;
   std::optional<absl::Status> ended;    // the stream is over for good
-  grpc::ClientContext* call = nullptr;  // the open stream, to cancel it
+  CallCanceller* call = nullptr;        // the open stream, to cancel it
   bool stop = false;
 };
 
@@ -70,25 +70,24 @@ void WatchLoop(ControllerClient& client, std::int64_t job_id, Watch& watch) {
   std::chrono::milliseconds backoff{250};
   bool reported_outage = false;
   while (true) {
-    grpc::ClientContext context;
-    client.AddMetadata(context);
+    CallCanceller canceller;
     {
       const std::lock_guard lock(watch.mutex);
       if (watch.stop) return;
-      watch.call = &context;
+      watch.call = &canceller;
     }
-    std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = client.WatchJob(context, request);
-    v1::JobEvent event;
     bool finished = false;
-    while (reader->Read(&event)) {
-      const std::lock_guard lock(watch.mutex);
-      finished = IsFinished(event.job().state());
-      watch.events.push_back(event.job());
-      reported_outage = false;
-      backoff = std::chrono::milliseconds(250);
-      watch.changed.notify_all();
-    }
-    const grpc::Status status = reader->Finish();
+    const absl::Status status = client.WatchJob(
+        request,
+        [&](const v1::JobEvent& event) {
+          const std::lock_guard lock(watch.mutex);
+          finished = IsFinished(event.job().state());
+          watch.events.push_back(event.job());
+          reported_outage = false;
+          backoff = std::chrono::milliseconds(250);
+          watch.changed.notify_all();
+        },
+        canceller);
     std::unique_lock lock(watch.mutex);
     watch.call = nullptr;
     if (finished || watch.stop) {
@@ -96,16 +95,15 @@ void WatchLoop(ControllerClient& client, std::int64_t job_id, Watch& watch) {
       watch.changed.notify_all();
       return;
     }
-    if (!status.ok() && status.error_code() != grpc::StatusCode::UNAVAILABLE) {
-      watch.ended =
-          absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+    if (!status.ok() && !absl::IsUnavailable(status)) {
+      watch.ended = status;
       watch.changed.notify_all();
       return;
     }
     if (!reported_outage) {
       watch.notes.push_back(fmt::format(
           "cohort: lost the controller at {} ({}); still waiting for job {}", client.Address(),
-          status.ok() ? "the stream ended" : status.error_message(), job_id));
+          status.ok() ? "the stream ended" : status.message(), job_id));
       reported_outage = true;
       watch.changed.notify_all();
     }
@@ -268,7 +266,7 @@ int FollowJob(ControllerClient& client, std::int64_t job_id,
       {
         const std::lock_guard lock(watch.mutex);
         watch.stop = true;
-        if (watch.call != nullptr) watch.call->TryCancel();
+        if (watch.call != nullptr) watch.call->Cancel();
         watch.changed.notify_all();
       }
       watcher.join();

@@ -9,14 +9,9 @@
 namespace cohort::cli {
 namespace {
 
-// How a verb reaches the controller: not at all, by unary calls only, or
-// with a stream too (which only gRPC's C++ stack carries).
-enum class Reach { kOffline, kUnary, kStream };
-
 struct VerbGroup {
   std::initializer_list<std::string_view> names;  ///< what Add registers on the app
   void (*add)(CLI::App&, int&, CommandWords);     ///< given the words after the verb
-  Reach reach;
 };
 
 // A verb whose options do not depend on the words given.
@@ -27,23 +22,23 @@ void Fixed(CLI::App& app, int& exit_code, CommandWords /*words*/) {
 
 // Every verb of `cohort`, by the function that registers it.
 const VerbGroup kVerbGroups[] = {
-    {{"submit"}, AddSubmitCommand, Reach::kUnary},
-    {{"run"}, AddRunCommand, Reach::kStream},
-    {{"queue"}, Fixed<AddQueueCommand>, Reach::kUnary},
-    {{"history"}, Fixed<AddHistoryCommand>, Reach::kUnary},
-    {{"show"}, Fixed<AddShowCommand>, Reach::kUnary},
-    {{"cancel"}, Fixed<AddCancelCommand>, Reach::kUnary},
-    {{"hold", "release", "requeue", "checkpoint-done"}, Fixed<AddControlCommands>, Reach::kUnary},
-    {{"why"}, Fixed<AddWhyCommand>, Reach::kUnary},
-    {{"priority"}, Fixed<AddPriorityCommand>, Reach::kUnary},
-    {{"shares"}, Fixed<AddSharesCommand>, Reach::kUnary},
-    {{"nodes"}, Fixed<AddNodesCommand>, Reach::kUnary},
-    {{"drain", "resume"}, Fixed<AddDrainCommands>, Reach::kUnary},
-    {{"config"}, Fixed<AddConfigCommands>, Reach::kOffline},
+    {{"submit"}, AddSubmitCommand},
+    {{"run"}, AddRunCommand},
+    {{"queue"}, Fixed<AddQueueCommand>},
+    {{"history"}, Fixed<AddHistoryCommand>},
+    {{"show"}, Fixed<AddShowCommand>},
+    {{"cancel"}, Fixed<AddCancelCommand>},
+    {{"hold", "release", "requeue", "checkpoint-done"}, Fixed<AddControlCommands>},
+    {{"why"}, Fixed<AddWhyCommand>},
+    {{"priority"}, Fixed<AddPriorityCommand>},
+    {{"shares"}, Fixed<AddSharesCommand>},
+    {{"nodes"}, Fixed<AddNodesCommand>},
+    {{"drain", "resume"}, Fixed<AddDrainCommands>},
+    {{"config"}, Fixed<AddConfigCommands>},
     // Alone, the live tree; `topology show` reads files.
-    {{"topology"}, Fixed<AddTopologyCommands>, Reach::kUnary},
-    {{"hostlist"}, Fixed<AddHostlistCommands>, Reach::kOffline},
-    {{"place"}, Fixed<AddPlaceCommand>, Reach::kOffline},
+    {{"topology"}, Fixed<AddTopologyCommands>},
+    {{"hostlist"}, Fixed<AddHostlistCommands>},
+    {{"place"}, Fixed<AddPlaceCommand>},
 };
 
 const VerbGroup* GroupOf(std::string_view verb) {
@@ -69,11 +64,6 @@ void AddCommands(CLI::App& app, int& exit_code, CommandWords words) {
   }
   // Whichever verb CLI11 finds may parse any of the words.
   for (const VerbGroup& group : kVerbGroups) group.add(app, exit_code, words);
-}
-
-bool OpensStream(std::string_view verb) {
-  const VerbGroup* group = GroupOf(verb);
-  return group != nullptr && group->reach == Reach::kStream;
 }
 
 }  // namespace cohort::cli

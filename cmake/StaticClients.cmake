@@ -7,25 +7,31 @@
 # 2-3 ms of each start (loading, symbol lookups, page faults).
 #
 # - `cohort` is linked fully static (-static): nothing to load, about a
-#   quarter less start-up than with libstdc++ and fmt shared. A static program must
-#   not use NSS modules that glibc loads at run time (libnss_systemd, sssd:
-#   a lookup that reaches one crashes it), so the command looks up no user
+#   quarter less start-up than with libstdc++ and fmt shared. It links no
+#   gRPC (its own HTTP/2 client, cli/grpc_channel.h) and protobuf's lite
+#   runtime: gRPC's, OpenSSL's and the full runtime's static initialisers
+#   were most of what remained of its start. A static program must not use
+#   NSS modules that glibc loads at run time (libnss_systemd, sssd: a
+#   lookup that reaches one crashes it), so the command looks up no user
 #   (the controller names owners) and resolves controller host names with
-#   gRPC's own resolver, c-ares, which reads /etc/hosts and DNS itself.
+#   c-ares, which reads /etc/hosts and DNS itself.
 # - `cohort-stepd` runs ranks as their owner, whose account may come from
 #   any NSS module (LDAP, sssd): it keeps the shared C library and links
 #   libstdc++, libgcc and fmt statically.
 # The long-running daemons and the tests keep the shared libraries.
 #
 # Usage: cohort_static_deps(TARGET [FULLY]) on an executable. Libraries
-# whose link interface names COHORT_RPC_LIBS / COHORT_ABSL_LIBS /
+# whose link interface names COHORT_LITE_LIBS / COHORT_ABSL_LIBS /
 # COHORT_FMT_LIBS (below) then give that executable the static archives
-# instead of the shared imported targets.
+# instead of the shared imported targets. COHORT_RPC_LIBS (gRPC and the
+# full protobuf runtime) are for the daemons, always shared.
 option(COHORT_STATIC_CLIENTS
   "Link cohort (fully) and cohort-stepd (all but the C library) statically" ON)
 
 set(_cohort_static_wanted
-  grpc++ protobuf absl_status absl_statusor absl_strings absl_str_format absl_time)
+  protobuf-lite libcares absl_status absl_statusor absl_strings absl_str_format absl_time)
+pkg_check_modules(COHORT_CARES REQUIRED IMPORTED_TARGET libcares)
+set(COHORT_RPC_LIBS gRPC::grpc++ protobuf::libprotobuf)
 
 if(COHORT_STATIC_CLIENTS)
   pkg_check_modules(COHORT_STATIC_PKGS REQUIRED ${_cohort_static_wanted})
@@ -53,8 +59,8 @@ if(COHORT_STATIC_CLIENTS)
   target_link_libraries(cohort_static_deps INTERFACE
     "-Wl,--start-group" ${_archives} "-Wl,--end-group" ${_dynamic} Threads::Threads)
   set(_static "$<BOOL:$<TARGET_PROPERTY:COHORT_STATIC_DEPS>>")
-  set(COHORT_RPC_LIBS
-    "$<IF:${_static},cohort_static_deps,gRPC::grpc++;protobuf::libprotobuf>")
+  set(COHORT_LITE_LIBS
+    "$<IF:${_static},cohort_static_deps,protobuf::libprotobuf-lite;PkgConfig::COHORT_CARES>")
   set(COHORT_ABSL_LIBS "$<IF:${_static},cohort_static_deps,absl::status;absl::statusor>")
   # fmt's compiled part from its headers (fmt_static.cpp); the objects that
   # use fmt are compiled alike either way.
@@ -64,7 +70,7 @@ if(COHORT_STATIC_CLIENTS)
   target_compile_features(cohort_fmt_static PUBLIC cxx_std_20)
   set(COHORT_FMT_LIBS "$<IF:${_static},cohort_fmt_static,fmt::fmt>")
 else()
-  set(COHORT_RPC_LIBS gRPC::grpc++ protobuf::libprotobuf)
+  set(COHORT_LITE_LIBS protobuf::libprotobuf-lite PkgConfig::COHORT_CARES)
   set(COHORT_ABSL_LIBS absl::status absl::statusor)
   set(COHORT_FMT_LIBS fmt::fmt)
 endif()

@@ -10,6 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # libraries
   libabsl-dev libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libc-ares-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libhwloc-dev hwloc libsqlite3-dev sqlite3 libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The CLI reaches the controller every way a user can name it: the Unix
-# socket and a numeric TCP address (the CLI's own HTTP/2 client), and a
-# host name (gRPC's C++ stack), with the same answers; requests and answers
+# socket, a numeric TCP address and a host name (resolved by c-ares from
+# /etc/hosts), with the same answers; requests and answers
 # larger than HTTP/2's first windows and frames; and clear errors when the
 # controller cannot be reached or the caller cannot prove who they are.
 source "$(dirname "$0")/lib.sh"
@@ -27,7 +27,7 @@ done
 pass "submit, show and queue answer alike over the socket, 127.0.0.1 and localhost"
 
 # `cohort run` submits with a unary call and watches its job on a gRPC
-# stream from a second thread: both ways at once.
+# stream, on a second connection from a second thread.
 for target in "unix:$WORK/state/cohort.sock" "127.0.0.1:$port" "localhost:$port"; do
   out=$(over "$target" cohort run -N 2 -- echo ran 2>&1)
   rc=$?

@@ -50,12 +50,5 @@ TEST(VerbsTest, EveryVerbBuildsItsOwnGroup) {
   }
 }
 
-TEST(VerbsTest, OnlyRunOpensAStream) {
-  EXPECT_TRUE(OpensStream("run"));
-  for (const std::string_view verb : {"submit", "queue", "cancel", "config", "", "--help"}) {
-    EXPECT_FALSE(OpensStream(verb)) << verb;
-  }
-}
-
 }  // namespace
 }  // namespace cohort::cli

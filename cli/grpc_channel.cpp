@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "unary_channel.h"
+#include "grpc_channel.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -143,25 +145,23 @@ absl::Status ProtocolError(std::string_view what) {
   return absl::InternalError(fmt::format("the controller broke the HTTP/2 protocol: {}", what));
 }
 
-// Waits until `fd` is ready for `events` or the deadline passes.
-absl::Status Wait(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return absl::DeadlineExceededError("the controller did not answer in time");
-    pollfd poll_fd{.fd = fd, .events = events, .revents = 0};
-    const int ready = ::poll(&poll_fd, 1, static_cast<int>(std::min<std::int64_t>(left, 60'000)));
-    if (ready > 0) return absl::OkStatus();
-    if (ready < 0 && errno != EINTR) {
-      return absl::UnavailableError(fmt::format("poll: {}", std::strerror(errno)));
-    }
-  }
-}
-
 }  // namespace
 
+CallCanceller::CallCanceller() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+CallCanceller::~CallCanceller() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CallCanceller::Cancel() {
+  cancelled_.store(true);
+  if (fd_ < 0) return;  // no eventfd: the call sees the flag before it next waits
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(fd_, &one, sizeof(one));
+}
+
 // One call: what was sent and what has come back.
-struct UnaryChannel::Exchange {
+struct GrpcChannel::Exchange {
   std::uint32_t stream = 0;
   Deadline deadline;
   std::string data;  ///< the framed request message
@@ -174,7 +174,9 @@ struct UnaryChannel::Exchange {
   bool block_ends_stream = false;
   bool headers_seen = false;
   int http_status = 0;
-  std::string message;  ///< the DATA received
+  std::string pending;  ///< DATA received that is not a whole message yet
+  const MessageSink* sink = nullptr;
+  std::size_t messages = 0;  ///< handed to `sink`
 
   bool finished = false;
   bool retry = false;  ///< the server never began this call
@@ -182,7 +184,7 @@ struct UnaryChannel::Exchange {
   absl::Status status;
 };
 
-std::unique_ptr<UnaryChannel> UnaryChannel::ForTarget(std::string_view target) {
+std::unique_ptr<GrpcChannel> GrpcChannel::ForTarget(std::string_view target) {
   sockaddr_storage address{};
   if (target.starts_with("unix:")) {
     std::string_view path = target.substr(5);
@@ -191,9 +193,10 @@ std::unique_ptr<UnaryChannel> UnaryChannel::ForTarget(std::string_view target) {
     if (path.empty() || path.size() >= sizeof(unix_address->sun_path)) return nullptr;
     unix_address->sun_family = AF_UNIX;
     std::memcpy(unix_address->sun_path, path.data(), path.size());
-    return std::unique_ptr<UnaryChannel>(new UnaryChannel(
-        "localhost", address,
-        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1)));
+    return std::unique_ptr<GrpcChannel>(new GrpcChannel(
+        "localhost",
+        {{address, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1)}}, "",
+        0));
   }
   const std::size_t colon = target.rfind(':');
   if (colon == std::string_view::npos) return nullptr;
@@ -212,31 +215,62 @@ std::unique_ptr<UnaryChannel> UnaryChannel::ForTarget(std::string_view target) {
     }
     ip6->sin6_family = AF_INET6;
     ip6->sin6_port = htons(port);
-    return std::unique_ptr<UnaryChannel>(
-        new UnaryChannel(std::string(target), address, sizeof(sockaddr_in6)));
+    return std::unique_ptr<GrpcChannel>(
+        new GrpcChannel(std::string(target), {{address, sizeof(sockaddr_in6)}}, "", 0));
   }
   auto* ip4 = reinterpret_cast<sockaddr_in*>(&address);
-  if (::inet_pton(AF_INET, host.c_str(), &ip4->sin_addr) != 1) return nullptr;
-  ip4->sin_family = AF_INET;
-  ip4->sin_port = htons(port);
-  return std::unique_ptr<UnaryChannel>(
-      new UnaryChannel(std::string(target), address, sizeof(sockaddr_in)));
+  if (::inet_pton(AF_INET, host.c_str(), &ip4->sin_addr) == 1) {
+    ip4->sin_family = AF_INET;
+    ip4->sin_port = htons(port);
+    return std::unique_ptr<GrpcChannel>(
+        new GrpcChannel(std::string(target), {{address, sizeof(sockaddr_in)}}, "", 0));
+  }
+  // A host name: letters, digits, dots and dashes (RFC 1123).
+  const bool name = !host.empty() && std::ranges::all_of(host, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
+  });
+  if (!name) return nullptr;
+  return std::unique_ptr<GrpcChannel>(new GrpcChannel(std::string(target), {}, host, port));
 }
 
-UnaryChannel::UnaryChannel(std::string authority, const sockaddr_storage& address,
-                           socklen_t address_length)
-    : authority_(std::move(authority)), address_(address), address_length_(address_length) {}
+GrpcChannel::GrpcChannel(std::string authority, std::vector<Endpoint> endpoints, std::string host,
+                         std::uint16_t port)
+    : authority_(std::move(authority)),
+      endpoints_(std::move(endpoints)),
+      host_(std::move(host)),
+      port_(port) {}
 
-UnaryChannel::~UnaryChannel() { Close(); }
+GrpcChannel::~GrpcChannel() { Close(); }
 
-std::string UnaryChannel::Describe() const {
-  if (address_.ss_family == AF_UNIX) {
-    return fmt::format("unix:{}", reinterpret_cast<const sockaddr_un*>(&address_)->sun_path);
+std::string GrpcChannel::Describe() const {
+  if (!endpoints_.empty() && endpoints_.front().address.ss_family == AF_UNIX) {
+    return fmt::format("unix:{}",
+                       reinterpret_cast<const sockaddr_un*>(&endpoints_.front().address)->sun_path);
   }
   return authority_;
 }
 
-void UnaryChannel::Close() {
+absl::Status GrpcChannel::Wait(short events, Deadline deadline) const {
+  for (;;) {
+    if (canceller_ != nullptr && canceller_->Cancelled()) {
+      return absl::CancelledError("the call was cancelled");
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return absl::DeadlineExceededError("the controller did not answer in time");
+    pollfd polled[2] = {
+        {.fd = fd_, .events = events, .revents = 0},
+        {.fd = canceller_ != nullptr ? canceller_->Fd() : -1, .events = POLLIN, .revents = 0}};
+    const int ready = ::poll(polled, 2, static_cast<int>(std::min<std::int64_t>(left, 60'000)));
+    if (polled[1].revents != 0) return absl::CancelledError("the call was cancelled");
+    if (ready > 0) return absl::OkStatus();
+    if (ready < 0 && errno != EINTR) {
+      return absl::UnavailableError(fmt::format("poll: {}", std::strerror(errno)));
+    }
+  }
+}
+
+void GrpcChannel::Close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   input_.clear();
@@ -244,15 +278,15 @@ void UnaryChannel::Close() {
   frame_payload_ = {};
 }
 
-absl::Status UnaryChannel::Connect(Deadline deadline) {
-  fd_ = ::socket(address_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+absl::Status GrpcChannel::Connect(const Endpoint& endpoint, Deadline deadline) {
+  fd_ = ::socket(endpoint.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return absl::UnavailableError(fmt::format("socket: {}", std::strerror(errno)));
-  const auto* address = reinterpret_cast<const sockaddr*>(&address_);
+  const auto* address = reinterpret_cast<const sockaddr*>(&endpoint.address);
   const auto failed = [&](int error) {
     return absl::UnavailableError(
         fmt::format("connect to {}: {}", Describe(), std::strerror(error)));
   };
-  while (::connect(fd_, address, address_length_) != 0) {
+  while (::connect(fd_, address, endpoint.length) != 0) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN) {
       // A Unix socket whose backlog is full: the controller is behind on
@@ -265,7 +299,7 @@ absl::Status UnaryChannel::Connect(Deadline deadline) {
     }
     if (errno != EINPROGRESS) return failed(errno);
     // TCP: the handshake goes on; its outcome is the socket's error.
-    if (absl::Status ready = Wait(fd_, POLLOUT, deadline); !ready.ok()) return ready;
+    if (absl::Status ready = Wait(POLLOUT, deadline); !ready.ok()) return ready;
     int error = 0;
     socklen_t length = sizeof(error);
     ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);
@@ -275,12 +309,30 @@ absl::Status UnaryChannel::Connect(Deadline deadline) {
   return absl::OkStatus();
 }
 
-absl::Status UnaryChannel::Open(Deadline deadline) {
-  if (absl::Status connected = Connect(deadline); !connected.ok()) {
-    Close();
-    return connected;
+absl::Status GrpcChannel::Open(Deadline deadline) {
+  std::vector<Endpoint> resolved;
+  if (endpoints_.empty()) {
+    absl::StatusOr<std::vector<Endpoint>> found = ResolveHost(host_, port_, deadline);
+    if (!found.ok()) return found.status();
+    resolved = *std::move(found);
   }
-  if (address_.ss_family != AF_UNIX) {
+  // Each address in turn, as gRPC's pick_first does; the first error is
+  // the one to tell (the others are usually alike, or less to the point).
+  const std::vector<Endpoint>& endpoints = endpoints_.empty() ? resolved : endpoints_;
+  absl::Status first_error;
+  const Endpoint* reached = nullptr;
+  for (const Endpoint& endpoint : endpoints) {
+    absl::Status connected = Connect(endpoint, deadline);
+    if (connected.ok()) {
+      reached = &endpoint;
+      break;
+    }
+    Close();
+    if (first_error.ok()) first_error = std::move(connected);
+    if (absl::IsDeadlineExceeded(first_error) || absl::IsCancelled(first_error)) break;
+  }
+  if (reached == nullptr) return first_error;
+  if (reached->address.ss_family != AF_UNIX) {
     const int on = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
   }
@@ -307,7 +359,7 @@ absl::Status UnaryChannel::Open(Deadline deadline) {
   return Send(hello, deadline);
 }
 
-absl::Status UnaryChannel::Send(std::string_view bytes, Deadline deadline) {
+absl::Status GrpcChannel::Send(std::string_view bytes, Deadline deadline) {
   while (!bytes.empty()) {
     const ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (sent > 0) {
@@ -316,7 +368,7 @@ absl::Status UnaryChannel::Send(std::string_view bytes, Deadline deadline) {
     }
     if (sent < 0 && errno == EINTR) continue;
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (absl::Status ready = Wait(fd_, POLLOUT, deadline); !ready.ok()) return ready;
+      if (absl::Status ready = Wait(POLLOUT, deadline); !ready.ok()) return ready;
       continue;
     }
     return absl::UnavailableError(
@@ -325,7 +377,7 @@ absl::Status UnaryChannel::Send(std::string_view bytes, Deadline deadline) {
   return absl::OkStatus();
 }
 
-absl::Status UnaryChannel::SendPending(Exchange& exchange) {
+absl::Status GrpcChannel::SendPending(Exchange& exchange) {
   std::string frames;
   while (exchange.data_sent < exchange.data.size()) {
     const std::int64_t window = std::min(connection_window_, exchange.send_window);
@@ -343,7 +395,7 @@ absl::Status UnaryChannel::SendPending(Exchange& exchange) {
   return frames.empty() ? absl::OkStatus() : Send(frames, exchange.deadline);
 }
 
-absl::Status UnaryChannel::ReadFrame(Deadline deadline) {
+absl::Status GrpcChannel::ReadFrame(Deadline deadline) {
   // A frame returned before stays readable until this call reads more.
   for (;;) {
     const std::size_t available = input_.size() - input_start_;
@@ -382,7 +434,7 @@ absl::Status UnaryChannel::ReadFrame(Deadline deadline) {
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (absl::Status ready = Wait(fd_, POLLIN, deadline); !ready.ok()) return ready;
+      if (absl::Status ready = Wait(POLLIN, deadline); !ready.ok()) return ready;
       continue;
     }
     return absl::UnavailableError(
@@ -390,7 +442,7 @@ absl::Status UnaryChannel::ReadFrame(Deadline deadline) {
   }
 }
 
-absl::Status UnaryChannel::HandleSettings(Exchange& exchange, std::string_view payload) {
+absl::Status GrpcChannel::HandleSettings(Exchange& exchange, std::string_view payload) {
   if (payload.size() % 6 != 0) return ProtocolError("a SETTINGS frame of a bad length");
   for (std::size_t at = 0; at < payload.size(); at += 6) {
     const auto id = static_cast<std::uint16_t>((static_cast<std::uint8_t>(payload[at]) << 8) |
@@ -413,7 +465,7 @@ absl::Status UnaryChannel::HandleSettings(Exchange& exchange, std::string_view p
   return Send(ack, exchange.deadline);
 }
 
-absl::Status UnaryChannel::FinishHeaders(Exchange& exchange) {
+absl::Status GrpcChannel::FinishHeaders(Exchange& exchange) {
   exchange.in_header_block = false;
   std::vector<hpack::Field> fields;
   if (absl::Status decoded = decoder_.Decode(exchange.header_block, fields); !decoded.ok()) {
@@ -460,7 +512,31 @@ absl::Status UnaryChannel::FinishHeaders(Exchange& exchange) {
   return absl::OkStatus();
 }
 
-absl::Status UnaryChannel::HandleFrame(Exchange& exchange) {
+absl::Status GrpcChannel::HandleData(Exchange& exchange, std::string_view payload) {
+  // gRPC's length-prefixed messages, which DATA frames cut anywhere.
+  exchange.pending.append(payload);
+  std::size_t at = 0;
+  while (exchange.pending.size() - at >= kGrpcMessageHeader) {
+    const std::string_view rest = std::string_view(exchange.pending).substr(at);
+    const std::uint32_t length = Get32(rest.substr(1));
+    if (rest.size() - kGrpcMessageHeader < length) break;
+    if (rest[0] != 0) {
+      return ProtocolError("a compressed message, which this client did not ask for");
+    }
+    ++exchange.messages;
+    at += kGrpcMessageHeader + length;
+    if (!(*exchange.sink)(rest.substr(kGrpcMessageHeader, length))) {
+      exchange.finished = true;
+      exchange.drop_connection = true;  // the server still sends: this stream is abandoned
+      exchange.status = absl::CancelledError("the call was ended by its reader");
+      break;
+    }
+  }
+  exchange.pending.erase(0, at);
+  return absl::OkStatus();
+}
+
+absl::Status GrpcChannel::HandleFrame(Exchange& exchange) {
   std::string_view payload = frame_payload_;
   if (exchange.in_header_block && frame_type_ != kContinuation) {
     return ProtocolError("a header block interrupted by another frame");
@@ -491,7 +567,8 @@ absl::Status UnaryChannel::HandleFrame(Exchange& exchange) {
       connection_received_ += size;
       if (absl::Status stripped = strip(false); !stripped.ok()) return stripped;
       if (!exchange.headers_seen) return ProtocolError("DATA before the response headers");
-      exchange.message.append(payload);
+      if (absl::Status handled = HandleData(exchange, payload); !handled.ok()) return handled;
+      if (exchange.finished) return absl::OkStatus();
       if ((frame_flags_ & kEndStream) != 0) {
         exchange.finished = true;
         exchange.status = ProtocolError("the response ended without trailers");
@@ -575,7 +652,7 @@ absl::Status UnaryChannel::HandleFrame(Exchange& exchange) {
   }
 }
 
-UnaryChannel::Outcome UnaryChannel::Run(Exchange& exchange) {
+GrpcChannel::Outcome GrpcChannel::Run(Exchange& exchange) {
   const auto fail = [&](absl::Status status) {
     exchange.status = std::move(status);
     exchange.drop_connection = true;
@@ -605,6 +682,9 @@ UnaryChannel::Outcome UnaryChannel::Run(Exchange& exchange) {
   if (absl::Status sent = Send(frames, exchange.deadline); !sent.ok()) return fail(sent);
 
   while (!exchange.finished) {
+    if (canceller_ != nullptr && canceller_->Cancelled()) {
+      return fail(absl::CancelledError("the call was cancelled"));
+    }
     if (absl::Status sent = SendPending(exchange); !sent.ok()) return fail(sent);
     if (absl::Status read = ReadFrame(exchange.deadline); !read.ok()) return fail(read);
     if (absl::Status handled = HandleFrame(exchange); !handled.ok()) return fail(handled);
@@ -616,18 +696,20 @@ UnaryChannel::Outcome UnaryChannel::Run(Exchange& exchange) {
   return exchange.retry ? Outcome::kRetry : Outcome::kDone;
 }
 
-absl::Status UnaryChannel::Call(std::string_view method,
-                                const google::protobuf::MessageLite& request,
-                                google::protobuf::MessageLite& response, const Metadata& metadata,
-                                Deadline deadline) {
+absl::Status GrpcChannel::Perform(std::string_view method,
+                                  const google::protobuf::MessageLite& request,
+                                  const Metadata& metadata, Deadline deadline,
+                                  const MessageSink& sink, const CallCanceller* canceller) {
   const std::lock_guard lock(mutex_);
   std::string body;
   if (!request.SerializeToString(&body)) {
     return absl::InvalidArgumentError("the request could not be encoded");
   }
+  canceller_ = canceller;
   for (int attempt = 0;; ++attempt) {
     Exchange exchange;
     exchange.deadline = deadline;
+    exchange.sink = &sink;
     exchange.data.reserve(kGrpcMessageHeader + body.size());
     exchange.data.push_back(0);  // not compressed
     Put32(exchange.data, static_cast<std::uint32_t>(body.size()));
@@ -639,30 +721,57 @@ absl::Status UnaryChannel::Call(std::string_view method,
     hpack::AppendLiteral(block, ":authority", authority_);
     hpack::AppendLiteral(block, "te", "trailers");
     hpack::AppendLiteral(block, "content-type", "application/grpc");
-    hpack::AppendLiteral(block, "grpc-timeout", GrpcTimeout(deadline));
+    if (deadline != Deadline::max()) {
+      hpack::AppendLiteral(block, "grpc-timeout", GrpcTimeout(deadline));
+    }
     for (const auto& [key, value] : metadata) hpack::AppendLiteral(block, key, value);
 
     const Outcome outcome = Run(exchange);
     if (exchange.drop_connection) Close();
-    if (outcome == Outcome::kRetry && attempt == 0) {
+    // A retry begins again from the first message: only when none was taken.
+    if (outcome == Outcome::kRetry && attempt == 0 && exchange.messages == 0) {
       Close();
       continue;
     }
-    if (!exchange.status.ok()) return exchange.status;
-    const std::string_view message = exchange.message;
-    if (message.size() < kGrpcMessageHeader ||
-        Get32(message.substr(1)) != message.size() - kGrpcMessageHeader) {
-      return ProtocolError("a unary response that is not one whole message");
+    canceller_ = nullptr;
+    if (exchange.status.ok() && !exchange.pending.empty()) {
+      return ProtocolError("the response ended inside a message");
     }
-    if (message[0] != 0) {
-      return ProtocolError("a compressed response, which this client did not ask for");
-    }
-    if (!response.ParseFromArray(message.data() + kGrpcMessageHeader,
-                                 static_cast<int>(message.size() - kGrpcMessageHeader))) {
-      return absl::InternalError("the controller's response could not be decoded");
-    }
-    return absl::OkStatus();
+    return exchange.status;
   }
+}
+
+absl::Status GrpcChannel::Call(std::string_view method,
+                               const google::protobuf::MessageLite& request,
+                               google::protobuf::MessageLite& response, const Metadata& metadata,
+                               Deadline deadline) {
+  std::size_t messages = 0;
+  bool decoded = true;
+  const MessageSink take_one = [&](std::string_view message) {
+    if (++messages == 1) {
+      decoded = response.ParseFromArray(message.data(), static_cast<int>(message.size()));
+    }
+    return true;
+  };
+  if (absl::Status status = Perform(method, request, metadata, deadline, take_one, nullptr);
+      !status.ok()) {
+    return status;
+  }
+  if (messages != 1) {
+    return ProtocolError(fmt::format("a unary response of {} messages", messages));
+  }
+  if (!decoded) return absl::InternalError("the controller's response could not be decoded");
+  return absl::OkStatus();
+}
+
+absl::Status GrpcChannel::ServerStream(std::string_view method,
+                                       const google::protobuf::MessageLite& request,
+                                       const Metadata& metadata, const MessageSink& sink,
+                                       const CallCanceller& canceller) {
+  absl::Status status = Perform(method, request, metadata, Deadline::max(), sink, &canceller);
+  // A cancelled stream leaves the server sending on this connection.
+  if (absl::IsCancelled(status)) Close();
+  return status;
 }
 
 }  // namespace cohort::cli

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include <google/protobuf/message_lite.h>
+
+#include "absl/status/status.h"
+#include "hpack.h"
+#include "resolver.h"
+
+namespace cohort::cli {
+
+/// Ends a call in progress from another thread: the call returns CANCELLED
+/// at once, whatever it was waiting for. One per call; any thread.
+class CallCanceller {
+ public:
+  CallCanceller();
+  CallCanceller(const CallCanceller&) = delete;
+  CallCanceller& operator=(const CallCanceller&) = delete;
+  ~CallCanceller();
+
+  void Cancel();
+  [[nodiscard]] bool Cancelled() const { return cancelled_.load(); }
+  /// Readable once cancelled (an eventfd), to poll beside the call's socket.
+  [[nodiscard]] int Fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  std::atomic<bool> cancelled_{false};
+};
+
+/// gRPC calls over one HTTP/2 connection (RFC 9113, gRPC's PROTOCOL-HTTP2),
+/// made on the caller's thread: no threads of its own, no plugins. A command
+/// makes one or two calls and exits, and gRPC's C++ stack would spend most
+/// of such a command starting up (its threads, its channel, the static
+/// initialisers of gRPC, OpenSSL and the full protobuf runtime); this is the
+/// same protocol on the wire, at a fraction of the cost. Unary calls and
+/// server streams (`cohort run` follows its job on one); no compression, no
+/// TLS (the controller serves neither).
+///
+/// The target is `unix:PATH` (`unix:///PATH` too), or HOST:PORT where HOST
+/// is an IPv4 address, a bracketed IPv6 one, or a name resolved when the
+/// connection opens (ResolveHost: /etc/hosts, then DNS; each address is
+/// tried in turn). The connection opens on the first call and is kept for
+/// the next ones; calls are serialized. A call refused before the server
+/// began it (GOAWAY below its stream, REFUSED_STREAM) is made once more on
+/// a new connection, as gRPC does. Responses may be of any size: the
+/// receive windows are opened to the maximum at once.
+class GrpcChannel {
+ public:
+  using Metadata = std::vector<std::pair<std::string, std::string>>;
+  using Deadline = std::chrono::system_clock::time_point;
+  /// Takes one message of a stream, serialized; false ends the call.
+  using MessageSink = std::function<bool(std::string_view message)>;
+
+  /// A channel to `target`; nullptr when it is none of the forms above, or a
+  /// socket path too long for the system.
+  [[nodiscard]] static std::unique_ptr<GrpcChannel> ForTarget(std::string_view target);
+
+  GrpcChannel(const GrpcChannel&) = delete;
+  GrpcChannel& operator=(const GrpcChannel&) = delete;
+  ~GrpcChannel();
+
+  /// Calls `method` ("/package.Service/Method") with `request` and fills
+  /// `response`. The status is the server's gRPC status and message;
+  /// UNAVAILABLE when the connection cannot be made or breaks, saying why;
+  /// DEADLINE_EXCEEDED when `deadline` passes (the server is told it too, as
+  /// grpc-timeout); INTERNAL for a response that breaks the protocol.
+  [[nodiscard]] absl::Status Call(std::string_view method,
+                                  const google::protobuf::MessageLite& request,
+                                  google::protobuf::MessageLite& response, const Metadata& metadata,
+                                  Deadline deadline);
+
+  /// Calls the server-streaming `method` with `request` and hands each
+  /// message of the answer to `sink` as it comes, with no deadline. Returns
+  /// the server's status when it ends the stream, CANCELLED when `canceller`
+  /// is cancelled or `sink` returns false (the connection is then closed),
+  /// and otherwise as Call.
+  [[nodiscard]] absl::Status ServerStream(std::string_view method,
+                                          const google::protobuf::MessageLite& request,
+                                          const Metadata& metadata, const MessageSink& sink,
+                                          const CallCanceller& canceller);
+
+ private:
+  GrpcChannel(std::string authority, std::vector<Endpoint> endpoints, std::string host,
+              std::uint16_t port);
+
+  struct Exchange;
+  enum class Outcome { kDone, kRetry };
+
+  absl::Status Perform(std::string_view method, const google::protobuf::MessageLite& request,
+                       const Metadata& metadata, Deadline deadline, const MessageSink& sink,
+                       const CallCanceller* canceller);
+  absl::Status Connect(const Endpoint& endpoint, Deadline deadline);
+  absl::Status Open(Deadline deadline);
+  void Close();
+  Outcome Run(Exchange& exchange);
+  absl::Status Wait(short events, Deadline deadline) const;
+  absl::Status Send(std::string_view bytes, Deadline deadline);
+  absl::Status SendPending(Exchange& exchange);
+  absl::Status ReadFrame(Deadline deadline);
+  absl::Status HandleFrame(Exchange& exchange);
+  absl::Status HandleData(Exchange& exchange, std::string_view payload);
+  absl::Status HandleSettings(Exchange& exchange, std::string_view payload);
+  absl::Status FinishHeaders(Exchange& exchange);
+  std::string Describe() const;
+
+  std::mutex mutex_;
+  std::string authority_;
+  std::vector<Endpoint> endpoints_;  ///< empty: `host_` is resolved on each Open
+  std::string host_;
+  std::uint16_t port_ = 0;
+  const CallCanceller* canceller_ = nullptr;  ///< of the call in progress, if any
+
+  int fd_ = -1;
+  std::uint32_t next_stream_ = 1;
+  hpack::Decoder decoder_;
+  std::int64_t connection_window_ = 0;  ///< what the server still accepts on the connection
+  std::int64_t initial_stream_window_ = 0;
+  std::uint32_t max_frame_size_ = 0;
+  std::int64_t connection_received_ = 0;  ///< DATA bytes since the connection window was refilled
+  bool going_away_ = false;               ///< the server sent GOAWAY: no new calls on it
+
+  std::string input_;  ///< bytes read and not yet consumed
+  std::size_t input_start_ = 0;
+  std::uint8_t frame_type_ = 0;  ///< the frame ReadFrame returned
+  std::uint8_t frame_flags_ = 0;
+  std::uint32_t frame_stream_ = 0;
+  std::string_view frame_payload_;
+};
+
+}  // namespace cohort::cli
