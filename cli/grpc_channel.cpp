@@ -273,6 +273,7 @@ absl::Status GrpcChannel::Wait(short events, Deadline deadline) const {
 void GrpcChannel::Close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  greeting_.clear();
   input_.clear();
   input_start_ = 0;
   frame_payload_ = {};
@@ -356,7 +357,10 @@ absl::Status GrpcChannel::Open(Deadline deadline) {
   }
   AppendFrame(hello, kSettings, 0, 0, settings);
   hello += WindowUpdate(0, kMaxWindow - kDefaultWindow);
-  return Send(hello, deadline);
+  // Sent with the first call's frames (Run): one write, one wakeup of the
+  // server instead of three.
+  greeting_ = std::move(hello);
+  return absl::OkStatus();
 }
 
 absl::Status GrpcChannel::Send(std::string_view bytes, Deadline deadline) {
@@ -379,6 +383,11 @@ absl::Status GrpcChannel::Send(std::string_view bytes, Deadline deadline) {
 
 absl::Status GrpcChannel::SendPending(Exchange& exchange) {
   std::string frames;
+  QueueData(exchange, frames);
+  return frames.empty() ? absl::OkStatus() : Send(frames, exchange.deadline);
+}
+
+void GrpcChannel::QueueData(Exchange& exchange, std::string& frames) {
   while (exchange.data_sent < exchange.data.size()) {
     const std::int64_t window = std::min(connection_window_, exchange.send_window);
     if (window <= 0) break;
@@ -392,7 +401,6 @@ absl::Status GrpcChannel::SendPending(Exchange& exchange) {
     connection_window_ -= static_cast<std::int64_t>(size);
     exchange.send_window -= static_cast<std::int64_t>(size);
   }
-  return frames.empty() ? absl::OkStatus() : Send(frames, exchange.deadline);
 }
 
 absl::Status GrpcChannel::ReadFrame(Deadline deadline) {
@@ -665,8 +673,10 @@ GrpcChannel::Outcome GrpcChannel::Run(Exchange& exchange) {
   next_stream_ += 2;
   exchange.send_window = initial_stream_window_;
 
-  // HEADERS, split into CONTINUATIONs past the frame size.
-  std::string frames;
+  // HEADERS, split into CONTINUATIONs past the frame size, behind the
+  // connection's greeting when it is new, and what the window takes of the
+  // message: the whole call in one write as a rule.
+  std::string frames = std::exchange(greeting_, {});
   {
     std::string_view block = exchange.header_block;
     bool first = true;
@@ -679,6 +689,7 @@ GrpcChannel::Outcome GrpcChannel::Run(Exchange& exchange) {
     } while (!block.empty());
     exchange.header_block.clear();
   }
+  QueueData(exchange, frames);
   if (absl::Status sent = Send(frames, exchange.deadline); !sent.ok()) return fail(sent);
 
   while (!exchange.finished) {

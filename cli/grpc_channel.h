@@ -110,6 +110,8 @@ class GrpcChannel {
   absl::Status Wait(short events, Deadline deadline) const;
   absl::Status Send(std::string_view bytes, Deadline deadline);
   absl::Status SendPending(Exchange& exchange);
+  /// Appends to `frames` the DATA of the request that the windows allow.
+  void QueueData(Exchange& exchange, std::string& frames);
   absl::Status ReadFrame(Deadline deadline);
   absl::Status HandleFrame(Exchange& exchange);
   absl::Status HandleData(Exchange& exchange, std::string_view payload);
@@ -125,6 +127,7 @@ class GrpcChannel {
   const CallCanceller* canceller_ = nullptr;  ///< of the call in progress, if any
 
   int fd_ = -1;
+  std::string greeting_;  ///< a new connection's preface and settings, sent with its first call
   std::uint32_t next_stream_ = 1;
   hpack::Decoder decoder_;
   std::int64_t connection_window_ = 0;  ///< what the server still accepts on the connection
