@@ -909,8 +909,8 @@ bool Engine::IsDependencyTarget(const Job& job) const {
          (job.array_job_id != 0 && dependency_targets_.contains(job.array_job_id));
 }
 
-bool Engine::SubmissionPass(Millis now, Effects& effects) {
-  if (released_ || full_pass_needed_) return false;
+bool Engine::SubmissionPass(Millis now, Effects& effects, bool past_releases) {
+  if ((released_ && !past_releases) || full_pass_needed_) return false;
   if (HasRunningLimits(config_)) return false;
   std::vector<QueueKey> fresh;
   for (const JobId id : submitted_) {
@@ -929,11 +929,13 @@ bool Engine::SubmissionPass(Millis now, Effects& effects) {
     const auto blocked = last_blocked_.find(job.gang.partition.value_or(-1));
     if (blocked == last_blocked_.end() || key < blocked->second) return false;
   }
-  // Nothing was freed since the last full pass, and every new job is behind
-  // a waiting one: a new job starts only as backfill, where it delays none
-  // of the reservations that pass made; the other jobs' fate is unchanged.
+  // Nothing was freed since the last full pass that a job waiting before
+  // these could use, and every new job is behind a waiting one: a new job
+  // starts only as backfill, where it delays none of the reservations that
+  // pass made; the other jobs' fate is unchanged.
   schedule_needed_ = false;
   submitted_.clear();
+  ForgetReleases();
   // They join the ordered part of the queue that release passes walk.
   const std::size_t kept = last_order_.size();
   for (const QueueKey& key : fresh) {
@@ -969,15 +971,26 @@ void Engine::ForgetReleases() {
 }
 
 bool Engine::ReleaseCannotMatter() const {
-  if (!released_ || full_pass_needed_ || !submitted_.empty() || !preempt_plans_.empty() ||
-      released_array_task_ || HasRunningLimits(config_)) {
+  if (!released_ || full_pass_needed_ || !preempt_plans_.empty() || released_array_task_ ||
+      HasRunningLimits(config_)) {
     return false;
   }
   if (std::any_of(active_.begin(), active_.end(), [](const Job* job) { return job->suspended; })) {
     return false;
   }
-  for (const NodeId node : released_nodes_) {
-    for (const auto& [shape, jobs] : pending_shapes_) {
+  // The shapes of the jobs submitted since the last pass, not counted: a
+  // sweep's next job may fit where its last one ended.
+  std::map<GangShape, int> fresh;
+  for (const JobId id : submitted_) {
+    const auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.state == JobState::kPending) {
+      ++fresh[ShapeOf(it->second.gang)];
+    }
+  }
+  for (const auto& [shape, jobs] : pending_shapes_) {
+    const auto new_ones = fresh.find(shape);
+    if (new_ones != fresh.end() && new_ones->second >= jobs) continue;
+    for (const NodeId node : released_nodes_) {
       if (MayFitOneNode(shape, pool_.Capacity(node), pool_.Free(node))) return false;
     }
   }
@@ -985,17 +998,18 @@ bool Engine::ReleaseCannotMatter() const {
 }
 
 void Engine::Schedule(Millis now, Effects& effects) {
-  if (SubmissionPass(now, effects)) {
-    last_pass_kind_ = "submission";
-    return;
-  }
-  if (ReleaseCannotMatter()) {
-    // A job that ends on a node the waiting jobs cannot use (the CPUs a
-    // GPU job leaves, say) costs no walk of the queue: at 100,000 jobs a
-    // release pass plans BackfillDepth reservations again, 10-20 ms.
+  // A job that ends on a node the waiting jobs cannot use (the CPUs a GPU
+  // job leaves, say) costs no walk of the queue: at 100,000 jobs a release
+  // pass plans BackfillDepth reservations again, 10-20 ms.
+  const bool releases_cannot_matter = ReleaseCannotMatter();
+  if (releases_cannot_matter && submitted_.empty()) {
     schedule_needed_ = false;
     ForgetReleases();
     last_pass_kind_ = "idle";
+    return;
+  }
+  if (SubmissionPass(now, effects, releases_cannot_matter)) {
+    last_pass_kind_ = "submission";
     return;
   }
   if (ReleasePass(now, effects)) return;

@@ -334,18 +334,22 @@ class Engine {
   /// A pass after nothing but submissions, each behind a waiting job of its
   /// partition: only the new jobs are tried, as backfill against the last
   /// full pass's reservations. False (nothing done) when a full pass is due.
-  bool SubmissionPass(Millis now, Effects& effects);
+  /// With `past_releases`, releases happened too but none of the jobs that
+  /// waited before the new ones can use them (ReleaseCannotMatter): their
+  /// fate is unchanged, and the new jobs are placed on what is free now.
+  bool SubmissionPass(Millis now, Effects& effects, bool past_releases);
   /// A pass after releases (and submissions) only: the part of the queue
   /// the last full pass ordered, with the new jobs merged in, tried as a
   /// full pass would until the queue settles. False (nothing done) when a
   /// full pass is due; it runs one itself if it reaches the unordered part.
   bool ReleasePass(Millis now, Effects& effects);
-  /// True when only releases happened since the last pass, no suspended job
-  /// or preemptor waits on them, no running-job limit (QOS limits, array
+  /// True when releases happened since the last pass, no suspended job or
+  /// preemptor waits on them, no running-job limit (QOS limits, array
   /// throttles) counts them, and no node they freed could take one node of
-  /// any pending job (by shape, whatever else holds it): nothing can start,
-  /// and the reservations made stay promises kept (they can only be later
-  /// than a new pass would plan).
+  /// any job that was pending before the submissions since the last pass
+  /// (by shape, whatever else holds it): nothing of theirs can start, and
+  /// the reservations made stay promises kept (they can only be later than
+  /// a new pass would plan). The new jobs are the submission pass's.
   [[nodiscard]] bool ReleaseCannotMatter() const;
   /// What every pass, and a pass skipped by ReleaseCannotMatter, clears of
   /// the releases since the last one.

@@ -205,6 +205,40 @@ TEST_F(EngineTest, AReleaseNoWaitingJobCanUseRunsNoPass) {
   EXPECT_EQ(State(waiting), JobState::kRunning);
 }
 
+TEST_F(EngineTest, AReleaseOnlyTheNewJobsCanUseNeedsOnlyTheSubmissionPass) {
+  const JobId gpus = Submit(8, 8);
+  Schedule();
+  ASSERT_EQ(State(gpus), JobState::kRunning);
+  const JobId waiting = Submit(2, 4);
+  Schedule();
+  ASSERT_EQ(State(waiting), JobState::kPending);
+  const std::string reason = engine_->FindJob(waiting)->reason;
+  const JobId cpus = Submit(1, 0);
+  Schedule();
+  ASSERT_EQ(State(cpus), JobState::kRunning);
+
+  // A sweep's next job comes as its last one ends: it may take the CPUs
+  // freed, the waiting GPU job cannot. No walk of the queue.
+  FinishEverywhere(cpus, 0);
+  const JobId next = Submit(1, 0);
+  Schedule();
+  EXPECT_EQ(engine_->LastPassKind(), "submission");
+  EXPECT_FALSE(engine_->ScheduleNeeded());
+  EXPECT_EQ(State(next), JobState::kRunning);
+  EXPECT_EQ(State(waiting), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(waiting)->reason, reason);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+
+  // A release a job that waited before can use still gets a pass of its
+  // own beside a submission, and that job starts.
+  FinishEverywhere(gpus, 0);
+  const JobId last = Submit(1, 0);
+  Schedule();
+  EXPECT_NE(engine_->LastPassKind(), "submission");
+  EXPECT_EQ(State(waiting), JobState::kRunning);
+  EXPECT_EQ(State(last), JobState::kRunning);
+}
+
 TEST_F(EngineTest, FailingRankStopsTheGang) {
   const JobId id = Submit(2);
   Schedule();
