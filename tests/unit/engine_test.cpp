@@ -82,6 +82,29 @@ class EngineTest : public ::testing::Test {
 
   JobState State(JobId id) const { return engine_->FindJob(id)->state; }
 
+  // Every GPU taken by one job, a GPU job waiting behind it, and a CPU job
+  // running beside it on the CPUs left.
+  struct GpusTaken {
+    JobId gpus = 0;
+    JobId waiting = 0;
+    std::string reason;  ///< the waiting job's
+    JobId cpus = 0;
+  };
+  GpusTaken TakeEveryGpu() {
+    GpusTaken out;
+    out.gpus = Submit(8, 8);
+    Schedule();
+    EXPECT_EQ(State(out.gpus), JobState::kRunning);
+    out.waiting = Submit(2, 4);
+    Schedule();
+    EXPECT_EQ(State(out.waiting), JobState::kPending);
+    out.reason = engine_->FindJob(out.waiting)->reason;
+    out.cpus = Submit(1, 0);
+    Schedule();
+    EXPECT_EQ(State(out.cpus), JobState::kRunning);
+    return out;
+  }
+
   // What a controller restart does: a new engine from what the old one held.
   // No node has registered with the new one yet.
   void Restart() {
@@ -175,16 +198,9 @@ TEST_F(EngineTest, GangRunsAndCompletes) {
 // A job that ends on nodes where no waiting job could take a node (the CPUs
 // that GPU jobs leave) runs no pass; one that frees GPUs does.
 TEST_F(EngineTest, AReleaseNoWaitingJobCanUseRunsNoPass) {
-  const JobId gpus = Submit(8, 8);
-  Schedule();
-  ASSERT_EQ(State(gpus), JobState::kRunning);
-  const JobId waiting = Submit(2, 4);
-  Schedule();
-  ASSERT_EQ(State(waiting), JobState::kPending);
-  const std::string reason = engine_->FindJob(waiting)->reason;
-  const JobId cpus = Submit(1, 0);
-  Schedule();
-  ASSERT_EQ(State(cpus), JobState::kRunning);
+  const GpusTaken taken = TakeEveryGpu();
+  ASSERT_FALSE(HasFailure());
+  const auto& [gpus, waiting, reason, cpus] = taken;
 
   FinishEverywhere(cpus, 0);
   ASSERT_TRUE(engine_->ScheduleNeeded());
@@ -206,16 +222,9 @@ TEST_F(EngineTest, AReleaseNoWaitingJobCanUseRunsNoPass) {
 }
 
 TEST_F(EngineTest, AReleaseOnlyTheNewJobsCanUseNeedsOnlyTheSubmissionPass) {
-  const JobId gpus = Submit(8, 8);
-  Schedule();
-  ASSERT_EQ(State(gpus), JobState::kRunning);
-  const JobId waiting = Submit(2, 4);
-  Schedule();
-  ASSERT_EQ(State(waiting), JobState::kPending);
-  const std::string reason = engine_->FindJob(waiting)->reason;
-  const JobId cpus = Submit(1, 0);
-  Schedule();
-  ASSERT_EQ(State(cpus), JobState::kRunning);
+  const GpusTaken taken = TakeEveryGpu();
+  ASSERT_FALSE(HasFailure());
+  const auto& [gpus, waiting, reason, cpus] = taken;
 
   // A sweep's next job comes as its last one ends: it may take the CPUs
   // freed, the waiting GPU job cannot. No walk of the queue.
