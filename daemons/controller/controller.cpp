@@ -59,8 +59,29 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       store_(std::move(stores.writer)),
       reader_(std::move(stores.reader)),
       history_reader_(std::move(stores.history)),
+      checkpointer_(std::move(stores.checkpointer)),
       written_admin_(static_cast<std::size_t>(topology_->NodeCount())),
       logged_node_status_(static_cast<std::size_t>(topology_->NodeCount()), NodeStatus::kUnknown) {
+  if (checkpointer_ != nullptr) {
+    // SQLite's own threshold, checked after each commit on the store's
+    // thread; the copy is made on another while commits go on.
+    store_->HandOffCheckpoints(1000, [this] {
+      if (checkpoint_posted_.exchange(true)) return;
+      boost::asio::post(checkpoint_thread_.io(), [this] {
+        checkpoint_posted_ = false;
+        const auto started = std::chrono::steady_clock::now();
+        if (absl::Status s = checkpointer_->Checkpoint(); !s.ok()) {
+          // The writer's log grows until the next one succeeds; nothing is lost.
+          Log("store")->warn("checkpoint_failed reason=\"{}\"", s);
+          return;
+        }
+        Log("store")->debug("checkpoint took_us={}",
+                            std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - started)
+                                .count());
+      });
+    });
+  }
   Restore(std::move(loaded));
 }
 
@@ -108,6 +129,7 @@ void Controller::Shutdown() {
   pass_timer_.cancel();
   store_thread_.Stop();
   history_thread_.Stop();
+  checkpoint_thread_.Stop();
   if (failed_ || store_ == nullptr) return;
   // What the last turns changed and has not been written yet: write it now,
   // on this thread, so a clean stop loses nothing either.

@@ -86,11 +86,14 @@ class Controller {
   };
 
   /// Connections to the state database: one writes (the store's thread),
-  /// two read (the state thread; history queries).
+  /// two read (the state thread; history queries), and one copies the
+  /// write-ahead log into the database off the writer's path (checkpoints,
+  /// on a thread of their own; none: the writer makes them).
   struct Stores {
     std::unique_ptr<Store> writer;
     std::unique_ptr<Store> reader;
     std::unique_ptr<Store> history;
+    std::unique_ptr<Store> checkpointer;
   };
 
   /// `loaded` is what the database held at start.
@@ -181,6 +184,9 @@ class Controller {
   Worker store_thread_;
   Worker history_thread_;
   std::unique_ptr<Store> history_reader_;         ///< used on history_thread_ only
+  std::unique_ptr<Store> checkpointer_;           ///< used on checkpoint_thread_ only
+  Worker checkpoint_thread_;
+  std::atomic<bool> checkpoint_posted_{false};  ///< one checkpoint queued at a time
   boost::asio::steady_timer purge_timer_{store_thread_.io()};
   std::set<JobId> dirty_jobs_;
   std::set<JobId> new_jobs_;                      ///< dirty and never written

@@ -131,7 +131,10 @@ int Run(int argc, char** argv) {
   const auto read_done = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Store>> reader = Store::Open(state_path, Store::Mode::kRead, options.sync);
   absl::StatusOr<std::unique_ptr<Store>> history = Store::Open(state_path, Store::Mode::kRead, options.sync);
-  for (const absl::Status& s : {state.status(), reader.status(), history.status()}) {
+  absl::StatusOr<std::unique_ptr<Store>> checkpointer =
+      Store::Open(state_path, Store::Mode::kWrite, options.sync);
+  for (const absl::Status& s :
+       {state.status(), reader.status(), history.status(), checkpointer.status()}) {
     if (!s.ok()) {
       std::cerr << "cohort-controller: not starting: " << s.message() << '\n';
       return 1;
@@ -140,6 +143,7 @@ int Run(int argc, char** argv) {
   stores.writer = *std::move(writer);
   stores.reader = *std::move(reader);
   stores.history = *std::move(history);
+  stores.checkpointer = *std::move(checkpointer);
   auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
   cohort::controller::Controller controller(config, std::move(topology), std::move(*loaded.pool),
                                             options, std::move(stores), *std::move(state));

@@ -225,6 +225,30 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Mode
   return store;
 }
 
+void Store::HandOffCheckpoints(int pages, std::function<void()> due) {
+  checkpoint_pages_ = pages;
+  checkpoint_due_ = std::move(due);
+  // A WAL hook replaces SQLite's automatic checkpoints on this connection.
+  sqlite3_wal_hook(
+      db_,
+      [](void* self, sqlite3* /*db*/, const char* /*name*/, int in_log) {
+        auto& store = *static_cast<Store*>(self);
+        if (in_log >= store.checkpoint_pages_) store.checkpoint_due_();
+        return SQLITE_OK;
+      },
+      this);
+}
+
+absl::Status Store::Checkpoint() {
+  int in_log = 0;
+  int copied = 0;
+  if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &in_log, &copied) !=
+      SQLITE_OK) {
+    return Error("copying its log into it (checkpoint)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Store::Migrate(int& found) {
   const std::vector<std::string>& migrations = Migrations();
   const int from = found;

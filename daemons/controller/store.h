@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,6 +110,17 @@ class Store {
   /// Full integrity check and a summary of the contents.
   [[nodiscard]] absl::StatusOr<StateReport> Check();
 
+  /// Leaves checkpoints (copying the write-ahead log into the database) to
+  /// another connection. By default SQLite makes one inside the commit that
+  /// takes the log past 1,000 pages: tens of milliseconds of writes and
+  /// fsync, every few hundred commits, on the path of every reply waiting on
+  /// that commit. Instead `due` is called, on the committing thread, after
+  /// each commit that leaves `pages` or more in the log.
+  void HandOffCheckpoints(int pages, std::function<void()> due);
+  /// Copies the log into the database as far as readers allow (a passive
+  /// checkpoint), on this connection. Never blocks a writer.
+  [[nodiscard]] absl::Status Checkpoint();
+
   /// The SQL that creates schema version `version` from `version - 1`.
   /// Exposed so tests can build old databases.
   [[nodiscard]] static const std::vector<std::string>& Migrations();
@@ -121,6 +133,8 @@ class Store {
 
   sqlite3* db_ = nullptr;
   std::string path_;
+  int checkpoint_pages_ = 0;
+  std::function<void()> checkpoint_due_;
   struct Statements;
   std::unique_ptr<Statements> statements_;
 };

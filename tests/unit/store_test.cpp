@@ -94,6 +94,34 @@ TEST_F(StoreTest, CommittedJobsLoadBackAndFinishedOnesBecomeHistory) {
   EXPECT_FALSE(store->FindJob(99)->has_value());
 }
 
+TEST_F(StoreTest, CheckpointsHandedOffAreMadeByAnotherConnection) {
+  std::unique_ptr<Store> writer = Open();
+  std::unique_ptr<Store> checkpointer = Open();
+  int due = 0;
+  writer->HandOffCheckpoints(4, [&] { ++due; });
+  const auto size = [&](const std::string& file) {
+    return std::filesystem::file_size(path_ + file);
+  };
+  const std::uintmax_t database_before = size("");
+  // Enough to pass 4 pages of log many times over: SQLite's own checkpoint
+  // (every 1,000 pages) would never come, and the writer makes none.
+  for (std::int64_t id = 1; id <= 500; ++id) {
+    StateBatch batch;
+    batch.jobs = {Row(id, v1::JOB_PENDING)};
+    batch.jobs[0].record.mutable_spec()->add_argv(std::string(4000, 'x'));
+    ASSERT_TRUE(writer->Commit(batch).ok());
+  }
+  EXPECT_GT(due, 0);
+  EXPECT_EQ(size(""), database_before);  // everything is still in the log
+  ASSERT_TRUE(checkpointer->Checkpoint().ok());
+  EXPECT_GT(size(""), database_before);  // copied into the database
+  writer.reset();
+  checkpointer.reset();
+  absl::StatusOr<LoadedState> loaded = Open()->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->jobs.size(), 500U);
+}
+
 TEST_F(StoreTest, NextIdNeverFallsBelowAStoredJob) {
   std::unique_ptr<Store> store = Open();
   StateBatch batch;
