@@ -762,6 +762,7 @@ void Engine::Tick(Millis now, Effects& effects) {
       }
     }
     jobs_.erase(id);
+    effects.forgotten_jobs.push_back(id);
   }
 }
 

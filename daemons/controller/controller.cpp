@@ -168,9 +168,9 @@ void Controller::Tick() {
   engine_.Tick(Now(), effects);
   Execute(effects);
   // The engine forgets finished jobs after a while (the store keeps them).
-  if (specs_.size() > engine_.Jobs().size()) {
-    std::erase_if(specs_, [this](const auto& entry) { return engine_.FindJob(entry.first) == nullptr; });
-  }
+  // By id: a sweep of every spec looked up 100,000 jobs at every tick once
+  // one job had been forgotten, 5-10 ms of the state thread twice a second.
+  for (const JobId id : effects.forgotten_jobs) specs_.erase(id);
   ArmTick();
 }
 

@@ -59,6 +59,9 @@ struct Effects {
   std::vector<Command> commands;
   std::vector<JobId> changed_jobs;
   std::vector<NodeId> changed_nodes;
+  /// Finished jobs past their retention, which the engine no longer knows:
+  /// what the caller keeps of them can go too.
+  std::vector<JobId> forgotten_jobs;
 };
 
 /// A job with ranks still alive on a registering node.

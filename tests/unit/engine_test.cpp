@@ -248,6 +248,26 @@ TEST_F(EngineTest, AReleaseOnlyTheNewJobsCanUseNeedsOnlyTheSubmissionPass) {
   EXPECT_EQ(State(last), JobState::kRunning);
 }
 
+TEST_F(EngineTest, FinishedJobsAreForgottenAfterFiveMinutesAndNamed) {
+  const JobId done = Submit(1);
+  const JobId running = Submit(1);
+  Schedule();
+  FinishEverywhere(done, 0);
+  ASSERT_EQ(State(done), JobState::kCompleted);
+  Effects early;
+  now_ += std::chrono::minutes(4);
+  engine_->Tick(now_, early);
+  EXPECT_TRUE(early.forgotten_jobs.empty());
+  EXPECT_NE(engine_->FindJob(done), nullptr);
+  Effects late;
+  now_ += std::chrono::minutes(2);
+  engine_->Tick(now_, late);
+  // The caller drops what it keeps of exactly these (the controller: specs).
+  EXPECT_EQ(late.forgotten_jobs, std::vector<JobId>{done});
+  EXPECT_EQ(engine_->FindJob(done), nullptr);
+  EXPECT_NE(engine_->FindJob(running), nullptr);
+}
+
 TEST_F(EngineTest, FailingRankStopsTheGang) {
   const JobId id = Submit(2);
   Schedule();
