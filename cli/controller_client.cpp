@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
 #include <string_view>
 
 #include <fmt/format.h>

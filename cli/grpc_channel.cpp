@@ -225,7 +225,7 @@ std::unique_ptr<GrpcChannel> GrpcChannel::ForTarget(std::string_view target) {
     return std::unique_ptr<GrpcChannel>(
         new GrpcChannel(std::string(target), {{address, sizeof(sockaddr_in)}}, "", 0));
   }
-  // A host name: letters, digits, dots and dashes (RFC 1123).
+  // A host name: letters, digits, dots, dashes (RFC 1123) and underscores.
   const bool name = !host.empty() && std::ranges::all_of(host, [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
   });
@@ -779,10 +779,9 @@ absl::Status GrpcChannel::ServerStream(std::string_view method,
                                        const google::protobuf::MessageLite& request,
                                        const Metadata& metadata, const MessageSink& sink,
                                        const CallCanceller& canceller) {
-  absl::Status status = Perform(method, request, metadata, Deadline::max(), sink, &canceller);
-  // A cancelled stream leaves the server sending on this connection.
-  if (absl::IsCancelled(status)) Close();
-  return status;
+  // A cancelled stream leaves the server sending on its connection: Run
+  // (or HandleData, when `sink` ends it) has the connection dropped.
+  return Perform(method, request, metadata, Deadline::max(), sink, &canceller);
 }
 
 }  // namespace cohort::cli
