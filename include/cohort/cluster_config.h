@@ -100,6 +100,18 @@ struct PriorityWeights {
   bool favor_small = false;  ///< PriorityFavorSmall=YES: smaller jobs get the larger size factor
 };
 
+/// Which registered policy fills each seam of the scheduler
+/// (include/cohort/plugin.h), by the names plugins/builtin.cpp registers.
+/// The parser checks only their shape (`kind/name`); the registry refuses a
+/// name it does not know when the engine is built.
+struct PluginChoice {
+  std::string queue_order = "priority/multifactor";             ///< PriorityType=
+  std::vector<std::string> admission = {"admission/limits"};    ///< AdmissionPlugins=
+  std::vector<std::string> node_filter = {"filter/resources"};  ///< NodeFilterPlugins=
+  std::string node_score = "score/locality";                    ///< NodeScoreType=
+  std::string domain_score = "domain/tightest";                 ///< DomainScoreType=
+};
+
 struct ClusterConfig {
   std::string cluster_name = "cohort";
   std::string controller_addr = "127.0.0.1";
@@ -130,6 +142,7 @@ struct ClusterConfig {
   /// declares it (Priority=0, no limits).
   std::vector<QosSpec> qos;
   std::vector<AccountSpec> accounts;  ///< AccountName= lines
+  PluginChoice plugins;
 
   /// The partition with Default=YES, else the first one; null when none.
   [[nodiscard]] const PartitionSpec* DefaultPartition() const;
