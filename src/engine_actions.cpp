@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// What users and operators do to jobs: cancel, signal, hold, release,
+// requeue, checkpoint-done. Each checks that the caller may.
+#include <fmt/format.h>
+
+#include "cohort/engine.h"
+#include "engine_core.h"
+
+namespace cohort {
+namespace {
+
+absl::Status CheckOwner(const Job& job, const Caller& caller, std::string_view verb) {
+  if (caller.IsOperator() || caller.uid == job.request.uid) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      fmt::format("job {} belongs to {}; you can {} only your own jobs", DisplayId(job),
+                  job.request.user_name, verb));
+}
+
+// ------------------------------------------------------------- priority
+
+}  // namespace
+
+absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis now,
+                            Effects& effects) {
+  engine::EngineCore& core = *core_;
+  Job* found = core.book.Find(id);
+  if (found == nullptr) {
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", id));
+  }
+  Job& job = *found;
+  if (!caller.IsOperator() && caller.uid != job.request.uid) {
+    return absl::PermissionDeniedError(
+        fmt::format("job {} belongs to {}; you can cancel only your own jobs", id,
+                    job.request.user_name));
+  }
+  if (IsFinished(job.state)) {
+    return absl::FailedPreconditionError(
+        fmt::format("job {} has already finished ({})", id, JobStateName(job.state)));
+  }
+  if (signal != 0) {
+    if (job.state != JobState::kRunning) {
+      return absl::FailedPreconditionError(
+          fmt::format("job {} is {}; only running jobs can be signalled", id,
+                      JobStateName(job.state)));
+    }
+    for (const alloc::NodeGrant& g : job.placement.grants) {
+      effects.commands.emplace_back(SignalCommand{id, g.node, signal, false});
+    }
+    return absl::OkStatus();
+  }
+  job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "cancelled by an operator"
+                                                                    : "cancelled by its owner";
+  core.life.Apply(job, JobEvent::kCancelled, now, effects);
+  if (job.array_job_id == job.id && job.array_task_id < 0) job.array_pending.clear();
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis now,
+                            Effects& effects) {
+  engine::EngineCore& core = *core_;
+  const std::string name =
+      ref.task >= 0 ? fmt::format("{}_{}", ref.job, ref.task) : std::to_string(ref.job);
+  const std::vector<JobId> ids = core.book.Lookup(ref);
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", name));
+  if (ref.task >= 0) {
+    Job& job = core.book.At(ids.front());
+    if (job.array_task_id == ref.task || job.array_job_id != job.id) {
+      return Cancel(job.id, signal, caller, now, effects);
+    }
+    // A task not yet created: drop it from the array.
+    if (absl::Status s = CheckOwner(job, caller, "cancel"); !s.ok()) return s;
+    if (signal != 0) {
+      return absl::FailedPreconditionError(
+          fmt::format("job {} is pending; only running jobs can be signalled", name));
+    }
+    std::erase(job.array_pending, ref.task);
+    if (job.array_pending.empty() && job.array_task_id < 0) {
+      job.reason = "every task was cancelled before it started";
+      core.life.Apply(job, JobEvent::kCancelled, now, effects);
+    }
+    engine::Lifecycle::Changed(job, effects);
+    return absl::OkStatus();
+  }
+  absl::Status first = absl::OkStatus();
+  int acted = 0;
+  for (const JobId id : ids) {
+    const Job& job = core.book.At(id);
+    if (IsFinished(job.state) || (signal != 0 && job.state != JobState::kRunning)) continue;
+    absl::Status s = Cancel(id, signal, caller, now, effects);
+    if (s.ok()) {
+      ++acted;
+    } else if (first.ok()) {
+      first = s;
+    }
+  }
+  if (acted > 0 || !first.ok()) return first;
+  return ids.size() == 1 ? Cancel(ids.front(), signal, caller, now, effects)
+                         : absl::FailedPreconditionError(
+                               fmt::format("every task of array {} has already finished", name));
+}
+
+absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  const std::vector<JobId> ids = core.book.Lookup(ref);
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  int held = 0;
+  for (const JobId id : ids) {
+    Job& job = core.book.At(id);
+    if (absl::Status s = CheckOwner(job, caller, "hold"); !s.ok()) return s;
+    if (job.state != JobState::kPending) continue;
+    job.held = true;
+    job.held_by_operator = caller.IsOperator() && caller.uid != job.request.uid;
+    job.expected_start = Millis{0};
+    engine::Admission::ShowHeld(job, effects);
+    ++held;
+  }
+  if (held == 0) {
+    return absl::FailedPreconditionError(fmt::format(
+        "job {} is not pending; only pending jobs can be held", DisplayId(core.book.At(ids.front()))));
+  }
+  core.planner.NeedPass();  // reservations it held are free for others
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  const std::vector<JobId> ids = core.book.Lookup(ref);
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  int released = 0;
+  for (const JobId id : ids) {
+    Job& job = core.book.At(id);
+    if (absl::Status s = CheckOwner(job, caller, "release"); !s.ok()) return s;
+    if (!job.held) continue;
+    if (job.held_by_operator && !caller.IsOperator()) {
+      return absl::PermissionDeniedError(fmt::format(
+          "job {} was held by an operator; ask an operator to release it", DisplayId(job)));
+    }
+    job.held = false;
+    job.held_by_operator = false;
+    job.eligible_time = now;
+    engine::Lifecycle::SetReason(job, "None", "", effects);
+    ++released;
+  }
+  if (released == 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("job {} is not held; see cohort queue", DisplayId(core.book.At(ids.front()))));
+  }
+  core.planner.NeedPass();
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Requeue(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  const std::vector<JobId> ids = core.book.Lookup(ref);
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  int requeued = 0;
+  for (const JobId id : ids) {
+    Job& job = core.book.At(id);
+    if (absl::Status s = CheckOwner(job, caller, "requeue"); !s.ok()) return s;
+    if (job.state != JobState::kRunning) continue;
+    job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "requeued by an operator"
+                                                                      : "requeued by its owner";
+    core.life.Apply(job, JobEvent::kRequeued, now, effects);
+    ++requeued;
+  }
+  if (requeued == 0) {
+    const Job& job = core.book.At(ids.front());
+    return absl::FailedPreconditionError(
+        fmt::format("job {} is {}; only running jobs can be requeued", DisplayId(job),
+                    JobStateName(job.state)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now,
+                                    Effects& effects) {
+  engine::EngineCore& core = *core_;
+  const std::vector<JobId> ids = core.book.Lookup(ref);
+  if (ids.empty())
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  int stopped = 0;
+  for (const JobId id : ids) {
+    Job& job = core.book.At(id);
+    if (absl::Status s = CheckOwner(job, caller, "stop"); !s.ok()) return s;
+    if (job.state != JobState::kRunning || job.preempt_deadline.count() == 0) continue;
+    const Millis since = job.preemptions.empty() ? Millis{0} : now - job.preemptions.back().time;
+    core.preemption.StopVictim(job, fmt::format("checkpoint done after {:.1f} s", since.count() / 1000.0), now,
+               effects);
+    ++stopped;
+  }
+  if (stopped == 0) {
+    return absl::FailedPreconditionError(fmt::format(
+        "job {} is not being preempted; checkpoint-done ends the grace time of a job that is",
+        DisplayId(core.book.At(ids.front()))));
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------- why
+
+}  // namespace cohort

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "admission.h"
+#include "cohort/cluster_config.h"
+#include "cohort/gang_allocator.h"
+#include "cohort/node_pool.h"
+#include "cohort/topology.h"
+#include "job_book.h"
+#include "lifecycle.h"
+#include "node_book.h"
+#include "pass_planner.h"
+#include "preemption.h"
+#include "prioritizer.h"
+
+namespace cohort::engine {
+
+/// The parts of one engine, each owning its own state; Engine (the facade
+/// in include/cohort/engine.h) forwards to them. Parts reach each other
+/// through the core they are members of; all of it runs on the caller's one
+/// thread.
+struct EngineCore {
+  EngineCore(const config::ClusterConfig& cluster, const topology::Topology& tree,
+             alloc::NodePool nodes_pool);
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  config::ClusterConfig config;  ///< with the default QOS declared
+  const topology::Topology& topology;
+  alloc::NodePool pool;
+  alloc::GangAllocator allocator;
+  JobBook book;
+  NodeBook nodes;
+  Prioritizer priority;
+  Admission admission;
+  Preemption preemption;
+  PassPlanner planner;
+  Lifecycle life;
+};
+
+}  // namespace cohort::engine

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "cohort/gang_allocator.h"
+#include "cohort/job.h"
+
+namespace cohort {
+struct Effects;
+struct FinishedReport;
+}
+
+namespace cohort::engine {
+
+struct EngineCore;
+using alloc::NodeId;
+
+/// A job's life once it is queued: starting its gang, what its ranks and
+/// nodes report, stopping it, finishing or requeueing it, time limits and
+/// warnings. Every change of state goes through Apply and the transition
+/// table (job.h); the commands it decides go into Effects.
+class Lifecycle {
+ public:
+  explicit Lifecycle(EngineCore& core) : core_(core) {}
+
+  /// Applies an event through the transition table; ignored where it does
+  /// not apply.
+  void Apply(Job& job, JobEvent event, Millis now, Effects& effects);
+  /// Commits the placement and launches the gang.
+  void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
+  /// Splits the next task off an array's record (the last task takes the
+  /// record itself) and returns it.
+  Job& SplitTask(Job& array, Millis now, Effects& effects);
+
+  // What agents report. Unknown jobs and nodes outside the gang are ignored.
+  void RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now, Effects& effects);
+  void LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now,
+                    Effects& effects);
+  void JobReleased(JobId id, NodeId node, Millis now, Effects& effects);
+  /// `ranks_ok` ranks of the job on node rank `node_rank` exited 0 so far.
+  void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
+  /// What a registering node reports of a job whose ranks there ended.
+  void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report,
+                     Millis now, Effects& effects);
+
+  /// Time passes for active and waiting jobs: preemption grace ends, time
+  /// limits, warnings, --switches waits.
+  void Tick(Millis now, Effects& effects);
+
+  /// Notes that the job changed (once per call, for watchers and the store).
+  static void Changed(const Job& job, Effects& effects);
+  /// Sets a pending job's reason; a change is reported.
+  static void SetReason(Job& job, std::string_view reason, std::string_view detail,
+                        Effects& effects);
+
+ private:
+  void StopGang(Job& job, Effects& effects);
+  void Finish(Job& job, Millis now, Effects& effects);
+  void ReleaseNode(Job& job, int node_rank, Effects& effects);
+  void Warn(Job& job, Effects& effects);
+  [[nodiscard]] int MasterPort(const Job& job) const;
+
+  EngineCore& core_;
+};
+
+}  // namespace cohort::engine

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "node_book.h"
+
+#include <fmt/format.h>
+
+#include "cohort/engine.h"
+#include "engine_core.h"
+
+namespace cohort::engine {
+
+NodeBook::NodeBook(EngineCore& core, int nodes)
+    : core_(core), nodes_(static_cast<std::size_t>(nodes)) {}
+
+absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis now,
+                                    Effects& effects) {
+  NodeRuntime& runtime = At(node);
+  const alloc::NodeCapacity& want = core_.pool.Capacity(node);
+  runtime.registered = true;
+  runtime.awaited = false;
+  runtime.last_heartbeat = now;
+  runtime.down = false;
+  runtime.down_reason.clear();
+  if (report.cpus < want.cpus || report.memory_mb < want.memory_mb || report.gpus < want.gpus) {
+    runtime.drain = true;
+    runtime.drain_reason = fmt::format(
+        "agent reports {} CPUs, {} MB, {} GPUs; its NodeName line says {} CPUs, {} MB, {} GPUs",
+        report.cpus, report.memory_mb, report.gpus, want.cpus, want.memory_mb, want.gpus);
+  }
+  if (!report.gpu_groups.empty() && report.gpus == want.gpus) {
+    // Locality from discovery; a report that does not cover the node's GPUs
+    // leaves the single default group.
+    (void)core_.pool.SetGpuGroups(node, report.gpu_groups);
+  }
+  // Reconcile: ranks the engine does not expect there are stopped; exits the
+  // engine may have missed (it was restored from an older state, or the
+  // stream dropped) are applied; jobs placed there whose ranks are neither
+  // running nor reported have lost this node.
+  std::set<JobId> accounted;
+  for (const RunningReport& running : report.running) {
+    Job* it = core_.book.Find(running.job);
+    const int rank = it == nullptr ? -1 : NodeRankOf(*it, node);
+    const bool current =
+        rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
+        (it->state == JobState::kRunning || it->state == JobState::kCompleting) &&
+        it->released[static_cast<std::size_t>(rank)] == 0;
+    // Unknown, finished, elsewhere, an older attempt, or stopping (the
+    // terminate may have been lost with the old stream): stop it (again).
+    if (!current || it->state == JobState::kCompleting) {
+      effects.commands.emplace_back(TerminateCommand{running.job, node});
+    }
+    if (!current) continue;
+    accounted.insert(running.job);
+    core_.life.CountOk(*it, rank, running.ranks_ok, now, effects);
+  }
+  for (const FinishedReport& finished : report.finished) {
+    Job* found = core_.book.Find(finished.job);
+    if (found == nullptr || accounted.contains(finished.job)) continue;
+    Job& job = *found;
+    const int rank = NodeRankOf(job, node);
+    if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.attempt) ||
+        (job.state != JobState::kRunning && job.state != JobState::kCompleting) ||
+        job.released[static_cast<std::size_t>(rank)] != 0) {
+      continue;
+    }
+    accounted.insert(finished.job);
+    core_.life.ApplyFinished(job, node, rank, finished, now, effects);
+  }
+  const std::set<JobId> expected = runtime.jobs;
+  for (const JobId id : expected) {
+    if (accounted.contains(id)) continue;
+    Job& job = core_.book.At(id);
+    const int rank = NodeRankOf(job, node);
+    if (job.state == JobState::kRunning) {
+      job.exit_code = 1;
+      job.reason = fmt::format("its ranks on {} vanished when the agent restarted",
+                               core_.topology.NodeName(node));
+      core_.life.Apply(job, JobEvent::kNodeLost, now, effects);
+    }
+    if (rank >= 0) core_.life.JobReleased(id, node, now, effects);
+  }
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  core_.planner.NeedPass();
+  return absl::OkStatus();
+}
+
+void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects& effects) {
+  NodeRuntime& runtime = At(node);
+  runtime.down = true;
+  runtime.down_reason = reason;
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  const std::set<JobId> jobs = runtime.jobs;
+  for (const JobId id : jobs) {
+    Job& job = core_.book.At(id);
+    if (job.state == JobState::kRunning) {
+      job.exit_code = 1;
+      job.reason = fmt::format("node {} was lost: {}", core_.topology.NodeName(node), reason);
+    }
+    core_.life.Apply(job, JobEvent::kNodeLost, now, effects);
+    // The lost node cannot confirm; its share is released now (it is DOWN
+    // and takes nothing new until its agent registers again).
+    const int rank = NodeRankOf(job, node);
+    if (rank >= 0) core_.life.JobReleased(id, node, now, effects);
+  }
+}
+
+absl::Status NodeBook::Drain(NodeId node, const std::string& reason, const Caller& caller,
+                           Effects& effects) {
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError("only root can drain nodes");
+  }
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("reason: say why the node is drained (--reason TEXT)");
+  }
+  NodeRuntime& runtime = At(node);
+  runtime.drain = true;
+  runtime.drain_reason = reason;
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  return absl::OkStatus();
+}
+
+absl::Status NodeBook::Resume(NodeId node, const Caller& caller, Effects& effects) {
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError("only root can resume nodes");
+  }
+  NodeRuntime& runtime = At(node);
+  if (runtime.down) {
+    return absl::FailedPreconditionError(
+        fmt::format("node {} is down ({}); it comes back when its agent registers",
+                    core_.topology.NodeName(node), runtime.down_reason));
+  }
+  runtime.drain = false;
+  runtime.drain_reason.clear();
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  core_.planner.NeedPass();
+  return absl::OkStatus();
+}
+
+void NodeBook::UpdateCondition(NodeId node) {
+  const NodeRuntime& runtime = At(node);
+  alloc::NodeCondition condition = alloc::NodeCondition::kUp;
+  if (!runtime.registered || runtime.down) {
+    condition = alloc::NodeCondition::kDown;
+  } else if (runtime.drain) {
+    condition = alloc::NodeCondition::kDrained;
+  }
+  core_.pool.SetCondition(node, condition);
+}
+
+NodeView NodeBook::View(NodeId node) const {
+  const NodeRuntime& runtime = At(node);
+  NodeView view;
+  view.reason = runtime.down ? runtime.down_reason : runtime.drain_reason;
+  view.jobs.assign(runtime.jobs.begin(), runtime.jobs.end());
+  if (runtime.down) {
+    view.status = NodeStatus::kDown;
+  } else if (!runtime.registered) {
+    view.status = NodeStatus::kUnknown;
+  } else if (runtime.drain) {
+    view.status = runtime.jobs.empty() ? NodeStatus::kDrained : NodeStatus::kDraining;
+  } else if (core_.pool.IsIdle(node)) {
+    view.status = NodeStatus::kIdle;
+  } else {
+    const alloc::NodeFree& free = core_.pool.Free(node);
+    view.status = free.cpus == 0 || (core_.pool.Capacity(node).gpus > 0 && free.gpus == 0)
+                      ? NodeStatus::kAllocated
+                      : NodeStatus::kMixed;
+  }
+  return view;
+}
+
+NodeAdmin NodeBook::Admin(NodeId node) const {
+  const NodeRuntime& runtime = At(node);
+  return NodeAdmin{runtime.drain, runtime.drain ? runtime.drain_reason : std::string()};
+}
+
+void NodeBook::Tick(Millis now, Effects& effects) {
+  const config::ClusterConfig& config = core_.config;
+  const Millis node_timeout = ToMillis(config.node_timeout);
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
+    const NodeRuntime& runtime = At(n);
+    if ((runtime.registered || runtime.awaited) && !runtime.down &&
+        now - runtime.last_heartbeat > node_timeout) {
+      Lost(n,
+           runtime.registered
+               ? fmt::format("not responding for {} s (NodeTimeout)", config.node_timeout.count())
+               : fmt::format("its agent did not register within {} s (NodeTimeout) of the "
+                             "controller's restart",
+                             config.node_timeout.count()),
+           now, effects);
+    }
+  }
+}
+
+void NodeBook::RestoreAdmin(const std::vector<std::pair<NodeId, NodeAdmin>>& admin) {
+  for (const auto& [node, settings] : admin) {
+    if (node < 0 || node >= static_cast<NodeId>(nodes_.size())) continue;
+    NodeRuntime& runtime = At(node);
+    runtime.drain = settings.drain;
+    runtime.drain_reason = settings.reason;
+  }
+}
+
+}  // namespace cohort::engine

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cohort/cluster_config.h"
+#include "cohort/job.h"
+#include "engine_support.h"
+
+namespace cohort {
+struct Effects;
+}
+
+namespace cohort::engine {
+
+struct EngineCore;
+
+/// Preemption: which running jobs a waiting job of a higher tier or a
+/// preempting QOS stops (the cheapest set under the lowest switch that then
+/// holds it), their warning and grace time, how they stop (requeue, cancel,
+/// suspend), and resuming suspended jobs.
+class Preemption {
+ public:
+  explicit Preemption(EngineCore& core) : core_(core) {}
+
+  /// Chooses victims for `job` and warns them; false when none would let it
+  /// start. The victims' nodes are then the job's plan.
+  bool TryPreempt(Job& job, Millis now, Effects& effects);
+  /// Stops a victim as its mode says, `detail` recording how it ended.
+  void StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects);
+  /// Suspended jobs whose resources are free again resume (SIGCONT).
+  void ResumeSuspended(Millis now, Effects& effects);
+  /// At the start of a pass: the preemptors whose victims still stop go in
+  /// `preemptors`; plans and victims of preemptors that no longer wait are
+  /// dropped (the victims are spared).
+  void Review(std::set<JobId>& preemptors, Effects& effects);
+
+  /// The nodes the preemptor's victims free for it; null without a plan.
+  [[nodiscard]] const std::vector<NodeId>* PlanOf(JobId preemptor) const;
+  /// The preemptor started: its plan is done.
+  void Started(JobId preemptor) { plans_.erase(preemptor); }
+  [[nodiscard]] bool HasPlans() const { return !plans_.empty(); }
+
+  /// The victim's grace time: its QOS', else its partition's, else the
+  /// cluster's PreemptGraceTime.
+  [[nodiscard]] std::chrono::seconds GraceOf(const Job& job) const;
+
+ private:
+  [[nodiscard]] config::PreemptMode ModeOf(const Job& job) const;
+  [[nodiscard]] int SignalOf(const Job& job) const;
+  [[nodiscard]] bool MayPreempt(const Job& preemptor, const Job& victim, Millis now) const;
+  struct Solution;
+  [[nodiscard]] std::optional<Solution> ChooseVictims(const Job& job, Millis now);
+  void Warn(Job& victim, const Job& preemptor, Millis now, Effects& effects);
+
+  EngineCore& core_;
+  /// Preemptors whose victims are stopping: the nodes each will take.
+  std::map<JobId, std::vector<NodeId>> plans_;
+};
+
+}  // namespace cohort::engine
