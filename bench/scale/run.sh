@@ -9,7 +9,7 @@
 # table and writes JSON; results in docs/performance.md.
 #
 #   bash bench/scale/run.sh [BUILD_DIR]        (default build/default)
-#   SCALE_NODES=1024 SCALE_JOBS=5000 bash bench/scale/run.sh build/dev   (a quick try)
+#   SCALE_NODES=1024 SCALE_JOBS=5000 bash bench/scale/run.sh build/default   (a quick try)
 #
 # Measures: the engine alone in process (bench/scale/engine_scale: pass,
 # submission and tick times at this scale), then end to end: scheduling pass
