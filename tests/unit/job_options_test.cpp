@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "job_format.h"
+#include "job_option_table.h"
 
 namespace cohort::cli {
 namespace {
