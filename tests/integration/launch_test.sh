@@ -50,7 +50,8 @@ run_job --open-mode=truncate -o "$WORK/truncate.out" -- echo later >/dev/null
 run_job -o "$WORK/default.out" -- echo later >/dev/null
 [ "$(cat "$WORK/default.out")" = later ] || fail "the default did not truncate: $(cat "$WORK/default.out")"
 # A shared file of a 2-node x 2-rank job is truncated once, not under ranks
-# already writing: all four lines stay.
+# already writing: all four lines stay. (The ranks write after 1 s; the
+# check reads the file once the job has ended.)
 echo earlier >"$WORK/shared.out"
 run_job -N 2 --ntasks-per-node 2 -o "$WORK/shared.out" -- sh -c 'sleep 1; echo "rank $RANK"' >/dev/null
 [ "$(sort "$WORK/shared.out" | tr '\n' ' ')" = "rank 0 rank 1 rank 2 rank 3 " ] ||
