@@ -162,11 +162,11 @@ absl::StatusOr<alloc::GangRequest> BuildRequest(const PlaceOptions& o, const Loa
     const std::string& list;
     std::vector<alloc::NodeId>* out;
   };
-  for (const Marked& m : {Marked{"--nodelist", o.nodelist, &request.required_nodes},
-                          Marked{"--exclude", o.exclude, &request.excluded_nodes},
-                          Marked{"--busy", o.busy, &marked.busy},
-                          Marked{"--down", o.down, &marked.down},
-                          Marked{"--drained", o.drained, &marked.drained}}) {
+  for (const Marked& m :
+       {Marked{"--nodelist", o.nodelist, &request.required_nodes},
+        Marked{"--exclude", o.exclude, &request.excluded_nodes},
+        Marked{"--busy", o.busy, &marked.busy}, Marked{"--down", o.down, &marked.down},
+        Marked{"--drained", o.drained, &marked.drained}}) {
     absl::StatusOr<std::vector<alloc::NodeId>> ids = Resolve(loaded.topology, m.option, m.list);
     if (!ids.ok()) return ids.status();
     *m.out = *std::move(ids);
@@ -252,12 +252,12 @@ void PrintText(const topology::Topology& topo, const alloc::PlacementResult& res
       const topology::BlockId b = topo.Groups()[g].block;
       blocks.push_back(b == topology::kNone ? "(none)" : topo.Blocks()[b].name);
     }
-    std::cout << fmt::format("  spans {} block{}: {}\n", blocks.size(), blocks.size() == 1 ? "" : "s",
-                             fmt::join(blocks, ", "));
+    std::cout << fmt::format("  spans {} block{}: {}\n", blocks.size(),
+                             blocks.size() == 1 ? "" : "s", fmt::join(blocks, ", "));
   }
   for (const alloc::NodeGrant& g : placement.grants) {
-    std::cout << fmt::format("  {:<12} cpus {:<4} mem {:<8} gpus {}\n", topo.NodeName(g.node), g.cpus,
-                             g.memory_mb, GpuList(g.gpus));
+    std::cout << fmt::format("  {:<12} cpus {:<4} mem {:<8} gpus {}\n", topo.NodeName(g.node),
+                             g.cpus, g.memory_mb, GpuList(g.gpus));
   }
 }
 

@@ -107,7 +107,8 @@ std::string GpuBindText(const BindingOptions& options) {
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
-
+// InvalidArgument for a request no layout could bind: no rank, no CPU per
+// rank, or single:N with N below 1.
 absl::Status CheckRequest(const BindingRequest& request) {
   const BindingOptions& options = request.options;
   if (request.ranks < 1) {
@@ -133,8 +134,7 @@ bool HasCores(const NodeLayout& layout, int numa) {
 }
 
 // The granted GPUs by index, or InvalidArgument for one the node lacks.
-absl::StatusOr<std::vector<const Gpu*>> GrantedGpus(const NodeLayout& layout,
-                                                    std::uint64_t gpus) {
+absl::StatusOr<std::vector<const Gpu*>> GrantedGpus(const NodeLayout& layout, std::uint64_t gpus) {
   std::vector<const Gpu*> granted;
   for (std::uint64_t left = gpus; left != 0; left &= left - 1) {
     const int index = std::countr_zero(left);
@@ -236,10 +236,9 @@ std::vector<RankBinding> HomeRanks(const NodeLayout& layout, const BindingReques
 
 // What each rank gets of each NUMA node it is home to: the node's cores
 // split among the ranks there (or all of them, for --cpu-bind=numa).
-absl::StatusOr<std::vector<std::vector<Share>>> ShareNumaNodes(const NodeLayout& layout,
-                                                              CpuBind cpu,
-                                                              const std::vector<int>& usable,
-                                                              const std::vector<RankBinding>& plan) {
+absl::StatusOr<std::vector<std::vector<Share>>> ShareNumaNodes(
+    const NodeLayout& layout, CpuBind cpu, const std::vector<int>& usable,
+    const std::vector<RankBinding>& plan) {
   std::vector<std::vector<Share>> shares(plan.size());
   for (const int numa : usable) {
     const NumaNode& node = *layout.FindNuma(numa);
@@ -277,8 +276,7 @@ absl::StatusOr<std::vector<std::vector<Share>>> ShareNumaNodes(const NodeLayout&
 
 // Sets each rank's CPUs from its shares: all their threads, or for
 // --cpu-bind=threads only cpus_per_task of them.
-absl::Status BindCpus(const BindingRequest& request,
-                      const std::vector<std::vector<Share>>& shares,
+absl::Status BindCpus(const BindingRequest& request, const std::vector<std::vector<Share>>& shares,
                       std::vector<RankBinding>& plan) {
   for (RankBinding& rank : plan) {
     std::vector<Core> cores;
