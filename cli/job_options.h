@@ -3,7 +3,6 @@
 
 #include <optional>
 #include <ostream>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,27 +54,6 @@ struct JobOptions {
   bool test_only = false;
   bool parsable = false;
 };
-
-/// An sbatch option Cohort recognises but does not support yet: given, it is
-/// warned about and ignored, never silently dropped.
-struct UnsupportedOption {
-  CLI::Option* option = nullptr;
-  std::string name;  ///< e.g. "--mail-user"
-};
-
-/// Adds the job options to `command`, bound to `options`, and the sbatch
-/// options not supported yet as hidden ones when one of `words` (what
-/// `command` will parse) may name one. Returns the latter, to ask after
-/// parsing which were given (GivenUnsupported). Registering all seventy
-/// takes CLI11 most of a millisecond (each new option is compared with
-/// every one before it), on every submission and for every directive line,
-/// and a command line that names none needs none of them.
-std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& options,
-                                             std::span<const std::string> words);
-
-/// The names of the unsupported options that the last parse saw.
-[[nodiscard]] std::vector<std::string> GivenUnsupported(
-    const std::vector<UnsupportedOption>& unsupported);
 
 /// Sets every option that `into` lacks from `from`. Flags are or-ed.
 void FillUnset(JobOptions& into, const JobOptions& from);

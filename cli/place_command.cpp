@@ -86,19 +86,49 @@ std::string GpuList(std::uint64_t mask) {
   return ranges.empty() ? "-" : fmt::format("{}", fmt::join(ranges, ","));
 }
 
-int Run(const PlaceOptions& o) {
-  ClusterPaths paths;
-  if (!o.config.empty()) paths.config = o.config;
-  if (!o.topology.empty()) paths.topology = o.topology;
-  if (!paths.config && !paths.topology) {
-    std::cerr << "cohort: place needs -t topology.conf (and optionally -c cohort.conf)\n";
-    return 2;
-  }
-  LoadedCluster loaded = LoadCluster(paths);
-  if (!ReportDiagnostics(loaded)) return 2;
-  const topology::Topology& topo = loaded.topology;
-  alloc::NodePool& pool = *loaded.pool;
+// The nodes that --busy, --down and --drained name: what the other jobs and
+// the operators hold while the request is placed.
+struct MarkedNodes {
+  std::vector<alloc::NodeId> busy;
+  std::vector<alloc::NodeId> down;
+  std::vector<alloc::NodeId> drained;
+};
 
+// --switches=N[@wait]: offline there is no waiting, so only N matters.
+absl::StatusOr<int> SwitchCount(const std::string& switches) {
+  const std::string count = switches.substr(0, switches.find('@'));
+  int n = 0;
+  const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
+  if (count.empty() || error != std::errc() || end != count.data() + count.size() || n < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("--switches \"{}\": write N or N@TIME with N at least 1", switches));
+  }
+  return n;
+}
+
+// As sbatch does: the default partition unless one is named.
+absl::Status ChoosePartition(const PlaceOptions& o, const LoadedCluster& loaded,
+                             alloc::GangRequest& request) {
+  const alloc::NodePool& pool = *loaded.pool;
+  const config::PartitionSpec* fallback = loaded.config.DefaultPartition();
+  const std::string partition =
+      !o.partition.empty() ? o.partition : (fallback != nullptr ? fallback->name : "");
+  if (partition.empty()) return absl::OkStatus();
+  request.partition = pool.FindPartition(partition);
+  if (request.partition) return absl::OkStatus();
+  std::vector<std::string> known;
+  for (alloc::PartitionId p = 0; p < pool.PartitionCount(); ++p) {
+    known.push_back(pool.GetPartition(p).name);
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("-p: no partition {}; partitions: {}", partition, fmt::join(known, ", ")));
+}
+
+// The request the options describe, checked as the controller checks one;
+// the nodes to mark before placing it go to `marked`. InvalidArgument names
+// the option at fault.
+absl::StatusOr<alloc::GangRequest> BuildRequest(const PlaceOptions& o, const LoadedCluster& loaded,
+                                                MarkedNodes& marked) {
   alloc::GangRequest request;
   request.nodes = o.nodes;
   request.tasks_per_node = o.tasks_per_node;
@@ -108,40 +138,15 @@ int Run(const PlaceOptions& o) {
   if (o.segment != 0) request.segment = o.segment;
   if (!o.memory.empty()) {
     absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(o.memory);
-    if (!mb.ok()) {
-      std::cerr << fmt::format("cohort: --mem: {}\n", mb.status());
-      return 2;
-    }
+    if (!mb.ok()) return absl::InvalidArgumentError(fmt::format("--mem: {}", mb.status()));
     request.memory_mb_per_node = *mb;
   }
   if (!o.switches.empty()) {
-    // --switches=N[@wait]: offline there is no waiting, so only N matters.
-    const std::string count = o.switches.substr(0, o.switches.find('@'));
-    int n = 0;
-    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
-    if (count.empty() || error != std::errc() || end != count.data() + count.size() || n < 1) {
-      std::cerr << fmt::format("cohort: --switches \"{}\": write N or N@TIME with N at least 1\n",
-                               o.switches);
-      return 2;
-    }
-    request.max_leaves = n;
+    absl::StatusOr<int> leaves = SwitchCount(o.switches);
+    if (!leaves.ok()) return leaves.status();
+    request.max_leaves = *leaves;
   }
-  // As sbatch does: the default partition unless one is named.
-  const config::PartitionSpec* fallback = loaded.config.DefaultPartition();
-  const std::string partition =
-      !o.partition.empty() ? o.partition : (fallback != nullptr ? fallback->name : "");
-  if (!partition.empty()) {
-    request.partition = pool.FindPartition(partition);
-    if (!request.partition) {
-      std::vector<std::string> known;
-      for (alloc::PartitionId p = 0; p < pool.PartitionCount(); ++p) {
-        known.push_back(pool.GetPartition(p).name);
-      }
-      std::cerr << fmt::format("cohort: -p: no partition {}; partitions: {}\n", partition,
-                               fmt::join(known, ", "));
-      return 2;
-    }
-  }
+  if (absl::Status chosen = ChoosePartition(o, loaded, request); !chosen.ok()) return chosen;
   for (std::string feature : std::vector<std::string>{o.constraint}) {
     std::size_t start = 0;
     while (start < feature.size()) {
@@ -157,74 +162,83 @@ int Run(const PlaceOptions& o) {
     const std::string& list;
     std::vector<alloc::NodeId>* out;
   };
-  std::vector<alloc::NodeId> busy;
-  std::vector<alloc::NodeId> down;
-  std::vector<alloc::NodeId> drained;
-  for (const Marked& m : {Marked{"--nodelist", o.nodelist, &request.required_nodes},
-                          Marked{"--exclude", o.exclude, &request.excluded_nodes},
-                          Marked{"--busy", o.busy, &busy}, Marked{"--down", o.down, &down},
-                          Marked{"--drained", o.drained, &drained}}) {
-    absl::StatusOr<std::vector<alloc::NodeId>> ids = Resolve(topo, m.option, m.list);
-    if (!ids.ok()) {
-      std::cerr << fmt::format("cohort: {}\n", ids.status());
-      return 2;
-    }
+  for (const Marked& m :
+       {Marked{"--nodelist", o.nodelist, &request.required_nodes},
+        Marked{"--exclude", o.exclude, &request.excluded_nodes},
+        Marked{"--busy", o.busy, &marked.busy}, Marked{"--down", o.down, &marked.down},
+        Marked{"--drained", o.drained, &marked.drained}}) {
+    absl::StatusOr<std::vector<alloc::NodeId>> ids = Resolve(loaded.topology, m.option, m.list);
+    if (!ids.ok()) return ids.status();
     *m.out = *std::move(ids);
   }
-  if (absl::Status valid = alloc::ValidateGangRequest(request); !valid.ok()) {
-    std::cerr << fmt::format("cohort: {}\n", valid);
-    return 2;
-  }
+  if (absl::Status valid = alloc::ValidateGangRequest(request); !valid.ok()) return valid;
+  return request;
+}
 
-  // What the other jobs hold: whole busy nodes; down and drained take none.
-  for (const alloc::NodeId n : busy) {
+// What the other jobs hold: whole busy nodes; down and drained take none.
+void MarkNodes(const MarkedNodes& marked, alloc::NodePool& pool) {
+  for (const alloc::NodeId n : marked.busy) {
     if (pool.IsIdle(n)) {
       const alloc::NodeCapacity& c = pool.Capacity(n);
       const alloc::NodeGrant whole{n, c.cpus, c.memory_mb, alloc::AllGpus(c.gpus)};
       pool.Commit({&whole, 1});
     }
   }
-  for (const alloc::NodeId n : down) pool.SetCondition(n, alloc::NodeCondition::kDown);
-  for (const alloc::NodeId n : drained) pool.SetCondition(n, alloc::NodeCondition::kDrained);
+  for (const alloc::NodeId n : marked.down) pool.SetCondition(n, alloc::NodeCondition::kDown);
+  for (const alloc::NodeId n : marked.drained) {
+    pool.SetCondition(n, alloc::NodeCondition::kDrained);
+  }
+}
 
-  alloc::GangAllocator allocator(topo);
-  const alloc::PlacementResult result = allocator.Place(request, pool);
-  const alloc::Placement& placement = result.placement;
+const char* OutcomeName(alloc::Outcome outcome) {
+  return outcome == alloc::Outcome::kPlaced ? "placed"
+         : outcome == alloc::Outcome::kBusy ? "busy"
+                                            : "infeasible";
+}
+
+std::vector<std::string> NodeNames(const topology::Topology& topo, const alloc::Placement& p) {
   std::vector<std::string> names;
+  for (const alloc::NodeGrant& g : p.grants) names.push_back(topo.NodeName(g.node));
+  return names;
+}
+
+std::vector<std::string> LeafNames(const topology::Topology& topo, const alloc::Placement& p) {
   std::vector<std::string> leaves;
-  for (const alloc::NodeGrant& g : placement.grants) names.push_back(topo.NodeName(g.node));
-  for (const topology::SwitchId s : placement.leaves) leaves.push_back(topo.GetSwitch(s).name);
-  const char* outcome = result.outcome == alloc::Outcome::kPlaced ? "placed"
-                        : result.outcome == alloc::Outcome::kBusy ? "busy"
-                                                                  : "infeasible";
+  for (const topology::SwitchId s : p.leaves) leaves.push_back(topo.GetSwitch(s).name);
+  return leaves;
+}
 
-  if (o.json) {
-    nlohmann::json out;
-    out["outcome"] = outcome;
-    if (result.outcome == alloc::Outcome::kPlaced) {
-      out["nodes"] = hostlist::Compress(names);
-      out["switch"] = topo.GetSwitch(placement.domain).name;
-      out["level"] = placement.level;
-      out["leaves"] = leaves;
-      nlohmann::json grants = nlohmann::json::array();
-      for (const alloc::NodeGrant& g : placement.grants) {
-        grants.push_back({{"node", topo.NodeName(g.node)},
-                          {"cpus", g.cpus},
-                          {"memory_mb", g.memory_mb},
-                          {"gpus", GpuList(g.gpus)}});
-      }
-      out["grants"] = grants;
-    } else {
-      out["reason"] = result.reason;
+void PrintJson(const topology::Topology& topo, const alloc::PlacementResult& result) {
+  const alloc::Placement& placement = result.placement;
+  nlohmann::json out;
+  out["outcome"] = OutcomeName(result.outcome);
+  if (result.outcome == alloc::Outcome::kPlaced) {
+    out["nodes"] = hostlist::Compress(NodeNames(topo, placement));
+    out["switch"] = topo.GetSwitch(placement.domain).name;
+    out["level"] = placement.level;
+    out["leaves"] = LeafNames(topo, placement);
+    nlohmann::json grants = nlohmann::json::array();
+    for (const alloc::NodeGrant& g : placement.grants) {
+      grants.push_back({{"node", topo.NodeName(g.node)},
+                        {"cpus", g.cpus},
+                        {"memory_mb", g.memory_mb},
+                        {"gpus", GpuList(g.gpus)}});
     }
-    std::cout << out.dump(2) << '\n';
-    return result.outcome == alloc::Outcome::kPlaced ? 0 : 1;
+    out["grants"] = grants;
+  } else {
+    out["reason"] = result.reason;
   }
+  std::cout << out.dump(2) << '\n';
+}
 
+void PrintText(const topology::Topology& topo, const alloc::PlacementResult& result) {
   if (result.outcome != alloc::Outcome::kPlaced) {
-    std::cout << fmt::format("{}: {}\n", outcome, result.reason);
-    return 1;
+    std::cout << fmt::format("{}: {}\n", OutcomeName(result.outcome), result.reason);
+    return;
   }
+  const alloc::Placement& placement = result.placement;
+  const std::vector<std::string> names = NodeNames(topo, placement);
+  const std::vector<std::string> leaves = LeafNames(topo, placement);
   const topology::Switch& domain = topo.GetSwitch(placement.domain);
   std::cout << fmt::format("placed {} node{}: {}\n", names.size(), names.size() == 1 ? "" : "s",
                            hostlist::Compress(names));
@@ -238,14 +252,40 @@ int Run(const PlaceOptions& o) {
       const topology::BlockId b = topo.Groups()[g].block;
       blocks.push_back(b == topology::kNone ? "(none)" : topo.Blocks()[b].name);
     }
-    std::cout << fmt::format("  spans {} block{}: {}\n", blocks.size(), blocks.size() == 1 ? "" : "s",
-                             fmt::join(blocks, ", "));
+    std::cout << fmt::format("  spans {} block{}: {}\n", blocks.size(),
+                             blocks.size() == 1 ? "" : "s", fmt::join(blocks, ", "));
   }
   for (const alloc::NodeGrant& g : placement.grants) {
-    std::cout << fmt::format("  {:<12} cpus {:<4} mem {:<8} gpus {}\n", topo.NodeName(g.node), g.cpus,
-                             g.memory_mb, GpuList(g.gpus));
+    std::cout << fmt::format("  {:<12} cpus {:<4} mem {:<8} gpus {}\n", topo.NodeName(g.node),
+                             g.cpus, g.memory_mb, GpuList(g.gpus));
   }
-  return 0;
+}
+
+int Run(const PlaceOptions& o) {
+  ClusterPaths paths;
+  if (!o.config.empty()) paths.config = o.config;
+  if (!o.topology.empty()) paths.topology = o.topology;
+  if (!paths.config && !paths.topology) {
+    std::cerr << "cohort: place needs -t topology.conf (and optionally -c cohort.conf)\n";
+    return 2;
+  }
+  LoadedCluster loaded = LoadCluster(paths);
+  if (!ReportDiagnostics(loaded)) return 2;
+  MarkedNodes marked;
+  absl::StatusOr<alloc::GangRequest> request = BuildRequest(o, loaded, marked);
+  if (!request.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", request.status());
+    return 2;
+  }
+  MarkNodes(marked, *loaded.pool);
+  alloc::GangAllocator allocator(loaded.topology);
+  const alloc::PlacementResult result = allocator.Place(*request, *loaded.pool);
+  if (o.json) {
+    PrintJson(loaded.topology, result);
+  } else {
+    PrintText(loaded.topology, result);
+  }
+  return result.outcome == alloc::Outcome::kPlaced ? 0 : 1;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "commands.h"
 #include "controller_client.h"
 #include "job_format.h"
+#include "job_option_table.h"
 #include "job_options.h"
 #include "rank_output.h"
 

@@ -11,6 +11,7 @@
 #include "cohort/fmt_absl.h"
 #include "commands.h"
 #include "controller_client.h"
+#include "job_option_table.h"
 #include "job_options.h"
 
 namespace cohort::cli {

@@ -107,6 +107,241 @@ std::string GpuBindText(const BindingOptions& options) {
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
+// InvalidArgument for a request no layout could bind: no rank, no CPU per
+// rank, or single:N with N below 1.
+absl::Status CheckRequest(const BindingRequest& request) {
+  const BindingOptions& options = request.options;
+  if (request.ranks < 1) {
+    return Invalid(
+        fmt::format("the job has {} ranks on this node; a node runs at least 1", request.ranks));
+  }
+  if (request.cpus_per_task < 1) {
+    return Invalid(
+        fmt::format("--cpus-per-task={}; a rank needs at least 1 CPU", request.cpus_per_task));
+  }
+  if (options.gpu.kind == GpuBindKind::kSingle && options.gpu.ranks_per_gpu < 1) {
+    return Invalid(
+        fmt::format("--gpu-bind=single:{}: N must be at least 1", options.gpu.ranks_per_gpu));
+  }
+  return absl::OkStatus();
+}
+
+// Whether GPUs and ranks can be homed on NUMA node `numa`: it is known and
+// has cores.
+bool HasCores(const NodeLayout& layout, int numa) {
+  const NumaNode* node = layout.FindNuma(numa);
+  return node != nullptr && !node->cores.empty();
+}
+
+// The granted GPUs by index, or InvalidArgument for one the node lacks.
+absl::StatusOr<std::vector<const Gpu*>> GrantedGpus(const NodeLayout& layout, std::uint64_t gpus) {
+  std::vector<const Gpu*> granted;
+  for (std::uint64_t left = gpus; left != 0; left &= left - 1) {
+    const int index = std::countr_zero(left);
+    const auto it = std::find_if(layout.gpus.begin(), layout.gpus.end(),
+                                 [&](const Gpu& gpu) { return gpu.index == index; });
+    if (it == layout.gpus.end()) {
+      return Invalid(fmt::format("GPU {} is granted but the node has {} GPUs (0-{})", index,
+                                 layout.gpus.size(), static_cast<int>(layout.gpus.size()) - 1));
+    }
+    granted.push_back(&*it);
+  }
+  return granted;
+}
+
+// The granted GPUs, NUMA node by NUMA node (unknown or CPU-less last), so
+// that a rank's GPUs share a NUMA node whenever they can.
+std::vector<const Gpu*> ByNuma(const NodeLayout& layout, const std::vector<const Gpu*>& granted) {
+  std::vector<const Gpu*> ordered = granted;
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const Gpu* a, const Gpu* b) {
+    const int ka = HasCores(layout, a->numa) ? a->numa : INT_MAX;
+    const int kb = HasCores(layout, b->numa) ? b->numa : INT_MAX;
+    return ka != kb ? ka < kb : a->index < b->index;
+  });
+  return ordered;
+}
+
+// Which GPUs each rank is near (and, but for --gpu-bind=none, uses), out of
+// `ordered` (ByNuma's order).
+absl::StatusOr<std::vector<std::vector<const Gpu*>>> NearGpus(
+    const BindingRequest& request, const std::vector<const Gpu*>& ordered) {
+  const BindingOptions& options = request.options;
+  const int ranks = request.ranks;
+  const int gpu_count = static_cast<int>(ordered.size());
+  std::vector<std::vector<const Gpu*>> near(static_cast<std::size_t>(ranks));
+  if (options.gpu.kind == GpuBindKind::kSingle) {
+    const int per_gpu = options.gpu.ranks_per_gpu;
+    if (gpu_count == 0) {
+      return Invalid(
+          fmt::format("{} binds each rank to a GPU, but the job has "
+                      "no GPU on this node; ask for GPUs "
+                      "(--gpus-per-node) or use --gpu-bind=none",
+                      GpuBindText(options)));
+    }
+    if (ranks > per_gpu * gpu_count) {
+      return Invalid(fmt::format(
+          "{} puts at most {} rank{} on each GPU: {} "
+          "ranks need {} GPUs, the job has {} on this "
+          "node; ask for more GPUs, run fewer ranks per "
+          "node, or use --gpu-bind=single:{}",
+          GpuBindText(options), per_gpu, per_gpu == 1 ? "" : "s", ranks,
+          (ranks + per_gpu - 1) / per_gpu, gpu_count, (ranks + gpu_count - 1) / gpu_count));
+    }
+    for (int r = 0; r < ranks; ++r) {
+      near[static_cast<std::size_t>(r)].push_back(ordered[static_cast<std::size_t>(r / per_gpu)]);
+    }
+  } else if (gpu_count > 0) {
+    for (int r = 0; r < ranks; ++r) {
+      std::vector<const Gpu*>& mine = near[static_cast<std::size_t>(r)];
+      if (ranks <= gpu_count) {
+        const auto [begin, end] = EvenRun(gpu_count, ranks, r);
+        mine.assign(ordered.begin() + begin, ordered.begin() + end);
+      } else {
+        // More ranks than GPUs: consecutive ranks share a GPU.
+        mine.push_back(ordered[static_cast<std::size_t>(r * gpu_count / ranks)]);
+      }
+    }
+  }
+  return near;
+}
+
+// Each rank's home NUMA nodes (those of its near GPUs; ranks without a GPU
+// of known locality take the NUMA nodes with cores, `usable`, in turn) and
+// the GPUs it uses.
+std::vector<RankBinding> HomeRanks(const NodeLayout& layout, const BindingRequest& request,
+                                   const std::vector<const Gpu*>& granted,
+                                   const std::vector<std::vector<const Gpu*>>& near,
+                                   const std::vector<int>& usable) {
+  std::vector<RankBinding> plan(static_cast<std::size_t>(request.ranks));
+  std::size_t round_robin = 0;
+  for (int r = 0; r < request.ranks; ++r) {
+    RankBinding& rank = plan[static_cast<std::size_t>(r)];
+    rank.local_rank = r;
+    std::set<int> homes;
+    for (const Gpu* gpu : near[static_cast<std::size_t>(r)]) {
+      if (HasCores(layout, gpu->numa)) homes.insert(gpu->numa);
+    }
+    if (homes.empty() && !usable.empty()) homes.insert(usable[round_robin++ % usable.size()]);
+    rank.numa_nodes.assign(homes.begin(), homes.end());
+
+    if (request.options.gpu.kind == GpuBindKind::kNone) {
+      for (const Gpu* gpu : granted) rank.gpus.push_back(gpu->index);
+    } else {
+      for (const Gpu* gpu : near[static_cast<std::size_t>(r)]) rank.gpus.push_back(gpu->index);
+    }
+    std::sort(rank.gpus.begin(), rank.gpus.end());
+  }
+  return plan;
+}
+
+// What each rank gets of each NUMA node it is home to: the node's cores
+// split among the ranks there (or all of them, for --cpu-bind=numa).
+absl::StatusOr<std::vector<std::vector<Share>>> ShareNumaNodes(
+    const NodeLayout& layout, CpuBind cpu, const std::vector<int>& usable,
+    const std::vector<RankBinding>& plan) {
+  std::vector<std::vector<Share>> shares(plan.size());
+  for (const int numa : usable) {
+    const NumaNode& node = *layout.FindNuma(numa);
+    std::vector<int> here;
+    for (const RankBinding& rank : plan) {
+      if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), numa) !=
+          rank.numa_nodes.end()) {
+        here.push_back(rank.local_rank);
+      }
+    }
+    if (here.empty()) continue;
+    const int k = static_cast<int>(here.size());
+    const int pus = PuCount(node.cores);
+    if (cpu == CpuBind::kNuma) {
+      for (const int r : here) {
+        shares[static_cast<std::size_t>(r)].push_back({node.cores, numa, pus, k});
+      }
+      continue;
+    }
+    if (k > pus) {
+      return Invalid(
+          fmt::format("{} ranks share NUMA node {}, which has {} "
+                      "hardware thread{}; run fewer ranks per "
+                      "node or use --cpu-bind=none",
+                      k, numa, pus, pus == 1 ? "" : "s"));
+    }
+    std::vector<std::vector<Core>> parts = SplitNuma(node, k);
+    for (int i = 0; i < k; ++i) {
+      shares[static_cast<std::size_t>(here[static_cast<std::size_t>(i)])].push_back(
+          {std::move(parts[static_cast<std::size_t>(i)]), numa, pus, k});
+    }
+  }
+  return shares;
+}
+
+// Sets each rank's CPUs from its shares: all their threads, or for
+// --cpu-bind=threads only cpus_per_task of them.
+absl::Status BindCpus(const BindingRequest& request, const std::vector<std::vector<Share>>& shares,
+                      std::vector<RankBinding>& plan) {
+  for (RankBinding& rank : plan) {
+    std::vector<Core> cores;
+    for (const Share& share : shares[static_cast<std::size_t>(rank.local_rank)]) {
+      cores.insert(cores.end(), share.cores.begin(), share.cores.end());
+    }
+    const int have = PuCount(cores);
+    if (have < request.cpus_per_task) {
+      const Share& first = shares[static_cast<std::size_t>(rank.local_rank)].front();
+      return Invalid(fmt::format(
+          "--cpus-per-task={} but rank {} gets {} hardware thread{} (NUMA "
+          "node {} has {} for {} "
+          "rank{}); lower --cpus-per-task or run fewer ranks per node",
+          request.cpus_per_task, rank.local_rank, have, have == 1 ? "" : "s", first.numa,
+          first.numa_pus, first.numa_ranks, first.numa_ranks == 1 ? "" : "s"));
+    }
+    if (request.options.cpu == CpuBind::kThreads) {
+      rank.cpus = ThreadsOf(cores, request.cpus_per_task);
+    } else {
+      for (const Core& core : cores)
+        rank.cpus.insert(rank.cpus.end(), core.pus.begin(), core.pus.end());
+      std::sort(rank.cpus.begin(), rank.cpus.end());
+      rank.cpus.erase(std::unique(rank.cpus.begin(), rank.cpus.end()), rank.cpus.end());
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Memory, NICs and the environment each rank's process gets from its NUMA
+// nodes and GPUs.
+void FillDevices(const NodeLayout& layout, const BindingOptions& options,
+                 const std::vector<const Gpu*>& granted, std::vector<RankBinding>& plan) {
+  // Job-relative GPU numbers: positions among the granted GPUs by index.
+  std::vector<int> by_index;
+  for (const Gpu* gpu : granted) by_index.push_back(gpu->index);
+  std::sort(by_index.begin(), by_index.end());
+  for (RankBinding& rank : plan) {
+    if (options.mem == MemBind::kLocal) rank.mem_numa = rank.numa_nodes;
+    for (const layout::Nic& nic : layout.nics) {
+      if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), nic.numa) !=
+          rank.numa_nodes.end()) {
+        rank.nics.push_back(nic.name);
+      }
+    }
+    if (rank.nics.empty()) {
+      for (const layout::Nic& nic : layout.nics) rank.nics.push_back(nic.name);
+    }
+    if (!rank.nics.empty()) {
+      // "=" makes NCCL match names exactly: mlx5_1 alone would also pick
+      // mlx5_10.
+      rank.nccl_ib_hca = fmt::format("={}", fmt::join(rank.nics, ","));
+    }
+    if (!rank.gpus.empty()) {
+      std::vector<int> visible = rank.gpus;
+      if (options.numbering == GpuNumbering::kJob) {
+        for (int& gpu : visible) {
+          gpu = static_cast<int>(std::lower_bound(by_index.begin(), by_index.end(), gpu) -
+                                 by_index.begin());
+        }
+      }
+      rank.cuda_visible_devices = Join(visible);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<GpuBind> ParseGpuBind(std::string_view text) {
@@ -196,203 +431,31 @@ std::string_view ToString(MemBind bind) { return bind == MemBind::kLocal ? "loca
 
 absl::StatusOr<std::vector<RankBinding>> PlanBinding(const NodeLayout& layout,
                                                      const BindingRequest& request) {
-  const BindingOptions& options = request.options;
-  const int ranks = request.ranks;
-  if (ranks < 1) {
-    return Invalid(fmt::format("the job has {} ranks on this node; a node runs at least 1", ranks));
-  }
-  if (request.cpus_per_task < 1) {
-    return Invalid(
-        fmt::format("--cpus-per-task={}; a rank needs at least 1 CPU", request.cpus_per_task));
-  }
-  if (options.gpu.kind == GpuBindKind::kSingle && options.gpu.ranks_per_gpu < 1) {
-    return Invalid(
-        fmt::format("--gpu-bind=single:{}: N must be at least 1", options.gpu.ranks_per_gpu));
-  }
-
-  // The granted GPUs, NUMA node by NUMA node (unknown or CPU-less last), so
-  // that a rank's GPUs share a NUMA node whenever they can.
-  const auto usable_numa = [&](int numa) {
-    const NumaNode* node = layout.FindNuma(numa);
-    return node != nullptr && !node->cores.empty();
-  };
-  std::vector<const Gpu*> granted;
-  for (std::uint64_t left = request.gpus; left != 0; left &= left - 1) {
-    const int index = std::countr_zero(left);
-    const auto it = std::find_if(layout.gpus.begin(), layout.gpus.end(),
-                                 [&](const Gpu& gpu) { return gpu.index == index; });
-    if (it == layout.gpus.end()) {
-      return Invalid(fmt::format("GPU {} is granted but the node has {} GPUs (0-{})", index,
-                                 layout.gpus.size(), static_cast<int>(layout.gpus.size()) - 1));
-    }
-    granted.push_back(&*it);
-  }
-  std::vector<const Gpu*> ordered = granted;
-  std::stable_sort(ordered.begin(), ordered.end(), [&](const Gpu* a, const Gpu* b) {
-    const int ka = usable_numa(a->numa) ? a->numa : INT_MAX;
-    const int kb = usable_numa(b->numa) ? b->numa : INT_MAX;
-    return ka != kb ? ka < kb : a->index < b->index;
-  });
-  const int gpu_count = static_cast<int>(ordered.size());
-
-  // Which GPUs each rank is near (and, but for none, uses).
-  std::vector<std::vector<const Gpu*>> near(static_cast<std::size_t>(ranks));
-  if (options.gpu.kind == GpuBindKind::kSingle) {
-    const int per_gpu = options.gpu.ranks_per_gpu;
-    if (gpu_count == 0) {
-      return Invalid(
-          fmt::format("{} binds each rank to a GPU, but the job has "
-                      "no GPU on this node; ask for GPUs "
-                      "(--gpus-per-node) or use --gpu-bind=none",
-                      GpuBindText(options)));
-    }
-    if (ranks > per_gpu * gpu_count) {
-      return Invalid(fmt::format(
-          "{} puts at most {} rank{} on each GPU: {} "
-          "ranks need {} GPUs, the job has {} on this "
-          "node; ask for more GPUs, run fewer ranks per "
-          "node, or use --gpu-bind=single:{}",
-          GpuBindText(options), per_gpu, per_gpu == 1 ? "" : "s", ranks,
-          (ranks + per_gpu - 1) / per_gpu, gpu_count, (ranks + gpu_count - 1) / gpu_count));
-    }
-    for (int r = 0; r < ranks; ++r) {
-      near[static_cast<std::size_t>(r)].push_back(ordered[static_cast<std::size_t>(r / per_gpu)]);
-    }
-  } else if (gpu_count > 0) {
-    for (int r = 0; r < ranks; ++r) {
-      std::vector<const Gpu*>& mine = near[static_cast<std::size_t>(r)];
-      if (ranks <= gpu_count) {
-        const auto [begin, end] = EvenRun(gpu_count, ranks, r);
-        mine.assign(ordered.begin() + begin, ordered.begin() + end);
-      } else {
-        // More ranks than GPUs: consecutive ranks share a GPU.
-        mine.push_back(ordered[static_cast<std::size_t>(r * gpu_count / ranks)]);
-      }
-    }
-  }
+  if (absl::Status valid = CheckRequest(request); !valid.ok()) return valid;
+  absl::StatusOr<std::vector<const Gpu*>> granted = GrantedGpus(layout, request.gpus);
+  if (!granted.ok()) return granted.status();
+  absl::StatusOr<std::vector<std::vector<const Gpu*>>> near =
+      NearGpus(request, ByNuma(layout, *granted));
+  if (!near.ok()) return near.status();
 
   std::vector<int> usable;  // NUMA nodes with cores, ascending
   for (const NumaNode& node : layout.numa_nodes) {
     if (!node.cores.empty()) usable.push_back(node.os_index);
   }
+  std::vector<RankBinding> plan = HomeRanks(layout, request, *granted, *near, usable);
 
-  std::vector<RankBinding> plan(static_cast<std::size_t>(ranks));
-  std::size_t round_robin = 0;
-  for (int r = 0; r < ranks; ++r) {
-    RankBinding& rank = plan[static_cast<std::size_t>(r)];
-    rank.local_rank = r;
-    std::set<int> homes;
-    for (const Gpu* gpu : near[static_cast<std::size_t>(r)]) {
-      if (usable_numa(gpu->numa)) homes.insert(gpu->numa);
-    }
-    // Ranks without a GPU of known locality take NUMA nodes in turn.
-    if (homes.empty() && !usable.empty()) homes.insert(usable[round_robin++ % usable.size()]);
-    rank.numa_nodes.assign(homes.begin(), homes.end());
-
-    if (options.gpu.kind == GpuBindKind::kNone) {
-      for (const Gpu* gpu : granted) rank.gpus.push_back(gpu->index);
-    } else {
-      for (const Gpu* gpu : near[static_cast<std::size_t>(r)]) rank.gpus.push_back(gpu->index);
-    }
-    std::sort(rank.gpus.begin(), rank.gpus.end());
-  }
-
-  // CPUs: each NUMA node's cores split among the ranks it is home to.
-  if (options.cpu != CpuBind::kNone) {
+  if (request.options.cpu != CpuBind::kNone) {
     if (usable.empty()) {
       return Invalid(
           "the node has no cores on any NUMA node to bind ranks to; "
           "use --cpu-bind=none");
     }
-    std::vector<std::vector<Share>> shares(static_cast<std::size_t>(ranks));
-    for (const int numa : usable) {
-      const NumaNode& node = *layout.FindNuma(numa);
-      std::vector<int> here;
-      for (const RankBinding& rank : plan) {
-        if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), numa) !=
-            rank.numa_nodes.end()) {
-          here.push_back(rank.local_rank);
-        }
-      }
-      if (here.empty()) continue;
-      const int k = static_cast<int>(here.size());
-      const int pus = PuCount(node.cores);
-      if (options.cpu == CpuBind::kNuma) {
-        for (const int r : here) {
-          shares[static_cast<std::size_t>(r)].push_back({node.cores, numa, pus, k});
-        }
-        continue;
-      }
-      if (k > pus) {
-        return Invalid(
-            fmt::format("{} ranks share NUMA node {}, which has {} "
-                        "hardware thread{}; run fewer ranks per "
-                        "node or use --cpu-bind=none",
-                        k, numa, pus, pus == 1 ? "" : "s"));
-      }
-      std::vector<std::vector<Core>> parts = SplitNuma(node, k);
-      for (int i = 0; i < k; ++i) {
-        shares[static_cast<std::size_t>(here[static_cast<std::size_t>(i)])].push_back(
-            {std::move(parts[static_cast<std::size_t>(i)]), numa, pus, k});
-      }
-    }
-    for (RankBinding& rank : plan) {
-      std::vector<Core> cores;
-      for (const Share& share : shares[static_cast<std::size_t>(rank.local_rank)]) {
-        cores.insert(cores.end(), share.cores.begin(), share.cores.end());
-      }
-      const int have = PuCount(cores);
-      if (have < request.cpus_per_task) {
-        const Share& first = shares[static_cast<std::size_t>(rank.local_rank)].front();
-        return Invalid(fmt::format(
-            "--cpus-per-task={} but rank {} gets {} hardware thread{} (NUMA "
-            "node {} has {} for {} "
-            "rank{}); lower --cpus-per-task or run fewer ranks per node",
-            request.cpus_per_task, rank.local_rank, have, have == 1 ? "" : "s", first.numa,
-            first.numa_pus, first.numa_ranks, first.numa_ranks == 1 ? "" : "s"));
-      }
-      if (options.cpu == CpuBind::kThreads) {
-        rank.cpus = ThreadsOf(cores, request.cpus_per_task);
-      } else {
-        for (const Core& core : cores)
-          rank.cpus.insert(rank.cpus.end(), core.pus.begin(), core.pus.end());
-        std::sort(rank.cpus.begin(), rank.cpus.end());
-        rank.cpus.erase(std::unique(rank.cpus.begin(), rank.cpus.end()), rank.cpus.end());
-      }
-    }
+    absl::StatusOr<std::vector<std::vector<Share>>> shares =
+        ShareNumaNodes(layout, request.options.cpu, usable, plan);
+    if (!shares.ok()) return shares.status();
+    if (absl::Status bound = BindCpus(request, *shares, plan); !bound.ok()) return bound;
   }
-
-  // Job-relative GPU numbers: positions among the granted GPUs by index.
-  std::vector<int> by_index;
-  for (const Gpu* gpu : granted) by_index.push_back(gpu->index);
-  std::sort(by_index.begin(), by_index.end());
-  for (RankBinding& rank : plan) {
-    if (options.mem == MemBind::kLocal) rank.mem_numa = rank.numa_nodes;
-    for (const layout::Nic& nic : layout.nics) {
-      if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), nic.numa) !=
-          rank.numa_nodes.end()) {
-        rank.nics.push_back(nic.name);
-      }
-    }
-    if (rank.nics.empty()) {
-      for (const layout::Nic& nic : layout.nics) rank.nics.push_back(nic.name);
-    }
-    if (!rank.nics.empty()) {
-      // "=" makes NCCL match names exactly: mlx5_1 alone would also pick
-      // mlx5_10.
-      rank.nccl_ib_hca = fmt::format("={}", fmt::join(rank.nics, ","));
-    }
-    if (!rank.gpus.empty()) {
-      std::vector<int> visible = rank.gpus;
-      if (options.numbering == GpuNumbering::kJob) {
-        for (int& gpu : visible) {
-          gpu = static_cast<int>(std::lower_bound(by_index.begin(), by_index.end(), gpu) -
-                                 by_index.begin());
-        }
-      }
-      rank.cuda_visible_devices = Join(visible);
-    }
-  }
+  FillDevices(layout, request.options, *granted, plan);
   return plan;
 }
 

@@ -12,7 +12,8 @@ start_cluster
 # Each rank records its pid (lib.sh's cleanup kills what is left), and its
 # start in its own file, so the test knows when every rank runs.
 # They run until the test lets them go (a file appears), so that the agent's
-# kill and restart never race their end.
+# kill and restart never race their end (the 0.1 s sleep is their polling
+# interval).
 rank_script() {
   echo "echo \$\$ >> $WORK/rank-pids; touch $WORK/ranks/\$SLURM_JOB_ID-\$RANK;" \
     "while [ ! -e $WORK/go ]; do sleep 0.1; done; exit $1"
@@ -51,9 +52,11 @@ ends_as "$bad" FAILED 3
 pass "the restarted agent reported the exits: $ok COMPLETED, $bad FAILED with exit code 3"
 
 # Ranks that end while no agent runs: the next agent reads their exits from
-# the spool.
+# the spool. They run until the test lets them go after the agent's kill,
+# so that none ends before it.
 rank_script() {
-  echo "echo \$\$ >> $WORK/rank-pids; touch $WORK/ranks/\$SLURM_JOB_ID-\$RANK; sleep 1; exit $1"
+  echo "echo \$\$ >> $WORK/rank-pids; touch $WORK/ranks/\$SLURM_JOB_ID-\$RANK;" \
+    "while [ ! -e $WORK/go2 ]; do sleep 0.1; done; exit $1"
 }
 ok2=$(submit -N 2 -o "$WORK/ok-%j-%t.out" -- sh -c "$(rank_script 0)")
 bad2=$(submit -N 2 -o "$WORK/bad-%j-%t.out" -- sh -c "$(rank_script 5)")
@@ -61,6 +64,7 @@ all_ranks_run() { [ "$(ls "$WORK/ranks" | wc -l)" -eq 8 ]; }
 wait_until 30 all_ranks_run || fail "the ranks did not all start: $(ls "$WORK/ranks")"
 kill -9 "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null
+touch "$WORK/go2"
 launches_done() {
   [ "$(cat "$WORK"/spool/*/job-"$ok2".*/events "$WORK"/spool/*/job-"$bad2".*/events |
     grep -c '^done$')" -eq 4 ]

@@ -17,7 +17,7 @@ cat >"$WORK/rank.sh" <<'RANK'
 #!/bin/sh
 marker="$WORK_DIR/running/$COHORT_JOB_ID-$COHORT_NODE_RANK"
 if ! mkdir "$marker" 2>/dev/null; then touch "$WORK_DIR/double/$COHORT_JOB_ID"; exit 1; fi
-sleep 0.3
+sleep 0.3  # long enough for a second copy to overlap it; the check is the mkdir
 rmdir "$marker"
 RANK
 chmod +x "$WORK/rank.sh"
@@ -34,7 +34,7 @@ client() {
         echo "$id" >>"$WORK/client-$n.ids"
         break
       fi
-      sleep 0.2
+      sleep 0.2  # the retry interval while the controller is down
     done
   done
 }
@@ -44,6 +44,9 @@ for n in $(seq "$CLIENTS"); do
   client "$n" &
   CLIENT_PIDS+=($!)
 done
+# Pacing only: the crashes land while the clients submit and jobs run, and
+# the clients meet a controller that is down. No check depends on how much
+# happened in between: they all wait for every acknowledged job to finish.
 for _ in $(seq "$CRASHES"); do
   sleep 1.5
   crash_controller

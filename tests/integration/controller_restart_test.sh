@@ -9,6 +9,7 @@ start_cluster
 
 # Each job runs until the test lets it go (a file appears), so that what
 # happens while the controller is away does not hang on timing.
+# (The 0.1 s sleep is the ranks' polling interval.)
 await() { echo "while [ ! -e $WORK/go-$1 ]; do sleep 0.1; done"; }
 long=$(submit -N 4 -o "$WORK/long-%j.out" -- sh -c "$(await long); echo done-\$RANK")
 fails=$(submit -N 2 -o "$WORK/fails-%j.out" -- \
@@ -23,7 +24,10 @@ blocked=$(submit -N 16 -- true)
 
 crash_controller
 touch "$WORK/go-quick"  # job $quick ends while no controller is there to hear it
-sleep 1
+# Its cohort-stepd records the ranks' end in the spool before the agent
+# hears of it: the controller starts again only once the exit happened.
+quick_ended() { grep -q '^done$' "$WORK"/spool/*/job-"$quick".*/events; }
+wait_until 30 quick_ended || fail "job $quick's rank did not end while the controller was away"
 restart_controller
 wait_until 30 all_nodes_up || fail "agents did not come back"
 

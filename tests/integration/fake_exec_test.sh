@@ -21,7 +21,8 @@ start_agent() {
 }
 start_cluster
 
-# Three gangs at once: 4 nodes for `sleep 1`, 8 nodes whose runtime comes
+# Three gangs at once: 4 nodes for `sleep 1` (faked: the agent reads the
+# runtime from the argument and starts nothing), 8 nodes whose runtime comes
 # from COHORT_FAKE_RUNTIME, 2 nodes x 2 ranks that exit at once.
 a=$(submit -N 4 --gpus-per-node 8 -o /dev/null -- sleep 1)
 b=$(COHORT_FAKE_RUNTIME=0.5 submit -N 8 --gpus-per-node 2 -o /dev/null -- /opt/train --epochs 3)

@@ -22,7 +22,9 @@ as_user() {
 }
 start_cluster "$ROOT/tests/data/clusters/eight-nodes.conf" "$ROOT/tests/data/clusters/eight-nodes-topology.conf"
 
-# Each rank logs: job node gpus start end (monotonic nanoseconds).
+# Each rank logs: job node gpus start end (monotonic nanoseconds). It runs
+# 0.2 s so that jobs given the same GPU would overlap; the check reads the
+# logs only once every job has finished.
 per_client=${DEADLOCK_JOBS_PER_CLIENT:-25}
 total=$((4 * per_client))
 clients=()

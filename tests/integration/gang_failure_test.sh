@@ -5,6 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 start_cluster
 
+# The `sleep 300` ranks run until they are stopped; the checks wait for the
+# job to end.
 id=$(submit -N 2 --ntasks-per-node 2 -o "$WORK/fail-%j.out" -- \
   sh -c 'if [ "$RANK" = 3 ]; then exit 7; fi; sleep 300')
 wait_until 60 finished "$id" || fail "job $id was not stopped"

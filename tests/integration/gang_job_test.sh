@@ -28,15 +28,18 @@ nodes=$(cat "$WORK"/out-"$id"-*.txt | sed -n 's/.* node=\([a-z0-9]*\) .*/\1/p' |
 pass "gang job ran whole with the launch environment"
 
 # --gpu-bind=none: every rank sees all of the job's GPUs on its node (for
-# CUDA peer-to-peer between ranks); show job --ranks lists the plan.
+# CUDA peer-to-peer between ranks); show job --ranks lists the plan while
+# the ranks run, which they do until the test lets them go (a file appears;
+# the 0.1 s sleep is their polling interval).
 id=$(submit -N 2 --ntasks-per-node 2 --gpus-per-node 2 --gpu-bind=none -o "$WORK/none-%j-%t.txt" -- \
-  sh -c 'echo "cuda=$CUDA_VISIBLE_DEVICES"; sleep 2')
+  sh -c 'echo "cuda=$CUDA_VISIBLE_DEVICES"; while [ ! -e "$0" ]; do sleep 0.1; done' "$WORK/go-none")
 wait_until 30 state_is "$id" RUNNING || fail "job $id did not start"
 ranks_listed() { [ "$(cohort show job "$id" --ranks | grep -c '^[0-9]')" = 4 ]; }
 wait_until 10 ranks_listed || fail "show job --ranks: $(cohort show job "$id" --ranks)"
 ranks=$(cohort show job "$id" --ranks)
 grep -Eq "^0 +node0[0-9] +0,1 " <<<"$ranks" || fail "rank 0's binding: $ranks"
 grep -q '"cpus"' <<<"$(cohort show job "$id" --ranks --json)" || fail "--ranks --json has no cpus"
+touch "$WORK/go-none"
 wait_until 30 finished "$id" || fail "job $id did not finish"
 for rank in 0 1 2 3; do
   grep -q "^cuda=0,1$" "$WORK/none-$id-$rank.txt" || fail "rank $rank with --gpu-bind=none: $(cat "$WORK/none-$id-$rank.txt")"

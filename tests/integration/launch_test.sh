@@ -50,9 +50,14 @@ run_job --open-mode=truncate -o "$WORK/truncate.out" -- echo later >/dev/null
 run_job -o "$WORK/default.out" -- echo later >/dev/null
 [ "$(cat "$WORK/default.out")" = later ] || fail "the default did not truncate: $(cat "$WORK/default.out")"
 # A shared file of a 2-node x 2-rank job is truncated once, not under ranks
-# already writing: all four lines stay.
+# already writing: all four lines stay. The job's rank 0 truncates it when
+# its output is opened, before it runs; the ranks write once rank 0 runs (a
+# file it makes says so; the 0.1 s sleep is their polling interval), not
+# after a fixed time that a slow launch of node 0 could outlast.
 echo earlier >"$WORK/shared.out"
-run_job -N 2 --ntasks-per-node 2 -o "$WORK/shared.out" -- sh -c 'sleep 1; echo "rank $RANK"' >/dev/null
+run_job -N 2 --ntasks-per-node 2 -o "$WORK/shared.out" -- sh -c \
+  '[ "$RANK" = 0 ] && touch "$0"; while [ ! -e "$0" ]; do sleep 0.1; done; echo "rank $RANK"' \
+  "$WORK/rank0-runs" >/dev/null
 [ "$(sort "$WORK/shared.out" | tr '\n' ' ')" = "rank 0 rank 1 rank 2 rank 3 " ] ||
   fail "shared truncated file: $(cat "$WORK/shared.out")"
 out=$(cohort submit --open-mode=sometimes -- true 2>&1) && fail "--open-mode=sometimes accepted"

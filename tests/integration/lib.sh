@@ -70,6 +70,23 @@ job_state() {
   sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' <<<"$json" | head -1
 }
 state_is() { [ "$(job_state "$1")" = "$2" ]; }
+# job_reason ID: prints the job's pending reason: None until a scheduling
+# pass has looked at it (a held job's is JobHeldUser from its submission),
+# then the pass's (Resources, Priority, ReqNodeNotAvail, …).
+job_reason() {
+  local json
+  json=$(cohort show job "$1" --json 2>/dev/null) || return 0
+  sed -n 's/.*"reason": *"\([A-Za-z]*\)".*/\1/p' <<<"$json" | head -1
+}
+# considered ID: whether a scheduling pass has decided about job ID: it left
+# PENDING, or a pass gave it a reason. A check that a job did not start
+# waits for this (wait_until), never for a fixed time.
+considered() {
+  local reason
+  ! state_is "$1" PENDING && return 0
+  reason=$(job_reason "$1")
+  [ -n "$reason" ] && [ "$reason" != None ]
+}
 finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) return 0;; *) return 1;; esac; }
 
 # start_cluster [CLUSTER_CONF] [TOPOLOGY_CONF]: the demo cluster by default

@@ -9,7 +9,7 @@ cohort drain node01 --reason "bad dimm" || fail "drain refused"
 show=$(cohort show node node01)
 grep -q DRAINED <<<"$show" || fail "node01 not drained: $show"
 id=$(submit -N 16 -- true)
-sleep 0.5
+wait_until 30 considered "$id" || fail "no scheduling pass considered job $id: $(cohort show job "$id")"
 [ "$(job_state "$id")" = PENDING ] || fail "16-node job ran with node01 drained"
 cohort resume node01 || fail "resume refused"
 wait_until 30 finished "$id" || fail "job $id did not run after resume"

@@ -43,7 +43,10 @@ grep -q '"attempt": *2' <<<"$(cohort show job "${sweep}_$task" --json)" ||
   fail "the victim's attempt is not 2"
 pass "the requeued victims ran again from their checkpoints"
 
-# --- an array with %2: never more than 2 running; tasks see their range
+# --- an array with %2: never more than 2 running; tasks see their range.
+# Each task runs 1 s so that tasks would overlap if the throttle let them;
+# the count of running tasks is sampled until the array has ended (the
+# event that ends the check), never for a fixed time.
 cat >"$WORK/task.sh" <<'SCRIPT'
 #!/bin/sh
 echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX" >"$OUTDIR/task-$SLURM_ARRAY_TASK_ID"
@@ -57,7 +60,7 @@ deadline=$((SECONDS + 120))
 while array_open && [ "$SECONDS" -lt "$deadline" ]; do
   n=$(cohort queue --noheader -t RUNNING -o '%i' | grep -c "^${array}_" || true)
   [ "$n" -gt "$most" ] && most=$n
-  sleep 0.2
+  sleep 0.2  # the sampling interval
 done
 [ "$most" -le 2 ] || fail "the array ran $most tasks at once; %2 allows 2"
 [ "$(ls "$WORK"/task-* 2>/dev/null | wc -l)" -eq 10 ] || fail "not every task ran: $(ls "$WORK")"
@@ -79,7 +82,12 @@ cohort cancel "$never"
 pass "afterok ran after its dependency; afternotok waits as DependencyNeverSatisfied or is cancelled"
 
 held=$(submit -H -o /dev/null -- true)
-sleep 1
+# A held job's reason is JobHeldUser from its submission, so `considered`
+# proves nothing here. A job submitted after it starts only in a pass that
+# came after the held job's submission, and that pass would have started
+# the older held job first had the hold not kept it.
+after=$(submit -o /dev/null -- true)
+wait_until 30 finished "$after" || fail "job $after, submitted after the held one, did not run"
 state_is "$held" PENDING || fail "a held job is $(job_state "$held")"
 cohort show job "$held" --json | grep -q '"reason": *"JobHeldUser"' || fail "held job's reason"
 cohort release "$held" || fail "release refused"

@@ -6,7 +6,9 @@
 source "$(dirname "$0")/lib.sh"
 start_cluster
 
-# Each rank traps USR1 and appends a line; bash runs the trap between sleeps.
+# Each rank traps USR1 and appends a line; bash runs the trap between sleeps
+# (0.2 s: how soon a warning is written). The counts are checked once the
+# jobs have ended, so a second warning cannot come after the check.
 # The directives set the limit (12 s) and the warning (6 s before it).
 cat >"$WORK/warned.sh" <<SCRIPT
 #!/bin/bash

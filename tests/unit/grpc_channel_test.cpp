@@ -15,8 +15,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -224,17 +226,23 @@ TEST(GrpcChannelTest, AStreamHandsOverEachMessageWhereverTheFramesCutIt) {
 
 TEST(GrpcChannelTest, AStreamCancelledFromAnotherThreadEndsCancelled) {
   Listener listener;
+  // The cancel comes once the server has read the start of the request, so
+  // that it lands on a call in flight, whatever the threads' timing.
+  std::promise<void> request_read;
+  std::future<void> request_seen = request_read.get_future();
   std::thread server([&] {
     const int connection = ::accept(listener.fd(), nullptr, nullptr);
     char buffer[256];
+    bool first = true;
     while (::read(connection, buffer, sizeof(buffer)) > 0) {
+      if (std::exchange(first, false)) request_read.set_value();
     }  // never answers; reads until the client closes
     ::close(connection);
   });
   std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(listener.Target());
   CallCanceller canceller;
   std::thread cancel([&] {
-    std::this_thread::sleep_for(milliseconds(100));
+    request_seen.wait();
     canceller.Cancel();
   });
   // No deadline: without the cancel this call would never return.
