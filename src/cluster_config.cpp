@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -11,7 +10,7 @@
 
 #include "cohort/hostlist.h"
 #include "conf_lexer.h"
-#include "config_keys.h"
+#include "config_tables.h"
 #include "config_values.h"
 
 namespace cohort::config {
@@ -75,7 +74,7 @@ class Parser {
     const auto include = [&](const conf::Word& word) { Include(word, file, depth); };
     GlobalLine state{result_.config, file, include};
     for (const conf::Word& word : line.words) {
-      if (const KeyRow<GlobalLine>* row = GlobalKeys().Find(word.key); row != nullptr) {
+      if (const conf::KeyRow<GlobalLine>* row = GlobalKeys().Find(word.key); row != nullptr) {
         // A bad value is reported and the key keeps its value: the config
         // is unusable anyway, and the rest of the file is still checked.
         (void)row->parse(word, state, diagnostics_);
