@@ -31,6 +31,7 @@ inline constexpr long long kMaxArraySizeLimit = 4'000'001;  ///< Slurm's limit o
 /// An integer in [lo, hi]; out of range is reported with the bound it broke.
 [[nodiscard]] bool ParseIntIn(const conf::Word& word, long long lo, long long hi, int& out,
                               Diagnostics& diagnostics);
+/// ParseIntIn with the range in the type, for a key table's row.
 template <long long kLo, long long kHi>
 [[nodiscard]] bool ParseIntFrom(const conf::Word& word, int& out, Diagnostics& diagnostics) {
   return ParseIntIn(word, kLo, kHi, out, diagnostics);
@@ -82,6 +83,8 @@ template <long long kLo, long long kHi>
 [[nodiscard]] bool ParseGraceTime(const conf::Word& word, std::chrono::seconds& out,
                                   Diagnostics& diagnostics);
 
+/// OFF, REQUEUE, CANCEL or SUSPEND in any case; Slurm's GANG, WITHIN and
+/// PRIORITY are refused by name.
 [[nodiscard]] bool ParsePreemptMode(const conf::Word& word, PreemptMode& out,
                                     Diagnostics& diagnostics);
 /// A signal by name (USR1, SIGUSR1, any case) or number; stored as the number.
@@ -118,6 +121,7 @@ enum class Seam : std::uint8_t { kQueueOrder, kAdmission, kNodeFilter, kNodeScor
 /// A comma list of such names, not empty, none twice.
 [[nodiscard]] bool ParsePolicyList(const conf::Word& word, Seam seam, std::vector<std::string>& out,
                                    Diagnostics& diagnostics);
+/// ParsePolicyName and ParsePolicyList with the seam in the type, for a row.
 template <Seam kSeam>
 [[nodiscard]] bool ParsePolicyOf(const conf::Word& word, std::string& out,
                                  Diagnostics& diagnostics) {
