@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -185,6 +186,16 @@ struct ClientSettings {
 };
 [[nodiscard]] ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
                                                 const FileLoader& loader);
+
+/// The kinds of line of cohort.conf: global keys, and the lines that
+/// `NodeName=`, `PartitionName=`, `QOSName=` and `AccountName=` start.
+enum class LineKind : std::uint8_t { kGlobal, kNode, kPartition, kQos, kAccount };
+
+/// Every key a line of `kind` takes, as docs/configuration.md spells it: the
+/// global keys, or a line's own keys followed by the key that starts it. The
+/// parser and its "did you mean" hints read the same table. Static storage;
+/// any thread.
+[[nodiscard]] std::span<const std::string_view> KnownKeys(LineKind kind);
 
 /// The default node of topology-only use (`cohort config check -t`, `cohort
 /// place -t`): a typical 8-GPU node, stated in the output where it is used.

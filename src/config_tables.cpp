@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "config_tables.h"
+#include "config_values.h"
+
+namespace cohort::config {
+namespace {
+
+template <typename T, std::size_t... kSizes>
+constexpr std::array<T, (kSizes + ...)> Concat(const std::array<T, kSizes>&... parts) {
+  std::array<T, (kSizes + ...)> out{};
+  std::size_t at = 0;
+  ((std::copy(parts.begin(), parts.end(), out.begin() + static_cast<std::ptrdiff_t>(at)),
+    at += kSizes),
+   ...);
+  return out;
+}
+
+// How a preempted job is warned and stopped: the cluster's defaults (global
+// keys) and a partition's or a QOS's own, for its jobs as victims. One block
+// of rows serves the three kinds of line; only the grace key's name differs
+// (PreemptGraceTime= globally, GraceTime= on a line, as in Slurm).
+template <typename Line, auto kMode, auto kGrace, auto kSignal>
+constexpr std::array<conf::KeyRow<Line>, 3> PreemptionRows(std::string_view grace_key) {
+  return {{{"PreemptMode", &conf::Set<Line, &ParsePreemptMode, kMode>},
+           {grace_key, &conf::Set<Line, &ParseGraceTime, kGrace>},
+           {"PreemptSignal", &conf::Set<Line, &ParseSignal, kSignal>}}};
+}
+
+using G = GlobalLine;
+using C = ClusterConfig;
+using W = PriorityWeights;
+using P = PluginChoice;
+constexpr auto
+    kDaemonAndPriorityRows =
+        std::
+            to_array<conf::KeyRow<G>>(
+                {
+                    {"ClusterName", &conf::Set<G, &ParseText, &C::cluster_name>},
+                    {"ControllerAddr", &conf::Set<G, &ParseText, &C::controller_addr>},
+                    {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
+                    {"StateDir", &conf::Set<G, &ParseText, &C::state_dir>},
+                    {"AuthKeyFile",
+                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+                       line.target.auth_key_file = ResolvePath(line.file, word.value);
+                       return true;
+                     }},
+                    {"TopologyFile",
+                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+                       line.target.topology_file = ResolvePath(line.file, word.value);
+                       return true;
+                     }},
+                    {"NodeTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::node_timeout>},
+                    {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
+                    {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
+                    {"HistoryDays", &conf::Set<G, &ParseHistoryDays, &C::history_days>},
+                    {"PriorityWeightAge",
+                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::age>},
+                    {"PriorityWeightFairshare",
+                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::fairshare>},
+                    {"PriorityWeightJobSize",
+                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::job_size>},
+                    {"PriorityWeightPartition",
+                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::partition>},
+                    {"PriorityWeightQOS",
+                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::qos>},
+                    {"PriorityMaxAge", &conf::Set<G, &ParseMaxAge, &C::priority, &W::max_age>},
+                    {"PriorityDecayHalfLife",
+                     &conf::Set<G, &ParseHalfLife, &C::priority, &W::decay_half_life>},
+                    {"PriorityFavorSmall",
+                     &conf::Set<G, &conf::ParseYesNo, &C::priority, &W::favor_small>},
+                });
+constexpr auto kSchedulingRows = std::to_array<conf::KeyRow<G>>({
+    {"PreemptExemptTime", &conf::Set<G, &ParseFiniteTime, &C::preempt_exempt_time>},
+    {"BackfillDepth", &conf::Set<G, &ParseIntFrom<1, kMaxBackfillDepth>, &C::backfill_depth>},
+    {"MaxArraySize", &conf::Set<G, &ParseIntFrom<1, kMaxArraySizeLimit>, &C::max_array_size>},
+    {"DefaultQOS", &conf::Set<G, &ParseDefaultQos, &C::default_qos>},
+    {"Include",
+     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+       line.include(word);  // reports its own errors; the rest of the line still counts
+       return true;
+     }},
+    {"PriorityType", &conf::Set<G, &ParsePolicyOf<Seam::kQueueOrder>, &C::plugins, &P::queue_order>},
+    {"AdmissionPlugins", &conf::Set<G, &ParsePolicyListOf<Seam::kAdmission>, &C::plugins, &P::admission>},
+    {"NodeFilterPlugins",
+     &conf::Set<G, &ParsePolicyListOf<Seam::kNodeFilter>, &C::plugins, &P::node_filter>},
+    {"NodeScoreType", &conf::Set<G, &ParsePolicyOf<Seam::kNodeScore>, &C::plugins, &P::node_score>},
+    {"DomainScoreType", &conf::Set<G, &ParsePolicyOf<Seam::kDomainScore>, &C::plugins, &P::domain_score>},
+});
+constexpr auto kGlobalRows =
+    Concat(kDaemonAndPriorityRows,
+           PreemptionRows<G, &C::preempt_mode, &C::preempt_grace_time, &C::preempt_signal>(
+               "PreemptGraceTime"),
+           kSchedulingRows);
+
+constexpr std::array<std::string_view, 4> kLineKeys = {"NodeName", "PartitionName", "QOSName",
+                                                       "AccountName"};
+
+using N = NodeLine;
+constexpr auto kNodeRows = std::to_array<conf::KeyRow<N>>({
+    {"CPUs", &conf::Set<N, &ParsePositiveInt, &NodeSpec::cpus>},
+    {"MemoryMB", &conf::Set<N, &ParsePositiveInt64, &NodeSpec::memory_mb>},
+    {"RealMemory", &conf::Set<N, &ParsePositiveInt64, &NodeSpec::memory_mb>},  // Slurm's name
+    {"Gpus", &conf::Set<N, &ParseGpuCount, &NodeSpec::gpus>},
+    {"GpuNuma",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       // The count is checked against Gpus= once the whole line is read.
+       line.gpu_numa_word = &word;
+       return ParseGpuNuma(word, line.target.gpu_numa, diagnostics);
+     }},
+    {"Features", &conf::Set<N, &ParseCommaList, &NodeSpec::features>},
+    {"Sockets", &conf::Set<N, &ParseShapeCount, &NodeSpec::sockets>},
+    {"CoresPerSocket", &conf::Set<N, &ParseShapeCount, &NodeSpec::cores_per_socket>},
+    {"ThreadsPerCore", &conf::Set<N, &ParseShapeCount, &NodeSpec::threads_per_core>},
+});
+
+using S = PartitionSpec;
+constexpr auto kPartitionOwnRows = std::to_array<conf::KeyRow<PartitionLine>>({
+    {"Nodes",
+     [](const conf::Word& word, PartitionLine& line, Diagnostics& diagnostics) {
+       // ALL is resolved once every node is known, included files too.
+       line.all_nodes = EqualsIgnoreCase(word.value, "ALL");
+       if (line.all_nodes) {
+         line.target.nodes.clear();
+         return true;
+       }
+       std::vector<std::string> names;
+       if (!conf::ExpandHostlistValue(word, names, diagnostics)) return false;
+       line.target.nodes = std::move(names);
+       line.nodes_at = word.value_at;
+       return true;
+     }},
+    {"Default", &conf::Set<PartitionLine, &conf::ParseYesNo, &S::is_default>},
+    {"MaxTime", &conf::Set<PartitionLine, &ParseTime, &S::max_time>},
+    {"DefaultTime", &conf::Set<PartitionLine, &ParseTime, &S::default_time>},
+    {"MaxNodes", &conf::Set<PartitionLine, &ParseNodeLimit, &S::max_nodes>},
+    {"PriorityTier", &conf::Set<PartitionLine, &ParseNonNegativeInt, &S::priority_tier>},
+    {"AllowAccounts", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_accounts>},
+    {"AllowUsers", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_users>},
+});
+constexpr auto kPartitionRows =
+    Concat(kPartitionOwnRows,
+           PreemptionRows<PartitionLine, &S::preempt_mode, &S::grace_time, &S::preempt_signal>(
+               "GraceTime"));
+
+using Q = QosSpec;
+constexpr auto
+    kQosOwnRows =
+        std::to_array<conf::KeyRow<QosLine>>(
+            {
+                {"Priority", &conf::Set<QosLine, &ParseIntFrom<0, kMaxCount>, &Q::priority>},
+                {"MaxJobsPerUser", &conf::Set<QosLine, &ParseCountLimit, &Q::max_jobs_per_user>},
+                {"MaxSubmitJobsPerUser",
+                 &conf::Set<QosLine, &ParseCountLimit, &Q::max_submit_jobs_per_user>},
+                {"MaxGpusPerUser", &conf::Set<QosLine, &ParseCountLimit, &Q::max_gpus_per_user>},
+                {"MaxGpusPerAccount",
+                 &conf::Set<QosLine, &ParseCountLimit, &Q::max_gpus_per_account>},
+                {"MaxWall", &conf::Set<QosLine, &ParseMaxWall, &Q::max_wall>},
+                {"Preempt",
+                 [](const conf::Word& word, QosLine& line, Diagnostics& /*diagnostics*/) {
+                   // The names are checked once every QOS is known.
+                   line.target.preempt = conf::SplitCommas(word.value);
+                   line.preempt_at = word.value_at;
+                   return true;
+                 }},
+            });
+constexpr auto kQosRows = Concat(
+    kQosOwnRows,
+    PreemptionRows<QosLine, &Q::preempt_mode, &Q::grace_time, &Q::preempt_signal>("GraceTime"));
+
+constexpr auto kAccountRows = std::to_array<conf::KeyRow<AccountLine>>({
+    {"Shares", &conf::Set<AccountLine, &ParseIntFrom<1, kMaxCount>, &AccountSpec::shares>},
+    {"UserShares", &conf::Set<AccountLine, &ParseUserShares, &AccountSpec::user_shares>},
+});
+
+static_assert(conf::AllFilled(kGlobalRows));
+static_assert(conf::AllFilled(kNodeRows));
+static_assert(conf::AllFilled(kPartitionRows));
+static_assert(conf::AllFilled(kQosRows));
+static_assert(conf::AllFilled(kAccountRows));
+
+}  // namespace
+
+const conf::KeyTable<GlobalLine>& GlobalKeys() {
+  // A mistyped line key is a global key as far as the lexer can tell.
+  static const conf::KeyTable<GlobalLine> table("", "in cohort.conf", kGlobalRows, kLineKeys);
+  return table;
+}
+
+const conf::KeyTable<NodeLine>& NodeKeys() {
+  static const conf::KeyTable<NodeLine> table("NodeName", "in a NodeName line", kNodeRows);
+  return table;
+}
+
+const conf::KeyTable<PartitionLine>& PartitionKeys() {
+  static const conf::KeyTable<PartitionLine> table("PartitionName", "in a PartitionName line",
+                                                   kPartitionRows);
+  return table;
+}
+
+const conf::KeyTable<QosLine>& QosKeys() {
+  static const conf::KeyTable<QosLine> table("QOSName", "in a QOSName line", kQosRows);
+  return table;
+}
+
+const conf::KeyTable<AccountLine>& AccountKeys() {
+  static const conf::KeyTable<AccountLine> table("AccountName", "in an AccountName line",
+                                                 kAccountRows);
+  return table;
+}
+
+bool IsLineKey(std::string_view key) {
+  return std::any_of(kLineKeys.begin(), kLineKeys.end(),
+                     [&](std::string_view line_key) { return EqualsIgnoreCase(key, line_key); });
+}
+
+std::span<const std::string_view> KnownKeys(LineKind kind) {
+  switch (kind) {
+    case LineKind::kGlobal:
+      return GlobalKeys().Keys();
+    case LineKind::kNode:
+      return NodeKeys().Keys();
+    case LineKind::kPartition:
+      return PartitionKeys().Keys();
+    case LineKind::kQos:
+      return QosKeys().Keys();
+    case LineKind::kAccount:
+      return AccountKeys().Keys();
+  }
+  return {};
+}
+
+}  // namespace cohort::config
