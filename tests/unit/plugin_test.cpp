@@ -189,6 +189,13 @@ TEST(PluginTest, KeepGpuNodesSendsCpuJobsElsewhere) {
   result = keeping.Place(pinned, cluster.pool);
   EXPECT_EQ(result.outcome, Outcome::kInfeasible);
   EXPECT_EQ(result.reason, "required node n002 is ruled out by filter/keep-gpu-nodes");
+  // With a CPU-only node busy, four CPU-only nodes only wait.
+  Take(cluster, "n005", 64);
+  result = keeping.Place(Cpus(4, 1), cluster.pool);
+  EXPECT_EQ(result.outcome, Outcome::kBusy);
+  EXPECT_EQ(result.reason,
+            "4 nodes needed, 3 of 4 free now (0 down, 0 drained, 1 busy; 4 more ruled out by "
+            "filter/keep-gpu-nodes)");
 }
 
 }  // namespace
