@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <bit>
 #include <numeric>
+#include <span>
 
 #include <fmt/format.h>
 
+#include "cohort/check.h"
 #include "cohort/fmt_absl.h"
-
 #include "cohort/hostlist.h"
+#include "cohort/plugin.h"
 
 namespace cohort::alloc {
 
@@ -96,41 +98,68 @@ std::uint64_t ChooseGpus(const NodeCapacity& capacity, std::uint64_t free, int c
   return taken;
 }
 
-// Per node of the gang.
-struct GangAllocator::Need {
-  int cpus = 0;
-  std::int64_t memory_mb = 0;
-  int gpus = 0;
-  std::uint64_t features = 0;
-  bool exclusive = false;
-  int segment = 1;
+namespace {
 
-  [[nodiscard]] bool Eligible(const NodeCapacity& c) const {
-    return c.cpus >= cpus && c.memory_mb >= memory_mb && c.gpus >= gpus &&
-           (c.features & features) == features;
+std::string Describe(const plugin::NodeNeed& need, const std::vector<std::string>& feature_names) {
+  std::vector<std::string> parts;
+  if (need.gpus > 0) parts.push_back(fmt::format("{} GPUs", need.gpus));
+  parts.push_back(fmt::format("{} CPUs", need.cpus));
+  if (need.memory_mb > 0) parts.push_back(fmt::format("{} MB", need.memory_mb));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < feature_names.size(); ++i) {
+    if ((need.features >> i) & 1U) names.push_back(feature_names[i]);
   }
-  [[nodiscard]] std::string Describe(const std::vector<std::string>& feature_names) const {
-    std::vector<std::string> parts;
-    if (gpus > 0) parts.push_back(fmt::format("{} GPUs", gpus));
-    parts.push_back(fmt::format("{} CPUs", cpus));
-    if (memory_mb > 0) parts.push_back(fmt::format("{} MB", memory_mb));
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < feature_names.size(); ++i) {
-      if ((features >> i) & 1U) names.push_back(feature_names[i]);
-    }
-    if (!names.empty()) parts.push_back(fmt::format("features {}", fmt::join(names, ",")));
-    return fmt::format("{}", fmt::join(parts, ", "));
-  }
+  if (!names.empty()) parts.push_back(fmt::format("features {}", fmt::join(names, ",")));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+// One placement attempt: its inputs and what its steps found so far.
+struct GangAllocator::Attempt {
+  const GangRequest& request;
+  const NodePool& pool;
+  const plugin::NodeNeed& need;
+  View view;
+  const std::vector<NodeId>* among;
+  std::string where{};             // "partition p" or "the cluster", for reasons
+  std::string_view ruled_out_by{};  // the first policy filter that dropped a node
+  int candidates = 0;             // distinct nodes the filters looked at
+  int fit = 0;                    // distinct nodes they kept
+  std::vector<GroupId> forced{};    // groups holding required nodes, ascending
+  int forced_nodes = 0;
+  SwitchId required_home = kNone;
+  PlacementResult result{};
 };
 
 GangAllocator::GangAllocator(const topology::Topology& topology)
+    : GangAllocator(topology, plugin::DefaultAllocatorPlugins()) {}
+
+GangAllocator::GangAllocator(const topology::Topology& topology,
+                             const plugin::AllocatorPlugins& plugins)
+    : GangAllocator(topology, std::make_shared<const plugin::AllocatorPlugins>(plugins)) {}
+
+GangAllocator::GangAllocator(const topology::Topology& topology,
+                             std::shared_ptr<const plugin::AllocatorPlugins> plugins)
     : topology_(topology),
+      plugins_(std::move(plugins)),
+      all_nodes_(static_cast<std::size_t>(topology.NodeCount())),
       fit_(topology.NodeCount(), 0),
       excluded_(topology.NodeCount(), 0),
       required_(topology.NodeCount(), 0),
       group_fit_(topology.Groups().size(), 0),
       group_cap_(topology.Groups().size(), 0),
-      group_required_(topology.Groups().size(), 0) {}
+      group_required_(topology.Groups().size(), 0) {
+  COHORT_CHECK(plugins_ && !plugins_->node_filters.empty() && plugins_->node_score &&
+                   plugins_->domain_score,
+               "GangAllocator needs the plugins of plugin::MakePlugins");
+  std::iota(all_nodes_.begin(), all_nodes_.end(), 0);
+  group_of_.reserve(all_nodes_.size());
+  for (const NodeId n : all_nodes_) group_of_.push_back(topology.GroupOf(n));
+  // Reserved whole so that the filters' appends never reallocate.
+  kept_.reserve(all_nodes_.size());
+  kept_next_.reserve(all_nodes_.size());
+}
 
 PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePool& pool) {
   std::string key;
@@ -165,8 +194,8 @@ PlacementResult GangAllocator::Run(const GangRequest& request, const NodePool& p
                                                             : fmt::format("{}", fmt::join(pool.FeatureNames(), ",")));
     return result;
   }
-  Need need;
-  need.exclusive = request.exclusivity == Exclusivity::kExclusive;
+  plugin::NodeNeed need;
+  need.exclusivity = request.exclusivity;
   need.cpus = request.tasks_per_node * request.cpus_per_task;
   need.memory_mb = request.memory_mb_per_node;
   need.gpus = request.gpus_per_node;
@@ -175,7 +204,8 @@ PlacementResult GangAllocator::Run(const GangRequest& request, const NodePool& p
 
   for (const NodeId n : request.excluded_nodes) excluded_[n] = 1;
   for (const NodeId n : request.required_nodes) required_[n] = 1;
-  result = TryPlace(request, pool, need, view, among);
+  Attempt attempt{.request = request, .pool = pool, .need = need, .view = view, .among = among};
+  result = TryPlace(attempt);
   for (const NodeId n : request.excluded_nodes) excluded_[n] = 0;
   for (const NodeId n : request.required_nodes) required_[n] = 0;
   return result;
@@ -196,75 +226,122 @@ PlacementResult GangAllocator::Place(const GangRequest& request, const NodePool&
   return result;
 }
 
-PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePool& pool,
-                                        const Need& need, View view,
-                                        const std::vector<NodeId>* among) {
-  PlacementResult result;
-  result.outcome = Outcome::kInfeasible;
-  const topology::Topology& topo = topology_;
-  const std::string where = request.partition
-                                ? fmt::format("partition {}", pool.GetPartition(*request.partition).name)
-                                : std::string("the cluster");
+PlacementResult GangAllocator::TryPlace(Attempt& attempt) {
+  attempt.result.outcome = Outcome::kInfeasible;
+  attempt.where = attempt.request.partition
+                      ? fmt::format("partition {}",
+                                    attempt.pool.GetPartition(*attempt.request.partition).name)
+                      : std::string("the cluster");
+  if (FilterNodes(attempt) && CountGroups(attempt) && ChooseDomain(attempt) &&
+      TakeNodes(attempt)) {
+    attempt.result.outcome = Outcome::kPlaced;
+  }
+  return std::move(attempt.result);
+}
 
-  // 1. Which nodes could host one node of the gang, and how many per group.
+// 1. Which nodes could host one node of the gang, and how many per group.
+bool GangAllocator::FilterNodes(Attempt& attempt) {
+  const GangRequest& request = attempt.request;
+  const NodePool& pool = attempt.pool;
   std::fill(fit_.begin(), fit_.end(), 0);
   std::fill(group_fit_.begin(), group_fit_.end(), 0);
-  int candidates = 0;
-  int eligible = 0;
-  int down = 0;
-  int drained = 0;
-  int fit = 0;
-  auto mark = [&](NodeId n) {
-    if (fit_[n] != 0) return;  // a repeat in `among`
-    ++candidates;
-    if (excluded_[n] != 0) return;
-    const NodeCapacity& c = pool.Capacity(n);
-    if (!need.Eligible(c)) return;
-    ++eligible;
-    if (view == View::kNow) {
-      const NodeCondition condition = pool.Condition(n);
-      if (condition == NodeCondition::kDown) {
-        ++down;
-        return;
+  std::span<const NodeId> candidates = all_nodes_;
+  if (attempt.among != nullptr) {
+    candidates = *attempt.among;
+    if (request.partition) {
+      const std::vector<std::uint8_t>& in = pool.GetPartition(*request.partition).contains;
+      kept_next_.clear();
+      for (const NodeId n : *attempt.among) {
+        if (in[n] != 0) kept_next_.push_back(n);
       }
-      if (condition == NodeCondition::kDrained) {
-        ++drained;
-        return;
-      }
-      const NodeFree& f = pool.Free(n);
-      if (need.exclusive ? !pool.IsIdle(n)
-                         : (f.cpus < need.cpus || f.memory_mb < need.memory_mb ||
-                            std::popcount(f.gpus) < need.gpus)) {
-        return;
-      }
-    }
-    fit_[n] = 1;
-    if (const GroupId g = topo.GroupOf(n); g != kNone) ++group_fit_[static_cast<std::size_t>(g)];
-    ++fit;
-  };
-  if (among != nullptr) {
-    const std::uint8_t* in = request.partition
-                                 ? pool.GetPartition(*request.partition).contains.data()
-                                 : nullptr;
-    for (const NodeId n : *among) {
-      if (in == nullptr || in[n] != 0) mark(n);
+      candidates = kept_next_;
     }
   } else if (request.partition) {
-    for (const NodeId n : pool.GetPartition(*request.partition).nodes) mark(n);
-  } else {
-    for (NodeId n = 0; n < pool.NodeCount(); ++n) mark(n);
+    candidates = pool.GetPartition(*request.partition).nodes;
   }
+  const plugin::FilterContext context{.request = request,
+                                      .need = attempt.need,
+                                      .pool = pool,
+                                      .topology = topology_,
+                                      .view = attempt.view,
+                                      .excluded = excluded_};
+  plugin::FilterTally tally;
+  const auto occurrences = static_cast<int>(candidates.size());
+  const auto& filters = plugins_->node_filters;
+  kept_.clear();
+  filters.front()->Filter(context, candidates, kept_, tally);
+  for (std::size_t i = 1; i < filters.size(); ++i) {
+    const int before = tally.ruled_out;
+    kept_next_.clear();
+    filters[i]->Filter(context, kept_, kept_next_, tally);
+    if (attempt.ruled_out_by.empty() && tally.ruled_out > before) {
+      attempt.ruled_out_by = filters[i]->Name();
+    }
+    kept_.swap(kept_next_);
+  }
+  // Raw pointers: the byte stores to `fit` could alias any vector's data
+  // pointer, which would be reloaded at every node.
+  std::uint8_t* const fit = fit_.data();
+  int* const group_fit = group_fit_.data();
+  const GroupId* const group_of = group_of_.data();
+  int repeats = 0;
+  for (const NodeId n : kept_) {
+    // A node `among` repeats passes the filters at each occurrence but
+    // counts once, as a candidate and as a fitting node.
+    if (fit[n] != 0) {
+      ++repeats;
+      continue;
+    }
+    fit[n] = 1;
+    if (const GroupId g = group_of[n]; g != kNone) ++group_fit[g];
+  }
+  attempt.candidates = occurrences - repeats;
+  attempt.fit = static_cast<int>(kept_.size()) - repeats;
+  return ExplainShortfall(attempt, context, tally);
+}
 
+// The policy filter that drops `node` when filter/resources keeps it;
+// empty when none does. Only for reasons: it runs the filters once more.
+std::string_view GangAllocator::RuledOutBy(const plugin::FilterContext& context,
+                                           NodeId node) const {
+  const auto& filters = plugins_->node_filters;
+  plugin::FilterTally ignored;
+  std::vector<NodeId> kept;
+  filters.front()->Filter(context, {&node, 1}, kept, ignored);
+  if (kept.empty()) return {};
+  for (std::size_t i = 1; i < filters.size(); ++i) {
+    kept.clear();
+    filters[i]->Filter(context, {&node, 1}, kept, ignored);
+    if (kept.empty()) return filters[i]->Name();
+  }
+  return {};
+}
+
+// Why too few nodes passed the filters, in the words of the step that fell
+// short; true when enough did.
+bool GangAllocator::ExplainShortfall(Attempt& attempt, const plugin::FilterContext& context,
+                                     const plugin::FilterTally& tally) {
+  const GangRequest& request = attempt.request;
+  const NodePool& pool = attempt.pool;
+  const std::string& where = attempt.where;
+  std::string& reason = attempt.result.reason;
+  const int candidates = attempt.candidates;
+  const int fit = attempt.fit;
   const int wanted = request.nodes;
+  const int eligible = candidates - tally.excluded - tally.ineligible - tally.ruled_out;
+  const std::string ruled_out =
+      tally.ruled_out > 0
+          ? fmt::format("; {} more ruled out by {}", tally.ruled_out, attempt.ruled_out_by)
+          : std::string();
   if (candidates < wanted) {
-    result.reason = fmt::format("{} has {} nodes; the job asks for {}", where, candidates, wanted);
-    return result;
+    reason = fmt::format("{} has {} nodes; the job asks for {}", where, candidates, wanted);
+    return false;
   }
   if (eligible < wanted) {
-    result.reason = fmt::format("only {} of the {} nodes of {} offer {} per node; the job asks for {}",
-                                eligible, candidates, where, need.Describe(pool.FeatureNames()),
-                                wanted);
-    return result;
+    reason = fmt::format("only {} of the {} nodes of {} offer {} per node{}; the job asks for {}",
+                         eligible, candidates, where, Describe(attempt.need, pool.FeatureNames()),
+                         ruled_out, wanted);
+    return false;
   }
   for (const NodeId n : request.required_nodes) {
     if (fit_[n] != 0) continue;
@@ -275,210 +352,154 @@ PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePo
       why = fmt::format("is not in {}", where);
     } else if (excluded_[n] != 0) {
       why = "is also excluded";
-    } else if (!need.Eligible(pool.Capacity(n))) {
-      why = fmt::format("does not offer {}", need.Describe(pool.FeatureNames()));
+    } else if (!attempt.need.Fits(pool.Capacity(n))) {
+      why = fmt::format("does not offer {}", Describe(attempt.need, pool.FeatureNames()));
     } else if (pool.Condition(n) == NodeCondition::kDown) {
       why = "is down";
     } else if (pool.Condition(n) == NodeCondition::kDrained) {
       why = "is drained";
+    } else if (const std::string_view by = RuledOutBy(context, n); !by.empty()) {
+      why = fmt::format("is ruled out by {}", by);
     }
-    result.reason = fmt::format("required node {} {}", topo.NodeName(n), why);
-    return result;
+    reason = fmt::format("required node {} {}", topology_.NodeName(n), why);
+    return false;
   }
   if (fit < wanted) {
-    result.reason = fmt::format("{} nodes needed, {} of {} free now ({} down, {} drained, {} busy)",
-                                wanted, fit, eligible, down, drained, eligible - fit - down - drained);
-    return result;
+    reason = fmt::format("{} nodes needed, {} of {} free now ({} down, {} drained, {} busy{})",
+                         wanted, fit, eligible, tally.down, tally.drained,
+                         eligible - fit - tally.down - tally.drained, ruled_out);
+    return false;
   }
+  return true;
+}
 
-  // 2. Usable nodes per group: whole segments only.
-  const auto& groups = topo.Groups();
+// 2. Usable nodes per group (whole segments only), and the groups and the
+// switch the required nodes pin.
+bool GangAllocator::CountGroups(Attempt& attempt) {
+  const auto& groups = topology_.Groups();
+  const int segment = attempt.need.segment;
   std::fill(group_required_.begin(), group_required_.end(), 0);
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    group_cap_[g] = group_fit_[g] - group_fit_[g] % need.segment;
+    group_cap_[g] = group_fit_[g] - group_fit_[g] % segment;
   }
-  std::vector<GroupId> forced;  // groups holding required nodes
-  int forced_nodes = 0;
-  SwitchId required_home = kNone;
-  for (const NodeId n : request.required_nodes) {
-    const GroupId g = topo.GroupOf(n);
+  for (const NodeId n : attempt.request.required_nodes) {
+    const GroupId g = topology_.GroupOf(n);
     if (group_required_[g]++ == 0) {
-      forced.push_back(g);
-      required_home = required_home == kNone
-                          ? groups[g].home
-                          : topo.LowestCommonSwitch(required_home, groups[g].home);
-      if (required_home == kNone) {
-        result.reason = "the required nodes lie in switch trees with no common ancestor";
-        return result;
+      attempt.forced.push_back(g);
+      attempt.required_home =
+          attempt.required_home == kNone
+              ? groups[g].home
+              : topology_.LowestCommonSwitch(attempt.required_home, groups[g].home);
+      if (attempt.required_home == kNone) {
+        attempt.result.reason = "the required nodes lie in switch trees with no common ancestor";
+        return false;
       }
     }
-    ++forced_nodes;
+    ++attempt.forced_nodes;
   }
-  std::sort(forced.begin(), forced.end());
+  std::sort(attempt.forced.begin(), attempt.forced.end());
+  return true;
+}
 
-  // 3. Choose the domain and the groups in it.
-  std::vector<GroupId> chosen;
-  int best_groups = 0;
+// 3. The domain and the groups in it: the domain score's choice.
+bool GangAllocator::ChooseDomain(Attempt& attempt) {
+  const plugin::DomainContext context{.request = attempt.request,
+                                      .topology = topology_,
+                                      .wanted = attempt.request.nodes,
+                                      .group_cap = group_cap_,
+                                      .group_required = group_required_,
+                                      .forced = attempt.forced,
+                                      .required_home = attempt.required_home};
+  chosen_.clear();
+  if (plugins_->domain_score->Choose(context, chosen_)) return true;
+  ExplainNoDomain(attempt);
+  return false;
+}
+
+// Why no switch holds the gang, from the switch that holds the most of it.
+void GangAllocator::ExplainNoDomain(Attempt& attempt) {
+  const GangRequest& request = attempt.request;
+  const int wanted = request.nodes;
+  int largest = 0;
+  SwitchId largest_at = kNone;
+  for (const SwitchId s : topology_.SwitchesByLevel()) {
+    if (attempt.required_home != kNone &&
+        topology_.LowestCommonSwitch(s, attempt.required_home) != s) {
+      continue;
+    }
+    int capacity = 0;
+    for (const GroupId g : topology_.GetSwitch(s).groups) capacity += group_cap_[g];
+    if (capacity > largest) {
+      largest = capacity;
+      largest_at = s;
+    }
+  }
+  const int segment = attempt.need.segment;
   const std::string segment_note =
-      need.segment > 1 ? fmt::format(" in whole segments of {}", need.segment) : std::string();
-
-  // A job that fits in one group goes to the tightest such group.
-  GroupId single = kNone;
-  if (forced.size() <= 1) {
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (group_cap_[g] < wanted) continue;
-      if (!forced.empty() && forced.front() != static_cast<GroupId>(g)) continue;
-      if (single == kNone || group_cap_[g] < group_cap_[single]) single = static_cast<GroupId>(g);
-    }
-  }
-  if (single != kNone) {
-    chosen.push_back(single);
-    best_groups = 1;
+      segment > 1 ? fmt::format(" in whole segments of {}", segment) : std::string();
+  std::string& reason = attempt.result.reason;
+  if (largest >= wanted && request.max_leaves) {
+    reason = fmt::format("no placement spans at most {} leaf switches (--switches={})",
+                         *request.max_leaves, *request.max_leaves);
+  } else if (largest_at == kNone) {
+    reason = fmt::format("{} nodes needed but no switch holds any of them{}", wanted,
+                         segment_note);
   } else {
-    // The lowest level with a switch that holds the job; there, the fewest
-    // groups, then the tightest capacity, then the lowest id.
-    SwitchId best = kNone;
-    int best_capacity = 0;
-    int level = -1;
-    int largest = 0;
-    SwitchId largest_at = kNone;
-    std::vector<int> caps;
-    for (const SwitchId s : topo.SwitchesByLevel()) {
-      const topology::Switch& sw = topo.GetSwitch(s);
-      if (best != kNone && sw.level > level) break;
-      if (required_home != kNone && topo.LowestCommonSwitch(s, required_home) != s) continue;
-      int capacity = 0;
-      for (const GroupId g : sw.groups) capacity += group_cap_[g];
-      if (capacity > largest) {
-        largest = capacity;
-        largest_at = s;
-      }
-      if (capacity < wanted) continue;
-      // Fewest groups: the forced ones, then the largest others first.
-      caps.clear();
-      int sum = 0;
-      for (const GroupId g : sw.groups) {
-        if (group_required_[g] > 0) {
-          sum += group_cap_[g];
-        } else if (group_cap_[g] > 0) {
-          caps.push_back(group_cap_[g]);
-        }
-      }
-      std::sort(caps.begin(), caps.end(), std::greater<>());
-      int k = static_cast<int>(forced.size());
-      for (std::size_t i = 0; i < caps.size() && sum < wanted; ++i) {
-        sum += caps[i];
-        ++k;
-      }
-      if (sum < wanted) continue;
-      if (request.max_leaves && topo.Blocks().empty() && k > *request.max_leaves) continue;
-      if (best == kNone || k < best_groups || (k == best_groups && capacity < best_capacity)) {
-        best = s;
-        best_groups = k;
-        best_capacity = capacity;
-        level = sw.level;
-      }
-    }
-    if (best == kNone) {
-      if (largest >= wanted && request.max_leaves) {
-        result.reason = fmt::format("no placement spans at most {} leaf switches (--switches={})",
-                                    *request.max_leaves, *request.max_leaves);
-      } else if (largest_at == kNone) {
-        result.reason = fmt::format("{} nodes needed but no switch holds any of them{}", wanted,
-                                    segment_note);
-      } else {
-        result.reason = fmt::format(
-            "{} nodes needed{}, but no switch tree holds that many together{} (most: {} under "
-            "{}); trees with no common ancestor cannot share a job",
-            wanted, segment_note, view == View::kNow ? " now" : "", largest,
-            topo.GetSwitch(largest_at).name);
-      }
-      return result;
-    }
-
-    // Tight fit with the fewest groups: the forced groups, then the set
-    // whose capacities, largest first, are the smallest in lexicographic
-    // order. Picking the largest member as small as possible keeps the
-    // largest free groups whole for the next wide job.
-    chosen = forced;
-    int remaining = wanted;
-    for (const GroupId g : forced) remaining -= group_cap_[g];
-    std::vector<GroupId> others;  // ascending capacity, ties by id
-    for (const GroupId g : topo.GetSwitch(best).groups) {
-      if (group_required_[g] == 0 && group_cap_[g] > 0) others.push_back(g);
-    }
-    std::stable_sort(others.begin(), others.end(),
-                     [&](GroupId a, GroupId b) { return group_cap_[a] < group_cap_[b]; });
-    std::vector<int> prefix;
-    for (int slots = best_groups - static_cast<int>(forced.size()); slots > 0 && remaining > 0;
-         --slots) {
-      prefix.assign(1, 0);
-      for (const GroupId g : others) prefix.push_back(prefix.back() + group_cap_[g]);
-      const auto n = static_cast<int>(others.size());
-      int pick = n - 1;
-      for (int i = 0; i < n; ++i) {
-        const int cap = group_cap_[others[i]];
-        // The (slots - 1) largest others no larger than this one, without it.
-        int end_index = i + 1;
-        while (end_index < n && group_cap_[others[end_index]] == cap) ++end_index;
-        int low = std::max(0, end_index - (slots - 1));
-        int sum = prefix[end_index] - prefix[low];
-        if (i >= low && slots > 1) {
-          sum -= cap;
-          if (low > 0) sum += group_cap_[others[--low]];
-        }
-        if (cap + sum >= remaining) {
-          pick = i;
-          break;
-        }
-      }
-      chosen.push_back(others[pick]);
-      remaining -= group_cap_[others[pick]];
-      others.erase(others.begin() + pick);
-    }
+    reason = fmt::format(
+        "{} nodes needed{}, but no switch tree holds that many together{} (most: {} under "
+        "{}); trees with no common ancestor cannot share a job",
+        wanted, segment_note, attempt.view == View::kNow ? " now" : "", largest,
+        topology_.GetSwitch(largest_at).name);
   }
+}
 
-  // 4. Nodes: every usable node of each chosen group but the last, which
-  // gives what is still missing.
+// 4. Nodes: every usable node of each chosen group but the last, which gives
+// what is still missing; then the placement and its grants.
+bool GangAllocator::TakeNodes(Attempt& attempt) {
+  const GangRequest& request = attempt.request;
+  const NodePool& pool = attempt.pool;
+  const int wanted = request.nodes;
   std::vector<NodeId> nodes;
   nodes.reserve(static_cast<std::size_t>(wanted));
   // Required nodes are reserved before any group's share is decided.
-  std::vector<int> takes(chosen.size());
-  int remaining = wanted - forced_nodes;
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    const GroupId g = chosen[i];
+  std::vector<int> takes(chosen_.size());
+  int remaining = wanted - attempt.forced_nodes;
+  for (std::size_t i = 0; i < chosen_.size(); ++i) {
+    const GroupId g = chosen_[i];
     const int extra = std::min(group_cap_[g] - group_required_[g], remaining);
     takes[i] = group_required_[g] + extra;
     remaining -= extra;
   }
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    if (takes[i] > 0) ChooseNodes(chosen[i], takes[i], pool, need, view, nodes);
+  for (std::size_t i = 0; i < chosen_.size(); ++i) {
+    if (takes[i] > 0) ChooseNodes(attempt, chosen_[i], takes[i], nodes);
   }
   std::sort(nodes.begin(), nodes.end());
 
-  Placement& placement = result.placement;
-  placement.domain = topo.LowestCommonSwitch(nodes);
-  placement.level = placement.domain == kNone ? 0 : topo.GetSwitch(placement.domain).level;
+  Placement& placement = attempt.result.placement;
+  placement.domain = topology_.LowestCommonSwitch(nodes);
+  placement.level = placement.domain == kNone ? 0 : topology_.GetSwitch(placement.domain).level;
   for (const NodeId n : nodes) {
-    placement.leaves.push_back(topo.LeafOf(n));
-    placement.groups.push_back(topo.GroupOf(n));
+    placement.leaves.push_back(topology_.LeafOf(n));
+    placement.groups.push_back(topology_.GroupOf(n));
   }
   for (auto* list : {&placement.leaves, &placement.groups}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }
   if (request.max_leaves && static_cast<int>(placement.leaves.size()) > *request.max_leaves) {
-    result.reason = fmt::format("the best placement spans {} leaf switches; --switches={} allows {}",
-                                placement.leaves.size(), *request.max_leaves, *request.max_leaves);
-    result.placement = {};
-    return result;
+    attempt.result.reason =
+        fmt::format("the best placement spans {} leaf switches; --switches={} allows {}",
+                    placement.leaves.size(), *request.max_leaves, *request.max_leaves);
+    placement = {};
+    return false;
   }
-  if (view == View::kNow) {
+  if (attempt.view == View::kNow) {
+    const plugin::NodeNeed& need = attempt.need;
     placement.grants.reserve(nodes.size());
     for (const NodeId n : nodes) {
       const NodeCapacity& c = pool.Capacity(n);
       NodeGrant grant{.node = n};
-      if (need.exclusive) {
+      if (need.exclusivity == Exclusivity::kExclusive) {
         grant.cpus = c.cpus;
         grant.memory_mb = c.memory_mb;
         grant.gpus = AllGpus(c.gpus);
@@ -490,16 +511,15 @@ PlacementResult GangAllocator::TryPlace(const GangRequest& request, const NodePo
       placement.grants.push_back(grant);
     }
   }
-  result.outcome = Outcome::kPlaced;
-  return result;
+  return true;
 }
 
-void GangAllocator::ChooseNodes(GroupId group, int take, const NodePool& pool, const Need& need,
-                                View view, std::vector<NodeId>& out) {
+void GangAllocator::ChooseNodes(const Attempt& attempt, GroupId group, int take,
+                                std::vector<NodeId>& out) {
   const std::vector<NodeId>& members = topology_.Groups()[group].nodes;
   const std::size_t start = out.size();
-  // Required nodes first, then the fullest nodes that still fit (best fit
-  // keeps emptier nodes whole for wider jobs), then by id.
+  // Required nodes first, then the others in the node score's order, then
+  // the first `take` of them all.
   for (const NodeId n : members) {
     if (fit_[n] != 0 && required_[n] != 0) out.push_back(n);
   }
@@ -508,13 +528,12 @@ void GangAllocator::ChooseNodes(GroupId group, int take, const NodePool& pool, c
     if (fit_[n] != 0 && required_[n] == 0) out.push_back(n);
   }
   const auto taken = static_cast<std::size_t>(take);
-  if (out.size() - start > taken && view == View::kNow) {
-    auto key = [&](NodeId n) {
-      const NodeFree& f = pool.Free(n);
-      return std::tuple(std::popcount(f.gpus) - need.gpus, f.cpus - need.cpus, n);
-    };
-    std::sort(out.begin() + static_cast<std::ptrdiff_t>(first_free), out.end(),
-              [&](NodeId a, NodeId b) { return key(a) < key(b); });
+  if (out.size() - start > taken && attempt.view == View::kNow) {
+    const plugin::ScoreContext context{
+        .need = attempt.need,
+        .pool = attempt.pool,
+        .take = take - static_cast<int>(first_free - start)};
+    plugins_->node_score->Order(context, std::span(out).subspan(first_free));
   }
   out.resize(start + std::min(taken, out.size() - start));
 }

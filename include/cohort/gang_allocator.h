@@ -3,13 +3,22 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "cohort/node_pool.h"
 #include "cohort/topology.h"
+
+namespace cohort::plugin {
+struct AllocatorPlugins;
+struct FilterContext;
+struct FilterTally;
+enum class View : std::uint8_t;
+}  // namespace cohort::plugin
 
 /// All-or-nothing placement of a gang over the switch tree and NVLink blocks.
 namespace cohort::alloc {
@@ -57,18 +66,26 @@ struct PlacementResult {
   std::string reason;   ///< for kBusy and kInfeasible
 };
 
-/// Places gangs over one topology. Prefers, in order: (1) the lowest switch
-/// whose subtree holds the whole job, (2) the fewest groups (leaf switches,
-/// or NVLink blocks where the topology has them) under it, (3) the tightest
-/// fit, keeping large free groups whole. A job that fits in one group lands
-/// in one group. Within a node, GPUs that share a locality group are taken
-/// first. Deterministic: ties go to the lowest id.
+/// Places gangs over one topology. Which nodes may host the gang, which
+/// fitting nodes of a group it takes and which switch domain it lands in are
+/// policies (include/cohort/plugin.h). With the defaults it prefers, in
+/// order: (1) the lowest switch whose subtree holds the whole job, (2) the
+/// fewest groups (leaf switches, or NVLink blocks where the topology has
+/// them) under it, (3) the tightest fit, keeping large free groups whole. A
+/// job that fits in one group lands in one group. Within a node, GPUs that
+/// share a locality group are taken first. Deterministic: ties go to the
+/// lowest id.
 ///
 /// Keeps scratch buffers between calls, so one instance serves one thread.
 /// The topology must outlive it.
 class GangAllocator {
  public:
+  /// With the built-in policies (filter/resources, score/locality,
+  /// domain/tightest).
   explicit GangAllocator(const topology::Topology& topology);
+  /// With the policies of `plugins` (from plugin::MakePlugins: none null,
+  /// filter/resources first).
+  GangAllocator(const topology::Topology& topology, const plugin::AllocatorPlugins& plugins);
 
   /// Whether a failed placement says if the gang could ever run (kBusy or
   /// kInfeasible), or only that it does not fit now (kBusy).
@@ -90,24 +107,43 @@ class GangAllocator {
   [[nodiscard]] PlacementResult Feasible(const GangRequest& request, const NodePool& pool);
 
  private:
-  enum class View : std::uint8_t { kNow, kIdleCluster };
-  struct Need;
+  using View = plugin::View;
+  struct Attempt;
+
+  GangAllocator(const topology::Topology& topology,
+                std::shared_ptr<const plugin::AllocatorPlugins> plugins);
 
   /// Validates, marks the request's nodes, and places in `view`.
   PlacementResult Run(const GangRequest& request, const NodePool& pool, View view,
                       const std::vector<NodeId>* among);
-  PlacementResult TryPlace(const GangRequest& request, const NodePool& pool, const Need& need,
-                           View view, const std::vector<NodeId>* among = nullptr);
-  void ChooseNodes(topology::GroupId group, int take, const NodePool& pool, const Need& need,
-                   View view, std::vector<NodeId>& out);
+  /// The steps of one attempt, in order; each returns false with
+  /// `attempt.result.reason` set when the gang cannot be placed.
+  PlacementResult TryPlace(Attempt& attempt);
+  bool FilterNodes(Attempt& attempt);
+  bool ExplainShortfall(Attempt& attempt, const plugin::FilterContext& context,
+                        const plugin::FilterTally& tally);
+  [[nodiscard]] std::string_view RuledOutBy(const plugin::FilterContext& context,
+                                            NodeId node) const;
+  bool CountGroups(Attempt& attempt);
+  bool ChooseDomain(Attempt& attempt);
+  void ExplainNoDomain(Attempt& attempt);
+  bool TakeNodes(Attempt& attempt);
+  void ChooseNodes(const Attempt& attempt, topology::GroupId group, int take,
+                   std::vector<NodeId>& out);
 
   const topology::Topology& topology_;
+  std::shared_ptr<const plugin::AllocatorPlugins> plugins_;
+  std::vector<NodeId> all_nodes_;       ///< 0..NodeCount-1: the candidates without a partition
+  std::vector<NodeId> kept_;            ///< scratch: the nodes the filters keep
+  std::vector<NodeId> kept_next_;       ///< scratch: the next filter's output
+  std::vector<topology::GroupId> group_of_;  ///< by node: Topology::GroupOf, at hand
   std::vector<std::uint8_t> fit_;       ///< by node: may host one node of the gang
   std::vector<std::uint8_t> excluded_;  ///< by node
   std::vector<std::uint8_t> required_;  ///< by node
   std::vector<int> group_fit_;          ///< by group: fitting nodes
   std::vector<int> group_cap_;          ///< by group: usable nodes (whole segments)
   std::vector<int> group_required_;     ///< by group: required nodes in it
+  std::vector<topology::GroupId> chosen_;  ///< scratch: the groups of the gang
   /// Feasible's answers by shape (nodes, CPUs, memory, GPUs, exclusivity,
   /// partition, features, --switches, --segment).
   std::map<std::string, PlacementResult> feasible_;

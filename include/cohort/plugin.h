@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/cluster_config.h"
+#include "cohort/gang_allocator.h"
+#include "cohort/node_pool.h"
+#include "cohort/topology.h"
+
+/// The seams of the scheduler: narrow interfaces behind which policies plug
+/// in, registered by name in plugins/builtin.cpp and chosen in cohort.conf
+/// (config::PluginChoice). Every interface works on a batch (the candidate
+/// nodes of one placement attempt, the fitting nodes of one group, the groups
+/// of one gang), so a policy costs one virtual call per batch, never one per
+/// node. Plugins keep no state between calls: what one call needs comes in
+/// its context argument, so one instance may serve every thread.
+namespace cohort::plugin {
+
+using topology::GroupId;
+using topology::NodeId;
+using topology::SwitchId;
+
+// The engine's seams come here: QueueOrder (which pending job is tried
+// first, PriorityType=) and Admission (may this job be tried now,
+// AdmissionPlugins=), beside the allocator's three below.
+
+/// What each node of a gang needs, resolved from its request.
+struct NodeNeed {
+  int cpus = 0;
+  std::int64_t memory_mb = 0;
+  int gpus = 0;
+  std::uint64_t features = 0;  ///< the pool's feature bits the node must have
+  alloc::Exclusivity exclusivity = alloc::Exclusivity::kShared;
+  int segment = 1;  ///< nodes per segment (--segment); 1 without one
+
+  /// Whether a node of this capacity could ever host one node of the gang.
+  [[nodiscard]] bool Fits(const alloc::NodeCapacity& c) const {
+    return c.cpus >= cpus && c.memory_mb >= memory_mb && c.gpus >= gpus &&
+           (c.features & features) == features;
+  }
+};
+
+/// Which state a placement attempt looks at: the pool as it is now, or the
+/// pool with every node up and idle (could the gang ever run?).
+enum class View : std::uint8_t { kNow, kIdleCluster };
+
+/// One placement attempt, as node filters see it. Valid for one call.
+struct FilterContext {
+  const alloc::GangRequest& request;
+  const NodeNeed& need;
+  const alloc::NodePool& pool;
+  const topology::Topology& topology;
+  View view;
+  std::span<const std::uint8_t> excluded;  ///< by node: 1 for the request's excluded nodes
+};
+
+/// Why the nodes a filter dropped were dropped, summed over the filters of
+/// one attempt; the allocator's pending reasons quote these counts.
+struct FilterTally {
+  int excluded = 0;    ///< named by --exclude
+  int ineligible = 0;  ///< too small or without a feature, even when idle
+  int down = 0;
+  int drained = 0;
+  int busy = 0;       ///< not enough free now, or not idle for --exclusive
+  int ruled_out = 0;  ///< dropped by a policy filter (not filter/resources)
+};
+
+/// Node filter (NodeFilterPlugins=): which nodes may host one node of the
+/// gang. Filters run in the configured order, each over the nodes the one
+/// before kept; filter/resources comes first.
+class NodeFilter {
+ public:
+  virtual ~NodeFilter() = default;
+  /// The name the registry knows it by, e.g. "filter/resources".
+  [[nodiscard]] virtual std::string_view Name() const = 0;
+  /// Appends to `kept`, in their order, the nodes of `nodes` that may host
+  /// one node of the gang, and counts each node it drops in `tally`.
+  /// `nodes` may repeat a node; each occurrence is judged on its own.
+  virtual void Filter(const FilterContext& context, std::span<const NodeId> nodes,
+                      std::vector<NodeId>& kept, FilterTally& tally) const = 0;
+};
+
+/// The fitting nodes of one group, as node scores see them.
+struct ScoreContext {
+  const NodeNeed& need;
+  const alloc::NodePool& pool;
+  int take = 0;  ///< how many of the nodes the gang takes: the first `take` after ordering
+};
+
+/// Node score (NodeScoreType=): which of the fitting nodes of a group the
+/// gang takes when the group has more than it needs.
+class NodeScore {
+ public:
+  virtual ~NodeScore() = default;
+  [[nodiscard]] virtual std::string_view Name() const = 0;
+  /// Orders `nodes` (fitting, not required, ascending id; more than
+  /// `context.take`) best first. Must be deterministic: break ties by id.
+  virtual void Order(const ScoreContext& context, std::span<NodeId> nodes) const = 0;
+};
+
+/// The whole gang's view of the topology, as domain scores see it: how many
+/// usable nodes each group offers now (whole segments only) and which groups
+/// the required nodes pin.
+struct DomainContext {
+  const alloc::GangRequest& request;
+  const topology::Topology& topology;
+  int wanted = 0;                            ///< nodes of the gang
+  std::span<const int> group_cap;            ///< by group: usable nodes
+  std::span<const int> group_required;       ///< by group: required nodes in it
+  std::span<const GroupId> forced;           ///< groups holding required nodes, ascending
+  SwitchId required_home = topology::kNone;  ///< lowest switch above them; kNone: none
+};
+
+/// Domain score (DomainScoreType=): which switch or block domain, and which
+/// groups in it, hold the whole gang.
+class DomainScore {
+ public:
+  virtual ~DomainScore() = default;
+  [[nodiscard]] virtual std::string_view Name() const = 0;
+  /// Appends to the empty `chosen` the groups the gang spans: every forced
+  /// group, then others whose capacities add up to `wanted`, all under one
+  /// switch. With --switches=N on a topology without blocks, at most N
+  /// groups. Returns false, with `chosen` left empty, when no switch holds
+  /// the gang; the allocator explains why.
+  [[nodiscard]] virtual bool Choose(const DomainContext& context,
+                                    std::vector<GroupId>& chosen) const = 0;
+};
+
+/// The policies the gang allocator consults; never null once made by
+/// MakePlugins.
+struct AllocatorPlugins {
+  std::vector<std::shared_ptr<const NodeFilter>> node_filters;  ///< in order, resources first
+  std::shared_ptr<const NodeScore> node_score;
+  std::shared_ptr<const DomainScore> domain_score;
+};
+
+/// One instance of each chosen policy. Stateless, so shared between the
+/// allocators of several threads.
+struct PluginSet {
+  AllocatorPlugins allocator;
+  // The engine's QueueOrder and Admission plugins join here.
+};
+
+/// Builds the policies `choice` names from the list in plugins/builtin.cpp.
+/// Returns InvalidArgument naming the config key and the known names for an
+/// unknown name, and for a node-filter list without filter/resources first
+/// or with a name twice.
+[[nodiscard]] absl::StatusOr<PluginSet> MakePlugins(const config::PluginChoice& choice);
+
+/// The built-in defaults (filter/resources, score/locality, domain/tightest),
+/// made once and shared; what GangAllocator(topology) uses.
+[[nodiscard]] std::shared_ptr<const AllocatorPlugins> DefaultAllocatorPlugins();
+
+}  // namespace cohort::plugin

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cohort/plugin.h"
+
+namespace cohort::plugin {
+
+/// domain/spread: still the lowest switch and the fewest groups, but worst
+/// fit among them: a gang that fits in one group takes the emptiest such
+/// group, a wider one the roomiest switch and its largest groups. Small jobs
+/// then spread over the leaf switches, so their storage and checkpoint
+/// traffic shares fewer uplinks; the price is fewer empty leaves for the
+/// next wide job.
+class SpreadDomain final : public DomainScore {
+ public:
+  [[nodiscard]] std::string_view Name() const override { return "domain/spread"; }
+  [[nodiscard]] bool Choose(const DomainContext& context,
+                            std::vector<GroupId>& chosen) const override;
+};
+
+}  // namespace cohort::plugin

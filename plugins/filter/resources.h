@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cohort/plugin.h"
+
+namespace cohort::plugin {
+
+/// filter/resources: the node filter placement is correct only with, hence
+/// always first. Drops the request's excluded nodes, nodes too small or
+/// without a feature, and in the View::kNow view nodes down, drained,
+/// without the free CPUs, memory and GPUs one node of the gang needs, or not
+/// idle for an exclusive job.
+class ResourcesFilter final : public NodeFilter {
+ public:
+  [[nodiscard]] std::string_view Name() const override { return "filter/resources"; }
+  void Filter(const FilterContext& context, std::span<const NodeId> nodes,
+              std::vector<NodeId>& kept, FilterTally& tally) const override;
+};
+
+}  // namespace cohort::plugin

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+// The registry of plugins/builtin.cpp and each built-in policy beside the
+// default of its seam, through the allocator that consults them.
+#include "cohort/plugin.h"
+
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace cohort::plugin {
+namespace {
+
+using alloc::GangAllocator;
+using alloc::GangRequest;
+using alloc::NodeGrant;
+using alloc::Outcome;
+using alloc::PlacementResult;
+using testing::Cluster;
+using testing::ClusterBuilder;
+
+// Takes `cpus` CPUs (and no GPU) of each node, as a small job would.
+void Take(Cluster& cluster, const std::string& hostlist, int cpus) {
+  for (const alloc::NodeId n : cluster.Nodes(hostlist)) {
+    const NodeGrant grant{n, cpus, 0, 0};
+    cluster.pool.Commit({&grant, 1});
+  }
+}
+
+GangAllocator AllocatorFor(const Cluster& cluster, const config::PluginChoice& choice) {
+  absl::StatusOr<PluginSet> plugins = MakePlugins(choice);
+  EXPECT_TRUE(plugins.ok()) << plugins.status();
+  return GangAllocator(cluster.topology, plugins->allocator);
+}
+
+// The nodes `request` gets under the policies of `choice`, or why none.
+std::string Placed(const Cluster& cluster, const config::PluginChoice& choice,
+                   const GangRequest& request) {
+  GangAllocator allocator = AllocatorFor(cluster, choice);
+  const PlacementResult result = allocator.Place(request, cluster.pool);
+  return result.outcome == Outcome::kPlaced ? cluster.Names(result.placement)
+                                            : "not placed: " + result.reason;
+}
+
+GangRequest Cpus(int nodes, int cpus) {
+  GangRequest request;
+  request.nodes = nodes;
+  request.cpus_per_task = cpus;
+  return request;
+}
+
+TEST(PluginRegistryTest, DefaultsAreTodaysPolicies) {
+  const absl::StatusOr<PluginSet> plugins = MakePlugins(config::PluginChoice{});
+  ASSERT_TRUE(plugins.ok()) << plugins.status();
+  ASSERT_EQ(plugins->allocator.node_filters.size(), 1U);
+  EXPECT_EQ(plugins->allocator.node_filters[0]->Name(), "filter/resources");
+  EXPECT_EQ(plugins->allocator.node_score->Name(), "score/locality");
+  EXPECT_EQ(plugins->allocator.domain_score->Name(), "domain/tightest");
+  const auto defaults = DefaultAllocatorPlugins();
+  EXPECT_EQ(defaults->node_score->Name(), "score/locality");
+  EXPECT_EQ(defaults, DefaultAllocatorPlugins()) << "made once and shared";
+}
+
+TEST(PluginRegistryTest, UnknownNamesNameTheKeyAndTheKnownNames) {
+  config::PluginChoice choice;
+  choice.node_score = "score/packed";
+  EXPECT_EQ(MakePlugins(choice).status(),
+            absl::InvalidArgumentError("NodeScoreType=score/packed: no such plugin; choose one of "
+                                       "score/locality, score/spread"));
+  choice = {};
+  choice.domain_score = "domain/nvlink";
+  EXPECT_EQ(
+      MakePlugins(choice).status(),
+      absl::InvalidArgumentError("DomainScoreType=domain/nvlink: no such plugin; choose one of "
+                                 "domain/tightest, domain/spread"));
+  choice = {};
+  choice.node_filter = {"filter/resources", "filter/healthy"};
+  EXPECT_EQ(
+      MakePlugins(choice).status(),
+      absl::InvalidArgumentError("NodeFilterPlugins=filter/healthy: no such plugin; choose one of "
+                                 "filter/resources, filter/keep-gpu-nodes"));
+}
+
+TEST(PluginRegistryTest, NodeFiltersMustBeginWithResourcesAndNotRepeat) {
+  config::PluginChoice choice;
+  for (const std::vector<std::string>& filters :
+       {std::vector<std::string>{}, std::vector<std::string>{"filter/keep-gpu-nodes"},
+        std::vector<std::string>{"filter/keep-gpu-nodes", "filter/resources"}}) {
+    choice.node_filter = filters;
+    const absl::Status status = MakePlugins(choice).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("must begin with filter/resources, which alone checks node "
+                                    "state, free resources"),
+              std::string_view::npos)
+        << status;
+  }
+  choice.node_filter = {"filter/resources", "filter/keep-gpu-nodes", "filter/keep-gpu-nodes"};
+  EXPECT_EQ(MakePlugins(choice).status(),
+            absl::InvalidArgumentError(
+                "NodeFilterPlugins=filter/resources,filter/keep-gpu-nodes,filter/keep-gpu-nodes: "
+                "filter/keep-gpu-nodes is listed twice; list each filter once"));
+  choice.node_filter = {"filter/resources", "filter/keep-gpu-nodes"};
+  EXPECT_TRUE(MakePlugins(choice).ok());
+}
+
+// One leaf of four 64-CPU nodes: n001 half busy, n002 a quarter, the rest idle.
+Cluster PartlyBusyLeaf() {
+  Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(4).GpusPerNode(0).Build();
+  Take(cluster, "n001", 32);
+  Take(cluster, "n002", 16);
+  return cluster;
+}
+
+TEST(PluginTest, SpreadScoreTakesTheEmptiestNodesWhereLocalityPacks) {
+  Cluster cluster = PartlyBusyLeaf();
+  config::PluginChoice spread;
+  spread.node_score = "score/spread";
+  EXPECT_EQ(Placed(cluster, {}, Cpus(2, 8)), "n[001-002]");
+  EXPECT_EQ(Placed(cluster, spread, Cpus(2, 8)), "n[003-004]");
+  // Among partly busy nodes, the one with more left wins.
+  Take(cluster, "n[003-004]", 48);
+  EXPECT_EQ(Placed(cluster, {}, Cpus(1, 8)), "n003");
+  EXPECT_EQ(Placed(cluster, spread, Cpus(1, 8)), "n002");
+}
+
+// Three leaves of four nodes with 1, 3 and 4 free.
+Cluster UnevenLeaves() {
+  Cluster cluster = ClusterBuilder().Leaves(3).NodesPerLeaf(4).GpusPerNode(0).Build();
+  Take(cluster, "n[001-003],n005", 64);
+  return cluster;
+}
+
+TEST(PluginTest, SpreadDomainTakesTheEmptiestLeafWhereTightestFillsTheFullest) {
+  const Cluster cluster = UnevenLeaves();
+  config::PluginChoice spread;
+  spread.domain_score = "domain/spread";
+  EXPECT_EQ(Placed(cluster, {}, Cpus(2, 1)), "n[006-007]");
+  EXPECT_EQ(Placed(cluster, spread, Cpus(2, 1)), "n[009-010]");
+  // Wider than any leaf: two leaves either way; tightest keeps leaf1 whole.
+  EXPECT_EQ(Placed(cluster, {}, Cpus(5, 1)), "n[004,009-012]");
+  EXPECT_EQ(Placed(cluster, spread, Cpus(5, 1)), "n[006,009-012]");
+  // A required node keeps its leaf in the gang; the rest comes from the
+  // tightest or from the largest other leaf.
+  GangRequest pinned = Cpus(2, 1);
+  pinned.required_nodes = cluster.Nodes("n004");
+  EXPECT_EQ(Placed(cluster, {}, pinned), "n[004,006]");
+  EXPECT_EQ(Placed(cluster, spread, pinned), "n[004,009]");
+}
+
+// leaf0: four 8-GPU nodes; leaf1: four CPU-only nodes.
+Cluster MixedCluster() {
+  Cluster cluster = ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build();
+  for (config::NodeSpec& spec : cluster.nodes) {
+    const topology::SwitchId leaf = cluster.topology.LeafOf(cluster.Node(spec.name));
+    if (cluster.topology.GetSwitch(leaf).name == "leaf1") spec.gpus = 0;
+  }
+  absl::StatusOr<alloc::NodePool> pool =
+      alloc::NodePool::Create(cluster.topology, cluster.nodes, {});
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  cluster.pool = *std::move(pool);
+  return cluster;
+}
+
+TEST(PluginTest, KeepGpuNodesSendsCpuJobsElsewhere) {
+  Cluster cluster = MixedCluster();
+  GangAllocator by_default = AllocatorFor(cluster, {});
+  PlacementResult result = by_default.Place(Cpus(1, 1), cluster.pool);
+  ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
+  EXPECT_EQ(cluster.Names(result.placement), "n001") << "the first of two equal leaves";
+
+  config::PluginChoice choice;
+  choice.node_filter = {"filter/resources", "filter/keep-gpu-nodes"};
+  GangAllocator keeping = AllocatorFor(cluster, choice);
+  result = keeping.Place(Cpus(1, 1), cluster.pool);
+  ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
+  EXPECT_EQ(cluster.Names(result.placement), "n005");
+  GangRequest gpus = Cpus(2, 1);
+  gpus.gpus_per_node = 8;
+  result = keeping.Place(gpus, cluster.pool);
+  ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
+  EXPECT_EQ(cluster.Names(result.placement), "n[001-002]");
+  // Five CPU-only nodes do not exist: infeasible, and the reason says why.
+  result = keeping.Place(Cpus(5, 1), cluster.pool);
+  EXPECT_EQ(result.outcome, Outcome::kInfeasible);
+  EXPECT_EQ(result.reason,
+            "only 4 of the 8 nodes of the cluster offer 1 CPUs per node; 4 more ruled out by "
+            "filter/keep-gpu-nodes; the job asks for 5");
+  GangRequest pinned = Cpus(1, 1);
+  pinned.required_nodes = cluster.Nodes("n002");
+  result = keeping.Place(pinned, cluster.pool);
+  EXPECT_EQ(result.outcome, Outcome::kInfeasible);
+  EXPECT_EQ(result.reason, "required node n002 is ruled out by filter/keep-gpu-nodes");
+  // With a CPU-only node busy, four CPU-only nodes only wait.
+  Take(cluster, "n005", 64);
+  result = keeping.Place(Cpus(4, 1), cluster.pool);
+  EXPECT_EQ(result.outcome, Outcome::kBusy);
+  EXPECT_EQ(result.reason,
+            "4 nodes needed, 3 of 4 free now (0 down, 0 drained, 1 busy; 4 more ruled out by "
+            "filter/keep-gpu-nodes)");
+}
+
+}  // namespace
+}  // namespace cohort::plugin
