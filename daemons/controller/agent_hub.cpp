@@ -89,9 +89,9 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
           (started.attempt() == 0 || started.attempt() == job->attempt)) {
         std::vector<v1::RankBinding>& ranks = state_.bindings[started.job_id()];
         for (const v1::RankBinding& b : started.bindings()) ranks.push_back(b);
-        std::sort(ranks.begin(), ranks.end(), [](const v1::RankBinding& a, const v1::RankBinding& b) {
-          return a.rank() < b.rank();
-        });
+        std::sort(
+            ranks.begin(), ranks.end(),
+            [](const v1::RankBinding& a, const v1::RankBinding& b) { return a.rank() < b.rank(); });
       }
       break;
     }
@@ -110,23 +110,25 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
     case v1::AgentMessage::kJobReleased:
       engine.JobReleased(message.job_released().job_id(), node, now, effects);
       break;
-    default: break;
+    default:
+      break;
   }
   sink_.Execute(effects);
 }
 
 absl::Status AgentHub::Refusal(const v1::Register& message, AgentLink* link) const {
   if (message.auth_key() != options_.auth_key) {
-    Log("controller")->warn("agent_refused node={} peer={} reason=\"wrong cluster key\"",
-                            message.node_name(), link->PeerHost());
+    Log("controller")
+        ->warn("agent_refused node={} peer={} reason=\"wrong cluster key\"", message.node_name(),
+               link->PeerHost());
     return absl::PermissionDeniedError(
         "the agent's key does not match the cluster's AuthKeyFile; copy the controller's key file "
         "to this node");
   }
   if (!state_.topology->FindNode(message.node_name())) {
-    return absl::FailedPreconditionError(fmt::format(
-        "node {} is not in the controller's cohort.conf; add a NodeName line for it",
-        message.node_name()));
+    return absl::FailedPreconditionError(
+        fmt::format("node {} is not in the controller's cohort.conf; add a NodeName line for it",
+                    message.node_name()));
   }
   if (message.protocol_version() != 1) {
     return absl::FailedPreconditionError(
@@ -151,11 +153,12 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
   const NodeReport report = ReportOf(message);
   Effects effects;
   (void)state_.engine.NodeRegistered(node, report, ControllerState::Now(), effects);
-  Log("controller")->info(
-      "agent_registered node={} peer={} cpus={} memory_mb={} gpus={} running_jobs={} "
-      "finished_jobs={}",
-      message.node_name(), link->PeerHost(), report.cpus, report.memory_mb, report.gpus,
-      report.running.size(), report.finished.size());
+  Log("controller")
+      ->info(
+          "agent_registered node={} peer={} cpus={} memory_mb={} gpus={} running_jobs={} "
+          "finished_jobs={}",
+          message.node_name(), link->PeerHost(), report.cpus, report.memory_mb, report.gpus,
+          report.running.size(), report.finished.size());
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
   link->Send(std::move(reply));

@@ -150,10 +150,10 @@ grpc::ServerUnaryReactor* ClientService::Serve(
   return reactor;
 }
 
-#define COHORT_CLIENT_SERVICE_DEFINE_RPC(Method, Request, Response, Part, Caller)              \
-  grpc::ServerUnaryReactor* ClientService::Method(                                             \
+#define COHORT_CLIENT_SERVICE_DEFINE_RPC(Method, Request, Response, Area, Caller)                 \
+  grpc::ServerUnaryReactor* ClientService::Method(                                                \
       grpc::CallbackServerContext* context, const v1::Request* request, v1::Response* response) { \
-    return Serve(context, *request, response, CallerIdentity::Caller, &Controller::Method);    \
+    return Serve(context, *request, response, CallerIdentity::Caller, &Controller::Method);       \
   }
 COHORT_CONTROLLER_RPCS(COHORT_CLIENT_SERVICE_DEFINE_RPC)
 #undef COHORT_CLIENT_SERVICE_DEFINE_RPC

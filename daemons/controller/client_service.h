@@ -4,11 +4,16 @@
 #include <string>
 
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "cohort/v1/controller_rpcs.h"
 #include "controller.h"
-#include "controller_rpcs.h"
 #include "local_socket.h"
 
 namespace cohort::controller {
+
+/// Whether a call needs to know who calls (the `caller` column of
+/// controller_rpcs.h). Establishing it looks the uid's login name up
+/// (NSS), so calls whose answer is the same for anyone skip it.
+enum class CallerIdentity : std::uint8_t { kNeeded, kUnused };
 
 /// The Controller service of the wire protocol, for clients. Runs on gRPC's
 /// threads: establishes who calls, then hands the call to the Controller's
@@ -17,10 +22,10 @@ class ClientService final : public v1::Controller::CallbackService {
  public:
   ClientService(Controller& controller, const LocalSocket& local, std::string auth_key);
 
-  // One handler per unary call of controller_rpcs.h: establishes who calls
-  // (where the call needs it) and hands the call to the Controller.
-#define COHORT_CLIENT_SERVICE_DECLARE_RPC(Method, Request, Response, Part, Caller)       \
-  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,                 \
+  // One handler per unary call of cohort/v1/controller_rpcs.h: establishes
+  // who calls (where the call needs it) and hands the call to the Controller.
+#define COHORT_CLIENT_SERVICE_DECLARE_RPC(Method, Request, Response, Area, Caller) \
+  grpc::ServerUnaryReactor* Method(grpc::CallbackServerContext* context,           \
                                    const v1::Request* request, v1::Response* response) override;
   COHORT_CONTROLLER_RPCS(COHORT_CLIENT_SERVICE_DECLARE_RPC)
 #undef COHORT_CLIENT_SERVICE_DECLARE_RPC

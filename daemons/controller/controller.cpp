@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <type_traits>
 
-#include <boost/asio/post.hpp>
 #include <fmt/format.h>
+#include <boost/asio/post.hpp>
 
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
@@ -14,10 +14,11 @@
 namespace cohort::controller {
 namespace {
 
-// Posts one call to the thread its part runs on, and runs it there.
+// Posts one call to the thread its part runs on, and runs it there. The
+// request is moved, never copied, on its way.
 template <typename Part, typename Request, typename Response>
 void Dispatch(Part& part, void (Part::*handler)(Request&, const Identity&, Reply<Response>),
-              Request request, Identity who, Reply<Response> reply) {
+              Request&& request, Identity&& who, Reply<Response>&& reply) {
   boost::asio::post(part.io(), [&part, handler, request = std::move(request), who = std::move(who),
                                 reply = std::move(reply)]() mutable {
     (part.*handler)(request, who, std::move(reply));
@@ -55,14 +56,16 @@ Part& Controller::PartOf() {
   } else if constexpr (std::is_same_v<Part, PriorityRpcs>) {
     return priority_rpcs_;
   } else {
-    static_assert(std::is_same_v<Part, HistoryRpcs>, "a part of controller_rpcs.h is not wired");
+    static_assert(std::is_same_v<Part, HistoryRpcs>,
+                  "an area of cohort/v1/controller_rpcs.h has no part");
     return history_rpcs_;
   }
 }
 
-#define COHORT_CONTROLLER_DEFINE_RPC(Method, Request, Response, Part, Caller)                 \
-  void Controller::Method(v1::Request request, Identity who, Reply<v1::Response> reply) {     \
-    Dispatch(PartOf<Part>(), &Part::Method, std::move(request), std::move(who), std::move(reply)); \
+#define COHORT_CONTROLLER_DEFINE_RPC(Method, Request, Response, Area, Caller)               \
+  void Controller::Method(v1::Request request, Identity who, Reply<v1::Response> reply) {   \
+    Dispatch(PartOf<Area##Rpcs>(), &Area##Rpcs::Method, std::move(request), std::move(who), \
+             std::move(reply));                                                             \
   }
 COHORT_CONTROLLER_RPCS(COHORT_CONTROLLER_DEFINE_RPC)
 #undef COHORT_CONTROLLER_DEFINE_RPC
@@ -97,10 +100,11 @@ void Controller::Restore(LoadedState loaded) {
   const std::size_t jobs = saved.jobs.size();
   Effects effects;
   state_.engine.Restore(std::move(saved), ControllerState::Now(), effects);
-  Log("controller")->info("state_loaded path={} jobs={} unreadable={} next_job_id={} drained_nodes={}",
-                          options_.state_path, jobs, unreadable, state_.engine.NextId(),
-                          std::count_if(loaded.nodes.begin(), loaded.nodes.end(),
-                                        [](const StateBatch::NodeRow& r) { return r.drain; }));
+  Log("controller")
+      ->info("state_loaded path={} jobs={} unreadable={} next_job_id={} drained_nodes={}",
+             options_.state_path, jobs, unreadable, state_.engine.NextId(),
+             std::count_if(loaded.nodes.begin(), loaded.nodes.end(),
+                           [](const StateBatch::NodeRow& r) { return r.drain; }));
   Execute(effects);
 }
 
@@ -159,12 +163,13 @@ void Controller::RunPass() {
   const auto took = ended - started;
   next_pass_ = ended + std::min<std::chrono::steady_clock::duration>(took, std::chrono::seconds(1));
   if (const auto& log = Log("sched"); log->should_log(spdlog::level::debug)) {
-    log->debug("pass took_us={} kind={} launches={} changed_jobs={} pending={}",
-               std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
-               state_.engine.LastPassKind(),
-               std::count_if(effects.commands.begin(), effects.commands.end(),
-                             [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
-               effects.changed_jobs.size(), state_.engine.PendingCount());
+    log->debug(
+        "pass took_us={} kind={} launches={} changed_jobs={} pending={}",
+        std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
+        state_.engine.LastPassKind(),
+        std::count_if(effects.commands.begin(), effects.commands.end(),
+                      [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
+        effects.changed_jobs.size(), state_.engine.PendingCount());
   }
   Execute(effects);
 }
@@ -195,9 +200,10 @@ void Controller::LogNodes(const std::vector<NodeId>& nodes) {
     NodeStatus& logged = logged_node_status_[static_cast<std::size_t>(node)];
     if (view.status == logged) continue;
     logged = view.status;
-    Log("controller")->info("node_state node={} state={}{}", state_.topology->NodeName(node),
-                            NodeStatusName(view.status),
-                            view.reason.empty() ? "" : fmt::format(" reason=\"{}\"", view.reason));
+    Log("controller")
+        ->info("node_state node={} state={}{}", state_.topology->NodeName(node),
+               NodeStatusName(view.status),
+               view.reason.empty() ? "" : fmt::format(" reason=\"{}\"", view.reason));
   }
 }
 
@@ -212,17 +218,20 @@ void Controller::Notify(JobId id) {
     for (const alloc::NodeGrant& g : job->placement.grants) {
       nodes.push_back(state_.topology->NodeName(g.node));
     }
-    Log("controller")->info("job_state job={} state={} nodes={} leaves={} reason=\"{}\"", id,
-                            JobStateName(job->state), hostlist::Compress(nodes),
-                            job->placement.leaves.size(), job->reason);
+    Log("controller")
+        ->info("job_state job={} state={} nodes={} leaves={} reason=\"{}\"", id,
+               JobStateName(job->state), hostlist::Compress(nodes), job->placement.leaves.size(),
+               job->reason);
   }
   const bool finished = IsFinished(job->state);
   if (watch_hub_.Watched(id)) {
     v1::JobEvent event;
     JobToWire(*job, state_.specs[id], engine, engine.QueuePosition(id), event.mutable_job());
-    watch_hub_.Publish(id, std::move(event), finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
+    watch_hub_.Publish(id, std::move(event),
+                       finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
   }
-  if (finished || job->state == JobState::kPending) state_.bindings.erase(id);  // ended, or requeued
+  if (finished || job->state == JobState::kPending)
+    state_.bindings.erase(id);  // ended, or requeued
   if (finished) {
     logged_state_.erase(id);
     state_.envs.erase(id);
@@ -233,8 +242,8 @@ void Controller::Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply) 
   boost::asio::post(io_, [this, id, watcher, reply = std::move(reply)]() mutable {
     const Job* job = state_.engine.FindJob(id);
     if (job == nullptr) {
-      outbox_.Respond<bool>(std::move(reply),
-                            absl::NotFoundError(fmt::format("job {} not found; see cohort queue", id)));
+      outbox_.Respond<bool>(std::move(reply), absl::NotFoundError(fmt::format(
+                                                  "job {} not found; see cohort queue", id)));
       return;
     }
     v1::JobEvent event;
@@ -254,9 +263,8 @@ void Controller::Unwatch(JobWatcher* watcher, std::function<void()> after) {
 }
 
 void Controller::OnAgentMessage(AgentLink* link, v1::AgentMessage message) {
-  boost::asio::post(io_, [this, link, message = std::move(message)] {
-    agent_hub_.OnMessage(link, message);
-  });
+  boost::asio::post(
+      io_, [this, link, message = std::move(message)] { agent_hub_.OnMessage(link, message); });
 }
 
 void Controller::OnAgentGone(AgentLink* link, std::function<void()> after) {

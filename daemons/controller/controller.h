@@ -14,7 +14,7 @@
 #include "agent_hub.h"
 #include "cohort/engine.h"
 #include "cohort/v1/cohort.pb.h"
-#include "controller_rpcs.h"
+#include "cohort/v1/controller_rpcs.h"
 #include "controller_state.h"
 #include "history_rpcs.h"
 #include "job_rpcs.h"
@@ -78,8 +78,8 @@ class Controller final : private EffectSink {
   [[nodiscard]] bool Failed() const { return outbox_.Failed(); }
 
   // One entry point per unary call of the Controller service (see
-  // controller_rpcs.h): posts the call to its part's thread.
-#define COHORT_CONTROLLER_DECLARE_RPC(Method, Request, Response, Part, Caller) \
+  // cohort/v1/controller_rpcs.h): posts the call to its part's thread.
+#define COHORT_CONTROLLER_DECLARE_RPC(Method, Request, Response, Area, Caller) \
   void Method(v1::Request request, Identity who, Reply<v1::Response> reply);
   COHORT_CONTROLLER_RPCS(COHORT_CONTROLLER_DECLARE_RPC)
 #undef COHORT_CONTROLLER_DECLARE_RPC

@@ -19,7 +19,8 @@ void JobRpcs::SubmitJob(v1::SubmitJobRequest& request, const Identity& who,
     return;
   }
   Engine& engine = state_.engine;
-  absl::StatusOr<JobRequest> job = RequestFromSpec(request.spec(), who, state_.config.max_array_size);
+  absl::StatusOr<JobRequest> job =
+      RequestFromSpec(request.spec(), who, state_.config.max_array_size);
   if (!job.ok()) {
     outbox_.Respond<v1::SubmitJobResponse>(std::move(reply), job.status());
     return;
@@ -98,8 +99,8 @@ void JobRpcs::GetJob(v1::GetJobRequest& request, const Identity& /*who*/,
     request.set_job_id(ids.empty() ? ref->job : ids.front());
     if (ids.empty() && ref->task >= 0) {
       outbox_.Respond<v1::GetJobResponse>(
-          std::move(reply),
-          absl::NotFoundError(fmt::format("job {} not found; see cohort queue", request.job_ref())));
+          std::move(reply), absl::NotFoundError(fmt::format("job {} not found; see cohort queue",
+                                                            request.job_ref())));
       return;
     }
   }
@@ -121,25 +122,24 @@ void JobRpcs::GetStoredJob(JobId id, Reply<v1::GetJobResponse> reply) {
   // Finished long enough ago to have left memory: the store has it. Read
   // off the state thread; the answer is converted back on it (the topology
   // is the state thread's).
-  reader_.Read([id](Store& store) { return store.FindJob(id); },
-               [this, id, reply = std::move(reply)](
-                   absl::StatusOr<std::optional<v1::JobRecord>> stored) mutable {
-                 if (!stored.ok()) {
-                   outbox_.Respond<v1::GetJobResponse>(std::move(reply), stored.status());
-                   return;
-                 }
-                 if (!stored->has_value()) {
-                   outbox_.Respond<v1::GetJobResponse>(
-                       std::move(reply),
-                       absl::NotFoundError(fmt::format(
-                           "job {} not found; see cohort queue and cohort history", id)));
-                   return;
-                 }
-                 v1::GetJobResponse response;
-                 RecordToWire(**stored, *state_.topology, response.mutable_job());
-                 outbox_.Respond(std::move(reply),
-                                 absl::StatusOr<v1::GetJobResponse>(std::move(response)));
-               });
+  reader_.Read(
+      [id](Store& store) { return store.FindJob(id); },
+      [this, id,
+       reply = std::move(reply)](absl::StatusOr<std::optional<v1::JobRecord>> stored) mutable {
+        if (!stored.ok()) {
+          outbox_.Respond<v1::GetJobResponse>(std::move(reply), stored.status());
+          return;
+        }
+        if (!stored->has_value()) {
+          outbox_.Respond<v1::GetJobResponse>(
+              std::move(reply), absl::NotFoundError(fmt::format(
+                                    "job {} not found; see cohort queue and cohort history", id)));
+          return;
+        }
+        v1::GetJobResponse response;
+        RecordToWire(**stored, *state_.topology, response.mutable_job());
+        outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetJobResponse>(std::move(response)));
+      });
 }
 
 void JobRpcs::ListJobs(v1::ListJobsRequest& request, const Identity& who,
@@ -190,10 +190,18 @@ void JobRpcs::ControlJobs(v1::ControlJobsRequest& request, const Identity& who,
     if (ref.ok()) {
       const Millis now = ControllerState::Now();
       switch (request.action()) {
-        case v1::JOB_HOLD: s = engine.Hold(*ref, caller, effects); break;
-        case v1::JOB_RELEASE: s = engine.Release(*ref, caller, now, effects); break;
-        case v1::JOB_REQUEUE: s = engine.Requeue(*ref, caller, now, effects); break;
-        case v1::JOB_CHECKPOINT_DONE: s = engine.CheckpointDone(*ref, caller, now, effects); break;
+        case v1::JOB_HOLD:
+          s = engine.Hold(*ref, caller, effects);
+          break;
+        case v1::JOB_RELEASE:
+          s = engine.Release(*ref, caller, now, effects);
+          break;
+        case v1::JOB_REQUEUE:
+          s = engine.Requeue(*ref, caller, now, effects);
+          break;
+        case v1::JOB_CHECKPOINT_DONE:
+          s = engine.CheckpointDone(*ref, caller, now, effects);
+          break;
         default:
           s = absl::InvalidArgumentError("action: give hold, release, requeue or checkpoint-done");
       }

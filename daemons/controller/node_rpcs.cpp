@@ -96,11 +96,13 @@ void NodeRpcs::UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
       outbox_.Respond<v1::UpdateNodeResponse>(std::move(reply), s);
       return;
     }
-    Log("controller")->info("node_update node={} action={} by_uid={}", state_.topology->NodeName(n),
-                            request.action() == v1::NODE_DRAIN ? "drain" : "resume", who.uid);
+    Log("controller")
+        ->info("node_update node={} action={} by_uid={}", state_.topology->NodeName(n),
+               request.action() == v1::NODE_DRAIN ? "drain" : "resume", who.uid);
   }
   sink_.Execute(effects);
-  outbox_.Respond(std::move(reply), absl::StatusOr<v1::UpdateNodeResponse>(v1::UpdateNodeResponse{}));
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::UpdateNodeResponse>(v1::UpdateNodeResponse{}));
 }
 
 void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& /*who*/,
@@ -110,10 +112,16 @@ void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& 
   std::vector<int> kind(static_cast<std::size_t>(topology.NodeCount()));
   for (NodeId n = 0; n < topology.NodeCount(); ++n) {
     switch (state_.engine.ViewNode(n).status) {
-      case NodeStatus::kIdle: kind[static_cast<std::size_t>(n)] = 0; break;
+      case NodeStatus::kIdle:
+        kind[static_cast<std::size_t>(n)] = 0;
+        break;
       case NodeStatus::kMixed:
-      case NodeStatus::kAllocated: kind[static_cast<std::size_t>(n)] = 1; break;
-      default: kind[static_cast<std::size_t>(n)] = 2; break;
+      case NodeStatus::kAllocated:
+        kind[static_cast<std::size_t>(n)] = 1;
+        break;
+      default:
+        kind[static_cast<std::size_t>(n)] = 2;
+        break;
     }
   }
   v1::GetTopologyResponse response;
@@ -130,13 +138,15 @@ void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& 
     out->set_node_count(sw.node_count);
     int counts[3] = {0, 0, 0};
     for (const topology::SwitchId leaf : sw.leaves) {
-      for (const NodeId n : topology.GetSwitch(leaf).nodes) ++counts[kind[static_cast<std::size_t>(n)]];
+      for (const NodeId n : topology.GetSwitch(leaf).nodes)
+        ++counts[kind[static_cast<std::size_t>(n)]];
     }
     out->set_idle(counts[0]);
     out->set_allocated(counts[1]);
     out->set_unavailable(counts[2]);
   }
-  for (const topology::SwitchId r : topology.Roots()) response.add_roots(topology.GetSwitch(r).name);
+  for (const topology::SwitchId r : topology.Roots())
+    response.add_roots(topology.GetSwitch(r).name);
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetTopologyResponse>(std::move(response)));
 }
 

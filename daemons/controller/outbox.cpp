@@ -132,16 +132,15 @@ void Outbox::Flush() {
     return;
   }
   committing_ = true;
-  boost::asio::post(store_thread_.io(), [this, batch = std::move(batch),
-                                         out = std::move(out)]() mutable {
-    const auto started = std::chrono::steady_clock::now();
-    absl::Status status = store_->Commit(batch);
-    Log("store")->trace("commit jobs={} nodes={} took_us={}", batch.jobs.size(), batch.nodes.size(),
-                        MicrosSince(started));
-    boost::asio::post(state_io_, [this, status = std::move(status), out = std::move(out)]() mutable {
-      Committed(status, out);
-    });
-  });
+  boost::asio::post(
+      store_thread_.io(), [this, batch = std::move(batch), out = std::move(out)]() mutable {
+        const auto started = std::chrono::steady_clock::now();
+        absl::Status status = store_->Commit(batch);
+        Log("store")->trace("commit jobs={} nodes={} took_us={}", batch.jobs.size(),
+                            batch.nodes.size(), MicrosSince(started));
+        boost::asio::post(state_io_, [this, status = std::move(status),
+                                      out = std::move(out)]() mutable { Committed(status, out); });
+      });
 }
 
 void Outbox::Committed(const absl::Status& status, std::vector<std::function<void()>>& out) {

@@ -23,7 +23,8 @@ void PriorityRpcs::GetPriorities(v1::PriorityRequest& request, const Identity& /
       const std::vector<JobId> found = engine.Lookup(*ref);
       if (found.empty()) {
         outbox_.Respond<v1::PriorityResponse>(
-            std::move(reply), absl::NotFoundError(fmt::format("job {} not found; see cohort queue", text)));
+            std::move(reply),
+            absl::NotFoundError(fmt::format("job {} not found; see cohort queue", text)));
         return;
       }
       ids.insert(ids.end(), found.begin(), found.end());
@@ -41,8 +42,9 @@ void PriorityRpcs::GetPriorities(v1::PriorityRequest& request, const Identity& /
     const Job* job = engine.FindJob(id);
     if (job != nullptr && job->state == JobState::kPending) AddPriority(*job, now, response);
   }
-  std::stable_sort(response.mutable_jobs()->begin(), response.mutable_jobs()->end(),
-                   [](const v1::JobPriority& a, const v1::JobPriority& b) { return a.total() > b.total(); });
+  std::stable_sort(
+      response.mutable_jobs()->begin(), response.mutable_jobs()->end(),
+      [](const v1::JobPriority& a, const v1::JobPriority& b) { return a.total() > b.total(); });
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::PriorityResponse>(std::move(response)));
 }
 
@@ -73,7 +75,8 @@ void PriorityRpcs::GetShares(v1::SharesRequest& /*request*/, const Identity& /*w
                              Reply<v1::SharesResponse> reply) {
   v1::SharesResponse response;
   response.set_half_life_s(state_.config.priority.decay_half_life.count());
-  for (const policy::ShareRow& row : state_.engine.Usage().Rows(state_.config, ControllerState::Now())) {
+  for (const policy::ShareRow& row :
+       state_.engine.Usage().Rows(state_.config, ControllerState::Now())) {
     v1::AccountShare* out = response.add_rows();
     out->set_account(row.account);
     out->set_user(row.user);

@@ -30,7 +30,8 @@ class StoreReader {
   /// the state thread. Any thread may call.
   template <typename ReadFn, typename ThenFn>
   void Read(ReadFn read, ThenFn then) {
-    boost::asio::post(thread_.io(), [this, read = std::move(read), then = std::move(then)]() mutable {
+    boost::asio::post(thread_.io(), [this, read = std::move(read),
+                                     then = std::move(then)]() mutable {
       auto result = read(*reader_);
       boost::asio::post(state_io_, [then = std::move(then), result = std::move(result)]() mutable {
         then(std::move(result));

@@ -20,14 +20,14 @@ void WatchHub::Watch(JobId id, JobWatcher* watcher, v1::JobEvent current, JobWat
   } else {
     watchers_.emplace(id, watcher);
   }
-  outbox_.Defer([this, id, reply = std::move(reply), watcher, event = std::move(current),
-                 last]() mutable {
-    // The client may have gone (and its watcher with it) meanwhile.
-    if (!Registered(id, watcher)) return;
-    if (last == JobWatcher::Last::kYes) finished_watchers_.erase(watcher);
-    reply(true);
-    watcher->Push(std::move(event), last);
-  });
+  outbox_.Defer(
+      [this, id, reply = std::move(reply), watcher, event = std::move(current), last]() mutable {
+        // The client may have gone (and its watcher with it) meanwhile.
+        if (!Registered(id, watcher)) return;
+        if (last == JobWatcher::Last::kYes) finished_watchers_.erase(watcher);
+        reply(true);
+        watcher->Push(std::move(event), last);
+      });
 }
 
 void WatchHub::Unwatch(JobWatcher* watcher) {

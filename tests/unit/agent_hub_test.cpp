@@ -61,7 +61,8 @@ std::string EnvValue(const v1::Launch& launch, const std::string& name) {
 class AgentHubTest : public ::testing::Test {
  protected:
   AgentHubTest() {
-    cohort::testing::Cluster cluster = cohort::testing::ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+    cohort::testing::Cluster cluster =
+        cohort::testing::ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
     config::ClusterConfig config;
     config.nodes = cluster.nodes;
     config::PartitionSpec all;
@@ -233,15 +234,17 @@ TEST_F(AgentHubTest, JobCancelledWhileItsEnvironmentIsReadIsNotLaunched) {
   // Hold the reader's thread so that the cancel surely comes first.
   std::promise<void> open;
   std::shared_future<void> gate = open.get_future().share();
-  reader_->Read([gate](Store& /*store*/) {
-    gate.wait();
-    return 0;
-  }, [](int /*unused*/) {});
+  reader_->Read(
+      [gate](Store& /*store*/) {
+        gate.wait();
+        return 0;
+      },
+      [](int /*unused*/) {});
   Schedule();
   ASSERT_EQ(state_->engine.FindJob(id)->state, JobState::kRunning);
   Effects effects;
-  ASSERT_TRUE(state_->engine.Cancel(JobRef{id, -1}, 0, Caller{1000}, ControllerState::Now(), effects)
-                  .ok());
+  ASSERT_TRUE(
+      state_->engine.Cancel(JobRef{id, -1}, 0, Caller{1000}, ControllerState::Now(), effects).ok());
   sink_->Execute(effects);
   open.set_value();
   DrainReads();

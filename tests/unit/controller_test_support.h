@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 
 #include "store.h"
 

@@ -32,9 +32,7 @@ class FakeRecords final : public RecordSource {
     return "n" + std::to_string(node);
   }
   [[nodiscard]] JobId NextId() const override { return next_id; }
-  [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override {
-    return {};
-  }
+  [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
 
   void Put(JobId id, v1::JobState state) {
     v1::JobRecord& record = jobs[id];

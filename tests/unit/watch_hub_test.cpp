@@ -24,9 +24,7 @@ class OneJobRecords final : public RecordSource {
   [[nodiscard]] NodeAdmin Admin(NodeId /*node*/) const override { return {}; }
   [[nodiscard]] std::string NodeName(NodeId /*node*/) const override { return "n1"; }
   [[nodiscard]] JobId NextId() const override { return 2; }
-  [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override {
-    return {};
-  }
+  [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
   v1::JobState state = v1::JOB_PENDING;
 };
 
@@ -41,8 +39,7 @@ class FakeWatcher final : public JobWatcher {
   explicit FakeWatcher(const testing::StateDir& dir) : dir_(dir) {}
   void Push(v1::JobEvent event, Last last) override {
     std::optional<v1::JobRecord> record = dir_.DurableJob(event.job().id());
-    pushed.push_back({event.job().state(),
-                      last,
+    pushed.push_back({event.job().state(), last,
                       record ? std::optional<v1::JobState>(record->state()) : std::nullopt});
   }
   std::vector<Pushed> pushed;
