@@ -143,52 +143,12 @@ absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const 
   return response;
 }
 
-absl::StatusOr<v1::SubmitJobResponse> ControllerClient::SubmitJob(
-    const v1::SubmitJobRequest& request) {
-  return Unary<v1::SubmitJobResponse>("SubmitJob", request);
-}
-absl::StatusOr<v1::CancelJobResponse> ControllerClient::CancelJob(
-    const v1::CancelJobRequest& request) {
-  return Unary<v1::CancelJobResponse>("CancelJob", request);
-}
-absl::StatusOr<v1::GetJobResponse> ControllerClient::GetJob(const v1::GetJobRequest& request) {
-  return Unary<v1::GetJobResponse>("GetJob", request);
-}
-absl::StatusOr<v1::ListJobsResponse> ControllerClient::ListJobs(
-    const v1::ListJobsRequest& request) {
-  return Unary<v1::ListJobsResponse>("ListJobs", request);
-}
-absl::StatusOr<v1::JobHistoryResponse> ControllerClient::JobHistory(
-    const v1::JobHistoryRequest& request) {
-  return Unary<v1::JobHistoryResponse>("JobHistory", request);
-}
-absl::StatusOr<v1::ListNodesResponse> ControllerClient::ListNodes(
-    const v1::ListNodesRequest& request) {
-  return Unary<v1::ListNodesResponse>("ListNodes", request);
-}
-absl::StatusOr<v1::UpdateNodeResponse> ControllerClient::UpdateNode(
-    const v1::UpdateNodeRequest& request) {
-  return Unary<v1::UpdateNodeResponse>("UpdateNode", request);
-}
-absl::StatusOr<v1::GetTopologyResponse> ControllerClient::GetTopology(
-    const v1::GetTopologyRequest& request) {
-  return Unary<v1::GetTopologyResponse>("GetTopology", request);
-}
-absl::StatusOr<v1::ControlJobsResponse> ControllerClient::ControlJobs(
-    const v1::ControlJobsRequest& request) {
-  return Unary<v1::ControlJobsResponse>("ControlJobs", request);
-}
-absl::StatusOr<v1::ExplainJobResponse> ControllerClient::ExplainJob(
-    const v1::ExplainJobRequest& request) {
-  return Unary<v1::ExplainJobResponse>("ExplainJob", request);
-}
-absl::StatusOr<v1::PriorityResponse> ControllerClient::GetPriorities(
-    const v1::PriorityRequest& request) {
-  return Unary<v1::PriorityResponse>("GetPriorities", request);
-}
-absl::StatusOr<v1::SharesResponse> ControllerClient::GetShares(const v1::SharesRequest& request) {
-  return Unary<v1::SharesResponse>("GetShares", request);
-}
+#define COHORT_CLIENT_DEFINE_CALL(Method, Request, Response, Area, Caller)            \
+  absl::StatusOr<v1::Response> ControllerClient::Method(const v1::Request& request) { \
+    return Unary<v1::Response>(#Method, request);                                     \
+  }
+COHORT_CONTROLLER_RPCS(COHORT_CLIENT_DEFINE_CALL)
+#undef COHORT_CLIENT_DEFINE_CALL
 
 absl::Status ControllerClient::WatchJob(const v1::WatchJobRequest& request,
                                         const std::function<void(const v1::JobEvent&)>& on_event,
@@ -223,7 +183,9 @@ void ControllerClient::PrintError(const absl::Status& status) const {
           "again\n",
           address_, kUnaryDeadline.count());
       break;
-    default: std::cerr << fmt::format("cohort: {}\n", status); break;
+    default:
+      std::cerr << fmt::format("cohort: {}\n", status);
+      break;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/v1/cohort.pb.h"
+#include "cohort/v1/controller_rpcs.h"
 #include "grpc_channel.h"
 
 /// The CLI's connection to cohort-controller.
@@ -61,27 +62,12 @@ class ControllerClient {
 
   [[nodiscard]] const std::string& Address() const { return address_; }
 
-  [[nodiscard]] absl::StatusOr<v1::SubmitJobResponse> SubmitJob(
-      const v1::SubmitJobRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::CancelJobResponse> CancelJob(
-      const v1::CancelJobRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::GetJobResponse> GetJob(const v1::GetJobRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::JobHistoryResponse> JobHistory(
-      const v1::JobHistoryRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::ListNodesResponse> ListNodes(
-      const v1::ListNodesRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::UpdateNodeResponse> UpdateNode(
-      const v1::UpdateNodeRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::GetTopologyResponse> GetTopology(
-      const v1::GetTopologyRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::ControlJobsResponse> ControlJobs(
-      const v1::ControlJobsRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::ExplainJobResponse> ExplainJob(
-      const v1::ExplainJobRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::PriorityResponse> GetPriorities(
-      const v1::PriorityRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::SharesResponse> GetShares(const v1::SharesRequest& request);
+  // One blocking call per unary call of cohort/v1/controller_rpcs.h:
+  // absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest&), ...
+#define COHORT_CLIENT_DECLARE_CALL(Method, Request, Response, Area, Caller) \
+  [[nodiscard]] absl::StatusOr<v1::Response> Method(const v1::Request& request);
+  COHORT_CONTROLLER_RPCS(COHORT_CLIENT_DECLARE_CALL)
+#undef COHORT_CLIENT_DECLARE_CALL
 
   /// Follows a job on the WatchJob stream (no deadline), handing each event
   /// to `on_event`, until the server ends the stream (its status) or

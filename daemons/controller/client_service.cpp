@@ -10,6 +10,9 @@
 namespace cohort::controller {
 namespace {
 
+// The uid of callers the transport does not vouch for.
+constexpr std::uint32_t kNobody = 65534;
+
 std::string Metadata(const grpc::CallbackServerContext& context, const std::string& key) {
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find(key);
@@ -117,14 +120,14 @@ Identity ClientService::Identify(const grpc::CallbackServerContext& context) con
   } else {
     // TCP: a claimed uid is believed only with the cluster key.
     const std::string claimed = Metadata(context, "cohort-uid");
-    std::uint32_t uid = 65534;
+    std::uint32_t uid = kNobody;
     const bool parsed =
         std::from_chars(claimed.data(), claimed.data() + claimed.size(), uid).ec == std::errc();
     if (parsed && !auth_key_.empty() && Metadata(context, "cohort-auth-key") == auth_key_) {
       who.uid = uid;
       who.trust = Identity::Trust::kClusterKey;
     } else {
-      who.uid = 65534;
+      who.uid = kNobody;
       who.trust = Identity::Trust::kAnonymous;
     }
   }
@@ -132,105 +135,32 @@ Identity ClientService::Identify(const grpc::CallbackServerContext& context) con
   return who;
 }
 
-grpc::ServerUnaryReactor* ClientService::SubmitJob(grpc::CallbackServerContext* context,
-                                                   const v1::SubmitJobRequest* request,
-                                                   v1::SubmitJobResponse* response) {
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* ClientService::Serve(
+    grpc::CallbackServerContext* context, const Request& request, Response* response,
+    CallerIdentity caller, void (Controller::*method)(Request, Identity, Reply<Response>)) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.SubmitJob(*request, Identify(*context), Finisher(reactor, response));
+  Identity who;
+  if (caller == CallerIdentity::kNeeded) {
+    who = Identify(*context);
+  } else {
+    who.uid = kNobody;  // the call does not look; nobody, should it ever
+  }
+  (controller_.*method)(request, std::move(who), Finisher(reactor, response));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ClientService::ControlJobs(grpc::CallbackServerContext* context,
-                                                     const v1::ControlJobsRequest* request,
-                                                     v1::ControlJobsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.ControlJobs(*request, Identify(*context), Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::ExplainJob(grpc::CallbackServerContext* context,
-                                                    const v1::ExplainJobRequest* request,
-                                                    v1::ExplainJobResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.ExplainJob(*request, Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::GetPriorities(grpc::CallbackServerContext* context,
-                                                       const v1::PriorityRequest* request,
-                                                       v1::PriorityResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.GetPriorities(*request, Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::GetShares(grpc::CallbackServerContext* context,
-                                                   const v1::SharesRequest* /*request*/,
-                                                   v1::SharesResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.GetShares(Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::CancelJob(grpc::CallbackServerContext* context,
-                                                   const v1::CancelJobRequest* request,
-                                                   v1::CancelJobResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.CancelJob(*request, Identify(*context), Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::GetJob(grpc::CallbackServerContext* context,
-                                                const v1::GetJobRequest* request,
-                                                v1::GetJobResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.GetJob(*request, Identify(*context), Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::ListJobs(grpc::CallbackServerContext* context,
-                                                  const v1::ListJobsRequest* request,
-                                                  v1::ListJobsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.ListJobs(*request, Identify(*context), Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::JobHistory(grpc::CallbackServerContext* context,
-                                                    const v1::JobHistoryRequest* request,
-                                                    v1::JobHistoryResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.JobHistory(*request, Identify(*context), Finisher(reactor, response));
-  return reactor;
-}
+#define COHORT_CLIENT_SERVICE_DEFINE_RPC(Method, Request, Response, Area, Caller)                 \
+  grpc::ServerUnaryReactor* ClientService::Method(                                                \
+      grpc::CallbackServerContext* context, const v1::Request* request, v1::Response* response) { \
+    return Serve(context, *request, response, CallerIdentity::Caller, &Controller::Method);       \
+  }
+COHORT_CONTROLLER_RPCS(COHORT_CLIENT_SERVICE_DEFINE_RPC)
+#undef COHORT_CLIENT_SERVICE_DEFINE_RPC
 
 grpc::ServerWriteReactor<v1::JobEvent>* ClientService::WatchJob(
     grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
   return new WatchReactor(controller_, request->job_id());
-}
-
-grpc::ServerUnaryReactor* ClientService::ListNodes(grpc::CallbackServerContext* context,
-                                                   const v1::ListNodesRequest* request,
-                                                   v1::ListNodesResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.ListNodes(*request, Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::UpdateNode(grpc::CallbackServerContext* context,
-                                                    const v1::UpdateNodeRequest* request,
-                                                    v1::UpdateNodeResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.UpdateNode(*request, Identify(*context), Finisher(reactor, response));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::GetTopology(grpc::CallbackServerContext* context,
-                                                     const v1::GetTopologyRequest* /*request*/,
-                                                     v1::GetTopologyResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  controller_.GetTopology(Finisher(reactor, response));
-  return reactor;
 }
 
 }  // namespace cohort::controller

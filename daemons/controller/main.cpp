@@ -24,6 +24,7 @@
 
 namespace {
 
+using cohort::controller::Controller;
 using cohort::controller::StateSync;
 using cohort::controller::Store;
 
@@ -55,62 +56,52 @@ int CheckState(const std::string& path) {
   return 0;
 }
 
-int Run(int argc, char** argv) {
-  CLI::App app{"cohort-controller: the Cohort cluster's controller service", "cohort-controller"};
-  std::string config_path = std::getenv("COHORT_CONF") != nullptr ? std::getenv("COHORT_CONF")
-                                                                   : "/etc/cohort/cohort.conf";
+struct Flags {
+  std::string config_path;
   std::string listen;
   int port = -1;
   std::string state_dir;
   std::string port_file;
   std::string log_level = "info";
   bool check_state = false;
-  app.add_option("-c,--config", config_path, "cohort.conf (default: $COHORT_CONF or /etc/cohort/cohort.conf)");
-  app.add_option("--listen", listen, "TCP address to listen on (default: ControllerAddr)");
-  app.add_option("--port", port, "TCP port (default: ControllerPort; 0 picks a free one)");
-  app.add_option("--state-dir", state_dir, "state folder, home of the local socket (default: StateDir)");
-  app.add_option("--port-file", port_file, "write the TCP port listened on to this file");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
-  app.add_flag("--check-state", check_state,
+};
+
+void AddFlags(CLI::App& app, Flags& flags) {
+  flags.config_path = std::getenv("COHORT_CONF") != nullptr ? std::getenv("COHORT_CONF")
+                                                             : "/etc/cohort/cohort.conf";
+  app.add_option("-c,--config", flags.config_path,
+                 "cohort.conf (default: $COHORT_CONF or /etc/cohort/cohort.conf)");
+  app.add_option("--listen", flags.listen, "TCP address to listen on (default: ControllerAddr)");
+  app.add_option("--port", flags.port, "TCP port (default: ControllerPort; 0 picks a free one)");
+  app.add_option("--state-dir", flags.state_dir,
+                 "state folder, home of the local socket (default: StateDir)");
+  app.add_option("--port-file", flags.port_file, "write the TCP port listened on to this file");
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error");
+  app.add_flag("--check-state", flags.check_state,
                "check the state database (StateDir/state.db) and summarise it, then exit");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  spdlog::set_level(spdlog::level::from_str(log_level));
-  spdlog::set_default_logger(spdlog::default_logger()->clone("controller"));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
-
-  cohort::shell::LoadedCluster loaded = cohort::shell::LoadCluster({config_path, std::nullopt});
-  if (!cohort::shell::ReportDiagnostics(loaded)) {
-    std::cerr << "cohort-controller: not starting; fix the configuration and check it with: cohort "
-                 "config check -c "
-              << config_path << '\n';
-    return 1;
-  }
-  cohort::config::ClusterConfig config = loaded.config;
-  if (!state_dir.empty()) config.state_dir = state_dir;
-  if (!listen.empty()) config.controller_addr = listen;
-  if (port >= 0) config.controller_port = port;
-  const std::string state_path = (std::filesystem::path(config.state_dir) / "state.db").string();
-  if (check_state) return CheckState(state_path);
-
+// The controller's options from the configuration; nullopt (said on
+// stderr) when the cluster key cannot be read or StateDir not made.
+std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig& config,
+                                             const std::string& state_path) {
   absl::StatusOr<std::string> key = cohort::shell::ReadAuthKey(config.auth_key_file);
   if (!key.ok()) {
     std::cerr << fmt::format(
         "cohort-controller: cannot read the cluster key {}: {}\n  hint: create it with: head -c 32 "
         "/dev/urandom | base64 > {} && chmod 600 {}\n",
-        config.auth_key_file, std::string(key.status().message()),
-        config.auth_key_file, config.auth_key_file);
-    return 1;
+        config.auth_key_file, std::string(key.status().message()), config.auth_key_file,
+        config.auth_key_file);
+    return std::nullopt;
   }
   std::error_code error;
   std::filesystem::create_directories(config.state_dir, error);
   if (error) {
     std::cerr << fmt::format("cohort-controller: cannot create StateDir {}: {}\n", config.state_dir,
                              error.message());
-    return 1;
+    return std::nullopt;
   }
-
-  cohort::controller::Controller::Options options;
+  Controller::Options options;
   options.auth_key = *key;
   options.state_path = state_path;
   options.sync = SyncOf(config.state_sync);
@@ -121,44 +112,50 @@ int Run(int argc, char** argv) {
   options.heartbeat_interval = std::clamp<std::chrono::milliseconds>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config.node_timeout) / 10,
       std::chrono::seconds(1), std::chrono::seconds(30));
-  // The state comes first: a controller that cannot keep its promises does
-  // not start.
-  const auto load_started = std::chrono::steady_clock::now();
-  cohort::controller::Controller::Stores stores;
-  absl::StatusOr<std::unique_ptr<Store>> writer = Store::Open(state_path, Store::Mode::kWrite, options.sync);
+  return options;
+}
+
+// The state database's connections and what it holds.
+struct OpenedState {
+  Controller::Stores stores;
+  cohort::controller::LoadedState loaded;
+  std::chrono::milliseconds read_took{0};
+};
+
+absl::StatusOr<OpenedState> OpenState(const std::string& path, StateSync sync) {
+  const auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<Store>> writer = Store::Open(path, Store::Mode::kWrite, sync);
   absl::StatusOr<cohort::controller::LoadedState> state =
       writer.ok() ? (*writer)->Load() : absl::StatusOr<cohort::controller::LoadedState>(writer.status());
   const auto read_done = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<Store>> reader = Store::Open(state_path, Store::Mode::kRead, options.sync);
-  absl::StatusOr<std::unique_ptr<Store>> history = Store::Open(state_path, Store::Mode::kRead, options.sync);
-  absl::StatusOr<std::unique_ptr<Store>> checkpointer =
-      Store::Open(state_path, Store::Mode::kWrite, options.sync);
+  absl::StatusOr<std::unique_ptr<Store>> reader = Store::Open(path, Store::Mode::kRead, sync);
+  absl::StatusOr<std::unique_ptr<Store>> history = Store::Open(path, Store::Mode::kRead, sync);
+  absl::StatusOr<std::unique_ptr<Store>> checkpointer = Store::Open(path, Store::Mode::kWrite, sync);
   for (const absl::Status& s :
        {state.status(), reader.status(), history.status(), checkpointer.status()}) {
-    if (!s.ok()) {
-      std::cerr << "cohort-controller: not starting: " << s.message() << '\n';
-      return 1;
-    }
+    if (!s.ok()) return s;
   }
-  stores.writer = *std::move(writer);
-  stores.reader = *std::move(reader);
-  stores.history = *std::move(history);
-  stores.checkpointer = *std::move(checkpointer);
-  auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
-  cohort::controller::Controller controller(config, std::move(topology), std::move(*loaded.pool),
-                                            options, std::move(stores), *std::move(state));
-  spdlog::info("state_ready path={} sync={} read_ms={} took_ms={}", state_path, config.state_sync,
-               std::chrono::duration_cast<std::chrono::milliseconds>(read_done - load_started).count(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - load_started)
-                   .count());
+  OpenedState opened;
+  opened.stores.writer = *std::move(writer);
+  opened.stores.reader = *std::move(reader);
+  opened.stores.history = *std::move(history);
+  opened.stores.checkpointer = *std::move(checkpointer);
+  opened.loaded = *std::move(state);
+  opened.read_took = std::chrono::duration_cast<std::chrono::milliseconds>(read_done - started);
+  return opened;
+}
+
+// Serves clients (TCP and the local socket) and agents until SIGINT or
+// SIGTERM, or until a commit fails; then stops in order.
+int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
+          const std::string& auth_key, const std::string& port_file) {
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
     std::cerr << "cohort-controller: " << s.message() << '\n';
     return 1;
   }
-  cohort::controller::ClientService clients(controller, local, options.auth_key);
+  cohort::controller::ClientService clients(controller, local, auth_key);
   cohort::controller::AgentGatewayService agents(controller);
 
   grpc::ServerBuilder builder;
@@ -180,7 +177,7 @@ int Run(int argc, char** argv) {
     std::ofstream(port_file) << bound_port << '\n';
   }
   spdlog::info("controller_started cluster={} listen={}:{} socket={} nodes={}", config.cluster_name,
-               config.controller_addr, bound_port, socket_path, loaded.config.nodes.size());
+               config.controller_addr, bound_port, socket_path, config.nodes.size());
 
   boost::asio::signal_set signals(controller.io(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int signal) {
@@ -199,6 +196,51 @@ int Run(int argc, char** argv) {
   controller.Shutdown();
   spdlog::info("controller_stopped");
   return controller.Failed() ? 1 : 0;
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"cohort-controller: the Cohort cluster's controller service", "cohort-controller"};
+  Flags flags;
+  AddFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  spdlog::set_default_logger(spdlog::default_logger()->clone("controller"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
+
+  cohort::shell::LoadedCluster loaded = cohort::shell::LoadCluster({flags.config_path, std::nullopt});
+  if (!cohort::shell::ReportDiagnostics(loaded)) {
+    std::cerr << "cohort-controller: not starting; fix the configuration and check it with: cohort "
+                 "config check -c "
+              << flags.config_path << '\n';
+    return 1;
+  }
+  cohort::config::ClusterConfig config = loaded.config;
+  if (!flags.state_dir.empty()) config.state_dir = flags.state_dir;
+  if (!flags.listen.empty()) config.controller_addr = flags.listen;
+  if (flags.port >= 0) config.controller_port = flags.port;
+  const std::string state_path = (std::filesystem::path(config.state_dir) / "state.db").string();
+  if (flags.check_state) return CheckState(state_path);
+
+  std::optional<Controller::Options> options = OptionsOf(config, state_path);
+  if (!options) return 1;
+  // The state comes first: a controller that cannot keep its promises does
+  // not start.
+  const auto load_started = std::chrono::steady_clock::now();
+  absl::StatusOr<OpenedState> state = OpenState(state_path, options->sync);
+  if (!state.ok()) {
+    std::cerr << "cohort-controller: not starting: " << state.status().message() << '\n';
+    return 1;
+  }
+  auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
+  Controller controller(config, std::move(topology), std::move(*loaded.pool), *options,
+                        std::move(state->stores), std::move(state->loaded));
+  spdlog::info("state_ready path={} sync={} read_ms={} took_ms={}", state_path, config.state_sync,
+               state->read_took.count(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - load_started)
+                   .count());
+  return Serve(controller, config, options->auth_key, flags.port_file);
 }
 
 }  // namespace

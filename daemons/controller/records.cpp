@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
 #include "wire.h"
 
@@ -198,6 +199,18 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
                           : std::to_string(record.id()));
   out->set_qos(record.qos());
   *out->mutable_preemptions() = record.preemptions();
+}
+
+bool StateRecords::JobRow(JobId id, WithEnv with_env, StateBatch::JobRow& row) {
+  const Job* job = state_.engine.FindJob(id);
+  if (job == nullptr) return false;
+  row.record = ToRecord(*job, state_.specs[id], *state_.topology);
+  if (with_env == WithEnv::kYes) {
+    const auto env = state_.envs.find(id);
+    row.env = env == state_.envs.end() ? v1::JobSpec().SerializeAsString()
+                                       : env->second.SerializeAsString();
+  }
+  return true;
 }
 
 }  // namespace cohort::controller

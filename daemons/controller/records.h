@@ -5,6 +5,8 @@
 #include "cohort/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/state.pb.h"
+#include "controller_state.h"
+#include "outbox.h"
 
 /// Jobs to and from their durable records.
 namespace cohort::controller {
@@ -26,5 +28,24 @@ namespace cohort::controller {
 
 /// What clients see of a job that only the store still has.
 void RecordToWire(const v1::JobRecord& record, const topology::Topology& topology, v1::Job* out);
+
+/// The records the outbox writes, made from the controller's state: jobs
+/// as the engine holds them with their specs as submitted. State thread.
+class StateRecords final : public RecordSource {
+ public:
+  explicit StateRecords(ControllerState& state) : state_(state) {}
+  bool JobRow(JobId id, WithEnv with_env, StateBatch::JobRow& row) override;
+  [[nodiscard]] NodeAdmin Admin(NodeId node) const override { return state_.engine.Admin(node); }
+  [[nodiscard]] std::string NodeName(NodeId node) const override {
+    return state_.topology->NodeName(node);
+  }
+  [[nodiscard]] JobId NextId() const override { return state_.engine.NextId(); }
+  [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis now) const override {
+    return state_.engine.Usage().Snapshot(now);
+  }
+
+ private:
+  ControllerState& state_;
+};
 
 }  // namespace cohort::controller

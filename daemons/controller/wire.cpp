@@ -31,6 +31,14 @@ absl::StatusOr<JobRef> ParseJobRef(std::string_view text) {
   return ref;
 }
 
+absl::Status RequireTrusted(const Identity& who, std::string_view action) {
+  if (who.trust != Identity::Trust::kAnonymous) return absl::OkStatus();
+  return absl::PermissionDeniedError(fmt::format(
+      "{} needs an identity: use the controller's local Unix socket, or present the cluster key "
+      "(AuthKeyFile) over TCP",
+      action));
+}
+
 absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
                                            int max_array_size) {
   auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };

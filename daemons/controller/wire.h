@@ -31,6 +31,11 @@ struct Identity {
   } trust = Trust::kAnonymous;
 };
 
+/// OK unless `who` is anonymous (TCP without the cluster key); then
+/// PermissionDenied saying that `action` needs an identity and how to
+/// present one.
+[[nodiscard]] absl::Status RequireTrusted(const Identity& who, std::string_view action);
+
 /// The engine's request from a submitted spec. InvalidArgument names the
 /// field and the fix.
 [[nodiscard]] absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec,

@@ -19,6 +19,10 @@ for id in "$long" "$fails" "$quick"; do
   wait_until 30 state_is "$id" RUNNING || fail "job $id did not start"
 done
 cohort drain node16 --reason "fan replaced" >/dev/null || fail "drain refused"
+# Held across the restart: its environment is then only in the database,
+# read back (off the state thread) when it launches.
+held=$(RESTART_MARK="kept-$$" submit -H -N 1 -o "$WORK/held-%j.out" -- sh -c 'echo "mark=$RESTART_MARK"')
+[ -n "$held" ] || fail "held job not accepted"
 blocked=$(submit -N 16 -- true)
 [ -n "$blocked" ] || fail "16-node job not accepted"
 
@@ -62,6 +66,13 @@ next=$(submit -N 1 -- true)
 [ "$next" -gt "$blocked" ] || fail "id $next after restart is not above $blocked: an id was reused"
 cohort cancel "$blocked" >/dev/null || fail "cancel $blocked"
 pass "ids continue after the restart"
+
+cohort release "$held" >/dev/null || fail "release $held"
+wait_until 30 finished "$held" || fail "job $held (held across the restart) did not finish"
+[ "$(job_state "$held")" = COMPLETED ] || fail "job $held is $(job_state "$held"), not COMPLETED"
+grep -qx "mark=kept-$$" "$WORK/held-$held.out" ||
+  fail "job $held did not run with the environment it was submitted with: $(cat "$WORK/held-$held.out")"
+pass "a job held across the restart launches with the environment it was submitted with"
 
 # A clean stop (SIGTERM) loses nothing either.
 kill "$CONTROLLER_PID"; wait "$CONTROLLER_PID" 2>/dev/null

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent_hub.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "cohort/fmt_absl.h"
+#include "cohort/hostlist.h"
+#include "controller_log.h"
+
+namespace cohort::controller {
+namespace {
+
+NodeReport ReportOf(const v1::Register& message) {
+  NodeReport report;
+  report.cpus = message.resources().cpus();
+  report.memory_mb = message.resources().memory_mb();
+  report.gpus = message.resources().gpus();
+  report.gpu_groups.assign(message.resources().gpu_groups().begin(),
+                           message.resources().gpu_groups().end());
+  for (const v1::RunningJob& r : message.running()) {
+    report.running.push_back({r.job_id(), r.attempt(), r.ranks_ok()});
+  }
+  for (const v1::FinishedJob& f : message.finished()) {
+    report.finished.push_back({f.job_id(), f.attempt(), f.ranks_ok(), f.failed(), f.exit_code(),
+                               f.signal(), f.launch_error()});
+  }
+  return report;
+}
+
+// Min, max, count and step describe the whole array, as Slurm's do.
+void SetArray(const Job& job, v1::Launch* l) {
+  if (job.array_job_id == 0 || job.array_task_id < 0) return;
+  l->set_array_job_id(job.array_job_id);
+  l->set_array_task_id(job.array_task_id);
+  if (absl::StatusOr<ArraySpec> array =
+          ParseArraySpec(l->spec().array(), std::numeric_limits<int>::max());
+      array.ok() && !array->tasks.empty()) {
+    l->set_array_task_min(array->tasks.front());
+    l->set_array_task_max(array->tasks.back());
+    l->set_array_task_count(static_cast<int>(array->tasks.size()));
+    l->set_array_task_step(array->step);
+  }
+}
+
+// A job's environment as stored; empty (and logged) when it cannot be read.
+std::optional<v1::JobSpec> StoredEnvironment(Store& store, JobId id) {
+  absl::StatusOr<std::optional<v1::JobSpec>> stored = store.FindEnvironment(id);
+  if (!stored.ok()) {
+    Log("store")->error("environment_unreadable job={} reason=\"{}\"", id, stored.status());
+    return std::nullopt;
+  }
+  return *std::move(stored);
+}
+
+}  // namespace
+
+AgentHub::AgentHub(ControllerState& state, Outbox& outbox, StoreReader& reader, EffectSink& sink,
+                   Options options)
+    : state_(state), outbox_(outbox), reader_(reader), sink_(sink), options_(std::move(options)) {}
+
+void AgentHub::OnMessage(AgentLink* link, const v1::AgentMessage& message) {
+  if (message.has_register_()) {
+    Register(link, message.register_());
+    return;
+  }
+  const auto known = link_nodes_.find(link);
+  if (known == link_nodes_.end()) {
+    link->Close(absl::FailedPreconditionError("send Register first"));
+    return;
+  }
+  OnReport(known->second, message);
+}
+
+void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
+  Engine& engine = state_.engine;
+  const Millis now = ControllerState::Now();
+  engine.NodeHeartbeat(node, now);
+  Effects effects;
+  switch (message.message_case()) {
+    case v1::AgentMessage::kRanksStarted: {
+      const v1::RanksStarted& started = message.ranks_started();
+      Log("launch")->debug("ranks_started job={} node={} ranks={}", started.job_id(),
+                           state_.topology->NodeName(node), started.ranks_size());
+      const Job* job = engine.FindJob(started.job_id());
+      if (job != nullptr && job->state == JobState::kRunning &&
+          (started.attempt() == 0 || started.attempt() == job->attempt)) {
+        std::vector<v1::RankBinding>& ranks = state_.bindings[started.job_id()];
+        for (const v1::RankBinding& b : started.bindings()) ranks.push_back(b);
+        std::sort(
+            ranks.begin(), ranks.end(),
+            [](const v1::RankBinding& a, const v1::RankBinding& b) { return a.rank() < b.rank(); });
+      }
+      break;
+    }
+    case v1::AgentMessage::kRankExited: {
+      const v1::RankExited& e = message.rank_exited();
+      engine.RankExited(e.job_id(), node, e.exit_code(), e.signal(), now, effects);
+      break;
+    }
+    case v1::AgentMessage::kLaunchFailed: {
+      const v1::LaunchFailed& e = message.launch_failed();
+      Log("launch")->warn("launch_failed job={} node={} reason=\"{}\"", e.job_id(),
+                          state_.topology->NodeName(node), e.reason());
+      engine.LaunchFailed(e.job_id(), node, e.reason(), now, effects);
+      break;
+    }
+    case v1::AgentMessage::kJobReleased:
+      engine.JobReleased(message.job_released().job_id(), node, now, effects);
+      break;
+    default:
+      break;
+  }
+  sink_.Execute(effects);
+}
+
+absl::Status AgentHub::Refusal(const v1::Register& message, AgentLink* link) const {
+  if (message.auth_key() != options_.auth_key) {
+    Log("controller")
+        ->warn("agent_refused node={} peer={} reason=\"wrong cluster key\"", message.node_name(),
+               link->PeerHost());
+    return absl::PermissionDeniedError(
+        "the agent's key does not match the cluster's AuthKeyFile; copy the controller's key file "
+        "to this node");
+  }
+  if (!state_.topology->FindNode(message.node_name())) {
+    return absl::FailedPreconditionError(
+        fmt::format("node {} is not in the controller's cohort.conf; add a NodeName line for it",
+                    message.node_name()));
+  }
+  if (message.protocol_version() != 1) {
+    return absl::FailedPreconditionError(
+        fmt::format("agent speaks protocol {}, the controller 1; run matching versions",
+                    message.protocol_version()));
+  }
+  return absl::OkStatus();
+}
+
+void AgentHub::Register(AgentLink* link, const v1::Register& message) {
+  if (absl::Status refused = Refusal(message, link); !refused.ok()) {
+    link->Close(std::move(refused));
+    return;
+  }
+  const NodeId node = *state_.topology->FindNode(message.node_name());
+  if (const auto old = links_.find(node); old != links_.end() && old->second != link) {
+    link_nodes_.erase(old->second);
+    old->second->Close(absl::AbortedError("replaced by a newer connection of the same node"));
+  }
+  links_[node] = link;
+  link_nodes_[link] = node;
+  const NodeReport report = ReportOf(message);
+  Effects effects;
+  (void)state_.engine.NodeRegistered(node, report, ControllerState::Now(), effects);
+  Log("controller")
+      ->info(
+          "agent_registered node={} peer={} cpus={} memory_mb={} gpus={} running_jobs={} "
+          "finished_jobs={}",
+          message.node_name(), link->PeerHost(), report.cpus, report.memory_mb, report.gpus,
+          report.running.size(), report.finished.size());
+  v1::ControllerMessage reply;
+  reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
+  link->Send(std::move(reply));
+  sink_.Execute(effects);
+}
+
+void AgentHub::OnGone(AgentLink* link) {
+  const auto it = link_nodes_.find(link);
+  if (it == link_nodes_.end()) return;
+  Log("controller")->info("agent_disconnected node={}", state_.topology->NodeName(it->second));
+  if (links_[it->second] == link) links_.erase(it->second);
+  link_nodes_.erase(it);
+}
+
+void AgentHub::Send(const Command& command) {
+  if (const auto* launch = std::get_if<LaunchCommand>(&command)) {
+    SendLaunch(*launch);
+    return;
+  }
+  v1::ControllerMessage message;
+  NodeId node = 0;
+  if (const auto* signal = std::get_if<SignalCommand>(&command)) {
+    message.mutable_signal()->set_job_id(signal->job);
+    message.mutable_signal()->set_signal(signal->signal);
+    message.mutable_signal()->set_batch_only(signal->batch_only);
+    node = signal->node;
+  } else {
+    const auto& terminate = std::get<TerminateCommand>(command);
+    message.mutable_terminate()->set_job_id(terminate.job);
+    message.mutable_terminate()->set_kill_wait_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(state_.config.kill_wait).count());
+    node = terminate.node;
+  }
+  SendToNode(node, std::move(message));
+}
+
+void AgentHub::SendToNode(NodeId node, v1::ControllerMessage message) {
+  // A node without a stream cannot hear it; when its agent registers again
+  // it reports its jobs and the engine stops what should not run.
+  outbox_.Defer([this, node, message = std::move(message)]() mutable {
+    if (const auto it = links_.find(node); it != links_.end()) it->second->Send(std::move(message));
+  });
+}
+
+void AgentHub::FailLaunch(const LaunchCommand& launch) {
+  // Registered but its stream dropped: the gang cannot start whole.
+  Effects effects;
+  const Millis now = ControllerState::Now();
+  state_.engine.LaunchFailed(launch.job, launch.node, "its agent is not connected", now, effects);
+  state_.engine.JobReleased(launch.job, launch.node, now, effects);
+  sink_.Execute(effects);
+}
+
+void AgentHub::SendLaunch(const LaunchCommand& launch) {
+  const Job* job = state_.engine.FindJob(launch.job);
+  if (job == nullptr) return;
+  if (!links_.contains(launch.node)) {
+    FailLaunch(launch);
+    return;
+  }
+  if (const v1::JobSpec* env = KnownEnvironment(*job)) {
+    Launch(*job, launch, *env);
+    return;
+  }
+  std::vector<AwaitedLaunch>& waiting = awaiting_env_[job->id];
+  waiting.push_back({launch, job->attempt});
+  if (waiting.size() == 1) ReadEnvironment(*job);  // else one read is on its way
+}
+
+const v1::JobSpec* AgentHub::KnownEnvironment(const Job& job) {
+  if (const auto it = state_.envs.find(job.id); it != state_.envs.end()) return &it->second;
+  // An array's tasks share the environment kept with the array.
+  if (job.array_job_id != 0 && job.array_job_id != job.id) {
+    if (const auto it = state_.envs.find(job.array_job_id); it != state_.envs.end()) {
+      return &state_.envs.emplace(job.id, it->second).first->second;
+    }
+  }
+  return nullptr;
+}
+
+void AgentHub::ReadEnvironment(const Job& job) {
+  // Submitted before a restart: the store has it (an array task's with
+  // its array). Read on the reader's thread: a read of the database must
+  // not hold up the state thread.
+  const JobId id = job.id;
+  const JobId array = job.array_job_id != id ? job.array_job_id : 0;
+  reader_.Read(
+      [id, array](Store& store) {
+        std::optional<v1::JobSpec> env = StoredEnvironment(store, id);
+        if (!env && array != 0) env = StoredEnvironment(store, array);
+        return env ? *std::move(env) : v1::JobSpec();
+      },
+      [this, id](v1::JobSpec env) { EnvironmentRead(id, std::move(env)); });
+}
+
+void AgentHub::EnvironmentRead(JobId id, v1::JobSpec env) {
+  auto waiting = awaiting_env_.extract(id);
+  if (waiting.empty()) return;
+  const Job* job = state_.engine.FindJob(id);
+  // A finished job's environment is not kept: it never launches again.
+  if (job == nullptr || IsFinished(job->state)) return;
+  const v1::JobSpec& kept = state_.envs.insert_or_assign(id, std::move(env)).first->second;
+  for (const AwaitedLaunch& awaited : waiting.mapped()) {
+    // Looked up again each time: a failed launch changes the job.
+    job = state_.engine.FindJob(id);
+    if (job == nullptr || job->state != JobState::kRunning || job->attempt != awaited.attempt) {
+      continue;  // cancelled, requeued or failed meanwhile: this launch is stale
+    }
+    if (!links_.contains(awaited.launch.node)) {
+      FailLaunch(awaited.launch);
+      continue;
+    }
+    Launch(*job, awaited.launch, kept);
+  }
+}
+
+void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::JobSpec& env) {
+  const topology::Topology& topology = *state_.topology;
+  v1::ControllerMessage message;
+  v1::Launch* l = message.mutable_launch();
+  l->set_job_id(job.id);
+  l->set_attempt(job.attempt);
+  *l->mutable_spec() = state_.specs[job.id];
+  *l->mutable_spec()->mutable_env() = env.env();
+  l->mutable_spec()->set_name(job.request.name);
+  l->mutable_spec()->set_partition(job.request.partition);
+  l->mutable_spec()->set_account(job.request.account);
+  l->set_uid(job.request.uid);
+  l->set_node_rank(launch.node_rank);
+  std::vector<std::string> names;
+  for (const alloc::NodeGrant& g : job.placement.grants) names.push_back(topology.NodeName(g.node));
+  l->set_nodelist(hostlist::Compress(names));
+  l->set_num_nodes(static_cast<int>(job.placement.grants.size()));
+  l->set_tasks_per_node(job.gang.tasks_per_node);
+  const NodeId master = job.placement.grants.front().node;
+  const auto master_link = links_.find(master);
+  l->set_master_addr(master_link != links_.end() ? master_link->second->PeerHost()
+                                                 : topology.NodeName(master));
+  l->set_master_port(job.master_port);
+  l->set_cpus(launch.grant.cpus);
+  l->set_gpus(launch.grant.gpus);
+  l->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
+  l->set_cluster_name(state_.config.cluster_name);
+  l->set_partition(job.request.partition);
+  SetArray(job, l);
+  // Sent once the job's RUNNING state is durable.
+  outbox_.Defer([this, launch, message = std::move(message)]() mutable {
+    const auto link = links_.find(launch.node);
+    if (link == links_.end()) {
+      FailLaunch(launch);
+      return;
+    }
+    link->second->Send(std::move(message));
+  });
+}
+
+}  // namespace cohort::controller

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cohort/engine.h"
+#include "cohort/v1/cohort.pb.h"
+#include "wire.h"
+
+namespace cohort::controller {
+
+/// What the controller's parts share on the state thread: the engine and
+/// the texts of jobs the engine does not keep. Owned by the Controller;
+/// every part holds a reference and uses it on the state thread only.
+struct ControllerState {
+  ControllerState(config::ClusterConfig cluster_config, std::unique_ptr<topology::Topology> cluster,
+                  alloc::NodePool pool)
+      : config(std::move(cluster_config)),
+        topology(std::move(cluster)),
+        engine(config, *topology, std::move(pool)) {}
+
+  /// The wall clock as the engine counts time. Any thread.
+  [[nodiscard]] static Millis Now() {
+    return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch());
+  }
+
+  config::ClusterConfig config;
+  NodeKinds node_kinds{config};  ///< for checking bindings at submission
+  std::unique_ptr<topology::Topology> topology;
+  Engine engine;
+  std::unordered_map<JobId, v1::JobSpec> specs;  ///< as submitted, without the environment
+  std::unordered_map<JobId, v1::JobSpec> envs;   ///< environments, until the job ends
+  /// Where each rank of a running job runs, as its agents reported.
+  std::unordered_map<JobId, std::vector<v1::RankBinding>> bindings;
+};
+
+/// Carries out what the engine decided (records, commands, events, the next
+/// pass). Implemented by the Controller; parts that call the engine hand it
+/// their effects. State thread only.
+class EffectSink {
+ public:
+  virtual ~EffectSink() = default;
+  /// Executes `effects` and leaves it empty.
+  virtual void Execute(Effects& effects) = 0;
+};
+
+}  // namespace cohort::controller

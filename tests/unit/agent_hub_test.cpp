@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+// The agent hub over a real engine and state database, with fake agent
+// links: who may register, a node's newer stream replaces its older one,
+// launches go out once the job's RUNNING state is durable, and an
+// environment kept only in the store is read off the state thread without
+// launching a job cancelled meanwhile.
+#include "agent_hub.h"
+
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "controller_test_support.h"
+#include "fake_agent_link.h"
+#include "records.h"
+#include "test_support.h"
+
+namespace cohort::controller {
+namespace {
+
+using testing::RunUntil;
+
+constexpr char kKey[] = "cluster-key";
+
+// What the controller does with effects, less the pass and the logs.
+class SendingSink final : public EffectSink {
+ public:
+  explicit SendingSink(Outbox& outbox) : outbox_(outbox) {}
+  void Execute(Effects& effects) override {
+    outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
+    for (const Command& command : effects.commands) hub->Send(command);
+    effects = {};
+    outbox_.ScheduleFlush();
+  }
+  AgentHub* hub = nullptr;
+
+ private:
+  Outbox& outbox_;
+};
+
+v1::AgentMessage RegisterMessage(const std::string& node, const std::string& key = kKey,
+                                 int protocol = 1) {
+  v1::AgentMessage message;
+  v1::Register* r = message.mutable_register_();
+  r->set_node_name(node);
+  r->set_auth_key(key);
+  r->set_protocol_version(protocol);
+  r->mutable_resources()->set_cpus(64);
+  r->mutable_resources()->set_memory_mb(1024 * 1024);
+  r->mutable_resources()->set_gpus(8);
+  return message;
+}
+
+std::string EnvValue(const v1::Launch& launch, const std::string& name) {
+  for (const v1::EnvVar& var : launch.spec().env()) {
+    if (var.name() == name) return var.value();
+  }
+  return {};
+}
+
+class AgentHubTest : public ::testing::Test {
+ protected:
+  AgentHubTest() {
+    cohort::testing::Cluster cluster =
+        cohort::testing::ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+    config::ClusterConfig config;
+    config.nodes = cluster.nodes;
+    config::PartitionSpec all;
+    all.name = "all";
+    all.is_default = true;
+    all.nodes = cluster.topology.NodeNames();
+    all.max_time = std::chrono::hours(1);
+    config.partitions = {all};
+    config.node_timeout = std::chrono::seconds(30);
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster.topology, config.nodes, config.partitions).value();
+    state_ = std::make_unique<ControllerState>(
+        config, std::make_unique<topology::Topology>(std::move(cluster.topology)), std::move(pool));
+    records_ = std::make_unique<StateRecords>(*state_);
+    outbox_ = std::make_unique<Outbox>(io_, *records_, dir_.Open(Store::Mode::kWrite), nullptr, 2);
+    reader_ = std::make_unique<StoreReader>(io_, dir_.Open(Store::Mode::kRead));
+    sink_ = std::make_unique<SendingSink>(*outbox_);
+    hub_ = std::make_unique<AgentHub>(*state_, *outbox_, *reader_, *sink_,
+                                      AgentHub::Options{kKey, std::chrono::seconds(1)});
+    sink_->hub = hub_.get();
+  }
+
+  JobId Submit(int nodes, const std::string& foo) {
+    JobRequest r;
+    r.name = "train";
+    r.user_name = "alice";
+    r.uid = 1000;
+    r.nodes = nodes;
+    r.tasks_per_node = 1;
+    Effects effects;
+    absl::StatusOr<JobId> id = state_->engine.Submit(r, ControllerState::Now(), effects);
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (!id.ok()) return 0;
+    state_->specs[*id].add_argv("train.py");
+    v1::EnvVar* var = state_->envs[*id].add_env();
+    var->set_name("FOO");
+    var->set_value(foo);
+    outbox_->MarkNew(*id);
+    sink_->Execute(effects);
+    return *id;
+  }
+  void Schedule() {
+    Effects effects;
+    state_->engine.Schedule(ControllerState::Now(), effects);
+    sink_->Execute(effects);
+  }
+  // Runs the state thread until everything deferred so far has run.
+  void Drain() {
+    bool done = false;
+    outbox_->Defer([&] { done = true; });
+    ASSERT_TRUE(RunUntil(io_, [&] { return done; }));
+  }
+  // Until every read asked so far has answered on the state thread.
+  void DrainReads() {
+    bool done = false;
+    reader_->Read([](Store& /*store*/) { return 0; }, [&](int /*unused*/) { done = true; });
+    ASSERT_TRUE(RunUntil(io_, [&] { return done; }));
+  }
+  // A job submitted before a restart: its environment is in the store only.
+  JobId SubmitBeforeRestart(int nodes, const std::string& foo) {
+    const JobId id = Submit(nodes, foo);
+    Drain();
+    state_->envs.erase(id);
+    return id;
+  }
+
+  testing::StateDir dir_;
+  boost::asio::io_context io_;
+  std::unique_ptr<ControllerState> state_;
+  std::unique_ptr<StateRecords> records_;
+  std::unique_ptr<Outbox> outbox_;
+  std::unique_ptr<StoreReader> reader_;
+  std::unique_ptr<SendingSink> sink_;
+  std::unique_ptr<AgentHub> hub_;
+};
+
+TEST_F(AgentHubTest, RefusesAgentsItCannotTrust) {
+  FakeAgentLink wrong_key;
+  hub_->OnMessage(&wrong_key, RegisterMessage("n001", "not-the-key"));
+  ASSERT_TRUE(wrong_key.closed.has_value());
+  EXPECT_EQ(wrong_key.closed->code(), absl::StatusCode::kPermissionDenied);
+
+  FakeAgentLink unknown;
+  hub_->OnMessage(&unknown, RegisterMessage("gpu999"));
+  ASSERT_TRUE(unknown.closed.has_value());
+  EXPECT_EQ(unknown.closed->code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(unknown.closed->message().find("gpu999"), std::string_view::npos);
+
+  FakeAgentLink newer;
+  hub_->OnMessage(&newer, RegisterMessage("n001", kKey, 2));
+  ASSERT_TRUE(newer.closed.has_value());
+  EXPECT_EQ(newer.closed->code(), absl::StatusCode::kFailedPrecondition);
+
+  FakeAgentLink silent;
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_job_released()->set_job_id(1);
+  hub_->OnMessage(&silent, heartbeat);
+  ASSERT_TRUE(silent.closed.has_value());
+  EXPECT_EQ(silent.closed->code(), absl::StatusCode::kFailedPrecondition);
+
+  for (const FakeAgentLink* link : {&wrong_key, &unknown, &newer, &silent}) {
+    EXPECT_FALSE(link->Registered());
+  }
+  EXPECT_EQ(state_->engine.ViewNode(0).status, NodeStatus::kUnknown);
+}
+
+TEST_F(AgentHubTest, NodesSecondLinkReplacesTheFirst) {
+  FakeAgentLink first;
+  FakeAgentLink second;
+  hub_->OnMessage(&first, RegisterMessage("n001"));
+  ASSERT_TRUE(first.Registered());
+  hub_->OnMessage(&second, RegisterMessage("n001"));
+  ASSERT_TRUE(first.closed.has_value());
+  EXPECT_EQ(first.closed->code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(second.Registered());
+  EXPECT_FALSE(second.closed.has_value());
+  // The old stream ends after it was replaced: the node keeps the new one.
+  hub_->OnGone(&first);
+  const JobId id = Submit(1, "x");
+  Schedule();
+  ASSERT_TRUE(RunUntil(io_, [&] { return second.Launches().size() == 1; }));
+  EXPECT_EQ(second.Launches()[0].job_id(), id);
+  EXPECT_EQ(second.Launches()[0].master_addr(), "10.0.0.7");
+  EXPECT_EQ(state_->engine.FindJob(id)->state, JobState::kRunning);
+}
+
+TEST_F(AgentHubTest, LaunchGoesOutOnceRunningIsDurable) {
+  FakeAgentLink link;
+  hub_->OnMessage(&link, RegisterMessage("n001"));
+  std::optional<v1::JobState> durable_at_launch;
+  JobId id = 0;
+  link.on_send = [&](const v1::ControllerMessage& message) {
+    if (!message.has_launch()) return;
+    const std::optional<v1::JobRecord> record = dir_.DurableJob(id);
+    durable_at_launch = record ? record->state() : v1::JOB_STATE_UNSPECIFIED;
+  };
+  id = Submit(1, "in-memory");
+  Schedule();
+  EXPECT_TRUE(link.Launches().empty()) << "a launch went out before RUNNING was durable";
+  ASSERT_TRUE(RunUntil(io_, [&] { return link.Launches().size() == 1; }));
+  EXPECT_EQ(durable_at_launch, v1::JOB_RUNNING);
+  EXPECT_EQ(EnvValue(link.Launches()[0], "FOO"), "in-memory");
+}
+
+TEST_F(AgentHubTest, GangLaunchesWaitForTheStoredEnvironmentInOrder) {
+  const JobId id = SubmitBeforeRestart(2, "from-the-store");
+  FakeAgentLink a;
+  FakeAgentLink b;
+  hub_->OnMessage(&a, RegisterMessage("n001"));
+  hub_->OnMessage(&b, RegisterMessage("n002"));
+  Schedule();
+  ASSERT_TRUE(RunUntil(io_, [&] { return a.Launches().size() == 1 && b.Launches().size() == 1; }));
+  for (const FakeAgentLink* link : {&a, &b}) {
+    const v1::Launch launch = link->Launches()[0];
+    EXPECT_EQ(launch.job_id(), id);
+    EXPECT_EQ(launch.num_nodes(), 2);
+    EXPECT_EQ(EnvValue(launch, "FOO"), "from-the-store");
+  }
+  EXPECT_NE(a.Launches()[0].node_rank(), b.Launches()[0].node_rank());
+  // Kept: a later launch of the job does not read it again.
+  ASSERT_TRUE(state_->envs.contains(id));
+  EXPECT_EQ(state_->envs.at(id).env(0).value(), "from-the-store");
+}
+
+TEST_F(AgentHubTest, JobCancelledWhileItsEnvironmentIsReadIsNotLaunched) {
+  const JobId id = SubmitBeforeRestart(1, "never");
+  FakeAgentLink link;
+  hub_->OnMessage(&link, RegisterMessage("n001"));
+  // Hold the reader's thread so that the cancel surely comes first.
+  std::promise<void> open;
+  std::shared_future<void> gate = open.get_future().share();
+  reader_->Read(
+      [gate](Store& /*store*/) {
+        gate.wait();
+        return 0;
+      },
+      [](int /*unused*/) {});
+  Schedule();
+  ASSERT_EQ(state_->engine.FindJob(id)->state, JobState::kRunning);
+  Effects effects;
+  ASSERT_TRUE(
+      state_->engine.Cancel(JobRef{id, -1}, 0, Caller{1000}, ControllerState::Now(), effects).ok());
+  sink_->Execute(effects);
+  open.set_value();
+  DrainReads();
+  Drain();
+  EXPECT_TRUE(link.Launches().empty()) << "a job cancelled before its launch went out was launched";
+  EXPECT_TRUE(std::any_of(link.sent.begin(), link.sent.end(), [&](const v1::ControllerMessage& m) {
+    return m.has_terminate() && m.terminate().job_id() == id;
+  })) << "the node was not told to stop the job";
+}
+
+}  // namespace
+}  // namespace cohort::controller

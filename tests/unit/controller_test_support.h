@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+
+#include "store.h"
+
+/// What the tests of the controller's parts share: a state database in a
+/// temporary folder, and running the state thread's io_context until
+/// something has happened.
+namespace cohort::controller::testing {
+
+/// A temporary folder with the state database, removed at the end.
+class StateDir {
+ public:
+  StateDir() {
+    char pattern[] = "/tmp/cohort-controller-test.XXXXXX";
+    if (::mkdtemp(pattern) != nullptr) dir_ = pattern;
+  }
+  ~StateDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  StateDir(const StateDir&) = delete;
+  StateDir& operator=(const StateDir&) = delete;
+
+  [[nodiscard]] std::string Path() const { return dir_ + "/state.db"; }
+  /// A new connection; fails the test when it cannot be opened.
+  [[nodiscard]] std::unique_ptr<Store> Open(Store::Mode mode) const {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(Path(), mode, StateSync::kOff);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+  /// The job's record as durable now, read on a connection of its own.
+  [[nodiscard]] std::optional<v1::JobRecord> DurableJob(std::int64_t id) const {
+    std::unique_ptr<Store> reader = Open(Store::Mode::kRead);
+    if (reader == nullptr) return std::nullopt;
+    absl::StatusOr<std::optional<v1::JobRecord>> record = reader->FindJob(id);
+    return record.ok() ? *record : std::nullopt;
+  }
+
+ private:
+  std::string dir_;
+};
+
+/// Runs `io` (the state thread, here the test's) until `done`, for at most
+/// ten seconds; false when it never was.
+inline bool RunUntil(boost::asio::io_context& io, const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    io.restart();
+    io.run_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace cohort::controller::testing
