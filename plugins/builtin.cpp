@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every built-in plugin, by the name cohort.conf chooses it by. A new policy
 // is a new file in plugins/<kind>/ and one line in the lists below.
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <span>
@@ -16,6 +18,8 @@
 #include "plugins/domain/tightest.h"
 #include "plugins/filter/keep_gpu_nodes.h"
 #include "plugins/filter/resources.h"
+#include "plugins/priority/fifo.h"
+#include "plugins/priority/multifactor.h"
 #include "plugins/score/locality.h"
 #include "plugins/score/spread.h"
 
@@ -52,7 +56,14 @@ constexpr Entry<DomainScore> kDomainScores[] = {
     {"domain/spread", &Make<DomainScore, SpreadDomain>},
 };
 
-// The engine's lists (PriorityType=, AdmissionPlugins=) come here.
+// PriorityType=
+constexpr Entry<QueueOrder> kQueueOrders[] = {
+    {"priority/multifactor", &Make<QueueOrder, MultifactorOrder>},
+    {"priority/fifo", &Make<QueueOrder, FifoOrder>},
+};
+
+// AdmissionPlugins=: the engine's own rules (src/admission.cpp), by name.
+constexpr std::string_view kAdmissions[] = {"admission/limits"};
 
 template <class Seam>
 absl::StatusOr<std::shared_ptr<const Seam>> Find(std::span<const Entry<Seam>> entries,
@@ -108,7 +119,17 @@ absl::StatusOr<PluginSet> MakePlugins(const config::PluginChoice& choice) {
       Find<DomainScore>(kDomainScores, "DomainScoreType", choice.domain_score);
   if (!domain.ok()) return domain.status();
   set.allocator.domain_score = *std::move(domain);
-  // choice.queue_order and choice.admission are the engine's to resolve.
+  absl::StatusOr<std::shared_ptr<const QueueOrder>> order =
+      Find<QueueOrder>(kQueueOrders, "PriorityType", choice.queue_order);
+  if (!order.ok()) return order.status();
+  set.queue_order = *std::move(order);
+  for (const std::string& name : choice.admission) {
+    if (std::find(std::begin(kAdmissions), std::end(kAdmissions), name) == std::end(kAdmissions)) {
+      return absl::InvalidArgumentError(
+          fmt::format("AdmissionPlugins={}: no such plugin {}; choose among {}",
+                      fmt::join(choice.admission, ","), name, fmt::join(kAdmissions, ", ")));
+    }
+  }
   return set;
 }
 

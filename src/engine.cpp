@@ -10,6 +10,7 @@
 
 #include "cohort/check.h"
 #include "cohort/fmt_absl.h"
+#include "cohort/plugin.h"
 #include "engine_core.h"
 
 namespace cohort {
@@ -30,6 +31,14 @@ config::ClusterConfig WithDefaultQos(config::ClusterConfig config) {
   return config;
 }
 
+// The policies the configuration chooses; the shell checked the choice when
+// it loaded the files (LoadClusterFiles), so a bad one here is a bug.
+plugin::PluginSet PluginsOf(const config::ClusterConfig& config) {
+  absl::StatusOr<plugin::PluginSet> plugins = plugin::MakePlugins(config.plugins);
+  COHORT_CHECK(plugins.ok(), "the plugin choice was validated before the engine was built");
+  return *std::move(plugins);
+}
+
 }  // namespace
 
 namespace engine {
@@ -37,11 +46,12 @@ namespace engine {
 EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Topology& tree,
                        alloc::NodePool nodes_pool)
     : config(WithDefaultQos(cluster)),
+      plugins(PluginsOf(config)),
       topology(tree),
       pool(std::move(nodes_pool)),
-      allocator(tree),
+      allocator(tree, plugins.allocator),
       nodes(*this, tree.NodeCount()),
-      priority(config, tree),
+      priority(config, tree, plugins.queue_order),
       admission(*this),
       preemption(*this),
       planner(*this),
@@ -96,8 +106,9 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
     job.array_job_id = job.id;
     job.array_pending = job.request.array.tasks;
   }
-  job.priority = core.priority.Of(job, now).total;
   Job& queued = core.book.Add(std::move(job));
+  Job* const ranked[] = {&queued};
+  core.priority.Rank(ranked, core.book, now);
   core.planner.Submitted(queued);
   engine::Lifecycle::Changed(queued, effects);
   return queued.id;

@@ -5,6 +5,7 @@
 #include "cohort/cluster_config.h"
 #include "cohort/gang_allocator.h"
 #include "cohort/node_pool.h"
+#include "cohort/plugin.h"
 #include "cohort/topology.h"
 #include "job_book.h"
 #include "lifecycle.h"
@@ -26,6 +27,7 @@ struct EngineCore {
   EngineCore& operator=(const EngineCore&) = delete;
 
   config::ClusterConfig config;  ///< with the default QOS declared
+  plugin::PluginSet plugins;     ///< the policies config.plugins chooses
   const topology::Topology& topology;
   alloc::NodePool pool;
   alloc::GangAllocator allocator;

@@ -281,14 +281,13 @@ void PassPlanner::FullPass(Millis now, Effects& effects) {
   PassState pass;
   BeginPass(pass, now, effects);
   // Multifactor priority, with each (account, user)'s fair share computed once.
-  std::vector<double> shares(core_.book.ShareOwners().size(), -1);
   std::vector<QueueKey> keys;
   keys.reserve(core_.book.Pending().size());
   dependency_targets_.clear();
   singleton_waits_ = false;
   std::vector<Job*> by_id(core_.book.Pending().begin(), core_.book.Pending().end());
+  core_.priority.Rank(by_id, core_.book, now);
   for (Job* job : by_id) {
-    core_.priority.Prioritize(*job, shares, core_.book, now);
     keys.push_back(QueueKey::Of(*job));
     NoteDependencies(*job);
   }
@@ -343,13 +342,13 @@ bool PassPlanner::ReleasePass(Millis now, Effects& effects) {
     keys.push_back(key);
   }
   const std::size_t kept = keys.size();
-  std::vector<double> shares(core_.book.ShareOwners().size(), -1);
+  std::vector<Job*> fresh;
   for (const JobId id : submitted_) {
     Job* job = core_.book.Find(id);
-    if (job == nullptr || job->state != JobState::kPending) continue;
-    core_.priority.Prioritize(*job, shares, core_.book, now);
-    keys.push_back(QueueKey::Of(*job));
+    if (job != nullptr && job->state == JobState::kPending) fresh.push_back(job);
   }
+  core_.priority.Rank(fresh, core_.book, now);
+  for (Job* job : fresh) keys.push_back(QueueKey::Of(*job));
   std::sort(keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
   std::inplace_merge(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
   // Past the last ordered key lie jobs that pass left unordered: reaching

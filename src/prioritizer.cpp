@@ -23,42 +23,23 @@ double TakeUnbilled(Job& job, Millis now) {
 
 }  // namespace
 
-Prioritizer::Prioritizer(const config::ClusterConfig& config, const topology::Topology& topology)
-    : config_(config), topology_(topology), fair_share_(config.priority.decay_half_life) {
-  for (const config::PartitionSpec& p : config.partitions) {
-    max_tier_ = std::max(max_tier_, p.priority_tier);
-  }
-  for (const config::QosSpec& q : config.qos) max_qos_priority_ = std::max(max_qos_priority_, q.priority);
-}
+Prioritizer::Prioritizer(const config::ClusterConfig& config, const topology::Topology& topology,
+                         std::shared_ptr<const plugin::QueueOrder> order)
+    : config_(config),
+      scale_(policy::ScaleOf(config, topology.NodeCount())),
+      order_(std::move(order)),
+      fair_share_(config.priority.decay_half_life) {}
 
 policy::PriorityFactors Prioritizer::Of(const Job& job, Millis now) const {
-  return With(job, fair_share_.Factor(config_, job.request.account, job.request.user_name, now),
-              now);
+  return policy::JobPriority(
+      config_, scale_, job, fair_share_.Factor(config_, job.request.account, job.request.user_name, now),
+      now);
 }
 
-policy::PriorityFactors Prioritizer::With(const Job& job, double fairshare, Millis now) const {
-  policy::PriorityInputs in;
-  in.age =
-      job.state == JobState::kPending ? std::max(Millis{0}, now - job.eligible_time) : Millis{0};
-  in.nodes = job.gang.nodes;
-  in.cluster_nodes = std::max(1, topology_.NodeCount());
-  in.fairshare = fairshare;
-  in.partition_tier = job.priority_tier;
-  in.max_partition_tier = max_tier_;
-  const config::QosSpec* qos = config_.FindQos(job.qos);
-  in.qos_priority = qos == nullptr ? 0 : qos->priority;
-  in.max_qos_priority = max_qos_priority_;
-  return policy::ComputePriority(config_.priority, in);
-}
-
-void Prioritizer::Prioritize(Job& job, std::vector<double>& shares, const JobBook& book,
-                             Millis now) const {
-  double& share = shares[static_cast<std::size_t>(job.share_slot)];
-  if (share < 0) {
-    const auto& [account, user] = book.ShareOwners()[static_cast<std::size_t>(job.share_slot)];
-    share = fair_share_.Factor(config_, account, user, now);
-  }
-  job.priority = With(job, share, now).total;
+void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis now) const {
+  std::vector<double> shares(book.ShareOwners().size(), -1);
+  const plugin::QueueContext context{config_, fair_share_, scale_, now, shares, book.ShareOwners()};
+  order_->Rank(context, jobs);
 }
 
 void Prioritizer::Charge(Job& job, Millis now) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "cohort/cluster_config.h"
 #include "cohort/fair_share.h"
 #include "cohort/job.h"
+#include "cohort/plugin.h"
 #include "cohort/priority.h"
 #include "cohort/topology.h"
 
@@ -13,18 +16,21 @@ namespace cohort::engine {
 
 class JobBook;
 
-/// Fair share and multifactor priority: owns the usage the running jobs are
-/// charged with and computes each pending job's priority from it.
+/// Fair share and the queue order: owns the usage the running jobs are
+/// charged with, and ranks pending jobs with the chosen QueueOrder policy
+/// (PriorityType=).
 class Prioritizer {
  public:
   /// `config` (with its default QOS declared) and `topology` outlive it.
-  Prioritizer(const config::ClusterConfig& config, const topology::Topology& topology);
+  Prioritizer(const config::ClusterConfig& config, const topology::Topology& topology,
+              std::shared_ptr<const plugin::QueueOrder> order);
 
-  /// The multifactor priority of a job at `now`.
+  /// The multifactor factors of a job at `now` (`cohort priority`), whatever
+  /// the queue order.
   [[nodiscard]] policy::PriorityFactors Of(const Job& job, Millis now) const;
-  /// Sets `job.priority`; `shares` caches the fair-share factor per
-  /// (account, user) slot of `book` (-1: not computed yet).
-  void Prioritize(Job& job, std::vector<double>& shares, const JobBook& book, Millis now) const;
+  /// Sets each job's `priority` by the queue order, with each (account,
+  /// user)'s fair share computed once for the batch.
+  void Rank(std::span<Job* const> jobs, const JobBook& book, Millis now) const;
 
   /// Charges what the job used since it was last charged.
   void Charge(Job& job, Millis now);
@@ -35,13 +41,10 @@ class Prioritizer {
   [[nodiscard]] policy::FairShare& Usage() { return fair_share_; }
 
  private:
-  [[nodiscard]] policy::PriorityFactors With(const Job& job, double fairshare, Millis now) const;
-
   const config::ClusterConfig& config_;
-  const topology::Topology& topology_;
+  policy::PriorityScale scale_;
+  std::shared_ptr<const plugin::QueueOrder> order_;
   policy::FairShare fair_share_;
-  int max_tier_ = 0;
-  int max_qos_priority_ = 0;
 };
 
 }  // namespace cohort::engine

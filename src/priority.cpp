@@ -51,4 +51,33 @@ PriorityFactors ComputePriority(const config::PriorityWeights& weights,
   return f;
 }
 
+PriorityScale ScaleOf(const config::ClusterConfig& config, int cluster_nodes) {
+  PriorityScale scale;
+  scale.cluster_nodes = std::max(1, cluster_nodes);
+  for (const config::PartitionSpec& p : config.partitions) {
+    scale.max_partition_tier = std::max(scale.max_partition_tier, p.priority_tier);
+  }
+  for (const config::QosSpec& q : config.qos) {
+    scale.max_qos_priority = std::max(scale.max_qos_priority, q.priority);
+  }
+  return scale;
+}
+
+PriorityFactors JobPriority(const config::ClusterConfig& config, const PriorityScale& scale,
+                            const Job& job, double fairshare, std::chrono::milliseconds now) {
+  PriorityInputs in;
+  in.age = job.state == JobState::kPending
+               ? std::max(std::chrono::milliseconds{0}, now - job.eligible_time)
+               : std::chrono::milliseconds{0};
+  in.nodes = job.gang.nodes;
+  in.cluster_nodes = scale.cluster_nodes;
+  in.fairshare = fairshare;
+  in.partition_tier = job.priority_tier;
+  in.max_partition_tier = scale.max_partition_tier;
+  const config::QosSpec* qos = config.FindQos(job.qos);
+  in.qos_priority = qos == nullptr ? 0 : qos->priority;
+  in.max_qos_priority = scale.max_qos_priority;
+  return ComputePriority(config.priority, in);
+}
+
 }  // namespace cohort::policy

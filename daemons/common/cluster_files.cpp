@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "cohort/fmt_absl.h"
+#include "cohort/plugin.h"
 
 namespace cohort::shell {
 
@@ -97,6 +98,12 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
     loaded.config.partitions.push_back(std::move(all));
   }
 
+  if (absl::StatusOr<plugin::PluginSet> plugins = plugin::MakePlugins(loaded.config.plugins);
+      !plugins.ok()) {
+    loaded.diagnostics.Error({loaded.config_path, 0, 0}, std::string(plugins.status().message()),
+                             "plugins/builtin.cpp registers the policies that exist; see the "
+                             "Scheduler policies section of docs/configuration.md");
+  }
   if (loaded.diagnostics.HasErrors()) return loaded;
   absl::StatusOr<alloc::NodePool> pool =
       alloc::NodePool::Create(loaded.topology, loaded.config.nodes, loaded.config.partitions);

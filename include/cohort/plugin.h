@@ -9,8 +9,11 @@
 
 #include "absl/status/statusor.h"
 #include "cohort/cluster_config.h"
+#include "cohort/fair_share.h"
 #include "cohort/gang_allocator.h"
+#include "cohort/job.h"
 #include "cohort/node_pool.h"
+#include "cohort/priority.h"
 #include "cohort/topology.h"
 
 /// The seams of the scheduler: narrow interfaces behind which policies plug
@@ -26,9 +29,34 @@ using topology::GroupId;
 using topology::NodeId;
 using topology::SwitchId;
 
-// The engine's seams come here: QueueOrder (which pending job is tried
-// first, PriorityType=) and Admission (may this job be tried now,
-// AdmissionPlugins=), beside the allocator's three below.
+/// One ordering of pending jobs (a pass's queue, or the jobs submitted
+/// since), as queue-order policies see it. Valid for one call.
+struct QueueContext {
+  const config::ClusterConfig& config;
+  const policy::FairShare& usage;  ///< charged up to `now`
+  const policy::PriorityScale& scale;
+  Millis now{0};
+  /// Fair-share factor by Job::share_slot, kept for the whole ordering
+  /// (-1: not computed yet), and the (account, user) of each slot.
+  std::span<double> shares;
+  std::span<const std::pair<std::string, std::string>> share_owners;
+};
+
+/// Queue order (PriorityType=): which pending job is tried first. Passes try
+/// jobs by partition tier (highest first), then by the priority this sets
+/// (highest first), then by id (oldest first).
+class QueueOrder {
+ public:
+  virtual ~QueueOrder() = default;
+  [[nodiscard]] virtual std::string_view Name() const = 0;
+  /// Sets `priority` of every job of `jobs` (pending, each with its
+  /// share_slot). Deterministic for the same jobs, usage and `now`.
+  virtual void Rank(const QueueContext& context, std::span<Job* const> jobs) const = 0;
+};
+
+// Admission (AdmissionPlugins=, may this job be tried now) is the engine's
+// own today: holds, dependencies, QOS and partition limits, array throttles
+// (src/admission.cpp); admission/limits is its name.
 
 /// What each node of a gang needs, resolved from its request.
 struct NodeNeed {
@@ -144,7 +172,7 @@ struct AllocatorPlugins {
 /// allocators of several threads.
 struct PluginSet {
   AllocatorPlugins allocator;
-  // The engine's QueueOrder and Admission plugins join here.
+  std::shared_ptr<const QueueOrder> queue_order;
 };
 
 /// Builds the policies `choice` names from the list in plugins/builtin.cpp.

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cohort/cluster_config.h"
+#include "cohort/job.h"
 
 /// Multifactor job priority, as Slurm's priority/multifactor: each factor a
 /// number in [0, 1], the total the weighted sum.
@@ -35,5 +36,19 @@ struct PriorityFactors {
 
 [[nodiscard]] PriorityFactors ComputePriority(const config::PriorityWeights& weights,
                                               const PriorityInputs& inputs);
+
+/// The cluster-wide bounds the factors are normalised by.
+struct PriorityScale {
+  int cluster_nodes = 1;
+  int max_partition_tier = 0;
+  int max_qos_priority = 0;
+};
+/// The highest partition tier and QOS priority of `config`, and its nodes.
+[[nodiscard]] PriorityScale ScaleOf(const config::ClusterConfig& config, int cluster_nodes);
+/// A job's factors at `now` with its owner's fair-share factor `fairshare`
+/// (age counts only while it is pending).
+[[nodiscard]] PriorityFactors JobPriority(const config::ClusterConfig& config,
+                                          const PriorityScale& scale, const Job& job,
+                                          double fairshare, std::chrono::milliseconds now);
 
 }  // namespace cohort::policy
