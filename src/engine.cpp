@@ -32,7 +32,7 @@ config::ClusterConfig WithDefaultQos(config::ClusterConfig config) {
 }
 
 // The policies the configuration chooses; the shell checked the choice when
-// it loaded the files (LoadClusterFiles), so a bad one here is a bug.
+// it loaded the files (shell::LoadCluster), so a bad one here is a bug.
 plugin::PluginSet PluginsOf(const config::ClusterConfig& config) {
   absl::StatusOr<plugin::PluginSet> plugins = plugin::MakePlugins(config.plugins);
   COHORT_CHECK(plugins.ok(), "the plugin choice was validated before the engine was built");
@@ -106,7 +106,7 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
     job.array_job_id = job.id;
     job.array_pending = job.request.array.tasks;
   }
-  Job& queued = core.book.Add(std::move(job));
+  Job& queued = core.book.Add(std::move(job), effects);
   Job* const ranked[] = {&queued};
   core.priority.Rank(ranked, core.book, now);
   core.planner.Submitted(queued);
@@ -222,13 +222,10 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         adopt(job);
       }
     } else if (job.state == JobState::kPending) {
-      job.cause = EndCause::kLaunchFailed;
       job.exit_code = 1;
       job.reason = fmt::format("no longer valid after a configuration change: {}",
                                resolved.status().message());
-      job.end_time = now;
-      core.book.SetState(job, JobState::kFailed);
-      engine::Lifecycle::Changed(job, effects);
+      core.life.Apply(job, JobEvent::kInvalidated, now, effects);
       continue;
     } else if (active) {
       // Its partition changed; keep what the running gang holds.

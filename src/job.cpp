@@ -18,20 +18,19 @@ constexpr auto kCompleting = JobState::kCompleting;
 using Row = std::array<std::optional<JobState>, kJobEventCount>;
 constexpr std::array<Row, kJobStateCount> kTable = {{
     //  Allocated, Succeeded,  RankFailed,  LaunchFailed, Cancelled,  TimeLimit,   NodeLost,
-    //  AllReleased, Preempted, Requeued
+    //  AllReleased, Preempted, Requeued, Invalidated
     {kRunning, kIgnored, kIgnored, kIgnored, JobState::kCancelled, kIgnored, kIgnored, kIgnored,
-     kIgnored, kIgnored},  // pending
+     kIgnored, kIgnored, JobState::kFailed},  // pending
     {kIgnored, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting,
-     kIgnored, kCompleting, kCompleting},  // running
+     kIgnored, kCompleting, kCompleting, kIgnored},  // running
     {kIgnored, kIgnored, kCompleting, kCompleting, kCompleting, kCompleting, kCompleting,
-     kCompleting, kIgnored, kIgnored},  // completing: the final state comes from the cause
+     kCompleting, kIgnored, kIgnored, kIgnored},  // completing: the final state comes from the cause
     {},             // completed
     {},             // failed
     {},             // cancelled
     {},             // timeout
     {},             // node_fail
 }};
-
 }  // namespace
 
 std::optional<JobState> Transition(JobState state, JobEvent event) {
@@ -64,6 +63,7 @@ EndCause CauseOf(JobEvent event) {
     case JobEvent::kNodeLost: return EndCause::kNodeLost;
     case JobEvent::kPreempted: return EndCause::kPreemptRequeue;
     case JobEvent::kRequeued: return EndCause::kRequeued;
+    case JobEvent::kInvalidated: return EndCause::kLaunchFailed;
     case JobEvent::kAllocated:
     case JobEvent::kAllReleased: return EndCause::kNone;
   }
@@ -74,6 +74,13 @@ std::string_view JobStateName(JobState state) {
   static constexpr std::array<std::string_view, kJobStateCount> kNames = {
       "PENDING", "RUNNING", "COMPLETING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"};
   return kNames[static_cast<std::size_t>(state)];
+}
+
+std::string_view JobEventName(JobEvent event) {
+  static constexpr std::array<std::string_view, kJobEventCount> kNames = {
+      "allocated", "ranks_succeeded", "rank_failed", "launch_failed", "cancelled", "time_limit",
+      "node_lost", "all_released", "preempted", "requeued", "invalidated"};
+  return kNames[static_cast<std::size_t>(event)];
 }
 
 std::string DisplayId(const Job& job) {

@@ -32,11 +32,12 @@ const Job& JobBook::At(JobId id) const {
   return *job;
 }
 
-Job& JobBook::Add(Job job) {
+Job& JobBook::Add(Job job, Effects& effects) {
   const JobId id = job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
   Insert(it->second);
+  effects.transitions.push_back({id, std::nullopt, it->second.state, std::nullopt});
   return it->second;
 }
 
@@ -55,8 +56,9 @@ Job* JobBook::Restore(Job job) {
 
 void JobBook::AddArrayTask(JobId array_id, JobId task) { array_tasks_[array_id].push_back(task); }
 
-void JobBook::SetState(Job& job, JobState next) {
+void JobBook::SetState(Job& job, JobState next, JobEvent event, Effects& effects) {
   if (job.state == next) return;
+  effects.transitions.push_back({job.id, job.state, next, event});
   Unindex(job);
   job.state = next;
   Insert(job);

@@ -13,6 +13,7 @@
 #include "cohort/reservation_timeline.h"
 
 namespace cohort {
+struct Effects;
 struct JobRef;
 }
 
@@ -46,15 +47,17 @@ class JobBook {
   /// Restore: ids below `next` are taken.
   void ReserveIdsBelow(JobId next) { next_id_ = std::max(next_id_, next); }
 
-  /// Adds a new job under its id (which must be fresh) and indexes it.
-  Job& Add(Job job);
+  /// Adds a new job under its id (which must be fresh), indexes it and
+  /// reports it in `effects`.
+  Job& Add(Job job, Effects& effects);
   /// Adds a saved job; null when its id is already taken (the first wins).
   Job* Restore(Job job);
   /// Records an array task split off `array_id` (Lookup finds it by task).
   void AddArrayTask(JobId array_id, JobId task);
 
-  /// The one way a job's state changes: moves it between the indexes.
-  void SetState(Job& job, JobState next);
+  /// The one way a job's state changes: moves it between the indexes and
+  /// reports the transition, with the event of job.h's table that caused it.
+  void SetState(Job& job, JobState next, JobEvent event, Effects& effects);
   /// Changes what a pending job's indexes are keyed on (its gang): `change`
   /// runs with the job out of the indexes.
   template <typename Change>

@@ -41,10 +41,11 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
   const std::optional<JobState> next = Transition(job.state, event);
   if (!next) return;
   const JobState before = job.state;
-  if (before == JobState::kPending && *next == JobState::kCancelled) {
-    job.cause = EndCause::kCancelled;
+  if (before == JobState::kPending && IsFinished(*next)) {
+    // Cancelled, or no longer admitted: it ends without having run.
+    job.cause = CauseOf(event);
     job.end_time = now;
-    core_.book.SetState(job, JobState::kCancelled);
+    core_.book.SetState(job, *next, event, effects);
     Changed(job, effects);
     core_.planner.NeedPass();  // it may have been what the jobs behind it waited for
     return;
@@ -54,7 +55,7 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     if (job.cause == EndCause::kNodeLost && job.request.requeue) {
       job.cause = EndCause::kNodeLostRequeue;
     }
-    core_.book.SetState(job, JobState::kCompleting);
+    core_.book.SetState(job, JobState::kCompleting, event, effects);
     if (job.cause != EndCause::kSuccess) StopGang(job, effects);
     Changed(job, effects);
     // Every node may already have confirmed (a launch failure on all).
@@ -67,7 +68,7 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     Finish(job, now, effects);
     return;
   }
-  core_.book.SetState(job, *next);
+  core_.book.SetState(job, *next, event, effects);
   Changed(job, effects);
 }
 
@@ -92,7 +93,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   }
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
-    core_.book.SetState(job, JobState::kPending);
+    core_.book.SetState(job, JobState::kPending, JobEvent::kAllReleased, effects);
     job.reason = "Requeued";
     job.reason_detail = job.cause == EndCause::kPreemptRequeue
                             ? fmt::format("preempted by job {}; runs again when resources allow",
@@ -109,7 +110,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     ++job.attempt;
     core_.planner.NeedPass();
   } else {
-    core_.book.SetState(job, final_state);
+    core_.book.SetState(job, final_state, JobEvent::kAllReleased, effects);
   }
   Changed(job, effects);
 }
@@ -316,7 +317,7 @@ Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
   copy.priority = array.priority;
   copy.charged_until = now;
   const JobId id = copy.id;
-  Job& split = core_.book.Add(std::move(copy));
+  Job& split = core_.book.Add(std::move(copy), effects);
   core_.book.AddArrayTask(array.id, id);
   Changed(array, effects);
   Changed(split, effects);

@@ -280,7 +280,7 @@ void PassPlanner::FullPass(Millis now, Effects& effects) {
   last_full_pass_ = now;
   PassState pass;
   BeginPass(pass, now, effects);
-  // Multifactor priority, with each (account, user)'s fair share computed once.
+  // The queue order's priorities, with each (account, user)'s fair share computed once.
   std::vector<QueueKey> keys;
   keys.reserve(core_.book.Pending().size());
   dependency_targets_.clear();

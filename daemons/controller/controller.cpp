@@ -185,6 +185,7 @@ void Controller::Execute(Effects& effects) {
   }
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
   for (const Command& command : effects.commands) agent_hub_.Send(command);
+  LogTransitions(effects.transitions);
   for (const JobId id : effects.changed_jobs) Notify(id);
   LogNodes(effects.changed_nodes);
   effects = {};
@@ -207,22 +208,28 @@ void Controller::LogNodes(const std::vector<NodeId>& nodes) {
   }
 }
 
+void Controller::LogTransitions(const std::vector<JobTransition>& transitions) {
+  for (const JobTransition& t : transitions) {
+    const Job* job = state_.engine.FindJob(t.job);
+    std::vector<std::string> nodes;
+    if (job != nullptr) {
+      for (const alloc::NodeGrant& g : job->placement.grants) {
+        nodes.push_back(state_.topology->NodeName(g.node));
+      }
+    }
+    Log("controller")
+        ->info("job_state job={} from={} to={} event={} nodes={} leaves={} reason=\"{}\"", t.job,
+               t.from ? JobStateName(*t.from) : "none", JobStateName(t.to),
+               t.event ? JobEventName(*t.event) : "submitted", hostlist::Compress(nodes),
+               job == nullptr ? 0 : job->placement.leaves.size(),
+               job == nullptr ? "" : job->reason);
+  }
+}
+
 void Controller::Notify(JobId id) {
   const Engine& engine = state_.engine;
   const Job* job = engine.FindJob(id);
   if (job == nullptr) return;
-  auto [logged, fresh] = logged_state_.try_emplace(id, job->state);
-  if (fresh || logged->second != job->state) {
-    logged->second = job->state;
-    std::vector<std::string> nodes;
-    for (const alloc::NodeGrant& g : job->placement.grants) {
-      nodes.push_back(state_.topology->NodeName(g.node));
-    }
-    Log("controller")
-        ->info("job_state job={} state={} nodes={} leaves={} reason=\"{}\"", id,
-               JobStateName(job->state), hostlist::Compress(nodes), job->placement.leaves.size(),
-               job->reason);
-  }
   const bool finished = IsFinished(job->state);
   if (watch_hub_.Watched(id)) {
     v1::JobEvent event;
@@ -232,10 +239,7 @@ void Controller::Notify(JobId id) {
   }
   if (finished || job->state == JobState::kPending)
     state_.bindings.erase(id);  // ended, or requeued
-  if (finished) {
-    logged_state_.erase(id);
-    state_.envs.erase(id);
-  }
+  if (finished) state_.envs.erase(id);
 }
 
 void Controller::Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply) {

@@ -106,6 +106,8 @@ class Controller final : private EffectSink {
   void ArmTick();
   void Tick();
   void Notify(JobId id);
+  /// One log line per change of a job's state, as the engine reported it.
+  void LogTransitions(const std::vector<JobTransition>& transitions);
   void LogNodes(const std::vector<NodeId>& nodes);
 
   ControllerState state_;
@@ -128,7 +130,6 @@ class Controller final : private EffectSink {
   NodeRpcs node_rpcs_;
   PriorityRpcs priority_rpcs_;
   HistoryRpcs history_rpcs_;
-  std::map<JobId, JobState> logged_state_;
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
 };
 

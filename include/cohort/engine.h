@@ -56,10 +56,20 @@ struct TerminateCommand {
 };
 using Command = std::variant<LaunchCommand, SignalCommand, TerminateCommand>;
 
+/// A job that changed state, and the event that moved it (job.h's table).
+struct JobTransition {
+  JobId job = 0;
+  std::optional<JobState> from;  ///< none: a new job (submitted, or an array task split off)
+  JobState to = JobState::kPending;
+  std::optional<JobEvent> event;  ///< none for a new job
+};
+
 /// What one call decided: commands for agents, and what changed (for
 /// watchers, logs and persistence).
 struct Effects {
   std::vector<Command> commands;
+  /// Every change of state, in the order it happened.
+  std::vector<JobTransition> transitions;
   std::vector<JobId> changed_jobs;
   std::vector<NodeId> changed_nodes;
   /// Finished jobs past their retention, which the engine no longer knows:

@@ -46,8 +46,9 @@ enum class JobEvent : std::uint8_t {
   kAllReleased,     ///< every node has confirmed its ranks are gone
   kPreempted,       ///< preempted with PreemptMode=REQUEUE (CANCEL uses kCancelled)
   kRequeued,        ///< its owner or an operator asked for it to run again
+  kInvalidated,     ///< restored after a configuration change that no longer admits it
 };
-inline constexpr int kJobEventCount = 10;
+inline constexpr int kJobEventCount = 11;
 
 /// Why a job that is stopping stops; decides its final state.
 enum class EndCause : std::uint8_t {
@@ -74,6 +75,7 @@ enum class EndCause : std::uint8_t {
 [[nodiscard]] EndCause CauseOf(JobEvent event);
 
 [[nodiscard]] std::string_view JobStateName(JobState state);  ///< PENDING, RUNNING, …
+[[nodiscard]] std::string_view JobEventName(JobEvent event);  ///< allocated, rank_failed, …
 [[nodiscard]] bool IsFinished(JobState state);  ///< COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL
 
 /// --signal: a signal the job's ranks get once per attempt, `before` its time

@@ -178,7 +178,42 @@ class RandomEngine {
     Observe(fx);
     if (absl::Status s = engine_->CheckInvariants(); !s.ok()) {
       failure_ = fmt::format("step {}: {}", steps_, s.message());
+    } else if (std::optional<std::string> drift = FollowTransitions(fx)) {
+      failure_ = fmt::format("step {}: {}", steps_, *drift);
     }
+  }
+
+  // The state of every job as its reported transitions tell it must be the
+  // state the engine holds (the controller logs and watches by them), and
+  // each transition must be one the table allows.
+  std::optional<std::string> FollowTransitions(const Effects& fx) {
+    for (const JobTransition& t : fx.transitions) {
+      const auto known = followed_.find(t.job);
+      if (!t.from) {
+        if (known != followed_.end()) return fmt::format("job {} is new twice", t.job);
+      } else if (known == followed_.end() || known->second != *t.from) {
+        return fmt::format("job {} left {} without having entered it", t.job,
+                           JobStateName(*t.from));
+      } else if (!t.event) {
+        return fmt::format("job {} changed state without an event", t.job);
+      } else if (Transition(*t.from, *t.event) != t.to &&
+                 !(*t.from == JobState::kCompleting && *t.event == JobEvent::kAllReleased &&
+                   (IsFinished(t.to) || t.to == JobState::kPending))) {
+        return fmt::format("job {} went {} -> {} on {}, which the table does not allow", t.job,
+                           JobStateName(*t.from), JobStateName(t.to), JobEventName(*t.event));
+      }
+      followed_[t.job] = t.to;
+    }
+    for (const JobId id : fx.forgotten_jobs) followed_.erase(id);
+    for (const auto& [id, job] : engine_->Jobs()) {
+      const auto known = followed_.find(id);
+      if (known == followed_.end() || known->second != job.state) {
+        return fmt::format("job {} is {} but its transitions say {}", id, JobStateName(job.state),
+                           known == followed_.end() ? "nothing" : JobStateName(known->second));
+      }
+    }
+    if (followed_.size() != engine_->Jobs().size()) return "a forgotten job was not reported";
+    return std::nullopt;
   }
 
   // Plays the agents' side of what the engine decided.
@@ -331,6 +366,7 @@ class RandomEngine {
   std::unique_ptr<Engine> engine_;
   Millis now_{1'000'000};
   std::map<std::pair<JobId, NodeId>, Run> runs_;
+  std::map<JobId, JobState> followed_;  ///< by the transitions Effects reported
   NodeId silent_ = -1;
   std::optional<std::string> failure_;
   int steps_ = 0;

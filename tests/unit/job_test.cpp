@@ -13,23 +13,24 @@ constexpr JobEvent kAllEvents[] = {JobEvent::kAllocated,   JobEvent::kRanksSucce
                                    JobEvent::kRankFailed,  JobEvent::kLaunchFailed,
                                    JobEvent::kCancelled,   JobEvent::kTimeLimit,
                                    JobEvent::kNodeLost,    JobEvent::kAllReleased,
-                                   JobEvent::kPreempted,   JobEvent::kRequeued};
+                                   JobEvent::kPreempted,   JobEvent::kRequeued,
+                                   JobEvent::kInvalidated};
 
 // The whole table, written out: (state, event) -> next state or "-".
 TEST(JobTransitionTest, EveryStateAndEvent) {
   const char* expected[kJobStateCount][kJobEventCount] = {
       // Alloc  Succeeded  RankFailed  LaunchFailed  Cancelled  TimeLimit  NodeLost  AllReleased
-      // Preempted  Requeued
-      {"RUNNING", "-", "-", "-", "CANCELLED", "-", "-", "-", "-", "-"},  // PENDING
+      // Preempted  Requeued  Invalidated
+      {"RUNNING", "-", "-", "-", "CANCELLED", "-", "-", "-", "-", "-", "FAILED"},  // PENDING
       {"-", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "-",
-       "COMPLETING", "COMPLETING"},  // RUNNING
+       "COMPLETING", "COMPLETING", "-"},  // RUNNING
       {"-", "-", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING", "COMPLETING",
-       "-", "-"},  // COMPLETING
-      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
-      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+       "-", "-", "-"},  // COMPLETING
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
+      {"-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"},
   };
   for (const JobState state : kAllStates) {
     for (const JobEvent event : kAllEvents) {
