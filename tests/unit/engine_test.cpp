@@ -760,5 +760,45 @@ TEST_F(EngineTest, OversubscribedGangsAllComplete) {
   for (const JobId id : ids) EXPECT_EQ(State(id), JobState::kCompleted);
 }
 
+// The queue order is the chosen plugin: under priority/multifactor a job of
+// a QOS with a higher priority goes before an older one; under
+// priority/fifo the older one goes first whatever its QOS.
+TEST(QueueOrderTest, FifoTriesTheOldestJobFirstWhereMultifactorWeighsTheQos) {
+  const testing::Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+  const auto order_with = [&](const std::string& queue_order) {
+    config::ClusterConfig config;
+    config.nodes = cluster.nodes;
+    config::PartitionSpec all;
+    all.name = "all";
+    all.is_default = true;
+    all.nodes = cluster.topology.NodeNames();
+    config.partitions = {all};
+    config::QosSpec normal;
+    normal.name = "normal";
+    config::QosSpec high;
+    high.name = "high";
+    high.priority = 100;
+    config.qos = {normal, high};
+    config.plugins.queue_order = queue_order;
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster.topology, config.nodes, config.partitions).value();
+    Engine engine(config, cluster.topology, std::move(pool));
+    Effects fx;
+    for (const std::string qos : {"normal", "high"}) {
+      JobRequest r;
+      r.user_name = "alice";
+      r.uid = 1000;
+      r.nodes = 2;
+      r.qos = qos;
+      EXPECT_TRUE(engine.Submit(r, kT0, fx).ok());
+    }
+    engine.Schedule(kT0, fx);  // no node registered: both wait, ordered
+    return engine.PendingOrder();
+  };
+  // Job 1 is the older (normal QOS), job 2 the newer (high QOS).
+  EXPECT_EQ(order_with("priority/fifo"), (std::vector<JobId>{1, 2}));
+  EXPECT_EQ(order_with("priority/multifactor"), (std::vector<JobId>{2, 1}));
+}
+
 }  // namespace
 }  // namespace cohort
