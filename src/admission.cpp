@@ -22,18 +22,17 @@ absl::Status ResolveTime(const JobRequest& request, const config::PartitionSpec&
   if (request.time_limit.count() == 0) {
     job.time_limit = partition.default_time.value_or(partition.max_time);
   } else if (partition.max_time != kUnlimited && request.time_limit > partition.max_time) {
-    return absl::InvalidArgumentError(
-        fmt::format("time: {} is over partition {}'s MaxTime {}; ask for less with -t",
-                    FormatSlurmTime(request.time_limit), partition.name,
-                    FormatSlurmTime(partition.max_time)));
+    return absl::InvalidArgumentError(fmt::format(
+        "time: {} is over partition {}'s MaxTime {}; ask for less with -t",
+        FormatSlurmTime(request.time_limit), partition.name, FormatSlurmTime(partition.max_time)));
   } else {
     job.time_limit = request.time_limit;
   }
   if (qos.max_wall) {
     if (request.time_limit.count() > 0 && request.time_limit > *qos.max_wall) {
-      return absl::InvalidArgumentError(
-          fmt::format("time: {} is over QOS {}'s MaxWall {}; ask for less with -t",
-                      FormatSlurmTime(request.time_limit), qos.name, FormatSlurmTime(*qos.max_wall)));
+      return absl::InvalidArgumentError(fmt::format(
+          "time: {} is over QOS {}'s MaxWall {}; ask for less with -t",
+          FormatSlurmTime(request.time_limit), qos.name, FormatSlurmTime(*qos.max_wall)));
     }
     if (job.time_limit == kUnlimited || job.time_limit > *qos.max_wall) {
       job.time_limit = *qos.max_wall;
@@ -77,7 +76,8 @@ absl::Status ResolveNames(const topology::Topology& topology, const std::vector<
   for (const std::string& name : names) {
     const std::optional<NodeId> id = topology.FindNode(name);
     if (!id) {
-      return absl::InvalidArgumentError(fmt::format("{}: no node {}; see cohort nodes", option, name));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: no node {}; see cohort nodes", option, name));
     }
     out.push_back(*id);
   }
@@ -147,11 +147,13 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   gang.partition = core_.pool.FindPartition(partition->name);
   gang.features = request.features;
   if (request.switches > 0) gang.max_leaves = request.switches;
-  if (absl::Status s = ResolveNames(core_.topology, request.nodelist, "nodelist", gang.required_nodes);
+  if (absl::Status s =
+          ResolveNames(core_.topology, request.nodelist, "nodelist", gang.required_nodes);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ResolveNames(core_.topology, request.exclude, "exclude", gang.excluded_nodes);
+  if (absl::Status s =
+          ResolveNames(core_.topology, request.exclude, "exclude", gang.excluded_nodes);
       !s.ok()) {
     return s;
   }
@@ -163,11 +165,11 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
 }
 
 void Admission::ShowHeld(Job& job, Effects& effects) {
-  Lifecycle::SetReason(job, job.held_by_operator ? "JobHeldAdmin" : "JobHeldUser",
-                       job.held_by_operator
-                           ? "held by an operator; an operator must release it"
+  Lifecycle::SetReason(
+      job, job.held_by_operator ? PendingReason::kJobHeldAdmin : PendingReason::kJobHeldUser,
+      job.held_by_operator ? "held by an operator; an operator must release it"
                            : fmt::format("held; run cohort release {}", DisplayId(job)),
-                       effects);
+      effects);
 }
 
 absl::Status Admission::CheckQueueing(const Job& job) const {
@@ -295,40 +297,38 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
   return dep.terms.empty() ? 1 : 0;
 }
 
-std::string Admission::LimitReached(const Job& job, const PassCounts& counts) const {
-  if (!counts.limits) return {};
+std::optional<Admission::Wait> Admission::LimitReached(const Job& job,
+                                                       const PassCounts& counts) const {
+  if (!counts.limits) return std::nullopt;
   const config::QosSpec* qos = core_.config.FindQos(job.qos);
-  if (qos == nullptr) return {};
+  if (qos == nullptr) return std::nullopt;
   auto at = [](const auto& map, const auto& key) {
     const auto it = map.find(key);
     return it == map.end() ? 0 : it->second;
   };
   const int gpus = GpusAsked(job);
-  if (qos->max_jobs_per_user &&
-      at(counts.jobs_per_user, std::pair{job.qos, job.request.uid}) >= *qos->max_jobs_per_user) {
-    return fmt::format(
-        "QOSMaxJobsPerUserLimit|QOS {} allows {} running jobs per user (MaxJobsPerUser)", qos->name,
-        *qos->max_jobs_per_user);
+  const int user_jobs = at(counts.jobs_per_user, std::pair{job.qos, job.request.uid});
+  if (qos->max_jobs_per_user && user_jobs >= *qos->max_jobs_per_user) {
+    return Wait{PendingReason::kQosMaxJobsPerUser,
+                fmt::format("QOS {} allows {} running jobs per user (MaxJobsPerUser)", qos->name,
+                            *qos->max_jobs_per_user)};
   }
-  if (qos->max_gpus_per_user && at(counts.gpus_per_user, std::pair{job.qos, job.request.uid}) + gpus >
-                                    *qos->max_gpus_per_user) {
-    return fmt::format(
-        "QOSMaxGpusPerUserLimit|QOS {} allows {} GPUs per user (MaxGpusPerUser); {} "
-        "are in use and the job needs {}",
-        qos->name, *qos->max_gpus_per_user,
-        at(counts.gpus_per_user, std::pair{job.qos, job.request.uid}), gpus);
+  const int user_gpus = at(counts.gpus_per_user, std::pair{job.qos, job.request.uid});
+  if (qos->max_gpus_per_user && user_gpus + gpus > *qos->max_gpus_per_user) {
+    return Wait{PendingReason::kQosMaxGpusPerUser,
+                fmt::format("QOS {} allows {} GPUs per user (MaxGpusPerUser); {} are in use and "
+                            "the job needs {}",
+                            qos->name, *qos->max_gpus_per_user, user_gpus, gpus)};
   }
-  if (qos->max_gpus_per_account &&
-      at(counts.gpus_per_account, std::pair{job.qos, job.request.account}) + gpus >
-          *qos->max_gpus_per_account) {
-    return fmt::format(
-        "QOSMaxGpusPerAccountLimit|QOS {} allows {} GPUs per account (MaxGpusPerAccount); account "
-        "{} "
-        "uses {} and the job needs {}",
-        qos->name, *qos->max_gpus_per_account, job.request.account,
-        at(counts.gpus_per_account, std::pair{job.qos, job.request.account}), gpus);
+  const int account_gpus = at(counts.gpus_per_account, std::pair{job.qos, job.request.account});
+  if (qos->max_gpus_per_account && account_gpus + gpus > *qos->max_gpus_per_account) {
+    return Wait{PendingReason::kQosMaxGpusPerAccount,
+                fmt::format("QOS {} allows {} GPUs per account (MaxGpusPerAccount); account {} "
+                            "uses {} and the job needs {}",
+                            qos->name, *qos->max_gpus_per_account, job.request.account,
+                            account_gpus, gpus)};
   }
-  return {};
+  return std::nullopt;
 }
 
 bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects& effects) {
@@ -340,7 +340,7 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     std::string why;
     const int status = DependencyStatus(job, why);
     if (status == 0) {
-      Lifecycle::SetReason(job, "Dependency", why, effects);
+      Lifecycle::SetReason(job, PendingReason::kDependency, why, effects);
       return false;
     }
     if (status < 0) {
@@ -349,25 +349,25 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
         core_.life.Apply(job, JobEvent::kCancelled, now, effects);
         job.array_pending.clear();
       } else {
-        Lifecycle::SetReason(job, "DependencyNeverSatisfied", why, effects);
+        Lifecycle::SetReason(job, PendingReason::kDependencyNeverSatisfied, why, effects);
       }
       return false;
     }
     job.eligible_time = std::max(job.eligible_time, now);
     Lifecycle::Changed(job, effects);
   }
-  if (const std::string limit = LimitReached(job, counts); !limit.empty()) {
-    const std::size_t bar = limit.find('|');
-    Lifecycle::SetReason(job, limit.substr(0, bar), limit.substr(bar + 1), effects);
+  if (std::optional<Wait> limit = LimitReached(job, counts)) {
+    Lifecycle::SetReason(job, limit->reason, limit->detail, effects);
     return false;
   }
   if (!job.array_pending.empty() && job.request.array.max_running > 0) {
     const auto it = counts.array_running.find(job.array_job_id);
     if (it != counts.array_running.end() && it->second >= job.request.array.max_running) {
-      Lifecycle::SetReason(job, "JobArrayTaskLimit",
-                fmt::format("{} tasks of the array run and it allows {} at once (%{})", it->second,
-                            job.request.array.max_running, job.request.array.max_running),
-                effects);
+      Lifecycle::SetReason(
+          job, PendingReason::kJobArrayTaskLimit,
+          fmt::format("{} tasks of the array run and it allows {} at once (%{})", it->second,
+                      job.request.array.max_running, job.request.array.max_running),
+          effects);
       return false;
     }
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -40,9 +41,12 @@ class Admission {
  private:
   /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
   int DependencyStatus(Job& job, std::string& why);
-  /// "Reason|detail" of the first running-job limit the job would pass;
-  /// empty when none.
-  [[nodiscard]] std::string LimitReached(const Job& job, const PassCounts& counts) const;
+  struct Wait {
+    PendingReason reason = PendingReason::kNone;
+    std::string detail;
+  };
+  /// The first running-job limit the job would pass; none when none.
+  [[nodiscard]] std::optional<Wait> LimitReached(const Job& job, const PassCounts& counts) const;
 
   EngineCore& core_;
 };

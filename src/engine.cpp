@@ -64,13 +64,20 @@ EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Top
 
 std::string_view NodeStatusName(NodeStatus status) {
   switch (status) {
-    case NodeStatus::kUnknown: return "UNKNOWN";
-    case NodeStatus::kIdle: return "IDLE";
-    case NodeStatus::kMixed: return "MIXED";
-    case NodeStatus::kAllocated: return "ALLOCATED";
-    case NodeStatus::kDraining: return "DRAINING";
-    case NodeStatus::kDrained: return "DRAINED";
-    case NodeStatus::kDown: return "DOWN";
+    case NodeStatus::kUnknown:
+      return "UNKNOWN";
+    case NodeStatus::kIdle:
+      return "IDLE";
+    case NodeStatus::kMixed:
+      return "MIXED";
+    case NodeStatus::kAllocated:
+      return "ALLOCATED";
+    case NodeStatus::kDraining:
+      return "DRAINING";
+    case NodeStatus::kDrained:
+      return "DRAINED";
+    case NodeStatus::kDown:
+      return "DOWN";
   }
   return "UNKNOWN";
 }
@@ -90,7 +97,8 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   // Refuse what can never run (the allocator remembers the answer by shape).
   const alloc::PlacementResult probe = core.allocator.Feasible(resolved->gang, core.pool);
   if (probe.outcome == alloc::Outcome::kInfeasible) {
-    return absl::FailedPreconditionError(fmt::format("the job can never run here: {}", probe.reason));
+    return absl::FailedPreconditionError(
+        fmt::format("the job can never run here: {}", probe.reason));
   }
   Job job = *std::move(resolved);
   if (absl::Status s = core.admission.CheckQueueing(job); !s.ok()) return s;
@@ -98,9 +106,9 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   job.submit_time = now;
   job.eligible_time = now;
   job.state = JobState::kPending;
-  job.reason = "None";
   job.held = job.request.hold;
-  if (job.held) job.reason = "JobHeldUser";
+  job.pending_reason = job.held ? PendingReason::kJobHeldUser : PendingReason::kNone;
+  job.reason = PendingReasonName(job.pending_reason);
   job.dependency_left = job.request.dependency;
   if (!job.request.array.tasks.empty()) {
     job.array_job_id = job.id;
@@ -124,7 +132,9 @@ absl::StatusOr<Engine::Preview> Engine::TestSubmit(const JobRequest& request) {
     case alloc::Outcome::kPlaced:
       preview.would_run_on = engine::NodeNames(core.topology, result.placement);
       break;
-    case alloc::Outcome::kBusy: preview.reason = result.reason; break;
+    case alloc::Outcome::kBusy:
+      preview.reason = result.reason;
+      break;
     case alloc::Outcome::kInfeasible:
       return absl::FailedPreconditionError(
           fmt::format("the job can never run here: {}", result.reason));
@@ -169,9 +179,15 @@ void Engine::Tick(Millis now, Effects& effects) {
   core.life.Tick(now, effects);
   std::vector<JobId> forgotten = core.book.ForgetFinished(now, kFinishedRetention);
   effects.forgotten_jobs.insert(effects.forgotten_jobs.end(), forgotten.begin(), forgotten.end());
+  COHORT_DCHECK(CheckInvariants().ok(), "the engine's invariants hold after a tick");
 }
 
-void Engine::Schedule(Millis now, Effects& effects) { core_->planner.Schedule(now, effects); }
+void Engine::Schedule(Millis now, Effects& effects) {
+  core_->planner.Schedule(now, effects);
+  // Debug builds check the whole state after every pass (the unit tests
+  // check it after every event); a pass already costs what the queue does.
+  COHORT_DCHECK(CheckInvariants().ok(), "the engine's invariants hold after a pass");
+}
 bool Engine::ScheduleNeeded() const { return core_->planner.ScheduleNeeded(); }
 std::string_view Engine::LastPassKind() const { return core_->planner.LastPassKind(); }
 
@@ -204,6 +220,10 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     if (restored == nullptr) continue;
     Job& job = *restored;
     job.charged_until = now;
+    // The store keeps the reason's name; the engine decides by the enum.
+    if (job.state == JobState::kPending) {
+      job.pending_reason = ParsePendingReason(job.reason).value_or(PendingReason::kNone);
+    }
     const bool active = engine::IsActive(job);
     absl::StatusOr<Job> resolved = core.admission.Resolve(job.request);
     if (resolved.ok()) {
@@ -268,12 +288,14 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
       job.reason = lost;
       core.life.Apply(job, JobEvent::kNodeLost, now, effects);
     } else if (engine::AllReleased(job)) {
-      core.life.Apply(job, job.state == JobState::kRunning ? JobEvent::kNodeLost : JobEvent::kAllReleased,
-            now, effects);
+      core.life.Apply(
+          job, job.state == JobState::kRunning ? JobEvent::kNodeLost : JobEvent::kAllReleased, now,
+          effects);
     }
   }
   for (NodeId n = 0; n < core.topology.NodeCount(); ++n) core.nodes.UpdateCondition(n);
   core.planner.NeedPass();
+  COHORT_DCHECK(CheckInvariants().ok(), "a restored engine's invariants hold");
 }
 
 absl::Status Engine::CheckInvariants() const {
@@ -302,8 +324,8 @@ absl::Status Engine::CheckInvariants() const {
       const alloc::NodeGrant& g = job.placement.grants[rank];
       Used& u = used[static_cast<std::size_t>(g.node)];
       if ((u.gpus & g.gpus) != 0) {
-        return absl::InternalError(fmt::format("gpu of {} allocated twice (job {})",
-                                               core.topology.NodeName(g.node), id));
+        return absl::InternalError(
+            fmt::format("gpu of {} allocated twice (job {})", core.topology.NodeName(g.node), id));
       }
       if (job.state == JobState::kRunning && std::popcount(g.gpus) < job.gang.gpus_per_node) {
         return absl::InternalError(fmt::format("job {} holds too few gpus", id));
@@ -319,9 +341,8 @@ absl::Status Engine::CheckInvariants() const {
     const alloc::NodeFree& f = core.pool.Free(n);
     if (f.cpus != c.cpus - u.cpus || f.memory_mb != c.memory_mb - u.memory_mb ||
         f.gpus != (alloc::AllGpus(c.gpus) & ~u.gpus)) {
-      return absl::InternalError(
-          fmt::format("node {}: free resources disagree with the jobs holding it",
-                      core.topology.NodeName(n)));
+      return absl::InternalError(fmt::format(
+          "node {}: free resources disagree with the jobs holding it", core.topology.NodeName(n)));
     }
   }
   return absl::OkStatus();

@@ -29,9 +29,8 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
   }
   Job& job = *found;
   if (!caller.IsOperator() && caller.uid != job.request.uid) {
-    return absl::PermissionDeniedError(
-        fmt::format("job {} belongs to {}; you can cancel only your own jobs", id,
-                    job.request.user_name));
+    return absl::PermissionDeniedError(fmt::format(
+        "job {} belongs to {}; you can cancel only your own jobs", id, job.request.user_name));
   }
   if (IsFinished(job.state)) {
     return absl::FailedPreconditionError(
@@ -39,9 +38,8 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
   }
   if (signal != 0) {
     if (job.state != JobState::kRunning) {
-      return absl::FailedPreconditionError(
-          fmt::format("job {} is {}; only running jobs can be signalled", id,
-                      JobStateName(job.state)));
+      return absl::FailedPreconditionError(fmt::format(
+          "job {} is {}; only running jobs can be signalled", id, JobStateName(job.state)));
     }
     for (const alloc::NodeGrant& g : job.placement.grants) {
       effects.commands.emplace_back(SignalCommand{id, g.node, signal, false});
@@ -117,8 +115,9 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
     ++held;
   }
   if (held == 0) {
-    return absl::FailedPreconditionError(fmt::format(
-        "job {} is not pending; only pending jobs can be held", DisplayId(core.book.At(ids.front()))));
+    return absl::FailedPreconditionError(
+        fmt::format("job {} is not pending; only pending jobs can be held",
+                    DisplayId(core.book.At(ids.front()))));
   }
   core.planner.NeedPass();  // reservations it held are free for others
   return absl::OkStatus();
@@ -141,7 +140,7 @@ absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effec
     job.held = false;
     job.held_by_operator = false;
     job.eligible_time = now;
-    engine::Lifecycle::SetReason(job, "None", "", effects);
+    engine::Lifecycle::SetReason(job, PendingReason::kNone, "", effects);
     ++released;
   }
   if (released == 0) {
@@ -188,8 +187,8 @@ absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now
     if (absl::Status s = CheckOwner(job, caller, "stop"); !s.ok()) return s;
     if (job.state != JobState::kRunning || job.preempt_deadline.count() == 0) continue;
     const Millis since = job.preemptions.empty() ? Millis{0} : now - job.preemptions.back().time;
-    core.preemption.StopVictim(job, fmt::format("checkpoint done after {:.1f} s", since.count() / 1000.0), now,
-               effects);
+    core.preemption.StopVictim(
+        job, fmt::format("checkpoint done after {:.1f} s", since.count() / 1000.0), now, effects);
     ++stopped;
   }
   if (stopped == 0) {

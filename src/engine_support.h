@@ -30,7 +30,9 @@ using alloc::NodeId;
 
 [[nodiscard]] int GpusHeld(const Job& job);
 [[nodiscard]] int CpusHeld(const Job& job);
-[[nodiscard]] inline int GpusAsked(const Job& job) { return job.gang.gpus_per_node * job.gang.nodes; }
+[[nodiscard]] inline int GpusAsked(const Job& job) {
+  return job.gang.gpus_per_node * job.gang.nodes;
+}
 /// Ranks of the job that exited 0, over every node.
 [[nodiscard]] int RanksOk(const Job& job);
 /// Every node of the gang confirmed its ranks are gone.

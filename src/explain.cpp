@@ -37,8 +37,8 @@ std::string ClosestSwitches(engine::EngineCore& core, const Job& job) {
   std::vector<std::string> closest;
   for (std::size_t i = 0; i < leaves.size() && i < 3; ++i) {
     const topology::Switch& sw = core.topology.GetSwitch(leaves[i].second);
-    closest.push_back(fmt::format("{} has {} of {} nodes free enough", sw.name, leaves[i].first,
-                                  sw.node_count));
+    closest.push_back(
+        fmt::format("{} has {} of {} nodes free enough", sw.name, leaves[i].first, sw.node_count));
   }
   return fmt::format("closest switches for its {} node{}: {}", job.gang.nodes,
                      job.gang.nodes == 1 ? "" : "s", fmt::join(closest, "; "));
@@ -46,8 +46,8 @@ std::string ClosestSwitches(engine::EngineCore& core, const Job& job) {
 
 // What would start the job sooner: fewer nodes, no --switches bound, another
 // partition (each tried on the cluster as it is now).
-void SuggestSooner(engine::EngineCore& core, const Job& job, const alloc::PlacementResult& now_result,
-                   Explanation& e) {
+void SuggestSooner(engine::EngineCore& core, const Job& job,
+                   const alloc::PlacementResult& now_result, Explanation& e) {
   if (job.gang.nodes > 1 && now_result.outcome != alloc::Outcome::kPlaced) {
     int lo = 0, hi = job.gang.nodes - 1;
     while (lo < hi) {
@@ -90,7 +90,7 @@ void SuggestSooner(engine::EngineCore& core, const Job& job, const alloc::Placem
 // domains lack, and what would start it sooner.
 Explanation ExplainWait(engine::EngineCore& core, const Job& job, Millis now, Explanation e) {
   const std::string id = DisplayId(job);
-  const std::string& reason = job.reason;
+  const PendingReason reason = job.pending_reason;
   const alloc::PartitionId partition = job.gang.partition.value_or(-1);
   std::vector<std::string> ahead;
   int ahead_count = 0;
@@ -98,7 +98,8 @@ Explanation ExplainWait(engine::EngineCore& core, const Job& job, Millis now, Ex
     if (other_id == job.id) break;
     const Job& other = core.book.At(other_id);
     if (other.gang.partition.value_or(-1) != partition || other.held ||
-        other.reason == "Dependency" || other.reason == "DependencyNeverSatisfied") {
+        other.pending_reason == PendingReason::kDependency ||
+        other.pending_reason == PendingReason::kDependencyNeverSatisfied) {
       continue;
     }
     if (++ahead_count <= 3) {
@@ -126,15 +127,16 @@ Explanation ExplainWait(engine::EngineCore& core, const Job& job, Millis now, Ex
     e.summary = fmt::format(
         "Job {} waits for {}; the backfill plan starts it by {} (in about {} "
         "minute{}).",
-        id, reason == "Priority" ? "higher-priority jobs" : "resources", Hms(job.expected_start),
-        std::max<long>(minutes, 0), minutes == 1 ? "" : "s");
+        id, reason == PendingReason::kPriority ? "higher-priority jobs" : "resources",
+        Hms(job.expected_start), std::max<long>(minutes, 0), minutes == 1 ? "" : "s");
   } else {
-    e.summary = fmt::format("Job {} waits for {}; no start time is known yet ({}).", id,
-                            reason == "Priority" ? "higher-priority jobs" : "resources",
-                            job.time_limit == kUnlimited || ahead_count >= core.config.backfill_depth
-                                ? "it is beyond the backfill depth or the jobs in its way have "
-                                  "no time limit"
-                                : "the jobs in its way have no time limit");
+    e.summary =
+        fmt::format("Job {} waits for {}; no start time is known yet ({}).", id,
+                    reason == PendingReason::kPriority ? "higher-priority jobs" : "resources",
+                    job.time_limit == kUnlimited || ahead_count >= core.config.backfill_depth
+                        ? "it is beyond the backfill depth or the jobs in its way have "
+                          "no time limit"
+                        : "the jobs in its way have no time limit");
   }
   if (e.suggestions.empty() && job.time_limit != kUnlimited) {
     e.suggestions.push_back("a shorter --time lets it backfill into gaps before reservations");
@@ -172,29 +174,32 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     }
     return e;
   }
-  const std::string& reason = job.reason;
-  if (reason == "JobHeldUser" || reason == "JobHeldAdmin") {
+  const PendingReason reason = job.pending_reason;
+  if (reason == PendingReason::kJobHeldUser || reason == PendingReason::kJobHeldAdmin) {
     e.summary = fmt::format("Job {} is held and will not start until it is released.", id);
     e.blockers.push_back(job.reason_detail);
-    if (reason == "JobHeldUser") e.suggestions.push_back(fmt::format("cohort release {}", id));
+    if (reason == PendingReason::kJobHeldUser)
+      e.suggestions.push_back(fmt::format("cohort release {}", id));
     return e;
   }
-  if (reason == "Dependency" || reason == "DependencyNeverSatisfied") {
+  if (reason == PendingReason::kDependency || reason == PendingReason::kDependencyNeverSatisfied) {
     e.summary =
-        reason == "Dependency"
+        reason == PendingReason::kDependency
             ? fmt::format("Job {} waits for its dependency.", id)
             : fmt::format("Job {}'s dependency can never be satisfied; it will not start.", id);
     e.blockers.push_back(job.reason_detail);
-    if (reason == "DependencyNeverSatisfied") {
+    if (reason == PendingReason::kDependencyNeverSatisfied) {
       e.suggestions.push_back(fmt::format(
           "cancel it (cohort cancel {}) and submit again with a dependency that can hold", id));
     }
     return e;
   }
-  if (reason.starts_with("QOS") || reason == "JobArrayTaskLimit") {
-    e.summary = fmt::format("Job {} waits for a limit ({}).", id, reason);
+  if (reason == PendingReason::kQosMaxJobsPerUser || reason == PendingReason::kQosMaxGpusPerUser ||
+      reason == PendingReason::kQosMaxGpusPerAccount ||
+      reason == PendingReason::kJobArrayTaskLimit) {
+    e.summary = fmt::format("Job {} waits for a limit ({}).", id, PendingReasonName(reason));
     e.blockers.push_back(job.reason_detail);
-    e.suggestions.push_back(reason == "JobArrayTaskLimit"
+    e.suggestions.push_back(reason == PendingReason::kJobArrayTaskLimit
                                 ? "the next task starts when a running one ends"
                                 : "it starts when your running jobs under this limit end, or "
                                   "with another --qos");

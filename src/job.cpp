@@ -76,6 +76,37 @@ std::string_view JobStateName(JobState state) {
   return kNames[static_cast<std::size_t>(state)];
 }
 
+namespace {
+
+constexpr std::array<std::string_view, kPendingReasonCount> kPendingReasonNames = {
+    "None",
+    "Resources",
+    "Priority",
+    "ReqNodeNotAvail",
+    "Dependency",
+    "DependencyNeverSatisfied",
+    "JobHeldUser",
+    "JobHeldAdmin",
+    "QOSMaxJobsPerUserLimit",
+    "QOSMaxGpusPerUserLimit",
+    "QOSMaxGpusPerAccountLimit",
+    "JobArrayTaskLimit",
+    "Requeued",
+};
+
+}  // namespace
+
+std::string_view PendingReasonName(PendingReason reason) {
+  return kPendingReasonNames[static_cast<std::size_t>(reason)];
+}
+
+std::optional<PendingReason> ParsePendingReason(std::string_view name) {
+  for (std::size_t i = 0; i < kPendingReasonNames.size(); ++i) {
+    if (kPendingReasonNames[i] == name) return static_cast<PendingReason>(i);
+  }
+  return std::nullopt;
+}
+
 std::string_view JobEventName(JobEvent event) {
   static constexpr std::array<std::string_view, kJobEventCount> kNames = {
       "allocated", "ranks_succeeded", "rank_failed", "launch_failed", "cancelled", "time_limit",

@@ -123,7 +123,8 @@ std::vector<JobId> JobBook::Lookup(const JobRef& ref) const {
     return ids;
   }
   if (record != nullptr) ids.push_back(ref.job);
-  if (tasks != array_tasks_.end()) ids.insert(ids.end(), tasks->second.begin(), tasks->second.end());
+  if (tasks != array_tasks_.end())
+    ids.insert(ids.end(), tasks->second.begin(), tasks->second.end());
   return ids;
 }
 

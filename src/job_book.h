@@ -15,7 +15,7 @@
 namespace cohort {
 struct Effects;
 struct JobRef;
-}
+}  // namespace cohort
 
 namespace cohort::engine {
 

@@ -21,12 +21,12 @@ namespace {
 // one attempt.
 bool WarningDue(const Job& job, Millis now) {
   const TimeWarning& warning = job.request.warning;
-  if (job.state != JobState::kRunning || warning.signal == 0 ||
-      job.warned_attempt == job.attempt || job.time_limit == kUnlimited ||
-      job.time_limit <= warning.before) {
+  if (job.state != JobState::kRunning || warning.signal == 0 || job.warned_attempt == job.attempt ||
+      job.time_limit == kUnlimited || job.time_limit <= warning.before) {
     return false;
   }
-  return now - job.start_time >= std::chrono::duration_cast<Millis>(job.time_limit - warning.before);
+  return now - job.start_time >=
+         std::chrono::duration_cast<Millis>(job.time_limit - warning.before);
 }
 
 }  // namespace
@@ -77,7 +77,8 @@ void Lifecycle::StopGang(Job& job, Effects& effects) {
     if (job.released[rank] == 0) {
       // Stopped ranks handle no SIGTERM: wake them to shut down cleanly.
       if (job.suspended) {
-        effects.commands.emplace_back(SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, false});
+        effects.commands.emplace_back(
+            SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, false});
       }
       effects.commands.emplace_back(TerminateCommand{job.id, job.placement.grants[rank].node});
     }
@@ -94,12 +95,13 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
     core_.book.SetState(job, JobState::kPending, JobEvent::kAllReleased, effects);
-    job.reason = "Requeued";
-    job.reason_detail = job.cause == EndCause::kPreemptRequeue
-                            ? fmt::format("preempted by job {}; runs again when resources allow",
-                                          job.preempted_by)
-                        : job.cause == EndCause::kRequeued ? "requeued by cohort requeue"
-                                                           : "a node of its last attempt was lost";
+    job.pending_reason = PendingReason::kRequeued;
+    job.reason = PendingReasonName(PendingReason::kRequeued);
+    job.reason_detail =
+        job.cause == EndCause::kPreemptRequeue
+            ? fmt::format("preempted by job {}; runs again when resources allow", job.preempted_by)
+        : job.cause == EndCause::kRequeued ? "requeued by cohort requeue"
+                                           : "a node of its last attempt was lost";
     job.preempt_deadline = Millis{0};
     job.preempted_by = 0;
     job.eligible_time = now;
@@ -122,7 +124,8 @@ int Lifecycle::MasterPort(const Job& job) const {
   std::set<int> taken;
   for (const JobId other : core_.nodes.At(master).jobs) {
     const Job& o = core_.book.At(other);
-    if (o.id != job.id && !o.placement.grants.empty() && o.placement.grants.front().node == master) {
+    if (o.id != job.id && !o.placement.grants.empty() &&
+        o.placement.grants.front().node == master) {
       taken.insert(o.master_port);
     }
   }
@@ -142,7 +145,7 @@ void Lifecycle::ReleaseNode(Job& job, int node_rank, Effects& effects) {
 }
 
 void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,
-                        Effects& effects) {
+                           Effects& effects) {
   Job* found = core_.book.Find(id);
   if (found == nullptr) return;
   Job& job = *found;
@@ -179,7 +182,7 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
 }
 
 void Lifecycle::LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now,
-                          Effects& effects) {
+                             Effects& effects) {
   Job* found = core_.book.Find(id);
   if (found == nullptr || NodeRankOf(*found, node) < 0) return;
   Job& job = *found;
@@ -226,7 +229,7 @@ void Lifecycle::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effec
 }
 
 void Lifecycle::ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report,
-                           Millis now, Effects& effects) {
+                              Millis now, Effects& effects) {
   if (!report.launch_error.empty()) {
     LaunchFailed(job.id, node, report.launch_error, now, effects);
   } else {
@@ -257,10 +260,14 @@ void Lifecycle::Warn(Job& job, Effects& effects) {
   Changed(job, effects);
 }
 
-void Lifecycle::SetReason(Job& job, std::string_view reason, std::string_view detail,
-                       Effects& effects) {
-  if (job.reason == reason && job.reason_detail == detail) return;
-  job.reason = reason;
+void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detail,
+                          Effects& effects) {
+  if (job.pending_reason == reason && job.reason_detail == detail &&
+      job.reason == PendingReasonName(reason)) {
+    return;
+  }
+  job.pending_reason = reason;
+  job.reason = PendingReasonName(reason);
   job.reason_detail = detail;
   Changed(job, effects);
 }
@@ -277,7 +284,8 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
   job.start_time = now;
   job.charged_until = now;
   job.expected_start = Millis{0};
-  job.reason = "None";
+  job.pending_reason = PendingReason::kNone;
+  job.reason = PendingReasonName(PendingReason::kNone);
   job.reason_detail.clear();
   job.exit_code = 0;
   job.exit_signal = 0;
@@ -331,11 +339,10 @@ void Lifecycle::Tick(Millis now, Effects& effects) {
     Job& job = *entry;
     if (job.state == JobState::kRunning && job.preempt_deadline.count() != 0 &&
         now >= job.preempt_deadline && !job.suspended) {
-      core_.preemption.StopVictim(
-          job,
-          fmt::format("stopped at the end of its {} s grace time",
-                      core_.preemption.GraceOf(job).count()),
-          now, effects);
+      core_.preemption.StopVictim(job,
+                                  fmt::format("stopped at the end of its {} s grace time",
+                                              core_.preemption.GraceOf(job).count()),
+                                  now, effects);
     } else if (job.state == JobState::kRunning && !job.suspended && job.time_limit != kUnlimited &&
                now - job.start_time >= ToMillis(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));

@@ -10,7 +10,7 @@
 namespace cohort {
 struct Effects;
 struct FinishedReport;
-}
+}  // namespace cohort
 
 namespace cohort::engine {
 
@@ -36,14 +36,13 @@ class Lifecycle {
 
   // What agents report. Unknown jobs and nodes outside the gang are ignored.
   void RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now, Effects& effects);
-  void LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now,
-                    Effects& effects);
+  void LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now, Effects& effects);
   void JobReleased(JobId id, NodeId node, Millis now, Effects& effects);
   /// `ranks_ok` ranks of the job on node rank `node_rank` exited 0 so far.
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
   /// What a registering node reports of a job whose ranks there ended.
-  void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report,
-                     Millis now, Effects& effects);
+  void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report, Millis now,
+                     Effects& effects);
 
   /// Time passes for active and waiting jobs: preemption grace ends, time
   /// limits, warnings, --switches waits.
@@ -51,9 +50,8 @@ class Lifecycle {
 
   /// Notes that the job changed (once per call, for watchers and the store).
   static void Changed(const Job& job, Effects& effects);
-  /// Sets a pending job's reason; a change is reported.
-  static void SetReason(Job& job, std::string_view reason, std::string_view detail,
-                        Effects& effects);
+  /// Sets a pending job's reason and its detail; a change is reported.
+  static void SetReason(Job& job, PendingReason reason, std::string_view detail, Effects& effects);
 
  private:
   void StopGang(Job& job, Effects& effects);

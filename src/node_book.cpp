@@ -12,7 +12,7 @@ NodeBook::NodeBook(EngineCore& core, int nodes)
     : core_(core), nodes_(static_cast<std::size_t>(nodes)) {}
 
 absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis now,
-                                    Effects& effects) {
+                                  Effects& effects) {
   NodeRuntime& runtime = At(node);
   const alloc::NodeCapacity& want = core_.pool.Capacity(node);
   runtime.registered = true;
@@ -39,10 +39,9 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   for (const RunningReport& running : report.running) {
     Job* it = core_.book.Find(running.job);
     const int rank = it == nullptr ? -1 : NodeRankOf(*it, node);
-    const bool current =
-        rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
-        (it->state == JobState::kRunning || it->state == JobState::kCompleting) &&
-        it->released[static_cast<std::size_t>(rank)] == 0;
+    const bool current = rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
+                         (it->state == JobState::kRunning || it->state == JobState::kCompleting) &&
+                         it->released[static_cast<std::size_t>(rank)] == 0;
     // Unknown, finished, elsewhere, an older attempt, or stopping (the
     // terminate may have been lost with the old stream): stop it (again).
     if (!current || it->state == JobState::kCompleting) {
@@ -106,7 +105,7 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
 }
 
 absl::Status NodeBook::Drain(NodeId node, const std::string& reason, const Caller& caller,
-                           Effects& effects) {
+                             Effects& effects) {
   if (!caller.IsOperator()) {
     return absl::PermissionDeniedError("only root can drain nodes");
   }

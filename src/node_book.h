@@ -16,7 +16,7 @@ struct NodeReport;
 struct NodeAdmin;
 struct NodeView;
 struct Caller;
-}
+}  // namespace cohort
 
 namespace cohort::engine {
 

@@ -105,7 +105,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
       }
     }
     job.expected_start = Millis{0};
-    Lifecycle::SetReason(job, "Priority", kWaitingBehind, effects);
+    Lifecycle::SetReason(job, PendingReason::kPriority, kWaitingBehind, effects);
   }
   return true;
 }
@@ -121,7 +121,8 @@ bool PassPlanner::ReleaseCannotMatter() const {
       HasRunningLimits(core_.config)) {
     return false;
   }
-  if (std::any_of(core_.book.Active().begin(), core_.book.Active().end(), [](const Job* job) { return job->suspended; })) {
+  if (std::any_of(core_.book.Active().begin(), core_.book.Active().end(),
+                  [](const Job* job) { return job->suspended; })) {
     return false;
   }
   // The shapes of the jobs submitted since the last pass, not counted: a
@@ -181,7 +182,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
   const alloc::PartitionId partition = job.gang.partition.value_or(-1);
   const bool behind = pass.blocked.contains(partition);
   if (behind && pass.backfill_tried >= core_.config.backfill_depth) {
-    Lifecycle::SetReason(job, "Priority", kWaitingBehind, effects);
+    Lifecycle::SetReason(job, PendingReason::kPriority, kWaitingBehind, effects);
     job.expected_start = Millis{0};
     return;
   }
@@ -200,7 +201,8 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
                static_cast<int>(may_fit.size()) < gang.nodes) {
       result.outcome = alloc::Outcome::kBusy;
     } else {
-      result = core_.allocator.Place(gang, core_.pool, alloc::GangAllocator::Classify::kNo, &may_fit);
+      result =
+          core_.allocator.Place(gang, core_.pool, alloc::GangAllocator::Classify::kNo, &may_fit);
     }
     if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
       result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
@@ -225,11 +227,11 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
     }
     if (started) break;
     if (result.outcome == alloc::Outcome::kInfeasible) {
-      Lifecycle::SetReason(job, "ReqNodeNotAvail", result.reason, effects);
+      Lifecycle::SetReason(job, PendingReason::kReqNodeNotAvail, result.reason, effects);
       break;
     }
-    const bool chose =
-        !pass.preemptors.contains(job.id) && !behind && core_.preemption.TryPreempt(job, now, effects);
+    const bool chose = !pass.preemptors.contains(job.id) && !behind &&
+                       core_.preemption.TryPreempt(job, now, effects);
     if (chose) {
       // Victims without grace time stopped (or were suspended) already.
       pass.may_fit.clear();
@@ -252,8 +254,8 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       }
       job.expected_start = r ? r->start : Millis{0};
       if (r) pass.Reserve(std::move(*r));
-      Lifecycle::SetReason(job, behind ? "Priority" : "Resources",
-                behind ? kWaitingBehind : std::string_view(result.reason), effects);
+      Lifecycle::SetReason(job, behind ? PendingReason::kPriority : PendingReason::kResources,
+                           behind ? kWaitingBehind : std::string_view(result.reason), effects);
     }
     pass.blocked.insert(partition);
     if (!last_blocked_.contains(partition)) {

@@ -138,7 +138,8 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
   alloc::NodePool shadow = core_.pool;
   FitCounter fit(job.gang, shadow);
   auto under = [&](topology::SwitchId domain, topology::SwitchId s) {
-    for (topology::SwitchId at = domain; at != topology::kNone; at = topology.GetSwitch(at).parent) {
+    for (topology::SwitchId at = domain; at != topology::kNone;
+         at = topology.GetSwitch(at).parent) {
       if (at == s) return true;
     }
     return false;
@@ -231,11 +232,11 @@ bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
   plan.clear();
   for (const alloc::NodeGrant& g : best->placement.grants) plan.push_back(g.node);
   std::sort(plan.begin(), plan.end());
-  Lifecycle::SetReason(job, "Resources",
-                       fmt::format("preempting job{} {}; they stop by {} at the latest",
-                                   names.size() == 1 ? "" : "s", fmt::join(names, ","),
-                                   Hms(deadline)),
-                       effects);
+  Lifecycle::SetReason(
+      job, PendingReason::kResources,
+      fmt::format("preempting job{} {}; they stop by {} at the latest",
+                  names.size() == 1 ? "" : "s", fmt::join(names, ","), Hms(deadline)),
+      effects);
   return true;
 }
 

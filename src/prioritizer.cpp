@@ -32,8 +32,8 @@ Prioritizer::Prioritizer(const config::ClusterConfig& config, const topology::To
 
 policy::PriorityFactors Prioritizer::Of(const Job& job, Millis now) const {
   return policy::JobPriority(
-      config_, scale_, job, fair_share_.Factor(config_, job.request.account, job.request.user_name, now),
-      now);
+      config_, scale_, job,
+      fair_share_.Factor(config_, job.request.account, job.request.user_name, now), now);
 }
 
 void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis now) const {

@@ -50,6 +50,29 @@ enum class JobEvent : std::uint8_t {
 };
 inline constexpr int kJobEventCount = 11;
 
+/// Why a pending job waits, in Slurm's words (PendingReasonName); the detail
+/// beside it (Job::reason_detail) says what exactly.
+enum class PendingReason : std::uint8_t {
+  kNone,                      ///< not tried yet, or released
+  kResources,                 ///< the gang does not fit what is free now
+  kPriority,                  ///< jobs ahead of it in its partition wait
+  kReqNodeNotAvail,           ///< it can never fit (nodes named, --switches, …)
+  kDependency,                ///< its --dependency does not hold yet
+  kDependencyNeverSatisfied,  ///< its --dependency can never hold
+  kJobHeldUser,               ///< held by its owner
+  kJobHeldAdmin,              ///< held by an operator
+  kQosMaxJobsPerUser,         ///< QOS MaxJobsPerUser reached
+  kQosMaxGpusPerUser,         ///< QOS MaxGpusPerUser would be passed
+  kQosMaxGpusPerAccount,      ///< QOS MaxGpusPerAccount would be passed
+  kJobArrayTaskLimit,         ///< its array runs %N tasks already
+  kRequeued,                  ///< back in the queue after a run (preempted, node lost, requeue)
+};
+inline constexpr int kPendingReasonCount = 13;
+/// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
+[[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
+/// The reason of that name; none for any other text.
+[[nodiscard]] std::optional<PendingReason> ParsePendingReason(std::string_view name);
+
 /// Why a job that is stopping stops; decides its final state.
 enum class EndCause : std::uint8_t {
   kNone,
@@ -142,7 +165,10 @@ struct Job {
   int priority_tier = 0;
   JobState state = JobState::kPending;
   EndCause cause = EndCause::kNone;
-  std::string reason;          ///< pending: Resources, Priority, …; finished: why
+  /// Pending: why it waits (the engine decides by this). `reason` is its
+  /// name while the job waits, and in words why it ended once finished.
+  PendingReason pending_reason = PendingReason::kNone;
+  std::string reason;
   std::string reason_detail;
   Millis submit_time{0};
   Millis start_time{0};

@@ -14,7 +14,8 @@ void MultifactorOrder::Rank(const QueueContext& context, std::span<Job* const> j
       const auto& [account, user] = context.share_owners[static_cast<std::size_t>(job->share_slot)];
       share = context.usage.Factor(context.config, account, user, context.now);
     }
-    job->priority = policy::JobPriority(context.config, context.scale, *job, share, context.now).total;
+    job->priority =
+        policy::JobPriority(context.config, context.scale, *job, share, context.now).total;
   }
 }
 

@@ -86,13 +86,11 @@ class RandomEngine {
     } else if (roll < 76) {
       ActOnJob([&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Hold(ref, who, fx); });
     } else if (roll < 80) {
-      ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
-        (void)engine_->Release(ref, who, now_, fx);
-      });
+      ActOnJob(
+          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Release(ref, who, now_, fx); });
     } else if (roll < 83) {
-      ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
-        (void)engine_->Requeue(ref, who, now_, fx);
-      });
+      ActOnJob(
+          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Requeue(ref, who, now_, fx); });
     } else if (roll < 86) {
       ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
         (void)engine_->CheckpointDone(ref, who, now_, fx);
@@ -136,7 +134,7 @@ class RandomEngine {
         if (job == nullptr || job->state != JobState::kPending) continue;
         if (job->held) {
           Do([&](Effects& fx) { (void)engine_->Release(JobRef{id, -1}, Caller{0}, now_, fx); });
-        } else if (job->reason == "DependencyNeverSatisfied") {
+        } else if (job->pending_reason == PendingReason::kDependencyNeverSatisfied) {
           Do([&](Effects& fx) { (void)engine_->Cancel(id, 0, Caller{0}, now_, fx); });
         }
       }
