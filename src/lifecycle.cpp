@@ -262,10 +262,9 @@ void Lifecycle::Warn(Job& job, Effects& effects) {
 
 void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detail,
                           Effects& effects) {
-  if (job.pending_reason == reason && job.reason_detail == detail &&
-      job.reason == PendingReasonName(reason)) {
-    return;
-  }
+  // A pending job's text is always its reason's name (every setter sets
+  // both), so the enum and the detail decide whether anything changed.
+  if (job.pending_reason == reason && job.reason_detail == detail) return;
   job.pending_reason = reason;
   job.reason = PendingReasonName(reason);
   job.reason_detail = detail;

@@ -2,6 +2,7 @@
 #include "pass_planner.h"
 
 #include <algorithm>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -288,10 +289,18 @@ void PassPlanner::FullPass(Millis now, Effects& effects) {
   dependency_targets_.clear();
   singleton_waits_ = false;
   std::vector<Job*> by_id(core_.book.Pending().begin(), core_.book.Pending().end());
-  core_.priority.Rank(by_id, core_.book, now);
-  for (Job* job : by_id) {
-    keys.push_back(QueueKey::Of(*job));
-    NoteDependencies(*job);
+  // Ranked a batch at a time, and keyed while the batch's jobs are still in
+  // the cache: at 100,000 jobs a second walk over them cost 2-3 ms.
+  constexpr std::size_t kBatch = 256;
+  std::vector<double> shares(core_.book.ShareOwners().size(), -1);
+  for (std::size_t first = 0; first < by_id.size(); first += kBatch) {
+    const std::span<Job* const> batch =
+        std::span<Job* const>(by_id).subspan(first, std::min(kBatch, by_id.size() - first));
+    core_.priority.Rank(batch, core_.book, now, shares);
+    for (Job* job : batch) {
+      keys.push_back(QueueKey::Of(*job));
+      NoteDependencies(*job);
+    }
   }
   // The queue matters in order only until every partition with jobs left
   // waits (its first job blocked) and the backfill depth is spent: a heap

@@ -38,6 +38,11 @@ policy::PriorityFactors Prioritizer::Of(const Job& job, Millis now) const {
 
 void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis now) const {
   std::vector<double> shares(book.ShareOwners().size(), -1);
+  Rank(jobs, book, now, shares);
+}
+
+void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis now,
+                       std::span<double> shares) const {
   const plugin::QueueContext context{config_, fair_share_, scale_, now, shares, book.ShareOwners()};
   order_->Rank(context, jobs);
 }

@@ -31,6 +31,10 @@ class Prioritizer {
   /// Sets each job's `priority` by the queue order, with each (account,
   /// user)'s fair share computed once for the batch.
   void Rank(std::span<Job* const> jobs, const JobBook& book, Millis now) const;
+  /// Rank for one batch of a longer ordering: `shares` (one per slot of
+  /// `book`, -1: not computed yet) keeps the fair shares across its batches.
+  void Rank(std::span<Job* const> jobs, const JobBook& book, Millis now,
+            std::span<double> shares) const;
 
   /// Charges what the job used since it was last charged.
   void Charge(Job& job, Millis now);
