@@ -13,6 +13,7 @@
 #include "cohort/fmt_absl.h"
 #include "cohort/gang_allocator.h"
 #include "cohort/hostlist.h"
+#include "cohort/plugin.h"
 #include "cohort/slurm_memory.h"
 #include "commands.h"
 
@@ -278,7 +279,13 @@ int Run(const PlaceOptions& o) {
     return 2;
   }
   MarkNodes(marked, *loaded.pool);
-  alloc::GangAllocator allocator(loaded.topology);
+  // The policies cohort.conf chooses (LoadCluster refused an unknown one).
+  absl::StatusOr<plugin::PluginSet> plugins = plugin::MakePlugins(loaded.config.plugins);
+  if (!plugins.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", plugins.status().message());
+    return 2;
+  }
+  alloc::GangAllocator allocator(loaded.topology, plugins->allocator);
   const alloc::PlacementResult result = allocator.Place(*request, *loaded.pool);
   if (o.json) {
     PrintJson(loaded.topology, result);
