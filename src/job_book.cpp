@@ -7,6 +7,7 @@
 
 #include "cohort/check.h"
 #include "cohort/engine.h"
+#include "engine_support.h"
 
 namespace cohort::engine {
 
@@ -80,7 +81,7 @@ void JobBook::Insert(Job& job) {
     pending_.insert(&job);
     ++pending_shapes_[ShapeOf(job.gang)];
     if (job.gang.max_leaves && job.request.switches_wait.count() > 0) switch_waits_.insert(&job);
-  } else if (job.state == JobState::kRunning || job.state == JobState::kCompleting) {
+  } else if (IsActive(job)) {
     active_.insert(&job);
   } else {
     finished_.emplace(job.end_time, job.id);
@@ -97,7 +98,7 @@ void JobBook::Unindex(Job& job) {
       pending_shapes_.erase(shape);
     }
     switch_waits_.erase(&job);
-  } else if (job.state == JobState::kRunning || job.state == JobState::kCompleting) {
+  } else if (IsActive(job)) {
     active_.erase(&job);
   } else {
     finished_.erase({job.end_time, job.id});
@@ -154,7 +155,7 @@ absl::Status JobBook::CheckIndexes() const {
     const bool in_active = active_.contains(&job);
     const bool in_finished = finished_.contains({job.end_time, id});
     const bool want_pending = job.state == JobState::kPending;
-    const bool want_active = job.state == JobState::kRunning || job.state == JobState::kCompleting;
+    const bool want_active = IsActive(job);
     if (in_pending != want_pending || in_active != want_active ||
         in_finished != (!want_pending && !want_active)) {
       return absl::InternalError(

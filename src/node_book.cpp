@@ -40,8 +40,7 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     Job* it = core_.book.Find(running.job);
     const int rank = it == nullptr ? -1 : NodeRankOf(*it, node);
     const bool current = rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
-                         (it->state == JobState::kRunning || it->state == JobState::kCompleting) &&
-                         it->released[static_cast<std::size_t>(rank)] == 0;
+                         IsActive(*it) && it->released[static_cast<std::size_t>(rank)] == 0;
     // Unknown, finished, elsewhere, an older attempt, or stopping (the
     // terminate may have been lost with the old stream): stop it (again).
     if (!current || it->state == JobState::kCompleting) {
@@ -56,8 +55,7 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     if (found == nullptr || accounted.contains(finished.job)) continue;
     Job& job = *found;
     const int rank = NodeRankOf(job, node);
-    if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.attempt) ||
-        (job.state != JobState::kRunning && job.state != JobState::kCompleting) ||
+    if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.attempt) || !IsActive(job) ||
         job.released[static_cast<std::size_t>(rank)] != 0) {
       continue;
     }
