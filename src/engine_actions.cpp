@@ -16,7 +16,27 @@ absl::Status CheckOwner(const Job& job, const Caller& caller, std::string_view v
                   job.request.user_name, verb));
 }
 
-// ------------------------------------------------------------- priority
+// Acts on each job a reference names, after the owner check (`verb` names
+// the action in its refusal). `act` says whether it acted on the job, or
+// gives an error that ends the walk; `none` is the error when it acted on
+// none of them.
+template <typename Act, typename None>
+absl::Status ActOnEach(engine::JobBook& book, JobRef ref, const Caller& caller,
+                       std::string_view verb, Act act, None none) {
+  const std::vector<JobId> ids = book.Lookup(ref);
+  if (ids.empty()) {
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  }
+  int acted = 0;
+  for (const JobId id : ids) {
+    Job& job = book.At(id);
+    if (absl::Status s = CheckOwner(job, caller, verb); !s.ok()) return s;
+    absl::StatusOr<bool> did = act(job);
+    if (!did.ok()) return did.status();
+    if (*did) ++acted;
+  }
+  return acted == 0 ? none(book.At(ids.front())) : absl::OkStatus();
+}
 
 }  // namespace
 
@@ -100,105 +120,86 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
 
 absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
   engine::EngineCore& core = *core_;
-  const std::vector<JobId> ids = core.book.Lookup(ref);
-  if (ids.empty())
-    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
-  int held = 0;
-  for (const JobId id : ids) {
-    Job& job = core.book.At(id);
-    if (absl::Status s = CheckOwner(job, caller, "hold"); !s.ok()) return s;
-    if (job.state != JobState::kPending) continue;
-    job.held = true;
-    job.held_by_operator = caller.IsOperator() && caller.uid != job.request.uid;
-    job.expected_start = Millis{0};
-    engine::Admission::ShowHeld(job, effects);
-    ++held;
-  }
-  if (held == 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("job {} is not pending; only pending jobs can be held",
-                    DisplayId(core.book.At(ids.front()))));
-  }
-  core.planner.NeedPass();  // reservations it held are free for others
-  return absl::OkStatus();
+  absl::Status held = ActOnEach(
+      core.book, ref, caller, "hold",
+      [&](Job& job) -> absl::StatusOr<bool> {
+        if (job.state != JobState::kPending) return false;
+        job.held = true;
+        job.held_by_operator = caller.IsOperator() && caller.uid != job.request.uid;
+        job.expected_start = Millis{0};
+        engine::Admission::ShowHeld(job, effects);
+        return true;
+      },
+      [](const Job& first) {
+        return absl::FailedPreconditionError(
+            fmt::format("job {} is not pending; only pending jobs can be held", DisplayId(first)));
+      });
+  if (held.ok()) core.planner.NeedPass();  // reservations it held are free for others
+  return held;
 }
 
 absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
-  const std::vector<JobId> ids = core.book.Lookup(ref);
-  if (ids.empty())
-    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
-  int released = 0;
-  for (const JobId id : ids) {
-    Job& job = core.book.At(id);
-    if (absl::Status s = CheckOwner(job, caller, "release"); !s.ok()) return s;
-    if (!job.held) continue;
-    if (job.held_by_operator && !caller.IsOperator()) {
-      return absl::PermissionDeniedError(fmt::format(
-          "job {} was held by an operator; ask an operator to release it", DisplayId(job)));
-    }
-    job.held = false;
-    job.held_by_operator = false;
-    job.eligible_time = now;
-    engine::Lifecycle::SetReason(job, PendingReason::kNone, "", effects);
-    ++released;
-  }
-  if (released == 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("job {} is not held; see cohort queue", DisplayId(core.book.At(ids.front()))));
-  }
-  core.planner.NeedPass();
-  return absl::OkStatus();
+  absl::Status released = ActOnEach(
+      core.book, ref, caller, "release",
+      [&](Job& job) -> absl::StatusOr<bool> {
+        if (!job.held) return false;
+        if (job.held_by_operator && !caller.IsOperator()) {
+          return absl::PermissionDeniedError(fmt::format(
+              "job {} was held by an operator; ask an operator to release it", DisplayId(job)));
+        }
+        job.held = false;
+        job.held_by_operator = false;
+        job.eligible_time = now;
+        engine::Lifecycle::SetReason(job, PendingReason::kNone, "", effects);
+        return true;
+      },
+      [](const Job& first) {
+        return absl::FailedPreconditionError(
+            fmt::format("job {} is not held; see cohort queue", DisplayId(first)));
+      });
+  if (released.ok()) core.planner.NeedPass();
+  return released;
 }
 
 absl::Status Engine::Requeue(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
-  const std::vector<JobId> ids = core.book.Lookup(ref);
-  if (ids.empty())
-    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
-  int requeued = 0;
-  for (const JobId id : ids) {
-    Job& job = core.book.At(id);
-    if (absl::Status s = CheckOwner(job, caller, "requeue"); !s.ok()) return s;
-    if (job.state != JobState::kRunning) continue;
-    job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "requeued by an operator"
-                                                                      : "requeued by its owner";
-    core.life.Apply(job, JobEvent::kRequeued, now, effects);
-    ++requeued;
-  }
-  if (requeued == 0) {
-    const Job& job = core.book.At(ids.front());
-    return absl::FailedPreconditionError(
-        fmt::format("job {} is {}; only running jobs can be requeued", DisplayId(job),
-                    JobStateName(job.state)));
-  }
-  return absl::OkStatus();
+  return ActOnEach(
+      core.book, ref, caller, "requeue",
+      [&](Job& job) -> absl::StatusOr<bool> {
+        if (job.state != JobState::kRunning) return false;
+        job.reason = caller.IsOperator() && caller.uid != job.request.uid
+                         ? "requeued by an operator"
+                         : "requeued by its owner";
+        core.life.Apply(job, JobEvent::kRequeued, now, effects);
+        return true;
+      },
+      [](const Job& first) {
+        return absl::FailedPreconditionError(
+            fmt::format("job {} is {}; only running jobs can be requeued", DisplayId(first),
+                        JobStateName(first.state)));
+      });
 }
 
 absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now,
                                     Effects& effects) {
   engine::EngineCore& core = *core_;
-  const std::vector<JobId> ids = core.book.Lookup(ref);
-  if (ids.empty())
-    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
-  int stopped = 0;
-  for (const JobId id : ids) {
-    Job& job = core.book.At(id);
-    if (absl::Status s = CheckOwner(job, caller, "stop"); !s.ok()) return s;
-    if (job.state != JobState::kRunning || job.preempt_deadline.count() == 0) continue;
-    const Millis since = job.preemptions.empty() ? Millis{0} : now - job.preemptions.back().time;
-    core.preemption.StopVictim(
-        job, fmt::format("checkpoint done after {:.1f} s", since.count() / 1000.0), now, effects);
-    ++stopped;
-  }
-  if (stopped == 0) {
-    return absl::FailedPreconditionError(fmt::format(
-        "job {} is not being preempted; checkpoint-done ends the grace time of a job that is",
-        DisplayId(core.book.At(ids.front()))));
-  }
-  return absl::OkStatus();
+  return ActOnEach(
+      core.book, ref, caller, "stop",
+      [&](Job& job) -> absl::StatusOr<bool> {
+        if (job.state != JobState::kRunning || job.preempt_deadline.count() == 0) return false;
+        const Millis since =
+            job.preemptions.empty() ? Millis{0} : now - job.preemptions.back().time;
+        core.preemption.StopVictim(
+            job, fmt::format("checkpoint done after {:.1f} s", since.count() / 1000.0), now,
+            effects);
+        return true;
+      },
+      [](const Job& first) {
+        return absl::FailedPreconditionError(fmt::format(
+            "job {} is not being preempted; checkpoint-done ends the grace time of a job that is",
+            DisplayId(first)));
+      });
 }
-
-// ------------------------------------------------------------- why
 
 }  // namespace cohort
