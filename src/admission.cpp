@@ -165,11 +165,13 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
 }
 
 void Admission::ShowHeld(Job& job, Effects& effects) {
-  Lifecycle::SetReason(
-      job, job.held_by_operator ? PendingReason::kJobHeldAdmin : PendingReason::kJobHeldUser,
-      job.held_by_operator ? "held by an operator; an operator must release it"
+  Lifecycle::SetReason(job,
+                       job.sub == JobSubstate::kHeldAdmin ? PendingReason::kJobHeldAdmin
+                                                          : PendingReason::kJobHeldUser,
+                       job.sub == JobSubstate::kHeldAdmin
+                           ? "held by an operator; an operator must release it"
                            : fmt::format("held; run cohort release {}", DisplayId(job)),
-      effects);
+                       effects);
 }
 
 absl::Status Admission::CheckQueueing(const Job& job) const {
@@ -332,7 +334,7 @@ std::optional<Admission::Wait> Admission::LimitReached(const Job& job,
 }
 
 bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects& effects) {
-  if (job.held) {
+  if (IsHeld(job)) {
     ShowHeld(job, effects);
     return false;
   }

@@ -39,6 +39,34 @@ plugin::PluginSet PluginsOf(const config::ClusterConfig& config) {
   return *std::move(plugins);
 }
 
+// A job's sub-state agrees with its state and with the data that goes with
+// it: a preemption deadline while preempting, a suspension time while
+// suspended, and a pending reason that names its hold.
+absl::Status CheckStatus(const Job& job) {
+  if (!IsValid(StatusOf(job))) {
+    return absl::InternalError(fmt::format("job {} is {}, a status no job can have", job.id,
+                                           JobStatusName(StatusOf(job))));
+  }
+  if ((job.sub == JobSubstate::kPreempting) != (job.preempt_deadline.count() != 0)) {
+    return absl::InternalError(fmt::format("job {} is {} with a preemption deadline of {} ms",
+                                           job.id, JobStatusName(StatusOf(job)),
+                                           job.preempt_deadline.count()));
+  }
+  if ((job.sub == JobSubstate::kSuspended) != (job.suspended_since.count() != 0)) {
+    return absl::InternalError(fmt::format("job {} is {} with a suspension time of {} ms", job.id,
+                                           JobStatusName(StatusOf(job)),
+                                           job.suspended_since.count()));
+  }
+  const bool held_reason = job.pending_reason == PendingReason::kJobHeldUser ||
+                           job.pending_reason == PendingReason::kJobHeldAdmin;
+  if (job.state == JobState::kPending && held_reason && !IsHeld(job)) {
+    return absl::InternalError(fmt::format("job {} is {} but waits as {}", job.id,
+                                           JobStatusName(StatusOf(job)),
+                                           PendingReasonName(job.pending_reason)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 namespace engine {
@@ -105,9 +133,9 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   job.id = core.book.TakeId();
   job.submit_time = now;
   job.eligible_time = now;
-  job.state = JobState::kPending;
-  job.held = job.request.hold;
-  job.pending_reason = job.held ? PendingReason::kJobHeldUser : PendingReason::kNone;
+  job.state = JobState::kPending;  // a new job enters the table pending, held if it asked
+  job.sub = job.request.hold ? JobSubstate::kHeldUser : JobSubstate::kNone;
+  job.pending_reason = job.request.hold ? PendingReason::kJobHeldUser : PendingReason::kNone;
   job.reason = PendingReasonName(job.pending_reason);
   job.dependency_left = job.request.dependency;
   if (!job.request.array.tasks.empty()) {
@@ -275,7 +303,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         }
         continue;
       }
-      if (!job.suspended) core.pool.Commit({&g, 1});
+      if (!IsSuspended(job)) core.pool.Commit({&g, 1});
       engine::NodeRuntime& runtime = core.nodes.At(g.node);
       runtime.jobs.insert(job.id);
       if (!runtime.registered) {
@@ -308,7 +336,8 @@ absl::Status Engine::CheckInvariants() const {
   std::vector<Used> used(static_cast<std::size_t>(core.topology.NodeCount()));
   if (absl::Status indexes = core.book.CheckIndexes(); !indexes.ok()) return indexes;
   for (const auto& [id, job] : core.book.All()) {
-    if (job.suspended) continue;  // its grants are lent to its preemptor
+    if (absl::Status status = CheckStatus(job); !status.ok()) return status;
+    if (IsSuspended(job)) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {
       if (!job.placement.grants.empty() && job.state == JobState::kPending) {
         return absl::InternalError(fmt::format("pending job {} holds nodes", id));

@@ -118,14 +118,18 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
                                fmt::format("every task of array {} has already finished", name));
 }
 
-absl::Status Engine::Hold(JobRef ref, const Caller& caller, Effects& effects) {
+absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
   absl::Status held = ActOnEach(
       core.book, ref, caller, "hold",
       [&](Job& job) -> absl::StatusOr<bool> {
         if (job.state != JobState::kPending) return false;
-        job.held = true;
-        job.held_by_operator = caller.IsOperator() && caller.uid != job.request.uid;
+        // An operator's hold outranks its owner's: the owner cannot lift it.
+        core.life.Apply(job,
+                        caller.IsOperator() && caller.uid != job.request.uid
+                            ? JobEvent::kHeldByOperator
+                            : JobEvent::kHeldByUser,
+                        now, effects);
         job.expected_start = Millis{0};
         engine::Admission::ShowHeld(job, effects);
         return true;
@@ -143,13 +147,12 @@ absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effec
   absl::Status released = ActOnEach(
       core.book, ref, caller, "release",
       [&](Job& job) -> absl::StatusOr<bool> {
-        if (!job.held) return false;
-        if (job.held_by_operator && !caller.IsOperator()) {
+        if (!IsHeld(job)) return false;
+        if (job.sub == JobSubstate::kHeldAdmin && !caller.IsOperator()) {
           return absl::PermissionDeniedError(fmt::format(
               "job {} was held by an operator; ask an operator to release it", DisplayId(job)));
         }
-        job.held = false;
-        job.held_by_operator = false;
+        core.life.Apply(job, JobEvent::kReleased, now, effects);
         job.eligible_time = now;
         engine::Lifecycle::SetReason(job, PendingReason::kNone, "", effects);
         return true;
@@ -187,7 +190,7 @@ absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now
   return ActOnEach(
       core.book, ref, caller, "stop",
       [&](Job& job) -> absl::StatusOr<bool> {
-        if (job.state != JobState::kRunning || job.preempt_deadline.count() == 0) return false;
+        if (job.sub != JobSubstate::kPreempting) return false;
         const Millis since =
             job.preemptions.empty() ? Millis{0} : now - job.preemptions.back().time;
         core.preemption.StopVictim(

@@ -59,7 +59,7 @@ using alloc::NodeId;
 /// Visits the grants a job still holds in the pool (none while suspended).
 template <typename Visit>
 void ForEachHeldGrant(const Job& job, Visit visit) {
-  if (job.suspended) return;
+  if (IsSuspended(job)) return;
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     if (job.released[rank] == 0) visit(job.placement.grants[rank]);
   }

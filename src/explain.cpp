@@ -97,7 +97,7 @@ Explanation ExplainWait(engine::EngineCore& core, const Job& job, Millis now, Ex
   for (const JobId other_id : core.planner.PendingOrder()) {
     if (other_id == job.id) break;
     const Job& other = core.book.At(other_id);
-    if (other.gang.partition.value_or(-1) != partition || other.held ||
+    if (other.gang.partition.value_or(-1) != partition || IsHeld(other) ||
         other.pending_reason == PendingReason::kDependency ||
         other.pending_reason == PendingReason::kDependencyNeverSatisfied) {
       continue;
@@ -167,7 +167,7 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
         job.state == JobState::kRunning
             ? fmt::format("Job {} is running on {}.", id, NodeNames(core.topology, job.placement))
             : fmt::format("Job {} is {}: {}.", id, JobStateName(job.state), job.reason);
-    if (job.preempt_deadline.count() != 0) {
+    if (job.sub == JobSubstate::kPreempting) {
       e.blockers.push_back(job.reason_detail);
       e.suggestions.push_back(
           fmt::format("save a checkpoint and run cohort checkpoint-done {} to stop at once", id));

@@ -38,7 +38,7 @@ Job& JobBook::Add(Job job, Effects& effects) {
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
   Insert(it->second);
-  effects.transitions.push_back({id, std::nullopt, it->second.state, std::nullopt});
+  effects.transitions.push_back({id, std::nullopt, StatusOf(it->second), std::nullopt});
   return it->second;
 }
 
@@ -57,11 +57,15 @@ Job* JobBook::Restore(Job job) {
 
 void JobBook::AddArrayTask(JobId array_id, JobId task) { array_tasks_[array_id].push_back(task); }
 
-void JobBook::SetState(Job& job, JobState next, JobEvent event, Effects& effects) {
-  if (job.state == next) return;
-  effects.transitions.push_back({job.id, job.state, next, event});
+void JobBook::SetState(Job& job, JobStatus next, JobEvent event, Effects& effects) {
+  const JobStatus now = StatusOf(job);
+  if (now == next) return;
+  COHORT_CHECK(IsValid(next), "a sub-state its state does not have");
+  effects.transitions.push_back({job.id, now, next, event});
+  job.sub = next.sub;
+  if (next.state == now.state) return;  // the indexes follow the state alone
   Unindex(job);
-  job.state = next;
+  job.state = next.state;
   Insert(job);
 }
 

@@ -55,9 +55,10 @@ class JobBook {
   /// Records an array task split off `array_id` (Lookup finds it by task).
   void AddArrayTask(JobId array_id, JobId task);
 
-  /// The one way a job's state changes: moves it between the indexes and
-  /// reports the transition, with the event of job.h's table that caused it.
-  void SetState(Job& job, JobState next, JobEvent event, Effects& effects);
+  /// The one way a job's state or sub-state changes: moves it between the
+  /// indexes and reports the transition, with the event of job.h's table
+  /// that caused it.
+  void SetState(Job& job, JobStatus next, JobEvent event, Effects& effects);
   /// Changes what a pending job's indexes are keyed on (its gang): `change`
   /// runs with the job out of the indexes.
   template <typename Change>

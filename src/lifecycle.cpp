@@ -38,10 +38,10 @@ void Lifecycle::Changed(const Job& job, Effects& effects) {
 }
 
 void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
-  const std::optional<JobState> next = Transition(job.state, event);
+  const std::optional<JobStatus> next = Transition(StatusOf(job), event);
   if (!next) return;
   const JobState before = job.state;
-  if (before == JobState::kPending && IsFinished(*next)) {
+  if (before == JobState::kPending && IsFinished(next->state)) {
     // Cancelled, or no longer admitted: it ends without having run.
     job.cause = CauseOf(event);
     job.end_time = now;
@@ -50,12 +50,13 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     core_.planner.NeedPass();  // it may have been what the jobs behind it waited for
     return;
   }
-  if (before == JobState::kRunning && *next == JobState::kCompleting) {
+  if (before == JobState::kRunning && next->state == JobState::kCompleting) {
     job.cause = CauseOf(event);
     if (job.cause == EndCause::kNodeLost && job.request.requeue) {
       job.cause = EndCause::kNodeLostRequeue;
     }
-    core_.book.SetState(job, JobState::kCompleting, event, effects);
+    job.preempt_deadline = Millis{0};  // a victim that ends by itself is preempted no more
+    core_.book.SetState(job, *next, event, effects);
     if (job.cause != EndCause::kSuccess) StopGang(job, effects);
     Changed(job, effects);
     // Every node may already have confirmed (a launch failure on all).
@@ -76,7 +77,7 @@ void Lifecycle::StopGang(Job& job, Effects& effects) {
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     if (job.released[rank] == 0) {
       // Stopped ranks handle no SIGTERM: wake them to shut down cleanly.
-      if (job.suspended) {
+      if (IsSuspended(job)) {
         effects.commands.emplace_back(
             SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, false});
       }
@@ -89,12 +90,11 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   const JobState final_state = FinalState(job.cause);
   core_.priority.Charge(job, now);
   job.end_time = now;
-  if (job.suspended) {
-    job.suspended = false;  // its grants went back to the pool when it was suspended
-  }
+  job.suspended_since = Millis{0};
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
-    core_.book.SetState(job, JobState::kPending, JobEvent::kAllReleased, effects);
+    core_.book.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased,
+                        effects);
     job.pending_reason = PendingReason::kRequeued;
     job.reason = PendingReasonName(PendingReason::kRequeued);
     job.reason_detail =
@@ -102,7 +102,6 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
             ? fmt::format("preempted by job {}; runs again when resources allow", job.preempted_by)
         : job.cause == EndCause::kRequeued ? "requeued by cohort requeue"
                                            : "a node of its last attempt was lost";
-    job.preempt_deadline = Millis{0};
     job.preempted_by = 0;
     job.eligible_time = now;
     job.cause = EndCause::kNone;
@@ -112,7 +111,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     ++job.attempt;
     core_.planner.NeedPass();
   } else {
-    core_.book.SetState(job, final_state, JobEvent::kAllReleased, effects);
+    core_.book.SetState(job, {final_state, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
   }
   Changed(job, effects);
 }
@@ -138,7 +137,7 @@ void Lifecycle::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   if (job.released[static_cast<std::size_t>(node_rank)] != 0) return;
   job.released[static_cast<std::size_t>(node_rank)] = 1;
   const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node_rank)];
-  if (!job.suspended) core_.pool.Release({&grant, 1});
+  if (!IsSuspended(job)) core_.pool.Release({&grant, 1});
   core_.nodes.At(grant.node).jobs.erase(job.id);
   effects.changed_nodes.push_back(grant.node);
   core_.planner.Released(job, grant.node);
@@ -336,14 +335,13 @@ void Lifecycle::Tick(Millis now, Effects& effects) {
   const std::vector<Job*> active(core_.book.Active().begin(), core_.book.Active().end());
   for (Job* entry : active) {
     Job& job = *entry;
-    if (job.state == JobState::kRunning && job.preempt_deadline.count() != 0 &&
-        now >= job.preempt_deadline && !job.suspended) {
+    if (job.sub == JobSubstate::kPreempting && now >= job.preempt_deadline) {
       core_.preemption.StopVictim(job,
                                   fmt::format("stopped at the end of its {} s grace time",
                                               core_.preemption.GraceOf(job).count()),
                                   now, effects);
-    } else if (job.state == JobState::kRunning && !job.suspended && job.time_limit != kUnlimited &&
-               now - job.start_time >= ToMillis(job.time_limit)) {
+    } else if (job.state == JobState::kRunning && !IsSuspended(job) &&
+               job.time_limit != kUnlimited && now - job.start_time >= ToMillis(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
     } else if (WarningDue(job, now)) {

@@ -70,7 +70,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
   for (const QueueKey& key : fresh) {
     const Job& job = *key.job;
     // Holds, dependencies and arrays take the full pass's rules.
-    if (job.held || !job.dependency_left.terms.empty() || !job.array_pending.empty()) return false;
+    if (IsHeld(job) || !job.dependency_left.terms.empty() || !job.array_pending.empty()) return false;
     // A job ahead of its partition's waiting job may start, or wait first
     // and need a reservation or victims: the full pass decides.
     const auto blocked = last_blocked_.find(job.gang.partition.value_or(-1));
@@ -123,7 +123,7 @@ bool PassPlanner::ReleaseCannotMatter() const {
     return false;
   }
   if (std::any_of(core_.book.Active().begin(), core_.book.Active().end(),
-                  [](const Job* job) { return job->suspended; })) {
+                  [](const Job* job) { return IsSuspended(*job); })) {
     return false;
   }
   // The shapes of the jobs submitted since the last pass, not counted: a
@@ -173,7 +173,7 @@ void PassPlanner::BeginPass(PassState& pass, Millis now, Effects& effects) {
   pass.reserved_from.assign(static_cast<std::size_t>(core_.pool.NodeCount()), Millis::max());
   pass.counts.limits = HasRunningLimits(core_.config);
   for (const Job* job : core_.book.Active()) pass.counts.Count(*job, 1);
-  core_.preemption.Review(pass.preemptors, effects);
+  core_.preemption.Review(pass.preemptors, now, effects);
 }
 
 void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects) {

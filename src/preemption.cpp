@@ -95,10 +95,7 @@ const std::vector<NodeId>* Preemption::PlanOf(JobId preemptor) const {
 bool Preemption::MayPreempt(const Job& preemptor, const Job& victim, Millis now) const {
   const config::ClusterConfig& config = core_.config;
   if (config.preempt_mode == config::PreemptMode::kOff) return false;
-  if (victim.state != JobState::kRunning || victim.suspended ||
-      victim.preempt_deadline.count() != 0) {
-    return false;
-  }
+  if (StatusOf(victim) != JobStatus{JobState::kRunning, JobSubstate::kNone}) return false;
   if (ModeOf(victim) == config::PreemptMode::kOff) return false;
   if (now - victim.start_time < ToMillis(config.preempt_exempt_time)) return false;
   if (victim.priority_tier < preemptor.priority_tier) return true;
@@ -211,7 +208,7 @@ void Preemption::Warn(Job& victim, const Job& preemptor, Millis now, Effects& ef
       effects.commands.emplace_back(SignalCommand{victim.id, g.node, signal, false});
     }
   }
-  Lifecycle::Changed(victim, effects);
+  core_.life.Apply(victim, JobEvent::kPreemptWarned, now, effects);
 }
 
 bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
@@ -241,7 +238,7 @@ bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
 }
 
 void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects) {
-  if (victim.state != JobState::kRunning) return;
+  if (victim.sub != JobSubstate::kPreempting) return;
   const config::PreemptMode mode = ModeOf(victim);
   if (!victim.preemptions.empty()) victim.preemptions.back().detail = detail;
   victim.preempt_deadline = Millis{0};
@@ -260,11 +257,10 @@ void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, 
         effects.changed_nodes.push_back(g.node);
       }
       core_.priority.Charge(victim, now);
-      victim.suspended = true;
       victim.suspended_since = now;
       victim.reason_detail = fmt::format("suspended (SIGSTOP): {}", by);
       core_.planner.NeedPass();
-      Lifecycle::Changed(victim, effects);
+      core_.life.Apply(victim, JobEvent::kSuspended, now, effects);
       break;
     case config::PreemptMode::kCancel:
     case config::PreemptMode::kOff:
@@ -279,7 +275,7 @@ void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, 
 void Preemption::ResumeSuspended(Millis now, Effects& effects) {
   for (Job* entry : core_.book.Active()) {
     Job& job = *entry;
-    if (!job.suspended || job.state != JobState::kRunning) continue;
+    if (StatusOf(job) != JobStatus{JobState::kRunning, JobSubstate::kSuspended}) continue;
     // Its preemptor waits for exactly these resources: not yet.
     if (const Job* preemptor = core_.book.Find(job.preempted_by);
         preemptor != nullptr && preemptor->state == JobState::kPending) {
@@ -303,24 +299,23 @@ void Preemption::ResumeSuspended(Millis now, Effects& effects) {
     // Suspended time does not count against its limit.
     job.start_time += now - job.suspended_since;
     job.charged_until = now;
-    job.suspended = false;
     job.suspended_since = Millis{0};
     if (!job.preemptions.empty()) {
       job.preemptions.back().detail += fmt::format("; resumed at {}", Hms(now));
     }
     job.reason_detail = "resumed (SIGCONT) after its preemptor released the resources";
-    Lifecycle::Changed(job, effects);
+    core_.life.Apply(job, JobEvent::kResumed, now, effects);
   }
 }
 
 // ------------------------------------------------------------- backfill
 
-void Preemption::Review(std::set<JobId>& preemptors, Effects& effects) {
+void Preemption::Review(std::set<JobId>& preemptors, Millis now, Effects& effects) {
   for (const Job* job : core_.book.Active()) {
     // Victims still in their grace time, or stopping: their preemptor
     // waits for them and chooses no more.
     if (job->preempted_by != 0 &&
-        (job->preempt_deadline.count() != 0 || job->state == JobState::kCompleting)) {
+        (job->sub == JobSubstate::kPreempting || job->state == JobState::kCompleting)) {
       preemptors.insert(job->preempted_by);
     }
   }
@@ -331,7 +326,7 @@ void Preemption::Review(std::set<JobId>& preemptors, Effects& effects) {
   // Victims whose preemptor no longer waits are spared.
   for (Job* entry : core_.book.Active()) {
     Job& job = *entry;
-    if (job.preempt_deadline.count() == 0 || job.state != JobState::kRunning) continue;
+    if (job.sub != JobSubstate::kPreempting) continue;
     const Job* preemptor = core_.book.Find(job.preempted_by);
     if (preemptor == nullptr || preemptor->state != JobState::kPending) {
       job.preempt_deadline = Millis{0};
@@ -339,7 +334,7 @@ void Preemption::Review(std::set<JobId>& preemptors, Effects& effects) {
         job.preemptions.back().detail = "called off: the preemptor no longer waits";
       }
       job.reason_detail.clear();
-      Lifecycle::Changed(job, effects);
+      core_.life.Apply(job, JobEvent::kPreemptCalledOff, now, effects);
     }
   }
 }

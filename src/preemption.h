@@ -37,7 +37,7 @@ class Preemption {
   /// At the start of a pass: the preemptors whose victims still stop go in
   /// `preemptors`; plans and victims of preemptors that no longer wait are
   /// dropped (the victims are spared).
-  void Review(std::set<JobId>& preemptors, Effects& effects);
+  void Review(std::set<JobId>& preemptors, Millis now, Effects& effects);
 
   /// The nodes the preemptor's victims free for it; null without a plan.
   [[nodiscard]] const std::vector<NodeId>* PlanOf(JobId preemptor) const;

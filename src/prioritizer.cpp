@@ -12,7 +12,7 @@ namespace {
 // The resource-seconds (GPU-seconds, else CPU-seconds) a running job has
 // used since it was last charged; they count as charged from now on.
 double TakeUnbilled(Job& job, Millis now) {
-  if (!IsActive(job) || job.suspended || job.start_time.count() == 0) return 0;
+  if (!IsActive(job) || IsSuspended(job) || job.start_time.count() == 0) return 0;
   const Millis from = std::max(job.charged_until, job.start_time);
   if (now <= from) return 0;
   const int gpus = GpusHeld(job);

@@ -219,7 +219,7 @@ void Controller::LogTransitions(const std::vector<JobTransition>& transitions) {
     }
     Log("controller")
         ->info("job_state job={} from={} to={} event={} nodes={} leaves={} reason=\"{}\"", t.job,
-               t.from ? JobStateName(*t.from) : "none", JobStateName(t.to),
+               t.from ? JobStatusName(*t.from) : "none", JobStatusName(t.to),
                t.event ? JobEventName(*t.event) : "submitted", hostlist::Compress(nodes),
                job == nullptr ? 0 : job->placement.leaves.size(),
                job == nullptr ? "" : job->reason);

@@ -191,7 +191,7 @@ void JobRpcs::ControlJobs(v1::ControlJobsRequest& request, const Identity& who,
       const Millis now = ControllerState::Now();
       switch (request.action()) {
         case v1::JOB_HOLD:
-          s = engine.Hold(*ref, caller, effects);
+          s = engine.Hold(*ref, caller, now, effects);
           break;
         case v1::JOB_RELEASE:
           s = engine.Release(*ref, caller, now, effects);

@@ -17,9 +17,26 @@ namespace {
 // setting is now.
 constexpr int kMaxArraySizeEver = 4000001;
 
+// The sub-state a record's flags give, for the state it was saved in.
+JobSubstate SubstateOf(const v1::JobRecord& record, JobState state) {
+  switch (state) {
+    case JobState::kPending:
+      if (record.held_by_operator()) return JobSubstate::kHeldAdmin;
+      return record.held() ? JobSubstate::kHeldUser : JobSubstate::kNone;
+    case JobState::kRunning:
+      if (record.suspended()) return JobSubstate::kSuspended;
+      return record.preempt_deadline_ms() != 0 ? JobSubstate::kPreempting : JobSubstate::kNone;
+    case JobState::kCompleting:
+      return record.suspended() ? JobSubstate::kSuspended : JobSubstate::kNone;
+    default:
+      return JobSubstate::kNone;
+  }
+}
+
 }  // namespace
 
-v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::Topology& topology) {
+v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
+                       const topology::Topology& topology) {
   v1::JobRecord r;
   r.set_id(job.id);
   *r.mutable_spec() = spec;
@@ -42,15 +59,15 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::
   r.set_master_port(job.master_port);
   r.set_warned_attempt(job.warned_attempt);
   r.set_qos(job.qos);
-  r.set_held(job.held);
-  r.set_held_by_operator(job.held_by_operator);
+  r.set_held(IsHeld(job));
+  r.set_held_by_operator(job.sub == JobSubstate::kHeldAdmin);
   r.set_array_job_id(job.array_job_id);
   r.set_array_task_id(job.array_task_id);
   r.mutable_array_pending()->Assign(job.array_pending.begin(), job.array_pending.end());
   for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, r.add_preemptions());
   r.set_preempt_deadline_ms(job.preempt_deadline.count());
   r.set_preempted_by(job.preempted_by);
-  r.set_suspended(job.suspended);
+  r.set_suspended(IsSuspended(job));
   r.set_suspended_since_ms(job.suspended_since.count());
   r.set_eligible_time_ms(job.eligible_time.count());
   r.set_dependency_left(FormatDependency(job.dependency_left));
@@ -70,21 +87,23 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec, const topology::
 absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topology& topology) {
   const std::optional<JobState> state = FromWire(record.state());
   if (!state) {
-    return absl::InvalidArgumentError(fmt::format("job {}: unknown state {}", record.id(),
-                                                  static_cast<int>(record.state())));
+    return absl::InvalidArgumentError(
+        fmt::format("job {}: unknown state {}", record.id(), static_cast<int>(record.state())));
   }
   Identity owner;
   owner.uid = record.uid();
   owner.user_name = record.user_name();
   // An array task's spec still names the array; the record says which task.
   v1::JobSpec spec = record.spec();
-  if (record.array_task_id() >= 0 && record.array_job_id() != 0 && record.array_job_id() != record.id()) {
+  if (record.array_task_id() >= 0 && record.array_job_id() != 0 &&
+      record.array_job_id() != record.id()) {
     spec.clear_array();
   }
   // What was accepted once stays readable whatever MaxArraySize is now.
   absl::StatusOr<JobRequest> request = RequestFromSpec(spec, owner, kMaxArraySizeEver);
   if (!request.ok()) {
-    return absl::InvalidArgumentError(fmt::format("job {}: {}", record.id(), request.status().message()));
+    return absl::InvalidArgumentError(
+        fmt::format("job {}: {}", record.id(), request.status().message()));
   }
   Job job;
   job.id = record.id();
@@ -92,7 +111,8 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   job.request.account = record.account();
   job.request.partition = record.partition();
   job.state = *state;
-  job.cause = static_cast<EndCause>(std::clamp(record.cause(), 0, static_cast<int>(EndCause::kRequeued)));
+  job.cause =
+      static_cast<EndCause>(std::clamp(record.cause(), 0, static_cast<int>(EndCause::kRequeued)));
   job.reason = record.reason();
   job.reason_detail = record.reason_detail();
   job.submit_time = Millis(record.submit_time_ms());
@@ -101,25 +121,29 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   job.attempt = std::max(record.attempt(), 1);
   job.exit_code = record.exit_code();
   job.exit_signal = record.exit_signal();
-  job.time_limit = record.time_limit_s() == 0 ? kUnlimited : std::chrono::seconds(record.time_limit_s());
+  job.time_limit =
+      record.time_limit_s() == 0 ? kUnlimited : std::chrono::seconds(record.time_limit_s());
   job.master_port = record.master_port();
   job.warned_attempt = record.warned_attempt();
   job.qos = record.qos();
   job.request.qos = record.qos();
-  job.held = record.held();
-  job.held_by_operator = record.held_by_operator();
   job.array_job_id = record.array_job_id();
   job.array_task_id = record.array_job_id() == 0 ? -1 : record.array_task_id();
   job.array_pending.assign(record.array_pending().begin(), record.array_pending().end());
   for (const v1::Preemption& p : record.preemptions()) {
     job.preemptions.push_back(PreemptionFromWire(p));
   }
-  job.preempt_deadline = Millis(record.preempt_deadline_ms());
   job.preempted_by = record.preempted_by();
-  job.suspended = record.suspended();
-  job.suspended_since = Millis(record.suspended_since_ms());
-  job.eligible_time = Millis(record.eligible_time_ms() != 0 ? record.eligible_time_ms()
-                                                             : record.submit_time_ms());
+  job.sub = SubstateOf(record, job.state);
+  // Only a victim in its grace time has a deadline, only a suspended job a
+  // suspension time (records of older versions kept them after the end).
+  if (job.sub == JobSubstate::kPreempting)
+    job.preempt_deadline = Millis(record.preempt_deadline_ms());
+  if (job.sub == JobSubstate::kSuspended) {
+    job.suspended_since = Millis(std::max<std::int64_t>(record.suspended_since_ms(), 1));
+  }
+  job.eligible_time =
+      Millis(record.eligible_time_ms() != 0 ? record.eligible_time_ms() : record.submit_time_ms());
   if (!record.dependency_left().empty()) {
     absl::StatusOr<Dependency> left = ParseDependency(record.dependency_left());
     if (left.ok()) job.dependency_left = *std::move(left);
@@ -159,7 +183,8 @@ double GpuHours(const v1::JobRecord& record, std::int64_t now_ms) {
   const std::int64_t end = record.end_time_ms() > 0 ? record.end_time_ms() : now_ms;
   int gpus = 0;
   for (const v1::GrantRecord& g : record.grants()) gpus += std::popcount(g.gpus());
-  return gpus * static_cast<double>(std::max<std::int64_t>(end - record.start_time_ms(), 0)) / 3.6e6;
+  return gpus * static_cast<double>(std::max<std::int64_t>(end - record.start_time_ms(), 0)) /
+         3.6e6;
 }
 
 void RecordToWire(const v1::JobRecord& record, const topology::Topology& topology, v1::Job* out) {

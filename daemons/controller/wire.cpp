@@ -251,9 +251,9 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_expected_start_ms(job.state == JobState::kPending ? job.expected_start.count() : 0);
   for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, out->add_preemptions());
   out->set_qos(job.qos);
-  out->set_held(job.held);
+  out->set_held(IsHeld(job));
   out->set_dependency(FormatDependency(job.dependency_left));
-  out->set_suspended(job.suspended);
+  out->set_suspended(IsSuspended(job));
   out->set_preempt_deadline_ms(job.preempt_deadline.count());
 }
 

@@ -59,8 +59,8 @@ using Command = std::variant<LaunchCommand, SignalCommand, TerminateCommand>;
 /// A job that changed state, and the event that moved it (job.h's table).
 struct JobTransition {
   JobId job = 0;
-  std::optional<JobState> from;  ///< none: a new job (submitted, or an array task split off)
-  JobState to = JobState::kPending;
+  std::optional<JobStatus> from;  ///< none: a new job (submitted, or an array task split off)
+  JobStatus to;
   std::optional<JobEvent> event;  ///< none for a new job
 };
 
@@ -206,7 +206,7 @@ class Engine {
 
   /// `cohort hold`: pending jobs stop being eligible. An operator's hold
   /// (JobHeldAdmin) only an operator releases.
-  [[nodiscard]] absl::Status Hold(JobRef ref, const Caller& caller, Effects& effects);
+  [[nodiscard]] absl::Status Hold(JobRef ref, const Caller& caller, Millis now, Effects& effects);
   [[nodiscard]] absl::Status Release(JobRef ref, const Caller& caller, Millis now,
                                      Effects& effects);
   /// `cohort requeue`: a running job stops and queues again, same id, next

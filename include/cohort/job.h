@@ -33,22 +33,49 @@ enum class JobState : std::uint8_t {
 };
 inline constexpr int kJobStateCount = 8;
 
-/// What happens to a job. Each (state, event) pair has one outcome in
-/// Transition(); nothing else changes a job's state.
-enum class JobEvent : std::uint8_t {
-  kAllocated,       ///< the whole gang was placed and launched
-  kRanksSucceeded,  ///< every rank exited 0
-  kRankFailed,      ///< a rank exited non-zero or by a signal
-  kLaunchFailed,    ///< a node could not start its ranks
-  kCancelled,       ///< the owner or an operator cancelled it
-  kTimeLimit,       ///< it ran past its time limit
-  kNodeLost,        ///< a node of its gang stopped answering
-  kAllReleased,     ///< every node has confirmed its ranks are gone
-  kPreempted,       ///< preempted with PreemptMode=REQUEUE (CANCEL uses kCancelled)
-  kRequeued,        ///< its owner or an operator asked for it to run again
-  kInvalidated,     ///< restored after a configuration change that no longer admits it
+/// Where a job is inside its state. Pending and running jobs have
+/// sub-states; a completing job stays kSuspended when it was stopped while
+/// suspended (its grants are already back in the pool); every other state
+/// has kNone only.
+enum class JobSubstate : std::uint8_t {
+  kNone,        ///< pending: waiting for its turn; running: running
+  kHeldUser,    ///< pending, held by its owner (--hold, cohort hold)
+  kHeldAdmin,   ///< pending, held by an operator: only an operator releases it
+  kPreempting,  ///< running, warned: stops at Job::preempt_deadline unless it ends first
+  kSuspended,   ///< running (or stopping), SIGSTOPped: its grants are lent to its preemptor
 };
-inline constexpr int kJobEventCount = 11;
+inline constexpr int kJobSubstateCount = 5;
+
+/// A job's state with its sub-state: what the table of Transition() maps.
+struct JobStatus {
+  JobState state = JobState::kPending;
+  JobSubstate sub = JobSubstate::kNone;
+  friend bool operator==(const JobStatus&, const JobStatus&) = default;
+};
+
+/// What happens to a job. Each (status, event) pair has one outcome in
+/// Transition(); nothing else changes a job's state or sub-state.
+enum class JobEvent : std::uint8_t {
+  kAllocated,         ///< the whole gang was placed and launched
+  kRanksSucceeded,    ///< every rank exited 0
+  kRankFailed,        ///< a rank exited non-zero or by a signal
+  kLaunchFailed,      ///< a node could not start its ranks
+  kCancelled,         ///< the owner or an operator cancelled it
+  kTimeLimit,         ///< it ran past its time limit
+  kNodeLost,          ///< a node of its gang stopped answering
+  kAllReleased,       ///< every node has confirmed its ranks are gone
+  kPreempted,         ///< preempted with PreemptMode=REQUEUE (CANCEL uses kCancelled)
+  kRequeued,          ///< its owner or an operator asked for it to run again
+  kInvalidated,       ///< restored after a configuration change that no longer admits it
+  kHeldByUser,        ///< its owner held it (cohort hold)
+  kHeldByOperator,    ///< an operator held it
+  kReleased,          ///< its hold was lifted (cohort release)
+  kPreemptWarned,     ///< chosen as a victim: warned, its grace time runs
+  kPreemptCalledOff,  ///< its preemptor no longer waits: it is spared
+  kSuspended,         ///< preempted with PreemptMode=SUSPEND: SIGSTOPped
+  kResumed,           ///< its preemptor released the resources: SIGCONTed
+};
+inline constexpr int kJobEventCount = 18;
 
 /// Why a pending job waits, in Slurm's words (PendingReasonName); the detail
 /// beside it (Job::reason_detail) says what exactly.
@@ -87,19 +114,27 @@ enum class EndCause : std::uint8_t {
   kRequeued,        ///< `cohort requeue`: back to the queue
 };
 
-/// The state after `event` in `state`, or nullopt when the event does not
-/// apply there (it is then ignored). A stopping job (kCompleting) keeps the
-/// first cause that stopped it; kAllReleased then moves it to FinalState().
-[[nodiscard]] std::optional<JobState> Transition(JobState state, JobEvent event);
+/// The status after `event` in `status`, or nullopt when the event does not
+/// apply there (it is then ignored), or `status` is no status a job can
+/// have (a sub-state its state does not have). A stopping job (kCompleting)
+/// keeps the first cause that stopped it; kAllReleased then moves it to
+/// FinalState().
+[[nodiscard]] std::optional<JobStatus> Transition(JobStatus status, JobEvent event);
+/// Whether a job can have that status: the sub-states each state has.
+[[nodiscard]] bool IsValid(JobStatus status);
 /// The final state a stopping job reaches once released: kPending for a
 /// requeue.
 [[nodiscard]] JobState FinalState(EndCause cause);
 /// The cause an event records when it stops a running job.
 [[nodiscard]] EndCause CauseOf(JobEvent event);
 
-[[nodiscard]] std::string_view JobStateName(JobState state);  ///< PENDING, RUNNING, …
-[[nodiscard]] std::string_view JobEventName(JobEvent event);  ///< allocated, rank_failed, …
-[[nodiscard]] bool IsFinished(JobState state);  ///< COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL
+/// COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL.
+[[nodiscard]] bool IsFinished(JobState state);
+[[nodiscard]] std::string_view JobStateName(JobState state);      ///< PENDING, RUNNING, …
+[[nodiscard]] std::string_view JobEventName(JobEvent event);      ///< allocated, rank_failed, …
+[[nodiscard]] std::string_view JobSubstateName(JobSubstate sub);  ///< none, held_user, …
+/// "RUNNING", or with its sub-state "RUNNING/preempting".
+[[nodiscard]] std::string JobStatusName(JobStatus status);
 
 /// --signal: a signal the job's ranks get once per attempt, `before` its time
 /// limit, so that they can checkpoint. Sent only when the job has a time
@@ -130,7 +165,7 @@ struct JobRequest {
   std::int64_t memory_mb = 0;
   std::chrono::seconds time_limit{0};  ///< 0: the partition's DefaultTime, else MaxTime
   alloc::Exclusivity exclusivity = alloc::Exclusivity::kShared;
-  int switches = 0;                    ///< --switches=N; 0: no bound
+  int switches = 0;  ///< --switches=N; 0: no bound
   std::chrono::seconds switches_wait{0};
   bool requeue = false;
   std::vector<std::string> features;
@@ -140,30 +175,32 @@ struct JobRequest {
   std::string qos;                    ///< empty: the cluster's DefaultQOS
   ArraySpec array;                    ///< no tasks: not an array
   Dependency dependency;
-  bool hold = false;                  ///< --hold: submitted held
-  bool kill_on_invalid_dep = false;   ///< cancel, rather than wait, when the dependency cannot hold
+  bool hold = false;                 ///< --hold: submitted held
+  bool kill_on_invalid_dep = false;  ///< cancel, rather than wait, when the dependency cannot hold
 };
 
 /// One preemption of a job, as `cohort show job` lists it.
 struct PreemptionRecord {
-  Millis time{0};       ///< when it was chosen and warned
+  Millis time{0};  ///< when it was chosen and warned
   std::int64_t by_job = 0;
   std::string by_display_id;
-  std::string mode;     ///< REQUEUE, CANCEL, SUSPEND
+  std::string mode;  ///< REQUEUE, CANCEL, SUSPEND
   int attempt = 0;
   int signal = 0;
   std::chrono::seconds grace{0};
-  std::string detail;   ///< how it ended: "checkpoint done after 3 s", …
+  std::string detail;  ///< how it ended: "checkpoint done after 3 s", …
 };
 
 /// A job and everything the engine knows of it.
 struct Job {
   JobId id = 0;
   JobRequest request;
-  alloc::GangRequest gang;        ///< resolved against the cluster at submit
+  alloc::GangRequest gang;             ///< resolved against the cluster at submit
   std::chrono::seconds time_limit{0};  ///< in force
   int priority_tier = 0;
+  /// Written by the job book alone (JobBook::SetState, through the table).
   JobState state = JobState::kPending;
+  JobSubstate sub = JobSubstate::kNone;
   EndCause cause = EndCause::kNone;
   /// Pending: why it waits (the engine decides by this). `reason` is its
   /// name while the job waits, and in words why it ended once finished.
@@ -176,15 +213,13 @@ struct Job {
   int attempt = 1;
   int exit_code = 0;
   int exit_signal = 0;
-  alloc::Placement placement;  ///< grants by node rank while running or stopping
+  alloc::Placement placement;          ///< grants by node rank while running or stopping
   std::vector<std::uint8_t> released;  ///< by node rank: the node confirmed its ranks are gone
   std::vector<int> exited_ok;          ///< by node rank: ranks there that exited 0
   int master_port = 0;
   int warned_attempt = 0;  ///< the attempt that got its TimeWarning; 0: none yet
 
-  std::string qos;  ///< resolved
-  bool held = false;
-  bool held_by_operator = false;
+  std::string qos;          ///< resolved
   Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)
   /// Arrays. The array's own record (id == array_job_id, array_task_id -1)
   /// holds the tasks not yet created in `array_pending`; each task split off
@@ -194,13 +229,12 @@ struct Job {
   std::vector<int> array_pending;
   /// What is left of --dependency: the terms not yet satisfied.
   Dependency dependency_left;
-  /// Preemption: the job (a victim) stops at preempt_deadline unless it ends
-  /// or says checkpoint-done first.
+  /// Preemption: a victim (kPreempting) stops at preempt_deadline unless it
+  /// ends or says checkpoint-done first.
   std::vector<PreemptionRecord> preemptions;
-  Millis preempt_deadline{0};  ///< 0: not being preempted
+  Millis preempt_deadline{0};  ///< set while kPreempting, else 0
   JobId preempted_by = 0;
-  bool suspended = false;  ///< SIGSTOPped; its grants are lent to the preemptor
-  Millis suspended_since{0};
+  Millis suspended_since{0};  ///< set while kSuspended, else 0
   /// Runtime only (not persisted): the time up to which fair-share usage
   /// has been charged, and the last backfill plan's start estimate.
   Millis charged_until{0};
@@ -208,6 +242,14 @@ struct Job {
   std::int64_t priority = 0;  ///< the last pass's multifactor total
   int share_slot = -1;        ///< the engine's number for (account, user)
 };
+
+[[nodiscard]] inline JobStatus StatusOf(const Job& job) { return {job.state, job.sub}; }
+/// Held by its owner or by an operator.
+[[nodiscard]] inline bool IsHeld(const Job& job) {
+  return job.sub == JobSubstate::kHeldUser || job.sub == JobSubstate::kHeldAdmin;
+}
+/// SIGSTOPped by a preemption, running or stopping: its grants are in the pool.
+[[nodiscard]] inline bool IsSuspended(const Job& job) { return job.sub == JobSubstate::kSuspended; }
 
 /// How users write a job's id: "12", "12_3" for task 3 of array 12, and
 /// "12_[4-999%8]" for the tasks of array 12 not yet started.

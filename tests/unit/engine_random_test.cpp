@@ -84,7 +84,8 @@ class RandomEngine {
         (void)engine_->Cancel(ref, 0, who, now_, fx);
       });
     } else if (roll < 76) {
-      ActOnJob([&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Hold(ref, who, fx); });
+      ActOnJob(
+          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Hold(ref, who, now_, fx); });
     } else if (roll < 80) {
       ActOnJob(
           [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Release(ref, who, now_, fx); });
@@ -132,7 +133,7 @@ class RandomEngine {
       for (const JobId id : open) {
         const Job* job = engine_->FindJob(id);
         if (job == nullptr || job->state != JobState::kPending) continue;
-        if (job->held) {
+        if (IsHeld(*job)) {
           Do([&](Effects& fx) { (void)engine_->Release(JobRef{id, -1}, Caller{0}, now_, fx); });
         } else if (job->pending_reason == PendingReason::kDependencyNeverSatisfied) {
           Do([&](Effects& fx) { (void)engine_->Cancel(id, 0, Caller{0}, now_, fx); });
@@ -163,6 +164,8 @@ class RandomEngine {
   [[nodiscard]] int Steps() const { return steps_; }
   [[nodiscard]] int Started() const { return started_; }
   [[nodiscard]] int Preemptions() const { return preemptions_; }
+  /// The statuses (JobStatusName) some job entered.
+  [[nodiscard]] const std::set<std::string>& Visited() const { return visited_; }
 
  private:
   int Pick(int n) { return static_cast<int>(random_() % static_cast<std::uint32_t>(n)); }
@@ -191,23 +194,26 @@ class RandomEngine {
         if (known != followed_.end()) return fmt::format("job {} is new twice", t.job);
       } else if (known == followed_.end() || known->second != *t.from) {
         return fmt::format("job {} left {} without having entered it", t.job,
-                           JobStateName(*t.from));
+                           JobStatusName(*t.from));
       } else if (!t.event) {
         return fmt::format("job {} changed state without an event", t.job);
       } else if (Transition(*t.from, *t.event) != t.to &&
-                 !(*t.from == JobState::kCompleting && *t.event == JobEvent::kAllReleased &&
-                   (IsFinished(t.to) || t.to == JobState::kPending))) {
+                 !(t.from->state == JobState::kCompleting && *t.event == JobEvent::kAllReleased &&
+                   t.to.sub == JobSubstate::kNone &&
+                   (IsFinished(t.to.state) || t.to.state == JobState::kPending))) {
         return fmt::format("job {} went {} -> {} on {}, which the table does not allow", t.job,
-                           JobStateName(*t.from), JobStateName(t.to), JobEventName(*t.event));
+                           JobStatusName(*t.from), JobStatusName(t.to), JobEventName(*t.event));
       }
       followed_[t.job] = t.to;
+      visited_.insert(JobStatusName(t.to));
     }
     for (const JobId id : fx.forgotten_jobs) followed_.erase(id);
     for (const auto& [id, job] : engine_->Jobs()) {
       const auto known = followed_.find(id);
-      if (known == followed_.end() || known->second != job.state) {
-        return fmt::format("job {} is {} but its transitions say {}", id, JobStateName(job.state),
-                           known == followed_.end() ? "nothing" : JobStateName(known->second));
+      if (known == followed_.end() || known->second != StatusOf(job)) {
+        return fmt::format("job {} is {} but its transitions say {}", id,
+                           JobStatusName(StatusOf(job)),
+                           known == followed_.end() ? "nothing" : JobStatusName(known->second));
       }
     }
     if (followed_.size() != engine_->Jobs().size()) return "a forgotten job was not reported";
@@ -364,7 +370,8 @@ class RandomEngine {
   std::unique_ptr<Engine> engine_;
   Millis now_{1'000'000};
   std::map<std::pair<JobId, NodeId>, Run> runs_;
-  std::map<JobId, JobState> followed_;  ///< by the transitions Effects reported
+  std::set<std::string> visited_;
+  std::map<JobId, JobStatus> followed_;  ///< by the transitions Effects reported
   NodeId silent_ = -1;
   std::optional<std::string> failure_;
   int steps_ = 0;
@@ -392,6 +399,11 @@ TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
     // The walk reached the interesting places, or it proves little.
     EXPECT_GT(run.Started(), steps / kSeeds / 50);
     EXPECT_GT(run.Preemptions(), 0);
+    for (const char* status :
+         {"PENDING/held_user", "PENDING/held_admin", "RUNNING/preempting", "RUNNING/suspended",
+          "COMPLETING/suspended", "CANCELLED", "TIMEOUT", "NODE_FAIL", "FAILED", "COMPLETED"}) {
+      EXPECT_TRUE(run.Visited().contains(status)) << "no job was ever " << status;
+    }
   }
 }
 

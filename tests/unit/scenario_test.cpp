@@ -672,14 +672,14 @@ TEST(PolicyTest, HeldJobsWaitUntilReleasedAndOperatorHoldsNeedAnOperator) {
 
   r.hold = false;
   const JobId other = sim.Submit(r, {minutes(5)}).value();
-  ASSERT_TRUE(sim.engine().Hold(JobRef{other, -1}, Caller{0}, fx).ok());  // by an operator
+  ASSERT_TRUE(sim.engine().Hold(JobRef{other, -1}, Caller{0}, sim.now(), fx).ok());  // by an operator
   sim.Play(fx);
   EXPECT_EQ(sim.engine().Release(JobRef{other, -1}, Caller{1000}, sim.now(), fx).code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(sim.engine().Hold(JobRef{held, -1}, Caller{1000}, fx).code(),
+  EXPECT_EQ(sim.engine().Hold(JobRef{held, -1}, Caller{1000}, sim.now(), fx).code(),
             absl::StatusCode::kFailedPrecondition)
       << "a running job cannot be held";
-  EXPECT_EQ(sim.engine().Hold(JobRef{other, -1}, Caller{2000}, fx).code(),
+  EXPECT_EQ(sim.engine().Hold(JobRef{other, -1}, Caller{2000}, sim.now(), fx).code(),
             absl::StatusCode::kPermissionDenied)
       << "another user's job";
 }
@@ -799,11 +799,11 @@ TEST(PolicyTest, SuspendLendsTheVictimsResourcesAndResumesIt) {
   sim.RunUntil(sim.now() + seconds(2));
   const JobId urgent = sim.Submit(Request(2, 8, hours(1), "b", "high"), {minutes(10)}).value();
   sim.RunUntil(sim.now() + seconds(10));
-  EXPECT_TRUE(sim.engine().FindJob(victim)->suspended);
+  EXPECT_TRUE(IsSuspended(*sim.engine().FindJob(victim)));
   EXPECT_EQ(sim.engine().FindJob(victim)->state, JobState::kRunning);
   EXPECT_EQ(sim.engine().FindJob(urgent)->state, JobState::kRunning);
   sim.RunUntil(sim.now() + minutes(11));
-  EXPECT_FALSE(sim.engine().FindJob(victim)->suspended);
+  EXPECT_FALSE(IsSuspended(*sim.engine().FindJob(victim)));
   bool stopped = false, continued = false;
   for (const std::string& line : sim.transcript()) {
     stopped =
