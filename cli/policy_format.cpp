@@ -13,16 +13,6 @@ namespace {
 std::string Weighted(double value) { return fmt::format("{:.0f}", value); }
 std::string Normalised(double value) { return fmt::format("{:.4f}", value); }
 
-// A list item, the item's later lines indented under its first word.
-void AppendItem(std::string& out, const std::string& text) {
-  std::string indented;
-  for (const char c : text) {
-    indented += c;
-    if (c == '\n') indented += "    ";
-  }
-  out += fmt::format("  - {}\n", indented);
-}
-
 }  // namespace
 
 std::vector<std::vector<std::string>> PriorityRows(const v1::PriorityResponse& response,
@@ -117,53 +107,6 @@ nlohmann::ordered_json SharesToJson(const v1::SharesResponse& response) {
     row["norm_usage"] = share.norm_usage();
     row["fairshare"] = share.factor();
     out["rows"].push_back(std::move(row));
-  }
-  return out;
-}
-
-std::string ExplainText(const v1::ExplainJobResponse& response, std::int64_t now_ms) {
-  const v1::Job& job = response.job();
-  std::string out = fmt::format("Job {} ({}, user {}) is {}", JobDisplayId(job), job.spec().name(),
-                                JobUser(job), JobStateName(job.state()));
-  if (!job.reason().empty() && job.reason() != "None") out += fmt::format(" ({})", job.reason());
-  out += ".\n";
-  if (!response.summary().empty()) out += response.summary() + "\n";
-  if (!response.blockers().empty()) {
-    out += "\nWhat keeps it from starting:\n";
-    for (const std::string& blocker : response.blockers()) AppendItem(out, blocker);
-  }
-  if (job.state() == v1::JOB_PENDING) {
-    const std::int64_t start =
-        response.expected_start_ms() > 0 ? response.expected_start_ms() : job.expected_start_ms();
-    if (start <= 0) {
-      out += "\nExpected start: unknown (the backfill plan has no place for it yet)\n";
-    } else if (start <= now_ms) {
-      out += fmt::format("\nExpected start: {} (due now)\n", FormatTimestamp(start));
-    } else {
-      out += fmt::format("\nExpected start: {} (in {})\n", FormatTimestamp(start),
-                         FormatElapsed((start - now_ms) / 1000));
-    }
-  }
-  if (!response.suggestions().empty()) {
-    out += "\nWhat would let it start sooner:\n";
-    for (const std::string& suggestion : response.suggestions()) AppendItem(out, suggestion);
-  }
-  return out;
-}
-
-nlohmann::ordered_json ExplainToJson(const v1::ExplainJobResponse& response, std::int64_t now_ms) {
-  nlohmann::ordered_json out;
-  out["job"] = JobToJson(response.job(), now_ms);
-  out["summary"] = response.summary();
-  out["blockers"] = nlohmann::ordered_json::array();
-  for (const std::string& blocker : response.blockers()) out["blockers"].push_back(blocker);
-  const std::int64_t start = response.expected_start_ms() > 0 ? response.expected_start_ms()
-                                                              : response.job().expected_start_ms();
-  out["expected_start_ms"] =
-      start > 0 ? nlohmann::ordered_json(start) : nlohmann::ordered_json(nullptr);
-  out["suggestions"] = nlohmann::ordered_json::array();
-  for (const std::string& suggestion : response.suggestions()) {
-    out["suggestions"].push_back(suggestion);
   }
   return out;
 }

@@ -9,9 +9,9 @@
 
 #include "cohort/v1/cohort.pb.h"
 
-/// How `cohort priority`, `cohort shares` and `cohort why` write the
-/// controller's answers: tables as sprio and sshare print them, JSON with
-/// stable snake_case names, and the explanation in words. No I/O, no clock
+/// How `cohort priority` and `cohort shares` write the controller's
+/// answers: tables as sprio and sshare print them, JSON with stable
+/// snake_case names (cli/why_view.h writes `cohort why`). No I/O, no clock
 /// (`now_ms` is a parameter), so that tests check the exact text.
 namespace cohort::cli {
 
@@ -48,18 +48,6 @@ enum class PriorityValues {
 /// row), shares, norm_shares, usage_gpu_seconds, norm_usage, fairshare},
 /// ...]}`.
 [[nodiscard]] nlohmann::ordered_json SharesToJson(const v1::SharesResponse& response);
-
-/// `cohort why` in words: the job, its state and reason, the controller's
-/// summary, the blockers as a list, the expected start (pending jobs only;
-/// when it is known, also how far from `now_ms`), and the suggestions as a
-/// list. Each part that is empty is left out, except the expected start of
-/// a pending job, which says when it is unknown.
-[[nodiscard]] std::string ExplainText(const v1::ExplainJobResponse& response, std::int64_t now_ms);
-
-/// `{"job": JOB, "summary", "blockers": [...], "expected_start_ms" (null:
-/// unknown), "suggestions": [...]}` with JOB as JobToJson writes it.
-[[nodiscard]] nlohmann::ordered_json ExplainToJson(const v1::ExplainJobResponse& response,
-                                                   std::int64_t now_ms);
 
 /// The START_TIME of `cohort queue --start`: the pending job's expected
 /// start as scontrol writes times, `N/A` when unknown (0).

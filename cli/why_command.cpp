@@ -10,7 +10,7 @@
 #include "controller_client.h"
 #include "job_format.h"
 #include "job_ref.h"
-#include "policy_format.h"
+#include "why_view.h"
 
 namespace cohort::cli {
 namespace {
@@ -53,7 +53,7 @@ void AddWhyCommand(CLI::App& app, int& exit_code) {
   why->add_option("JOB", o->job, "the job: its id (12), or an array task (12_3)")->required();
   why->add_flag("--json", o->json,
                 "print {\"job\", \"summary\", \"blockers\", \"expected_start_ms\", "
-                "\"suggestions\"} as JSON");
+                "\"suggestions\", \"pending_reason\", \"wait\", \"sooner\"} as JSON");
   AddConnectionOptions(*why, o->connection);
   why->footer(
       "The blockers come most decisive first: the resources it lacks (and which switch domains\n"

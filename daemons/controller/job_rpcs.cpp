@@ -235,21 +235,11 @@ void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& /*who*/
     return;
   }
   v1::ExplainJobResponse response;
-  const Job* job = nullptr;
-  for (const JobId id : engine.Lookup(*ref)) {
-    const Job* j = engine.FindJob(id);
-    if (job == nullptr || (j->state == JobState::kPending && job->state != JobState::kPending)) {
-      job = j;
-    }
-  }
-  if (job != nullptr) {
+  if (const Job* job = engine.FindJob(why->job); job != nullptr) {
     JobToWire(*job, state_.specs[job->id], engine, engine.QueuePosition(job->id),
               response.mutable_job());
   }
-  response.set_summary(why->summary);
-  for (std::string& b : why->blockers) response.add_blockers(std::move(b));
-  for (std::string& s : why->suggestions) response.add_suggestions(std::move(s));
-  response.set_expected_start_ms(why->expected_start.count());
+  ExplanationToWire(*why, &response);
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::ExplainJobResponse>(std::move(response)));
 }
 

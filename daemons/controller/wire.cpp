@@ -257,6 +257,38 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_preempt_deadline_ms(job.preempt_deadline.count());
 }
 
+void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out) {
+  out->set_expected_start_ms(why.expected_start.count());
+  out->set_explained_at_ms(why.explained_at.count());
+  if (why.status.state == JobState::kPending) {
+    out->set_pending_reason(std::string(PendingReasonName(why.reason)));
+  }
+  v1::WaitFacts& wait = *out->mutable_wait();
+  wait.set_partition(why.wait.partition);
+  wait.set_nodes(why.wait.nodes);
+  wait.set_ahead_count(why.wait.ahead_count);
+  for (const JobAhead& a : why.wait.ahead) {
+    v1::JobAhead& ahead = *wait.add_ahead();
+    ahead.set_display_id(a.display_id);
+    ahead.set_priority(a.priority);
+    ahead.set_nodes(a.nodes);
+  }
+  wait.set_shortfall(why.wait.shortfall);
+  for (const LeafFit& l : why.wait.closest_leaves) {
+    v1::LeafFit& leaf = *wait.add_closest_leaves();
+    leaf.set_name(l.name);
+    leaf.set_fitting(l.fitting);
+    leaf.set_nodes(l.nodes);
+  }
+  wait.set_preempting(why.wait.preempting);
+  wait.set_beyond_backfill_depth(why.wait.beyond_backfill_depth);
+  wait.set_has_time_limit(why.wait.has_time_limit);
+  v1::Counterfactuals& sooner = *out->mutable_sooner();
+  sooner.set_fewer_nodes(why.sooner.fewer_nodes);
+  sooner.set_without_switches(why.sooner.without_switches);
+  for (const std::string& p : why.sooner.partitions) sooner.add_partitions(p);
+}
+
 void PreemptionToWire(const PreemptionRecord& preemption, v1::Preemption* out) {
   out->set_time_ms(preemption.time.count());
   out->set_by_job(preemption.by_job);

@@ -89,6 +89,9 @@ class NodeKinds {
 void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
                v1::Job* out);
 
+/// The facts of `cohort why` (everything but the job itself).
+void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out);
+
 /// One preemption of a job, on the wire and back (also how the store keeps it).
 void PreemptionToWire(const PreemptionRecord& preemption, v1::Preemption* out);
 [[nodiscard]] PreemptionRecord PreemptionFromWire(const v1::Preemption& preemption);

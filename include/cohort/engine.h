@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/cluster_config.h"
+#include "cohort/explanation.h"
 #include "cohort/fair_share.h"
 #include "cohort/gang_allocator.h"
 #include "cohort/job.h"
@@ -129,14 +130,6 @@ struct JobRef {
   int task = -1;  ///< -1: the whole job
 };
 
-/// `cohort why`: what keeps a job from starting, in words.
-struct Explanation {
-  std::string summary;
-  std::vector<std::string> blockers;
-  std::vector<std::string> suggestions;
-  Millis expected_start{0};  ///< 0: unknown
-};
-
 enum class NodeStatus : std::uint8_t {
   kUnknown,  ///< no agent has registered
   kIdle,
@@ -222,7 +215,8 @@ class Engine {
   [[nodiscard]] policy::PriorityFactors PriorityOf(const Job& job, Millis now) const;
   /// Fair-share usage (charged up to the last Tick or pass).
   [[nodiscard]] const policy::FairShare& Usage() const;
-  /// `cohort why`.
+  /// `cohort why`: the facts of what keeps the job from starting (its
+  /// pending task, for an array) and what would start it sooner.
   [[nodiscard]] absl::StatusOr<Explanation> Explain(JobRef ref, Millis now);
 
   // Agent events. Unknown jobs and nodes are ignored: agents can race the
