@@ -13,6 +13,7 @@
 #include "cohort/check.h"
 #include "cohort/plugin.h"
 #include "plugins/admission/limits.h"
+#include "plugins/admission/require_time_limit.h"
 #include "plugins/domain/spread.h"
 #include "plugins/domain/tightest.h"
 #include "plugins/filter/keep_gpu_nodes.h"
@@ -64,6 +65,7 @@ constexpr Entry<QueueOrder> kQueueOrders[] = {
 // AdmissionPlugins=
 constexpr Entry<AdmissionCheck> kAdmissions[] = {
     {"admission/limits", &Make<AdmissionCheck, LimitsAdmission>},
+    {"admission/require-time-limit", &Make<AdmissionCheck, RequireTimeLimitAdmission>},
 };
 
 template <class Seam>

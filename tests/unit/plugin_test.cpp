@@ -104,16 +104,21 @@ TEST(PluginRegistryTest, NodeFiltersMustBeginWithResourcesAndNotRepeat) {
 
 TEST(PluginRegistryTest, AdmissionChecksComeInOrderOnceEach) {
   config::PluginChoice choice;
+  choice.admission = {"admission/require-time-limit", "admission/limits"};
+  const absl::StatusOr<PluginSet> plugins = MakePlugins(choice);
+  ASSERT_TRUE(plugins.ok()) << plugins.status();
+  ASSERT_EQ(plugins->admission.size(), 2U);
+  EXPECT_EQ(plugins->admission[0]->Name(), "admission/require-time-limit");
+  EXPECT_EQ(plugins->admission[1]->Name(), "admission/limits");
   const absl::StatusOr<PluginSet> defaults = MakePlugins(config::PluginChoice{});
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   ASSERT_EQ(defaults->admission.size(), 1U);
   EXPECT_EQ(defaults->admission[0]->Name(), "admission/limits");
 
   choice.admission = {"admission/limits", "admission/quota"};
-  EXPECT_EQ(
-      MakePlugins(choice).status(),
-      absl::InvalidArgumentError(
-          "AdmissionPlugins=admission/quota: no such plugin; choose one of admission/limits"));
+  EXPECT_EQ(MakePlugins(choice).status(),
+            absl::InvalidArgumentError("AdmissionPlugins=admission/quota: no such plugin; choose "
+                                       "one of admission/limits, admission/require-time-limit"));
   choice.admission = {"admission/limits", "admission/limits"};
   EXPECT_EQ(MakePlugins(choice).status(),
             absl::InvalidArgumentError("AdmissionPlugins=admission/limits,admission/limits: "
@@ -187,6 +192,40 @@ TEST(PluginTest, LimitsAdmissionWaitsAtTheQosRunningLimits) {
   EXPECT_EQ(wait->detail, "QOS normal allows 2 running jobs per user (MaxJobsPerUser)");
   running.Count(GpuJob(1000, 2), -1);  // her first ends
   EXPECT_EQ(limits->Admit(context, GpuJob(1000, 1)), std::nullopt);
+}
+
+TEST(PluginTest, RequireTimeLimitRefusesJobsWithoutOne) {
+  const auto require = CheckNamed("admission/require-time-limit");
+  ASSERT_NE(require, nullptr);
+  config::ClusterConfig config;
+  config::PartitionSpec batch;
+  batch.name = "batch";
+  batch.max_time = std::chrono::hours(24);  // a bound, not an estimate
+  config.partitions = {batch};
+  EXPECT_FALSE(require->MayMakeJobsWait(config));
+  const RunningTotals running;
+  const AdmissionContext context{config, running, Millis(0)};
+
+  Job job = GpuJob(1000, 1);  // no --time: the limit in force is MaxTime
+  job.time_limit = batch.max_time;
+  EXPECT_EQ(require->CheckSubmit(context, job),
+            absl::InvalidArgumentError(
+                "time: the job has no time limit and partition batch has no DefaultTime; add "
+                "--time=HH:MM:SS (#SBATCH --time) so backfill can plan around it"));
+  EXPECT_EQ(require->Admit(context, job), std::nullopt);
+
+  job.request.time_limit = std::chrono::minutes(30);  // --time=30
+  job.time_limit = job.request.time_limit;
+  EXPECT_TRUE(require->CheckSubmit(context, job).ok());
+
+  job.request.time_limit = kUnlimited;  // --time=UNLIMITED where nothing bounds it
+  job.time_limit = kUnlimited;
+  EXPECT_EQ(require->CheckSubmit(context, job).code(), absl::StatusCode::kInvalidArgument);
+
+  config.partitions[0].default_time = std::chrono::hours(2);  // DefaultTime=2:00:00
+  job.request.time_limit = std::chrono::seconds(0);
+  job.time_limit = std::chrono::hours(2);
+  EXPECT_TRUE(require->CheckSubmit(context, job).ok());
 }
 
 // One leaf of four 64-CPU nodes: n001 half busy, n002 a quarter, the rest idle.
