@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every built-in plugin, by the name cohort.conf chooses it by. A new policy
 // is a new file in plugins/<kind>/ and one line in the lists below.
-#include <algorithm>
-#include <iterator>
 #include <memory>
 #include <set>
 #include <span>
@@ -14,6 +12,8 @@
 
 #include "cohort/check.h"
 #include "cohort/plugin.h"
+#include "plugins/admission/limits.h"
+#include "plugins/admission/require_time_limit.h"
 #include "plugins/domain/spread.h"
 #include "plugins/domain/tightest.h"
 #include "plugins/filter/keep_gpu_nodes.h"
@@ -62,8 +62,11 @@ constexpr Entry<QueueOrder> kQueueOrders[] = {
     {"priority/fifo", &Make<QueueOrder, FifoOrder>},
 };
 
-// AdmissionPlugins=: the engine's own rules (src/admission.cpp), by name.
-constexpr std::string_view kAdmissions[] = {"admission/limits"};
+// AdmissionPlugins=
+constexpr Entry<AdmissionCheck> kAdmissions[] = {
+    {"admission/limits", &Make<AdmissionCheck, LimitsAdmission>},
+    {"admission/require-time-limit", &Make<AdmissionCheck, RequireTimeLimitAdmission>},
+};
 
 template <class Seam>
 absl::StatusOr<std::shared_ptr<const Seam>> Find(std::span<const Entry<Seam>> entries,
@@ -77,6 +80,26 @@ absl::StatusOr<std::shared_ptr<const Seam>> Find(std::span<const Entry<Seam>> en
       fmt::format("{}={}: no such plugin; choose one of {}", key, name, fmt::join(known, ", ")));
 }
 
+// The policies of a list key, in its order; `what` names one in the error
+// for a name listed twice.
+template <class Seam>
+absl::StatusOr<std::vector<std::shared_ptr<const Seam>>> MakeList(
+    std::span<const Entry<Seam>> entries, std::string_view key,
+    const std::vector<std::string>& names, std::string_view what) {
+  std::vector<std::shared_ptr<const Seam>> made;
+  std::set<std::string_view> seen;
+  for (const std::string& name : names) {
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(fmt::format("{}={}: {} is listed twice; list each {} once",
+                                                    key, fmt::join(names, ","), name, what));
+    }
+    absl::StatusOr<std::shared_ptr<const Seam>> one = Find<Seam>(entries, key, name);
+    if (!one.ok()) return one.status();
+    made.push_back(*std::move(one));
+  }
+  return made;
+}
+
 absl::StatusOr<std::vector<std::shared_ptr<const NodeFilter>>> MakeFilters(
     const std::vector<std::string>& names) {
   constexpr std::string_view kKey = "NodeFilterPlugins";
@@ -88,19 +111,7 @@ absl::StatusOr<std::vector<std::shared_ptr<const NodeFilter>>> MakeFilters(
         "whose counts the pending reasons quote; add it first",
         kKey, fmt::join(names, ","), kRequired));
   }
-  std::vector<std::shared_ptr<const NodeFilter>> filters;
-  std::set<std::string_view> seen;
-  for (const std::string& name : names) {
-    if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}={}: {} is listed twice; list each filter once", kKey, fmt::join(names, ","), name));
-    }
-    absl::StatusOr<std::shared_ptr<const NodeFilter>> filter =
-        Find<NodeFilter>(kNodeFilters, kKey, name);
-    if (!filter.ok()) return filter.status();
-    filters.push_back(*std::move(filter));
-  }
-  return filters;
+  return MakeList<NodeFilter>(kNodeFilters, kKey, names, "filter");
 }
 
 }  // namespace
@@ -123,13 +134,11 @@ absl::StatusOr<PluginSet> MakePlugins(const config::PluginChoice& choice) {
       Find<QueueOrder>(kQueueOrders, "PriorityType", choice.queue_order);
   if (!order.ok()) return order.status();
   set.queue_order = *std::move(order);
-  for (const std::string& name : choice.admission) {
-    if (std::find(std::begin(kAdmissions), std::end(kAdmissions), name) == std::end(kAdmissions)) {
-      return absl::InvalidArgumentError(
-          fmt::format("AdmissionPlugins={}: no such plugin {}; choose among {}",
-                      fmt::join(choice.admission, ","), name, fmt::join(kAdmissions, ", ")));
-    }
-  }
+  absl::StatusOr<std::vector<std::shared_ptr<const AdmissionCheck>>> admission =
+      MakeList<AdmissionCheck>(kAdmissions, "AdmissionPlugins", choice.admission,
+                               "admission policy");
+  if (!admission.ok()) return admission.status();
+  set.admission = *std::move(admission);
   return set;
 }
 

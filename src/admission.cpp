@@ -105,6 +105,12 @@ absl::Status CheckAllowed(const JobRequest& request, const config::PartitionSpec
 
 }  // namespace
 
+Admission::Admission(EngineCore& core) : core_(core) {
+  for (const auto& check : core_.plugins.admission) {
+    if (check->MayMakeJobsWait(core_.config)) waiting_checks_.push_back(check);
+  }
+}
+
 absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   const config::ClusterConfig& config = core_.config;
   Job job;
@@ -204,6 +210,17 @@ absl::Status Admission::CheckQueueing(const Job& job) const {
   return absl::OkStatus();
 }
 
+absl::Status Admission::CheckSubmit(const Job& job, Millis now) const {
+  // Submission counts no running jobs (empty maps allocate nothing): a
+  // check that needs totals waits in Admit instead.
+  const plugin::RunningTotals none;
+  const plugin::AdmissionContext context{core_.config, none, now};
+  for (const auto& check : core_.plugins.admission) {
+    if (absl::Status s = check->CheckSubmit(context, job); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 int Admission::DependencyStatus(Job& job, std::string& why) {
   Dependency& dep = job.dependency_left;
   if (dep.terms.empty()) return 1;
@@ -299,40 +316,6 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
   return dep.terms.empty() ? 1 : 0;
 }
 
-std::optional<Admission::Wait> Admission::LimitReached(const Job& job,
-                                                       const PassCounts& counts) const {
-  if (!counts.limits) return std::nullopt;
-  const config::QosSpec* qos = core_.config.FindQos(job.qos);
-  if (qos == nullptr) return std::nullopt;
-  auto at = [](const auto& map, const auto& key) {
-    const auto it = map.find(key);
-    return it == map.end() ? 0 : it->second;
-  };
-  const int gpus = GpusAsked(job);
-  const int user_jobs = at(counts.jobs_per_user, std::pair{job.qos, job.request.uid});
-  if (qos->max_jobs_per_user && user_jobs >= *qos->max_jobs_per_user) {
-    return Wait{PendingReason::kQosMaxJobsPerUser,
-                fmt::format("QOS {} allows {} running jobs per user (MaxJobsPerUser)", qos->name,
-                            *qos->max_jobs_per_user)};
-  }
-  const int user_gpus = at(counts.gpus_per_user, std::pair{job.qos, job.request.uid});
-  if (qos->max_gpus_per_user && user_gpus + gpus > *qos->max_gpus_per_user) {
-    return Wait{PendingReason::kQosMaxGpusPerUser,
-                fmt::format("QOS {} allows {} GPUs per user (MaxGpusPerUser); {} are in use and "
-                            "the job needs {}",
-                            qos->name, *qos->max_gpus_per_user, user_gpus, gpus)};
-  }
-  const int account_gpus = at(counts.gpus_per_account, std::pair{job.qos, job.request.account});
-  if (qos->max_gpus_per_account && account_gpus + gpus > *qos->max_gpus_per_account) {
-    return Wait{PendingReason::kQosMaxGpusPerAccount,
-                fmt::format("QOS {} allows {} GPUs per account (MaxGpusPerAccount); account {} "
-                            "uses {} and the job needs {}",
-                            qos->name, *qos->max_gpus_per_account, job.request.account,
-                            account_gpus, gpus)};
-  }
-  return std::nullopt;
-}
-
 bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects& effects) {
   if (IsHeld(job)) {
     ShowHeld(job, effects);
@@ -358,10 +341,6 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     job.eligible_time = std::max(job.eligible_time, now);
     Lifecycle::Changed(job, effects);
   }
-  if (std::optional<Wait> limit = LimitReached(job, counts)) {
-    Lifecycle::SetReason(job, limit->reason, limit->detail, effects);
-    return false;
-  }
   if (!job.array_pending.empty() && job.request.array.max_running > 0) {
     const auto it = counts.array_running.find(job.array_job_id);
     if (it != counts.array_running.end() && it->second >= job.request.array.max_running) {
@@ -370,6 +349,14 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
           fmt::format("{} tasks of the array run and it allows {} at once (%{})", it->second,
                       job.request.array.max_running, job.request.array.max_running),
           effects);
+      return false;
+    }
+  }
+  if (waiting_checks_.empty()) return true;
+  const plugin::AdmissionContext context{core_.config, counts.running, now};
+  for (const auto& check : waiting_checks_) {
+    if (std::optional<plugin::Wait> wait = check->Admit(context, job)) {
+      Lifecycle::SetReason(job, wait->reason, wait->detail, effects);
       return false;
     }
   }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <optional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cohort/job.h"
+#include "cohort/plugin.h"
 #include "pass_state.h"
 
 namespace cohort {
@@ -17,11 +19,12 @@ namespace cohort::engine {
 struct EngineCore;
 
 /// Whether a job may be queued (at submission) and tried now (in a pass):
-/// partitions' and QOS' rules, holds, dependencies, running-job limits and
-/// array throttles.
+/// partitions' and QOS' rules, holds, dependencies and array throttles, then
+/// the admission checks cohort.conf chooses (AdmissionPlugins=).
 class Admission {
  public:
-  explicit Admission(EngineCore& core) : core_(core) {}
+  /// Reads the core's config and plugins, which are built before it.
+  explicit Admission(EngineCore& core);
 
   /// Resolves a request against the configuration: partition, account and
   /// user rules, QOS, time limits, the gang. InvalidArgument names the field
@@ -30,6 +33,12 @@ class Admission {
   /// What a resolved job must meet to be queued: dependencies on known jobs,
   /// MaxSubmitJobsPerUser.
   [[nodiscard]] absl::Status CheckQueueing(const Job& job) const;
+  /// The chosen admission checks' CheckSubmit for a resolved job, in order:
+  /// the first refusal, else OkStatus.
+  [[nodiscard]] absl::Status CheckSubmit(const Job& job, Millis now) const;
+  /// Whether some chosen check may make jobs wait under the config: passes
+  /// then count running totals and give up their shortcuts.
+  [[nodiscard]] bool ChecksMayWait() const { return !waiting_checks_.empty(); }
 
   /// Whether the job may be tried now; sets its pending reason when not. A
   /// job whose dependency can never hold and that asked to be killed then is
@@ -41,14 +50,11 @@ class Admission {
  private:
   /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
   int DependencyStatus(Job& job, std::string& why);
-  struct Wait {
-    PendingReason reason = PendingReason::kNone;
-    std::string detail;
-  };
-  /// The first running-job limit the job would pass; none when none.
-  [[nodiscard]] std::optional<Wait> LimitReached(const Job& job, const PassCounts& counts) const;
 
   EngineCore& core_;
+  /// The chosen checks that may make jobs wait under the config, in order;
+  /// the only ones a pass asks.
+  std::vector<std::shared_ptr<const plugin::AdmissionCheck>> waiting_checks_;
 };
 
 }  // namespace cohort::engine

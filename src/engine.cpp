@@ -129,6 +129,7 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
         fmt::format("the job can never run here: {}", probe.reason));
   }
   Job job = *std::move(resolved);
+  if (absl::Status s = core.admission.CheckSubmit(job, now); !s.ok()) return s;
   if (absl::Status s = core.admission.CheckQueueing(job); !s.ok()) return s;
   job.id = core.book.TakeId();
   job.submit_time = now;
@@ -150,10 +151,11 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   return queued.id;
 }
 
-absl::StatusOr<Engine::Preview> Engine::TestSubmit(const JobRequest& request) {
+absl::StatusOr<Engine::Preview> Engine::TestSubmit(const JobRequest& request, Millis now) {
   engine::EngineCore& core = *core_;
   absl::StatusOr<Job> resolved = core.admission.Resolve(request);
   if (!resolved.ok()) return resolved.status();
+  if (absl::Status s = core.admission.CheckSubmit(*resolved, now); !s.ok()) return s;
   const alloc::PlacementResult result = core.allocator.Place(resolved->gang, core.pool);
   Preview preview;
   switch (result.outcome) {

@@ -77,12 +77,6 @@ std::vector<NodeId> NodesThatMayFit(const alloc::GangRequest& gang, const alloc:
   return nodes;
 }
 
-bool HasRunningLimits(const config::ClusterConfig& config) {
-  return std::any_of(config.qos.begin(), config.qos.end(), [](const config::QosSpec& q) {
-    return q.max_jobs_per_user || q.max_gpus_per_user || q.max_gpus_per_account;
-  });
-}
-
 std::vector<alloc::NodeGrant> HeldGrants(const Job& job) {
   std::vector<alloc::NodeGrant> held;
   ForEachHeldGrant(job, [&](const alloc::NodeGrant& g) { held.push_back(g); });

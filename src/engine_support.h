@@ -30,9 +30,6 @@ using alloc::NodeId;
 
 [[nodiscard]] int GpusHeld(const Job& job);
 [[nodiscard]] int CpusHeld(const Job& job);
-[[nodiscard]] inline int GpusAsked(const Job& job) {
-  return job.gang.gpus_per_node * job.gang.nodes;
-}
 /// Ranks of the job that exited 0, over every node.
 [[nodiscard]] int RanksOk(const Job& job);
 /// Every node of the gang confirmed its ranks are gone.
@@ -53,8 +50,6 @@ using alloc::NodeId;
 /// one node of it now.
 [[nodiscard]] std::vector<NodeId> NodesThatMayFit(const alloc::GangRequest& gang,
                                                   const alloc::NodePool& pool);
-/// Whether some QOS limits running jobs or GPUs, which passes must count.
-[[nodiscard]] bool HasRunningLimits(const config::ClusterConfig& config);
 
 /// Visits the grants a job still holds in the pool (none while suspended).
 template <typename Visit>

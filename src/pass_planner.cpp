@@ -60,7 +60,7 @@ bool PassPlanner::IsDependencyTarget(const Job& job) const {
 
 bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_releases) {
   if ((released_ && !past_releases) || full_pass_needed_) return false;
-  if (HasRunningLimits(core_.config)) return false;
+  if (core_.admission.ChecksMayWait()) return false;
   std::vector<QueueKey> fresh;
   for (const JobId id : submitted_) {
     Job* job = core_.book.Find(id);
@@ -119,7 +119,7 @@ void PassPlanner::ForgetReleases() {
 
 bool PassPlanner::ReleaseCannotMatter() const {
   if (!released_ || full_pass_needed_ || core_.preemption.HasPlans() || released_array_task_ ||
-      HasRunningLimits(core_.config)) {
+      core_.admission.ChecksMayWait()) {
     return false;
   }
   if (std::any_of(core_.book.Active().begin(), core_.book.Active().end(),
@@ -171,7 +171,7 @@ void PassPlanner::BeginPass(PassState& pass, Millis now, Effects& effects) {
   core_.preemption.ResumeSuspended(now, effects);
   pass.now = now;
   pass.reserved_from.assign(static_cast<std::size_t>(core_.pool.NodeCount()), Millis::max());
-  pass.counts.limits = HasRunningLimits(core_.config);
+  pass.counts.checks_may_wait = core_.admission.ChecksMayWait();
   for (const Job* job : core_.book.Active()) pass.counts.Count(*job, 1);
   core_.preemption.Review(pass.preemptors, now, effects);
 }

@@ -10,6 +10,7 @@
 
 #include "cohort/job.h"
 #include "cohort/node_pool.h"
+#include "cohort/plugin.h"
 #include "cohort/reservation_timeline.h"
 #include "engine_support.h"
 
@@ -42,23 +43,19 @@ struct QueueKey {
   }
 };
 
-/// The running totals a pass keeps for admission: jobs and GPUs per user and
-/// account under each QOS with limits, and each array's running tasks.
+/// The running totals a pass keeps for admission: the QOS totals the
+/// chosen admission checks read, and each array's running tasks.
 struct PassCounts {
-  bool limits = false;  ///< some QOS has a running-job or GPU limit
-  std::map<std::pair<std::string, std::uint32_t>, int> jobs_per_user;  ///< (qos, uid)
-  std::map<std::pair<std::string, std::uint32_t>, int> gpus_per_user;
-  std::map<std::pair<std::string, std::string>, int> gpus_per_account;  ///< (qos, account)
+  /// Some chosen admission check may make jobs wait (Admission::ChecksMayWait);
+  /// without one `running` stays empty.
+  bool checks_may_wait = false;
+  plugin::RunningTotals running;
   std::map<JobId, int> array_running;
 
   /// A job starts (+1) or is counted as running at the start of the pass.
   void Count(const Job& job, int sign) {
     if (job.array_job_id != 0 && job.array_task_id >= 0) array_running[job.array_job_id] += sign;
-    if (!limits) return;
-    const int gpus = GpusAsked(job);
-    jobs_per_user[{job.qos, job.request.uid}] += sign;
-    gpus_per_user[{job.qos, job.request.uid}] += sign * gpus;
-    gpus_per_account[{job.qos, job.request.account}] += sign * gpus;
+    if (checks_may_wait) running.Count(job, sign);
   }
 };
 

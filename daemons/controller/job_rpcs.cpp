@@ -33,7 +33,7 @@ void JobRpcs::SubmitJob(v1::SubmitJobRequest& request, const Identity& who,
   }
   v1::SubmitJobResponse response;
   if (request.test_only()) {
-    absl::StatusOr<Engine::Preview> preview = engine.TestSubmit(*job);
+    absl::StatusOr<Engine::Preview> preview = engine.TestSubmit(*job, ControllerState::Now());
     if (!preview.ok()) {
       outbox_.Respond<v1::SubmitJobResponse>(std::move(reply), preview.status());
       return;

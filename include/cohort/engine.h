@@ -173,15 +173,17 @@ class Engine {
   void Restore(SavedState state, Millis now, Effects& effects);
 
   /// Validates and queues a job. InvalidArgument names the field and the
-  /// fix; FailedPrecondition says why the job can never run here.
+  /// fix; FailedPrecondition says why the job can never run here; a chosen
+  /// admission check's refusal (AdmissionPlugins=) comes as it gave it.
   [[nodiscard]] absl::StatusOr<JobId> Submit(JobRequest request, Millis now, Effects& effects);
 
   struct Preview {
     std::string would_run_on;  ///< hostlist, empty when it would wait
     std::string reason;
   };
-  /// Validates like Submit and says where the job would run now.
-  [[nodiscard]] absl::StatusOr<Preview> TestSubmit(const JobRequest& request);
+  /// Validates like Submit (the configuration's rules and the chosen
+  /// admission checks, not the queue's) and says where the job would run now.
+  [[nodiscard]] absl::StatusOr<Preview> TestSubmit(const JobRequest& request, Millis now);
 
   /// Cancels a job (signal 0) or signals its ranks. NotFound, PermissionDenied
   /// (another user's job), FailedPrecondition (finished, or not running for

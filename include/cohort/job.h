@@ -250,6 +250,10 @@ struct Job {
 }
 /// SIGSTOPped by a preemption, running or stopping: its grants are in the pool.
 [[nodiscard]] inline bool IsSuspended(const Job& job) { return job.sub == JobSubstate::kSuspended; }
+/// The GPUs the gang asks for, over all its nodes.
+[[nodiscard]] inline int GpusAsked(const Job& job) {
+  return job.gang.gpus_per_node * job.gang.nodes;
+}
 
 /// How users write a job's id: "12", "12_3" for task 3 of array 12, and
 /// "12_[4-999%8]" for the tasks of array 12 not yet started.

@@ -2,11 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cohort/cluster_config.h"
 #include "cohort/fair_share.h"
@@ -54,9 +59,71 @@ class QueueOrder {
   virtual void Rank(const QueueContext& context, std::span<Job* const> jobs) const = 0;
 };
 
-// Admission (AdmissionPlugins=, may this job be tried now) is the engine's
-// own today: holds, dependencies, QOS and partition limits, array throttles
-// (src/admission.cpp); admission/limits is its name.
+/// What a pass has counted of the jobs running under each QOS: jobs and GPUs
+/// per (QOS, uid), GPUs per (QOS, account). Counted only when some chosen
+/// admission check may make jobs wait (AdmissionCheck::MayMakeJobsWait);
+/// a job that starts in the pass is counted at once.
+struct RunningTotals {
+  std::map<std::pair<std::string, std::uint32_t>, int> jobs_per_user;  ///< (qos, uid)
+  std::map<std::pair<std::string, std::uint32_t>, int> gpus_per_user;
+  std::map<std::pair<std::string, std::string>, int> gpus_per_account;  ///< (qos, account)
+
+  /// A job starts (+1), ends (-1), or is counted as running at the start of
+  /// the pass (+1).
+  void Count(const Job& job, int sign) {
+    const int gpus = GpusAsked(job);
+    jobs_per_user[{job.qos, job.request.uid}] += sign;
+    gpus_per_user[{job.qos, job.request.uid}] += sign * gpus;
+    gpus_per_account[{job.qos, job.request.account}] += sign * gpus;
+  }
+};
+
+/// One admission decision, as admission checks see it. Valid for one call.
+struct AdmissionContext {
+  const config::ClusterConfig& config;
+  /// The pass's totals; empty at submission, which counts nothing.
+  const RunningTotals& running;
+  Millis now{0};
+};
+
+/// Why a job may not be tried now: the pending reason the engine records and
+/// the detail the CLI shows beside it.
+struct Wait {
+  PendingReason reason = PendingReason::kNone;
+  std::string detail;
+};
+
+/// Admission (AdmissionPlugins=): whether a job may be queued, and whether
+/// a pass may try it now. Checks run in the configured order; the first
+/// refusal or wait decides. What stays the engine's own (src/admission.cpp),
+/// because it follows from the job's state rather than from a policy: holds,
+/// dependencies and array throttles (%N), which a pass applies before the
+/// checks; the partition's and QOS' bounds a job can never fit (MaxTime,
+/// MaxWall, MaxNodes, AllowAccounts, a GPU count over a QOS limit), which
+/// are applied again when a configuration change meets a queued job; and
+/// MaxSubmitJobsPerUser, which counts the queue.
+class AdmissionCheck {
+ public:
+  virtual ~AdmissionCheck() = default;
+  /// The name the registry knows it by, e.g. "admission/limits".
+  [[nodiscard]] virtual std::string_view Name() const = 0;
+  /// At submission (and --test-only), after the engine resolved the job
+  /// against the configuration: OkStatus, or why the job is refused, with
+  /// the fix in the message (InvalidArgument: the request lacks something;
+  /// FailedPrecondition: it can never be queued here; PermissionDenied: not
+  /// for this user).
+  [[nodiscard]] virtual absl::Status CheckSubmit(const AdmissionContext& context,
+                                                 const Job& job) const = 0;
+  /// Whether Admit can ever return a wait under `config`. The engine asks
+  /// once per engine; when no chosen check may wait, passes count no totals,
+  /// call no Admit and keep their fast paths.
+  [[nodiscard]] virtual bool MayMakeJobsWait(const config::ClusterConfig& config) const = 0;
+  /// In a pass, for a pending job with no hold, its dependencies met and its
+  /// array under its throttle: none when it may be tried now, else why it
+  /// waits. Called only when MayMakeJobsWait(config).
+  [[nodiscard]] virtual std::optional<Wait> Admit(const AdmissionContext& context,
+                                                  const Job& job) const = 0;
+};
 
 /// What each node of a gang needs, resolved from its request.
 struct NodeNeed {
@@ -173,12 +240,13 @@ struct AllocatorPlugins {
 struct PluginSet {
   AllocatorPlugins allocator;
   std::shared_ptr<const QueueOrder> queue_order;
+  std::vector<std::shared_ptr<const AdmissionCheck>> admission;  ///< in the configured order
 };
 
 /// Builds the policies `choice` names from the list in plugins/builtin.cpp.
 /// Returns InvalidArgument naming the config key and the known names for an
-/// unknown name, and for a node-filter list without filter/resources first
-/// or with a name twice.
+/// unknown name, for a node-filter list without filter/resources first, and
+/// for a node-filter or admission list with a name twice.
 [[nodiscard]] absl::StatusOr<PluginSet> MakePlugins(const config::PluginChoice& choice);
 
 /// The built-in defaults (filter/resources, score/locality, domain/tightest),

@@ -760,19 +760,25 @@ TEST_F(EngineTest, OversubscribedGangsAllComplete) {
   for (const JobId id : ids) EXPECT_EQ(State(id), JobState::kCompleted);
 }
 
+// A configuration of the cluster's nodes in one default partition "all".
+config::ClusterConfig OnePartition(const testing::Cluster& cluster) {
+  config::ClusterConfig config;
+  config.nodes = cluster.nodes;
+  config::PartitionSpec all;
+  all.name = "all";
+  all.is_default = true;
+  all.nodes = cluster.topology.NodeNames();
+  config.partitions = {all};
+  return config;
+}
+
 // The queue order is the chosen plugin: under priority/multifactor a job of
 // a QOS with a higher priority goes before an older one; under
 // priority/fifo the older one goes first whatever its QOS.
 TEST(QueueOrderTest, FifoTriesTheOldestJobFirstWhereMultifactorWeighsTheQos) {
   const testing::Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
   const auto order_with = [&](const std::string& queue_order) {
-    config::ClusterConfig config;
-    config.nodes = cluster.nodes;
-    config::PartitionSpec all;
-    all.name = "all";
-    all.is_default = true;
-    all.nodes = cluster.topology.NodeNames();
-    config.partitions = {all};
+    config::ClusterConfig config = OnePartition(cluster);
     config::QosSpec normal;
     normal.name = "normal";
     config::QosSpec high;
@@ -798,6 +804,53 @@ TEST(QueueOrderTest, FifoTriesTheOldestJobFirstWhereMultifactorWeighsTheQos) {
   // Job 1 is the older (normal QOS), job 2 the newer (high QOS).
   EXPECT_EQ(order_with("priority/fifo"), (std::vector<JobId>{1, 2}));
   EXPECT_EQ(order_with("priority/multifactor"), (std::vector<JobId>{2, 1}));
+}
+
+// The chosen admission checks run at submission: with
+// admission/require-time-limit a job without --time is refused in a
+// partition without DefaultTime (and by --test-only), and one with it is
+// queued and, under admission/limits, waits at its QOS' running limit.
+TEST(AdmissionCheckTest, RequireTimeLimitRefusesASubmitWithoutOne) {
+  const testing::Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+  config::ClusterConfig config = OnePartition(cluster);
+  config.partitions[0].max_time = std::chrono::hours(4);
+  config::QosSpec normal;
+  normal.name = "normal";
+  normal.max_jobs_per_user = 1;
+  config.qos = {normal};
+  config.plugins.admission = {"admission/limits", "admission/require-time-limit"};
+  alloc::NodePool pool =
+      alloc::NodePool::Create(cluster.topology, config.nodes, config.partitions).value();
+  Engine engine(config, cluster.topology, std::move(pool));
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  Effects fx;
+  const absl::Status refused = absl::InvalidArgumentError(
+      "time: the job has no time limit and partition all has no DefaultTime; add "
+      "--time=HH:MM:SS (#SBATCH --time) so backfill can plan around it");
+  EXPECT_EQ(engine.Submit(r, kT0, fx).status(), refused);
+  EXPECT_EQ(engine.TestSubmit(r, kT0).status(), refused);
+  EXPECT_EQ(engine.PendingCount(), 0U);
+
+  r.time_limit = std::chrono::minutes(10);
+  EXPECT_TRUE(engine.TestSubmit(r, kT0).ok());
+  const absl::StatusOr<JobId> first = engine.Submit(r, kT0, fx);
+  const absl::StatusOr<JobId> second = engine.Submit(r, kT0, fx);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  for (NodeId n = 0; n < cluster.topology.NodeCount(); ++n) {
+    NodeReport report;
+    report.cpus = 64;
+    report.gpus = 8;
+    report.memory_mb = 1024 * 1024;
+    ASSERT_TRUE(engine.NodeRegistered(n, report, kT0, fx).ok());
+  }
+  engine.Schedule(kT0, fx);
+  EXPECT_EQ(engine.FindJob(*first)->state, JobState::kRunning);
+  EXPECT_EQ(engine.FindJob(*second)->pending_reason, PendingReason::kQosMaxJobsPerUser);
+  EXPECT_EQ(engine.FindJob(*second)->reason_detail,
+            "QOS normal allows 1 running jobs per user (MaxJobsPerUser)");
 }
 
 }  // namespace

@@ -102,6 +102,132 @@ TEST(PluginRegistryTest, NodeFiltersMustBeginWithResourcesAndNotRepeat) {
   EXPECT_TRUE(MakePlugins(choice).ok());
 }
 
+TEST(PluginRegistryTest, AdmissionChecksComeInOrderOnceEach) {
+  config::PluginChoice choice;
+  choice.admission = {"admission/require-time-limit", "admission/limits"};
+  const absl::StatusOr<PluginSet> plugins = MakePlugins(choice);
+  ASSERT_TRUE(plugins.ok()) << plugins.status();
+  ASSERT_EQ(plugins->admission.size(), 2U);
+  EXPECT_EQ(plugins->admission[0]->Name(), "admission/require-time-limit");
+  EXPECT_EQ(plugins->admission[1]->Name(), "admission/limits");
+  const absl::StatusOr<PluginSet> defaults = MakePlugins(config::PluginChoice{});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  ASSERT_EQ(defaults->admission.size(), 1U);
+  EXPECT_EQ(defaults->admission[0]->Name(), "admission/limits");
+
+  choice.admission = {"admission/limits", "admission/quota"};
+  EXPECT_EQ(MakePlugins(choice).status(),
+            absl::InvalidArgumentError("AdmissionPlugins=admission/quota: no such plugin; choose "
+                                       "one of admission/limits, admission/require-time-limit"));
+  choice.admission = {"admission/limits", "admission/limits"};
+  EXPECT_EQ(MakePlugins(choice).status(),
+            absl::InvalidArgumentError("AdmissionPlugins=admission/limits,admission/limits: "
+                                       "admission/limits is listed twice; list each admission "
+                                       "policy once"));
+}
+
+// The admission check of that name, as MakePlugins makes it.
+std::shared_ptr<const AdmissionCheck> CheckNamed(const std::string& name) {
+  config::PluginChoice choice;
+  choice.admission = {name};
+  absl::StatusOr<PluginSet> plugins = MakePlugins(choice);
+  EXPECT_TRUE(plugins.ok()) << plugins.status();
+  return plugins.ok() ? plugins->admission.front() : nullptr;
+}
+
+// A resolved job of `uid` (account "ml") under QOS "normal" asking for
+// `nodes` nodes of 8 GPUs, in partition "batch".
+Job GpuJob(std::uint32_t uid, int nodes) {
+  Job job;
+  job.qos = "normal";
+  job.request.uid = uid;
+  job.request.account = "ml";
+  job.request.partition = "batch";
+  job.gang.nodes = nodes;
+  job.gang.gpus_per_node = 8;
+  job.time_limit = std::chrono::hours(1);
+  return job;
+}
+
+TEST(PluginTest, LimitsAdmissionWaitsAtTheQosRunningLimits) {
+  const auto limits = CheckNamed("admission/limits");
+  ASSERT_NE(limits, nullptr);
+  config::ClusterConfig config;
+  config::QosSpec normal;
+  normal.name = "normal";
+  config.qos = {normal};
+  EXPECT_FALSE(limits->MayMakeJobsWait(config)) << "no QOS limits running jobs";
+  normal.max_jobs_per_user = 2;
+  normal.max_gpus_per_user = 24;
+  normal.max_gpus_per_account = 32;
+  config.qos = {normal};
+  EXPECT_TRUE(limits->MayMakeJobsWait(config));
+
+  RunningTotals running;
+  const AdmissionContext context{config, running, Millis(0)};
+  EXPECT_TRUE(limits->CheckSubmit(context, GpuJob(1000, 4)).ok()) << "it refuses nothing";
+  EXPECT_EQ(limits->Admit(context, GpuJob(1000, 3)), std::nullopt);
+
+  running.Count(GpuJob(1000, 2), 1);  // alice runs 16 GPUs, her account 16
+  std::optional<Wait> wait = limits->Admit(context, GpuJob(1000, 2));
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->reason, PendingReason::kQosMaxGpusPerUser);
+  EXPECT_EQ(wait->detail,
+            "QOS normal allows 24 GPUs per user (MaxGpusPerUser); 16 are in use and the job "
+            "needs 16");
+  EXPECT_EQ(limits->Admit(context, GpuJob(1000, 1)), std::nullopt) << "24 GPUs: at the limit";
+
+  running.Count(GpuJob(2000, 1), 1);  // bob, same account: 24 GPUs in it
+  wait = limits->Admit(context, GpuJob(2000, 2));
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->reason, PendingReason::kQosMaxGpusPerAccount);
+  EXPECT_EQ(wait->detail,
+            "QOS normal allows 32 GPUs per account (MaxGpusPerAccount); account ml uses 24 and "
+            "the job needs 16");
+
+  running.Count(GpuJob(1000, 0), 1);  // alice's second job
+  wait = limits->Admit(context, GpuJob(1000, 0));
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->reason, PendingReason::kQosMaxJobsPerUser);
+  EXPECT_EQ(wait->detail, "QOS normal allows 2 running jobs per user (MaxJobsPerUser)");
+  running.Count(GpuJob(1000, 2), -1);  // her first ends
+  EXPECT_EQ(limits->Admit(context, GpuJob(1000, 1)), std::nullopt);
+}
+
+TEST(PluginTest, RequireTimeLimitRefusesJobsWithoutOne) {
+  const auto require = CheckNamed("admission/require-time-limit");
+  ASSERT_NE(require, nullptr);
+  config::ClusterConfig config;
+  config::PartitionSpec batch;
+  batch.name = "batch";
+  batch.max_time = std::chrono::hours(24);  // a bound, not an estimate
+  config.partitions = {batch};
+  EXPECT_FALSE(require->MayMakeJobsWait(config));
+  const RunningTotals running;
+  const AdmissionContext context{config, running, Millis(0)};
+
+  Job job = GpuJob(1000, 1);  // no --time: the limit in force is MaxTime
+  job.time_limit = batch.max_time;
+  EXPECT_EQ(require->CheckSubmit(context, job),
+            absl::InvalidArgumentError(
+                "time: the job has no time limit and partition batch has no DefaultTime; add "
+                "--time=HH:MM:SS (#SBATCH --time) so backfill can plan around it"));
+  EXPECT_EQ(require->Admit(context, job), std::nullopt);
+
+  job.request.time_limit = std::chrono::minutes(30);  // --time=30
+  job.time_limit = job.request.time_limit;
+  EXPECT_TRUE(require->CheckSubmit(context, job).ok());
+
+  job.request.time_limit = kUnlimited;  // --time=UNLIMITED where nothing bounds it
+  job.time_limit = kUnlimited;
+  EXPECT_EQ(require->CheckSubmit(context, job).code(), absl::StatusCode::kInvalidArgument);
+
+  config.partitions[0].default_time = std::chrono::hours(2);  // DefaultTime=2:00:00
+  job.request.time_limit = std::chrono::seconds(0);
+  job.time_limit = std::chrono::hours(2);
+  EXPECT_TRUE(require->CheckSubmit(context, job).ok());
+}
+
 // One leaf of four 64-CPU nodes: n001 half busy, n002 a quarter, the rest idle.
 Cluster PartlyBusyLeaf() {
   Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(4).GpusPerNode(0).Build();

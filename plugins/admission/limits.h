@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cohort/plugin.h"
+
+namespace cohort::plugin {
+
+/// admission/limits: the QOS running limits. A job waits while its user
+/// runs MaxJobsPerUser jobs of its QOS, or while starting it would take its
+/// user past MaxGpusPerUser or its account past MaxGpusPerAccount GPUs of
+/// its QOS. Refuses nothing at submission: a job that could never fit a
+/// GPU limit is the engine's to refuse (src/admission.cpp).
+class LimitsAdmission final : public AdmissionCheck {
+ public:
+  [[nodiscard]] std::string_view Name() const override { return "admission/limits"; }
+  [[nodiscard]] absl::Status CheckSubmit(const AdmissionContext& context,
+                                         const Job& job) const override;
+  /// Whether some QOS has MaxJobsPerUser, MaxGpusPerUser or MaxGpusPerAccount.
+  [[nodiscard]] bool MayMakeJobsWait(const config::ClusterConfig& config) const override;
+  [[nodiscard]] std::optional<Wait> Admit(const AdmissionContext& context,
+                                          const Job& job) const override;
+};
+
+}  // namespace cohort::plugin
