@@ -33,7 +33,7 @@ const Job& JobBook::At(JobId id) const {
   return *job;
 }
 
-Job& JobBook::Add(Job job, Effects& effects) {
+Job& JobBook::Add(Job&& job, Effects& effects) {
   const JobId id = job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
@@ -42,7 +42,7 @@ Job& JobBook::Add(Job job, Effects& effects) {
   return it->second;
 }
 
-Job* JobBook::Restore(Job job) {
+Job* JobBook::Restore(Job&& job) {
   next_id_ = std::max(next_id_, job.id + 1);
   const JobId id = job.id;
   auto [it, inserted] = jobs_.emplace(id, std::move(job));

@@ -49,9 +49,9 @@ class JobBook {
 
   /// Adds a new job under its id (which must be fresh), indexes it and
   /// reports it in `effects`.
-  Job& Add(Job job, Effects& effects);
+  Job& Add(Job&& job, Effects& effects);
   /// Adds a saved job; null when its id is already taken (the first wins).
-  Job* Restore(Job job);
+  Job* Restore(Job&& job);
   /// Records an array task split off `array_id` (Lookup finds it by task).
   void AddArrayTask(JobId array_id, JobId task);
 
