@@ -98,6 +98,15 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
                                  : std::to_string(count);
   };
   slurm.emplace_back("SLURM_TASKS_PER_NODE", per_node(tasks));
+  // The launch's ranks are one step over the whole gang, as `srun` inside
+  // the allocation would start them.
+  const std::string step_id = std::to_string(context.step_id);
+  slurm.emplace_back("SLURM_STEP_ID", step_id);
+  slurm.emplace_back("SLURM_STEPID", step_id);
+  slurm.emplace_back("SLURM_STEP_NODELIST", nodelist);
+  slurm.emplace_back("SLURM_STEP_NUM_NODES", num_nodes);
+  slurm.emplace_back("SLURM_STEP_NUM_TASKS", std::to_string(world_size));
+  slurm.emplace_back("SLURM_STEP_TASKS_PER_NODE", per_node(tasks));
   if (!context.account.empty()) slurm.emplace_back("SLURM_JOB_ACCOUNT", context.account);
   if (context.cpus_on_node > 0) {
     slurm.emplace_back("SLURM_CPUS_ON_NODE", std::to_string(context.cpus_on_node));

@@ -46,6 +46,7 @@ struct LaunchContext {
   int array_task_max = 0;         ///< SLURM_ARRAY_TASK_MAX
   int array_task_count = 0;       ///< SLURM_ARRAY_TASK_COUNT
   int array_task_step = 1;        ///< SLURM_ARRAY_TASK_STEP
+  int step_id = 0;                ///< SLURM_STEP_ID: the job step the ranks belong to
 };
 
 /// The environment of local rank `local_rank` (0 ≤ local_rank <
@@ -64,6 +65,9 @@ struct LaunchContext {
 ///   SLURM_NTASKS_PER_NODE SLURM_NODEID SLURM_PROCID SLURM_LOCALID
 ///   SLURM_CPUS_PER_TASK SLURM_SUBMIT_DIR SLURM_JOB_PARTITION
 ///   SLURM_CLUSTER_NAME SLURMD_NODENAME SLURM_JOB_USER SLURM_TASKS_PER_NODE
+///   SLURM_STEP_ID SLURM_STEPID SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES
+///   SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE (the launch is one step
+///   over the whole gang)
 ///   and, when known, SLURM_JOB_ACCOUNT SLURM_CPUS_ON_NODE
 ///   SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_GPUS_ON_NODE
 ///   SLURM_JOB_GPUS SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN

@@ -129,6 +129,22 @@ TEST(BuildRankEnvironmentTest, JobFacts) {
   for (const auto& [name, value] : expected) EXPECT_EQ(Get(env, name), value) << name;
 }
 
+TEST(BuildRankEnvironmentTest, TheLaunchIsOneStepOverTheWholeGang) {
+  LaunchContext context = TrainingJob();
+  const std::vector<std::string> env = BuildRankEnvironment(context, 0);
+  const std::map<std::string, std::string> expected = {
+      {"SLURM_STEP_ID", "0"},
+      {"SLURM_STEPID", "0"},
+      {"SLURM_STEP_NODELIST", "gpu[003-004]"},
+      {"SLURM_STEP_NUM_NODES", "2"},
+      {"SLURM_STEP_NUM_TASKS", "8"},
+      {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
+  };
+  for (const auto& [name, value] : expected) EXPECT_EQ(Get(env, name), value) << name;
+  context.step_id = 3;
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_STEPID"), "3");
+}
+
 TEST(BuildRankEnvironmentTest, BaseFirstThenLaunchVariablesInOrder) {
   const std::vector<std::string> names = Names(BuildRankEnvironment(TrainingJob(), 0));
   ASSERT_GE(names.size(), 3u);
