@@ -67,6 +67,38 @@ absl::Status CheckStatus(const Job& job) {
   return absl::OkStatus();
 }
 
+// A job's running steps hold only what its allocation holds, never one CPU
+// or GPU twice, and only while the job runs or stops.
+absl::Status CheckSteps(const Job& job) {
+  const std::size_t nodes = job.placement.grants.size();
+  std::vector<int> cpus(nodes, 0);
+  std::vector<std::uint64_t> gpus(nodes, 0);
+  for (const JobStep& step : job.steps) {
+    if (step.id <= 0 || step.id >= job.next_step) {
+      return absl::InternalError(
+          fmt::format("job {} has step {}, next is {}", job.id, step.id, job.next_step));
+    }
+    if (step.state != StepState::kRunning) continue;
+    if (job.state != JobState::kRunning && job.state != JobState::kCompleting) {
+      return absl::InternalError(fmt::format("job {} is {} with step {} running", job.id,
+                                             JobStateName(job.state), step.id));
+    }
+    if (step.placement.sharing == alloc::StepSharing::kOverlap) continue;
+    for (const alloc::StepNode& node : step.placement.nodes) {
+      const auto r = static_cast<std::size_t>(node.node_rank);
+      if (r >= nodes || (gpus[r] & node.gpus) != 0 ||
+          (node.gpus & ~job.placement.grants[r].gpus) != 0 ||
+          (cpus[r] += node.cpus) > job.placement.grants[r].cpus) {
+        return absl::InternalError(fmt::format(
+            "step {}.{} holds on node rank {} what the allocation does not have free", job.id,
+            step.id, node.node_rank));
+      }
+      gpus[r] |= node.gpus;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 namespace engine {
@@ -339,6 +371,7 @@ absl::Status Engine::CheckInvariants() const {
   if (absl::Status indexes = core.book.CheckIndexes(); !indexes.ok()) return indexes;
   for (const auto& [id, job] : core.book.All()) {
     if (absl::Status status = CheckStatus(job); !status.ok()) return status;
+    if (absl::Status steps = CheckSteps(job); !steps.ok()) return steps;
     if (IsSuspended(job)) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {
       if (!job.placement.grants.empty() && job.state == JobState::kPending) {

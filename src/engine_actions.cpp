@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // What users and operators do to jobs: cancel, signal, hold, release,
-// requeue, checkpoint-done. Each checks that the caller may.
+// requeue, checkpoint-done, start and signal steps. Each checks that the
+// caller may.
 #include <fmt/format.h>
 
 #include "cohort/engine.h"
 #include "engine_core.h"
+#include "steps.h"
 
 namespace cohort {
 namespace {
@@ -38,7 +40,46 @@ absl::Status ActOnEach(engine::JobBook& book, JobRef ref, const Caller& caller,
   return acted == 0 ? none(book.At(ids.front())) : absl::OkStatus();
 }
 
+// The one job a step is started in or signalled: a job, or one task of an
+// array, after the owner check.
+absl::StatusOr<Job*> OneJob(engine::JobBook& book, JobRef ref, const Caller& caller,
+                            std::string_view verb) {
+  const std::vector<JobId> ids = book.Lookup(ref);
+  if (ids.empty()) {
+    return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
+  }
+  if (ids.size() > 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "job {} is an array of {} jobs; name one task, as {}_{}", ref.job, ids.size(), ref.job,
+        book.At(ids.back()).array_task_id));
+  }
+  Job& job = book.At(ids.front());
+  if (absl::Status s = CheckOwner(job, caller, verb); !s.ok()) return s;
+  return &job;
+}
+
 }  // namespace
+
+absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& request,
+                                      const Caller& caller, Millis now, Effects& effects) {
+  absl::StatusOr<Job*> job = OneJob(core_->book, ref, caller, "start steps in");
+  if (!job.ok()) return job.status();
+  return engine::Steps::Start(**job, request, now, effects);
+}
+
+absl::Status Engine::SignalStep(JobRef ref, int step, int signal, const Caller& caller,
+                                Millis now, Effects& effects) {
+  absl::StatusOr<Job*> job = OneJob(core_->book, ref, caller, "signal steps of");
+  if (!job.ok()) return job.status();
+  return engine::Steps::Signal(**job, step, signal, now, effects);
+}
+
+void Engine::StepRankExited(JobId id, int step, int exit_code, int signal, Millis now,
+                            Effects& effects) {
+  if (Job* job = core_->book.Find(id); job != nullptr) {
+    engine::Steps::RankExited(*job, step, exit_code, signal, now, effects);
+  }
+}
 
 absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis now,
                             Effects& effects) {

@@ -190,6 +190,12 @@ std::string_view JobEventName(JobEvent event) {
   return kNames[static_cast<std::size_t>(event)];
 }
 
+std::string_view StepStateName(StepState state) {
+  static constexpr std::array<std::string_view, 4> kNames = {"RUNNING", "COMPLETED", "FAILED",
+                                                             "CANCELLED"};
+  return kNames[static_cast<std::size_t>(state)];
+}
+
 std::string_view JobSubstateName(JobSubstate sub) {
   static constexpr std::array<std::string_view, kJobSubstateCount> kNames = {
       "none", "held_user", "held_admin", "preempting", "suspended"};

@@ -12,6 +12,7 @@
 #include "cohort/engine.h"
 #include "cohort/slurm_time.h"
 #include "engine_core.h"
+#include "steps.h"
 
 namespace cohort::engine {
 namespace {
@@ -91,6 +92,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   core_.priority.Charge(job, now);
   job.end_time = now;
   job.suspended_since = Millis{0};
+  Steps::EndWithJob(job, now);
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
     core_.book.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased,
@@ -108,6 +110,8 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     job.placement = {};
     job.released.clear();
     job.exited_ok.clear();
+    job.steps.clear();  // the next attempt numbers its steps anew
+    job.next_step = 1;
     ++job.attempt;
     core_.planner.NeedPass();
   } else {

@@ -39,7 +39,8 @@ struct LaunchCommand {
   JobId job = 0;
   NodeId node = 0;
   int node_rank = 0;
-  alloc::NodeGrant grant;
+  alloc::NodeGrant grant;  ///< for a step: what the step holds on the node
+  std::optional<int> step{};  ///< a step inside the allocation (Job::steps); none: the job's own
 };
 /// Send a signal to the job's ranks on the node: to their process group, or
 /// with `batch_only` to global rank 0's process alone (--signal=B:).
@@ -48,12 +49,15 @@ struct SignalCommand {
   NodeId node = 0;
   int signal = 0;
   bool batch_only = false;
+  std::optional<int> step{};  ///< only that step's ranks; none: every rank of the job there
 };
 /// Stop the job's ranks on the node: SIGTERM, SIGKILL after KillWait; the
-/// node answers with JobReleased.
+/// node answers with JobReleased. With a step, only that step's ranks stop,
+/// and the node answers with their exits.
 struct TerminateCommand {
   JobId job = 0;
   NodeId node = 0;
+  std::optional<int> step{};
 };
 using Command = std::variant<LaunchCommand, SignalCommand, TerminateCommand>;
 
@@ -212,6 +216,22 @@ class Engine {
   /// it is stopped now instead of at the end of its grace time.
   [[nodiscard]] absl::Status CheckpointDone(JobRef ref, const Caller& caller, Millis now,
                                             Effects& effects);
+
+  /// `cohort run` inside a running job: a job step over some of its
+  /// allocation's nodes (src/steps.h says how it is placed). `ref` names
+  /// one job or array task. Returns the step's id; NotFound,
+  /// PermissionDenied (another user's job), FailedPrecondition (not
+  /// running, or the step never fits: what it asks and what the allocation
+  /// has), ResourceExhausted (it fits once running steps end).
+  [[nodiscard]] absl::StatusOr<int> StartStep(JobRef ref, const alloc::StepRequest& request,
+                                              const Caller& caller, Millis now, Effects& effects);
+  /// Signals a running step's ranks; signal 0 cancels the step.
+  [[nodiscard]] absl::Status SignalStep(JobRef ref, int step, int signal, const Caller& caller,
+                                        Millis now, Effects& effects);
+  /// A rank of a step exited (the job's own ranks report through
+  /// RankExited). Unknown jobs and steps are ignored.
+  void StepRankExited(JobId job, int step, int exit_code, int signal, Millis now,
+                      Effects& effects);
 
   /// The multifactor priority of a job at `now`.
   [[nodiscard]] policy::PriorityFactors PriorityOf(const Job& job, Millis now) const;

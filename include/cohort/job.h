@@ -11,6 +11,7 @@
 #include "cohort/array_spec.h"
 #include "cohort/dependency.h"
 #include "cohort/gang_allocator.h"
+#include "cohort/step_ledger.h"
 
 /// Jobs as the core sees them, and the one table through which a job's state
 /// changes.
@@ -191,6 +192,31 @@ struct PreemptionRecord {
   std::string detail;  ///< how it ended: "checkpoint done after 3 s", …
 };
 
+/// Where a job step is in its life.
+enum class StepState : std::uint8_t {
+  kRunning,    ///< its ranks run, or some of them are still stopping
+  kCompleted,  ///< every rank exited 0
+  kFailed,     ///< a rank exited non-zero or by a signal; the others were stopped
+  kCancelled,  ///< stopped by its owner, or its job ended first
+};
+/// "RUNNING", "COMPLETED", … as `cohort queue --steps` shows them.
+[[nodiscard]] std::string_view StepStateName(StepState state);
+
+/// One step of a running job (`cohort run` inside its allocation): ranks on
+/// some of the allocation's nodes, placed by its StepLedger.
+struct JobStep {
+  int id = 0;                      ///< 1, 2, …: the job's own launch is step 0
+  alloc::StepPlacement placement;  ///< node ranks of the allocation
+  StepState state = StepState::kRunning;
+  Millis start_time{0};
+  Millis end_time{0};
+  int ranks_exited = 0;
+  int exit_code = 0;  ///< its first failing rank's; 0 when every rank exited 0
+  int exit_signal = 0;
+  bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
+  bool cancelled = false;  ///< by its owner: it ends CANCELLED, however its ranks exit
+};
+
 /// A job and everything the engine knows of it.
 struct Job {
   JobId id = 0;
@@ -218,6 +244,10 @@ struct Job {
   std::vector<int> exited_ok;          ///< by node rank: ranks there that exited 0
   int master_port = 0;
   int warned_attempt = 0;  ///< the attempt that got its TimeWarning; 0: none yet
+  /// The steps of this attempt, in the order they started; `next_step` is
+  /// the id the next one gets.
+  std::vector<JobStep> steps;
+  int next_step = 1;
 
   std::string qos;          ///< resolved
   Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)

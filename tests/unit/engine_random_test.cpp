@@ -68,6 +68,11 @@ class RandomEngine {
 
   // One random event; Failure() says when an invariant broke.
   void Step() {
+    if (Pick(20) == 0) {
+      StepEvent();
+      ++steps_;
+      return;
+    }
     const int roll = Pick(100);
     if (roll < 22) {
       Submit();
@@ -164,6 +169,7 @@ class RandomEngine {
   [[nodiscard]] int Steps() const { return steps_; }
   [[nodiscard]] int Started() const { return started_; }
   [[nodiscard]] int Preemptions() const { return preemptions_; }
+  [[nodiscard]] int StepsStarted() const { return steps_started_; }
   /// The statuses (JobStatusName) some job entered.
   [[nodiscard]] const std::set<std::string>& Visited() const { return visited_; }
 
@@ -226,9 +232,16 @@ class RandomEngine {
       if (const auto* launch = std::get_if<LaunchCommand>(&command)) {
         const Job* job = engine_->FindJob(launch->job);
         if (job == nullptr) continue;
+        if (launch->step) {
+          const JobStep& step = job->steps.back();
+          if (launch->node_rank == step.placement.nodes.front().node_rank) ++steps_started_;
+          step_ranks_[{launch->job, step.id}] = step.placement.tasks;
+          continue;
+        }
         runs_[{launch->job, launch->node}] = Run{job->attempt, job->gang.tasks_per_node, false};
         if (launch->node_rank == 0) ++started_;
       } else if (const auto* terminate = std::get_if<TerminateCommand>(&command)) {
+        if (terminate->step) continue;  // the step's ranks exit in StepEvent
         auto it = runs_.find({terminate->job, terminate->node});
         if (it != runs_.end()) it->second.terminating = true;
       } else if (const auto* signal = std::get_if<SignalCommand>(&command)) {
@@ -292,6 +305,46 @@ class RandomEngine {
         engine_->JobReleased(job, node, now_, fx);
       }
     });
+  }
+
+  // Job steps: one starts in a random running job, or a rank of a running
+  // step exits (now and then failing), or its owner signals or cancels it.
+  void StepEvent() {
+    if (!step_ranks_.empty() && Pick(3) != 0) {
+      auto it = step_ranks_.begin();
+      std::advance(it, Pick(static_cast<int>(step_ranks_.size())));
+      const auto [job, step] = it->first;
+      const Job* owner = engine_->FindJob(job);
+      if (owner == nullptr || owner->state != JobState::kRunning) {
+        step_ranks_.erase(it);  // it ended with its job
+        return;
+      }
+      if (Pick(8) == 0) {
+        Do([&](Effects& fx) {
+          (void)engine_->SignalStep(JobRef{job, -1}, step, Pick(2) == 0 ? 0 : SIGUSR1,
+                                    Caller{0}, now_, fx);
+        });
+        return;
+      }
+      const bool bad = Pick(10) == 0;
+      Do([&](Effects& fx) { engine_->StepRankExited(job, step, bad ? 1 : 0, 0, now_, fx); });
+      if (--it->second == 0) step_ranks_.erase(it);
+      return;
+    }
+    std::vector<const Job*> running;
+    for (const auto& [id, job] : engine_->Jobs()) {
+      if (job.state == JobState::kRunning && job.array_job_id == 0) running.push_back(&job);
+    }
+    if (running.empty()) return;
+    const Job& job = *running[static_cast<std::size_t>(Pick(static_cast<int>(running.size())))];
+    alloc::StepRequest request;
+    request.nodes = Pick(job.gang.nodes + 2);
+    request.tasks = Pick(2) == 0 ? 0 : request.nodes + Pick(3);
+    request.gpus_per_node = Pick(4) - 1;
+    request.sharing = static_cast<alloc::StepSharing>(Pick(3));
+    const JobId id = job.id;
+    const Caller owner{job.request.uid};
+    Do([&](Effects& fx) { (void)engine_->StartStep(JobRef{id, -1}, request, owner, now_, fx); });
   }
 
   // A node stops the ranks the engine asked it to stop, and says so.
@@ -370,6 +423,7 @@ class RandomEngine {
   std::unique_ptr<Engine> engine_;
   Millis now_{1'000'000};
   std::map<std::pair<JobId, NodeId>, Run> runs_;
+  std::map<std::pair<JobId, int>, int> step_ranks_;  ///< (job, step): ranks still running
   std::set<std::string> visited_;
   std::map<JobId, JobStatus> followed_;  ///< by the transitions Effects reported
   NodeId silent_ = -1;
@@ -377,6 +431,7 @@ class RandomEngine {
   int steps_ = 0;
   int started_ = 0;
   int preemptions_ = 0;
+  int steps_started_ = 0;
 };
 
 // COHORT_RANDOM_STEPS and COHORT_RANDOM_SEED override the defaults, to run
@@ -399,6 +454,7 @@ TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
     // The walk reached the interesting places, or it proves little.
     EXPECT_GT(run.Started(), steps / kSeeds / 50);
     EXPECT_GT(run.Preemptions(), 0);
+    EXPECT_GT(run.StepsStarted(), steps / kSeeds / 500);
     for (const char* status :
          {"PENDING/held_user", "PENDING/held_admin", "RUNNING/preempting", "RUNNING/suspended",
           "COMPLETING/suspended", "CANCELLED", "TIMEOUT", "NODE_FAIL", "FAILED", "COMPLETED"}) {

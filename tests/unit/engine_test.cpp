@@ -853,5 +853,141 @@ TEST(AdmissionCheckTest, RequireTimeLimitRefusesASubmitWithoutOne) {
             "QOS normal allows 1 running jobs per user (MaxJobsPerUser)");
 }
 
+// Job steps: `cohort run` inside a running job.
+
+// The launches of a step, as (node rank, GPUs) in the order given.
+std::vector<std::pair<int, std::uint64_t>> StepLaunches(const Effects& fx, int step) {
+  std::vector<std::pair<int, std::uint64_t>> out;
+  for (const Command& c : fx.commands) {
+    if (const auto* l = std::get_if<LaunchCommand>(&c); l != nullptr && l->step == step) {
+      out.emplace_back(l->node_rank, l->grant.gpus);
+    }
+  }
+  return out;
+}
+
+int StepCommands(const Effects& fx, int step) {
+  int n = 0;
+  for (const Command& c : fx.commands) {
+    if (const auto* t = std::get_if<TerminateCommand>(&c); t != nullptr && t->step == step) ++n;
+    if (const auto* g = std::get_if<SignalCommand>(&c); g != nullptr && g->step == step) ++n;
+  }
+  return n;
+}
+
+TEST_F(EngineTest, StepsShareTheAllocationAndEndWithTheirRanks) {
+  const JobId id = Submit(4, 8);
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  const Caller alice{1000};
+  Effects fx;
+  absl::StatusOr<int> a = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, alice, now_, fx);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*a, 1);
+  EXPECT_EQ(StepLaunches(fx, 1),
+            (std::vector<std::pair<int, std::uint64_t>>{{0, 0xFF}, {1, 0xFF}}));
+  absl::StatusOr<int> b = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, alice, now_, fx);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(StepLaunches(fx, 2),
+            (std::vector<std::pair<int, std::uint64_t>>{{2, 0xFF}, {3, 0xFF}}));
+  absl::StatusOr<int> c = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, alice, now_, fx);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  // Step 1 has 2 nodes × 2 tasks; once all four exit it is COMPLETED and
+  // its nodes take the next step.
+  for (int rank = 0; rank < 4; ++rank) engine_->StepRankExited(id, 1, 0, 0, now_, fx);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
+  Effects next;
+  absl::StatusOr<int> d = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, alice, now_, next);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(*d, 3);
+  EXPECT_EQ(StepLaunches(next, 3).front().first, 0);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, AStepThatNeverFitsSaysWhatItAsksAndWhatTheAllocationHas) {
+  const JobId id = Submit(4);
+  Schedule();
+  Effects fx;
+  absl::StatusOr<int> step = engine_->StartStep(JobRef{id, -1}, {.nodes = 5}, {1000}, now_, fx);
+  EXPECT_EQ(step.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(step.status().message(),
+            fmt::format("job {}: the step asks for 5 nodes, but the allocation has 4; ask for -N "
+                        "4 or fewer",
+                        id));
+  EXPECT_TRUE(fx.commands.empty());
+}
+
+TEST_F(EngineTest, AFailingRankStopsItsStepButNotTheJob) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx).ok());
+  Effects failed;
+  engine_->StepRankExited(id, 1, 3, 0, now_, failed);
+  EXPECT_EQ(StepCommands(failed, 1), 2) << "the step's other ranks are stopped on both nodes";
+  for (int rank = 0; rank < 3; ++rank) engine_->StepRankExited(id, 1, 0, SIGTERM, now_, failed);
+  const JobStep& step = engine_->FindJob(id)->steps[0];
+  EXPECT_EQ(step.state, StepState::kFailed);
+  EXPECT_EQ(step.exit_code, 3);
+  EXPECT_EQ(step.exit_signal, 0);
+  EXPECT_EQ(State(id), JobState::kRunning);
+}
+
+TEST_F(EngineTest, ACancelledStepEndsCancelledAndSignalsReachOnlyItsRanks) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).ok());
+  Effects usr1;
+  ASSERT_TRUE(engine_->SignalStep(JobRef{id, -1}, 1, SIGUSR1, {1000}, now_, usr1).ok());
+  EXPECT_EQ(StepCommands(usr1, 1), 1);
+  Effects cancel;
+  ASSERT_TRUE(engine_->SignalStep(JobRef{id, -1}, 1, 0, {1000}, now_, cancel).ok());
+  for (int rank = 0; rank < 2; ++rank) engine_->StepRankExited(id, 1, 0, SIGTERM, now_, cancel);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
+  EXPECT_EQ(engine_->SignalStep(JobRef{id, -1}, 1, 0, {1000}, now_, cancel).message(),
+            fmt::format("step {}.1 has already ended (CANCELLED)", id));
+  EXPECT_EQ(engine_->SignalStep(JobRef{id, -1}, 7, 0, {1000}, now_, cancel).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(EngineTest, OnlyTheOwnerStartsStepsAndOnlyInARunningJob) {
+  const JobId running = Submit(2);
+  Schedule();
+  const JobId waiting = Submit(1);
+  Effects fx;
+  ASSERT_TRUE(engine_->Hold(JobRef{waiting, -1}, {1000}, now_, fx).ok());
+  Schedule();
+  EXPECT_EQ(engine_->StartStep(JobRef{running, -1}, {}, {2000}, now_, fx).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(engine_->StartStep(JobRef{running, -1}, {}, {0}, now_, fx).ok()) << "an operator";
+  absl::StatusOr<int> pending = engine_->StartStep(JobRef{waiting, -1}, {}, {1000}, now_, fx);
+  EXPECT_EQ(pending.status().message(),
+            fmt::format("job {} is PENDING; steps run inside a running job's allocation",
+                        waiting));
+}
+
+TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx).ok());
+  ASSERT_TRUE(engine_->Requeue(JobRef{id, -1}, {1000}, now_, fx).ok());
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) {
+    engine_->JobReleased(id, g.node, now_, fx);
+  }
+  EXPECT_EQ(State(id), JobState::kPending);
+  EXPECT_TRUE(engine_->FindJob(id)->steps.empty());
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  absl::StatusOr<int> again = engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 1);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
+}
+
 }  // namespace
 }  // namespace cohort
