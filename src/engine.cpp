@@ -70,9 +70,7 @@ absl::Status CheckStatus(const Job& job) {
 // A job's running steps hold only what its allocation holds, never one CPU
 // or GPU twice, and only while the job runs or stops.
 absl::Status CheckSteps(const Job& job) {
-  const std::size_t nodes = job.placement.grants.size();
-  std::vector<int> cpus(nodes, 0);
-  std::vector<std::uint64_t> gpus(nodes, 0);
+  alloc::StepLedger ledger(job.placement.grants, job.gang.tasks_per_node, job.gang.cpus_per_task);
   for (const JobStep& step : job.steps) {
     if (step.id <= 0 || step.id >= job.next_step) {
       return absl::InternalError(
@@ -83,17 +81,8 @@ absl::Status CheckSteps(const Job& job) {
       return absl::InternalError(fmt::format("job {} is {} with step {} running", job.id,
                                              JobStateName(job.state), step.id));
     }
-    if (step.placement.sharing == alloc::StepSharing::kOverlap) continue;
-    for (const alloc::StepNode& node : step.placement.nodes) {
-      const auto r = static_cast<std::size_t>(node.node_rank);
-      if (r >= nodes || (gpus[r] & node.gpus) != 0 ||
-          (node.gpus & ~job.placement.grants[r].gpus) != 0 ||
-          (cpus[r] += node.cpus) > job.placement.grants[r].cpus) {
-        return absl::InternalError(fmt::format(
-            "step {}.{} holds on node rank {} what the allocation does not have free", job.id,
-            step.id, node.node_rank));
-      }
-      gpus[r] |= node.gpus;
+    if (absl::Status held = ledger.Hold(step.placement); !held.ok()) {
+      return absl::InternalError(fmt::format("step {}.{}: {}", job.id, step.id, held.message()));
     }
   }
   return absl::OkStatus();

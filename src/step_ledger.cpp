@@ -202,15 +202,27 @@ StepPlacementResult StepLedger::Place(const StepRequest& request) const {
   return result;
 }
 
-void StepLedger::Take(const StepPlacement& step) {
-  if (step.sharing == StepSharing::kOverlap) return;
+absl::Status StepLedger::Hold(const StepPlacement& step) {
+  if (step.sharing == StepSharing::kOverlap) return absl::OkStatus();
+  std::vector<int> cpus = cpus_used_;
+  std::vector<std::uint64_t> gpus = gpus_used_;
   for (const StepNode& node : step.nodes) {
     const auto r = static_cast<std::size_t>(node.node_rank);
-    COHORT_CHECK((gpus_used_[r] & node.gpus) == 0, "a step takes GPUs another step holds");
-    cpus_used_[r] += node.cpus;
-    gpus_used_[r] |= node.gpus;
-    COHORT_CHECK(cpus_used_[r] <= grants_[r].cpus, "steps hold more CPUs than the allocation");
+    if (node.node_rank < 0 || r >= grants_.size() || node.cpus < 0 || (gpus[r] & node.gpus) != 0 ||
+        (node.gpus & ~grants_[r].gpus) != 0 || (cpus[r] += node.cpus) > grants_[r].cpus) {
+      return absl::FailedPreconditionError(fmt::format(
+          "it holds on node rank {} what the allocation does not have free", node.node_rank));
+    }
+    gpus[r] |= node.gpus;
   }
+  cpus_used_ = std::move(cpus);
+  gpus_used_ = std::move(gpus);
+  return absl::OkStatus();
+}
+
+void StepLedger::Take(const StepPlacement& step) {
+  const absl::Status held = Hold(step);
+  COHORT_CHECK(held.ok(), "a step takes what the allocation does not have free");
 }
 
 void StepLedger::Give(const StepPlacement& step) {

@@ -33,6 +33,70 @@ JobSubstate SubstateOf(const v1::JobRecord& record, JobState state) {
   }
 }
 
+void StepsToRecord(const Job& job, v1::JobRecord& r) {
+  for (const JobStep& step : job.steps) {
+    v1::StepRecord& out = *r.add_steps();
+    out.set_id(step.id);
+    for (const alloc::StepNode& node : step.placement.nodes) {
+      v1::StepNodeRecord& n = *out.add_nodes();
+      n.set_node_rank(node.node_rank);
+      n.set_tasks(node.tasks);
+      n.set_cpus(node.cpus);
+      n.set_gpus(node.gpus);
+    }
+    out.set_tasks(step.placement.tasks);
+    out.set_sharing(static_cast<int>(step.placement.sharing));
+    out.set_state(static_cast<int>(step.state));
+    out.set_start_time_ms(step.start_time.count());
+    out.set_end_time_ms(step.end_time.count());
+    out.set_ranks_exited(step.ranks_exited);
+    out.set_exit_code(step.exit_code);
+    out.set_exit_signal(step.exit_signal);
+    out.set_stopping(step.stopping);
+    out.set_cancelled(step.cancelled);
+  }
+  r.set_next_step(job.next_step);
+}
+
+// The steps of a record, refused when they could not have been the
+// engine's: an unknown state or sharing, or running steps holding more than
+// the allocation has.
+absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
+  alloc::StepLedger ledger(job.placement.grants, 1, 1);
+  job.next_step = std::max(record.next_step(), 1);
+  for (const v1::StepRecord& s : record.steps()) {
+    JobStep& step = job.steps.emplace_back();
+    step.id = s.id();
+    if (s.state() < 0 || s.state() > static_cast<int>(StepState::kCancelled) || s.sharing() < 0 ||
+        s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() <= 0 ||
+        s.id() >= job.next_step) {
+      return absl::InvalidArgumentError(fmt::format(
+          "job {}: step {} has state {}, sharing {} and next step {}, which no step can have",
+          record.id(), s.id(), s.state(), s.sharing(), job.next_step));
+    }
+    step.state = static_cast<StepState>(s.state());
+    step.placement.sharing = static_cast<alloc::StepSharing>(s.sharing());
+    step.placement.tasks = s.tasks();
+    for (const v1::StepNodeRecord& n : s.nodes()) {
+      step.placement.nodes.push_back(
+          {.node_rank = n.node_rank(), .tasks = n.tasks(), .cpus = n.cpus(), .gpus = n.gpus()});
+    }
+    step.start_time = Millis(s.start_time_ms());
+    step.end_time = Millis(s.end_time_ms());
+    step.ranks_exited = s.ranks_exited();
+    step.exit_code = s.exit_code();
+    step.exit_signal = s.exit_signal();
+    step.stopping = s.stopping();
+    step.cancelled = s.cancelled();
+    if (step.state != StepState::kRunning) continue;
+    if (absl::Status held = ledger.Hold(step.placement); !held.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("job {}: step {}: {}", record.id(), s.id(), held.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
@@ -81,6 +145,7 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
     out->set_released(rank < job.released.size() && job.released[rank] != 0);
     out->set_ranks_ok(rank < job.exited_ok.size() ? job.exited_ok[rank] : 0);
   }
+  StepsToRecord(job, r);
   return r;
 }
 
@@ -175,6 +240,7 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
       job.placement.level = topology.GetSwitch(job.placement.domain).level;
     }
   }
+  if (absl::Status steps = StepsFromRecord(record, job); !steps.ok()) return steps;
   return job;
 }
 

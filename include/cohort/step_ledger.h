@@ -85,8 +85,12 @@ class StepLedger {
   [[nodiscard]] StepPlacementResult Place(const StepRequest& request) const;
 
   /// A placed step starts: what it holds is no longer free (an --overlap
-  /// step holds nothing).
+  /// step holds nothing). Check-fails where Hold would refuse.
   void Take(const StepPlacement& step);
+  /// Take for a step read back from elsewhere (a store): FailedPrecondition,
+  /// and nothing taken, when it names a node rank the allocation does not
+  /// have or holds a CPU or GPU that is not free.
+  [[nodiscard]] absl::Status Hold(const StepPlacement& step);
   /// A step ended: what it held is free again.
   void Give(const StepPlacement& step);
 

@@ -969,6 +969,26 @@ TEST_F(EngineTest, OnlyTheOwnerStartsStepsAndOnlyInARunningJob) {
                         waiting));
 }
 
+TEST_F(EngineTest, ARunningStepOutlivesAControllerRestart) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).ok());
+  Restart();
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) Register(n, {id});
+  ASSERT_EQ(engine_->FindJob(id)->steps.size(), 1u);
+  // Its node stays taken, and its ranks' exits still end it.
+  Effects after;
+  EXPECT_EQ(engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, {1000}, now_, after).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  for (int rank = 0; rank < 2; ++rank) engine_->StepRankExited(id, 1, 0, 0, now_, after);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
+  absl::StatusOr<int> next = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, {1000}, now_, after);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(*next, 2);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
 TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {
   const JobId id = Submit(2);
   Schedule();
