@@ -171,6 +171,7 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
     Apply(job, JobEvent::kTimeLimit, now, effects);
     return;
   }
+  if (core_.preemption.EndedOnWarning(job, node, signal, now, effects)) return;
   if (job.state == JobState::kRunning) {
     // The first failure names the job's exit; ranks killed by the gang stop
     // that follows do not overwrite it.

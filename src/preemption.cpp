@@ -270,6 +270,20 @@ void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, 
   }
 }
 
+bool Preemption::EndedOnWarning(Job& victim, NodeId node, int signal, Millis now,
+                                Effects& effects) {
+  if (victim.sub != JobSubstate::kPreempting || signal == 0 || victim.preemptions.empty() ||
+      signal != victim.preemptions.back().signal ||
+      ModeOf(victim) == config::PreemptMode::kSuspend) {
+    return false;
+  }
+  StopVictim(victim,
+             fmt::format("a rank on {} ended on the warning signal {}",
+                         core_.topology.NodeName(node), SignalName(signal)),
+             now, effects);
+  return true;
+}
+
 // ------------------------------------------------------------- the pass
 
 void Preemption::ResumeSuspended(Millis now, Effects& effects) {

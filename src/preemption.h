@@ -32,6 +32,12 @@ class Preemption {
   bool TryPreempt(Job& job, Millis now, Effects& effects);
   /// Stops a victim as its mode says, `detail` recording how it ended.
   void StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects);
+  /// A victim's rank died of the preemption warning, as a program that does
+  /// not handle the signal does: the victim was preempted, not failed, and
+  /// stops now as a REQUEUE or CANCEL victim. False, doing nothing, for any
+  /// other exit, and for a SUSPEND victim (its other ranks could not resume
+  /// without it).
+  bool EndedOnWarning(Job& victim, NodeId node, int signal, Millis now, Effects& effects);
   /// Suspended jobs whose resources are free again resume (SIGCONT).
   void ResumeSuspended(Millis now, Effects& effects);
   /// At the start of a pass: the preemptors whose victims still stop go in

@@ -8,6 +8,14 @@
 #SBATCH --time=5
 #SBATCH --open-mode=append
 ckpt="checkpoint-$SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID"
+checkpoint() {
+  echo "task $SLURM_ARRAY_TASK_ID on $COHORT_NODENAME: got SIGUSR1 (preemption warning); saving a checkpoint"
+  echo "step 1200" >"$ckpt"
+  cohort checkpoint-done
+  exit 0
+}
+# First of all, so that a warning never finds the task without its handler.
+trap checkpoint USR1
 if [ -f "$ckpt" ]; then
   echo "task $SLURM_ARRAY_TASK_ID on $COHORT_NODENAME: resuming from $ckpt ($(cat "$ckpt"))"
   sleep 1
@@ -15,13 +23,6 @@ if [ -f "$ckpt" ]; then
   exit 0
 fi
 echo "task $SLURM_ARRAY_TASK_ID on $COHORT_NODENAME: training (job $SLURM_JOB_ID)"
-checkpoint() {
-  echo "task $SLURM_ARRAY_TASK_ID on $COHORT_NODENAME: got SIGUSR1 (preemption warning); saving a checkpoint"
-  echo "step 1200" >"$ckpt"
-  cohort checkpoint-done
-  exit 0
-}
-trap checkpoint USR1
 sleep "${SWEEP_SECONDS:-20}" &
 wait $!
 echo "task $SLURM_ARRAY_TASK_ID: done"

@@ -23,6 +23,11 @@ sweep=$(submit --array=0-15 -o "$WORK/sweep-%A_%a.out" "$ROOT/etc/demo/sweep.sh"
 [ -n "$sweep" ] || { fail "the sweep was refused"; finish_test; }
 sweep_running() { [ "$(cohort queue --noheader -t RUNNING -o '%i' | grep -c "^${sweep}_")" -eq 16 ]; }
 wait_until 60 sweep_running || fail "the sweep did not fill the cluster: $(cohort queue)"
+# RUNNING means launched; a task handles the warning once it says it trains.
+sweep_training() {
+  [ "$(grep -l "training" "$WORK"/sweep-"$sweep"_*.out 2>/dev/null | wc -l)" -eq 16 ]
+}
+wait_until 60 sweep_training || fail "the sweep's tasks did not all start training"
 big=$(submit -p high -N 4 --gpus-per-node=8 -o "$WORK/big-%j.out" -- sleep 2)
 wait_until 30 state_is "$big" RUNNING || fail "the high-tier job did not start: $(cohort why "$big")"
 warned=$(grep -l "preemption warning" "$WORK"/sweep-"$sweep"_*.out 2>/dev/null | wc -l)

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -34,6 +35,8 @@ struct SimJob {
   /// Seconds after the preemption warning at which the job says
   /// checkpoint-done; negative: never (it runs out its grace time).
   int checkpoint_after = -1;
+  /// Its ranks die of the preemption warning (USR1) instead of handling it.
+  bool dies_on_warning = false;
 };
 
 // The engine, a clock, and agents that obey it.
@@ -206,11 +209,18 @@ class VirtualCluster {
             !checkpoints_.contains(sig->job)) {
           checkpoints_[sig->job] = now_ + seconds(sim.checkpoint_after);
         }
+        if (sig->signal == SIGUSR1 && sim.dies_on_warning) died_.insert(sig->job);
       } else if (const auto* term = std::get_if<TerminateCommand>(&c)) {
         if (terminated.insert(term->job).second) {
           Log(fmt::format("terminate job {}", term->job));
         }
       }
+    }
+    for (const JobId id : std::exchange(died_, {})) {
+      ends_.erase(id);
+      Effects more;
+      ExitAll(id, 0, SIGUSR1, more);
+      Apply(more);
     }
     for (const JobId id : terminated) {
       ends_.erase(id);
@@ -228,6 +238,7 @@ class VirtualCluster {
   Millis now_ = kEpoch;
   std::map<JobId, SimJob> sims_;
   std::map<JobId, Millis> ends_;
+  std::set<JobId> died_;  ///< jobs whose ranks die of the warning just sent
   std::map<JobId, Millis> checkpoints_;
   std::vector<std::string> transcript_;
   std::map<JobId, Job> seen_;
@@ -779,6 +790,35 @@ TEST(PolicyTest, KillOnInvalidDependencyCancels) {
   JobRequest unknown = Request(1, 8, hours(1));
   unknown.dependency = {{{DependencyType::kAfterOk, 9999, -1}}, false};
   EXPECT_EQ(sim.Submit(unknown, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PolicyTest, AVictimThatDiesOfThePreemptionWarningIsRequeuedNotFailed) {
+  config::ClusterConfig config;
+  config.preempt_mode = config::PreemptMode::kRequeue;
+  config.preempt_grace_time = seconds(30);
+  config::PartitionSpec low, high;
+  low.name = "low";
+  low.is_default = true;
+  high.name = "high";
+  high.priority_tier = 5;
+  testing::Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+  low.nodes = high.nodes = cluster.topology.NodeNames();
+  low.max_time = high.max_time = hours(24);
+  config.partitions = {low, high};
+  VirtualCluster sim(std::move(cluster), config);
+  // A script that has not installed its USR1 trap yet dies of the warning.
+  SimJob unprepared{hours(1)};
+  unprepared.dies_on_warning = true;
+  const JobId victim = sim.Submit(Request(2, 8, hours(2), "a", "low"), unprepared).value();
+  sim.RunUntil(sim.now() + seconds(2));
+  const JobId urgent = sim.Submit(Request(2, 8, hours(1), "b", "high"), {minutes(10)}).value();
+  sim.RunUntil(sim.now() + seconds(10));
+  const Job& requeued = *sim.engine().FindJob(victim);
+  EXPECT_EQ(requeued.state, JobState::kPending) << requeued.reason;
+  EXPECT_EQ(requeued.attempt, 2);
+  ASSERT_EQ(requeued.preemptions.size(), 1u);
+  EXPECT_EQ(requeued.preemptions[0].detail, "a rank on n001 ended on the warning signal USR1");
+  EXPECT_EQ(sim.engine().FindJob(urgent)->state, JobState::kRunning);
 }
 
 TEST(PolicyTest, SuspendLendsTheVictimsResourcesAndResumesIt) {
