@@ -62,6 +62,14 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
     return absl::InvalidArgumentError(
         "step: -N, -n, --ntasks-per-node, -c and --gpus-per-node take counts of 0 or more");
   }
+  // Bounds past any node, so that no product below overflows.
+  constexpr int kMost = 1 << 20;
+  if (request.nodes > kMost || request.tasks > kMost || request.tasks_per_node > kMost ||
+      request.cpus_per_task > kMost || request.gpus_per_node > 64) {
+    return absl::InvalidArgumentError(fmt::format(
+        "step: -N, -n, --ntasks-per-node and -c take at most {}, --gpus-per-node at most 64",
+        kMost));
+  }
   shape.required.assign(static_cast<std::size_t>(have), 0);
   for (const int r : request.node_ranks) {
     if (r < 0 || r >= have) {
@@ -83,17 +91,24 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
   if (request.nodes > 0) {
     shape.nodes = request.nodes;
   } else if (request.tasks > 0) {
-    shape.nodes = std::max(shape.required_count, std::min(have, (request.tasks + tpn - 1) / tpn));
+    shape.nodes =
+        std::max(shape.required_count,
+                 std::min(have, static_cast<int>((std::int64_t{request.tasks} + tpn - 1) / tpn)));
   } else {
     shape.nodes = shape.required_count > 0 ? shape.required_count : have;
   }
-  shape.tasks = request.tasks > 0 ? request.tasks : shape.nodes * tpn;
   if (shape.nodes > have) {
     return absl::FailedPreconditionError(
         fmt::format("the step asks for {} node{}, but the allocation has {}; ask for -N {} or "
                     "fewer",
                     shape.nodes, Plural(shape.nodes), have, have));
   }
+  const std::int64_t tasks = request.tasks > 0 ? request.tasks : std::int64_t{shape.nodes} * tpn;
+  if (tasks > kMost) {
+    return absl::InvalidArgumentError(
+        fmt::format("step: {} tasks is more than a step runs (at most {})", tasks, kMost));
+  }
+  shape.tasks = static_cast<int>(tasks);
   if (shape.required_count > shape.nodes) {
     return absl::InvalidArgumentError(
         fmt::format("step: -w names {} nodes but -N is {}; name at most -N nodes",
@@ -105,7 +120,7 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
                     "one task",
                     shape.tasks, shape.nodes));
   }
-  if (explicit_tpn && shape.tasks > shape.nodes * tpn) {
+  if (explicit_tpn && shape.tasks > std::int64_t{shape.nodes} * tpn) {
     return absl::InvalidArgumentError(
         fmt::format("step: -n {} does not fit {} node{} × {} tasks (--ntasks-per-node); ask for "
                     "more nodes or fewer tasks",
@@ -118,7 +133,8 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
 StepLedger::Need StepLedger::NeedOn(const Shape& shape, int node_rank, int tasks) const {
   const NodeGrant& grant = grants_[static_cast<std::size_t>(node_rank)];
   if (shape.sharing == StepSharing::kExact) {
-    return {.cpus = tasks * shape.cpus_per_task, .gpus = std::max(shape.gpus_per_node, 0)};
+    return {.cpus = std::int64_t{tasks} * shape.cpus_per_task,
+            .gpus = std::max(shape.gpus_per_node, 0)};
   }
   return {.cpus = grant.cpus,
           .gpus = shape.gpus_per_node >= 0 ? shape.gpus_per_node : std::popcount(grant.gpus)};
@@ -127,7 +143,8 @@ StepLedger::Need StepLedger::NeedOn(const Shape& shape, int node_rank, int tasks
 StepNode StepLedger::Grant(const Shape& shape, int node_rank, int tasks) const {
   const NodeGrant& grant = grants_[static_cast<std::size_t>(node_rank)];
   const Need need = NeedOn(shape, node_rank, tasks);
-  StepNode node{.node_rank = node_rank, .tasks = tasks, .cpus = need.cpus, .gpus = 0};
+  StepNode node{
+      .node_rank = node_rank, .tasks = tasks, .cpus = static_cast<int>(need.cpus), .gpus = 0};
   std::uint64_t left = shape.sharing == StepSharing::kOverlap ? grant.gpus : FreeGpus(node_rank);
   for (int gpus = need.gpus; gpus > 0 && left != 0; --gpus) {
     const std::uint64_t lowest = left & (~left + 1);
@@ -140,7 +157,8 @@ StepNode StepLedger::Grant(const Shape& shape, int node_rank, int tasks) const {
 bool StepLedger::Fits(const Shape& shape, int node_rank, int tasks, Against against) const {
   const NodeGrant& grant = grants_[static_cast<std::size_t>(node_rank)];
   const Need need = NeedOn(shape, node_rank, tasks);
-  if (tasks * shape.cpus_per_task > grant.cpus || need.gpus > std::popcount(grant.gpus)) {
+  if (std::int64_t{tasks} * shape.cpus_per_task > grant.cpus ||
+      need.gpus > std::popcount(grant.gpus)) {
     return false;
   }
   if (against == Against::kIdle || shape.sharing == StepSharing::kOverlap) return true;
@@ -196,7 +214,7 @@ StepPlacementResult StepLedger::Place(const StepRequest& request) const {
       "the step's {} task{} × {} CPU{} on a node need {} CPUs{}, but the allocation holds {} "
       "CPUs and {} GPUs on each node; ask for fewer tasks or CPUs per task",
       most, Plural(most), shape.cpus_per_task, Plural(shape.cpus_per_task),
-      most * shape.cpus_per_task,
+      std::int64_t{most} * shape.cpus_per_task,
       shape.gpus_per_node > 0 ? fmt::format(" and {} GPUs", shape.gpus_per_node) : "", first.cpus,
       std::popcount(first.gpus));
   return result;

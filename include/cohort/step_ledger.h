@@ -101,7 +101,7 @@ class StepLedger {
  private:
   struct Shape;  // the request with every default resolved
   struct Need {  // what a step holds on one node
-    int cpus = 0;
+    std::int64_t cpus = 0;
     int gpus = 0;
   };
   /// Whether a node is judged by what is free now or by the idle allocation.

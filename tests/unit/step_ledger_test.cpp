@@ -157,6 +157,10 @@ TEST(StepLedgerTest, BadRequestsAreRefusedWithTheFieldAndTheFix) {
             "step: -n 3 does not fit 1 node × 2 tasks (--ntasks-per-node); ask for more nodes or "
             "fewer tasks");
   EXPECT_NE(refused({.nodes = -1}).find("counts of 0 or more"), std::string::npos);
+  // Counts from the network may be absurd; none overflows.
+  EXPECT_NE(refused({.tasks = 1 << 30}).find("at most"), std::string::npos);
+  EXPECT_NE(refused({.tasks_per_node = 1 << 20}).find("more than a step runs"), std::string::npos);
+  EXPECT_NE(refused({.tasks = 1 << 20, .cpus_per_task = 1 << 20}).find("need"), std::string::npos);
   // What no node of the allocation holds.
   EXPECT_EQ(refused({.nodes = 1, .tasks = 5}),
             "the step's 5 tasks × 1 CPU on a node need 5 CPUs, but the allocation holds 4 CPUs "
