@@ -9,9 +9,11 @@
 
 /// `cohort why` as facts: what keeps a job from starting and what would
 /// start it sooner, decided by the engine (Engine::Explain) and put in
-/// words by the CLI (cli/why_view.h). Nothing here is English: a reason is
-/// an enum, a blocker a number or a name, a counterfactual the change that
-/// was tried and found to place the job now.
+/// words by the CLI (cli/why_view.h). A reason is an enum, a blocker a
+/// number or a name, a counterfactual the change that was tried and found
+/// to place the job now; the only text is what the engine already records
+/// as a job's reason detail (the allocator's shortfall, a preemptor's
+/// victims), never a sentence of `cohort why` or a command name.
 namespace cohort {
 
 /// A job of the same partition that the queue tries before this one.
