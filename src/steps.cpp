@@ -68,8 +68,11 @@ absl::StatusOr<int> Steps::Start(Job& job, const alloc::StepRequest& request, Mi
   step.placement = placed.placement;
   step.start_time = now;
   ToEachNode(job, step, effects, [&](NodeId node, const alloc::StepNode& on) {
-    alloc::NodeGrant held{.node = node, .cpus = on.cpus, .memory_mb = 0, .gpus = on.gpus};
-    held.memory_mb = job.placement.grants[static_cast<std::size_t>(on.node_rank)].memory_mb;
+    const alloc::NodeGrant held{
+        .node = node,
+        .cpus = on.cpus,
+        .memory_mb = job.placement.grants[static_cast<std::size_t>(on.node_rank)].memory_mb,
+        .gpus = on.gpus};
     return LaunchCommand{
         .job = job.id, .node = node, .node_rank = on.node_rank, .grant = held, .step = step.id};
   });

@@ -792,10 +792,12 @@ TEST(PolicyTest, KillOnInvalidDependencyCancels) {
   EXPECT_EQ(sim.Submit(unknown, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(PolicyTest, AVictimThatDiesOfThePreemptionWarningIsRequeuedNotFailed) {
+// Two nodes under one leaf, shared by the default partition "low" and the
+// higher tier "high", whose jobs preempt low's in `mode` after `grace`.
+VirtualCluster TwoTiers(config::PreemptMode mode, seconds grace) {
   config::ClusterConfig config;
-  config.preempt_mode = config::PreemptMode::kRequeue;
-  config.preempt_grace_time = seconds(30);
+  config.preempt_mode = mode;
+  config.preempt_grace_time = grace;
   config::PartitionSpec low, high;
   low.name = "low";
   low.is_default = true;
@@ -805,7 +807,11 @@ TEST(PolicyTest, AVictimThatDiesOfThePreemptionWarningIsRequeuedNotFailed) {
   low.nodes = high.nodes = cluster.topology.NodeNames();
   low.max_time = high.max_time = hours(24);
   config.partitions = {low, high};
-  VirtualCluster sim(std::move(cluster), config);
+  return VirtualCluster(std::move(cluster), config);
+}
+
+TEST(PolicyTest, AVictimThatDiesOfThePreemptionWarningIsRequeuedNotFailed) {
+  VirtualCluster sim = TwoTiers(config::PreemptMode::kRequeue, seconds(30));
   // A script that has not installed its USR1 trap yet dies of the warning.
   SimJob unprepared{hours(1)};
   unprepared.dies_on_warning = true;
@@ -822,19 +828,7 @@ TEST(PolicyTest, AVictimThatDiesOfThePreemptionWarningIsRequeuedNotFailed) {
 }
 
 TEST(PolicyTest, SuspendLendsTheVictimsResourcesAndResumesIt) {
-  config::ClusterConfig config;
-  config.preempt_mode = config::PreemptMode::kSuspend;
-  config.preempt_grace_time = seconds(5);
-  config::PartitionSpec low, high;
-  low.name = "low";
-  low.is_default = true;
-  high.name = "high";
-  high.priority_tier = 5;
-  testing::Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
-  low.nodes = high.nodes = cluster.topology.NodeNames();
-  low.max_time = high.max_time = hours(24);
-  config.partitions = {low, high};
-  VirtualCluster sim(std::move(cluster), config);
+  VirtualCluster sim = TwoTiers(config::PreemptMode::kSuspend, seconds(5));
   const JobId victim = sim.Submit(Request(2, 8, hours(2), "a", "low"), {hours(1)}).value();
   sim.RunUntil(sim.now() + seconds(2));
   const JobId urgent = sim.Submit(Request(2, 8, hours(1), "b", "high"), {minutes(10)}).value();
