@@ -45,6 +45,9 @@ void AddSubmitCommand(CLI::App& app, int& exit_code, CommandWords words);
 /// `cohort run`: submit, wait, stream the ranks' output, exit with the
 /// job's status. `words` as for AddSubmitCommand.
 void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words);
+/// `cohort alloc`: an interactive allocation, as salloc. `words` as for
+/// AddSubmitCommand.
+void AddAllocCommand(CLI::App& app, int& exit_code, CommandWords words);
 /// `cohort queue`: the jobs, as squeue.
 void AddQueueCommand(CLI::App& app, int& exit_code);
 /// `cohort history`: finished jobs from the controller's records, as sacct.

@@ -24,9 +24,11 @@ struct HistoryOptions {
   bool parsable2 = false;
   bool json = false;
   bool no_header = false;
+  bool allocations = false;  ///< -X: no step lines
 };
 
-void PrintHistory(const std::vector<v1::Job>& jobs, HistoryOutput output, bool header) {
+void PrintHistory(const std::vector<v1::Job>& jobs, HistoryOutput output, bool header,
+                  bool with_steps) {
   if (output == HistoryOutput::kJson) {
     nlohmann::ordered_json out;
     out["jobs"] = nlohmann::ordered_json::array();
@@ -40,7 +42,11 @@ void PrintHistory(const std::vector<v1::Job>& jobs, HistoryOutput output, bool h
   }
   std::vector<std::vector<std::string>> rows;
   if (header) rows.push_back(HistoryHeader());
-  for (const v1::Job& job : jobs) rows.push_back(HistoryRow(job));
+  for (const v1::Job& job : jobs) {
+    rows.push_back(HistoryRow(job));
+    if (!with_steps) continue;
+    for (const v1::JobStep& step : job.steps()) rows.push_back(HistoryStepRow(job, step));
+  }
   switch (output) {
     case HistoryOutput::kParsable: PrintParsable(rows, ParsableEnd::kTrailingBar, std::cout); break;
     case HistoryOutput::kParsable2:
@@ -66,7 +72,7 @@ int History(const HistoryOptions& o) {
     absl::StatusOr<v1::JobHistoryResponse> response = client.JobHistory(*request);
     if (!response.ok()) return response.status();
     const std::vector<v1::Job> jobs(response->jobs().begin(), response->jobs().end());
-    PrintHistory(jobs, output, !o.no_header);
+    PrintHistory(jobs, output, !o.no_header, !o.allocations);
     return absl::OkStatus();
   });
 }
@@ -115,6 +121,8 @@ void AddHistoryCommand(CLI::App& app, int& exit_code) {
   parsable->excludes(parsable2)->excludes(json);
   parsable2->excludes(json);
   history->add_flag("-n,--noheader", o->no_header, "leave out the header line");
+  history->add_flag("-X,--allocations", o->allocations,
+                    "one line a job, without its steps' lines (ID.batch, ID.0, ...), as sacct -X");
   AddConnectionOptions(*history, o->connection);
   history->callback([o, &exit_code] { exit_code = History(*o); });
 }

@@ -276,4 +276,21 @@ std::vector<std::string> HistoryRow(const v1::Job& job) {
           fmt::format("{:.2f}", job.gpu_hours())};
 }
 
+std::vector<std::string> HistoryStepRow(const v1::Job& job, const v1::JobStep& step) {
+  return {StepDisplayId(job, step),
+          step.step_id() < 0 ? std::string("batch") : job.spec().name(),
+          "",
+          job.spec().account(),
+          "",
+          std::to_string(StepNodeCount(step)),
+          step.nodes(),
+          "",
+          FormatTimestamp(step.start_time_ms()),
+          FormatTimestamp(step.end_time_ms()),
+          FormatSlurmTime(std::chrono::seconds(StepElapsedSeconds(step, step.end_time_ms()))),
+          step.state(),
+          fmt::format("{}:{}", step.exit_code(), step.exit_signal()),
+          ""};
+}
+
 }  // namespace cohort::cli

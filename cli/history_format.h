@@ -64,5 +64,11 @@ struct HistoryFilters {
 /// `[D-]HH:MM:SS`, EXITCODE as `CODE:SIGNAL`, GPU_HOURS with 2 decimals,
 /// NODELIST `None assigned` when it never ran.
 [[nodiscard]] std::vector<std::string> HistoryRow(const v1::Job& job);
+/// One step's cells under HistoryHeader(), as sacct's step lines: JOBID
+/// `12.batch` or `12.0`, NAME `batch` or the job's, ACCOUNT, NODES and
+/// NODELIST the step's, its times, state and exit; USER, PARTITION and
+/// GPU_HOURS are the job's line's alone.
+[[nodiscard]] std::vector<std::string> HistoryStepRow(const v1::Job& job,
+                                                      const v1::JobStep& step);
 
 }  // namespace cohort::cli

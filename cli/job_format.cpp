@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cohort/diagnostics.h"
+#include "cohort/hostlist.h"
 #include "cohort/job.h"
 #include "cohort/slurm_time.h"
 
@@ -304,6 +305,8 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
   out["preemptions"] = nlohmann::ordered_json::array();
   for (const v1::Preemption& p : job.preemptions())
     out["preemptions"].push_back(PreemptionToJson(p));
+  out["steps"] = nlohmann::ordered_json::array();
+  for (const v1::JobStep& step : job.steps()) out["steps"].push_back(StepToJson(job, step, now_ms));
   return out;
 }
 
@@ -323,6 +326,39 @@ nlohmann::ordered_json NodeToJson(const v1::Node& node) {
   out["jobs"] = Array(node.jobs());
   out["leaf"] = node.leaf();
   out["block"] = node.block();
+  return out;
+}
+
+std::string StepDisplayId(const v1::Job& job, const v1::JobStep& step) {
+  return fmt::format("{}.{}", JobDisplayId(job), step.name());
+}
+
+int StepNodeCount(const v1::JobStep& step) {
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(step.nodes());
+  return names.ok() ? static_cast<int>(names->size()) : 0;
+}
+
+std::int64_t StepElapsedSeconds(const v1::JobStep& step, std::int64_t now_ms) {
+  if (step.start_time_ms() <= 0) return 0;
+  const std::int64_t end = step.end_time_ms() > 0 ? step.end_time_ms() : now_ms;
+  return std::max<std::int64_t>(0, (end - step.start_time_ms()) / 1000);
+}
+
+nlohmann::ordered_json StepToJson(const v1::Job& job, const v1::JobStep& step,
+                                  std::int64_t now_ms) {
+  nlohmann::ordered_json out;
+  out["id"] = StepDisplayId(job, step);
+  out["name"] = step.name();
+  out["state"] = step.state();
+  out["nodes"] = step.nodes();
+  out["tasks"] = step.tasks();
+  out["exit_code"] = step.exit_code();
+  out["exit_signal"] = step.exit_signal();
+  out["start_time_ms"] = step.start_time_ms();
+  out["end_time_ms"] =
+      step.end_time_ms() > 0 ? nlohmann::ordered_json(step.end_time_ms()) : nlohmann::ordered_json();
+  out["elapsed_s"] = StepElapsedSeconds(step, now_ms);
+  out["reason"] = step.reason();
   return out;
 }
 

@@ -91,9 +91,22 @@ void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEn
 /// array), array_task_id (null: not a task), array_pending, array (as
 /// submitted), qos, priority, expected_start_ms (null: unknown), held,
 /// dependency (what is left of it), kill_on_invalid_dep, suspended,
-/// preempt_deadline_ms (null: not being preempted), preemptions.
+/// preempt_deadline_ms (null: not being preempted), preemptions, and
+/// steps (StepToJson, the batch step first).
 /// Never the environment or the script's text.
 [[nodiscard]] nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms);
+
+/// One step as JSON: id (JOB.NAME), name (batch, 0, 1, …), state, nodes,
+/// tasks, exit_code, exit_signal, start_time_ms, end_time_ms (null:
+/// running), elapsed_s, reason.
+[[nodiscard]] nlohmann::ordered_json StepToJson(const v1::Job& job, const v1::JobStep& step,
+                                                std::int64_t now_ms);
+/// A step as users write it: `12.batch`, `12.0`, `12_3.1`.
+[[nodiscard]] std::string StepDisplayId(const v1::Job& job, const v1::JobStep& step);
+/// How many nodes the step runs on (its hostlist's).
+[[nodiscard]] int StepNodeCount(const v1::JobStep& step);
+/// How long the step has run (until its end once it ended).
+[[nodiscard]] std::int64_t StepElapsedSeconds(const v1::JobStep& step, std::int64_t now_ms);
 
 /// A node as JSON: the Node message's fields, state as NodeStateName.
 [[nodiscard]] nlohmann::ordered_json NodeToJson(const v1::Node& node);

@@ -30,7 +30,36 @@ struct QueueOptions {
   bool json = false;
   bool no_header = false;
   bool start = false;
+  bool steps = false;
 };
+
+// squeue -s: the listed jobs' steps, one a line.
+void PrintSteps(const std::vector<v1::Job>& jobs, const QueueOptions& o, std::int64_t now) {
+  if (o.json) {
+    nlohmann::ordered_json out;
+    out["steps"] = nlohmann::ordered_json::array();
+    for (const v1::Job& job : jobs) {
+      for (const v1::JobStep& step : job.steps()) out["steps"].push_back(StepToJson(job, step, now));
+    }
+    std::cout << out.dump(2) << '\n';
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  if (!o.no_header) {
+    rows.push_back({"STEPID", "NAME", "STATE", "USER", "TIME", "NODES", "TASKS", "EXITCODE",
+                    "NODELIST"});
+  }
+  for (const v1::Job& job : jobs) {
+    for (const v1::JobStep& step : job.steps()) {
+      rows.push_back({StepDisplayId(job, step),
+                      step.step_id() < 0 ? std::string("batch") : job.spec().name(),
+                      step.state(), JobUser(job), FormatElapsed(StepElapsedSeconds(step, now)),
+                      std::to_string(StepNodeCount(step)), std::to_string(step.tasks()),
+                      fmt::format("{}:{}", step.exit_code(), step.exit_signal()), step.nodes()});
+    }
+  }
+  PrintColumns(rows, std::cout);
+}
 
 // squeue's format fields that Cohort has.
 struct Field {
@@ -261,7 +290,9 @@ int Queue(const QueueOptions& o) {
       });
     }
     const std::int64_t now = NowMs();
-    if (o.json) {
+    if (o.steps) {
+      PrintSteps(jobs, o, now);
+    } else if (o.json) {
       nlohmann::ordered_json out;
       out["jobs"] = nlohmann::ordered_json::array();
       for (const v1::Job& job : jobs) out["jobs"].push_back(JobToJson(job, now));
@@ -298,6 +329,9 @@ void AddQueueCommand(CLI::App& app, int& exit_code) {
   queue->add_flag("--start", o->start,
                   "pending jobs with their expected start from the backfill plan (N/A: not "
                   "known yet), soonest first (like squeue --start)");
+  queue->add_flag("-s,--steps", o->steps,
+                  "the listed jobs' steps instead, one a line: ID.batch, ID.0, ... with their "
+                  "state, time, nodes, tasks and exit code (like squeue -s)");
   queue->add_flag("--noheader", o->no_header, "leave out the header line");
   queue->add_flag("--json", o->json, "print {\"jobs\": [...]} as JSON");
   AddConnectionOptions(*queue, o->connection);

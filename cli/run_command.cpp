@@ -24,10 +24,12 @@
 #include "cohort/fmt_absl.h"
 #include "commands.h"
 #include "controller_client.h"
+#include "job_follow.h"
 #include "job_format.h"
 #include "job_option_table.h"
 #include "job_options.h"
 #include "rank_output.h"
+#include "run_step.h"
 
 namespace cohort::cli {
 namespace {
@@ -37,80 +39,18 @@ struct RunState {
   ConnectionOptions connection;
   std::vector<UnsupportedOption> unsupported;
   bool label = false;
+  std::string jobid;     ///< --jobid: run as a step of this job
+  bool exact = false;    ///< --exact: a step holds only what its tasks ask
+  bool overlap = false;  ///< --overlap: a step shares with every other step
 };
 
-// SIGINT and SIGTERM, counted; the wait loop acts on them.
-std::atomic<int> interrupts{0};
-extern "C" void CountInterrupt(int /*signal*/) { interrupts.fetch_add(1); }
-
-void CatchInterrupts() {
-  struct sigaction action {};
-  action.sa_handler = CountInterrupt;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-}
-
-// What the WatchJob thread hands the wait loop.
-struct Watch {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<v1::Job> events;
-  std::vector<std::string> notes;
-  std::optional<absl::Status> ended;    // the stream is over for good
-  CallCanceller* call = nullptr;        // the open stream, to cancel it
-  bool stop = false;
-};
-
-// Streams the job's events into `watch` until it has finished. Reconnects
-// while the controller is unavailable (restarting), since the job lives on.
-void WatchLoop(ControllerClient& client, std::int64_t job_id, Watch& watch) {
-  v1::WatchJobRequest request;
-  request.set_job_id(job_id);
-  std::chrono::milliseconds backoff{250};
-  bool reported_outage = false;
-  while (true) {
-    CallCanceller canceller;
-    {
-      const std::lock_guard lock(watch.mutex);
-      if (watch.stop) return;
-      watch.call = &canceller;
-    }
-    bool finished = false;
-    const absl::Status status = client.WatchJob(
-        request,
-        [&](const v1::JobEvent& event) {
-          const std::lock_guard lock(watch.mutex);
-          finished = IsFinished(event.job().state());
-          watch.events.push_back(event.job());
-          reported_outage = false;
-          backoff = std::chrono::milliseconds(250);
-          watch.changed.notify_all();
-        },
-        canceller);
-    std::unique_lock lock(watch.mutex);
-    watch.call = nullptr;
-    if (finished || watch.stop) {
-      watch.ended = absl::OkStatus();
-      watch.changed.notify_all();
-      return;
-    }
-    if (!status.ok() && !absl::IsUnavailable(status)) {
-      watch.ended = status;
-      watch.changed.notify_all();
-      return;
-    }
-    if (!reported_outage) {
-      watch.notes.push_back(fmt::format(
-          "cohort: lost the controller at {} ({}); still waiting for job {}", client.Address(),
-          status.ok() ? "the stream ended" : status.message(), job_id));
-      reported_outage = true;
-      watch.changed.notify_all();
-    }
-    watch.changed.wait_for(lock, backoff, [&] { return watch.stop; });
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-  }
+// The job whose allocation `cohort run` runs in: --jobid, else the job it
+// runs inside (COHORT_JOB_ID, which every batch script and rank has); none
+// outside a job.
+std::string AllocationOf(const RunState& state) {
+  if (!state.jobid.empty()) return state.jobid;
+  const char* inside = std::getenv("COHORT_JOB_ID");
+  return inside != nullptr ? std::string(inside) : std::string();
 }
 
 // Prints each change of the job that the user should see.
@@ -187,33 +127,6 @@ int Outcome(const v1::Job& job) {
   }
 }
 
-// A private folder for the ranks' output files, on a filesystem the nodes
-// must share: $COHORT_RUN_DIR, else $TMPDIR, else /tmp.
-absl::StatusOr<std::filesystem::path> MakeOutputFolder(const std::string& job_name) {
-  std::string base = "/tmp";
-  for (const char* name : {"COHORT_RUN_DIR", "TMPDIR"}) {
-    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') {
-      base = value;
-      break;
-    }
-  }
-  std::string safe;
-  for (const char c : job_name.substr(0, 40)) {
-    safe += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.'
-                ? c
-                : '_';
-  }
-  std::string path =
-      (std::filesystem::path(base) / fmt::format("cohort-run-{}-XXXXXX", safe)).string();
-  if (::mkdtemp(path.data()) == nullptr) {
-    return absl::UnavailableError(fmt::format(
-        "cannot make a folder for the job's output under {}: {}; set COHORT_RUN_DIR to a "
-        "writable folder that the nodes share",
-        base, std::strerror(errno)));
-  }
-  return std::filesystem::path(path);
-}
-
 // Waits for a submitted job to end while printing its progress and its
 // ranks' output from `folder` (when set); returns the exit status of
 // `cohort run`. Interrupts cancel the job, a second one stops the wait.
@@ -230,26 +143,15 @@ int FollowJob(ControllerClient& client, std::int64_t job_id,
   std::optional<absl::Status> ended;
   int handled_interrupts = 0;
   while (!ended) {
-    std::deque<v1::Job> events;
-    std::vector<std::string> notes;
-    {
-      std::unique_lock lock(watch.mutex);
-      watch.changed.wait_for(lock, std::chrono::milliseconds(200), [&] {
-        return !watch.events.empty() || !watch.notes.empty() || watch.ended.has_value();
-      });
-      events.swap(watch.events);
-      notes.swap(watch.notes);
-      // The end is taken once every event before it has been shown.
-      if (events.empty()) ended = watch.ended;
-    }
-    for (const std::string& note : notes) std::cerr << note << '\n';
-    for (const v1::Job& job : events) {
+    WatchNews news = TakeNews(watch, std::chrono::milliseconds(200));
+    ended = std::move(news.ended);
+    for (const v1::Job& job : news.events) {
       progress.Show(job);
       last = job;
     }
     if (output) output->Poll();
 
-    const int seen = interrupts.load();
+    const int seen = Interrupts();
     if (seen > 0 && handled_interrupts == 0) {
       std::cerr << fmt::format(
           "cohort: cancelling job {}; waiting for it to end (interrupt again to stop waiting)\n",
@@ -264,12 +166,7 @@ int FollowJob(ControllerClient& client, std::int64_t job_id,
       std::cerr << fmt::format(
           "cohort: not waiting for job {} any more; see cohort show job {}{}\n", job_id, job_id,
           where);
-      {
-        const std::lock_guard lock(watch.mutex);
-        watch.stop = true;
-        if (watch.call != nullptr) watch.call->Cancel();
-        watch.changed.notify_all();
-      }
+      StopWatch(watch);
       watcher.join();
       if (output) output->Flush();
       return 130;
@@ -313,6 +210,25 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     std::cerr << fmt::format("cohort: warning: {} is not supported yet; ignored\n", name);
   }
   const JobOptions& options = state.options;
+  if (const std::string allocation = AllocationOf(state); !allocation.empty()) {
+    absl::StatusOr<ControllerClient> client = ControllerClient::Connect(state.connection);
+    if (!client.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", client.status());
+      return 2;
+    }
+    // Inside an allocation Slurm's --exclusive means --exact, as of 21.08.
+    const StepRun step{.job = allocation,
+                       .sharing = state.overlap                       ? v1::STEP_OVERLAP
+                                  : state.exact || options.exclusive ? v1::STEP_EXACT
+                                                                     : v1::STEP_WHOLE_NODES,
+                       .labels = state.label ? RankLabels::kRank : RankLabels::kNone};
+    return RunStep(*client, options, step, command->words);
+  }
+  if (state.exact || state.overlap) {
+    std::cerr << "cohort: run: --exact and --overlap shape steps inside a job; outside one, run "
+                 "starts a job of its own (see --exclusive)\n";
+    return 2;
+  }
   if (options.array) {
     std::cerr << "cohort: run: --array makes many jobs, and run follows one; submit the array "
                  "with cohort submit --array, and watch it with cohort queue\n";
@@ -344,21 +260,13 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     return 2;
   }
 
-  // Unless -o or -e say otherwise, the ranks write into per-rank files in a
-  // private folder, and FollowJob prints them.
-  std::optional<std::filesystem::path> folder;
-  const bool own_output = !options.output.has_value();
-  const bool own_error = !options.output.has_value() && !options.error.has_value();
-  if (own_output || own_error) {
-    absl::StatusOr<std::filesystem::path> made = MakeOutputFolder(spec->name());
-    if (!made.ok()) {
-      std::cerr << fmt::format("cohort: {}\n", made.status());
-      return 1;
-    }
-    folder = *made;
-    if (own_output) spec->set_output((*folder / "%j-%t.out").string());
-    if (own_error) spec->set_error((*folder / "%j-%t.err").string());
+  // The ranks' output files, which FollowJob prints.
+  absl::StatusOr<std::optional<std::filesystem::path>> taken = TakeOutput(options, *spec);
+  if (!taken.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", taken.status());
+    return 1;
   }
+  const std::optional<std::filesystem::path>& folder = *taken;
 
   // From here on an interrupt cancels the job rather than orphaning it.
   CatchInterrupts();
@@ -386,12 +294,24 @@ void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
   run->get_option("--parsable")->group("");  // run prints the job's output, not its id
   run->get_option("--array")->group("");     // run follows one job; refused with a hint
   run->add_flag("-l,--label", state->label, "start each line of output with its rank: `3: text`");
+  run->add_option("--jobid", state->jobid,
+                  "run as a step of this running job (default inside a job: $COHORT_JOB_ID)")
+      ->type_name("JOB");
+  run->add_flag("--exact", state->exact,
+                "inside a job: the step holds only the CPUs and GPUs its tasks ask, so that "
+                "steps share nodes (--exclusive means the same there)");
+  run->add_flag("--overlap", state->overlap,
+                "inside a job: the step shares its nodes with every other step, waiting for none");
   AddConnectionOptions(*run, state->connection, ConfigShortName::kNone);
   TakeCommandVerbatim(*run, "COMMAND",
                       "the command and its arguments (after --); everything after it is passed "
                       "on, not read as options");
   run->footer(
       "Usage: cohort run [options] -- COMMAND [ARGS...]\n"
+      "\n"
+      "Outside a job, submits the command as a job of its own; inside one (a batch script, an\n"
+      "allocation of cohort alloc, or with --jobid), starts it as a step of that job, over all of\n"
+      "its nodes or those -N, -n, --ntasks-per-node and -w ask, as srun does.\n"
       "\n"
       "Submits the command as a job, shows why it waits while pending, then prints every rank's\n"
       "stdout and stderr as they write it, and exits with the job's status: 0 when it completed,\n"

@@ -73,6 +73,19 @@ void PrintPreemptions(const v1::Job& job, std::int64_t now) {
   }
 }
 
+// The job's steps, the batch step first, one a line.
+void PrintSteps(const v1::Job& job, std::int64_t now) {
+  if (job.steps().empty()) return;
+  std::cout << fmt::format("   Steps={}\n", job.steps_size());
+  for (const v1::JobStep& step : job.steps()) {
+    std::cout << fmt::format("     StepId={} State={} NodeList={} Tasks={} Elapsed={} ExitCode={}:{}{}\n",
+                             StepDisplayId(job, step), step.state(), step.nodes(), step.tasks(),
+                             FormatElapsed(StepElapsedSeconds(step, now)), step.exit_code(),
+                             step.exit_signal(),
+                             step.reason().empty() ? "" : " Reason=" + step.reason());
+  }
+}
+
 // As scontrol show job: `Key=Value` words, a few related ones a line.
 void PrintJob(const v1::Job& job, std::int64_t now) {
   const v1::JobSpec& spec = job.spec();
@@ -138,6 +151,7 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                             : spec.error());
   std::cout << fmt::format("   Environment={} variables\n", spec.env_size());
   PrintPreemptions(job, now);
+  PrintSteps(job, now);
 }
 
 void PrintNode(const v1::Node& node) {

@@ -24,6 +24,7 @@ void Fixed(CLI::App& app, int& exit_code, CommandWords /*words*/) {
 const VerbGroup kVerbGroups[] = {
     {{"submit"}, AddSubmitCommand},
     {{"run"}, AddRunCommand},
+    {{"alloc"}, AddAllocCommand},
     {{"queue"}, Fixed<AddQueueCommand>},
     {{"history"}, Fixed<AddHistoryCommand>},
     {{"show"}, Fixed<AddShowCommand>},

@@ -53,7 +53,8 @@ for _ in $(seq 100); do
 done
 cohort nodes
 
-say "submitting a 4-node x 2-rank job (etc/demo/hello.sh)"
+say "submitting a 4-node x 2-rank job (etc/demo/hello.sh): the script runs once, its step on every node"
+export PATH="$bin/cli:$PATH"  # the jobs call cohort (cohort run, cohort checkpoint-done)
 cd "$work"
 out=$(cohort submit "$root/etc/demo/hello.sh")
 echo "$out"
@@ -71,7 +72,7 @@ done
 cohort show job "$id"
 
 say "output of job $id ($work/cohort-$id.out)"
-sort "$work/cohort-$id.out"
+cat "$work/cohort-$id.out"
 [ "$state" = COMPLETED ] || { echo "demo job ended $state"; exit 1; }
 
 say "nothing acknowledged is lost: a 4-node job runs while the controller is killed with -9"
@@ -94,7 +95,6 @@ cohort history -j "$long"
 [ "$state" = COMPLETED ] || { echo "job $long ended $state"; exit 1; }
 
 say "preemption: a low-priority sweep fills the cluster, then a high-tier 4-node job arrives"
-export PATH="$bin/cli:$PATH"  # the sweep's tasks call cohort checkpoint-done
 out=$(cohort submit --array=0-15 -A research -o "$work/sweep-%A_%a.out" "$root/etc/demo/sweep.sh")
 echo "$out"
 sweep=${out##* }

@@ -72,7 +72,8 @@ absl::Status CheckStatus(const Job& job) {
 absl::Status CheckSteps(const Job& job) {
   alloc::StepLedger ledger(job.placement.grants, job.gang.tasks_per_node, job.gang.cpus_per_task);
   for (const JobStep& step : job.steps) {
-    if (step.id <= 0 || step.id >= job.next_step) {
+    if (step.id < FirstStep(job) || step.id >= job.next_step ||
+        step.node_exits.size() != step.placement.nodes.size()) {
       return absl::InternalError(
           fmt::format("job {} has step {}, next is {}", job.id, step.id, job.next_step));
     }

@@ -6,6 +6,7 @@
 
 #include "cohort/engine.h"
 #include "engine_core.h"
+#include "engine_support.h"
 #include "steps.h"
 
 namespace cohort {
@@ -74,11 +75,54 @@ absl::Status Engine::SignalStep(JobRef ref, int step, int signal, const Caller& 
   return engine::Steps::Signal(**job, step, signal, now, effects);
 }
 
-void Engine::StepRankExited(JobId id, int step, int exit_code, int signal, Millis now,
-                            Effects& effects) {
-  if (Job* job = core_->book.Find(id); job != nullptr) {
-    engine::Steps::RankExited(*job, step, exit_code, signal, now, effects);
+absl::Status Engine::EndAllocation(JobRef ref, int exit_code, const Caller& caller, Millis now,
+                                   Effects& effects) {
+  absl::StatusOr<Job*> found = OneJob(core_->book, ref, caller, "end");
+  if (!found.ok()) return found.status();
+  Job& job = **found;
+  if (job.request.launch != JobLaunch::kAllocation) {
+    return absl::FailedPreconditionError(fmt::format(
+        "job {} is no allocation of cohort alloc; it ends when what it runs ends, or with "
+        "cohort cancel {}",
+        DisplayId(job), DisplayId(job)));
   }
+  if (job.state != JobState::kRunning) {
+    return absl::FailedPreconditionError(
+        fmt::format("job {} is {}; only a running allocation ends this way", DisplayId(job),
+                    JobStateName(job.state)));
+  }
+  job.exit_code = exit_code;
+  if (exit_code != 0) {
+    job.reason = fmt::format("its command (cohort alloc) exited with code {}", exit_code);
+  }
+  core_->life.Apply(job, exit_code == 0 ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed, now,
+                    effects);
+  return absl::OkStatus();
+}
+
+void Engine::StepRankExited(JobId id, int step, NodeId node, int exit_code, int signal, Millis now,
+                            Effects& effects) {
+  Job* job = core_->book.Find(id);
+  if (job == nullptr) return;
+  const int node_rank = engine::NodeRankOf(*job, node);
+  if (node_rank < 0) return;
+  engine::Steps::RankExited(
+      *job, step,
+      {.node_rank = node_rank,
+       .node = core_->topology.NodeName(node),
+       .exit_code = exit_code,
+       .signal = signal},
+      now, effects);
+}
+
+void Engine::StepLaunchFailed(JobId id, int step, NodeId node, const std::string& reason,
+                              Millis now, Effects& effects) {
+  Job* job = core_->book.Find(id);
+  if (job == nullptr) return;
+  const int node_rank = engine::NodeRankOf(*job, node);
+  if (node_rank < 0) return;
+  engine::Steps::NodeEnded(*job, step, node_rank, {.failed = true, .exit_code = 1, .reason = reason},
+                           now, effects);
 }
 
 absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis now,
@@ -103,7 +147,7 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
           "job {} is {}; only running jobs can be signalled", id, JobStateName(job.state)));
     }
     for (const alloc::NodeGrant& g : job.placement.grants) {
-      effects.commands.emplace_back(SignalCommand{id, g.node, signal, false});
+      effects.commands.emplace_back(SignalCommand{id, g.node, signal, SignalScope::kRanks});
     }
     return absl::OkStatus();
   }

@@ -41,32 +41,47 @@ std::string FirstNode(const std::string& nodelist) {
 // The variables the launch sets, in the documented order. Sizes are computed
 // in 64 bits: the context comes from the network and may be absurd.
 std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
-  const std::int64_t tasks = context.tasks_per_node;
-  const std::int64_t global_rank = context.node_rank * tasks + local_rank;
-  const std::int64_t world_size = context.num_nodes * tasks;
+  const bool batch = context.kind == LaunchKind::kBatch;
+  const bool step = context.kind == LaunchKind::kStep;
+  const std::int64_t tasks = context.tasks_per_node;  // the allocation's, per node
   const std::string nodelist = CompressedNodelist(context.nodelist);
   const std::string job_id = std::to_string(context.job_id);
   const std::string num_nodes = std::to_string(context.num_nodes);
-  const std::string node_rank = std::to_string(context.node_rank);
+  // The world the ranks belong to: the step's, or the whole gang.
+  const std::string world_nodelist = step ? CompressedNodelist(context.step.nodelist) : nodelist;
+  const std::string world_nodes = step ? std::to_string(context.step.num_nodes) : num_nodes;
+  const std::string node_rank =
+      std::to_string(step ? context.step.node_index : context.node_rank);
+  const std::int64_t global_rank = GlobalRank(context, local_rank);
+  const std::int64_t world_size =
+      step ? context.step.num_tasks : static_cast<std::int64_t>(context.num_nodes) * tasks;
+  const std::int64_t local_tasks = LocalTasks(context);
 
   std::vector<Var> vars = {
       {"COHORT_JOB_ID", job_id},
       {"COHORT_JOB_NAME", context.job_name},
-      {"COHORT_NODELIST", nodelist},
-      {"COHORT_NNODES", num_nodes},
+      {"COHORT_NODELIST", world_nodelist},
+      {"COHORT_NNODES", world_nodes},
       {"COHORT_NODE_RANK", node_rank},
       {"COHORT_NODENAME", context.node_name},
       {"COHORT_CLUSTER", context.cluster_name},
       {"COHORT_PARTITION", context.partition},
-      {"RANK", std::to_string(global_rank)},
-      {"WORLD_SIZE", std::to_string(world_size)},
-      {"LOCAL_RANK", std::to_string(local_rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(tasks)},
-      {"NODE_RANK", node_rank},
-      {"GROUP_RANK", node_rank},
   };
-  std::string master_addr =
-      context.master_addr.empty() ? FirstNode(context.nodelist) : context.master_addr;
+  if (!batch) {
+    // A batch script is no rank: torchrun and friends run inside it would
+    // take these for their own.
+    vars.insert(vars.end(), {
+                                {"RANK", std::to_string(global_rank)},
+                                {"WORLD_SIZE", std::to_string(world_size)},
+                                {"LOCAL_RANK", std::to_string(local_rank)},
+                                {"LOCAL_WORLD_SIZE", std::to_string(local_tasks)},
+                                {"NODE_RANK", node_rank},
+                                {"GROUP_RANK", node_rank},
+                            });
+  }
+  std::string master_addr = !context.master_addr.empty() ? context.master_addr
+                            : step ? FirstNode(context.step.nodelist)
+                                   : FirstNode(context.nodelist);
   if (!master_addr.empty()) vars.emplace_back("MASTER_ADDR", std::move(master_addr));
   if (context.master_port > 0)
     vars.emplace_back("MASTER_PORT", std::to_string(context.master_port));
@@ -76,15 +91,15 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
       {"SLURM_JOBID", job_id},
       {"SLURM_JOB_NAME", context.job_name},
       {"SLURM_JOB_NODELIST", nodelist},
-      {"SLURM_NODELIST", nodelist},
+      {"SLURM_NODELIST", world_nodelist},
       {"SLURM_JOB_NUM_NODES", num_nodes},
-      {"SLURM_NNODES", num_nodes},
+      {"SLURM_NNODES", world_nodes},
       {"SLURM_NTASKS", std::to_string(world_size)},
       {"SLURM_NPROCS", std::to_string(world_size)},
-      {"SLURM_NTASKS_PER_NODE", std::to_string(tasks)},
+      {"SLURM_NTASKS_PER_NODE", std::to_string(step ? local_tasks : tasks)},
       {"SLURM_NODEID", node_rank},
       {"SLURM_PROCID", std::to_string(global_rank)},
-      {"SLURM_LOCALID", std::to_string(local_rank)},
+      {"SLURM_LOCALID", std::to_string(batch ? 0 : local_rank)},
       {"SLURM_CPUS_PER_TASK", std::to_string(context.cpus_per_task)},
       {"SLURM_SUBMIT_DIR", context.submit_dir},
       {"SLURM_JOB_PARTITION", context.partition},
@@ -97,16 +112,22 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
     return context.num_nodes > 1 ? fmt::format("{}(x{})", count, context.num_nodes)
                                  : std::to_string(count);
   };
-  slurm.emplace_back("SLURM_TASKS_PER_NODE", per_node(tasks));
-  // The launch's ranks are one step over the whole gang, as `srun` inside
-  // the allocation would start them.
-  const std::string step_id = std::to_string(context.step_id);
-  slurm.emplace_back("SLURM_STEP_ID", step_id);
-  slurm.emplace_back("SLURM_STEPID", step_id);
-  slurm.emplace_back("SLURM_STEP_NODELIST", nodelist);
-  slurm.emplace_back("SLURM_STEP_NUM_NODES", num_nodes);
-  slurm.emplace_back("SLURM_STEP_NUM_TASKS", std::to_string(world_size));
-  slurm.emplace_back("SLURM_STEP_TASKS_PER_NODE", per_node(tasks));
+  const std::string world_tasks_per_node =
+      !step                                ? per_node(static_cast<int>(tasks))
+      : context.step.tasks_per_node.empty() ? std::to_string(local_tasks)
+                                            : context.step.tasks_per_node;
+  slurm.emplace_back("SLURM_TASKS_PER_NODE", world_tasks_per_node);
+  if (!batch) {
+    // A gang's ranks are one step over the whole gang, as `srun` inside the
+    // allocation would start them; a step's are its own.
+    const std::string step_id = std::to_string(context.step_id);
+    slurm.emplace_back("SLURM_STEP_ID", step_id);
+    slurm.emplace_back("SLURM_STEPID", step_id);
+    slurm.emplace_back("SLURM_STEP_NODELIST", world_nodelist);
+    slurm.emplace_back("SLURM_STEP_NUM_NODES", world_nodes);
+    slurm.emplace_back("SLURM_STEP_NUM_TASKS", std::to_string(world_size));
+    slurm.emplace_back("SLURM_STEP_TASKS_PER_NODE", world_tasks_per_node);
+  }
   if (!context.account.empty()) slurm.emplace_back("SLURM_JOB_ACCOUNT", context.account);
   if (context.cpus_on_node > 0) {
     slurm.emplace_back("SLURM_CPUS_ON_NODE", std::to_string(context.cpus_on_node));
@@ -149,6 +170,36 @@ bool ValidName(const std::string& name) {
 }
 
 }  // namespace
+
+std::string FormatCountsPerNode(const std::vector<int>& counts) {
+  std::string out;
+  for (std::size_t i = 0; i < counts.size();) {
+    std::size_t run = 1;
+    while (i + run < counts.size() && counts[i + run] == counts[i]) ++run;
+    if (!out.empty()) out += ',';
+    out += run > 1 ? fmt::format("{}(x{})", counts[i], run) : std::to_string(counts[i]);
+    i += run;
+  }
+  return out;
+}
+
+int LocalTasks(const LaunchContext& context) {
+  switch (context.kind) {
+    case LaunchKind::kBatch: return 1;
+    case LaunchKind::kStep: return context.step.tasks;
+    case LaunchKind::kGang: break;
+  }
+  return context.tasks_per_node;
+}
+
+std::int64_t GlobalRank(const LaunchContext& context, int local_rank) {
+  switch (context.kind) {
+    case LaunchKind::kBatch: return 0;
+    case LaunchKind::kStep: return static_cast<std::int64_t>(context.step.first_rank) + local_rank;
+    case LaunchKind::kGang: break;
+  }
+  return static_cast<std::int64_t>(context.node_rank) * context.tasks_per_node + local_rank;
+}
 
 std::vector<std::string> BuildRankEnvironment(const LaunchContext& context, int local_rank) {
   const std::vector<Var> launch_vars = LaunchVariables(context, local_rank);

@@ -58,7 +58,13 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     }
     job.preempt_deadline = Millis{0};  // a victim that ends by itself is preempted no more
     core_.book.SetState(job, *next, event, effects);
-    if (job.cause != EndCause::kSuccess) StopGang(job, effects);
+    // A gang whose ranks all exited 0 frees its nodes by itself; a batch
+    // job's other nodes, and steps still running, must be told.
+    if (job.cause != EndCause::kSuccess || job.request.launch != JobLaunch::kEveryRank ||
+        std::any_of(job.steps.begin(), job.steps.end(),
+                    [](const JobStep& s) { return s.state == StepState::kRunning; })) {
+      StopGang(job, effects);
+    }
     Changed(job, effects);
     // Every node may already have confirmed (a launch failure on all).
     if (AllReleased(job)) {
@@ -80,7 +86,7 @@ void Lifecycle::StopGang(Job& job, Effects& effects) {
       // Stopped ranks handle no SIGTERM: wake them to shut down cleanly.
       if (IsSuspended(job)) {
         effects.commands.emplace_back(
-            SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, false});
+            SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, SignalScope::kAll});
       }
       effects.commands.emplace_back(TerminateCommand{job.id, job.placement.grants[rank].node});
     }
@@ -111,7 +117,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     job.released.clear();
     job.exited_ok.clear();
     job.steps.clear();  // the next attempt numbers its steps anew
-    job.next_step = 1;
+    job.next_step = FirstStep(job);
     ++job.attempt;
     core_.planner.NeedPass();
   } else {
@@ -177,9 +183,10 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
     // that follows do not overwrite it.
     job.exit_code = exit_code;
     job.exit_signal = signal;
-    job.reason = signal != 0 ? fmt::format("a rank on {} was killed by signal {}",
+    const std::string_view who = IsBatch(job) ? "the batch script" : "a rank";
+    job.reason = signal != 0 ? fmt::format("{} on {} was killed by signal {}", who,
                                            core_.topology.NodeName(node), signal)
-                             : fmt::format("a rank on {} exited with code {}",
+                             : fmt::format("{} on {} exited with code {}", who,
                                            core_.topology.NodeName(node), exit_code);
   }
   Apply(job, JobEvent::kRankFailed, now, effects);
@@ -207,16 +214,25 @@ void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects)
   Job& job = *found;
   const int rank = NodeRankOf(job, node);
   if (rank < 0 || IsFinished(job.state) || job.state == JobState::kPending) return;
+  // A job holds its allocation until its own launch ends: a node where only
+  // steps ran stays the job's for its next step.
+  if (job.state == JobState::kRunning && OwnRanksOn(job, rank) == 0) return;
   ReleaseNode(job, rank, effects);
+  if (job.state == JobState::kRunning && IsBatch(job)) {
+    // The script's node is done: the script has ended, whether or not its
+    // exit was heard.
+    Apply(job, RanksOk(job) == OwnRanks(job) ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed,
+          now, effects);
+    return;
+  }
   // A node can only run out of ranks while the job runs if each of them
   // exited 0; the job runs on until every node is done.
   if (AllReleased(job)) {
     if (job.state == JobState::kRunning) {
       // Released everywhere without every exit reported: treat as success
       // only if all ranks said so.
-      const int ranks = job.gang.nodes * job.gang.tasks_per_node;
-      Apply(job, RanksOk(job) == ranks ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed, now,
-            effects);
+      Apply(job, RanksOk(job) == OwnRanks(job) ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed,
+            now, effects);
     } else {
       Apply(job, JobEvent::kAllReleased, now, effects);
     }
@@ -226,8 +242,9 @@ void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects)
 void Lifecycle::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects) {
   int& count = job.exited_ok[static_cast<std::size_t>(node_rank)];
   if (ranks_ok <= count) return;
-  count = std::min(ranks_ok, job.gang.tasks_per_node);
-  if (RanksOk(job) == job.gang.nodes * job.gang.tasks_per_node) {
+  // A batch job's own launch is its script, one process on node rank 0.
+  count = std::min(ranks_ok, OwnRanksOn(job, node_rank));
+  if (RanksOk(job) == OwnRanks(job)) {
     Apply(job, JobEvent::kRanksSucceeded, now, effects);
   }
 }
@@ -255,7 +272,8 @@ void Lifecycle::Warn(Job& job, Effects& effects) {
     // A node whose ranks all exited 0 has nothing left to warn.
     if (job.released[rank] != 0) continue;
     effects.commands.emplace_back(
-        SignalCommand{job.id, job.placement.grants[rank].node, warning.signal, warning.batch_only});
+        SignalCommand{job.id, job.placement.grants[rank].node, warning.signal,
+                      warning.batch_only ? SignalScope::kBatch : SignalScope::kRanks});
   }
   job.reason_detail = fmt::format("sent {} to {} {} s before the time limit {} (--signal)",
                                   SignalName(warning.signal),
@@ -293,10 +311,15 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
   job.exit_code = 0;
   job.exit_signal = 0;
   job.master_port = MasterPort(job);
+  job.steps.clear();
+  job.next_step = FirstStep(job);
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     const alloc::NodeGrant& grant = job.placement.grants[rank];
     core_.nodes.At(grant.node).jobs.insert(job.id);
     effects.changed_nodes.push_back(grant.node);
+    // A batch script runs once, on the allocation's first node; an
+    // allocation runs nothing of its own. Steps start when asked.
+    if (OwnRanksOn(job, static_cast<int>(rank)) == 0) continue;
     effects.commands.emplace_back(LaunchCommand{job.id, grant.node, static_cast<int>(rank), grant});
   }
   Apply(job, JobEvent::kAllocated, now, effects);

@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "cohort/engine.h"
 #include "engine_core.h"
+#include "steps.h"
 
 namespace cohort::engine {
 
@@ -35,12 +39,25 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   // engine may have missed (it was restored from an older state, or the
   // stream dropped) are applied; jobs placed there whose ranks are neither
   // running nor reported have lost this node.
-  std::set<JobId> accounted;
+  std::set<JobId> accounted;                // the job's own launch was reported
+  std::set<std::pair<JobId, int>> steps;    // a step's launch was reported
+  const std::string& name = core_.topology.NodeName(node);
   for (const RunningReport& running : report.running) {
     Job* it = core_.book.Find(running.job);
     const int rank = it == nullptr ? -1 : NodeRankOf(*it, node);
     const bool current = rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
                          IsActive(*it) && it->released[static_cast<std::size_t>(rank)] == 0;
+    if (running.step) {
+      const std::vector<int> live = current && it->state == JobState::kRunning
+                                        ? Steps::RunningOn(*it, rank)
+                                        : std::vector<int>{};
+      if (std::find(live.begin(), live.end(), *running.step) == live.end()) {
+        effects.commands.emplace_back(TerminateCommand{running.job, node, running.step});
+      } else {
+        steps.emplace(running.job, *running.step);
+      }
+      continue;
+    }
     // Unknown, finished, elsewhere, an older attempt, or stopping (the
     // terminate may have been lost with the old stream): stop it (again).
     if (!current || it->state == JobState::kCompleting) {
@@ -52,11 +69,26 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   }
   for (const FinishedReport& finished : report.finished) {
     Job* found = core_.book.Find(finished.job);
-    if (found == nullptr || accounted.contains(finished.job)) continue;
+    if (found == nullptr || (!finished.step && accounted.contains(finished.job))) continue;
     Job& job = *found;
     const int rank = NodeRankOf(job, node);
     if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.attempt) || !IsActive(job) ||
         job.released[static_cast<std::size_t>(rank)] != 0) {
+      continue;
+    }
+    if (finished.step) {
+      steps.emplace(finished.job, *finished.step);
+      Steps::NodeEnd end{.ranks_ok = finished.ranks_ok,
+                         .failed = finished.failed || !finished.launch_error.empty(),
+                         .exit_code = finished.exit_code,
+                         .signal = finished.signal,
+                         .reason = finished.launch_error};
+      if (end.failed && end.reason.empty()) {
+        end.reason = finished.signal != 0
+                         ? fmt::format("a rank on {} was killed by signal {}", name, finished.signal)
+                         : fmt::format("a rank on {} exited with code {}", name, finished.exit_code);
+      }
+      Steps::NodeEnded(job, *finished.step, rank, end, now, effects);
       continue;
     }
     accounted.insert(finished.job);
@@ -64,13 +96,25 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   }
   const std::set<JobId> expected = runtime.jobs;
   for (const JobId id : expected) {
-    if (accounted.contains(id)) continue;
     Job& job = core_.book.At(id);
     const int rank = NodeRankOf(job, node);
+    for (const int step : Steps::RunningOn(job, rank)) {
+      if (steps.contains({id, step})) continue;
+      Steps::NodeEnded(job, step, rank,
+                       {.failed = true,
+                        .exit_code = 1,
+                        .reason = fmt::format("its ranks on {} vanished when the agent restarted",
+                                              name)},
+                       now, effects);
+    }
+    if (accounted.contains(id)) continue;
+    // A batch job runs nothing of its own beyond its first node, an
+    // allocation nowhere: the node stays the job's until the job ends.
+    if (OwnRanksOn(job, rank) == 0 && job.state == JobState::kRunning) continue;
     if (job.state == JobState::kRunning) {
       job.exit_code = 1;
-      job.reason = fmt::format("its ranks on {} vanished when the agent restarted",
-                               core_.topology.NodeName(node));
+      job.reason = fmt::format("{} on {} vanished when the agent restarted",
+                               IsBatch(job) ? "its batch script" : "its ranks", name);
       core_.life.Apply(job, JobEvent::kNodeLost, now, effects);
     }
     if (rank >= 0) core_.life.JobReleased(id, node, now, effects);

@@ -205,7 +205,9 @@ void Preemption::Warn(Job& victim, const Job& preemptor, Millis now, Effects& ef
       Hms(victim.preempt_deadline));
   if (signal != 0) {
     for (const alloc::NodeGrant& g : HeldGrants(victim)) {
-      effects.commands.emplace_back(SignalCommand{victim.id, g.node, signal, false});
+      // The batch script too: it is what requeues or checkpoints a job that
+      // runs its training itself.
+      effects.commands.emplace_back(SignalCommand{victim.id, g.node, signal, SignalScope::kAll});
     }
   }
   core_.life.Apply(victim, JobEvent::kPreemptWarned, now, effects);
@@ -252,7 +254,7 @@ void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, 
       for (std::size_t rank = 0; rank < victim.placement.grants.size(); ++rank) {
         if (victim.released[rank] != 0) continue;
         const alloc::NodeGrant& g = victim.placement.grants[rank];
-        effects.commands.emplace_back(SignalCommand{victim.id, g.node, SIGSTOP, false});
+        effects.commands.emplace_back(SignalCommand{victim.id, g.node, SIGSTOP, SignalScope::kAll});
         core_.pool.Release({&g, 1});
         effects.changed_nodes.push_back(g.node);
       }
@@ -307,7 +309,7 @@ void Preemption::ResumeSuspended(Millis now, Effects& effects) {
       if (job.released[rank] != 0) continue;
       const alloc::NodeGrant& g = job.placement.grants[rank];
       core_.pool.Commit({&g, 1});
-      effects.commands.emplace_back(SignalCommand{job.id, g.node, SIGCONT, false});
+      effects.commands.emplace_back(SignalCommand{job.id, g.node, SIGCONT, SignalScope::kAll});
       effects.changed_nodes.push_back(g.node);
     }
     // Suspended time does not count against its limit.

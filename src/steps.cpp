@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cohort/engine.h"
 
 namespace cohort::engine {
@@ -30,6 +32,49 @@ void StopRanks(const Job& job, JobStep& step, Effects& effects) {
   ToEachNode(job, step, effects, [&](NodeId node, const alloc::StepNode&) {
     return TerminateCommand{.job = job.id, .node = node, .step = step.id};
   });
+}
+
+// The index in the step's placement of the allocation's node rank; -1 when
+// the step has no ranks there.
+int IndexOf(const JobStep& step, int node_rank) {
+  for (std::size_t i = 0; i < step.placement.nodes.size(); ++i) {
+    if (step.placement.nodes[i].node_rank == node_rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool Failed(const JobStep& step) { return step.exit_code != 0 || step.exit_signal != 0; }
+
+// The first failure names the step's exit and stops its other ranks (a step
+// is a gang: they cannot go on without it); later ones change nothing.
+void Fail(const Job& job, JobStep& step, int exit_code, int signal, std::string reason,
+          Effects& effects) {
+  if (Failed(step)) return;
+  step.exit_code = exit_code;
+  step.exit_signal = signal;
+  // A failure with neither a code nor a signal (a launch that failed) is
+  // still one.
+  if (exit_code == 0 && signal == 0) step.exit_code = 1;
+  step.reason = std::move(reason);
+  StopRanks(job, step, effects);
+}
+
+void EndIfDone(const Job& job, JobStep& step, Millis now, Effects& effects) {
+  if (step.ranks_exited < step.placement.tasks) return;
+  step.state = step.cancelled ? StepState::kCancelled
+               : Failed(step) ? StepState::kFailed
+                              : StepState::kCompleted;
+  step.end_time = now;
+  effects.changed_jobs.push_back(job.id);
+}
+
+// Sets node `index`'s count of exited ranks (never lowers it).
+void CountExits(JobStep& step, std::size_t index, int exited) {
+  int& count = step.node_exits[index];
+  const int most = step.placement.nodes[index].tasks;
+  const int now_exited = std::min(std::max(count, exited), most);
+  step.ranks_exited += now_exited - count;
+  count = now_exited;
 }
 
 }  // namespace
@@ -66,6 +111,7 @@ absl::StatusOr<int> Steps::Start(Job& job, const alloc::StepRequest& request, Mi
   JobStep& step = job.steps.emplace_back();
   step.id = job.next_step++;
   step.placement = placed.placement;
+  step.node_exits.assign(step.placement.nodes.size(), 0);
   step.start_time = now;
   ToEachNode(job, step, effects, [&](NodeId node, const alloc::StepNode& on) {
     const alloc::NodeGrant held{
@@ -80,24 +126,45 @@ absl::StatusOr<int> Steps::Start(Job& job, const alloc::StepRequest& request, Mi
   return step.id;
 }
 
-void Steps::RankExited(Job& job, int step_id, int exit_code, int signal, Millis now,
-                       Effects& effects) {
+void Steps::RankExited(Job& job, int step_id, const RankExit& exit, Millis now, Effects& effects) {
   JobStep* step = FindStep(job, step_id);
   if (step == nullptr || step->state != StepState::kRunning) return;
-  const bool failed_before = step->exit_code != 0 || step->exit_signal != 0;
-  if (!failed_before && (exit_code != 0 || signal != 0)) {
-    step->exit_code = exit_code;
-    step->exit_signal = signal;
-    // A step is a gang: the others cannot go on without it.
-    StopRanks(job, *step, effects);
+  const int index = IndexOf(*step, exit.node_rank);
+  if (index < 0) return;
+  const auto i = static_cast<std::size_t>(index);
+  if (step->node_exits[i] >= step->placement.nodes[i].tasks) return;
+  if (exit.exit_code != 0 || exit.signal != 0) {
+    Fail(job, *step, exit.exit_code, exit.signal,
+         exit.signal != 0
+             ? fmt::format("a rank on {} was killed by signal {}", exit.node, exit.signal)
+             : fmt::format("a rank on {} exited with code {}", exit.node, exit.exit_code),
+         effects);
   }
-  if (++step->ranks_exited < step->placement.tasks) return;
-  const bool failed = step->exit_code != 0 || step->exit_signal != 0;
-  step->state = step->cancelled ? StepState::kCancelled
-                : failed        ? StepState::kFailed
-                                : StepState::kCompleted;
-  step->end_time = now;
-  effects.changed_jobs.push_back(job.id);
+  CountExits(*step, i, step->node_exits[i] + 1);
+  EndIfDone(job, *step, now, effects);
+}
+
+void Steps::NodeEnded(Job& job, int step_id, int node_rank, const NodeEnd& end, Millis now,
+                      Effects& effects) {
+  JobStep* step = FindStep(job, step_id);
+  if (step == nullptr || step->state != StepState::kRunning) return;
+  const int index = IndexOf(*step, node_rank);
+  if (index < 0) return;
+  const auto i = static_cast<std::size_t>(index);
+  if (end.failed || !end.reason.empty()) {
+    Fail(job, *step, end.exit_code, end.signal,
+         !end.reason.empty() ? end.reason : std::string("a rank failed"), effects);
+  }
+  CountExits(*step, i, step->placement.nodes[i].tasks);
+  EndIfDone(job, *step, now, effects);
+}
+
+std::vector<int> Steps::RunningOn(const Job& job, int node_rank) {
+  std::vector<int> ids;
+  for (const JobStep& step : job.steps) {
+    if (step.state == StepState::kRunning && IndexOf(step, node_rank) >= 0) ids.push_back(step.id);
+  }
+  return ids;
 }
 
 absl::Status Steps::Signal(Job& job, int step_id, int signal, Millis /*now*/, Effects& effects) {
@@ -116,7 +183,7 @@ absl::Status Steps::Signal(Job& job, int step_id, int signal, Millis /*now*/, Ef
   } else {
     ToEachNode(job, *step, effects, [&](NodeId node, const alloc::StepNode&) {
       return SignalCommand{
-          .job = job.id, .node = node, .signal = signal, .batch_only = false, .step = step->id};
+          .job = job.id, .node = node, .signal = signal, .scope = SignalScope::kRanks, .step = step->id};
     });
   }
   effects.changed_jobs.push_back(job.id);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent_log.h"
+#include "launch_tasks.h"
 #include "cohort/binding.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
@@ -41,6 +42,12 @@ std::string RankText(const std::map<int, pid_t>& ranks) {
   // r[0-3] reads better as 0-3.
   if (text.starts_with("r[") && text.ends_with(']')) return text.substr(2, text.size() - 3);
   return text.starts_with('r') ? text.substr(1) : text;
+}
+
+// A launch's step for logs: "own" for the job's own launch, else
+// its number.
+std::string StepText(const step::LaunchId& id) {
+  return id.step == step::kOwnLaunch ? std::string("own") : std::to_string(id.step);
 }
 
 std::string WaitStatusText(int wait_status) {
@@ -107,6 +114,7 @@ v1::Register AgentNode::MakeRegister() const {
       v1::RunningJob* running = message.add_running();
       running->set_job_id(id.job_id);
       running->set_attempt(id.attempt);
+      if (id.step != step::kOwnLaunch) running->set_step(id.step);
       for (const auto& [rank, pid] : record.LiveRanks()) running->add_ranks(rank);
       running->set_ranks_ok(record.RanksOk());
       continue;
@@ -114,6 +122,7 @@ v1::Register AgentNode::MakeRegister() const {
     v1::FinishedJob* finished = message.add_finished();
     finished->set_job_id(id.job_id);
     finished->set_attempt(id.attempt);
+    if (id.step != step::kOwnLaunch) finished->set_step(id.step);
     finished->set_ranks(record.RanksStarted());
     finished->set_ranks_ok(record.RanksOk());
     if (const std::optional<step::RankExitEvent>& failure = record.FirstFailure()) {
@@ -151,9 +160,7 @@ absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
   const v1::JobSpec& spec = launch.spec();
   binding::BindingRequest request;
   request.gpus = launch.gpus();
-  request.ranks = launch.tasks_per_node() != 0   ? launch.tasks_per_node()
-                  : spec.tasks_per_node() != 0 ? spec.tasks_per_node()
-                                               : 1;
+  request.ranks = LaunchTasks(launch);
   request.cpus_per_task = spec.cpus_per_task() > 0 ? spec.cpus_per_task() : 1;
   absl::StatusOr<binding::BindingOptions> options =
       binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
@@ -166,10 +173,12 @@ std::vector<v1::RankBinding> AgentNode::ReportBindings(
     const std::vector<binding::RankBinding>& bindings, const v1::Launch& launch,
     const std::string& node) {
   const int tasks = launch.tasks_per_node() != 0 ? launch.tasks_per_node() : 1;
+  const int first_rank =
+      launch.has_step() ? launch.step_layout().first_rank() : launch.node_rank() * tasks;
   std::vector<v1::RankBinding> out;
   for (const binding::RankBinding& b : bindings) {
     v1::RankBinding& r = out.emplace_back();
-    r.set_rank(launch.node_rank() * tasks + b.local_rank);
+    r.set_rank(first_rank + b.local_rank);
     r.set_node(node);
     r.set_gpus(fmt::format("{}", fmt::join(b.gpus, ",")));
     r.set_cpus(layout::FormatCpuList(b.cpus));
@@ -212,6 +221,20 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   context.account = spec.account();
   context.cpus_on_node = launch.cpus();
   context.memory_mb = spec.memory_mb();
+  if (launch.has_step()) {
+    const v1::StepLayout& layout = launch.step_layout();
+    context.kind = launch::LaunchKind::kStep;
+    context.step_id = launch.step();
+    context.step = {.nodelist = layout.nodelist(),
+                    .num_nodes = layout.num_nodes(),
+                    .node_index = layout.node_index(),
+                    .first_rank = layout.first_rank(),
+                    .tasks = layout.tasks(),
+                    .num_tasks = layout.num_tasks(),
+                    .tasks_per_node = layout.tasks_per_node()};
+  } else if (launch.batch()) {
+    context.kind = launch::LaunchKind::kBatch;
+  }
   if (launch.array_job_id() != 0) {
     context.array_job_id = launch.array_job_id();
     context.array_task_id = launch.array_task_id();
@@ -247,6 +270,8 @@ void AgentNode::Adopt() {
     Launch& launch = it->second;
     launch.serial = ++serials_;
     launch.seen = std::chrono::steady_clock::now();
+    // A job's own launch with a script is its batch script.
+    launch.batch = id.step == step::kOwnLaunch && ::access((folder + "/script").c_str(), F_OK) == 0;
     launch.tracker.LoadReportedMark();
     // What the earlier agent had not passed on yet is queued now, and sent
     // once Register is answered.
@@ -275,7 +300,8 @@ void AgentNode::Adopt() {
 }
 
 void AgentNode::OnLaunch(const v1::Launch& message) {
-  const step::LaunchId id{message.job_id(), message.attempt()};
+  const step::LaunchId id{message.job_id(), message.attempt(),
+                          message.has_step() ? message.step() : step::kOwnLaunch};
   if (fake_) {
     absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
     // A plan that cannot be made is reported with RanksStarted left bare:
@@ -284,9 +310,11 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
                                       : std::vector<v1::RankBinding>{});
     return;
   }
-  if (Unfinished(id.job_id) != launches_.end()) {
-    LaunchLog().warn("launch_ignored job={} node={} attempt={} reason={:?}", id.job_id, setup_.name,
-                     id.attempt, "the job already has ranks on this node");
+  for (const auto* live : Unfinished(id.job_id)) {
+    if (live->first.step != id.step) continue;
+    LaunchLog().warn("launch_ignored job={} step={} node={} attempt={} reason={:?}", id.job_id,
+                     StepText(id), setup_.name, id.attempt,
+                     "the job already has ranks of that step on this node");
     return;
   }
   const std::string folder = launcher_.LaunchFolder(setup_.name, id);
@@ -313,14 +341,16 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
     failed.mutable_launch_failed()->set_job_id(id.job_id);
     failed.mutable_launch_failed()->set_attempt(id.attempt);
     failed.mutable_launch_failed()->set_reason(reason);
+    if (id.step != step::kOwnLaunch) failed.mutable_launch_failed()->set_step(id.step);
     session_.Send(std::move(failed));
-    SendJobReleased(id.job_id, id.attempt);
+    if (id.step == step::kOwnLaunch) SendJobReleased(id.job_id, id.attempt);
     return;
   }
   Launch& launch = launches_.try_emplace(id, LaunchTracker(folder, id)).first->second;
   launch.serial = ++serials_;
   launch.seen = std::chrono::steady_clock::now();
   launch.program = message.spec().argv().empty() ? std::string("(script)") : message.spec().argv(0);
+  launch.batch = message.batch() && !message.has_step();
   if (absl::Status started = StartLaunch(id, launch, message); !started.ok()) {
     // Recorded like any failed launch, so that Register reports it.
     Abandon(id, launch, std::string(started.message()));
@@ -329,14 +359,18 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
 
 absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1::Launch& message) {
   step::LaunchPlan plan = MakePlan(message);
-  absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
-  if (!bound.ok()) {
-    return absl::Status(bound.status().code(),
-                        fmt::format("{}: {}", setup_.name, bound.status().message()));
+  // A batch script is no rank: it sees every GPU of the node and is bound to
+  // nothing, as Slurm's batch step; its steps' ranks are bound.
+  if (!launch.batch) {
+    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
+    if (!bound.ok()) {
+      return absl::Status(bound.status().code(),
+                          fmt::format("{}: {}", setup_.name, bound.status().message()));
+    }
+    plan.bindings = *bound;
+    plan.apply_binding = environment_.apply_binding;
+    launch.bindings = ReportBindings(*bound, message, setup_.name);
   }
-  plan.bindings = *bound;
-  plan.apply_binding = environment_.apply_binding;
-  launch.bindings = ReportBindings(*bound, message, setup_.name);
   const std::string script_path = launch.tracker.Folder() + "/script";
   absl::StatusOr<step::LaunchFile> file =
       step::PlanLaunch(plan, id.attempt, script_path, launcher_.SocketPath());
@@ -449,6 +483,7 @@ void AgentNode::Abandon(step::LaunchId id, Launch& launch, std::string_view reas
 }
 
 void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchReport& report) {
+  const bool own = id.step == step::kOwnLaunch;
   std::visit(
       [&](const auto& r) {
         using T = std::decay_t<decltype(r)>;
@@ -457,6 +492,7 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
           v1::RanksStarted* ranks = message.mutable_ranks_started();
           ranks->set_job_id(id.job_id);
           ranks->set_attempt(id.attempt);
+          if (!own) ranks->set_step(id.step);
           for (const v1::RankBinding& b : launch.bindings) *ranks->add_bindings() = b;
           for (const auto& [rank, pid] : r.ranks) {
             ranks->add_ranks(rank);
@@ -464,9 +500,9 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
           }
           session_.Send(std::move(message));
           LaunchLog().info(
-              "launch_started job={} node={} attempt={} ranks={} "
+              "launch_started job={} step={} node={} attempt={} ranks={} "
               "pgid={} program={:?}",
-              id.job_id, setup_.name, id.attempt, RankText(r.ranks), r.pgid,
+              id.job_id, StepText(id), setup_.name, id.attempt, RankText(r.ranks), r.pgid,
               launch.program.empty() ? std::string("(adopted)") : launch.program);
           // What came while the ranks were being started.
           for (const int signal : std::exchange(launch.pending_signals, {})) {
@@ -485,34 +521,47 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
           v1::RankExited* exited = message.mutable_rank_exited();
           exited->set_job_id(id.job_id);
           exited->set_attempt(id.attempt);
+          if (!own) exited->set_step(id.step);
           exited->set_rank(r.rank);
           exited->set_exit_code(r.exit_code);
           exited->set_signal(r.signal);
           session_.Send(std::move(message));
           LaunchLog().log(
               r.exit_code == 0 && r.signal == 0 ? spdlog::level::debug : spdlog::level::info,
-              "rank_exited job={} node={} attempt={} rank={} exit_code={} "
+              "rank_exited job={} step={} node={} attempt={} rank={} exit_code={} "
               "signal={} ranks_left={}",
-              id.job_id, setup_.name, id.attempt, r.rank, r.exit_code,
+              id.job_id, StepText(id), setup_.name, id.attempt, r.rank, r.exit_code,
               r.signal == 0 ? "0" : SignalName(r.signal),
               launch.tracker.Record().LiveRanks().size());
         } else if constexpr (std::is_same_v<T, step::LaunchFailedReport>) {
           v1::LaunchFailed* failed = message.mutable_launch_failed();
           failed->set_job_id(id.job_id);
           failed->set_attempt(id.attempt);
+          if (!own) failed->set_step(id.step);
           failed->set_reason(r.reason);
           session_.Send(std::move(message));
-          LaunchLog().warn("launch_failed job={} node={} attempt={} reason={:?}", id.job_id,
-                           setup_.name, id.attempt, r.reason);
+          LaunchLog().warn("launch_failed job={} step={} node={} attempt={} reason={:?}", id.job_id,
+                           StepText(id), setup_.name, id.attempt, r.reason);
         } else {
           if (launch.kill_timer) launch.kill_timer->cancel();
           launch.pending_signals.clear();
           launch.pending_batch_signals.clear();
           launch.pending_kill_at.reset();
-          SendJobReleased(id.job_id, id.attempt);
+          MaybeReleased(id.job_id, id.attempt);
         }
       },
       report);
+}
+
+void AgentNode::MaybeReleased(std::int64_t job_id, int attempt) {
+  if (!Unfinished(job_id).empty()) return;  // the job still has ranks here
+  // The job's own launch ending frees the node; a step's ending frees it
+  // only once the controller has asked (Terminate): until the job ends its
+  // allocation keeps the node for its next step.
+  const bool own = launches_.contains(step::LaunchId{job_id, attempt, step::kOwnLaunch});
+  if (!own && !terminating_.contains(job_id)) return;
+  terminating_.erase(job_id);
+  SendJobReleased(job_id, attempt);
 }
 
 void AgentNode::SendJobReleased(std::int64_t job_id, int attempt) {
@@ -523,13 +572,16 @@ void AgentNode::SendJobReleased(std::int64_t job_id, int attempt) {
   session_.Send(std::move(message));
 }
 
-std::map<step::LaunchId, AgentNode::Launch>::iterator AgentNode::Unfinished(std::int64_t job_id) {
+std::vector<std::pair<const step::LaunchId, AgentNode::Launch>*> AgentNode::Unfinished(
+    std::int64_t job_id) {
+  std::vector<std::pair<const step::LaunchId, Launch>*> live;
   // Launch ids sort by job first: the job's launches are adjacent.
-  for (auto it = launches_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min()});
+  for (auto it = launches_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min(),
+                                                      std::numeric_limits<int>::min()});
        it != launches_.end() && it->first.job_id == job_id; ++it) {
-    if (!it->second.tracker.Record().Done()) return it;
+    if (!it->second.tracker.Record().Done()) live.push_back(&*it);
   }
-  return launches_.end();
+  return live;
 }
 
 void AgentNode::OnSignal(const v1::Signal& message) {
@@ -544,45 +596,55 @@ void AgentNode::OnSignal(const v1::Signal& message) {
                      signal, "not a signal number");
     return;
   }
-  const auto it = Unfinished(job_id);
-  if (it == launches_.end()) {
+  int reached = 0;
+  for (auto* entry : Unfinished(job_id)) {
+    const step::LaunchId id = entry->first;
+    Launch& launch = entry->second;
+    if (message.has_step()) {
+      if (id.step != message.step()) continue;
+    } else if (message.scope() == v1::SIGNAL_BATCH) {
+      if (id.step != step::kOwnLaunch) continue;
+    } else if (message.scope() == v1::SIGNAL_RANKS && launch.batch) {
+      continue;  // as Slurm, a job's signals reach its steps, not its batch script
+    }
+    const bool only_first = !message.has_step() && message.scope() == v1::SIGNAL_BATCH;
+    if (SignalLaunch(id, launch, signal, only_first)) ++reached;
+  }
+  if (reached == 0) {
     LaunchLog().debug("signal_ignored job={} node={} signal={} reason={:?}", job_id, setup_.name,
-                      SignalName(signal), "no ranks of the job on this node");
-    return;
+                      SignalName(signal), "nothing of the job it is meant for runs on this node");
   }
-  Launch& launch = it->second;
+}
+
+bool AgentNode::SignalLaunch(step::LaunchId id, Launch& launch, int signal, bool only_first) {
   // Fresh news first: a group whose ranks were all reaped may be reused.
-  Refresh(it->first, launch);
+  Refresh(id, launch);
   const step::LaunchRecord& record = launch.tracker.Record();
-  if (record.Done()) return;
+  if (record.Done()) return false;
   if (!record.Running()) {
-    (message.batch_only() ? launch.pending_batch_signals : launch.pending_signals)
-        .push_back(signal);
-    LaunchLog().info("job_signal_pending job={} node={} signal={} batch_only={}", job_id,
-                     setup_.name, SignalName(signal), message.batch_only());
-    return;
+    (only_first ? launch.pending_batch_signals : launch.pending_signals).push_back(signal);
+    LaunchLog().info("job_signal_pending job={} step={} node={} signal={} batch_only={}",
+                     id.job_id, StepText(id), setup_.name, SignalName(signal), only_first);
+    return true;
   }
-  if (message.batch_only()) {
-    // --signal=B: the batch script is global rank 0's process; its children
-    // (and the other ranks) are left alone, as Slurm leaves the job's steps.
+  if (only_first) {
+    // --signal=B: the batch script (or a command's first rank) alone; its
+    // children and the steps are left alone, as Slurm leaves them.
     const std::map<int, pid_t> live = record.LiveRanks();
     const auto rank0 = live.find(0);
-    if (rank0 == live.end() || ::kill(rank0->second, signal) != 0) {
-      LaunchLog().debug("signal_ignored job={} node={} signal={} reason={:?}", job_id,
-                        setup_.name, SignalName(signal), "rank 0 does not run here");
-      return;
-    }
-    LaunchLog().info("job_signalled job={} node={} signal={} ranks=0 batch_only=true", job_id,
-                     setup_.name, SignalName(signal));
-    return;
+    if (rank0 == live.end() || ::kill(rank0->second, signal) != 0) return false;
+    LaunchLog().info("job_signalled job={} step={} node={} signal={} ranks=0 batch_only=true",
+                     id.job_id, StepText(id), setup_.name, SignalName(signal));
+    return true;
   }
   if (::killpg(record.ProcessGroup(), signal) != 0) {
-    LaunchLog().debug("signal_failed job={} node={} signal={} error={:?}", job_id, setup_.name,
-                      SignalName(signal), std::strerror(errno));
-    return;
+    LaunchLog().debug("signal_failed job={} step={} node={} signal={} error={:?}", id.job_id,
+                      StepText(id), setup_.name, SignalName(signal), std::strerror(errno));
+    return false;
   }
-  LaunchLog().info("job_signalled job={} node={} signal={} ranks={}", job_id, setup_.name,
-                   SignalName(signal), record.LiveRanks().size());
+  LaunchLog().info("job_signalled job={} step={} node={} signal={} ranks={}", id.job_id,
+                   StepText(id), setup_.name, SignalName(signal), record.LiveRanks().size());
+  return true;
 }
 
 void AgentNode::OnTerminate(const v1::Terminate& message) {
@@ -591,44 +653,55 @@ void AgentNode::OnTerminate(const v1::Terminate& message) {
     return;
   }
   const std::int64_t job_id = message.job_id();
-  const auto it = Unfinished(job_id);
-  if (it == launches_.end()) {
-    // Nothing runs here: the controller may free the node now.
-    int attempt = 0;
-    for (auto found =
-             launches_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min()});
-         found != launches_.end() && found->first.job_id == job_id; ++found) {
-      attempt = found->first.attempt;
-    }
-    LaunchLog().debug("terminate_unknown job={} node={}", job_id, setup_.name);
-    SendJobReleased(job_id, attempt);
-    return;
-  }
-  const step::LaunchId id = it->first;
-  Launch& launch = it->second;
-  Refresh(id, launch);
-  const step::LaunchRecord& record = launch.tracker.Record();
-  if (record.Done()) return;  // JobReleased is on its way
   const std::int64_t wait_ms = std::clamp<std::int64_t>(message.kill_wait_ms(), 0, kMaxKillWaitMs);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  const auto live = Unfinished(job_id);
+  if (!message.has_step()) {
+    if (live.empty()) {
+      // Nothing runs here: the controller may free the node now.
+      int attempt = 0;
+      for (auto found = launches_.lower_bound(step::LaunchId{
+               job_id, std::numeric_limits<int>::min(), std::numeric_limits<int>::min()});
+           found != launches_.end() && found->first.job_id == job_id; ++found) {
+        attempt = found->first.attempt;
+      }
+      LaunchLog().debug("terminate_unknown job={} node={}", job_id, setup_.name);
+      SendJobReleased(job_id, attempt);
+      return;
+    }
+    // Answered with JobReleased once every launch of the job here is done.
+    terminating_.insert(job_id);
+  }
+  for (auto* entry : live) {
+    if (message.has_step() && entry->first.step != message.step()) continue;
+    TerminateLaunch(entry->first, entry->second, deadline, wait_ms);
+  }
+}
+
+void AgentNode::TerminateLaunch(step::LaunchId id, Launch& launch,
+                                std::chrono::steady_clock::time_point deadline,
+                                std::int64_t wait_ms) {
+  Refresh(id, launch);
+  const step::LaunchRecord& record = launch.tracker.Record();
+  if (record.Done()) return;  // its end is on its way
   if (!record.Running()) {
     // The stepd is still starting the ranks (or killing a failed launch's).
     if (!launch.pending_kill_at || *launch.pending_kill_at > deadline) {
       launch.pending_kill_at = deadline;
     }
-    LaunchLog().info("job_terminate_pending job={} node={} kill_in_ms={}", job_id, setup_.name,
-                     wait_ms);
+    LaunchLog().info("job_terminate_pending job={} step={} node={} kill_in_ms={}", id.job_id,
+                     StepText(id), setup_.name, wait_ms);
     return;
   }
   ::killpg(record.ProcessGroup(), SIGTERM);
   if (launch.kill_timer && launch.kill_timer->expiry() <= deadline) {
-    LaunchLog().info("job_terminating job={} node={} signal=TERM kill_in_ms=unchanged", job_id,
-                     setup_.name);
+    LaunchLog().info("job_terminating job={} step={} node={} signal=TERM kill_in_ms=unchanged",
+                     id.job_id, StepText(id), setup_.name);
     return;  // an earlier Terminate's SIGKILL comes sooner
   }
   ArmKill(id, launch, deadline);
-  LaunchLog().info("job_terminating job={} node={} signal=TERM ranks={} kill_in_ms={}", job_id,
-                   setup_.name, record.LiveRanks().size(), wait_ms);
+  LaunchLog().info("job_terminating job={} step={} node={} signal=TERM ranks={} kill_in_ms={}",
+                   id.job_id, StepText(id), setup_.name, record.LiveRanks().size(), wait_ms);
 }
 
 void AgentNode::ArmKill(step::LaunchId id, Launch& launch,

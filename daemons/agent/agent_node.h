@@ -12,7 +12,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent_options.h"
@@ -107,6 +109,7 @@ class AgentNode {
     std::optional<std::chrono::steady_clock::time_point> pending_kill_at;
     std::chrono::system_clock::time_point ended_at{};  ///< once done
     std::vector<v1::RankBinding> bindings;  ///< the binding plan, reported with RanksStarted
+    bool batch = false;  ///< the job's batch script (signals to "every rank" pass it by)
   };
 
   [[nodiscard]] v1::Register MakeRegister() const;
@@ -114,6 +117,13 @@ class AgentNode {
   void OnLaunch(const v1::Launch& launch);
   void OnSignal(const v1::Signal& signal);
   void OnTerminate(const v1::Terminate& terminate);
+  /// Signals one launch's ranks (or, `only_first`, its first rank alone);
+  /// holds the signal until they run. False when nothing was reached.
+  bool SignalLaunch(step::LaunchId id, Launch& launch, int signal, bool only_first);
+  /// SIGTERM to one launch's ranks now (or once they run), SIGKILL at
+  /// `deadline`.
+  void TerminateLaunch(step::LaunchId id, Launch& launch,
+                       std::chrono::steady_clock::time_point deadline, std::int64_t wait_ms);
   [[nodiscard]] step::LaunchPlan MakePlan(const v1::Launch& launch) const;
   /// Each local rank's GPUs, CPUs, NUMA node and NICs on this node's layout.
   [[nodiscard]] absl::StatusOr<std::vector<binding::RankBinding>> PlanBindings(
@@ -134,8 +144,13 @@ class AgentNode {
   /// Once the launch is done: when it ended, from its event file.
   static void NoteEnd(Launch& launch);
   void ArmKill(step::LaunchId id, Launch& launch, std::chrono::steady_clock::time_point at);
-  /// The launch of `job_id` whose ranks may still run, if any.
-  [[nodiscard]] std::map<step::LaunchId, Launch>::iterator Unfinished(std::int64_t job_id);
+  /// The launches of `job_id` (its own and its steps') whose ranks may
+  /// still run.
+  [[nodiscard]] std::vector<std::pair<const step::LaunchId, Launch>*> Unfinished(
+      std::int64_t job_id);
+  /// A launch of the job ended: JobReleased once nothing of it is left here,
+  /// if its own launch ran here or the controller asked (Terminate).
+  void MaybeReleased(std::int64_t job_id, int attempt);
   void SendJobReleased(std::int64_t job_id, int attempt);
 
   boost::asio::io_context& loop_;
@@ -144,6 +159,8 @@ class AgentNode {
   ChildReaper& reaper_;
   const StepLauncher& launcher_;
   std::map<step::LaunchId, Launch> launches_;
+  /// Jobs told to stop here (Terminate without a step), until JobReleased.
+  std::set<std::int64_t> terminating_;
   std::uint64_t serials_ = 0;
   AgentSession session_;
   std::unique_ptr<FakeRunner> fake_;  ///< set under fake execution

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "agent_log.h"
+#include "launch_tasks.h"
 
 namespace cohort::agent {
 namespace {
@@ -135,7 +136,9 @@ void FakeRunner::Refuse(const v1::Launch& launch, const std::string& reason) {
   failed.mutable_launch_failed()->set_job_id(launch.job_id());
   failed.mutable_launch_failed()->set_attempt(launch.attempt());
   failed.mutable_launch_failed()->set_reason(text);
+  if (launch.has_step()) failed.mutable_launch_failed()->set_step(launch.step());
   send_(std::move(failed));
+  if (launch.has_step()) return;  // the job's own launch goes on
   v1::AgentMessage released;
   released.mutable_job_released()->set_job_id(launch.job_id());
   released.mutable_job_released()->set_attempt(launch.attempt());
@@ -144,6 +147,12 @@ void FakeRunner::Refuse(const v1::Launch& launch, const std::string& reason) {
 
 void FakeRunner::Launch(const v1::Launch& launch, std::vector<v1::RankBinding> bindings) {
   const std::int64_t job_id = launch.job_id();
+  if (launch.has_step()) {
+    // A fake batch script runs no `cohort run`; a step can only come from
+    // a client that calls StartStep itself.
+    Refuse(launch, "fake execution (--fake-exec) runs no job steps");
+    return;
+  }
   if (const auto old = runs_.find(job_id); old != runs_.end()) {
     if (!old->second.live_ranks.empty()) {
       LaunchLog().warn("launch_ignored job={} node={} attempt={} reason={:?}", job_id, node_,
@@ -157,11 +166,10 @@ void FakeRunner::Launch(const v1::Launch& launch, std::vector<v1::RankBinding> b
     Refuse(launch, std::string(outcome.status().message()));
     return;
   }
-  const int tasks = launch.tasks_per_node() > 0          ? launch.tasks_per_node()
-                    : launch.spec().tasks_per_node() > 0 ? launch.spec().tasks_per_node()
-                                                         : 1;
+  const int tasks = LaunchTasks(launch);
   Run& run = runs_[job_id];
   run.attempt = launch.attempt();
+  run.batch = launch.batch();
   run.ranks = tasks;
   run.exit_code = outcome->exit_code;
   v1::AgentMessage message;
@@ -236,9 +244,11 @@ void FakeRunner::Signal(const v1::Signal& message) {
                      SignalName(signal));
     return;
   }
-  // --signal=B: reaches global rank 0's process alone.
+  // --signal=B: reaches global rank 0's process alone; a job's signals
+  // pass its batch script by, and no step runs here.
   std::vector<int> ranks = it->second.live_ranks;
-  if (message.batch_only()) {
+  if (message.has_step() || (message.scope() == v1::SIGNAL_RANKS && it->second.batch)) return;
+  if (message.scope() == v1::SIGNAL_BATCH) {
     if (ranks.front() != 0) return;
     ranks = {0};
   }
@@ -248,6 +258,7 @@ void FakeRunner::Signal(const v1::Signal& message) {
 }
 
 void FakeRunner::Terminate(const v1::Terminate& message) {
+  if (message.has_step()) return;  // no step runs here
   const auto it = runs_.find(message.job_id());
   if (it == runs_.end() || it->second.live_ranks.empty()) {
     // Nothing runs here: the controller may free the node now.

@@ -73,6 +73,7 @@ class FakeRunner {
     std::vector<int> live_ranks;  ///< global ranks, ascending
     int ranks = 0;
     int ranks_ok = 0;
+    bool batch = false;    ///< a batch script's one "rank"
     int exit_code = 0;     ///< the exit code the ranks end with when their time is up
     bool failed = false;   ///< a rank ended otherwise than by exit code 0
     int first_exit = 0;    ///< the first failure's exit code …

@@ -263,7 +263,7 @@ absl::Status StepLauncher::PrepareNode(const std::string& node) {
 }
 
 std::string StepLauncher::LaunchFolder(const std::string& node, step::LaunchId id) const {
-  return fmt::format("{}/{}/{}", spool_dir_, node, step::LaunchFolderName(id.job_id, id.attempt));
+  return fmt::format("{}/{}/{}", spool_dir_, node, step::LaunchFolderName(id));
 }
 
 std::vector<std::pair<step::LaunchId, std::string>> StepLauncher::ListLaunches(

@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
+#include "cohort/launch_env.h"
 #include "controller_log.h"
 
 namespace cohort::controller {
@@ -21,11 +25,21 @@ NodeReport ReportOf(const v1::Register& message) {
   report.gpu_groups.assign(message.resources().gpu_groups().begin(),
                            message.resources().gpu_groups().end());
   for (const v1::RunningJob& r : message.running()) {
-    report.running.push_back({r.job_id(), r.attempt(), r.ranks_ok()});
+    report.running.push_back({.job = r.job_id(),
+                              .attempt = r.attempt(),
+                              .ranks_ok = r.ranks_ok(),
+                              .step = r.has_step() ? std::optional(r.step()) : std::nullopt});
   }
   for (const v1::FinishedJob& f : message.finished()) {
-    report.finished.push_back({f.job_id(), f.attempt(), f.ranks_ok(), f.failed(), f.exit_code(),
-                               f.signal(), f.launch_error()});
+    report.finished.push_back({.job = f.job_id(),
+                               .attempt = f.attempt(),
+                               .ranks_ok = f.ranks_ok(),
+                               .failed = f.failed(),
+                               .exit_code = f.exit_code(),
+                               .signal = f.signal(),
+                               .launch_error = f.launch_error(),
+                               .step = f.has_step() ? std::optional(f.step()) : std::nullopt,
+                               .ranks = f.ranks()});
   }
   return report;
 }
@@ -53,6 +67,47 @@ std::optional<v1::JobSpec> StoredEnvironment(Store& store, JobId id) {
     return std::nullopt;
   }
   return *std::move(stored);
+}
+
+const JobStep* FindStep(const Job& job, int id) {
+  for (const JobStep& step : job.steps) {
+    if (step.id == id) return &step;
+  }
+  return nullptr;
+}
+
+// Where node rank `node_rank`'s ranks sit in the step; returns the step's
+// first node, where its rank 0 runs (MASTER_ADDR).
+NodeId SetStepLayout(const Job& job, const JobStep& step, int node_rank,
+                     const topology::Topology& topology, v1::StepLayout* out) {
+  std::vector<int> counts;
+  std::vector<std::string> names;
+  int first_rank = 0;
+  for (std::size_t i = 0; i < step.placement.nodes.size(); ++i) {
+    const alloc::StepNode& node = step.placement.nodes[i];
+    counts.push_back(node.tasks);
+    names.push_back(
+        topology.NodeName(job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+    if (node.node_rank < node_rank) first_rank += node.tasks;
+    if (node.node_rank == node_rank) {
+      out->set_node_index(static_cast<int>(i));
+      out->set_tasks(node.tasks);
+    }
+  }
+  out->set_nodelist(hostlist::Compress(names));
+  out->set_first_rank(first_rank);
+  out->set_num_nodes(static_cast<int>(step.placement.nodes.size()));
+  out->set_num_tasks(step.placement.tasks);
+  out->set_tasks_per_node(launch::FormatCountsPerNode(counts));
+  return job.placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
+      .node;
+}
+
+// Each step's rendezvous port: the job's, moved by the step's id, so that
+// concurrent steps on one first node do not meet on one port. Stays within
+// the range the engine gives jobs (20000-39999).
+int StepMasterPort(int job_port, int step) {
+  return 20000 + (job_port - 20000 + step) % 20000;
 }
 
 }  // namespace
@@ -85,7 +140,8 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
       Log("launch")->debug("ranks_started job={} node={} ranks={}", started.job_id(),
                            state_.topology->NodeName(node), started.ranks_size());
       const Job* job = engine.FindJob(started.job_id());
-      if (job != nullptr && job->state == JobState::kRunning &&
+      // `show job --ranks` shows where the job's own ranks run.
+      if (job != nullptr && job->state == JobState::kRunning && !started.has_step() &&
           (started.attempt() == 0 || started.attempt() == job->attempt)) {
         std::vector<v1::RankBinding>& ranks = state_.bindings[started.job_id()];
         for (const v1::RankBinding& b : started.bindings()) ranks.push_back(b);
@@ -97,14 +153,23 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
     }
     case v1::AgentMessage::kRankExited: {
       const v1::RankExited& e = message.rank_exited();
-      engine.RankExited(e.job_id(), node, e.exit_code(), e.signal(), now, effects);
+      if (e.has_step()) {
+        engine.StepRankExited(e.job_id(), e.step(), node, e.exit_code(), e.signal(), now, effects);
+      } else {
+        engine.RankExited(e.job_id(), node, e.exit_code(), e.signal(), now, effects);
+      }
       break;
     }
     case v1::AgentMessage::kLaunchFailed: {
       const v1::LaunchFailed& e = message.launch_failed();
-      Log("launch")->warn("launch_failed job={} node={} reason=\"{}\"", e.job_id(),
+      Log("launch")->warn("launch_failed job={} step={} node={} reason=\"{}\"", e.job_id(),
+                          e.has_step() ? std::to_string(e.step()) : "none",
                           state_.topology->NodeName(node), e.reason());
-      engine.LaunchFailed(e.job_id(), node, e.reason(), now, effects);
+      if (e.has_step()) {
+        engine.StepLaunchFailed(e.job_id(), e.step(), node, e.reason(), now, effects);
+      } else {
+        engine.LaunchFailed(e.job_id(), node, e.reason(), now, effects);
+      }
       break;
     }
     case v1::AgentMessage::kJobReleased:
@@ -181,15 +246,21 @@ void AgentHub::Send(const Command& command) {
   v1::ControllerMessage message;
   NodeId node = 0;
   if (const auto* signal = std::get_if<SignalCommand>(&command)) {
-    message.mutable_signal()->set_job_id(signal->job);
-    message.mutable_signal()->set_signal(signal->signal);
-    message.mutable_signal()->set_batch_only(signal->batch_only);
+    v1::Signal& out = *message.mutable_signal();
+    out.set_job_id(signal->job);
+    out.set_signal(signal->signal);
+    out.set_scope(signal->scope == SignalScope::kAll     ? v1::SIGNAL_ALL
+                  : signal->scope == SignalScope::kBatch ? v1::SIGNAL_BATCH
+                                                         : v1::SIGNAL_RANKS);
+    if (signal->step) out.set_step(*signal->step);
     node = signal->node;
   } else {
     const auto& terminate = std::get<TerminateCommand>(command);
-    message.mutable_terminate()->set_job_id(terminate.job);
-    message.mutable_terminate()->set_kill_wait_ms(
+    v1::Terminate& out = *message.mutable_terminate();
+    out.set_job_id(terminate.job);
+    out.set_kill_wait_ms(
         std::chrono::duration_cast<std::chrono::milliseconds>(state_.config.kill_wait).count());
+    if (terminate.step) out.set_step(*terminate.step);
     node = terminate.node;
   }
   SendToNode(node, std::move(message));
@@ -207,8 +278,15 @@ void AgentHub::FailLaunch(const LaunchCommand& launch) {
   // Registered but its stream dropped: the gang cannot start whole.
   Effects effects;
   const Millis now = ControllerState::Now();
-  state_.engine.LaunchFailed(launch.job, launch.node, "its agent is not connected", now, effects);
-  state_.engine.JobReleased(launch.job, launch.node, now, effects);
+  if (launch.step) {
+    state_.engine.StepLaunchFailed(launch.job, *launch.step, launch.node,
+                                   fmt::format("{}: its agent is not connected",
+                                               state_.topology->NodeName(launch.node)),
+                                   now, effects);
+  } else {
+    state_.engine.LaunchFailed(launch.job, launch.node, "its agent is not connected", now, effects);
+    state_.engine.JobReleased(launch.job, launch.node, now, effects);
+  }
   sink_.Execute(effects);
 }
 
@@ -217,6 +295,17 @@ void AgentHub::SendLaunch(const LaunchCommand& launch) {
   if (job == nullptr) return;
   if (!links_.contains(launch.node)) {
     FailLaunch(launch);
+    return;
+  }
+  if (launch.step) {
+    // A step carries its own command and environment (StartStep).
+    const auto spec = state_.step_specs.find({job->id, *launch.step});
+    if (spec == state_.step_specs.end()) {
+      Log("launch")->error("step_launch_unknown job={} step={}", job->id, *launch.step);
+      FailLaunch(launch);
+      return;
+    }
+    Launch(*job, launch, spec->second);
     return;
   }
   if (const v1::JobSpec* env = KnownEnvironment(*job)) {
@@ -281,9 +370,13 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   v1::Launch* l = message.mutable_launch();
   l->set_job_id(job.id);
   l->set_attempt(job.attempt);
-  *l->mutable_spec() = state_.specs[job.id];
-  *l->mutable_spec()->mutable_env() = env.env();
-  l->mutable_spec()->set_name(job.request.name);
+  if (launch.step) {
+    *l->mutable_spec() = env;  // the step's own spec, environment included
+  } else {
+    *l->mutable_spec() = state_.specs[job.id];
+    *l->mutable_spec()->mutable_env() = env.env();
+    l->mutable_spec()->set_name(job.request.name);
+  }
   l->mutable_spec()->set_partition(job.request.partition);
   l->mutable_spec()->set_account(job.request.account);
   l->set_uid(job.request.uid);
@@ -293,11 +386,21 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   l->set_nodelist(hostlist::Compress(names));
   l->set_num_nodes(static_cast<int>(job.placement.grants.size()));
   l->set_tasks_per_node(job.gang.tasks_per_node);
-  const NodeId master = job.placement.grants.front().node;
+  NodeId master = job.placement.grants.front().node;
+  int master_port = job.master_port;
+  if (launch.step) {
+    if (const JobStep* step = FindStep(job, *launch.step); step != nullptr) {
+      master = SetStepLayout(job, *step, launch.node_rank, topology, l->mutable_step_layout());
+      master_port = StepMasterPort(job.master_port, step->id);
+    }
+    l->set_step(*launch.step);
+  } else {
+    l->set_batch(IsBatch(job));
+  }
   const auto master_link = links_.find(master);
   l->set_master_addr(master_link != links_.end() ? master_link->second->PeerHost()
                                                  : topology.NodeName(master));
-  l->set_master_port(job.master_port);
+  l->set_master_port(master_port);
   l->set_cpus(launch.grant.cpus);
   l->set_gpus(launch.grant.gpus);
   l->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());

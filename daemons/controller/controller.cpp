@@ -2,6 +2,8 @@
 #include "controller.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -240,6 +242,16 @@ void Controller::Notify(JobId id) {
   if (finished || job->state == JobState::kPending)
     state_.bindings.erase(id);  // ended, or requeued
   if (finished) state_.envs.erase(id);
+  // A step's command is needed until its launches are out; they went with
+  // the effects that started it.
+  for (auto it = state_.step_specs.lower_bound({id, std::numeric_limits<int>::min()});
+       it != state_.step_specs.end() && it->first.first == id;) {
+    const int step = it->first.second;
+    const bool running = std::any_of(job->steps.begin(), job->steps.end(), [&](const JobStep& s) {
+      return s.id == step && s.state == StepState::kRunning;
+    });
+    it = running ? std::next(it) : state_.step_specs.erase(it);
+  }
 }
 
 void Controller::Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply) {

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cohort/engine.h"
@@ -35,6 +37,9 @@ struct ControllerState {
   std::unordered_map<JobId, v1::JobSpec> envs;   ///< environments, until the job ends
   /// Where each rank of a running job runs, as its agents reported.
   std::unordered_map<JobId, std::vector<v1::RankBinding>> bindings;
+  /// What each running step runs (its command, environment and files), by
+  /// job and step, until the step ends.
+  std::map<std::pair<JobId, int>, v1::JobSpec> step_specs;
 };
 
 /// Carries out what the engine decided (records, commands, events, the next

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_rpcs.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "cohort/hostlist.h"
 #include "controller_log.h"
 #include "records.h"
 
@@ -202,6 +204,9 @@ void JobRpcs::ControlJobs(v1::ControlJobsRequest& request, const Identity& who,
         case v1::JOB_CHECKPOINT_DONE:
           s = engine.CheckpointDone(*ref, caller, now, effects);
           break;
+        case v1::JOB_COMPLETE:
+          s = engine.EndAllocation(*ref, request.exit_code(), caller, now, effects);
+          break;
         default:
           s = absl::InvalidArgumentError("action: give hold, release, requeue or checkpoint-done");
       }
@@ -241,6 +246,141 @@ void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& /*who*/
   }
   ExplanationToWire(*why, &response);
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::ExplainJobResponse>(std::move(response)));
+}
+
+namespace {
+
+// What a step asks of its allocation, from the request; `job` is the
+// allocation, for -w's names. InvalidArgument names the option.
+absl::StatusOr<alloc::StepRequest> StepRequestOf(const v1::StartStepRequest& request,
+                                                 const Job& job,
+                                                 const topology::Topology& topology) {
+  if (request.argv().empty()) {
+    return absl::InvalidArgumentError("argv: nothing to run; give -- COMMAND");
+  }
+  if (request.nodes() < 0 || request.tasks() < 0 || request.tasks_per_node() < 0 ||
+      request.cpus_per_task() < 0 || (request.has_gpus_per_node() && request.gpus_per_node() < 0)) {
+    return absl::InvalidArgumentError(
+        "counts must not be negative (-N, -n, --ntasks-per-node, -c, --gpus-per-node)");
+  }
+  alloc::StepRequest step{.nodes = request.nodes(),
+                          .tasks = request.tasks(),
+                          .tasks_per_node = request.tasks_per_node(),
+                          .cpus_per_task = request.cpus_per_task(),
+                          .gpus_per_node =
+                              request.has_gpus_per_node() ? request.gpus_per_node() : -1};
+  switch (request.sharing()) {
+    case v1::STEP_EXACT: step.sharing = alloc::StepSharing::kExact; break;
+    case v1::STEP_OVERLAP: step.sharing = alloc::StepSharing::kOverlap; break;
+    default: step.sharing = alloc::StepSharing::kWholeNodes; break;
+  }
+  if (request.nodelist().empty()) return step;
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(request.nodelist());
+  if (!names.ok()) return absl::InvalidArgumentError(fmt::format("nodelist: {}", names.status()));
+  std::vector<std::string> allocation;
+  for (const alloc::NodeGrant& g : job.placement.grants) {
+    allocation.push_back(topology.NodeName(g.node));
+  }
+  for (const std::string& name : *names) {
+    const auto at = std::find(allocation.begin(), allocation.end(), name);
+    if (at == allocation.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("nodelist: {} is not in job {}'s allocation ({}); name nodes of it with -w",
+                      name, DisplayId(job), hostlist::Compress(allocation)));
+    }
+    step.node_ranks.push_back(static_cast<int>(at - allocation.begin()));
+  }
+  return step;
+}
+
+}  // namespace
+
+void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
+                        Reply<v1::StartStepResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "starting a step"); !trusted.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), trusted);
+    return;
+  }
+  Engine& engine = state_.engine;
+  absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
+  if (!ref.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), ref.status());
+    return;
+  }
+  const std::vector<JobId> ids = engine.Lookup(*ref);
+  const Job* job = ids.size() == 1 ? engine.FindJob(ids.front()) : nullptr;
+  absl::StatusOr<alloc::StepRequest> step =
+      job == nullptr ? alloc::StepRequest{} : StepRequestOf(request, *job, *state_.topology);
+  if (!step.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), step.status());
+    return;
+  }
+  // The engine's refusals (not found, an array, not running, another
+  // user's, never fits, busy) come back as it words them.
+  Effects effects;
+  const Millis now = ControllerState::Now();
+  absl::StatusOr<int> id = engine.StartStep(*ref, *step, Caller{who.uid}, now, effects);
+  if (!id.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), id.status());
+    return;
+  }
+  const JobId job_id = ids.front();
+  // The step runs the job's spec with the caller's command, environment and
+  // files: what srun inside sbatch passes on.
+  v1::JobSpec spec = state_.specs[job_id];
+  spec.clear_script();
+  spec.mutable_argv()->Swap(request.mutable_argv());
+  spec.mutable_env()->Swap(request.mutable_env());
+  if (!request.work_dir().empty()) spec.set_work_dir(request.work_dir());
+  if (!request.output().empty() || !request.error().empty()) {
+    spec.set_output(request.output());
+    spec.set_error(request.error());
+  }
+  if (!request.name().empty()) spec.set_name(request.name());
+  state_.step_specs[{job_id, *id}] = std::move(spec);
+  v1::StartStepResponse response;
+  response.set_step_id(*id);
+  response.set_job_id(job_id);
+  const Job& started = *engine.FindJob(job_id);
+  std::vector<std::string> names;
+  for (const alloc::StepNode& node : started.steps.back().placement.nodes) {
+    names.push_back(state_.topology->NodeName(
+        started.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+  }
+  response.set_nodes(hostlist::Compress(names));
+  Log("rpc")->info("step_started job={} step={} nodes={} tasks={} user={}", job_id, *id,
+                   response.nodes(), started.steps.back().placement.tasks, who.user_name);
+  sink_.Execute(effects);
+  outbox_.Respond<v1::StartStepResponse>(std::move(reply), std::move(response));
+}
+
+void JobRpcs::SignalStep(v1::SignalStepRequest& request, const Identity& who,
+                         Reply<v1::SignalStepResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "signalling a step"); !trusted.ok()) {
+    outbox_.Respond<v1::SignalStepResponse>(std::move(reply), trusted);
+    return;
+  }
+  absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
+  if (!ref.ok()) {
+    outbox_.Respond<v1::SignalStepResponse>(std::move(reply), ref.status());
+    return;
+  }
+  if (request.signal() < 0 || request.signal() > 64) {
+    outbox_.Respond<v1::SignalStepResponse>(
+        std::move(reply), absl::InvalidArgumentError(fmt::format(
+                              "signal: {} is not a signal number; give 1-64, or 0 to cancel",
+                              request.signal())));
+    return;
+  }
+  Effects effects;
+  absl::Status status = state_.engine.SignalStep(*ref, request.step_id(), request.signal(),
+                                                 Caller{who.uid}, ControllerState::Now(), effects);
+  sink_.Execute(effects);
+  if (!status.ok()) {
+    outbox_.Respond<v1::SignalStepResponse>(std::move(reply), status);
+    return;
+  }
+  outbox_.Respond<v1::SignalStepResponse>(std::move(reply), v1::SignalStepResponse());
 }
 
 }  // namespace cohort::controller

@@ -41,6 +41,16 @@ class JobRpcs {
                    Reply<v1::ControlJobsResponse> reply);
   void ExplainJob(v1::ExplainJobRequest& request, const Identity& who,
                   Reply<v1::ExplainJobResponse> reply);
+  /// `cohort run` inside a job: places a step in the job's allocation and
+  /// launches it with the caller's command, environment and files.
+  /// ResourceExhausted when it fits only once running steps end;
+  /// FailedPrecondition when it never fits (what it asks and what the
+  /// allocation has) or the job is not running.
+  void StartStep(v1::StartStepRequest& request, const Identity& who,
+                 Reply<v1::StartStepResponse> reply);
+  /// Signals a running step's ranks; signal 0 cancels the step.
+  void SignalStep(v1::SignalStepRequest& request, const Identity& who,
+                  Reply<v1::SignalStepResponse> reply);
 
  private:
   void GetStoredJob(JobId id, Reply<v1::GetJobResponse> reply);

@@ -37,13 +37,16 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
   for (const JobStep& step : job.steps) {
     v1::StepRecord& out = *r.add_steps();
     out.set_id(step.id);
-    for (const alloc::StepNode& node : step.placement.nodes) {
+    for (std::size_t i = 0; i < step.placement.nodes.size(); ++i) {
+      const alloc::StepNode& node = step.placement.nodes[i];
       v1::StepNodeRecord& n = *out.add_nodes();
       n.set_node_rank(node.node_rank);
       n.set_tasks(node.tasks);
       n.set_cpus(node.cpus);
       n.set_gpus(node.gpus);
+      if (i < step.node_exits.size()) n.set_exited(step.node_exits[i]);
     }
+    out.set_reason(step.reason);
     out.set_tasks(step.placement.tasks);
     out.set_sharing(static_cast<int>(step.placement.sharing));
     out.set_state(static_cast<int>(step.state));
@@ -63,12 +66,12 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
 // the allocation has.
 absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
   alloc::StepLedger ledger(job.placement.grants, 1, 1);
-  job.next_step = std::max(record.next_step(), 1);
+  job.next_step = std::max(record.next_step(), FirstStep(job));
   for (const v1::StepRecord& s : record.steps()) {
     JobStep& step = job.steps.emplace_back();
     step.id = s.id();
     if (s.state() < 0 || s.state() > static_cast<int>(StepState::kCancelled) || s.sharing() < 0 ||
-        s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() <= 0 ||
+        s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() < FirstStep(job) ||
         s.id() >= job.next_step) {
       return absl::InvalidArgumentError(fmt::format(
           "job {}: step {} has state {}, sharing {} and next step {}, which no step can have",
@@ -80,7 +83,9 @@ absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
     for (const v1::StepNodeRecord& n : s.nodes()) {
       step.placement.nodes.push_back(
           {.node_rank = n.node_rank(), .tasks = n.tasks(), .cpus = n.cpus(), .gpus = n.gpus()});
+      step.node_exits.push_back(std::clamp(n.exited(), 0, std::max(n.tasks(), 0)));
     }
+    step.reason = s.reason();
     step.start_time = Millis(s.start_time_ms());
     step.end_time = Millis(s.end_time_ms());
     step.ranks_exited = s.ranks_exited();
@@ -290,6 +295,11 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
                           : std::to_string(record.id()));
   out->set_qos(record.qos());
   *out->mutable_preemptions() = record.preemptions();
+  // The steps as the engine's job has them; a record the engine could not
+  // read shows none.
+  if (absl::StatusOr<Job> job = FromRecord(record, topology); job.ok()) {
+    StepsToWire(*job, topology, out);
+  }
 }
 
 bool StateRecords::JobRow(JobId id, WithEnv with_env, StateBatch::JobRow& row) {

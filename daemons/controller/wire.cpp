@@ -42,7 +42,7 @@ absl::Status RequireTrusted(const Identity& who, std::string_view action) {
 absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
                                            int max_array_size) {
   auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
-  if (spec.argv().empty() && spec.script().empty()) {
+  if (spec.argv().empty() && spec.script().empty() && !spec.allocation_only()) {
     return invalid("argv: nothing to run; give a script or -- COMMAND");
   }
   if (spec.nodes() < 1) return invalid(fmt::format("nodes is {}; ask for at least 1 node (-N 1)", spec.nodes()));
@@ -61,6 +61,9 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
                                spec.warn_seconds(), kMaxWarningLead.count()));
   }
   JobRequest r;
+  r.launch = spec.allocation_only() ? JobLaunch::kAllocation
+             : spec.script().empty() ? JobLaunch::kEveryRank
+                                     : JobLaunch::kBatchScript;
   r.name = spec.name().empty() ? "job" : spec.name();
   r.partition = spec.partition();
   r.account = spec.account();
@@ -215,6 +218,62 @@ v1::NodeState ToWire(NodeStatus status) {
   return v1::NODE_STATE_UNSPECIFIED;
 }
 
+namespace {
+
+// The batch step's state follows its job's: it is the job's own launch.
+std::string_view BatchStepState(const Job& job) {
+  switch (job.state) {
+    case JobState::kRunning: return "RUNNING";
+    case JobState::kCompleted: return "COMPLETED";
+    case JobState::kFailed:
+    case JobState::kNodeFail: return "FAILED";
+    case JobState::kCompleting:
+      return job.cause == EndCause::kSuccess     ? "COMPLETED"
+             : job.cause == EndCause::kRankFailed ? "FAILED"
+                                                  : "CANCELLED";
+    default: return "CANCELLED";
+  }
+}
+
+}  // namespace
+
+void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* out) {
+  if (job.placement.grants.empty()) return;  // not started (or requeued): no steps yet
+  if (IsBatch(job)) {
+    v1::JobStep& batch = *out->add_steps();
+    batch.set_step_id(-1);
+    batch.set_name("batch");
+    batch.set_state(std::string(BatchStepState(job)));
+    batch.set_nodes(topology.NodeName(job.placement.grants.front().node));
+    batch.set_tasks(1);
+    batch.set_start_time_ms(job.start_time.count());
+    if (job.state != JobState::kRunning) {
+      batch.set_exit_code(job.exit_code);
+      batch.set_exit_signal(job.exit_signal);
+      batch.set_end_time_ms(job.end_time.count());
+      batch.set_reason(job.state == JobState::kFailed ? job.reason : "");
+    }
+  }
+  for (const JobStep& step : job.steps) {
+    v1::JobStep& s = *out->add_steps();
+    s.set_step_id(step.id);
+    s.set_name(std::to_string(step.id));
+    s.set_state(std::string(StepStateName(step.state)));
+    std::vector<std::string> names;
+    for (const alloc::StepNode& node : step.placement.nodes) {
+      names.push_back(topology.NodeName(
+          job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+    }
+    s.set_nodes(hostlist::Compress(names));
+    s.set_tasks(step.placement.tasks);
+    s.set_exit_code(step.exit_code);
+    s.set_exit_signal(step.exit_signal);
+    s.set_start_time_ms(step.start_time.count());
+    s.set_end_time_ms(step.end_time.count());
+    s.set_reason(step.reason);
+  }
+}
+
 void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
                v1::Job* out) {
   const topology::Topology& topology = engine.GetTopology();
@@ -255,6 +314,7 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_dependency(FormatDependency(job.dependency_left));
   out->set_suspended(IsSuspended(job));
   out->set_preempt_deadline_ms(job.preempt_deadline.count());
+  StepsToWire(job, topology, out);
 }
 
 void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out) {

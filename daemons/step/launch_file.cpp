@@ -7,6 +7,7 @@
 #include <climits>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -51,6 +52,17 @@ absl::Status CheckPlan(const LaunchPlan& plan) {
   if (static_cast<std::int64_t>(context.num_nodes) * context.tasks_per_node > INT_MAX) {
     return PlanFailure(node, fmt::format("{} nodes of {} ranks is more ranks than a job can have",
                                          context.num_nodes, context.tasks_per_node));
+  }
+  if (context.kind == launch::LaunchKind::kStep) {
+    const launch::StepLayout& step = context.step;
+    if (step.tasks < 1 || step.tasks > kMaxRanksPerNode || step.num_nodes < 1 ||
+        step.node_index < 0 || step.node_index >= step.num_nodes || step.first_rank < 0 ||
+        static_cast<std::int64_t>(step.first_rank) + step.tasks > step.num_tasks) {
+      return PlanFailure(node, fmt::format("step {}: {} tasks from rank {} on node {} of {} do not "
+                                           "fit a step of {} tasks",
+                                           context.step_id, step.tasks, step.first_rank,
+                                           step.node_index, step.num_nodes, step.num_tasks));
+    }
   }
   if (plan.argv.empty() && plan.script.empty()) {
     return PlanFailure(node, "nothing to run: the launch has neither a program nor a script");
@@ -125,10 +137,11 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   file.memory_mb = plan.memory_mb;
   const std::string output_pattern =
       plan.output.empty() ? std::string(kDefaultOutput) : plan.output;
-  file.ranks.reserve(static_cast<std::size_t>(context.tasks_per_node));
-  for (int local = 0; local < context.tasks_per_node; ++local) {
+  const int local_tasks = launch::LocalTasks(context);
+  file.ranks.reserve(static_cast<std::size_t>(local_tasks));
+  for (int local = 0; local < local_tasks; ++local) {
     RankLaunch& rank = file.ranks.emplace_back();
-    rank.rank = context.node_rank * context.tasks_per_node + local;
+    rank.rank = static_cast<int>(launch::GlobalRank(context, local));
     rank.env = launch::BuildRankEnvironment(context, local);
     if (static_cast<std::size_t>(local) < plan.bindings.size()) {
       const binding::RankBinding& bound = plan.bindings[static_cast<std::size_t>(local)];
@@ -249,26 +262,37 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
   }
 }
 
-std::string LaunchFolderName(std::int64_t job_id, int attempt) {
-  return fmt::format("job-{}.{}", job_id, attempt);
+std::string LaunchFolderName(const LaunchId& id) {
+  if (id.step == kOwnLaunch) return fmt::format("job-{}.{}", id.job_id, id.attempt);
+  return fmt::format("job-{}.{}.{}", id.job_id, id.attempt, id.step);
 }
 
 std::optional<LaunchId> ParseLaunchFolderName(std::string_view name) {
   if (!name.starts_with("job-")) return std::nullopt;
   name.remove_prefix(4);
-  const std::size_t dot = name.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  LaunchId id;
-  const std::string_view job = name.substr(0, dot);
-  const std::string_view attempt = name.substr(dot + 1);
-  const auto parsed_job = std::from_chars(job.data(), job.data() + job.size(), id.job_id);
-  const auto parsed_attempt =
-      std::from_chars(attempt.data(), attempt.data() + attempt.size(), id.attempt);
-  if (job.empty() || attempt.empty() || parsed_job.ec != std::errc() ||
-      parsed_job.ptr != job.data() + job.size() || parsed_attempt.ec != std::errc() ||
-      parsed_attempt.ptr != attempt.data() + attempt.size() || id.job_id < 0) {
+  // job, attempt and, for a step, the step: decimal numbers between dots.
+  std::vector<std::int64_t> numbers;
+  while (true) {
+    const std::size_t dot = name.find('.');
+    const std::string_view digits = name.substr(0, dot);
+    std::int64_t value = -1;
+    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || parsed.ec != std::errc() || parsed.ptr != digits.data() + digits.size() ||
+        value < 0) {
+      return std::nullopt;
+    }
+    numbers.push_back(value);
+    if (dot == std::string_view::npos) break;
+    name.remove_prefix(dot + 1);
+  }
+  if (numbers.size() < 2 || numbers.size() > 3 || numbers[1] > INT_MAX ||
+      (numbers.size() == 3 && numbers[2] > INT_MAX)) {
     return std::nullopt;
   }
+  LaunchId id;
+  id.job_id = numbers[0];
+  id.attempt = static_cast<int>(numbers[1]);
+  if (numbers.size() == 3) id.step = static_cast<int>(numbers[2]);
   return id;
 }
 

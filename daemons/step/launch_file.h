@@ -110,15 +110,22 @@ struct LaunchFile {
 /// JSON or lacks a field.
 [[nodiscard]] absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text);
 
-/// A launch's spool folder name, `job-<id>.<attempt>`.
-[[nodiscard]] std::string LaunchFolderName(std::int64_t job_id, int attempt);
+/// The step of the job's own launch (its batch script, or its command as
+/// every rank); created steps are 0 and up.
+inline constexpr int kOwnLaunch = -1;
 
-/// The job id and attempt of a folder name; nullopt for any other name.
+/// One launch on a node: a job's attempt and which of its launches.
 struct LaunchId {
   std::int64_t job_id = 0;
   int attempt = 0;
+  int step = kOwnLaunch;
   friend auto operator<=>(const LaunchId&, const LaunchId&) = default;
 };
+
+/// A launch's spool folder name: `job-<id>.<attempt>` for the job's own
+/// launch, `job-<id>.<attempt>.<step>` for a step's.
+[[nodiscard]] std::string LaunchFolderName(const LaunchId& id);
+/// The launch of a folder name; nullopt for any other name.
 [[nodiscard]] std::optional<LaunchId> ParseLaunchFolderName(std::string_view name);
 
 }  // namespace cohort::step

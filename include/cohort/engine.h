@@ -42,14 +42,27 @@ struct LaunchCommand {
   alloc::NodeGrant grant;  ///< for a step: what the step holds on the node
   std::optional<int> step{};  ///< a step inside the allocation (Job::steps); none: the job's own
 };
-/// Send a signal to the job's ranks on the node: to their process group, or
-/// with `batch_only` to global rank 0's process alone (--signal=B:).
+/// Which of a job's processes on a node a signal reaches.
+enum class SignalScope : std::uint8_t {
+  /// Everything of the job there: the batch script and every rank (suspend,
+  /// resume).
+  kAll,
+  /// Every rank: a command's ranks run as every rank, and every step's; not
+  /// the batch script, as Slurm's scancel and --signal leave it alone.
+  kRanks,
+  /// The batch script alone (--signal=B:, scancel --batch); for a command
+  /// run as every rank, global rank 0's process.
+  kBatch,
+};
+
+/// Send a signal to the job's processes on the node, as `scope` says, or
+/// to one step's ranks.
 struct SignalCommand {
   JobId job = 0;
   NodeId node = 0;
   int signal = 0;
-  bool batch_only = false;
-  std::optional<int> step{};  ///< only that step's ranks; none: every rank of the job there
+  SignalScope scope = SignalScope::kRanks;
+  std::optional<int> step{};  ///< only that step's ranks; none: as `scope` says
 };
 /// Stop the job's ranks on the node: SIGTERM, SIGKILL after KillWait; the
 /// node answers with JobReleased. With a step, only that step's ranks stop,
@@ -87,6 +100,7 @@ struct RunningReport {
   JobId job = 0;
   int attempt = 0;   ///< 0: not said (any attempt)
   int ranks_ok = 0;  ///< ranks there that already exited 0
+  std::optional<int> step{};  ///< a created step's launch; none: the job's own
 };
 /// A job whose ranks on a registering node have all ended. Agents keep these
 /// for a while and report them in every registration, so an engine restored
@@ -99,6 +113,8 @@ struct FinishedReport {
   int exit_code = 0;
   int signal = 0;
   std::string launch_error;  ///< non-empty: the launch itself failed
+  std::optional<int> step{};  ///< a created step's launch; none: the job's own
+  int ranks = 0;              ///< ranks the launch started (steps: its node's count)
 };
 
 /// What an agent reports when it registers.
@@ -228,10 +244,22 @@ class Engine {
   /// Signals a running step's ranks; signal 0 cancels the step.
   [[nodiscard]] absl::Status SignalStep(JobRef ref, int step, int signal, const Caller& caller,
                                         Millis now, Effects& effects);
-  /// A rank of a step exited (the job's own ranks report through
-  /// RankExited). Unknown jobs and steps are ignored.
-  void StepRankExited(JobId job, int step, int exit_code, int signal, Millis now,
+  /// A rank of a step exited on `node` (the job's own ranks report through
+  /// RankExited). Unknown jobs, steps and nodes are ignored.
+  void StepRankExited(JobId job, int step, NodeId node, int exit_code, int signal, Millis now,
                       Effects& effects);
+  /// A step's launch on `node` failed: the step fails with the reason and its
+  /// ranks elsewhere are stopped; the job runs on.
+  void StepLaunchFailed(JobId job, int step, NodeId node, const std::string& reason, Millis now,
+                        Effects& effects);
+
+  /// `cohort alloc`'s command ended with `exit_code`: its allocation
+  /// (JobLaunch::kAllocation) ends, COMPLETED for 0, else FAILED, and its
+  /// running steps are stopped. NotFound, PermissionDenied (another user's
+  /// job), FailedPrecondition (no allocation of cohort alloc, or not
+  /// running).
+  [[nodiscard]] absl::Status EndAllocation(JobRef ref, int exit_code, const Caller& caller,
+                                           Millis now, Effects& effects);
 
   /// The multifactor priority of a job at `now`.
   [[nodiscard]] policy::PriorityFactors PriorityOf(const Job& job, Millis now) const;

@@ -151,6 +151,19 @@ inline constexpr std::chrono::seconds kDefaultWarningLead{90};
 /// The longest lead a warning may have (as Slurm's sig_time).
 inline constexpr std::chrono::seconds kMaxWarningLead{65535};
 
+/// What a job's own launch runs once its allocation is granted.
+enum class JobLaunch : std::uint8_t {
+  /// `cohort submit -- CMD`, `cohort run` outside a job: the command as every
+  /// rank of the gang, as the batch step running `srun CMD` would.
+  kEveryRank,
+  /// A batch script: once, on the allocation's first node (the batch step,
+  /// ID.batch); `cohort run` inside it starts steps on the allocation.
+  kBatchScript,
+  /// `cohort alloc`: nothing of its own runs on the nodes; the command on the
+  /// submit host starts steps, and ends the allocation (Engine::EndAllocation).
+  kAllocation,
+};
+
 /// What a user asked for, as the engine needs it. The shell keeps what only
 /// the launch needs (command, environment, files).
 struct JobRequest {
@@ -178,6 +191,7 @@ struct JobRequest {
   Dependency dependency;
   bool hold = false;                 ///< --hold: submitted held
   bool kill_on_invalid_dep = false;  ///< cancel, rather than wait, when the dependency cannot hold
+  JobLaunch launch = JobLaunch::kEveryRank;
 };
 
 /// One preemption of a job, as `cohort show job` lists it.
@@ -205,12 +219,16 @@ enum class StepState : std::uint8_t {
 /// One step of a running job (`cohort run` inside its allocation): ranks on
 /// some of the allocation's nodes, placed by its StepLedger.
 struct JobStep {
-  int id = 0;                      ///< 1, 2, …: the job's own launch is step 0
+  int id = 0;                      ///< from FirstStep(job) up
   alloc::StepPlacement placement;  ///< node ranks of the allocation
   StepState state = StepState::kRunning;
   Millis start_time{0};
   Millis end_time{0};
-  int ranks_exited = 0;
+  int ranks_exited = 0;            ///< over all its nodes
+  /// Ranks that exited, by node of the placement (an agent's report of a
+  /// finished launch sets its node's count whole, so reports apply once).
+  std::vector<int> node_exits;
+  std::string reason;              ///< why it failed, in words; empty when it did not
   int exit_code = 0;  ///< its first failing rank's; 0 when every rank exited 0
   int exit_signal = 0;
   bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
@@ -247,7 +265,7 @@ struct Job {
   /// The steps of this attempt, in the order they started; `next_step` is
   /// the id the next one gets.
   std::vector<JobStep> steps;
-  int next_step = 1;
+  int next_step = 0;
 
   std::string qos;          ///< resolved
   Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)
@@ -283,6 +301,37 @@ struct Job {
 /// The GPUs the gang asks for, over all its nodes.
 [[nodiscard]] inline int GpusAsked(const Job& job) {
   return job.gang.gpus_per_node * job.gang.nodes;
+}
+
+/// Whether the job runs a batch script once (JobLaunch::kBatchScript).
+[[nodiscard]] inline bool IsBatch(const Job& job) {
+  return job.request.launch == JobLaunch::kBatchScript;
+}
+/// The id of a job's first created step: 1 in a job whose command runs as
+/// every rank (that launch is step 0, as `srun CMD` in a batch step would
+/// be), else 0.
+[[nodiscard]] inline int FirstStep(const Job& job) {
+  return job.request.launch == JobLaunch::kEveryRank ? 1 : 0;
+}
+/// The ranks of the job's own launch on node rank `node_rank`: a command
+/// run as every rank has tasks_per_node everywhere, a batch script 1 on node
+/// rank 0, an allocation none.
+[[nodiscard]] inline int OwnRanksOn(const Job& job, int node_rank) {
+  switch (job.request.launch) {
+    case JobLaunch::kEveryRank: return job.gang.tasks_per_node;
+    case JobLaunch::kBatchScript: return node_rank == 0 ? 1 : 0;
+    case JobLaunch::kAllocation: return 0;
+  }
+  return 0;
+}
+/// The ranks of the job's own launch over all its nodes.
+[[nodiscard]] inline int OwnRanks(const Job& job) {
+  switch (job.request.launch) {
+    case JobLaunch::kEveryRank: return job.gang.nodes * job.gang.tasks_per_node;
+    case JobLaunch::kBatchScript: return 1;
+    case JobLaunch::kAllocation: return 0;
+  }
+  return 0;
 }
 
 /// How users write a job's id: "12", "12_3" for task 3 of array 12, and

@@ -17,6 +17,24 @@ struct EnvVar {
   std::string value;
 };
 
+/// What one launch on a node runs.
+enum class LaunchKind : std::uint8_t {
+  kGang,   ///< a command as every rank of the gang (one step over it all)
+  kBatch,  ///< a batch script, once, on the allocation's first node (the batch step)
+  kStep,   ///< a step's ranks on some of the allocation's nodes (`cohort run` inside a job)
+};
+
+/// Where a step's ranks on this node sit in the step (LaunchKind::kStep).
+struct StepLayout {
+  std::string nodelist;        ///< the step's nodes, as a hostlist
+  int num_nodes = 1;
+  int node_index = 0;          ///< this node among them, 0-based
+  int first_rank = 0;          ///< the step's rank of this node's first task
+  int tasks = 1;               ///< the step's tasks on this node
+  int num_tasks = 1;           ///< over all its nodes
+  std::string tasks_per_node;  ///< Slurm's form: "2(x3),1"
+};
+
 /// The facts of one job's launch on one node that a rank's environment and
 /// file names are made of (the proto `Launch` message, without the wire).
 struct LaunchContext {
@@ -47,7 +65,15 @@ struct LaunchContext {
   int array_task_count = 0;       ///< SLURM_ARRAY_TASK_COUNT
   int array_task_step = 1;        ///< SLURM_ARRAY_TASK_STEP
   int step_id = 0;                ///< SLURM_STEP_ID: the job step the ranks belong to
+  LaunchKind kind = LaunchKind::kGang;
+  StepLayout step;                ///< for kStep
 };
+
+/// How many ranks the launch starts on this node: tasks_per_node for a
+/// gang, 1 for a batch script, the step's tasks here for a step.
+[[nodiscard]] int LocalTasks(const LaunchContext& context);
+/// The global rank (the step's, for a step) of local rank `local_rank`.
+[[nodiscard]] std::int64_t GlobalRank(const LaunchContext& context, int local_rank);
 
 /// The environment of local rank `local_rank` (0 ≤ local_rank <
 /// tasks_per_node) as `NAME=value` strings, ready for execve.
@@ -66,8 +92,8 @@ struct LaunchContext {
 ///   SLURM_CPUS_PER_TASK SLURM_SUBMIT_DIR SLURM_JOB_PARTITION
 ///   SLURM_CLUSTER_NAME SLURMD_NODENAME SLURM_JOB_USER SLURM_TASKS_PER_NODE
 ///   SLURM_STEP_ID SLURM_STEPID SLURM_STEP_NODELIST SLURM_STEP_NUM_NODES
-///   SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE (the launch is one step
-///   over the whole gang)
+///   SLURM_STEP_NUM_TASKS SLURM_STEP_TASKS_PER_NODE (a gang's launch is one
+///   step over the whole gang)
 ///   and, when known, SLURM_JOB_ACCOUNT SLURM_CPUS_ON_NODE
 ///   SLURM_JOB_CPUS_PER_NODE SLURM_MEM_PER_NODE SLURM_GPUS_ON_NODE
 ///   SLURM_JOB_GPUS SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN
@@ -85,9 +111,24 @@ struct LaunchContext {
 /// removed) when the node grants none, so a CPU-only rank never sees the
 /// submitter's GPUs.
 ///
+/// A batch script (kBatch) is no rank of a training world: it gets neither
+/// RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK nor
+/// SLURM_STEP_*, and SLURM_PROCID, SLURM_LOCALID and SLURM_NODEID are 0, as
+/// in Slurm's batch step. A step's ranks (kStep) are numbered within the
+/// step: RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, SLURM_PROCID,
+/// SLURM_NODEID, SLURM_NTASKS, SLURM_NNODES, SLURM_NODELIST, SLURM_TASKS_PER_NODE,
+/// COHORT_NODELIST, COHORT_NNODES, COHORT_NODE_RANK and SLURM_STEP_* are the
+/// step's, while SLURM_JOB_NODELIST and SLURM_JOB_NUM_NODES stay the
+/// allocation's, as `srun` inside `sbatch` sets them.
+///
 /// Cost: expands and compresses the nodelist, O(n log n) in the gang's size.
 [[nodiscard]] std::vector<std::string> BuildRankEnvironment(const LaunchContext& context,
                                                             int local_rank);
+
+/// Counts per node in Slurm's compressed form, as SLURM_TASKS_PER_NODE
+/// writes them: runs of one count become `count(xN)`: {2,2,2,1} is
+/// "2(x3),1".
+[[nodiscard]] std::string FormatCountsPerNode(const std::vector<int>& counts);
 
 /// Expands an output file pattern as sbatch does: `%j` job id, `%x` job name,
 /// `%u` user name, `%N` node name, `%n` node rank, `%t` the global rank

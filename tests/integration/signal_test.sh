@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# --signal: the ranks get a warning signal before the time limit, once, and
-# the job then ends TIMEOUT; B: warns only rank 0; a rank that does not
-# handle the signal ends the job as TIMEOUT too; bad values are refused.
+# --signal: the ranks of a job's steps get a warning signal before the time
+# limit, once, and the job then ends TIMEOUT; B: warns only the batch
+# script; a rank that does not handle the signal ends the job as TIMEOUT
+# too; bad values are refused.
 source "$(dirname "$0")/lib.sh"
 start_cluster
 
-# Each rank traps USR1 and appends a line; bash runs the trap between sleeps
-# (0.2 s: how soon a warning is written). The counts are checked once the
-# jobs have ended, so a second warning cannot come after the check.
-# The directives set the limit (12 s) and the warning (6 s before it).
-cat >"$WORK/warned.sh" <<SCRIPT
+# The batch script and each rank of its step trap USR1 and append a line;
+# bash runs the trap between sleeps (0.2 s: how soon a warning is written).
+# Without B: the warning reaches the step's ranks, as Slurm's --signal does;
+# with B: the batch script alone. The counts are checked once the jobs have
+# ended, so a second warning cannot come after the check. The directives set
+# the limit (12 s) and the warning (6 s before it).
+export PATH="$BIN/cli:$PATH" WARNED="$WORK"  # the scripts' cohort and folder
+cat >"$WORK/warned.sh" <<'SCRIPT'
 #!/bin/bash
 #SBATCH -t 0:12
 #SBATCH --signal=USR1@6
-trap 'echo "warned rank=\$RANK" >>"$WORK/warned-\$COHORT_JOB_ID"' USR1
+trap 'echo "warned batch=$SLURM_PROCID" >>"$WARNED/warned-$COHORT_JOB_ID"' USR1
+cohort run -- bash -c 'trap "echo warned rank=\$RANK >>$WARNED/warned-$COHORT_JOB_ID" USR1
+  while true; do sleep 0.2; done' &
 while true; do sleep 0.2; done
 SCRIPT
 chmod +x "$WORK/warned.sh"
@@ -42,13 +48,13 @@ wait_until 60 finished "$all" || fail "job $all did not end"
 for rank in 0 1 2 3; do
   grep -qx "warned rank=$rank" "$WORK/warned-$all" || fail "job $all: rank $rank was not warned"
 done
-pass "every rank was warned once before the time limit, then the job timed out"
+pass "every rank of the step was warned once before the time limit, then the job timed out"
 
 wait_until 60 finished "$batch" || fail "job $batch did not end"
 [ "$(job_state "$batch")" = TIMEOUT ] || fail "job $batch is $(job_state "$batch"), not TIMEOUT"
-[ "$(cat "$WORK/warned-$batch" 2>/dev/null)" = "warned rank=0" ] ||
-  fail "job $batch (B:): warned $(cat "$WORK/warned-$batch" 2>/dev/null | tr '\n' ' '), not rank 0 alone"
-pass "B: warned rank 0 alone"
+[ "$(cat "$WORK/warned-$batch" 2>/dev/null)" = "warned batch=0" ] ||
+  fail "job $batch (B:): warned $(cat "$WORK/warned-$batch" 2>/dev/null | tr '\n' ' '), not the batch script alone"
+pass "B: warned the batch script alone"
 
 wait_until 60 finished "$untrapped" || fail "job $untrapped did not end"
 [ "$(job_state "$untrapped")" = TIMEOUT ] ||

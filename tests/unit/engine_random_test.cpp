@@ -99,7 +99,11 @@ class RandomEngine {
           [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Requeue(ref, who, now_, fx); });
     } else if (roll < 86) {
       ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
-        (void)engine_->CheckpointDone(ref, who, now_, fx);
+        if (Pick(2) == 0) {
+          (void)engine_->CheckpointDone(ref, who, now_, fx);
+        } else {  // cohort alloc's command ends (refused for other jobs)
+          (void)engine_->EndAllocation(ref, Pick(4) == 0 ? 1 : 0, who, now_, fx);
+        }
       });
     } else if (roll < 89) {
       FailLaunch();
@@ -137,6 +141,13 @@ class RandomEngine {
       if (open.empty()) return;
       for (const JobId id : open) {
         const Job* job = engine_->FindJob(id);
+        if (job != nullptr && job->state == JobState::kRunning &&
+            job->request.launch == JobLaunch::kAllocation) {
+          Do([&](Effects& fx) {
+            (void)engine_->EndAllocation(JobRef{id, -1}, 0, Caller{0}, now_, fx);
+          });
+          continue;
+        }
         if (job == nullptr || job->state != JobState::kPending) continue;
         if (IsHeld(*job)) {
           Do([&](Effects& fx) { (void)engine_->Release(JobRef{id, -1}, Caller{0}, now_, fx); });
@@ -233,17 +244,31 @@ class RandomEngine {
         const Job* job = engine_->FindJob(launch->job);
         if (job == nullptr) continue;
         if (launch->step) {
-          const JobStep& step = job->steps.back();
-          if (launch->node_rank == step.placement.nodes.front().node_rank) ++steps_started_;
-          step_ranks_[{launch->job, step.id}] = step.placement.tasks;
+          for (const JobStep& step : job->steps) {
+            if (step.id != *launch->step) continue;
+            for (const alloc::StepNode& node : step.placement.nodes) {
+              if (node.node_rank != launch->node_rank) continue;
+              if (node.node_rank == step.placement.nodes.front().node_rank) ++steps_started_;
+              step_ranks_[{launch->job, step.id}].emplace_back(launch->node, node.tasks);
+            }
+          }
           continue;
         }
-        runs_[{launch->job, launch->node}] = Run{job->attempt, job->gang.tasks_per_node, false};
+        // A batch script is one process on the allocation's first node.
+        runs_[{launch->job, launch->node}] =
+            Run{job->attempt, IsBatch(*job) ? 1 : job->gang.tasks_per_node, false};
         if (launch->node_rank == 0) ++started_;
       } else if (const auto* terminate = std::get_if<TerminateCommand>(&command)) {
         if (terminate->step) continue;  // the step's ranks exit in StepEvent
+        const Job* job = engine_->FindJob(terminate->job);
         auto it = runs_.find({terminate->job, terminate->node});
-        if (it != runs_.end()) it->second.terminating = true;
+        if (it != runs_.end()) {
+          it->second.terminating = true;
+        } else if (job != nullptr) {
+          // Nothing of the job runs there (a batch job's other nodes, or
+          // ranks that all exited): the agent answers that it is released.
+          runs_[{terminate->job, terminate->node}] = Run{job->attempt, 0, true};
+        }
       } else if (const auto* signal = std::get_if<SignalCommand>(&command)) {
         if (const Job* job = engine_->FindJob(signal->job);
             job != nullptr && job->preempt_deadline.count() != 0) {
@@ -267,6 +292,7 @@ class RandomEngine {
     r.time_limit = std::chrono::seconds(60 * (1 + Pick(30)));
     r.requeue = Pick(2) == 0;
     r.hold = Pick(20) == 0;
+    if (Pick(4) == 0) r.launch = Pick(3) == 0 ? JobLaunch::kAllocation : JobLaunch::kBatchScript;
     if (Pick(6) == 0) r.partition = "high";
     if (Pick(8) == 0) r.qos = "urgent";
     if (Pick(10) == 0) r.exclusivity = alloc::Exclusivity::kExclusive;
@@ -327,8 +353,17 @@ class RandomEngine {
         return;
       }
       const bool bad = Pick(10) == 0;
-      Do([&](Effects& fx) { engine_->StepRankExited(job, step, bad ? 1 : 0, 0, now_, fx); });
-      if (--it->second == 0) step_ranks_.erase(it);
+      std::vector<std::pair<NodeId, int>>& nodes = it->second;
+      const auto node = std::find_if(nodes.begin(), nodes.end(),
+                                     [](const std::pair<NodeId, int>& n) { return n.second > 0; });
+      if (node == nodes.end()) {
+        step_ranks_.erase(it);
+        return;
+      }
+      Do([&](Effects& fx) {
+        engine_->StepRankExited(job, step, node->first, bad ? 1 : 0, 0, now_, fx);
+      });
+      if (--node->second == 0 && std::next(node) == nodes.end()) step_ranks_.erase(it);
       return;
     }
     std::vector<const Job*> running;
@@ -352,9 +387,10 @@ class RandomEngine {
     for (auto it = runs_.begin(); it != runs_.end(); ++it) {
       if (!it->second.terminating || Pick(3) == 0) continue;
       const auto [job, node] = it->first;
+      const bool ranks_left = it->second.alive > 0;
       runs_.erase(it);
       Do([&](Effects& fx) {
-        engine_->RankExited(job, node, 0, kSigterm, now_, fx);
+        if (ranks_left) engine_->RankExited(job, node, 0, kSigterm, now_, fx);
         engine_->JobReleased(job, node, now_, fx);
       });
       return;
@@ -423,7 +459,8 @@ class RandomEngine {
   std::unique_ptr<Engine> engine_;
   Millis now_{1'000'000};
   std::map<std::pair<JobId, NodeId>, Run> runs_;
-  std::map<std::pair<JobId, int>, int> step_ranks_;  ///< (job, step): ranks still running
+  /// (job, step): its nodes and the ranks still running on each.
+  std::map<std::pair<JobId, int>, std::vector<std::pair<NodeId, int>>> step_ranks_;
   std::set<std::string> visited_;
   std::map<JobId, JobStatus> followed_;  ///< by the transitions Effects reported
   NodeId silent_ = -1;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/engine.h"
 
+#include <algorithm>
 #include <random>
 
 #include <fmt/format.h>
@@ -46,7 +47,8 @@ class EngineTest : public ::testing::Test {
     ASSERT_TRUE(engine_->NodeRegistered(n, report, now_, fx).ok());
   }
 
-  JobId Submit(int nodes, int gpus = 0, std::uint32_t uid = 1000) {
+  JobId Submit(int nodes, int gpus = 0, std::uint32_t uid = 1000,
+               JobLaunch launch = JobLaunch::kEveryRank) {
     JobRequest r;
     r.name = "train";
     r.user_name = "alice";
@@ -54,6 +56,7 @@ class EngineTest : public ::testing::Test {
     r.nodes = nodes;
     r.gpus_per_node = gpus;
     r.tasks_per_node = 2;
+    r.launch = launch;
     Effects fx;
     absl::StatusOr<JobId> id = engine_->Submit(r, now_, fx);
     EXPECT_TRUE(id.ok()) << id.status();
@@ -81,6 +84,16 @@ class EngineTest : public ::testing::Test {
   }
 
   JobState State(JobId id) const { return engine_->FindJob(id)->state; }
+  /// The node at node rank `rank` of a started job.
+  NodeId NodeAt(JobId id, int rank) const {
+    return engine_->FindJob(id)->placement.grants[static_cast<std::size_t>(rank)].node;
+  }
+  /// Plays one node's agent: `ranks` ranks of the step exit there.
+  void StepExits(JobId id, int step, int node_rank, int ranks, int code, int signal, Effects& fx) {
+    for (int r = 0; r < ranks; ++r) {
+      engine_->StepRankExited(id, step, NodeAt(id, node_rank), code, signal, now_, fx);
+    }
+  }
 
   // Every GPU taken by one job, a GPU job waiting behind it, and a CPU job
   // running beside it on the CPUs left.
@@ -600,7 +613,7 @@ TEST_F(EngineTest, WarningGoesToEveryNodeOnceBeforeTheTimeLimit) {
     EXPECT_EQ(sent[rank].job, id);
     EXPECT_EQ(sent[rank].node, grants[rank].node);
     EXPECT_EQ(sent[rank].signal, 10);
-    EXPECT_FALSE(sent[rank].batch_only);
+    EXPECT_EQ(sent[rank].scope, SignalScope::kRanks);
   }
   EXPECT_EQ(fx.changed_jobs, std::vector<JobId>{id});  // persisted: a restart does not warn again
   EXPECT_EQ(State(id), JobState::kRunning);
@@ -623,7 +636,7 @@ TEST_F(EngineTest, BatchOnlyWarningGoesToNodeRankZero) {
   ASSERT_EQ(sent.size(), 1U);
   EXPECT_EQ(sent[0].node, first);
   EXPECT_EQ(sent[0].signal, 12);
-  EXPECT_TRUE(sent[0].batch_only);
+  EXPECT_EQ(sent[0].scope, SignalScope::kBatch);
 }
 
 TEST_F(EngineTest, NoWarningWhenDisabledOrWithoutATimeLimitLongerThanItsLead) {
@@ -895,7 +908,11 @@ TEST_F(EngineTest, StepsShareTheAllocationAndEndWithTheirRanks) {
   EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
   // Step 1 has 2 nodes × 2 tasks; once all four exit it is COMPLETED and
   // its nodes take the next step.
-  for (int rank = 0; rank < 4; ++rank) engine_->StepRankExited(id, 1, 0, 0, now_, fx);
+  StepExits(id, 1, 0, 2, 0, 0, fx);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  StepExits(id, 1, 0, 1, 0, 0, fx);  // a node's count is never passed
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  StepExits(id, 1, 1, 2, 0, 0, fx);
   EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
   Effects next;
   absl::StatusOr<int> d = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, alice, now_, next);
@@ -925,13 +942,17 @@ TEST_F(EngineTest, AFailingRankStopsItsStepButNotTheJob) {
   Effects fx;
   ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx).ok());
   Effects failed;
-  engine_->StepRankExited(id, 1, 3, 0, now_, failed);
+  StepExits(id, 1, 0, 1, 3, 0, failed);
   EXPECT_EQ(StepCommands(failed, 1), 2) << "the step's other ranks are stopped on both nodes";
-  for (int rank = 0; rank < 3; ++rank) engine_->StepRankExited(id, 1, 0, SIGTERM, now_, failed);
+  StepExits(id, 1, 0, 1, 0, SIGTERM, failed);
+  StepExits(id, 1, 1, 2, 0, SIGTERM, failed);
   const JobStep& step = engine_->FindJob(id)->steps[0];
   EXPECT_EQ(step.state, StepState::kFailed);
   EXPECT_EQ(step.exit_code, 3);
   EXPECT_EQ(step.exit_signal, 0);
+  EXPECT_EQ(step.reason,
+            fmt::format("a rank on {} exited with code 3",
+                        cluster_->topology.NodeName(NodeAt(id, 0))));
   EXPECT_EQ(State(id), JobState::kRunning);
 }
 
@@ -945,7 +966,7 @@ TEST_F(EngineTest, ACancelledStepEndsCancelledAndSignalsReachOnlyItsRanks) {
   EXPECT_EQ(StepCommands(usr1, 1), 1);
   Effects cancel;
   ASSERT_TRUE(engine_->SignalStep(JobRef{id, -1}, 1, 0, {1000}, now_, cancel).ok());
-  for (int rank = 0; rank < 2; ++rank) engine_->StepRankExited(id, 1, 0, SIGTERM, now_, cancel);
+  StepExits(id, 1, 0, 2, 0, SIGTERM, cancel);
   EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
   EXPECT_EQ(engine_->SignalStep(JobRef{id, -1}, 1, 0, {1000}, now_, cancel).message(),
             fmt::format("step {}.1 has already ended (CANCELLED)", id));
@@ -975,18 +996,146 @@ TEST_F(EngineTest, ARunningStepOutlivesAControllerRestart) {
   Effects fx;
   ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).ok());
   Restart();
-  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) Register(n, {id});
+  const NodeId step_node = NodeAt(id, 0);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    std::vector<RunningReport> running = {{.job = id}};
+    if (n == step_node) running.push_back({.job = id, .step = 1});
+    RegisterWith(n, running, {});
+  }
   ASSERT_EQ(engine_->FindJob(id)->steps.size(), 1u);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
   // Its node stays taken, and its ranks' exits still end it.
   Effects after;
   EXPECT_EQ(engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, {1000}, now_, after).status().code(),
             absl::StatusCode::kResourceExhausted);
-  for (int rank = 0; rank < 2; ++rank) engine_->StepRankExited(id, 1, 0, 0, now_, after);
+  StepExits(id, 1, 0, 2, 0, 0, after);
   EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
   absl::StatusOr<int> next = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, {1000}, now_, after);
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(*next, 2);
   EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, AStepWhoseRanksVanishWithTheAgentFailsAndTheJobRunsOn) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).ok());
+  RegisterWith(NodeAt(id, 0), {{.job = id}}, {});  // the job's ranks, not the step's
+  const JobStep& step = engine_->FindJob(id)->steps[0];
+  EXPECT_EQ(step.state, StepState::kFailed);
+  EXPECT_EQ(step.reason, fmt::format("its ranks on {} vanished when the agent restarted",
+                                     cluster_->topology.NodeName(NodeAt(id, 0))));
+  EXPECT_EQ(State(id), JobState::kRunning);
+}
+
+TEST_F(EngineTest, AFinishedStepReportedAtRegistrationEndsItOnce) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx).ok());
+  StepExits(id, 1, 0, 1, 0, 0, fx);  // heard before the stream dropped
+  FinishedReport done;
+  done.job = id;
+  done.ranks_ok = 2;
+  done.step = 1;
+  done.ranks = 2;
+  RegisterWith(NodeAt(id, 0), {{.job = id}}, {done});
+  RegisterWith(NodeAt(id, 0), {{.job = id}}, {done});  // reported again: harmless
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].ranks_exited, 2);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  StepExits(id, 1, 1, 2, 0, 0, fx);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
+}
+
+// Batch jobs: the script runs once, on the allocation's first node.
+
+int Launches(const Effects& fx, JobId id) {
+  return static_cast<int>(std::count_if(fx.commands.begin(), fx.commands.end(), [&](const Command& c) {
+    const auto* l = std::get_if<LaunchCommand>(&c);
+    return l != nullptr && l->job == id && !l->step;
+  }));
+}
+
+TEST_F(EngineTest, ABatchScriptRunsOnceAndItsStepsAreNumberedFromZero) {
+  const JobId id = Submit(4, 0, 1000, JobLaunch::kBatchScript);
+  const Effects started = Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  EXPECT_EQ(Launches(started, id), 1) << "the script runs on node rank 0 alone";
+  Effects fx;
+  absl::StatusOr<int> step = engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(*step, 0);
+  EXPECT_EQ(StepLaunches(fx, 0).size(), 4u);
+  // A node whose step ranks are done stays the job's.
+  StepExits(id, 0, 2, 2, 0, 0, fx);
+  engine_->JobReleased(id, NodeAt(id, 2), now_, fx);
+  EXPECT_EQ(engine_->FindJob(id)->released[2], 0);
+  // The script exits 0 while the step still runs on the other nodes: the
+  // job completes, and every node is told to stop.
+  Effects end;
+  engine_->RankExited(id, NodeAt(id, 0), 0, 0, now_, end);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  EXPECT_EQ(std::count_if(end.commands.begin(), end.commands.end(),
+                          [](const Command& c) {
+                            const auto* t = std::get_if<TerminateCommand>(&c);
+                            return t != nullptr && !t->step;
+                          }),
+            4);
+  for (int rank = 0; rank < 4; ++rank) engine_->JobReleased(id, NodeAt(id, rank), now_, end);
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, ABatchScriptThatFailsFailsItsJob) {
+  const JobId id = Submit(2, 0, 1000, JobLaunch::kBatchScript);
+  Schedule();
+  Effects fx;
+  engine_->RankExited(id, NodeAt(id, 0), 7, 0, now_, fx);
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  for (int rank = 0; rank < 2; ++rank) engine_->JobReleased(id, NodeAt(id, rank), now_, fx);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(engine_->FindJob(id)->exit_code, 7);
+  EXPECT_EQ(engine_->FindJob(id)->reason,
+            fmt::format("the batch script on {} exited with code 7",
+                        cluster_->topology.NodeName(NodeAt(id, 0))));
+}
+
+TEST_F(EngineTest, AnAllocationRunsOnlyItsStepsAndEndsWithItsCommand) {
+  const JobId id = Submit(2, 0, 1000, JobLaunch::kAllocation);
+  const Effects started = Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  EXPECT_EQ(Launches(started, id), 0) << "nothing of its own runs on the nodes";
+  Effects fx;
+  absl::StatusOr<int> step = engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(*step, 0);
+  StepExits(id, 0, 0, 2, 0, 0, fx);
+  engine_->JobReleased(id, NodeAt(id, 0), now_, fx);
+  EXPECT_EQ(State(id), JobState::kRunning) << "its nodes stay its own between steps";
+  EXPECT_EQ(engine_->EndAllocation(JobRef{id, -1}, 0, {2000}, now_, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  const JobId batch = Submit(1, 0, 1000, JobLaunch::kBatchScript);
+  Schedule();
+  EXPECT_EQ(engine_->EndAllocation(JobRef{batch, -1}, 0, {1000}, now_, fx).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(engine_->EndAllocation(JobRef{id, -1}, 3, {1000}, now_, fx).ok());
+  EXPECT_EQ(State(id), JobState::kCompleting);
+  for (int rank = 0; rank < 2; ++rank) engine_->JobReleased(id, NodeAt(id, rank), now_, fx);
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, ABatchJobsOtherNodesRegisterWithNothingAndStayItsOwn) {
+  const JobId id = Submit(2, 0, 1000, JobLaunch::kBatchScript);
+  Schedule();
+  Restart();
+  RegisterWith(NodeAt(id, 1), {}, {});
+  EXPECT_EQ(State(id), JobState::kRunning) << "node rank 1 runs nothing until a step asks";
+  RegisterWith(NodeAt(id, 0), {}, {});
+  EXPECT_EQ(State(id), JobState::kCompleting) << "the script vanished with its node's agent";
 }
 
 TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {

@@ -198,13 +198,19 @@ TEST(LaunchFileTest, BrokenFilesAreRefused) {
 }
 
 TEST(LaunchFileTest, FolderNamesRoundTrip) {
-  EXPECT_EQ(LaunchFolderName(42, 3), "job-42.3");
+  EXPECT_EQ(LaunchFolderName({42, 3}), "job-42.3");
+  EXPECT_EQ(LaunchFolderName({42, 3, 0}), "job-42.3.0");
   const std::optional<LaunchId> id = ParseLaunchFolderName("job-42.3");
   ASSERT_TRUE(id);
   EXPECT_EQ(id->job_id, 42);
   EXPECT_EQ(id->attempt, 3);
-  for (const std::string_view name : {"job-42", "job-.3", "job-42.", "job-x.1", "job-1.2.3",
-                                      "jobs-1.2", "job--1.2", "agent.sock"}) {
+  EXPECT_EQ(id->step, kOwnLaunch);
+  const std::optional<LaunchId> step = ParseLaunchFolderName("job-42.3.7");
+  ASSERT_TRUE(step);
+  EXPECT_EQ(*step, (LaunchId{42, 3, 7}));
+  for (const std::string_view name : {"job-42", "job-.3", "job-42.", "job-x.1", "job-1.2.3.4",
+                                      "job-1.2.", "job-1.2.-1", "jobs-1.2", "job--1.2",
+                                      "agent.sock"}) {
     EXPECT_FALSE(ParseLaunchFolderName(name)) << name;
   }
 }

@@ -32,6 +32,7 @@ class RecordsTest : public ::testing::Test {
                       .sharing = alloc::StepSharing::kWholeNodes};
     done.state = StepState::kCompleted;
     done.ranks_exited = 1;
+    done.node_exits = {1};
     done.start_time = Millis(5000);
     done.end_time = Millis(6000);
     JobStep& running = job.steps.emplace_back();
@@ -42,7 +43,9 @@ class RecordsTest : public ::testing::Test {
                          .sharing = alloc::StepSharing::kExact};
     running.start_time = Millis(7000);
     running.ranks_exited = 1;
+    running.node_exits = {1, 0};
     running.exit_code = 3;
+    running.reason = "a rank on n000 exited with code 3";
     running.stopping = true;
     job.next_step = 3;
     return job;
@@ -77,6 +80,8 @@ TEST_F(RecordsTest, AJobsStepsComeBackFromItsRecordAsTheyWere) {
     EXPECT_EQ(is.start_time, was.start_time);
     EXPECT_EQ(is.end_time, was.end_time);
     EXPECT_EQ(is.ranks_exited, was.ranks_exited);
+    EXPECT_EQ(is.node_exits, was.node_exits);
+    EXPECT_EQ(is.reason, was.reason);
     EXPECT_EQ(is.exit_code, was.exit_code);
     EXPECT_EQ(is.stopping, was.stopping);
     EXPECT_EQ(is.cancelled, was.cancelled);
@@ -92,6 +97,26 @@ TEST_F(RecordsTest, AnOlderRecordWithoutStepsNumbersTheFirstStepOne) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->next_step, 1);
   EXPECT_TRUE(back->steps.empty());
+}
+
+TEST_F(RecordsTest, ABatchJobsStepsAreNumberedFromZero) {
+  Job job = RunningWithSteps();
+  job.request.launch = JobLaunch::kBatchScript;
+  job.steps[0].id = 0;
+  job.steps[1].id = 1;
+  job.next_step = 2;
+  v1::JobSpec spec = Spec();
+  spec.clear_argv();
+  spec.set_script("#!/bin/sh\nsrun hostname\n");
+  absl::StatusOr<Job> back =
+      FromRecord(ToRecord(job, spec, cluster_.topology), cluster_.topology);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(IsBatch(*back));
+  EXPECT_EQ(back->steps[0].id, 0);
+  EXPECT_EQ(back->next_step, 2);
+  // The same steps in a job run as every rank cannot be: its step 0 is its
+  // own launch.
+  EXPECT_FALSE(FromRecord(ToRecord(job, Spec(), cluster_.topology), cluster_.topology).ok());
 }
 
 TEST_F(RecordsTest, StepsNoEngineCouldHaveMadeAreRefusedWithTheJobAndStep) {

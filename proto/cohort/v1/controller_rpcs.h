@@ -17,6 +17,8 @@
   X(ListJobs, ListJobsRequest, ListJobsResponse, Job, kNeeded)           \
   X(ControlJobs, ControlJobsRequest, ControlJobsResponse, Job, kNeeded)  \
   X(ExplainJob, ExplainJobRequest, ExplainJobResponse, Job, kUnused)     \
+  X(StartStep, StartStepRequest, StartStepResponse, Job, kNeeded)        \
+  X(SignalStep, SignalStepRequest, SignalStepResponse, Job, kNeeded)     \
   X(JobHistory, JobHistoryRequest, JobHistoryResponse, History, kNeeded) \
   X(ListNodes, ListNodesRequest, ListNodesResponse, Node, kUnused)       \
   X(UpdateNode, UpdateNodeRequest, UpdateNodeResponse, Node, kNeeded)    \
