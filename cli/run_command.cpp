@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -42,6 +43,7 @@ struct RunState {
   std::string jobid;     ///< --jobid: run as a step of this job
   bool exact = false;    ///< --exact: a step holds only what its tasks ask
   bool overlap = false;  ///< --overlap: a step shares with every other step
+  std::string input = "0";  ///< --input: the step's rank that reads stdin, or none
 };
 
 // The job whose allocation `cohort run` runs in: --jobid, else the job it
@@ -216,12 +218,23 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
       std::cerr << fmt::format("cohort: {}\n", client.status());
       return 2;
     }
+    int stdin_rank = -1;
+    if (state.input != "none") {
+      const auto [end, ec] = std::from_chars(state.input.data(),
+                                             state.input.data() + state.input.size(), stdin_rank);
+      if (ec != std::errc() || end != state.input.data() + state.input.size() || stdin_rank < 0) {
+        std::cerr << fmt::format(
+            "cohort: --input: {:?} is neither a rank (0, 1, ...) nor none\n", state.input);
+        return 2;
+      }
+    }
     // Inside an allocation Slurm's --exclusive means --exact, as of 21.08.
     const StepRun step{.job = allocation,
                        .sharing = state.overlap                       ? v1::STEP_OVERLAP
                                   : state.exact || options.exclusive ? v1::STEP_EXACT
                                                                      : v1::STEP_WHOLE_NODES,
-                       .labels = state.label ? RankLabels::kRank : RankLabels::kNone};
+                       .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
+                       .stdin_rank = stdin_rank};
     return RunStep(*client, options, step, command->words);
   }
   if (state.exact || state.overlap) {
@@ -302,6 +315,14 @@ void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
                 "steps share nodes (--exclusive means the same there)");
   run->add_flag("--overlap", state->overlap,
                 "inside a job: the step shares its nodes with every other step, waiting for none");
+  // sbatch's --input (a file for the script's stdin) is not run's.
+  if (CLI::Option* sbatch_input = run->get_option_no_throw("--input")) {
+    run->remove_option(sbatch_input);
+  }
+  run->add_option("--input", state->input,
+                  "inside a job: the step's rank that reads this command's stdin (default 0), "
+                  "or none")
+      ->type_name("RANK|none");
   AddConnectionOptions(*run, state->connection, ConfigShortName::kNone);
   TakeCommandVerbatim(*run, "COMMAND",
                       "the command and its arguments (after --); everything after it is passed "

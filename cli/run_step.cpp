@@ -14,8 +14,10 @@
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "cohort/hostlist.h"
 #include "job_follow.h"
 #include "job_format.h"
+#include "step_io_server.h"
 
 namespace cohort::cli {
 namespace {
@@ -177,11 +179,20 @@ int StepOutcome(const v1::Job& job, const std::optional<v1::JobStep>& step,
   return interrupted ? 130 : 1;
 }
 
-// Waits for the step to end while printing its ranks' output from `folder`
-// (when set); returns the exit status of `cohort run`.
+// How long the output of a step that ended may still be on its way.
+constexpr std::chrono::seconds kOutputWait{5};
+
+int NodeCount(const std::string& nodes) {
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(nodes);
+  return names.ok() ? static_cast<int>(names->size()) : 0;
+}
+
+// Waits for the step to end while printing its ranks' output, from `folder`
+// (when set) or as `server` receives it; returns the exit status of
+// `cohort run`.
 int FollowStep(ControllerClient& client, const v1::StartStepResponse& started,
                const std::string& job_ref, const std::optional<std::filesystem::path>& folder,
-               RankLabels labels) {
+               RankLabels labels, StepIoServer* server) {
   const std::string name = fmt::format("{}.{}", job_ref, started.step_id());
   Watch watch;
   std::thread watcher([&] { WatchLoop(client, started.job_id(), watch); });
@@ -209,6 +220,7 @@ int FollowStep(ControllerClient& client, const v1::StartStepResponse& started,
   StopWatch(watch);
   watcher.join();
   if (output) output->Flush();
+  if (server != nullptr) server->Finish(NodeCount(started.nodes()), kOutputWait);
   if (folder) {
     std::error_code ignored;
     std::filesystem::remove_all(*folder, ignored);
@@ -249,15 +261,29 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
   *request.mutable_env() = spec->env();
   request.set_work_dir(spec->work_dir());
 
-  // The ranks' output files, which FollowStep prints.
-  absl::StatusOr<std::optional<std::filesystem::path>> taken = TakeOutput(options, *spec);
-  if (!taken.ok()) {
-    std::cerr << fmt::format("cohort: {}\n", taken.status());
-    return 1;
+  // The ranks' output: over the network unless -o or -e name files, which
+  // are then the ranks' (and FollowStep prints those in its folder).
+  std::unique_ptr<StepIoServer> server;
+  std::optional<std::filesystem::path> folder;
+  if (!options.output && !options.error) {
+    absl::StatusOr<std::unique_ptr<StepIoServer>> listening =
+        StepIoServer::Listen(StepIoHost(client.Address()), step.labels, step.stdin_rank);
+    if (!listening.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", listening.status());
+      return 1;
+    }
+    server = *std::move(listening);
+    *request.mutable_io() = server->Io();
+  } else {
+    absl::StatusOr<std::optional<std::filesystem::path>> taken = TakeOutput(options, *spec);
+    if (!taken.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", taken.status());
+      return 1;
+    }
+    folder = *taken;
+    request.set_output(spec->output());
+    request.set_error(spec->error());
   }
-  const std::optional<std::filesystem::path>& folder = *taken;
-  request.set_output(spec->output());
-  request.set_error(spec->error());
 
   // From here on an interrupt acts on the step rather than ending us.
   CatchInterrupts();
@@ -270,7 +296,7 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
     }
     return absl::IsCancelled(started.status()) ? 130 : 1;
   }
-  return FollowStep(client, *started, step.job, folder, step.labels);
+  return FollowStep(client, *started, step.job, folder, step.labels, server.get());
 }
 
 }  // namespace cohort::cli

@@ -258,6 +258,11 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   plan.run_as = ::geteuid() == 0 ? step::RunAs::kOwner : step::RunAs::kStepd;
   plan.uid = launch.uid();
   plan.memory_mb = spec.memory_mb();
+  if (launch.has_step() && !launch.step_io().address().empty()) {
+    plan.io = {.address = launch.step_io().address(),
+               .key = launch.step_io().key(),
+               .stdin_rank = launch.step_io().stdin_rank()};
+  }
   return plan;
 }
 

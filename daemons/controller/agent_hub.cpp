@@ -305,7 +305,7 @@ void AgentHub::SendLaunch(const LaunchCommand& launch) {
       FailLaunch(launch);
       return;
     }
-    Launch(*job, launch, spec->second);
+    Launch(*job, launch, spec->second.spec);
     return;
   }
   if (const v1::JobSpec* env = KnownEnvironment(*job)) {
@@ -394,6 +394,10 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
       master_port = StepMasterPort(job.master_port, step->id);
     }
     l->set_step(*launch.step);
+    if (const auto order = state_.step_specs.find({job.id, *launch.step});
+        order != state_.step_specs.end()) {
+      *l->mutable_step_io() = order->second.io;
+    }
   } else {
     l->set_batch(IsBatch(job));
   }

@@ -37,9 +37,13 @@ struct ControllerState {
   std::unordered_map<JobId, v1::JobSpec> envs;   ///< environments, until the job ends
   /// Where each rank of a running job runs, as its agents reported.
   std::unordered_map<JobId, std::vector<v1::RankBinding>> bindings;
-  /// What each running step runs (its command, environment and files), by
-  /// job and step, until the step ends.
-  std::map<std::pair<JobId, int>, v1::JobSpec> step_specs;
+  /// What each running step runs (its command, environment and files) and
+  /// where its output goes, by job and step, until the step ends.
+  struct StepOrder {
+    v1::JobSpec spec;
+    v1::StepIo io;
+  };
+  std::map<std::pair<JobId, int>, StepOrder> step_specs;
 };
 
 /// Carries out what the engine decided (records, commands, events, the next

@@ -337,7 +337,7 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
     spec.set_error(request.error());
   }
   if (!request.name().empty()) spec.set_name(request.name());
-  state_.step_specs[{job_id, *id}] = std::move(spec);
+  state_.step_specs[{job_id, *id}] = {std::move(spec), std::move(*request.mutable_io())};
   v1::StartStepResponse response;
   response.set_step_id(*id);
   response.set_job_id(job_id);

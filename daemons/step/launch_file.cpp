@@ -135,6 +135,8 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   file.run_as = plan.run_as;
   file.uid = plan.uid;
   file.memory_mb = plan.memory_mb;
+  if (context.kind == launch::LaunchKind::kStep) file.step = context.step_id;
+  file.io = plan.io;
   const std::string output_pattern =
       plan.output.empty() ? std::string(kDefaultOutput) : plan.output;
   const int local_tasks = launch::LocalTasks(context);
@@ -196,6 +198,10 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"uid", file.uid},
       {"memory_mb", file.memory_mb},
       {"cgroup", file.cgroup},
+      {"step", file.step},
+      {"io_address", file.io.address},
+      {"io_key", file.io.key},
+      {"stdin_rank", file.io.stdin_rank},
   };
   // Protobuf strings are UTF-8 already; replace guards against a bug, not
   // users.
@@ -220,6 +226,10 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.script_path = json.at("script_path").get<std::string>();
     file.search_path = json.at("search_path").get<std::string>();
     file.work_dir = json.at("work_dir").get<std::string>();
+    file.step = json.value("step", -1);
+    file.io.address = json.value("io_address", std::string());
+    file.io.key = json.value("io_key", std::string());
+    file.io.stdin_rank = json.value("stdin_rank", -1);
     const auto mode = [](const nlohmann::json& object,
                          const char* key) -> absl::StatusOr<OpenMode> {
       // Files of an agent before per-rank modes: append, as it did.

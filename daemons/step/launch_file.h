@@ -29,6 +29,15 @@ enum class RunAs {
   kOwner,  ///< the job's owner: uid, groups and HOME/USER/LOGNAME/SHELL of its passwd entry
 };
 
+/// Where a step's ranks' stdout and stderr go and stdin comes from: the
+/// `cohort run` that started the step listens at `address` (io_frame.h).
+/// Empty address: the ranks' output goes to their files, stdin is /dev/null.
+struct StepIo {
+  std::string address;  ///< HOST:PORT
+  std::string key;      ///< proves the stepd to `cohort run`
+  int stdin_rank = -1;  ///< the step's rank that reads stdin; -1: none
+};
+
 /// One job's launch on one node, in the agent's terms (the proto Launch,
 /// without the wire).
 struct LaunchPlan {
@@ -48,6 +57,7 @@ struct LaunchPlan {
   /// Bind CPUs and memory as planned (real nodes); otherwise only the
   /// environment follows the plan (emulated nodes share one host).
   bool apply_binding = false;
+  StepIo io;  ///< a step's `cohort run` to stream output to; none: the files
 };
 
 /// One local rank of a launch.
@@ -91,6 +101,8 @@ struct LaunchFile {
   std::uint32_t uid = 0;          ///< the job's owner; used with RunAs::kOwner
   std::int64_t memory_mb = 0;     ///< the job's memory limit on this node; 0: none
   std::string cgroup;             ///< the launch's cgroup folder (the agent's); empty: none
+  int step = -1;                  ///< the step's id, for its I/O Hello; -1: the job's own
+  StepIo io;                      ///< set: the ranks' stdio goes over the network
 };
 
 /// Checks a plan and turns it into a launch file: each local rank's

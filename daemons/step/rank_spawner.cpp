@@ -154,6 +154,7 @@ struct ChildPlan {
   bool search = false;
   char* const* argv = nullptr;
   char* const* env = nullptr;
+  const RankStdio* stdio = nullptr;  // null: /dev/null and the rank's files
 };
 
 int OpenOutput(const std::string& path, OpenMode mode) {
@@ -212,12 +213,16 @@ int OpenOutput(const std::string& path, OpenMode mode) {
     ChildFails(report_fd, ChildStep::kWorkDir, error);
   }
   if (::chdir(file.work_dir.c_str()) != 0) ChildFails(report_fd, ChildStep::kChdir);
-  const int out = OpenOutput(rank.output, rank.output_mode);
-  if (out < 0) ChildFails(report_fd, ChildStep::kOutput);
-  int err = out;
-  if (!rank.error.empty() && rank.error != rank.output) {
-    err = OpenOutput(rank.error, rank.error_mode);
-    if (err < 0) ChildFails(report_fd, ChildStep::kError);
+  int out = plan.stdio != nullptr ? plan.stdio->out : -1;
+  int err = plan.stdio != nullptr ? plan.stdio->err : -1;
+  if (plan.stdio == nullptr) {
+    out = OpenOutput(rank.output, rank.output_mode);
+    if (out < 0) ChildFails(report_fd, ChildStep::kOutput);
+    err = out;
+    if (!rank.error.empty() && rank.error != rank.output) {
+      err = OpenOutput(rank.error, rank.error_mode);
+      if (err < 0) ChildFails(report_fd, ChildStep::kError);
+    }
   }
   std::string program = *plan.program;
   if (plan.search) {
@@ -226,7 +231,8 @@ int OpenOutput(const std::string& path, OpenMode mode) {
       ChildFails(report_fd, ChildStep::kFind, error);
     }
   }
-  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int null = plan.stdio != nullptr ? plan.stdio->in : -1;
+  if (null < 0) null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0) ChildFails(report_fd, ChildStep::kStdin);
   if (::dup2(null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
       ::dup2(err, STDERR_FILENO) < 0) {
@@ -290,7 +296,8 @@ absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const
 }  // namespace
 
 SpawnResult SpawnRanks(const LaunchFile& file,
-                       const std::function<void(const RankStartedEvent&)>& on_started) {
+                       const std::function<void(const RankStartedEvent&)>& on_started,
+                       std::span<const RankStdio> stdio) {
   SpawnResult result;
   const std::string& node = file.node;
 
@@ -325,7 +332,8 @@ SpawnResult SpawnRanks(const LaunchFile& file,
   }
   std::vector<char*> argv_pointers = Pointers(argv);
 
-  for (const RankLaunch& rank : file.ranks) {
+  for (std::size_t i = 0; i < file.ranks.size(); ++i) {
+    const RankLaunch& rank = file.ranks[i];
     std::vector<std::string> env = account ? AccountEnvironment(rank.env, *account) : rank.env;
     std::vector<char*> env_pointers = Pointers(env);
 
@@ -343,6 +351,7 @@ SpawnResult SpawnRanks(const LaunchFile& file,
         .search = search,
         .argv = argv_pointers.data(),
         .env = env_pointers.data(),
+        .stdio = i < stdio.size() ? &stdio[i] : nullptr,
     };
     const pid_t pid = ::fork();
     if (pid == 0) {

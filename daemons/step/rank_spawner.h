@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -12,6 +13,15 @@
 
 /// Starting one launch's ranks as processes: cohort-stepd's fork and exec.
 namespace cohort::step {
+
+/// A rank's stdio when its output is streamed (a step's, StepIo): the ends
+/// of pipes the child puts on 0, 1 and 2 instead of /dev/null and its files.
+/// -1 for `in`: /dev/null.
+struct RankStdio {
+  int in = -1;
+  int out = -1;
+  int err = -1;
+};
 
 /// What SpawnRanks did.
 struct SpawnResult {
@@ -42,7 +52,10 @@ struct SpawnResult {
 ///
 /// Forks: call only from a single-threaded process (cohort-stepd), where the
 /// child may do anything before exec.
+/// With `stdio` (one per rank of the file, in order) the ranks' stdio are
+/// those pipes, and no output file is opened.
 [[nodiscard]] SpawnResult SpawnRanks(
-    const LaunchFile& file, const std::function<void(const RankStartedEvent&)>& on_started);
+    const LaunchFile& file, const std::function<void(const RankStartedEvent&)>& on_started,
+    std::span<const RankStdio> stdio = {});
 
 }  // namespace cohort::step

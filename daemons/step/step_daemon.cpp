@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <span>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -25,6 +27,7 @@
 #include "launch_file.h"
 #include "proc_stat.h"
 #include "rank_spawner.h"
+#include "step_io.h"
 #include "step_events.h"
 
 namespace cohort::step {
@@ -175,8 +178,24 @@ int RunStepDaemon(const std::string& folder) {
   }
   events.SetAgentSocket(file->agent_socket);
 
-  SpawnResult spawned =
-      SpawnRanks(*file, [&](const RankStartedEvent& started) { events.Append(started); });
+  // A step's output goes to its `cohort run` over the network: dialled
+  // before any rank starts, so that none of it is lost.
+  std::unique_ptr<StepIoForwarder> io;
+  if (!file->io.address.empty()) {
+    absl::StatusOr<std::unique_ptr<StepIoForwarder>> opened = StepIoForwarder::Open(*file);
+    if (!opened.ok()) {
+      Complain("{}", opened.status().message());
+      events.Append(FailedEvent{fmt::format("{}: {}", file->node, opened.status().message())});
+      events.Append(DoneEvent{});
+      return 0;
+    }
+    io = *std::move(opened);
+  }
+
+  SpawnResult spawned = SpawnRanks(
+      *file, [&](const RankStartedEvent& started) { events.Append(started); },
+      io ? std::span<const RankStdio>(io->ChildEnds()) : std::span<const RankStdio>());
+  if (io) io->CloseChildEnds();
   std::map<pid_t, int> live;
   for (const RankStartedEvent& started : spawned.started) live.emplace(started.pid, started.rank);
   if (!spawned.status.ok()) {
@@ -187,7 +206,11 @@ int RunStepDaemon(const std::string& folder) {
   } else {
     events.Append(GroupEvent{spawned.process_group});
   }
-  ReapAll(std::move(live), events);
+  if (io) {
+    io->Run(std::move(live), [&](const RankExitEvent& exit) { events.Append(exit); });
+  } else {
+    ReapAll(std::move(live), events);
+  }
   if (!file->cgroup.empty()) {
     // What the ranks left behind (a daemon that left their process group)
     // ends with the launch, before the node is reported free.

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "step_io.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "cohort/io_frame.h"
+
+namespace cohort::step {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::seconds kConnectWait{10};
+// How long output is still read once every rank is reaped: a process the
+// ranks left behind may hold their pipes open for good.
+constexpr std::chrono::seconds kDrainWait{2};
+constexpr std::size_t kReadSize = 64 * 1024;
+// Stdin held for a rank that does not read it yet, before the stepd stops
+// reading more from `cohort run`.
+constexpr std::size_t kStdinBacklog = 1U << 20;
+
+// SIGCHLD wakes the poll through this pipe's write end.
+int child_wake_fd = -1;
+extern "C" void OnChild(int /*signal*/) {
+  const int saved = errno;
+  const char byte = 0;
+  (void)::write(child_wake_fd, &byte, 1);
+  errno = saved;
+}
+
+absl::Status Unreachable(const std::string& address, const std::string& why) {
+  return absl::UnavailableError(fmt::format(
+      "cannot reach cohort run at {} for the step's output: {}; if this node cannot reach the "
+      "host it runs on at that address, set COHORT_IO_ADDRESS there to one it can",
+      address, why));
+}
+
+// A TCP connection to HOST:PORT within kConnectWait.
+absl::StatusOr<int> Dial(const std::string& address) {
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Unreachable(address, "not HOST:PORT");
+  }
+  const std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int error = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); error != 0) {
+    return Unreachable(address, ::gai_strerror(error));
+  }
+  std::string why = "no address";
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int error = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (error == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kConnectWait).count()));
+      socklen_t size = sizeof error;
+      error = ready <= 0 ? ETIMEDOUT : 0;
+      if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+    }
+    if (error != 0) {
+      why = std::strerror(error);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) return Unreachable(address, why);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+}  // namespace
+
+struct StepIoForwarder::Pipe {
+  int fd = -1;
+  int rank = 0;
+  io::FrameKind kind = io::FrameKind::kStdout;  ///< kStdin: the stepd writes to it
+  std::string pending{};                        ///< stdin not yet written
+  bool ended = false;                           ///< stdin: close once pending is written
+
+  void Close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const LaunchFile& file) {
+  std::unique_ptr<StepIoForwarder> io(new StepIoForwarder());
+  absl::StatusOr<int> socket = Dial(file.io.address);
+  if (!socket.ok()) return socket.status();
+  io->socket_ = *socket;
+  io->connected_ = true;
+  io->stdin_rank_ = file.io.stdin_rank;
+  const io::Hello hello{.key = file.io.key,
+                        .job = file.job_id,
+                        .step = file.step,
+                        .node = file.node,
+                        .first_rank = file.ranks.empty() ? 0 : file.ranks.front().rank,
+                        .ranks = static_cast<int>(file.ranks.size())};
+  io->Send(static_cast<int>(io::FrameKind::kHello), -1, io::EncodeHello(hello));
+  for (const RankLaunch& rank : file.ranks) {
+    RankStdio& ends = io->child_ends_.emplace_back();
+    for (const io::FrameKind kind : {io::FrameKind::kStdout, io::FrameKind::kStderr}) {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) {
+        return absl::Status(absl::ErrnoToStatusCode(errno),
+                            fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
+      }
+      (kind == io::FrameKind::kStdout ? ends.out : ends.err) = fds[1];
+      io->pipes_.push_back(std::make_unique<Pipe>(Pipe{.fd = fds[0], .rank = rank.rank, .kind = kind}));
+    }
+    if (rank.rank == file.io.stdin_rank) {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) {
+        return absl::Status(absl::ErrnoToStatusCode(errno),
+                            fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
+      }
+      ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+      ends.in = fds[0];
+      io->pipes_.push_back(
+          std::make_unique<Pipe>(Pipe{.fd = fds[1], .rank = rank.rank, .kind = io::FrameKind::kStdin}));
+    }
+  }
+  return io;
+}
+
+StepIoForwarder::~StepIoForwarder() {
+  CloseChildEnds();
+  for (const std::unique_ptr<Pipe>& pipe : pipes_) pipe->Close();
+  if (socket_ >= 0) ::close(socket_);
+}
+
+void StepIoForwarder::CloseChildEnds() {
+  for (RankStdio& ends : child_ends_) {
+    for (int* fd : {&ends.in, &ends.out, &ends.err}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+  }
+}
+
+void StepIoForwarder::Send(int kind, int rank, std::string_view data) {
+  if (!connected_) return;
+  const std::string bytes = io::EncodeFrame(
+      {.kind = static_cast<io::FrameKind>(kind), .rank = rank, .data = std::string(data)});
+  std::string_view rest = bytes;
+  while (!rest.empty()) {
+    const ssize_t sent = ::send(socket_, rest.data(), rest.size(), MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent <= 0) {
+      // `cohort run` is gone: the ranks' output is dropped from now on.
+      connected_ = false;
+      return;
+    }
+    rest.remove_prefix(static_cast<std::size_t>(sent));
+  }
+}
+
+void StepIoForwarder::Run(std::map<pid_t, int> live,
+                          const std::function<void(const RankExitEvent&)>& on_exit) {
+  ::signal(SIGPIPE, SIG_IGN);  // a rank that closed its stdin
+  int wake[2] = {-1, -1};
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) == 0) {
+    child_wake_fd = wake[1];
+    struct sigaction action {};
+    action.sa_handler = OnChild;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    ::sigaction(SIGCHLD, &action, nullptr);
+  }
+  std::string inbox;
+  std::optional<Clock::time_point> drain_until;
+  char buffer[kReadSize];
+  while (true) {
+    int status = 0;
+    pid_t pid = 0;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      const auto it = live.find(pid);
+      if (it == live.end()) continue;
+      on_exit(RankExitEvent{it->second, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                            WIFSIGNALED(status) ? WTERMSIG(status) : 0});
+      live.erase(it);
+    }
+    if (live.empty()) {
+      const bool output_open = std::any_of(pipes_.begin(), pipes_.end(), [](const auto& p) {
+        return p->fd >= 0 && p->kind != io::FrameKind::kStdin;
+      });
+      if (!output_open) break;
+      if (!drain_until) drain_until = Clock::now() + kDrainWait;
+      if (Clock::now() >= *drain_until) break;
+    }
+    std::vector<pollfd> fds;
+    std::vector<Pipe*> owners;  // null: the wake pipe or the socket
+    if (wake[0] >= 0) {
+      fds.push_back({wake[0], POLLIN, 0});
+      owners.push_back(nullptr);
+    }
+    std::size_t stdin_backlog = 0;
+    for (const std::unique_ptr<Pipe>& pipe : pipes_) {
+      if (pipe->fd < 0) continue;
+      const bool input = pipe->kind == io::FrameKind::kStdin;
+      if (input && pipe->pending.empty()) continue;
+      stdin_backlog += pipe->pending.size();
+      fds.push_back({pipe->fd, static_cast<short>(input ? POLLOUT : POLLIN), 0});
+      owners.push_back(pipe.get());
+    }
+    const bool read_socket = connected_ && stdin_backlog < kStdinBacklog;
+    if (read_socket) {
+      fds.push_back({socket_, POLLIN, 0});
+      owners.push_back(nullptr);
+    }
+    if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) break;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Pipe* pipe = owners[i];
+      if (pipe == nullptr && fds[i].fd == wake[0]) {
+        while (::read(wake[0], buffer, sizeof buffer) > 0) {
+        }
+      } else if (pipe == nullptr) {
+        const ssize_t got = ::recv(socket_, buffer, sizeof buffer, 0);
+        if (got <= 0) {
+          if (got < 0 && errno == EINTR) continue;
+          connected_ = false;  // its stdin ends with it
+          for (const std::unique_ptr<Pipe>& p : pipes_) {
+            if (p->kind == io::FrameKind::kStdin) p->ended = true;
+          }
+        } else {
+          inbox.append(buffer, static_cast<std::size_t>(got));
+          std::vector<io::Frame> frames;
+          if (!io::DecodeFrames(inbox, frames).ok()) connected_ = false;
+          for (const io::Frame& frame : frames) {
+            for (const std::unique_ptr<Pipe>& p : pipes_) {
+              if (p->kind != io::FrameKind::kStdin || p->rank != frame.rank) continue;
+              if (frame.kind == io::FrameKind::kStdin) p->pending += frame.data;
+              if (frame.kind == io::FrameKind::kStdinEnd) p->ended = true;
+            }
+          }
+        }
+      } else if (pipe->kind == io::FrameKind::kStdin) {
+        const ssize_t wrote = ::write(pipe->fd, pipe->pending.data(), pipe->pending.size());
+        if (wrote > 0) pipe->pending.erase(0, static_cast<std::size_t>(wrote));
+        if (wrote < 0 && errno != EINTR && errno != EAGAIN) pipe->Close();  // it stopped reading
+      } else {
+        const ssize_t got = ::read(pipe->fd, buffer, sizeof buffer);
+        if (got > 0) {
+          Send(static_cast<int>(pipe->kind), pipe->rank,
+               std::string_view(buffer, static_cast<std::size_t>(got)));
+        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+          pipe->Close();
+        }
+      }
+    }
+    // Stdin that ended, once written (or at once when nobody reads it).
+    for (const std::unique_ptr<Pipe>& p : pipes_) {
+      if (p->kind == io::FrameKind::kStdin && p->ended && p->pending.empty()) p->Close();
+    }
+  }
+  ::signal(SIGCHLD, SIG_DFL);
+  if (wake[0] >= 0) {
+    child_wake_fd = -1;
+    ::close(wake[0]);
+    ::close(wake[1]);
+  }
+  Send(static_cast<int>(io::FrameKind::kDone), -1, {});
+  if (socket_ >= 0) ::shutdown(socket_, SHUT_WR);
+}
+
+}  // namespace cohort::step

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launch_file.h"
+#include "rank_spawner.h"
+#include "step_events.h"
+
+/// cohort-stepd's side of a step's I/O stream (cohort/io_frame.h): the
+/// ranks' stdout and stderr go over the network to the `cohort run` that
+/// started the step, and its stdin comes back to the rank that reads it, so
+/// that nothing of a step's output needs a shared filesystem.
+namespace cohort::step {
+
+class StepIoForwarder {
+ public:
+  /// Dials the launch's io.address (waiting up to 10 s), says Hello with
+  /// the key, and makes each rank's pipes. Unavailable, naming the address
+  /// and what to do, when `cohort run` cannot be reached; the errno's
+  /// status when pipes cannot be made.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepIoForwarder>> Open(
+      const LaunchFile& file);
+  ~StepIoForwarder();
+  StepIoForwarder(const StepIoForwarder&) = delete;
+  StepIoForwarder& operator=(const StepIoForwarder&) = delete;
+
+  /// The child's ends of each rank's pipes, in the launch's rank order, for
+  /// SpawnRanks.
+  [[nodiscard]] const std::vector<RankStdio>& ChildEnds() const { return child_ends_; }
+  /// Closes the child's ends in the stepd once the ranks have them, so that
+  /// their output reaches its end when they exit.
+  void CloseChildEnds();
+
+  /// Forwards output and stdin while reaping the ranks of `live` (pid →
+  /// rank): each exit goes to `on_exit` as it is reaped. Returns once every
+  /// rank is reaped and its output sent, or 2 s after the last one was
+  /// reaped when something they started still holds their output open;
+  /// then says Done. A `cohort run` gone away is not waited for: output is
+  /// then read and dropped, so the ranks never block on it.
+  void Run(std::map<pid_t, int> live, const std::function<void(const RankExitEvent&)>& on_exit);
+
+ private:
+  StepIoForwarder() = default;
+  struct Pipe;
+  void Send(int kind, int rank, std::string_view data);
+
+  int socket_ = -1;
+  bool connected_ = false;
+  std::vector<RankStdio> child_ends_;
+  std::vector<std::unique_ptr<Pipe>> pipes_;  ///< the stepd's ends: output, then stdin
+  int stdin_rank_ = -1;
+};
+
+}  // namespace cohort::step

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+/// The stream between a step's `cohort run` and the cohort-stepd of each of
+/// the step's nodes, over which the ranks' output comes and stdin goes (as
+/// srun's I/O connections with slurmstepd). cohort-stepd dials the address
+/// `cohort run` listens on, proves it was sent by the controller with the
+/// step's key (Hello), then sends frames of output and, last, Done;
+/// `cohort run` sends stdin for the rank that takes it. A frame is a 9-byte
+/// header (kind: 1 byte; rank: int32; length: uint32; big-endian) and
+/// `length` bytes. The stepd links no protobuf, so the frame is this small
+/// fixed header rather than a message. Pure; any thread.
+namespace cohort::io {
+
+enum class FrameKind : std::uint8_t {
+  kHello = 1,     ///< stepd → run, first: EncodeHello's text
+  kStdout = 2,    ///< stepd → run: bytes a rank wrote to stdout
+  kStderr = 3,    ///< stepd → run: bytes a rank wrote to stderr
+  kStdin = 4,     ///< run → stepd: bytes for the rank's stdin
+  kStdinEnd = 5,  ///< run → stepd: the rank's stdin is at its end
+  kDone = 6,      ///< stepd → run, last: every rank's output has been sent
+};
+
+struct Frame {
+  FrameKind kind = FrameKind::kStdout;
+  std::int32_t rank = -1;  ///< the step's rank; -1 for Hello and Done
+  std::string data;
+  friend bool operator==(const Frame&, const Frame&) = default;
+};
+
+inline constexpr std::size_t kFrameHeaderSize = 9;
+/// The most bytes one frame carries; a longer one is refused as corrupt.
+inline constexpr std::uint32_t kMaxFrameData = 1U << 20;
+
+/// The frame as bytes: header, then data (at most kMaxFrameData).
+[[nodiscard]] std::string EncodeFrame(const Frame& frame);
+
+/// Takes the frames complete at the front of `buffer` into `out` and removes
+/// their bytes; an incomplete last frame stays for the next read.
+/// InvalidArgument for an unknown kind or a length over kMaxFrameData: the
+/// peer is not a cohort-stepd or `cohort run`, and the connection should be
+/// closed.
+[[nodiscard]] absl::Status DecodeFrames(std::string& buffer, std::vector<Frame>& out);
+
+/// Who connects: the step's key, the step, the node and the ranks it runs.
+struct Hello {
+  std::string key;  ///< hex, from `cohort run`, through the controller
+  std::int64_t job = 0;
+  int step = 0;
+  std::string node;
+  int first_rank = 0;  ///< the step's rank of the node's first task
+  int ranks = 0;       ///< tasks on the node
+  friend bool operator==(const Hello&, const Hello&) = default;
+};
+/// "KEY JOB STEP NODE FIRST_RANK RANKS".
+[[nodiscard]] std::string EncodeHello(const Hello& hello);
+/// InvalidArgument naming what is missing or malformed.
+[[nodiscard]] absl::StatusOr<Hello> ParseHello(std::string_view text);
+
+/// Whether two keys are equal, in time that does not depend on where they
+/// differ (a peer must not learn the key byte by byte).
+[[nodiscard]] bool SameKey(std::string_view a, std::string_view b);
+
+}  // namespace cohort::io
