@@ -14,6 +14,9 @@
 #   SBS_DISPATCH_JOBS    jobs per size for dispatch latency (default 30)
 #   SBS_JOBS             jobs per throughput run (default 1000)
 #   SBS_QUEUE_JOBS       pending jobs of the large queue (default 5000)
+#   SBS_STEP_JOBS        batch jobs for the step start (default: SBS_DISPATCH_JOBS)
+#   SBS_PARTS            parts to measure (default "dispatch step throughput
+#                        placement queue"); a subset measures only those
 #   SBS_GUIDE_FULL=1     the whole set in Slurm's guide profile too. By default
 #                        that profile measures dispatch and the submission
 #                        rates at full size but end-to-end throughput only for
@@ -30,6 +33,9 @@ profiles=${SBS_SLURM_PROFILES:-nodelay guide}
 dispatch_jobs=${SBS_DISPATCH_JOBS:-30}
 jobs=${SBS_JOBS:-1000}
 queue_jobs=${SBS_QUEUE_JOBS:-5000}
+step_jobs=${SBS_STEP_JOBS:-$dispatch_jobs}
+parts=${SBS_PARTS:-dispatch step throughput placement queue}
+wanted() { [[ " $parts " == *" $1 "* ]]; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -125,6 +131,26 @@ slurm_dispatch() {
   srun -N "$1" --ntasks-per-node=1 --exclusive -o /dev/null sh -c "date +%s%N >>$2"
 }
 
+# submit_step_job: a batch job of 8 whole nodes whose script appends the
+# time it starts to $STEP_FILE, then starts a step of one rank per node
+# (cohort run inside it, srun inside sbatch), each rank appending its own.
+cohort_submit_step_job() {
+  cat >"$WORK/step-job.sh" <<SCRIPT
+#!/bin/sh
+date +%s%N >>"\$STEP_FILE"
+exec "$BIN/cli/cohort" run -N 8 --ntasks-per-node=1 -- sh -c 'date +%s%N >>"\$STEP_FILE"'
+SCRIPT
+  cohort submit -N 8 --exclusive -o /dev/null "$WORK/step-job.sh" >/dev/null
+}
+slurm_submit_step_job() {
+  cat >"$WORK/step-job.sh" <<'SCRIPT'
+#!/bin/sh
+date +%s%N >>"$STEP_FILE"
+exec srun -N 8 --ntasks-per-node=1 sh -c 'date +%s%N >>"$STEP_FILE"'
+SCRIPT
+  sbatch -N 8 --exclusive -o /dev/null "$WORK/step-job.sh" >/dev/null
+}
+
 # queue_empty: no job left in the queue (pending, running or ending).
 cohort_queue_empty() { local j; j=$(cohort queue --json) && ! grep -q '"id"' <<<"$j"; }
 slurm_queue_empty() { local j; j=$(squeue -h -o %i) && [ -z "$j" ]; }
@@ -182,6 +208,32 @@ measure_dispatch() {
     record "dispatch_${n}n_p95_ms" "$(ms "$p95")" "n=$per"
     record "dispatch_${n}n_max_ms" "$(ms "$max")" "n=$per"
   done
+}
+
+# The batch step's start to an 8-node step's last rank running, per job: what
+# a training script's `srun torchrun ...` waits before its ranks run.
+measure_step() {
+  local per=$1 i f deadline
+  say "batch script start to an 8-node step running, $per jobs"
+  : >"$WORK/step-8"
+  for i in $(seq "$per"); do
+    f=$WORK/step-$SYS-$PROFILE-$i
+    : >"$f"
+    STEP_FILE=$f "${SYS}_submit_step_job" || return 1
+    deadline=$((SECONDS + 60))
+    until [ "$(wc -l <"$f")" -ge 9 ]; do
+      [ "$SECONDS" -ge "$deadline" ] && {
+        echo "step: $SYS job $i: $(wc -l <"$f") of 9 lines" >&2
+        return 1
+      }
+      sleep 0.05
+    done
+    echo $(($(tail -n +2 "$f" | sort -n | tail -1) - $(head -1 "$f"))) >>"$WORK/step-8"
+    until "${SYS}_queue_empty"; do sleep 0.05; done
+  done
+  read -r p50 p95 max < <(percentiles "$WORK/step-8")
+  record step_8n_p50_ms "$(ms "$p50")" "n=$per"
+  record step_8n_p95_ms "$(ms "$p95")" "n=$per"
 }
 
 # throughput MODE JOBS [submit]: JOBS one-node `true` jobs submitted one CLI call at a
@@ -324,6 +376,7 @@ run_set() {
   for part in "$@"; do
     case $part in
       dispatch:*) measure_dispatch "${part#*:}" || return 1 ;;
+      step:*) measure_step "${part#*:}" || return 1 ;;
       throughput:*)
         for mode in seq 4c array; do measure_throughput "$mode" "${part#*:}" || return 1; done ;;
       submit:*)
@@ -342,8 +395,10 @@ for system in $systems; do
       say "starting the controller and one agent emulating 64 nodes"
       start_cluster "$WORK/cluster.conf" "$WORK/topology.conf"
       COHORT_UP=1
-      { run_set "dispatch:$dispatch_jobs" "throughput:$jobs" placement &&
-        fill_queue && measure_queue; } ||
+      { run_set $(wanted dispatch && echo "dispatch:$dispatch_jobs") \
+          $(wanted step && echo "step:$step_jobs") $(wanted throughput && echo "throughput:$jobs") \
+          $(wanted placement && echo placement) &&
+        { ! wanted queue || { fill_queue && measure_queue; }; }; } ||
         { echo "side by side: the Cohort set failed; logs in $WORK" >&2; KEEP_WORK=1; exit 1; }
       cohort_stop
       ;;
@@ -366,19 +421,25 @@ for system in $systems; do
       }
       for profile in $profiles; do
         use_profile "$profile" || { KEEP_WORK=1; exit 1; }
+        set_parts=()
+        wanted dispatch && set_parts+=("dispatch:$dispatch_jobs")
+        wanted step && set_parts+=("step:$step_jobs")
         if [ "$PROFILE" = guide ] && [ -z "${SBS_GUIDE_FULL:-}" ]; then
-          parts=("dispatch:$dispatch_jobs" "submit:$jobs" "e2e:array:${SBS_GUIDE_JOBS:-100}")
+          wanted throughput && set_parts+=("submit:$jobs" "e2e:array:${SBS_GUIDE_JOBS:-100}")
         else
-          parts=("dispatch:$dispatch_jobs" "throughput:$jobs" placement)
+          wanted throughput && set_parts+=("throughput:$jobs")
+          wanted placement && set_parts+=(placement)
         fi
-        run_set "${parts[@]}" ||
+        run_set "${set_parts[@]}" ||
           { echo "side by side: the Slurm set ($PROFILE) failed; logs in $WORK" >&2; KEEP_WORK=1; exit 1; }
       done
       # The large queue is filled once and measured in each profile in turn.
-      fill_queue || { echo "side by side: filling Slurm's queue failed" >&2; KEEP_WORK=1; exit 1; }
-      for profile in $current ${profiles/$current/}; do
-        use_profile "$profile" && measure_queue || { KEEP_WORK=1; exit 1; }
-      done
+      if wanted queue; then
+        fill_queue || { echo "side by side: filling Slurm's queue failed" >&2; KEEP_WORK=1; exit 1; }
+        for profile in $current ${profiles/$current/}; do
+          use_profile "$profile" && measure_queue || { KEEP_WORK=1; exit 1; }
+        done
+      fi
       slurm_stop
       ;;
     *) echo "side by side: unknown system '$system' in SBS_SYSTEMS; use cohort and slurm" >&2; exit 2 ;;

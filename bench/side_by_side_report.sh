@@ -22,7 +22,7 @@ function count(note) { return match(note, /n=[0-9]+/) ? substr(note, RSTART + 2,
 # The dispatch figures of one size go together: p95 and max come from the
 # profile with the better p50.
 function group(m) { g = m; sub(/_(p50|p95|max)_ms$/, "", g); return g }
-function decider(m) { return m ~ /^dispatch_/ ? group(m) "_p50_ms" : m }
+function decider(m) { return m ~ /^(dispatch|step)_/ ? group(m) "_p50_ms" : m }
 function better(a, b, m) { return lower_is_better(m) ? a + 0 < b + 0 : a + 0 > b + 0 }
 {
   sys = $1; prof = $2; m = $3; v = $4; note = $5

@@ -253,7 +253,8 @@ absl::StatusOr<v1::JobHistoryRequest> MakeHistoryRequest(const HistoryFilters& f
 
 std::vector<std::string> HistoryHeader() {
   return {"JOBID",  "NAME",  "USER", "ACCOUNT", "PARTITION", "NODES",    "NODELIST",
-          "SUBMIT", "START", "END",  "ELAPSED", "STATE",     "EXITCODE", "GPU_HOURS"};
+          "SUBMIT", "START", "END",  "ELAPSED", "STATE",     "EXITCODE", "GPU_HOURS",
+          "MAXRSS", "TOTALCPU"};
 }
 
 std::vector<std::string> HistoryRow(const v1::Job& job) {
@@ -273,7 +274,9 @@ std::vector<std::string> HistoryRow(const v1::Job& job) {
           FormatSlurmTime(std::chrono::seconds(elapsed)),
           std::string(JobStateName(job.state())),
           FormatExitCode(job),
-          fmt::format("{:.2f}", job.gpu_hours())};
+          fmt::format("{:.2f}", job.gpu_hours()),
+          FormatMaxRss(job.max_rss_kb()),
+          job.total_cpu_ms() > 0 ? FormatCpuTime(job.total_cpu_ms()) : ""};
 }
 
 std::vector<std::string> HistoryStepRow(const v1::Job& job, const v1::JobStep& step) {
@@ -290,7 +293,9 @@ std::vector<std::string> HistoryStepRow(const v1::Job& job, const v1::JobStep& s
           FormatSlurmTime(std::chrono::seconds(StepElapsedSeconds(step, step.end_time_ms()))),
           step.state(),
           fmt::format("{}:{}", step.exit_code(), step.exit_signal()),
-          ""};
+          "",
+          FormatMaxRss(step.max_rss_kb()),
+          FormatCpuTime(step.total_cpu_ms())};
 }
 
 }  // namespace cohort::cli

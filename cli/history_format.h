@@ -56,7 +56,7 @@ struct HistoryFilters {
 
 /// The columns of `cohort history`, as sacct names them: JOBID, NAME, USER,
 /// ACCOUNT, PARTITION, NODES, NODELIST, SUBMIT, START, END, ELAPSED, STATE,
-/// EXITCODE, GPU_HOURS.
+/// EXITCODE, GPU_HOURS, MAXRSS, TOTALCPU.
 [[nodiscard]] std::vector<std::string> HistoryHeader();
 
 /// One finished job's cells under HistoryHeader(): times as local

@@ -333,6 +333,13 @@ std::string StepDisplayId(const v1::Job& job, const v1::JobStep& step) {
   return fmt::format("{}.{}", JobDisplayId(job), step.name());
 }
 
+std::string FormatMaxRss(std::int64_t kb) { return kb > 0 ? fmt::format("{}K", kb) : ""; }
+
+std::string FormatCpuTime(std::int64_t ms) {
+  if (ms < 3600 * 1000) return fmt::format("{:02}:{:02}.{:03}", ms / 60000, ms / 1000 % 60, ms % 1000);
+  return FormatSlurmTime(std::chrono::seconds(ms / 1000));
+}
+
 int StepNodeCount(const v1::JobStep& step) {
   absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(step.nodes());
   return names.ok() ? static_cast<int>(names->size()) : 0;
@@ -359,6 +366,8 @@ nlohmann::ordered_json StepToJson(const v1::Job& job, const v1::JobStep& step,
       step.end_time_ms() > 0 ? nlohmann::ordered_json(step.end_time_ms()) : nlohmann::ordered_json();
   out["elapsed_s"] = StepElapsedSeconds(step, now_ms);
   out["reason"] = step.reason();
+  out["max_rss_kb"] = step.max_rss_kb();
+  out["total_cpu_ms"] = step.total_cpu_ms();
   return out;
 }
 

@@ -98,11 +98,18 @@ void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEn
 
 /// One step as JSON: id (JOB.NAME), name (batch, 0, 1, …), state, nodes,
 /// tasks, exit_code, exit_signal, start_time_ms, end_time_ms (null:
-/// running), elapsed_s, reason.
+/// running), elapsed_s, reason, max_rss_kb, total_cpu_ms (of its ranks that
+/// ended).
 [[nodiscard]] nlohmann::ordered_json StepToJson(const v1::Job& job, const v1::JobStep& step,
                                                 std::int64_t now_ms);
 /// A step as users write it: `12.batch`, `12.0`, `12_3.1`.
 [[nodiscard]] std::string StepDisplayId(const v1::Job& job, const v1::JobStep& step);
+/// Peak resident memory as sacct's MaxRSS (`2048K`); empty for 0 (none
+/// measured yet).
+[[nodiscard]] std::string FormatMaxRss(std::int64_t kb);
+/// CPU time as sacct's TotalCPU: `MM:SS.mmm` under an hour, else
+/// `[D-]HH:MM:SS`.
+[[nodiscard]] std::string FormatCpuTime(std::int64_t ms);
 /// How many nodes the step runs on (its hostlist's).
 [[nodiscard]] int StepNodeCount(const v1::JobStep& step);
 /// How long the step has run (until its end once it ended).

@@ -47,7 +47,7 @@ void PrintSteps(const std::vector<v1::Job>& jobs, const QueueOptions& o, std::in
   std::vector<std::vector<std::string>> rows;
   if (!o.no_header) {
     rows.push_back({"STEPID", "NAME", "STATE", "USER", "TIME", "NODES", "TASKS", "EXITCODE",
-                    "NODELIST"});
+                    "MAXRSS", "TOTALCPU", "NODELIST"});
   }
   for (const v1::Job& job : jobs) {
     for (const v1::JobStep& step : job.steps()) {
@@ -55,7 +55,9 @@ void PrintSteps(const std::vector<v1::Job>& jobs, const QueueOptions& o, std::in
                       step.step_id() < 0 ? std::string("batch") : job.spec().name(),
                       step.state(), JobUser(job), FormatElapsed(StepElapsedSeconds(step, now)),
                       std::to_string(StepNodeCount(step)), std::to_string(step.tasks()),
-                      fmt::format("{}:{}", step.exit_code(), step.exit_signal()), step.nodes()});
+                      fmt::format("{}:{}", step.exit_code(), step.exit_signal()),
+                      FormatMaxRss(step.max_rss_kb()), FormatCpuTime(step.total_cpu_ms()),
+                      step.nodes()});
     }
   }
   PrintColumns(rows, std::cout);

@@ -78,11 +78,13 @@ void PrintSteps(const v1::Job& job, std::int64_t now) {
   if (job.steps().empty()) return;
   std::cout << fmt::format("   Steps={}\n", job.steps_size());
   for (const v1::JobStep& step : job.steps()) {
-    std::cout << fmt::format("     StepId={} State={} NodeList={} Tasks={} Elapsed={} ExitCode={}:{}{}\n",
-                             StepDisplayId(job, step), step.state(), step.nodes(), step.tasks(),
-                             FormatElapsed(StepElapsedSeconds(step, now)), step.exit_code(),
-                             step.exit_signal(),
-                             step.reason().empty() ? "" : " Reason=" + step.reason());
+    std::cout << fmt::format(
+        "     StepId={} State={} NodeList={} Tasks={} Elapsed={} ExitCode={}:{} MaxRSS={} "
+        "TotalCPU={}{}\n",
+        StepDisplayId(job, step), step.state(), step.nodes(), step.tasks(),
+        FormatElapsed(StepElapsedSeconds(step, now)), step.exit_code(), step.exit_signal(),
+        OrNull(FormatMaxRss(step.max_rss_kb())), FormatCpuTime(step.total_cpu_ms()),
+        step.reason().empty() ? "" : " Reason=" + step.reason());
   }
 }
 

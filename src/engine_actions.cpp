@@ -4,6 +4,8 @@
 // caller may.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cohort/engine.h"
 #include "engine_core.h"
 #include "engine_support.h"
@@ -113,6 +115,23 @@ void Engine::StepRankExited(JobId id, int step, NodeId node, int exit_code, int 
        .exit_code = exit_code,
        .signal = signal},
       now, effects);
+}
+
+void Engine::AddUsage(JobId id, std::optional<int> step, std::int64_t max_rss_kb,
+                      std::int64_t cpu_ms) {
+  Job* job = core_->book.Find(id);
+  if (job == nullptr || max_rss_kb < 0 || cpu_ms < 0) return;
+  std::int64_t* peak = &job->own_max_rss_kb;
+  std::int64_t* cpu = &job->own_cpu_ms;
+  if (step) {
+    const auto it = std::find_if(job->steps.begin(), job->steps.end(),
+                                 [&](const JobStep& s) { return s.id == *step; });
+    if (it == job->steps.end()) return;
+    peak = &it->max_rss_kb;
+    cpu = &it->cpu_ms;
+  }
+  *peak = std::max(*peak, max_rss_kb);
+  *cpu += cpu_ms;
 }
 
 void Engine::StepLaunchFailed(JobId id, int step, NodeId node, const std::string& reason,

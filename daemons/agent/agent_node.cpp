@@ -131,6 +131,8 @@ v1::Register AgentNode::MakeRegister() const {
       finished->set_signal(failure->signal);
     }
     finished->set_launch_error(record.LaunchError());
+    finished->set_max_rss_kb(record.MaxRssKb());
+    finished->set_cpu_ms(record.CpuMs());
   }
   if (fake_) fake_->AddTo(message);
   return message;
@@ -530,6 +532,8 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
           exited->set_rank(r.rank);
           exited->set_exit_code(r.exit_code);
           exited->set_signal(r.signal);
+          exited->set_max_rss_kb(r.max_rss_kb);
+          exited->set_cpu_ms(r.cpu_ms);
           session_.Send(std::move(message));
           LaunchLog().log(
               r.exit_code == 0 && r.signal == 0 ? spdlog::level::debug : spdlog::level::info,

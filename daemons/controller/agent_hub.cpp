@@ -153,6 +153,8 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
     }
     case v1::AgentMessage::kRankExited: {
       const v1::RankExited& e = message.rank_exited();
+      engine.AddUsage(e.job_id(), e.has_step() ? std::optional(e.step()) : std::nullopt,
+                      e.max_rss_kb(), e.cpu_ms());
       if (e.has_step()) {
         engine.StepRankExited(e.job_id(), e.step(), node, e.exit_code(), e.signal(), now, effects);
       } else {

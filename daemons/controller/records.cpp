@@ -47,6 +47,8 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
       if (i < step.node_exits.size()) n.set_exited(step.node_exits[i]);
     }
     out.set_reason(step.reason);
+    out.set_max_rss_kb(step.max_rss_kb);
+    out.set_cpu_ms(step.cpu_ms);
     out.set_tasks(step.placement.tasks);
     out.set_sharing(static_cast<int>(step.placement.sharing));
     out.set_state(static_cast<int>(step.state));
@@ -59,6 +61,8 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
     out.set_cancelled(step.cancelled);
   }
   r.set_next_step(job.next_step);
+  r.set_own_max_rss_kb(job.own_max_rss_kb);
+  r.set_own_cpu_ms(job.own_cpu_ms);
 }
 
 // The steps of a record, refused when they could not have been the
@@ -67,6 +71,8 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
 absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
   alloc::StepLedger ledger(job.placement.grants, 1, 1);
   job.next_step = std::max(record.next_step(), FirstStep(job));
+  job.own_max_rss_kb = record.own_max_rss_kb();
+  job.own_cpu_ms = record.own_cpu_ms();
   for (const v1::StepRecord& s : record.steps()) {
     JobStep& step = job.steps.emplace_back();
     step.id = s.id();
@@ -86,6 +92,8 @@ absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
       step.node_exits.push_back(std::clamp(n.exited(), 0, std::max(n.tasks(), 0)));
     }
     step.reason = s.reason();
+    step.max_rss_kb = s.max_rss_kb();
+    step.cpu_ms = s.cpu_ms();
     step.start_time = Millis(s.start_time_ms());
     step.end_time = Millis(s.end_time_ms());
     step.ranks_exited = s.ranks_exited();
@@ -297,6 +305,8 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   *out->mutable_preemptions() = record.preemptions();
   // The steps as the engine's job has them; a record the engine could not
   // read shows none.
+  out->set_max_rss_kb(record.own_max_rss_kb());
+  out->set_total_cpu_ms(record.own_cpu_ms());
   if (absl::StatusOr<Job> job = FromRecord(record, topology); job.ok()) {
     StepsToWire(*job, topology, out);
   }

@@ -247,6 +247,8 @@ void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* ou
     batch.set_nodes(topology.NodeName(job.placement.grants.front().node));
     batch.set_tasks(1);
     batch.set_start_time_ms(job.start_time.count());
+    batch.set_max_rss_kb(job.own_max_rss_kb);
+    batch.set_total_cpu_ms(job.own_cpu_ms);
     if (job.state != JobState::kRunning) {
       batch.set_exit_code(job.exit_code);
       batch.set_exit_signal(job.exit_signal);
@@ -271,6 +273,8 @@ void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* ou
     s.set_start_time_ms(step.start_time.count());
     s.set_end_time_ms(step.end_time.count());
     s.set_reason(step.reason);
+    s.set_max_rss_kb(step.max_rss_kb);
+    s.set_total_cpu_ms(step.cpu_ms);
   }
 }
 
@@ -314,6 +318,8 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_dependency(FormatDependency(job.dependency_left));
   out->set_suspended(IsSuspended(job));
   out->set_preempt_deadline_ms(job.preempt_deadline.count());
+  out->set_max_rss_kb(job.own_max_rss_kb);
+  out->set_total_cpu_ms(job.own_cpu_ms);
   StepsToWire(job, topology, out);
 }
 

@@ -137,7 +137,8 @@ class EventLog {
 void ReapAll(std::map<pid_t, int> live, EventLog& events) {
   while (!live.empty()) {
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
+    struct rusage usage {};
+    const pid_t pid = ::wait4(-1, &status, 0, &usage);
     if (pid < 0) {
       if (errno == EINTR) continue;
       Complain("waitpid: {}; {} ranks unaccounted for", std::strerror(errno), live.size());
@@ -145,9 +146,7 @@ void ReapAll(std::map<pid_t, int> live, EventLog& events) {
     }
     const auto it = live.find(pid);
     if (it == live.end()) continue;
-    const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-    const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    events.Append(RankExitEvent{it->second, exit_code, signal});
+    events.Append(ExitOf(it->second, status, usage));
     live.erase(it);
   }
 }

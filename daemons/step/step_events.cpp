@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <charconv>
 #include <type_traits>
@@ -47,7 +49,8 @@ std::string FormatStepEvent(const StepEvent& event) {
         } else if constexpr (std::is_same_v<T, GroupEvent>) {
           return fmt::format("pgid {}\n", e.pgid);
         } else if constexpr (std::is_same_v<T, RankExitEvent>) {
-          return fmt::format("exit {} {} {}\n", e.rank, e.exit_code, e.signal);
+          return fmt::format("exit {} {} {} {} {}\n", e.rank, e.exit_code, e.signal, e.max_rss_kb,
+                             e.cpu_ms);
         } else if constexpr (std::is_same_v<T, FailedEvent>) {
           std::string reason = e.reason;
           std::replace(reason.begin(), reason.end(), '\n', ' ');
@@ -57,6 +60,17 @@ std::string FormatStepEvent(const StepEvent& event) {
         }
       },
       event);
+}
+
+RankExitEvent ExitOf(int rank, int wait_status, const struct rusage& usage) {
+  const auto ms = [](const timeval& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1000 + t.tv_usec / 1000;
+  };
+  return RankExitEvent{.rank = rank,
+                       .exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0,
+                       .signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0,
+                       .max_rss_kb = usage.ru_maxrss,
+                       .cpu_ms = ms(usage.ru_utime) + ms(usage.ru_stime)};
 }
 
 absl::StatusOr<StepEvent> ParseStepEvent(std::string_view line) {
@@ -81,6 +95,10 @@ absl::StatusOr<StepEvent> ParseStepEvent(std::string_view line) {
     RankExitEvent e;
     ok = ParseNumber(rest, e.rank) && ParseNumber(rest, e.exit_code) &&
          ParseNumber(rest, e.signal) && e.rank >= 0 && e.signal >= 0;
+    if (ok && !rest.empty()) {
+      ok = ParseNumber(rest, e.max_rss_kb) && ParseNumber(rest, e.cpu_ms) && e.max_rss_kb >= 0 &&
+           e.cpu_ms >= 0;
+    }
     event = e;
   } else if (word == "done") {
     event = DoneEvent{};
@@ -121,13 +139,15 @@ std::optional<LaunchReport> LaunchRecord::Apply(const StepEvent& event) {
           return RanksStartedReport{started_, pgid_};
         } else if constexpr (std::is_same_v<T, RankExitEvent>) {
           if (!started_.contains(e.rank) || !exits_.emplace(e.rank, e).second) return std::nullopt;
+          max_rss_kb_ = std::max(max_rss_kb_, e.max_rss_kb);
+          cpu_ms_ += e.cpu_ms;
           if (e.exit_code == 0 && e.signal == 0) {
             ++ranks_ok_;
           } else if (running_ && !first_failure_) {
             first_failure_ = e;
           }
           if (!running_) return std::nullopt;
-          return RankExitedReport{e.rank, e.exit_code, e.signal};
+          return RankExitedReport{e.rank, e.exit_code, e.signal, e.max_rss_kb, e.cpu_ms};
         } else if constexpr (std::is_same_v<T, FailedEvent>) {
           if (failed_ || running_) return std::nullopt;
           failed_ = true;

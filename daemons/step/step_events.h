@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -22,7 +23,9 @@
 ///   stepd PID START       its own pid and /proc start time (first line)
 ///   started RANK PID      a rank runs (one line per rank, in rank order)
 ///   pgid N                every rank runs, in process group N
-///   exit RANK CODE SIGNAL a rank was reaped (SIGNAL 0: it exited with CODE)
+///   exit RANK CODE SIGNAL [MAXRSS_KB CPU_MS]
+///                         a rank was reaped (SIGNAL 0: it exited with CODE),
+///                         with what it used (older stepds wrote no usage)
 ///   failed REASON         not every rank could start; the started ones are
 ///                         killed, and their exits follow
 ///   done                  every rank started was reaped; the stepd exits
@@ -45,6 +48,10 @@ struct RankExitEvent {
   int rank = 0;
   int exit_code = 0;  ///< meaningful when signal is 0
   int signal = 0;     ///< the signal that killed the rank; 0 when it exited
+  /// What the rank used, from wait4: its peak resident memory and its user
+  /// plus system CPU time, its waited-for children's included.
+  std::int64_t max_rss_kb = 0;
+  std::int64_t cpu_ms = 0;
 };
 struct FailedEvent {
   std::string reason;  ///< one line; starts with the node's name
@@ -71,6 +78,9 @@ struct CompleteLines {
 };
 [[nodiscard]] CompleteLines SplitCompleteLines(std::string_view text);
 
+/// A reaped rank's event from its wait status and resource usage (wait4).
+[[nodiscard]] RankExitEvent ExitOf(int rank, int wait_status, const struct rusage& usage);
+
 /// What a launch's events mean for the controller, in the order they happen.
 struct RanksStartedReport {
   std::map<int, pid_t> ranks;  ///< global rank → pid
@@ -80,6 +90,8 @@ struct RankExitedReport {
   int rank = 0;
   int exit_code = 0;
   int signal = 0;
+  std::int64_t max_rss_kb = 0;
+  std::int64_t cpu_ms = 0;
 };
 struct LaunchFailedReport {
   std::string reason;
@@ -120,6 +132,10 @@ class LaunchRecord {
   [[nodiscard]] int RanksOk() const { return ranks_ok_; }
   /// The first rank of a running launch that exited non-zero or by a signal.
   [[nodiscard]] const std::optional<RankExitEvent>& FirstFailure() const { return first_failure_; }
+  /// The largest peak resident memory of its ranks that exited, and their
+  /// CPU time together.
+  [[nodiscard]] std::int64_t MaxRssKb() const { return max_rss_kb_; }
+  [[nodiscard]] std::int64_t CpuMs() const { return cpu_ms_; }
   /// Why the launch failed to start; empty when it did not fail.
   [[nodiscard]] const std::string& LaunchError() const { return launch_error_; }
 
@@ -133,6 +149,8 @@ class LaunchRecord {
   bool done_ = false;
   int ranks_ok_ = 0;
   std::optional<RankExitEvent> first_failure_;
+  std::int64_t max_rss_kb_ = 0;
+  std::int64_t cpu_ms_ = 0;
   std::string launch_error_;
 };
 

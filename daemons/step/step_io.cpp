@@ -196,11 +196,11 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
   while (true) {
     int status = 0;
     pid_t pid = 0;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    struct rusage usage {};
+    while ((pid = ::wait4(-1, &status, WNOHANG, &usage)) > 0) {
       const auto it = live.find(pid);
       if (it == live.end()) continue;
-      on_exit(RankExitEvent{it->second, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
-                            WIFSIGNALED(status) ? WTERMSIG(status) : 0});
+      on_exit(ExitOf(it->second, status, usage));
       live.erase(it);
     }
     if (live.empty()) {

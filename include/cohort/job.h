@@ -229,6 +229,8 @@ struct JobStep {
   /// finished launch sets its node's count whole, so reports apply once).
   std::vector<int> node_exits;
   std::string reason;              ///< why it failed, in words; empty when it did not
+  std::int64_t max_rss_kb = 0;     ///< the largest peak resident memory of its ranks (MaxRSS)
+  std::int64_t cpu_ms = 0;         ///< their user and system CPU time together (TotalCPU)
   int exit_code = 0;  ///< its first failing rank's; 0 when every rank exited 0
   int exit_signal = 0;
   bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
@@ -266,6 +268,10 @@ struct Job {
   /// the id the next one gets.
   std::vector<JobStep> steps;
   int next_step = 0;
+  /// What the ranks of the job's own launch used (the batch script's, or
+  /// the command's run as every rank), as for a step.
+  std::int64_t own_max_rss_kb = 0;
+  std::int64_t own_cpu_ms = 0;
 
   std::string qos;          ///< resolved
   Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)

@@ -44,7 +44,11 @@ pass "a 4-node batch script ran once and its step ran each of 8 ranks once"
 show=$(cohort show job "$id" --json)
 grep -q '"name": *"batch"' <<<"$show" || fail "show job lists no batch step: $show"
 grep -q '"name": *"0"' <<<"$show" || fail "show job lists no step 0: $show"
-pass "the job lists its batch step and step 0"
+history=$(cohort history -j "$id" -P)
+grep -q "^$id\.0|.*|COMPLETED|0:0||[1-9][0-9]*K|[0-9][0-9]:[0-9][0-9]\.[0-9]*$" <<<"$history" ||
+  fail "history's line of step $id.0 lacks its MaxRSS and TotalCPU: $history"
+grep -q "^$id\.batch|batch|.*|COMPLETED|0:0|" <<<"$history" || fail "history lacks $id.batch: $history"
+pass "the job lists its batch step and step 0, with what the step used"
 
 # Two concurrent steps of two nodes each in a 4-node allocation; a third
 # that asks more nodes than there are is refused with both numbers; a step's
@@ -147,7 +151,7 @@ state_is "$alloc" RUNNING || fail "job $alloc is $(job_state "$alloc") after the
 cohort cancel "$alloc"
 wait_until 30 finished "$alloc" || fail "job $alloc did not end"
 history=$(cohort history -j "$alloc" -P)
-grep -q "^$alloc\.$step|.*|FAILED|5:0|$" <<<"$history" ||
+grep -q "^$alloc\.$step|.*|FAILED|5:0|" <<<"$history" ||
   fail "history does not show step $alloc.$step FAILED with exit code 5: $history"
 pass "a step outlived a controller killed with -9 and history shows its exit code"
 finish_test

@@ -198,7 +198,7 @@ TEST_F(HistoryFormatTest, RowsAreSacctColumns) {
       HistoryRow(FinishedJob()),
       (std::vector<std::string>{"42", "train", "alice", "physics", "gpu", "2", "node[01-02]",
                                 "2024-05-01T12:45:00", "2024-05-01T12:55:00", "2024-05-02T14:46:01",
-                                "1-01:51:01", "FAILED", "0:9", "25.13"}));
+                                "1-01:51:01", "FAILED", "0:9", "25.13", "", ""}));
   v1::Job never_ran = FinishedJob();
   never_ran.clear_nodes();
   never_ran.set_start_time_ms(0);
@@ -211,6 +211,26 @@ TEST_F(HistoryFormatTest, RowsAreSacctColumns) {
   EXPECT_EQ(row[10], "00:00:00");
   EXPECT_EQ(row[12], "0:0");
   EXPECT_EQ(row[13], "0.00");
+  EXPECT_EQ(HistoryHeader().size(), row.size());
+}
+
+TEST_F(HistoryFormatTest, StepRowsAreSacctStepLines) {
+  v1::Job job = FinishedJob();
+  v1::JobStep& step = *job.add_steps();
+  step.set_step_id(0);
+  step.set_name("0");
+  step.set_state("FAILED");
+  step.set_nodes("node[01-02]");
+  step.set_exit_code(3);
+  step.set_start_time_ms(job.start_time_ms());
+  step.set_end_time_ms(job.start_time_ms() + 61'000);
+  step.set_max_rss_kb(2048);
+  step.set_total_cpu_ms(61'250);
+  const std::vector<std::string> row = HistoryStepRow(job, step);
+  EXPECT_EQ(row, (std::vector<std::string>{"42.0", "train", "", "physics", "", "2", "node[01-02]",
+                                           "", "2024-05-01T12:55:00", "2024-05-01T12:56:01",
+                                           "00:01:01", "FAILED", "3:0", "", "2048K",
+                                           "01:01.250"}));
   EXPECT_EQ(HistoryHeader().size(), row.size());
 }
 

@@ -33,6 +33,8 @@ class RecordsTest : public ::testing::Test {
     done.state = StepState::kCompleted;
     done.ranks_exited = 1;
     done.node_exits = {1};
+    done.max_rss_kb = 2048;
+    done.cpu_ms = 1500;
     done.start_time = Millis(5000);
     done.end_time = Millis(6000);
     JobStep& running = job.steps.emplace_back();
@@ -82,6 +84,8 @@ TEST_F(RecordsTest, AJobsStepsComeBackFromItsRecordAsTheyWere) {
     EXPECT_EQ(is.ranks_exited, was.ranks_exited);
     EXPECT_EQ(is.node_exits, was.node_exits);
     EXPECT_EQ(is.reason, was.reason);
+    EXPECT_EQ(is.max_rss_kb, was.max_rss_kb);
+    EXPECT_EQ(is.cpu_ms, was.cpu_ms);
     EXPECT_EQ(is.exit_code, was.exit_code);
     EXPECT_EQ(is.stopping, was.stopping);
     EXPECT_EQ(is.cancelled, was.cancelled);

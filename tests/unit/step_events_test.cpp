@@ -31,7 +31,7 @@ TEST(StepEventsTest, EveryEventRoundTripsThroughItsLine) {
       StepdEvent{4242, 987654321},
       RankStartedEvent{3, 4300},
       GroupEvent{4300},
-      RankExitEvent{3, 7, 0},
+      RankExitEvent{3, 7, 0, 2048, 1500},
       RankExitEvent{4, 0, SIGKILL},
       FailedEvent{"n1: cannot run"},
       DoneEvent{},
@@ -40,7 +40,7 @@ TEST(StepEventsTest, EveryEventRoundTripsThroughItsLine) {
   for (const StepEvent& event : events) file += FormatStepEvent(event);
   EXPECT_EQ(file,
             "stepd 4242 987654321\nstarted 3 4300\npgid 4300\nexit 3 7 "
-            "0\nexit 4 0 9\n"
+            "0 2048 1500\nexit 4 0 9 0 0\n"
             "failed n1: cannot run\ndone\n");
   const CompleteLines complete = SplitCompleteLines(file);
   ASSERT_EQ(complete.lines.size(), events.size());
@@ -49,6 +49,19 @@ TEST(StepEventsTest, EveryEventRoundTripsThroughItsLine) {
     ASSERT_TRUE(parsed.ok()) << complete.lines[i];
     EXPECT_EQ(FormatStepEvent(*parsed), FormatStepEvent(events[i]));
   }
+}
+
+TEST(LaunchRecordTest, RanksUsageAddsUpAndOlderLinesHaveNone) {
+  LaunchRecord record;
+  const std::vector<LaunchReport> reports = ApplyAll(
+      record, "started 0 10\nstarted 1 11\npgid 10\nexit 0 0 0 4096 250\nexit 1 0 0\n");
+  ASSERT_EQ(reports.size(), 3U);
+  EXPECT_EQ(std::get<RankExitedReport>(reports[1]).max_rss_kb, 4096);
+  EXPECT_EQ(std::get<RankExitedReport>(reports[1]).cpu_ms, 250);
+  EXPECT_EQ(std::get<RankExitedReport>(reports[2]).cpu_ms, 0);
+  EXPECT_EQ(record.MaxRssKb(), 4096);
+  EXPECT_EQ(record.CpuMs(), 250);
+  EXPECT_FALSE(ParseStepEvent("exit 0 0 0 -1 5").ok());
 }
 
 TEST(StepEventsTest, AReasonStaysOnOneLine) {
@@ -149,7 +162,7 @@ TEST(LaunchRecordTest, AnAbandonedRunningLaunchKillsWhatIsLeft) {
   std::string text;
   for (const StepEvent& event : events) text += FormatStepEvent(event);
   // Ranks were reported started: their end is an exit, not a launch failure.
-  EXPECT_EQ(text, "exit 0 0 9\ndone\n");
+  EXPECT_EQ(text, "exit 0 0 9 0 0\ndone\n");
   const std::vector<LaunchReport> reports = ApplyAll(record, text);
   ASSERT_EQ(reports.size(), 2U);
   EXPECT_EQ(std::get<RankExitedReport>(reports[0]).signal, SIGKILL);
@@ -165,7 +178,7 @@ TEST(LaunchRecordTest, AnAbandonedStartingLaunchFails) {
   for (const StepEvent& event : record.AbandonEvents("n1: stepd gone")) {
     text += FormatStepEvent(event);
   }
-  EXPECT_EQ(text, "failed n1: stepd gone\nexit 0 0 9\ndone\n");
+  EXPECT_EQ(text, "failed n1: stepd gone\nexit 0 0 9 0 0\ndone\n");
 
   LaunchRecord empty;
   text.clear();
