@@ -44,6 +44,7 @@ struct RunState {
   bool exact = false;    ///< --exact: a step holds only what its tasks ask
   bool overlap = false;  ///< --overlap: a step shares with every other step
   std::string input = "0";  ///< --input: the step's rank that reads stdin, or none
+  bool pty = false;         ///< --pty: one task of the step on a terminal
 };
 
 // The job whose allocation `cohort run` runs in: --jobid, else the job it
@@ -234,12 +235,18 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
                                   : state.exact || options.exclusive ? v1::STEP_EXACT
                                                                      : v1::STEP_WHOLE_NODES,
                        .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
-                       .stdin_rank = stdin_rank};
+                       .stdin_rank = stdin_rank,
+                       .terminal = state.pty ? StepTerminal::kPty : StepTerminal::kNone};
     return RunStep(*client, options, step, command->words);
   }
   if (state.exact || state.overlap) {
     std::cerr << "cohort: run: --exact and --overlap shape steps inside a job; outside one, run "
                  "starts a job of its own (see --exclusive)\n";
+    return 2;
+  }
+  if (state.pty) {
+    std::cerr << "cohort: run: --pty runs a step on a terminal inside a job: first cohort alloc "
+                 "(or --jobid ID of a running job), then cohort run --pty bash\n";
     return 2;
   }
   if (options.array) {
@@ -319,6 +326,9 @@ void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
   if (CLI::Option* sbatch_input = run->get_option_no_throw("--input")) {
     run->remove_option(sbatch_input);
   }
+  run->add_flag("--pty", state->pty,
+                "inside a job: run one task on a pseudo-terminal, its stdin, stdout and stderr "
+                "this terminal's (cohort run --pty bash: a shell on a compute node)");
   run->add_option("--input", state->input,
                   "inside a job: the step's rank that reads this command's stdin (default 0), "
                   "or none")

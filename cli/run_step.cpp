@@ -2,6 +2,8 @@
 #include "run_step.h"
 
 #include <signal.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -96,6 +98,27 @@ std::optional<v1::JobStep> FindStep(const v1::Job& job, int step_id) {
   }
   return std::nullopt;
 }
+
+// Our terminal in raw mode while a --pty step runs (when stdin is one), as
+// it was again afterwards.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (::isatty(STDIN_FILENO) == 0 || ::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
 
 // What Ctrl-C does while a step runs: SIGINT to its ranks; a second within
 // kCancelWindow cancels it; one more stops waiting.
@@ -192,7 +215,7 @@ int NodeCount(const std::string& nodes) {
 // `cohort run`.
 int FollowStep(ControllerClient& client, const v1::StartStepResponse& started,
                const std::string& job_ref, const std::optional<std::filesystem::path>& folder,
-               RankLabels labels, StepIoServer* server) {
+               RankLabels labels, StepIoServer* server, std::optional<RawTerminal>& raw) {
   const std::string name = fmt::format("{}.{}", job_ref, started.step_id());
   Watch watch;
   std::thread watcher([&] { WatchLoop(client, started.job_id(), watch); });
@@ -221,6 +244,7 @@ int FollowStep(ControllerClient& client, const v1::StartStepResponse& started,
   watcher.join();
   if (output) output->Flush();
   if (server != nullptr) server->Finish(NodeCount(started.nodes()), kOutputWait);
+  raw.reset();  // our words below are for a terminal in its usual mode
   if (folder) {
     std::error_code ignored;
     std::filesystem::remove_all(*folder, ignored);
@@ -247,10 +271,17 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
     std::cerr << fmt::format("cohort: {}\n", spec.status());
     return 2;
   }
+  const bool pty = step.terminal == StepTerminal::kPty;
+  if (pty && (options.nodes.value_or(1) != 1 || options.ntasks.value_or(1) != 1 ||
+              options.tasks_per_node.value_or(1) != 1 || options.output || options.error)) {
+    std::cerr << "cohort: --pty runs one task on a terminal: leave out -N, -n, "
+                 "--ntasks-per-node, -o and -e (or give 1)\n";
+    return 2;
+  }
   v1::StartStepRequest request;
   request.set_job_ref(step.job);
-  request.set_nodes(options.nodes.value_or(0));
-  request.set_tasks(options.ntasks.value_or(0));
+  request.set_nodes(pty ? 1 : options.nodes.value_or(0));
+  request.set_tasks(pty ? 1 : options.ntasks.value_or(0));
   request.set_tasks_per_node(options.tasks_per_node.value_or(0));
   request.set_cpus_per_task(options.cpus_per_task.value_or(0));
   if (options.gpus_per_node) request.set_gpus_per_node(*options.gpus_per_node);
@@ -266,8 +297,8 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
   std::unique_ptr<StepIoServer> server;
   std::optional<std::filesystem::path> folder;
   if (!options.output && !options.error) {
-    absl::StatusOr<std::unique_ptr<StepIoServer>> listening =
-        StepIoServer::Listen(StepIoHost(client.Address()), step.labels, step.stdin_rank);
+    absl::StatusOr<std::unique_ptr<StepIoServer>> listening = StepIoServer::Listen(
+        StepIoHost(client.Address()), step.labels, step.stdin_rank, step.terminal);
     if (!listening.ok()) {
       std::cerr << fmt::format("cohort: {}\n", listening.status());
       return 1;
@@ -296,7 +327,11 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
     }
     return absl::IsCancelled(started.status()) ? 130 : 1;
   }
-  return FollowStep(client, *started, step.job, folder, step.labels, server.get());
+  // A terminal session: keys go to the rank's terminal as typed (Ctrl-C
+  // too), so ours is raw until the step ends.
+  std::optional<RawTerminal> raw;
+  if (pty) raw.emplace();
+  return FollowStep(client, *started, step.job, folder, step.labels, server.get(), raw);
 }
 
 }  // namespace cohort::cli

@@ -8,6 +8,7 @@
 #include "controller_client.h"
 #include "job_options.h"
 #include "rank_output.h"
+#include "step_io_server.h"
 
 /// `cohort run` inside a job's allocation: the command becomes a step of the
 /// job (as `srun` inside `sbatch` or `salloc`), not a job of its own.
@@ -18,6 +19,7 @@ struct StepRun {
   v1::StepSharing sharing = v1::STEP_WHOLE_NODES;
   RankLabels labels = RankLabels::kNone;
   int stdin_rank = 0;  ///< the step's rank that reads our stdin (--input); -1: none
+  StepTerminal terminal = StepTerminal::kNone;  ///< --pty: one task, on a terminal
 };
 
 /// Starts `command` as a step of `step.job` with the options that shape a

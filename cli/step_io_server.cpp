@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -98,9 +99,11 @@ std::string StepIoHost(const std::string& target) {
 
 absl::StatusOr<std::unique_ptr<StepIoServer>> StepIoServer::Listen(const std::string& host,
                                                                    RankLabels labels,
-                                                                   int stdin_rank) {
+                                                                   int stdin_rank,
+                                                                   StepTerminal terminal) {
   std::unique_ptr<StepIoServer> server(new StepIoServer());
   server->labels_ = labels;
+  server->pty_ = terminal == StepTerminal::kPty;
   server->stdin_rank_ = stdin_rank;
   server->key_ = RandomKey();
   addrinfo hints{};
@@ -149,6 +152,7 @@ v1::StepIo StepIoServer::Io() const {
   io.set_address(address_);
   io.set_key(key_);
   io.set_stdin_rank(stdin_rank_);
+  io.set_pty(pty_);
   return io;
 }
 
@@ -164,6 +168,10 @@ void StepIoServer::Finish(int nodes, std::chrono::milliseconds limit) {
 }
 
 void StepIoServer::Print(int rank, bool error, std::string_view data) {
+  if (pty_) {  // a terminal's output: prompts end without a newline
+    WriteAll(error ? STDERR_FILENO : STDOUT_FILENO, data);
+    return;
+  }
   std::string& partial = partial_[{rank, error}];
   partial.append(data);
   std::size_t end = partial.rfind('\n');
@@ -198,6 +206,7 @@ void StepIoServer::Serve() {
   std::string stdin_pending;
   bool stdin_open = stdin_rank_ >= 0;
   bool stdin_end_sent = false;
+  bool size_sent = !pty_;
   char buffer[kReadSize];
   // The connection of the node that runs the stdin rank, once it said hello.
   auto stdin_target = [&]() -> Connection* {
@@ -229,6 +238,15 @@ void StepIoServer::Serve() {
       }
     }
     if (Connection* target = stdin_target(); target != nullptr) {
+      if (!size_sent) {
+        winsize size{};
+        if (::ioctl(STDIN_FILENO, TIOCGWINSZ, &size) == 0) {
+          target->outbox += io::EncodeFrame({.kind = io::FrameKind::kWinsize,
+                                             .rank = stdin_rank_,
+                                             .data = fmt::format("{} {}", size.ws_row, size.ws_col)});
+        }
+        size_sent = true;
+      }
       if (!stdin_pending.empty()) {
         target->outbox += io::EncodeFrame(
             {.kind = io::FrameKind::kStdin, .rank = stdin_rank_, .data = stdin_pending});

@@ -24,14 +24,19 @@
 /// with the nodes.
 namespace cohort::cli {
 
+/// Whether the step's stdin rank runs on a pseudo-terminal (--pty).
+enum class StepTerminal { kNone, kPty };
+
 class StepIoServer {
  public:
   /// Listens on `host` (an address of this host the nodes can reach; port
   /// chosen by the system) and starts the thread that serves the stream.
-  /// `stdin_rank` -1: stdin is not read. The errno's status when it cannot
-  /// listen.
+  /// `stdin_rank` -1: stdin is not read. With StepTerminal::kPty that rank
+  /// runs on a pseudo-terminal: its output is printed as it comes, not a
+  /// line at a time, and the terminal's size is sent to it. The errno's
+  /// status when it cannot listen.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepIoServer>> Listen(
-      const std::string& host, RankLabels labels, int stdin_rank);
+      const std::string& host, RankLabels labels, int stdin_rank, StepTerminal terminal);
   ~StepIoServer();
   StepIoServer(const StepIoServer&) = delete;
   StepIoServer& operator=(const StepIoServer&) = delete;
@@ -57,6 +62,7 @@ class StepIoServer {
   std::string address_;
   std::string key_;
   int stdin_rank_ = -1;
+  bool pty_ = false;
   RankLabels labels_ = RankLabels::kNone;
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -20,7 +20,7 @@ std::uint32_t GetUint32(std::string_view bytes) {
 
 bool KnownKind(std::uint8_t kind) {
   return kind >= static_cast<std::uint8_t>(FrameKind::kHello) &&
-         kind <= static_cast<std::uint8_t>(FrameKind::kDone);
+         kind <= static_cast<std::uint8_t>(FrameKind::kWinsize);
 }
 
 template <typename T>

@@ -263,7 +263,8 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   if (launch.has_step() && !launch.step_io().address().empty()) {
     plan.io = {.address = launch.step_io().address(),
                .key = launch.step_io().key(),
-               .stdin_rank = launch.step_io().stdin_rank()};
+               .stdin_rank = launch.step_io().stdin_rank(),
+               .pty = launch.step_io().pty()};
   }
   return plan;
 }

@@ -226,12 +226,13 @@ absl::Status StepLauncher::PrepareCgroups() {
 
 void StepLauncher::KillLaunchCgroup(const std::string& node, step::LaunchId id) const {
   if (cgroup_base_.empty()) return;
-  step::KillCgroup(step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt));
+  step::KillCgroup(step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt, id.step));
 }
 
 void StepLauncher::RemoveLaunchCgroup(const std::string& node, step::LaunchId id) const {
   if (cgroup_base_.empty()) return;
-  const std::string folder = step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt);
+  const std::string folder =
+      step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt, id.step);
   if (absl::Status removed = step::RemoveCgroup(folder, std::chrono::milliseconds(0));
       !removed.ok()) {
     LaunchLog().warn("cgroup_not_removed job={} node={} attempt={} error={:?}", id.job_id, node,
@@ -306,7 +307,8 @@ absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
                                           const step::LaunchFile& planned) const {
   step::LaunchFile file = planned;
   if (!cgroup_base_.empty()) {
-    file.cgroup = step::LaunchCgroupFolder(cgroup_base_, file.node, file.job_id, file.attempt);
+    file.cgroup =
+        step::LaunchCgroupFolder(cgroup_base_, file.node, file.job_id, file.attempt, file.step);
     // A leftover of the same launch id (the controller's state was reset) is
     // reused.
     if (::mkdir(file.cgroup.c_str(), 0755) != 0 && errno != EEXIST) {

@@ -63,8 +63,9 @@ std::string CgroupBase(std::string_view mount, std::string_view own) {
 }
 
 std::string LaunchCgroupFolder(std::string_view base, std::string_view node, std::int64_t job_id,
-                               int attempt) {
-  return fmt::format("{}/{}/cohort-job-{}.{}", base, node, job_id, attempt);
+                               int attempt, int step) {
+  if (step < 0) return fmt::format("{}/{}/cohort-job-{}.{}", base, node, job_id, attempt);
+  return fmt::format("{}/{}/cohort-job-{}.{}.{}", base, node, job_id, attempt, step);
 }
 
 std::string MemoryMaxValue(std::int64_t memory_mb) {

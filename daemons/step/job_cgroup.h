@@ -17,7 +17,8 @@
 ///   BASE/cohort-agent                     the agent itself (cgroup v2 lets
 ///                                         only leaves hold processes once
 ///                                         BASE hands controllers down)
-///   BASE/<node>/cohort-job-<id>.<attempt> one launch (one node of a job)
+///   BASE/<node>/cohort-job-<id>.<attempt>[.<step>] one launch (a job's own,
+///                                          or one step's, on one node)
 ///
 /// The pure functions compute names; the rest do file I/O and are safe from
 /// any single thread.
@@ -38,9 +39,12 @@ inline constexpr std::string_view kAgentCgroupLeaf = "cohort-agent";
 /// the kAgentCgroupLeaf an earlier run of the agent moved it into. Pure.
 [[nodiscard]] std::string CgroupBase(std::string_view mount, std::string_view own);
 
-/// `base`/`node`/cohort-job-<id>.<attempt>. Pure.
+/// `base`/`node`/cohort-job-<id>.<attempt> for a job's own launch (`step`
+/// negative), `…/cohort-job-<id>.<attempt>.<step>` for a step's: each launch
+/// has its own, so that a step's end never kills its job's batch script.
+/// Pure.
 [[nodiscard]] std::string LaunchCgroupFolder(std::string_view base, std::string_view node,
-                                             std::int64_t job_id, int attempt);
+                                             std::int64_t job_id, int attempt, int step);
 
 /// memory.max's value for a job's memory per node: bytes, or "max" for 0
 /// (no limit) and for sizes beyond what bytes can count. Pure.

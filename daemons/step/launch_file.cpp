@@ -202,6 +202,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"io_address", file.io.address},
       {"io_key", file.io.key},
       {"stdin_rank", file.io.stdin_rank},
+      {"pty", file.io.pty},
   };
   // Protobuf strings are UTF-8 already; replace guards against a bug, not
   // users.
@@ -230,6 +231,7 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.io.address = json.value("io_address", std::string());
     file.io.key = json.value("io_key", std::string());
     file.io.stdin_rank = json.value("stdin_rank", -1);
+    file.io.pty = json.value("pty", false);
     const auto mode = [](const nlohmann::json& object,
                          const char* key) -> absl::StatusOr<OpenMode> {
       // Files of an agent before per-rank modes: append, as it did.

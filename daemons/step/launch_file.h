@@ -36,6 +36,7 @@ struct StepIo {
   std::string address;  ///< HOST:PORT
   std::string key;      ///< proves the stepd to `cohort run`
   int stdin_rank = -1;  ///< the step's rank that reads stdin; -1: none
+  bool pty = false;     ///< that rank runs on a pseudo-terminal the stepd holds
 };
 
 /// One job's launch on one node, in the agent's terms (the proto Launch,

@@ -2,6 +2,7 @@
 #include "rank_spawner.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <grp.h>
 #include <fmt/format.h>
 #include <sched.h>
@@ -173,7 +174,14 @@ int OpenOutput(const std::string& path, OpenMode mode) {
 [[noreturn]] void ExecRank(const ChildPlan& plan, int report_fd) {
   const LaunchFile& file = *plan.file;
   const RankLaunch& rank = *plan.rank;
-  ::setpgid(0, plan.group);
+  const bool pty = plan.stdio != nullptr && !plan.stdio->pty.empty();
+  // A rank on a terminal leads a session of its own, which the terminal
+  // belongs to (--pty runs one task, so no other rank joins its group).
+  if (pty) {
+    ::setsid();
+  } else {
+    ::setpgid(0, plan.group);
+  }
   // Whatever the stepd inherited is no business of a rank.
   struct sigaction default_action {};
   default_action.sa_handler = SIG_DFL;
@@ -215,6 +223,13 @@ int OpenOutput(const std::string& path, OpenMode mode) {
   if (::chdir(file.work_dir.c_str()) != 0) ChildFails(report_fd, ChildStep::kChdir);
   int out = plan.stdio != nullptr ? plan.stdio->out : -1;
   int err = plan.stdio != nullptr ? plan.stdio->err : -1;
+  int in = plan.stdio != nullptr ? plan.stdio->in : -1;
+  if (pty) {
+    in = ::open(plan.stdio->pty.c_str(), O_RDWR | O_CLOEXEC);
+    if (in < 0 || ::ioctl(in, TIOCSCTTY, 0) != 0) ChildFails(report_fd, ChildStep::kStdin);
+    out = in;
+    err = in;
+  }
   if (plan.stdio == nullptr) {
     out = OpenOutput(rank.output, rank.output_mode);
     if (out < 0) ChildFails(report_fd, ChildStep::kOutput);
@@ -231,7 +246,7 @@ int OpenOutput(const std::string& path, OpenMode mode) {
       ChildFails(report_fd, ChildStep::kFind, error);
     }
   }
-  int null = plan.stdio != nullptr ? plan.stdio->in : -1;
+  int null = in;
   if (null < 0) null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0) ChildFails(report_fd, ChildStep::kStdin);
   if (::dup2(null, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
@@ -365,8 +380,12 @@ SpawnResult SpawnRanks(const LaunchFile& file,
       result.status = ErrnoFailure(fork_error, node, fmt::format("cannot start {}", shown));
       return result;
     }
-    // Both sides set the group, so it exists whichever runs first.
-    ::setpgid(pid, result.process_group == 0 ? pid : result.process_group);
+    // Both sides set the group, so it exists whichever runs first; a rank
+    // on a terminal makes its own session, which a group set here first
+    // would forbid.
+    if (i >= stdio.size() || stdio[i].pty.empty()) {
+      ::setpgid(pid, result.process_group == 0 ? pid : result.process_group);
+    }
 
     ChildError child_error;
     ssize_t got = 0;

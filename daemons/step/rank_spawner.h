@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct RankStdio {
   int in = -1;
   int out = -1;
   int err = -1;
+  /// A pseudo-terminal's device (--pty): the rank starts a session of its
+  /// own with it as its controlling terminal and its stdin, stdout and
+  /// stderr; the other fields are unused.
+  std::string pty;
 };
 
 /// What SpawnRanks did.

@@ -2,16 +2,19 @@
 #include "step_io.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -131,7 +134,33 @@ absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const Lau
       (kind == io::FrameKind::kStdout ? ends.out : ends.err) = fds[1];
       io->pipes_.push_back(std::make_unique<Pipe>(Pipe{.fd = fds[0], .rank = rank.rank, .kind = kind}));
     }
-    if (rank.rank == file.io.stdin_rank) {
+    if (rank.rank == file.io.stdin_rank && file.io.pty) {
+      // --pty: the rank's stdin, stdout and stderr are a terminal whose
+      // master the stepd reads (output) and writes (stdin) through.
+      const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+      const char* slave = master < 0 ? nullptr : (::grantpt(master) == 0 && ::unlockpt(master) == 0
+                                                      ? ::ptsname(master)
+                                                      : nullptr);
+      if (slave == nullptr) {
+        return absl::Status(absl::ErrnoToStatusCode(errno),
+                            fmt::format("{}: cannot make a pseudo-terminal for --pty: {}",
+                                        file.node, std::strerror(errno)));
+      }
+      // The rank opens it once it is the job's owner.
+      if (file.run_as == RunAs::kOwner) (void)::chown(slave, file.uid, static_cast<gid_t>(-1));
+      ::close(ends.out);
+      ::close(ends.err);
+      io->pipes_.pop_back();
+      io->pipes_.pop_back();
+      ends = RankStdio{.pty = slave};
+      const int writer = ::fcntl(master, F_DUPFD_CLOEXEC, 0);
+      ::fcntl(master, F_SETFL, ::fcntl(master, F_GETFL) | O_NONBLOCK);
+      io->pty_master_ = master;
+      io->pipes_.push_back(std::make_unique<Pipe>(
+          Pipe{.fd = master, .rank = rank.rank, .kind = io::FrameKind::kStdout}));
+      io->pipes_.push_back(std::make_unique<Pipe>(
+          Pipe{.fd = writer, .rank = rank.rank, .kind = io::FrameKind::kStdin}));
+    } else if (rank.rank == file.io.stdin_rank) {
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0) {
         return absl::Status(absl::ErrnoToStatusCode(errno),
@@ -251,6 +280,12 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
           std::vector<io::Frame> frames;
           if (!io::DecodeFrames(inbox, frames).ok()) connected_ = false;
           for (const io::Frame& frame : frames) {
+            if (frame.kind == io::FrameKind::kWinsize && pty_master_ >= 0) {
+              winsize size{};
+              if (std::sscanf(frame.data.c_str(), "%hu %hu", &size.ws_row, &size.ws_col) == 2) {
+                ::ioctl(pty_master_, TIOCSWINSZ, &size);
+              }
+            }
             for (const std::unique_ptr<Pipe>& p : pipes_) {
               if (p->kind != io::FrameKind::kStdin || p->rank != frame.rank) continue;
               if (frame.kind == io::FrameKind::kStdin) p->pending += frame.data;

@@ -57,6 +57,7 @@ class StepIoForwarder {
   std::vector<RankStdio> child_ends_;
   std::vector<std::unique_ptr<Pipe>> pipes_;  ///< the stepd's ends: output, then stdin
   int stdin_rank_ = -1;
+  int pty_master_ = -1;  ///< --pty: the terminal's master (owned by its pipes)
 };
 
 }  // namespace cohort::step

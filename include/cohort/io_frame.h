@@ -28,6 +28,7 @@ enum class FrameKind : std::uint8_t {
   kStdin = 4,     ///< run → stepd: bytes for the rank's stdin
   kStdinEnd = 5,  ///< run → stepd: the rank's stdin is at its end
   kDone = 6,      ///< stepd → run, last: every rank's output has been sent
+  kWinsize = 7,   ///< run → stepd: the terminal's size, "ROWS COLS", for --pty
 };
 
 struct Frame {

@@ -5,7 +5,8 @@
 # over all or some of the allocation's nodes, each rank once; concurrent
 # steps share the allocation; a step that never fits is refused with both
 # numbers; a step's exit code, labelled output and Ctrl-C work inside a job;
-# steps are listed with the job and outlive a controller killed with -9.
+# steps are listed with the job and outlive a controller killed with -9
+# and their agent killed with -9.
 source "$(dirname "$0")/lib.sh"
 start_cluster
 export PATH="$BIN/cli:$PATH"  # the scripts call cohort as a user's would
@@ -138,20 +139,58 @@ grep -q "interrupted" "$WORK/int.out" || fail "the ranks did not get SIGINT: $(c
 state_is "$alloc" RUNNING || fail "Ctrl-C of a step ended job $alloc ($(job_state "$alloc"))"
 pass "Ctrl-C of a step reached its ranks and left the allocation running"
 
-cohort run --jobid "$alloc" -N 1 -- sh -c 'sleep 4; exit 5' >/dev/null 2>&1 &
+# --pty: a shell on a compute node. `script` gives cohort run a terminal
+# and types into it; the shell's tty is a pseudo-terminal of the node.
+out=$( (sleep 1; printf 'tty; echo "pty on $COHORT_NODENAME"; exit 3\n'; sleep 2) |
+  script -qec "$BIN/cli/cohort run --jobid $alloc --pty bash --norc" /dev/null)
+rc=$?
+[ "$rc" -eq 3 ] || fail "cohort run --pty bash exited $rc, not the shell's 3: $out"
+grep -q "/dev/pts/" <<<"$out" && grep -q "pty on node0[12]" <<<"$out" ||
+  fail "cohort run --pty bash did not give a shell on a terminal of the node: $out"
+pass "cohort run --pty bash was a shell on a pseudo-terminal of a compute node"
+
+# An agent restarted under a running step: the stepd keeps the ranks and
+# their output stream; the new agent adopts the step and reports its end.
+"$BIN/cli/cohort" run --jobid "$alloc" -N 1 -- sh -c 'sleep 3; echo "after the agent restart"' \
+  >"$WORK/adopted.out" 2>"$WORK/adopted.err" &
 runner=$!
 wait_until 30 step_runs || fail "the step of job $alloc did not start"
-step=$(running_step)
-crash_controller
-restart_controller
+kill -9 "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null
+start_agent
 wait "$runner"
 rc=$?
-[ "$rc" -eq 5 ] || fail "cohort run across a controller crash exited $rc, not 5"
-state_is "$alloc" RUNNING || fail "job $alloc is $(job_state "$alloc") after the crash"
+[ "$rc" -eq 0 ] || fail "cohort run across an agent restart exited $rc: $(cat "$WORK/adopted.err")"
+grep -qx "after the agent restart" "$WORK/adopted.out" ||
+  fail "the step's output across an agent restart: $(cat "$WORK/adopted.out")"
+wait_until 30 all_nodes_up || fail "nodes did not register again"
+state_is "$alloc" RUNNING || fail "job $alloc is $(job_state "$alloc") after the agent restart"
+pass "a step outlived its agent's kill -9: its output came and its end was reported"
 cohort cancel "$alloc"
 wait_until 30 finished "$alloc" || fail "job $alloc did not end"
-history=$(cohort history -j "$alloc" -P)
-grep -q "^$alloc\.$step|.*|FAILED|5:0|" <<<"$history" ||
-  fail "history does not show step $alloc.$step FAILED with exit code 5: $history"
-pass "a step outlived a controller killed with -9 and history shows its exit code"
+
+# The controller killed with -9 while a batch script's step runs: the script
+# and the step keep running, the step's end is recorded, and the script
+# goes on to its end.
+cat >"$WORK/crash.sh" <<'SCRIPT'
+#!/bin/sh
+#SBATCH -N 2
+cohort run -N 1 -- sh -c 'sleep 4; exit 5'
+echo "step exit=$?"
+SCRIPT
+chmod +x "$WORK/crash.sh"
+crash=$(submit -o "$WORK/crash-%j.out" "$WORK/crash.sh")
+alloc=$crash  # running_step looks at this job
+wait_until 30 step_runs || fail "the step of job $crash did not start"
+crash_controller
+restart_controller
+wait_until 60 finished "$crash" || fail "job $crash did not end after the controller's restart"
+[ "$(job_state "$crash")" = COMPLETED ] || fail "job $crash is $(job_state "$crash")"
+grep -qx "step exit=5" "$WORK/crash-$crash.out" ||
+  fail "the batch script did not see its step's exit 5: $(cat "$WORK/crash-$crash.out")"
+history=$(cohort history -j "$crash" -P)
+grep -q "^$crash\.0|.*|FAILED|5:0|" <<<"$history" &&
+  grep -q "^$crash\.batch|batch|.*|COMPLETED|0:0|" <<<"$history" ||
+  fail "history does not show step $crash.0 FAILED 5:0 and the batch step COMPLETED: $history"
+pass "a batch script and its step outlived a controller killed with -9; history has the step's exit"
 finish_test

@@ -30,8 +30,11 @@ TEST(JobCgroupTest, TheBaseIsTheAgentsCgroupOrTheParentOfItsLeaf) {
 }
 
 TEST(JobCgroupTest, OneFolderPerLaunchUnderItsNode) {
-  EXPECT_EQ(LaunchCgroupFolder("/sys/fs/cgroup/agent", "node05", 42, 3),
+  EXPECT_EQ(LaunchCgroupFolder("/sys/fs/cgroup/agent", "node05", 42, 3, -1),
             "/sys/fs/cgroup/agent/node05/cohort-job-42.3");
+  // A step's launch is not its job's: ending one never touches the other.
+  EXPECT_EQ(LaunchCgroupFolder("/sys/fs/cgroup/agent", "node05", 42, 3, 0),
+            "/sys/fs/cgroup/agent/node05/cohort-job-42.3.0");
 }
 
 TEST(JobCgroupTest, MemoryMaxIsBytesOrMax) {
