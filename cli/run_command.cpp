@@ -324,6 +324,8 @@ void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
                 "inside a job: the step shares its nodes with every other step, waiting for none");
   // sbatch's --input (a file for the script's stdin) is not run's.
   if (CLI::Option* sbatch_input = run->get_option_no_throw("--input")) {
+    std::erase_if(state->unsupported,
+                  [&](const UnsupportedOption& u) { return u.option == sbatch_input; });
     run->remove_option(sbatch_input);
   }
   run->add_flag("--pty", state->pty,

@@ -5,6 +5,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -61,13 +62,35 @@ absl::Status CheckStepOptions(const JobOptions& o, std::string_view job) {
   return absl::OkStatus();
 }
 
+// How long a step's start is asked again while the controller cannot be
+// reached (restarting): the request's token keeps it one step.
+constexpr std::chrono::minutes kControllerWait{5};
+
 // Starts the step, asking again while the allocation is busy with other
-// steps. An interrupt while waiting gives up (the status says so).
+// steps, and while the controller is away (an answer lost with a controller
+// that died after it started the step names the same step: the token). An
+// interrupt while waiting gives up (the status says so).
 absl::StatusOr<v1::StartStepResponse> StartWhenFree(ControllerClient& client,
                                                      const v1::StartStepRequest& request) {
   bool said_busy = false;
+  bool said_lost = false;
+  const Clock::time_point give_up = Clock::now() + kControllerWait;
+  std::chrono::milliseconds backoff{250};
   while (true) {
     absl::StatusOr<v1::StartStepResponse> started = client.StartStep(request);
+    if (absl::IsUnavailable(started.status()) && Clock::now() < give_up) {
+      if (!said_lost) {
+        std::cerr << fmt::format("cohort: lost the controller at {} ({}); asking again\n",
+                                 client.Address(), started.status().message());
+        said_lost = true;
+      }
+      if (Interrupts() > 0) {
+        return absl::CancelledError("interrupted while the controller was away");
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      continue;
+    }
     if (!absl::IsResourceExhausted(started.status())) {
       if (started.ok() && said_busy) {
         std::cerr << fmt::format("cohort: step {}.{} created\n", request.job_ref(),
@@ -280,6 +303,7 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
   }
   v1::StartStepRequest request;
   request.set_job_ref(step.job);
+  request.set_token(RandomToken());
   request.set_nodes(pty ? 1 : options.nodes.value_or(0));
   request.set_tasks(pty ? 1 : options.ntasks.value_or(0));
   request.set_tasks_per_node(options.tasks_per_node.value_or(0));

@@ -31,7 +31,9 @@ absl::Status Errno(std::string_view what) {
                       fmt::format("{}: {}", what, std::strerror(errno)));
 }
 
-std::string RandomKey() {
+}  // namespace
+
+std::string RandomToken() {
   unsigned char bytes[16] = {};
   if (FILE* random = std::fopen("/dev/urandom", "rb"); random != nullptr) {
     (void)std::fread(bytes, 1, sizeof bytes, random);
@@ -41,6 +43,8 @@ std::string RandomKey() {
   for (const unsigned char b : bytes) key += fmt::format("{:02x}", b);
   return key;
 }
+
+namespace {
 
 void WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -105,7 +109,7 @@ absl::StatusOr<std::unique_ptr<StepIoServer>> StepIoServer::Listen(const std::st
   server->labels_ = labels;
   server->pty_ = terminal == StepTerminal::kPty;
   server->stdin_rank_ = stdin_rank;
-  server->key_ = RandomKey();
+  server->key_ = RandomToken();
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;

@@ -73,6 +73,10 @@ class StepIoServer {
   std::map<std::pair<int, bool>, std::string> partial_;
 };
 
+/// 128 random bits as 32 hex digits (/dev/urandom): the stream's key, a
+/// step's token.
+[[nodiscard]] std::string RandomToken();
+
 /// The address of this host that `cohort run` offers the step's nodes:
 /// $COHORT_IO_ADDRESS, else the one it reaches the controller `target`
 /// (HOST:PORT) from, else (a Unix socket) 127.0.0.1.

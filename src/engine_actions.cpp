@@ -64,10 +64,18 @@ absl::StatusOr<Job*> OneJob(engine::JobBook& book, JobRef ref, const Caller& cal
 }  // namespace
 
 absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& request,
-                                      const Caller& caller, Millis now, Effects& effects) {
+                                      const Caller& caller, Millis now, Effects& effects,
+                                      const std::string& token) {
   absl::StatusOr<Job*> job = OneJob(core_->book, ref, caller, "start steps in");
   if (!job.ok()) return job.status();
-  return engine::Steps::Start(**job, request, now, effects);
+  if (!token.empty()) {
+    for (const JobStep& step : (*job)->steps) {
+      if (step.token == token) return step.id;
+    }
+  }
+  absl::StatusOr<int> started = engine::Steps::Start(**job, request, now, effects);
+  if (started.ok()) (*job)->steps.back().token = token;
+  return started;
 }
 
 absl::Status Engine::SignalStep(JobRef ref, int step, int signal, const Caller& caller,

@@ -319,12 +319,18 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   // user's, never fits, busy) come back as it words them.
   Effects effects;
   const Millis now = ControllerState::Now();
-  absl::StatusOr<int> id = engine.StartStep(*ref, *step, Caller{who.uid}, now, effects);
+  const std::size_t steps_before = job == nullptr ? 0 : job->steps.size();
+  absl::StatusOr<int> id =
+      engine.StartStep(*ref, *step, Caller{who.uid}, now, effects, request.token());
   if (!id.ok()) {
     outbox_.Respond<v1::StartStepResponse>(std::move(reply), id.status());
     return;
   }
   const JobId job_id = ids.front();
+  const Job& started = *engine.FindJob(job_id);
+  const auto it = std::find_if(started.steps.begin(), started.steps.end(),
+                               [&](const JobStep& s) { return s.id == *id; });
+  const bool again = started.steps.size() == steps_before;  // the token's step, asked again
   // The step runs the job's spec with the caller's command, environment and
   // files: what srun inside sbatch passes on.
   v1::JobSpec spec = state_.specs[job_id];
@@ -337,19 +343,21 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
     spec.set_error(request.error());
   }
   if (!request.name().empty()) spec.set_name(request.name());
-  state_.step_specs[{job_id, *id}] = {std::move(spec), std::move(*request.mutable_io())};
+  if (!again) {
+    state_.step_specs[{job_id, *id}] = {std::move(spec), std::move(*request.mutable_io())};
+  }
   v1::StartStepResponse response;
   response.set_step_id(*id);
   response.set_job_id(job_id);
-  const Job& started = *engine.FindJob(job_id);
   std::vector<std::string> names;
-  for (const alloc::StepNode& node : started.steps.back().placement.nodes) {
+  for (const alloc::StepNode& node : it->placement.nodes) {
     names.push_back(state_.topology->NodeName(
         started.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
   }
   response.set_nodes(hostlist::Compress(names));
-  Log("rpc")->info("step_started job={} step={} nodes={} tasks={} user={}", job_id, *id,
-                   response.nodes(), started.steps.back().placement.tasks, who.user_name);
+  Log("rpc")->info("{} job={} step={} nodes={} tasks={} user={}",
+                   again ? "step_asked_again" : "step_started", job_id, *id, response.nodes(),
+                   it->placement.tasks, who.user_name);
   sink_.Execute(effects);
   outbox_.Respond<v1::StartStepResponse>(std::move(reply), std::move(response));
 }

@@ -47,6 +47,7 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
       if (i < step.node_exits.size()) n.set_exited(step.node_exits[i]);
     }
     out.set_reason(step.reason);
+    out.set_token(step.token);
     out.set_max_rss_kb(step.max_rss_kb);
     out.set_cpu_ms(step.cpu_ms);
     out.set_tasks(step.placement.tasks);
@@ -92,6 +93,7 @@ absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
       step.node_exits.push_back(std::clamp(n.exited(), 0, std::max(n.tasks(), 0)));
     }
     step.reason = s.reason();
+    step.token = s.token();
     step.max_rss_kb = s.max_rss_kb();
     step.cpu_ms = s.cpu_ms();
     step.start_time = Millis(s.start_time_ms());

@@ -239,8 +239,12 @@ class Engine {
   /// PermissionDenied (another user's job), FailedPrecondition (not
   /// running, or the step never fits: what it asks and what the allocation
   /// has), ResourceExhausted (it fits once running steps end).
+  /// A non-empty `token` names the step: a step of the job started with the
+  /// same token is the answer again (whatever its state), and nothing new
+  /// starts, so that a client may ask again when an answer was lost.
   [[nodiscard]] absl::StatusOr<int> StartStep(JobRef ref, const alloc::StepRequest& request,
-                                              const Caller& caller, Millis now, Effects& effects);
+                                              const Caller& caller, Millis now, Effects& effects,
+                                              const std::string& token = {});
   /// Signals a running step's ranks; signal 0 cancels the step.
   [[nodiscard]] absl::Status SignalStep(JobRef ref, int step, int signal, const Caller& caller,
                                         Millis now, Effects& effects);

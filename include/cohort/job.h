@@ -229,6 +229,9 @@ struct JobStep {
   /// finished launch sets its node's count whole, so reports apply once).
   std::vector<int> node_exits;
   std::string reason;              ///< why it failed, in words; empty when it did not
+  /// What `cohort run` named this step with (random), so that asking again
+  /// after a lost answer finds it rather than starting a second; empty: none.
+  std::string token;
   std::int64_t max_rss_kb = 0;     ///< the largest peak resident memory of its ranks (MaxRSS)
   std::int64_t cpu_ms = 0;         ///< their user and system CPU time together (TotalCPU)
   int exit_code = 0;  ///< its first failing rank's; 0 when every rank exited 0

@@ -1016,6 +1016,26 @@ TEST_F(EngineTest, ARunningStepOutlivesAControllerRestart) {
   EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
 }
 
+TEST_F(EngineTest, AStepAskedAgainWithItsTokenIsTheSameStep) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  absl::StatusOr<int> first = engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx,
+                                                 "a1b2");
+  ASSERT_TRUE(first.ok()) << first.status();
+  Effects again;
+  absl::StatusOr<int> second = engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_,
+                                                  again, "a1b2");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*second, *first);
+  EXPECT_TRUE(again.commands.empty()) << "nothing is launched twice";
+  EXPECT_EQ(engine_->FindJob(id)->steps.size(), 1u);
+  absl::StatusOr<int> other = engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_,
+                                                 again, "c3d4");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(*other, *first);
+}
+
 TEST_F(EngineTest, AStepWhoseRanksVanishWithTheAgentFailsAndTheJobRunsOn) {
   const JobId id = Submit(2);
   Schedule();
