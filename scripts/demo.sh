@@ -72,7 +72,9 @@ done
 cohort show job "$id"
 
 say "output of job $id ($work/cohort-$id.out)"
-cat "$work/cohort-$id.out"
+# The batch script's line, then its step's ranks in rank order (they write
+# at once, and their lines arrive in any order).
+{ head -n 1 "$work/cohort-$id.out"; tail -n +2 "$work/cohort-$id.out" | sort -k2,2n; }
 [ "$state" = COMPLETED ] || { echo "demo job ended $state"; exit 1; }
 
 say "nothing acknowledged is lost: a 4-node job runs while the controller is killed with -9"
