@@ -73,6 +73,16 @@ absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& requ
       if (step.token == token) return step.id;
     }
   }
+  // After a controller restart the allocation's nodes report back one by
+  // one: a step launched to one not yet back would fail at once.
+  for (const alloc::NodeGrant& grant : (*job)->placement.grants) {
+    if (!core_->nodes.At(grant.node).registered) {
+      return absl::ResourceExhaustedError(fmt::format(
+          "job {}: node {} has not reported back since the controller restarted; the step "
+          "starts once it has",
+          DisplayId(**job), core_->topology.NodeName(grant.node)));
+    }
+  }
   absl::StatusOr<int> started = engine::Steps::Start(**job, request, now, effects);
   if (started.ok()) (*job)->steps.back().token = token;
   return started;

@@ -241,7 +241,9 @@ class Engine {
   /// has), ResourceExhausted (it fits once running steps end).
   /// A non-empty `token` names the step: a step of the job started with the
   /// same token is the answer again (whatever its state), and nothing new
-  /// starts, so that a client may ask again when an answer was lost.
+  /// starts, so that a client may ask again when an answer was lost. A node
+  /// of the allocation that has not registered since a restart makes the
+  /// step wait (ResourceExhausted).
   [[nodiscard]] absl::StatusOr<int> StartStep(JobRef ref, const alloc::StepRequest& request,
                                               const Caller& caller, Millis now, Effects& effects,
                                               const std::string& token = {});

@@ -175,13 +175,14 @@ wait_until 30 finished "$alloc" || fail "job $alloc did not end"
 cat >"$WORK/crash.sh" <<'SCRIPT'
 #!/bin/sh
 #SBATCH -N 2
-cohort run -N 1 -- sh -c 'sleep 4; exit 5'
+cohort run -N 1 -- sh -c 'touch "$STEP_RAN"; sleep 4; exit 5'
 echo "step exit=$?"
 SCRIPT
 chmod +x "$WORK/crash.sh"
+export STEP_RAN="$WORK/step-ran"
 crash=$(submit -o "$WORK/crash-%j.out" "$WORK/crash.sh")
-alloc=$crash  # running_step looks at this job
-wait_until 30 step_runs || fail "the step of job $crash did not start"
+# Its ranks run: the step is durable (launches wait for its record).
+wait_until 30 test -e "$STEP_RAN" || fail "the step of job $crash did not start"
 crash_controller
 restart_controller
 wait_until 60 finished "$crash" || fail "job $crash did not end after the controller's restart"

@@ -996,6 +996,9 @@ TEST_F(EngineTest, ARunningStepOutlivesAControllerRestart) {
   Effects fx;
   ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).ok());
   Restart();
+  EXPECT_EQ(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).status().code(),
+            absl::StatusCode::kResourceExhausted)
+      << "its nodes have not reported back yet";
   const NodeId step_node = NodeAt(id, 0);
   for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
     std::vector<RunningReport> running = {{.job = id}};
