@@ -340,10 +340,12 @@ std::string FormatCpuTime(std::int64_t ms) {
   return FormatSlurmTime(std::chrono::seconds(ms / 1000));
 }
 
-int StepNodeCount(const v1::JobStep& step) {
-  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(step.nodes());
+int HostlistSize(const std::string& hostlist) {
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(hostlist);
   return names.ok() ? static_cast<int>(names->size()) : 0;
 }
+
+int StepNodeCount(const v1::JobStep& step) { return HostlistSize(step.nodes()); }
 
 std::int64_t StepElapsedSeconds(const v1::JobStep& step, std::int64_t now_ms) {
   if (step.start_time_ms() <= 0) return 0;

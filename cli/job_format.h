@@ -110,6 +110,8 @@ void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEn
 /// CPU time as sacct's TotalCPU: `MM:SS.mmm` under an hour, else
 /// `[D-]HH:MM:SS`.
 [[nodiscard]] std::string FormatCpuTime(std::int64_t ms);
+/// How many nodes a hostlist names (0 when it does not parse).
+[[nodiscard]] int HostlistSize(const std::string& hostlist);
 /// How many nodes the step runs on (its hostlist's).
 [[nodiscard]] int StepNodeCount(const v1::JobStep& step);
 /// How long the step has run (until its end once it ended).

@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
-#include "cohort/hostlist.h"
 #include "job_follow.h"
 #include "job_format.h"
 #include "step_io_server.h"
@@ -228,11 +227,6 @@ int StepOutcome(const v1::Job& job, const std::optional<v1::JobStep>& step,
 // How long the output of a step that ended may still be on its way.
 constexpr std::chrono::seconds kOutputWait{5};
 
-int NodeCount(const std::string& nodes) {
-  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(nodes);
-  return names.ok() ? static_cast<int>(names->size()) : 0;
-}
-
 // Waits for the step to end while printing its ranks' output, from `folder`
 // (when set) or as `server` receives it; returns the exit status of
 // `cohort run`.
@@ -266,7 +260,7 @@ int FollowStep(ControllerClient& client, const v1::StartStepResponse& started,
   StopWatch(watch);
   watcher.join();
   if (output) output->Flush();
-  if (server != nullptr) server->Finish(NodeCount(started.nodes()), kOutputWait);
+  if (server != nullptr) server->Finish(HostlistSize(started.nodes()), kOutputWait);
   raw.reset();  // our words below are for a terminal in its usual mode
   if (folder) {
     std::error_code ignored;
