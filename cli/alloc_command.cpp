@@ -28,6 +28,7 @@
 #include "job_format.h"
 #include "job_option_table.h"
 #include "job_options.h"
+#include "slurm_commands.h"
 
 extern char** environ;
 
@@ -172,8 +173,9 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
     std::cerr << fmt::format("cohort: {}\n", command.status());
     return 2;
   }
-  for (const std::string& name : GivenUnsupported(state.unsupported)) {
-    std::cerr << fmt::format("cohort: warning: {} is not supported yet; ignored\n", name);
+  if (absl::Status refused = CheckNotImplemented(state.unsupported); !refused.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", refused.message());
+    return 2;
   }
   std::vector<std::string> words = command->words;
   if (words.empty()) {
@@ -244,18 +246,23 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
   return exit_status;
 }
 
+// The options of `cohort alloc` and `salloc`, on `alloc`.
+void ConfigureAlloc(CLI::App& alloc, AllocState& state, CommandWords words) {
+  state.unsupported = AddJobOptions(alloc, state.options, words);
+  alloc.get_option("--parsable")->group("");
+  alloc.get_option("--array")->group("");
+  AddConnectionOptions(alloc, state.connection, ConfigShortName::kNone);
+  TakeCommandVerbatim(alloc, "COMMAND",
+                      "the command and its arguments (after --); default: $SHELL");
+}
+
 }  // namespace
 
 void AddAllocCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<AllocState>();
   CLI::App* alloc = app.add_subcommand(
       "alloc", "wait for an allocation, then run a shell or a command in it here (like salloc)");
-  state->unsupported = AddJobOptions(*alloc, state->options, words);
-  alloc->get_option("--parsable")->group("");
-  alloc->get_option("--array")->group("");
-  AddConnectionOptions(*alloc, state->connection, ConfigShortName::kNone);
-  TakeCommandVerbatim(*alloc, "COMMAND",
-                      "the command and its arguments (after --); default: $SHELL");
+  ConfigureAlloc(*alloc, *state, words);
   alloc->footer(
       "Usage: cohort alloc [options] [-- COMMAND [ARGS...]]\n"
       "\n"
@@ -269,6 +276,15 @@ void AddAllocCommand(CLI::App& app, int& exit_code, CommandWords words) {
       "SIGHUP and SIGTERM. An allocation whose alloc is killed outright lasts until its time\n"
       "limit or cohort cancel.");
   alloc->callback([state, alloc, &exit_code] { exit_code = Alloc(*state, alloc->remaining()); });
+}
+
+void AddSallocCommand(CLI::App& app, int& exit_code, CommandWords words) {
+  auto state = std::make_shared<AllocState>();
+  ConfigureAlloc(app, *state, words);
+  app.footer(
+      "Cohort's salloc: waits for an allocation, runs $SHELL or the command here in it, and\n"
+      "ends the allocation with its status, as `cohort alloc` does. See docs/slurm.md.");
+  app.callback([state, &app, &exit_code] { exit_code = Alloc(*state, app.remaining()); });
 }
 
 }  // namespace cohort::cli

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <signal.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "controller_client.h"
 #include "job_format.h"
 #include "job_ref.h"
+#include "slurm_commands.h"
 
 namespace cohort::cli {
 namespace {
@@ -32,6 +34,78 @@ absl::StatusOr<int> ParseSignal(std::string_view text) {
       "--signal \"{}\": name a signal such as USR1, TERM, INT or KILL, or give its number "
       "(1-{})",
       text, NSIG - 1));
+}
+
+int Cancel(const CancelOptions& o);
+
+// scancel's filters: with no job named, every job they match is cancelled.
+struct ScancelOptions {
+  CancelOptions cancel;
+  std::string user;
+  bool me = false;
+  std::string states;
+  std::string partition;
+  std::string name;
+  std::string account;
+};
+
+bool Matches(const v1::Job& job, const ScancelOptions& o) {
+  if (!o.partition.empty() && job.spec().partition() != o.partition) return false;
+  if (!o.name.empty() && job.spec().name() != o.name) return false;
+  if (!o.account.empty() && job.spec().account() != o.account) return false;
+  return true;
+}
+
+// The jobs scancel's filters name: listed by the controller (only the
+// caller's, unless -u), then matched here.
+absl::StatusOr<std::vector<std::string>> FilteredJobs(ControllerClient& client,
+                                                      const ScancelOptions& o) {
+  v1::ListJobsRequest request;
+  request.set_all_users(!o.me && !o.user.empty());
+  request.set_user_name(o.me ? std::string() : o.user);
+  for (const std::string_view word : CommaList(o.states)) {
+    const std::optional<v1::JobState> state = ParseJobState(word);
+    if (!state || IsFinished(*state)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "--state: \"{}\" is not a state jobs are cancelled in; write PENDING (PD), RUNNING (R) "
+          "or COMPLETING (CG)",
+          word));
+    }
+    request.add_states(*state);
+  }
+  absl::StatusOr<v1::ListJobsResponse> listed = client.ListJobs(request);
+  if (!listed.ok()) return listed.status();
+  std::vector<std::string> ids;
+  for (const v1::Job& job : listed->jobs()) {
+    if (Matches(job, o)) ids.push_back(JobDisplayId(job));
+  }
+  return ids;
+}
+
+int Scancel(const ScancelOptions& o) {
+  const bool filtered = o.me || !o.user.empty() || !o.states.empty() || !o.partition.empty() ||
+                        !o.name.empty() || !o.account.empty();
+  if (o.cancel.ids.empty() && !filtered) {
+    std::cerr << "scancel: error: No job identification provided; name jobs, or filter them "
+                 "with -u, --me, -t, -p, -n or -A\n";
+    return 1;
+  }
+  if (!filtered) return Cancel(o.cancel);
+  CancelOptions named = o.cancel;
+  const int status = CallController(o.cancel.connection, [&](ControllerClient& client) {
+    absl::StatusOr<std::vector<std::string>> ids = FilteredJobs(client, o);
+    if (!ids.ok()) return ids.status();
+    // Jobs named and filtered: those of them the filters match, as scancel.
+    if (!named.ids.empty()) {
+      std::erase_if(*ids, [&](const std::string& id) {
+        return std::find(named.ids.begin(), named.ids.end(), id) == named.ids.end();
+      });
+    }
+    named.ids = *std::move(ids);
+    return absl::OkStatus();
+  });
+  if (status != 0 || named.ids.empty()) return status;
+  return Cancel(named);
 }
 
 int Cancel(const CancelOptions& o) {
@@ -73,6 +147,25 @@ void AddCancelCommand(CLI::App& app, int& exit_code) {
                      "KILL) or a number");
   AddConnectionOptions(*cancel, o->connection);
   cancel->callback([o, &exit_code] { exit_code = Cancel(*o); });
+}
+
+void AddScancelCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ScancelOptions>();
+  app.add_option("JOB", o->cancel.ids, "the jobs: ids (12) or array tasks (12_3)");
+  app.add_option("-s,--signal", o->cancel.signal,
+                 "send this signal to the jobs' ranks instead of cancelling (USR1, TERM, 10)");
+  app.add_option("-u,--user", o->user, "the jobs of this user");
+  app.add_flag("--me", o->me, "your jobs");
+  app.add_option("-t,--state", o->states, "the jobs in these states (PENDING, RUNNING)");
+  app.add_option("-p,--partition", o->partition, "the jobs of this partition");
+  app.add_option("-n,--name,--jobname", o->name, "the jobs with this name");
+  app.add_option("-A,--account", o->account, "the jobs of this account");
+  app.add_flag("-Q,--quiet,-v,--verbose")->description("accepted: scancel prints only errors");
+  AddConnectionOptions(app, o->cancel.connection, ConfigShortName::kNone);
+  app.footer(
+      "Cohort's scancel: cancels jobs, or with -s sends their ranks a signal (the batch shell\n"
+      "is not signalled, as scancel without -b). See docs/slurm.md.");
+  app.callback([o, &exit_code] { exit_code = SlurmStatus(Scancel(*o)); });
 }
 
 }  // namespace cohort::cli

@@ -34,6 +34,14 @@ void AddTopologyCommands(CLI::App& app, int& exit_code);
 void AddLiveTopology(CLI::App& topology, int& exit_code);
 /// `cohort hostlist expand|compress`.
 void AddHostlistCommands(CLI::App& app, int& exit_code);
+/// `cohort hostlist expand`: prints every name of the hostlists, one a
+/// line; 1 (and the error) for one that does not parse.
+[[nodiscard]] int ExpandHostlists(const std::vector<std::string>& lists);
+/// `cohort hostlist compress`: prints the shortest hostlist of the names.
+[[nodiscard]] int CompressHostlists(const std::vector<std::string>& items);
+/// `cohort show` as `scontrol show`: job [JOB] (every job when none), node
+/// [NAME], partition [NAME], hostnames [HOSTLIST], hostlist NAMES.
+void AddScontrolShow(CLI::App& scontrol, int& exit_code);
 /// `cohort place`.
 void AddPlaceCommand(CLI::App& app, int& exit_code);
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -36,7 +37,12 @@ int Control(const ControlOptions& o, const std::vector<JobRef>& refs, v1::JobAct
 }
 
 int ControlGiven(const ControlOptions& o, std::string_view verb, v1::JobAction action) {
-  absl::StatusOr<std::vector<JobRef>> refs = ParseJobRefs(o.jobs, verb);
+  // As scontrol, a word may list several jobs: 12,13.
+  std::vector<std::string> words;
+  for (const std::string& word : o.jobs) {
+    for (const std::string_view item : CommaList(word)) words.emplace_back(item);
+  }
+  absl::StatusOr<std::vector<JobRef>> refs = ParseJobRefs(words, verb);
   if (!refs.ok()) {
     std::cerr << fmt::format("cohort: {}\n", refs.status());
     return 2;

@@ -36,19 +36,6 @@ constexpr std::array<TimeUnit, 20> kTimeUnits = {{
     {"day", 86400}, {"days", 86400}, {"w", 604800},  {"week", 604800}, {"weeks", 604800},
 }};
 
-// The non-empty items of a comma list, as sacct reads its lists (`CD,,F`
-// is `CD,F`).
-std::vector<std::string_view> CommaList(std::string_view text) {
-  std::vector<std::string_view> items;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t stop = std::min(text.find(',', start), text.size());
-    if (stop > start) items.push_back(text.substr(start, stop - start));
-    start = stop + 1;
-  }
-  return items;
-}
-
 // Local wall-clock time to epoch milliseconds; nullopt when the C library
 // cannot represent it.
 std::optional<std::int64_t> LocalToEpochMs(std::tm local) {

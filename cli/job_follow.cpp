@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -143,6 +144,151 @@ absl::StatusOr<std::filesystem::path> MakeOutputFolder(const std::string& job_na
         base, std::strerror(errno)));
   }
   return std::filesystem::path(path);
+}
+
+namespace {
+
+// Prints each change of the job that the user should see.
+class Progress {
+ public:
+  void Show(const v1::Job& job) {
+    const v1::JobState state = job.state();
+    if (state == v1::JOB_PENDING) {
+      if (last_ == v1::JOB_RUNNING || last_ == v1::JOB_COMPLETING) {
+        std::cerr << fmt::format("cohort: job {} requeued (attempt {}){}\n", job.id(),
+                                 job.attempt(), Why(job));
+        pending_text_.clear();
+      }
+      std::string text = fmt::format("cohort: job {} pending: {}", job.id(),
+                                     job.reason().empty() ? "waiting" : job.reason());
+      if (!job.reason_detail().empty()) text += fmt::format(" ({})", job.reason_detail());
+      if (job.queue_position() > 0) {
+        text += fmt::format(", position {} in the queue", job.queue_position());
+      }
+      if (text != pending_text_) std::cerr << text << '\n';
+      pending_text_ = std::move(text);
+    } else if (state == v1::JOB_RUNNING && last_ != v1::JOB_RUNNING) {
+      std::cerr << fmt::format("cohort: job {} running on {}\n", job.id(), job.nodes());
+      ran_ = true;
+    }
+    last_ = state;
+  }
+  [[nodiscard]] bool Ran() const { return ran_; }
+
+  static std::string Why(const v1::Job& job) {
+    if (job.reason().empty() && job.reason_detail().empty()) return "";
+    if (job.reason_detail().empty()) return ": " + job.reason();
+    if (job.reason().empty()) return ": " + job.reason_detail();
+    return fmt::format(": {} ({})", job.reason(), job.reason_detail());
+  }
+
+ private:
+  v1::JobState last_ = v1::JOB_STATE_UNSPECIFIED;
+  std::string pending_text_;
+  bool ran_ = false;
+};
+
+// The exit status of `cohort run` for a finished job, after saying why it
+// did not complete.
+int Outcome(const v1::Job& job) {
+  const std::string why = Progress::Why(job);
+  switch (job.state()) {
+    case v1::JOB_COMPLETED:
+      return 0;
+    case v1::JOB_FAILED:
+      if (job.exit_signal() != 0) {
+        std::cerr << fmt::format("cohort: job {} failed: a rank was killed by signal {} ({}){}\n",
+                                 job.id(), job.exit_signal(), SignalName(job.exit_signal()), why);
+      } else if (job.exit_code() != 0) {
+        std::cerr << fmt::format("cohort: job {} failed with exit code {}{}\n", job.id(),
+                                 job.exit_code(), why);
+      } else {  // it never ran, such as a launch that failed
+        std::cerr << fmt::format("cohort: job {} failed{}\n", job.id(), why);
+      }
+      return job.exit_code() > 0 && job.exit_code() < 256 ? job.exit_code() : 1;
+    case v1::JOB_CANCELLED:
+      std::cerr << fmt::format("cohort: job {} cancelled{}\n", job.id(), why);
+      return 1;
+    case v1::JOB_TIMEOUT:
+      std::cerr << fmt::format("cohort: job {} reached its time limit of {}{}\n", job.id(),
+                               FormatLimit(job.time_limit_s()), why);
+      return 1;
+    case v1::JOB_NODE_FAIL:
+      std::cerr << fmt::format("cohort: job {} stopped: a node failed{}\n", job.id(), why);
+      return 1;
+    default:
+      std::cerr << fmt::format("cohort: job {} ended in state {}{}\n", job.id(),
+                               JobStateName(job.state()), why);
+      return 1;
+  }
+}
+
+}  // namespace
+
+int FollowJob(ControllerClient& client, std::int64_t job_id,
+              const std::optional<std::filesystem::path>& folder, RankLabels labels) {
+  Watch watch;
+  std::thread watcher([&] { WatchLoop(client, job_id, watch); });
+  std::optional<RankOutput> output;
+  if (folder) output.emplace(*folder, job_id, labels);
+  const std::string where =
+      folder ? fmt::format(" (its output files are in {})", folder->string()) : "";
+  Progress progress;
+  std::optional<v1::Job> last;
+  std::optional<absl::Status> ended;
+  int handled_interrupts = 0;
+  while (!ended) {
+    WatchNews news = TakeNews(watch, std::chrono::milliseconds(200));
+    ended = std::move(news.ended);
+    for (const v1::Job& job : news.events) {
+      progress.Show(job);
+      last = job;
+    }
+    if (output) output->Poll();
+
+    const int seen = Interrupts();
+    if (seen > 0 && handled_interrupts == 0) {
+      std::cerr << fmt::format(
+          "cohort: cancelling job {}; waiting for it to end (interrupt again to stop waiting)\n",
+          job_id);
+      v1::CancelJobRequest cancel;
+      cancel.add_job_ids(job_id);
+      if (absl::StatusOr<v1::CancelJobResponse> r = client.CancelJob(cancel); !r.ok()) {
+        client.PrintError(r.status());
+      }
+    }
+    if (seen > 1) {
+      std::cerr << fmt::format(
+          "cohort: not waiting for job {} any more; see cohort show job {}{}\n", job_id, job_id,
+          where);
+      StopWatch(watch);
+      watcher.join();
+      if (output) output->Flush();
+      return 130;
+    }
+    handled_interrupts = seen;
+  }
+  watcher.join();
+  if (output) output->Flush();
+
+  if (!ended->ok() || !last || !IsFinished(last->state())) {
+    if (!ended->ok()) client.PrintError(*ended);
+    std::cerr << fmt::format("cohort: lost track of job {}; see cohort show job {}{}\n", job_id,
+                             job_id, where);
+    return 1;
+  }
+  if (output && progress.Ran() && !output->SawFiles() &&
+      (last->state() == v1::JOB_COMPLETED || last->state() == v1::JOB_FAILED)) {
+    std::cerr << fmt::format(
+        "cohort: warning: no output of job {} appeared in {}; if its nodes do not share this "
+        "filesystem, set COHORT_RUN_DIR to a folder they share\n",
+        job_id, folder->string());
+  }
+  if (folder) {
+    std::error_code ignored;
+    std::filesystem::remove_all(*folder, ignored);
+  }
+  return Outcome(*last);
 }
 
 }  // namespace cohort::cli

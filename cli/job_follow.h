@@ -16,6 +16,7 @@
 #include "cohort/v1/cohort.pb.h"
 #include "controller_client.h"
 #include "job_options.h"
+#include "rank_output.h"
 
 /// What `cohort run` needs to follow a job or a step until it ends: the
 /// interrupts it counts, the WatchJob stream on a thread of its own, and a
@@ -68,5 +69,13 @@ void StopWatch(Watch& watch);
 /// folder, or none when -o names the output. The folder's error otherwise.
 [[nodiscard]] absl::StatusOr<std::optional<std::filesystem::path>> TakeOutput(
     const JobOptions& options, v1::JobSpec& spec);
+
+/// Waits for a submitted job to end while printing its progress to stderr
+/// and its ranks' output from `folder` (when set); returns the exit status
+/// of `cohort run` (0 completed, the exit code of a failed job, else 1).
+/// Interrupts (after CatchInterrupts) cancel the job; a second one stops
+/// the wait (130).
+[[nodiscard]] int FollowJob(ControllerClient& client, std::int64_t job_id,
+                            const std::optional<std::filesystem::path>& folder, RankLabels labels);
 
 }  // namespace cohort::cli

@@ -53,6 +53,17 @@ nlohmann::ordered_json Array(const Repeated& items) {
 
 }  // namespace
 
+std::vector<std::string_view> CommaList(std::string_view text) {
+  std::vector<std::string_view> items;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t stop = std::min(text.find(',', start), text.size());
+    if (stop > start) items.push_back(text.substr(start, stop - start));
+    start = stop + 1;
+  }
+  return items;
+}
+
 std::string_view JobStateName(v1::JobState state) {
   for (const StateName& s : kJobStates) {
     if (s.state == state) return s.name;

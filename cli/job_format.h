@@ -16,6 +16,10 @@
 /// every listing (stable snake_case field names).
 namespace cohort::cli {
 
+/// The non-empty items of a comma list, as Slurm's commands read their
+/// lists (`CD,,F` is `CD,F`).
+[[nodiscard]] std::vector<std::string_view> CommaList(std::string_view text);
+
 /// PENDING, RUNNING, COMPLETING, COMPLETED, FAILED, CANCELLED, TIMEOUT,
 /// NODE_FAIL (as squeue's %T).
 [[nodiscard]] std::string_view JobStateName(v1::JobState state);

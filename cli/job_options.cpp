@@ -21,11 +21,12 @@
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
 #include "cohort/job.h"
-#include "cohort/slurm_memory.h"
 #include "cohort/slurm_time.h"
 #include "controller_client.h"
+#include "history_format.h"
 #include "job_format.h"
 #include "job_option_table.h"
+#include "job_resources.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -54,13 +55,6 @@ std::vector<std::string_view> Split(std::string_view text, std::string_view sepa
     if (stop == std::string_view::npos) return out;
     start = stop + 1;
   }
-}
-
-std::optional<int> ParseCount(std::string_view text) {
-  int n = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return n;
 }
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
@@ -146,23 +140,6 @@ std::vector<v1::EnvVar> BuildEnvironment(const ExportSpec& spec) {
     var.set_value(value);
   }
   return out;
-}
-
-// --gres=gpu[:N]: the GPUs per node.
-absl::StatusOr<int> ParseGres(const std::string& text) {
-  const std::vector<std::string_view> parts = Split(text, ":");
-  std::optional<int> count;
-  if (parts.size() == 1 && parts[0] == "gpu") count = 1;
-  if (parts.size() == 2 && parts[0] == "gpu") count = ParseCount(parts[1]);
-  if (parts.size() == 3 && parts[0] == "gpu") {
-    return Invalid(fmt::format(
-        "--gres \"{}\": GPU types are not supported; write gpu:{} and choose the GPU model with "
-        "-C/--constraint",
-        text, parts[2]));
-  }
-  if (!count || *count < 0)
-    return Invalid(fmt::format("--gres \"{}\": write gpu:N (such as gpu:8)", text));
-  return *count;
 }
 
 // --switches=N[@TIME]: the leaf bound and the wait in seconds (0: no limit).
@@ -271,13 +248,16 @@ absl::Status CheckValues(const JobOptions& o) {
   if (o.gpus_per_node && *o.gpus_per_node < 0) {
     return Invalid(fmt::format("--gpus-per-node is {}; ask for 0 or more GPUs", *o.gpus_per_node));
   }
-  if (o.gres) {
-    if (absl::StatusOr<int> gpus = ParseGres(*o.gres); !gpus.ok()) return gpus.status();
-  }
-  if (o.memory) {
-    if (absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(*o.memory); !mb.ok()) {
-      return Invalid(fmt::format("--mem: {}", mb.status()));
+  if (absl::Status valid = CheckResourceValues(o); !valid.ok()) return valid;
+  for (const auto& [text, option] :
+       {std::pair{&o.begin, "--begin"}, std::pair{&o.deadline, "--deadline"}}) {
+    if (!*text) continue;
+    if (absl::StatusOr<std::int64_t> at = ParseHistoryTime(**text, option, NowMs()); !at.ok()) {
+      return at.status();
     }
+  }
+  if (o.wrap && o.wrap->empty()) {
+    return Invalid("--wrap is empty; give the command the job runs, such as --wrap=\"hostname\"");
   }
   if (o.time) {
     if (absl::StatusOr<std::int64_t> limit = TimeLimitSeconds(*o.time); !limit.ok()) {
@@ -365,10 +345,9 @@ std::string OrDefault(const std::string& value, std::string_view fallback) {
 }
 
 // Parses each directive's words as the command line's options, into
-// `options`' unset fields; unsupported options become warnings.
+// `options`' unset fields; an option Cohort refuses names its line.
 absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& lines,
-                                  const std::string& path, JobOptions& options,
-                                  std::vector<std::pair<int, std::string>>& warnings);
+                                  const std::string& path, JobOptions& options);
 
 std::string FormatSeconds(std::int64_t s) {
   return s >= kUnlimited.count() ? "UNLIMITED" : FormatSlurmTime(std::chrono::seconds(s));
@@ -381,12 +360,18 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
     if (!a) a = b;
   };
   fill(into.nodes, from.nodes);
+  fill(into.nodes_max, from.nodes_max);
   fill(into.ntasks, from.ntasks);
   fill(into.tasks_per_node, from.tasks_per_node);
   fill(into.cpus_per_task, from.cpus_per_task);
   fill(into.gpus_per_node, from.gpus_per_node);
   fill(into.gres, from.gres);
+  fill(into.gpus, from.gpus);
+  fill(into.gpus_per_task, from.gpus_per_task);
+  fill(into.cpus_per_gpu, from.cpus_per_gpu);
   fill(into.memory, from.memory);
+  fill(into.mem_per_gpu, from.mem_per_gpu);
+  fill(into.mem_per_cpu, from.mem_per_cpu);
   fill(into.time, from.time);
   fill(into.partition, from.partition);
   fill(into.account, from.account);
@@ -413,6 +398,14 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   into.exclusive = into.exclusive || from.exclusive;
   into.test_only = into.test_only || from.test_only;
   into.parsable = into.parsable || from.parsable;
+  fill(into.begin, from.begin);
+  fill(into.deadline, from.deadline);
+  fill(into.comment, from.comment);
+  fill(into.wckey, from.wckey);
+  fill(into.mail_type, from.mail_type);
+  fill(into.mail_user, from.mail_user);
+  fill(into.wrap, from.wrap);
+  into.wait = into.wait || from.wait;
 }
 
 absl::Status ApplyDirectives(std::string_view script, const std::string& path,
@@ -439,7 +432,7 @@ absl::Status ApplyDirectives(std::string_view script, const std::string& path,
     print_warnings();
     return Invalid(first_error);
   }
-  absl::Status status = ReadDirectiveOptions(parsed.directives, path, options, warnings);
+  absl::Status status = ReadDirectiveOptions(parsed.directives, path, options);
   print_warnings();
   return status;
 }
@@ -447,8 +440,7 @@ absl::Status ApplyDirectives(std::string_view script, const std::string& path,
 namespace {
 
 absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& lines,
-                                  const std::string& path, JobOptions& options,
-                                  std::vector<std::pair<int, std::string>>& warnings) {
+                                  const std::string& path, JobOptions& options) {
   JobOptions from_script;
   for (const directives::Prefix prefix :
        {directives::Prefix::kSbatch, directives::Prefix::kCohort}) {
@@ -497,9 +489,9 @@ absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& line
         return Invalid(fmt::format("{}: {} {}: {}", where, directives::PrefixText(d.prefix),
                                    fmt::join(d.args, " "), valid.message()));
       }
-      for (const std::string& name : GivenUnsupported(unsupported)) {
-        warnings.emplace_back(d.line, fmt::format("{}: {} {} is not supported yet; ignored", where,
-                                                  directives::PrefixText(d.prefix), name));
+      if (absl::Status refused = CheckNotImplemented(unsupported); !refused.ok()) {
+        return Invalid(
+            fmt::format("{}: {} {}", where, directives::PrefixText(d.prefix), refused.message()));
       }
       // A later line wins over an earlier one.
       FillUnset(line, from_script);
@@ -514,38 +506,33 @@ absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& line
 
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string& default_name) {
   if (absl::Status valid = CheckValues(o); !valid.ok()) return valid;
+  absl::StatusOr<NodeShape> shape = ResolveShape(o);
+  if (!shape.ok()) return shape.status();
+  if (o.nodes_max && *o.nodes_max > shape->nodes) {
+    std::cerr << fmt::format(
+        "cohort: note: -N {}-{}: the job gets {} node{}, the minimum, as soon as they are free; "
+        "it is not grown toward {}\n",
+        shape->nodes, *o.nodes_max, shape->nodes, shape->nodes == 1 ? "" : "s", *o.nodes_max);
+  }
   v1::JobSpec spec;
-  const int nodes = o.nodes.value_or(1);
-  int tasks_per_node = o.tasks_per_node.value_or(1);
-  if (o.ntasks) {
-    if (*o.ntasks % nodes != 0) {
-      return Invalid(fmt::format(
-          "-n/--ntasks {} does not split evenly over {} node{}; every node of a job runs the same "
-          "number of ranks: ask for a multiple of -N, or use --ntasks-per-node",
-          *o.ntasks, nodes, nodes == 1 ? "" : "s"));
-    }
-    if (o.tasks_per_node && *o.tasks_per_node != *o.ntasks / nodes) {
-      return Invalid(fmt::format(
-          "-n/--ntasks {} and --ntasks-per-node {} disagree for {} node{}; give only one of them",
-          *o.ntasks, *o.tasks_per_node, nodes, nodes == 1 ? "" : "s"));
-    }
-    tasks_per_node = *o.ntasks / nodes;
+  spec.set_nodes(shape->nodes);
+  spec.set_tasks_per_node(shape->tasks_per_node);
+  spec.set_cpus_per_task(shape->cpus_per_task);
+  spec.set_gpus_per_node(shape->gpus_per_node);
+  spec.set_memory_mb(shape->memory_mb);
+  spec.set_gpu_type(shape->gpu_type);
+  const std::int64_t now = NowMs();
+  if (o.begin) spec.set_begin_time_s(*ParseHistoryTime(*o.begin, "--begin", now) / 1000);
+  if (o.deadline) spec.set_deadline_s(*ParseHistoryTime(*o.deadline, "--deadline", now) / 1000);
+  spec.set_comment(o.comment.value_or(""));
+  spec.set_wckey(o.wckey.value_or(""));
+  spec.set_mail_type(o.mail_type.value_or(""));
+  spec.set_mail_user(o.mail_user.value_or(""));
+  if (o.mail_type || o.mail_user) {
+    std::cerr << "cohort: note: --mail-type and --mail-user are stored and shown; Cohort sends no "
+                 "mail (follow the job with cohort queue, or sbatch -W)\n";
   }
-  int gpus = o.gpus_per_node.value_or(0);
-  if (o.gres) {
-    const int count = *ParseGres(*o.gres);
-    if (o.gpus_per_node && *o.gpus_per_node != count) {
-      return Invalid(fmt::format("--gres {} and --gpus-per-node {} disagree; give only one of them",
-                                 *o.gres, *o.gpus_per_node));
-    }
-    gpus = count;
-  }
-  spec.set_nodes(nodes);
-  spec.set_tasks_per_node(tasks_per_node);
-  spec.set_cpus_per_task(o.cpus_per_task.value_or(1));
-  spec.set_gpus_per_node(gpus);
   // CheckValues has vetted every value parsed below.
-  if (o.memory) spec.set_memory_mb(*ParseSlurmMemoryMb(*o.memory));
   if (o.time) spec.set_time_limit_s(*TimeLimitSeconds(*o.time));
   if (o.switches) {
     const std::pair<int, std::int64_t> switches = *ParseSwitches(*o.switches);

@@ -20,13 +20,19 @@ namespace cohort::cli {
 /// What the user asked for; an option not given is absent, so that the
 /// command line can be laid over the directives.
 struct JobOptions {
-  std::optional<int> nodes;
+  std::optional<int> nodes;      ///< -N N, or MIN of -N MIN-MAX
+  std::optional<int> nodes_max;  ///< MAX of -N MIN-MAX
   std::optional<int> ntasks;
   std::optional<int> tasks_per_node;
   std::optional<int> cpus_per_task;
   std::optional<int> gpus_per_node;
   std::optional<std::string> gres;
+  std::optional<std::string> gpus;  ///< -G/--gpus: N or TYPE:N in all
+  std::optional<int> gpus_per_task;
+  std::optional<int> cpus_per_gpu;
   std::optional<std::string> memory;
+  std::optional<std::string> mem_per_gpu;
+  std::optional<std::string> mem_per_cpu;
   std::optional<std::string> time;
   std::optional<std::string> partition;
   std::optional<std::string> account;
@@ -42,7 +48,7 @@ struct JobOptions {
   std::optional<std::string> exclude;
   std::optional<bool> requeue;
   std::optional<std::string> signal;  ///< --signal=[R:|B:]SIG[@SECONDS] or none
-  std::optional<std::string> gpu_bind;  ///< closest | single:N | none
+  std::optional<std::string> gpu_bind;  ///< ordered | closest | single:N | none
   std::optional<std::string> cpu_bind;  ///< cores | threads | numa | none
   std::optional<std::string> mem_bind;  ///< local | none
   std::optional<std::string> qos;
@@ -53,6 +59,14 @@ struct JobOptions {
   bool exclusive = false;
   bool test_only = false;
   bool parsable = false;
+  std::optional<std::string> begin;     ///< --begin, as typed
+  std::optional<std::string> deadline;  ///< --deadline, as typed
+  std::optional<std::string> comment;
+  std::optional<std::string> wckey;
+  std::optional<std::string> mail_type;
+  std::optional<std::string> mail_user;
+  std::optional<std::string> wrap;  ///< --wrap: the command a generated script runs
+  bool wait = false;                ///< -W/--wait: return when the job ends, with its status
 };
 
 /// Sets every option that `into` lacks from `from`. Flags are or-ed.

@@ -6,26 +6,41 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "slurm_commands.h"
 
 int main(int argc, char** argv) {
   // One malloc arena: a second thread (the one `cohort run` watches its job
   // on) would map and fault in a heap of its own.
   ::mallopt(M_ARENA_MAX, 1);
   const std::vector<std::string> words(argv + std::min(argc, 1), argv + argc);
-  CLI::App app{"cohort: submit, inspect and manage jobs on a Cohort GPU cluster", "cohort"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "cohort 0.1.0");
+  // Run under one of Slurm's names (a link in libexec/cohort/slurm/), the
+  // binary is that command.
+  std::string_view program = argc > 0 ? std::string_view(argv[0]) : std::string_view("cohort");
+  program = program.substr(program.rfind('/') + 1);
+  const bool slurm = cohort::cli::IsSlurmCommand(program);
   int exit_code = 0;
-  cohort::cli::AddCommands(app, exit_code, words);
+  CLI::App app{slurm ? std::string(program) + ": Cohort's front-end of Slurm's command"
+                     : "cohort: submit, inspect and manage jobs on a Cohort GPU cluster",
+               std::string(slurm ? program : "cohort")};
+  app.set_version_flag("-V,--version", slurm ? "slurm 22.05 (cohort 0.1.0)" : "cohort 0.1.0");
+  if (slurm) {
+    cohort::cli::AddSlurmCommand(app, program, exit_code, words);
+  } else {
+    app.require_subcommand(1);
+    cohort::cli::AddCommands(app, exit_code, words);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     exit_code = app.exit(e);
+    // Slurm's commands exit 1 for any mistake in their command line.
+    if (slurm) exit_code = cohort::cli::SlurmStatus(exit_code);
   }
   // Every command has finished its work and closed what it wrote; the
   // destructors of static objects (protobuf's default instances, CLI11's

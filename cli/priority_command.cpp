@@ -12,6 +12,7 @@
 #include "job_format.h"
 #include "job_ref.h"
 #include "policy_format.h"
+#include "slurm_commands.h"
 
 namespace cohort::cli {
 namespace {
@@ -83,6 +84,20 @@ void AddPriorityCommand(CLI::App& app, int& exit_code) {
       "(shrinks, with PriorityFavorSmall=YES), PARTITION follows its partition's PriorityTier\n"
       "and QOS its QOS's Priority. The Weights line shows cohort.conf's PriorityWeight* values.");
   priority->callback([o, &exit_code] { exit_code = Priority(*o); });
+}
+
+void AddSprioCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<PriorityOptions>();
+  app.set_help_flag("--help", "print this help and exit");  // -h is --noheader
+  app.add_option("-j,--jobs", o->jobs, "only these jobs (12, 12_3)")->delimiter(',');
+  app.add_option("-u,--user", o->user, "only this user's jobs");
+  app.add_flag("-n,--norm", o->normalised, "each factor itself, from 0 to 1");
+  app.add_flag("-h,--noheader", o->no_header, "leave out the header");
+  app.add_flag("-l,--long,-w,--weights,-v,--verbose")
+      ->description("accepted: every factor and the weights are always shown");
+  AddConnectionOptions(app, o->connection, ConfigShortName::kNone);
+  app.footer("Cohort's sprio: pending jobs' priority factors. See docs/slurm.md.");
+  app.callback([o, &exit_code] { exit_code = SlurmStatus(Priority(*o)); });
 }
 
 }  // namespace cohort::cli

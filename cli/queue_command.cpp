@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -15,7 +16,9 @@
 #include "commands.h"
 #include "controller_client.h"
 #include "job_format.h"
+#include "percent_format.h"
 #include "policy_format.h"
+#include "slurm_commands.h"
 
 namespace cohort::cli {
 namespace {
@@ -31,7 +34,32 @@ struct QueueOptions {
   bool no_header = false;
   bool start = false;
   bool steps = false;
+  // Client-side filters, comma separated as squeue's.
+  std::string jobs;           ///< -j: ids (12, 12_3)
+  std::string partitions;     ///< -p
+  std::string names;          ///< -n
+  std::string accounts;       ///< -A
+  std::string qos;            ///< -q
+  std::string long_format;    ///< squeue -O: Slurm's field names, turned into `format`
+  bool long_listing = false;  ///< squeue -l
 };
+
+bool Listed(const std::vector<std::string_view>& list, std::string_view value) {
+  return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// Whether the job passes -j, -p, -n, -A and -q. A plain id also names
+// every task of its array.
+bool Wanted(const v1::Job& job, const QueueOptions& o) {
+  const std::vector<std::string_view> jobs = CommaList(o.jobs);
+  const bool job_listed =
+      jobs.empty() || Listed(jobs, JobDisplayId(job)) || Listed(jobs, std::to_string(job.id())) ||
+      (job.array_job_id() > 0 && Listed(jobs, std::to_string(job.array_job_id())));
+  return job_listed && Listed(CommaList(o.partitions), job.spec().partition()) &&
+         Listed(CommaList(o.names), job.spec().name()) &&
+         Listed(CommaList(o.accounts), job.spec().account()) &&
+         Listed(CommaList(o.qos), job.qos().empty() ? job.spec().qos() : job.qos());
+}
 
 // squeue -s: the listed jobs' steps, one a line.
 void PrintSteps(const std::vector<v1::Job>& jobs, const QueueOptions& o, std::int64_t now) {
@@ -129,81 +157,15 @@ const std::vector<Field>& Fields() {
   return fields;
 }
 
-// One piece of a --format: literal text, or a field with squeue's
-// `%[.][width]X` (a `.` right-aligns; a width pads and cuts).
-struct Segment {
-  std::string literal;
-  const Field* field = nullptr;
-  bool right = false;
-  std::size_t width = 0;
-};
-
-absl::StatusOr<std::vector<Segment>> ParseFormat(std::string_view format) {
-  std::vector<Segment> segments;
-  std::string literal;
-  for (std::size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') {
-      literal += format[i];
-      continue;
-    }
-    if (i + 1 < format.size() && format[i + 1] == '%') {
-      literal += '%';
-      ++i;
-      continue;
-    }
-    Segment s;
-    std::size_t j = i + 1;
-    if (j < format.size() && format[j] == '.') {
-      s.right = true;
-      ++j;
-    }
-    while (j < format.size() && std::isdigit(static_cast<unsigned char>(format[j])) != 0) {
-      s.width = s.width * 10 + static_cast<std::size_t>(format[j] - '0');
-      if (s.width > 1000) s.width = 1000;
-      ++j;
-    }
-    const char letter = j < format.size() ? format[j] : '\0';
-    for (const Field& f : Fields()) {
-      if (f.letter == letter) s.field = &f;
-    }
-    if (s.field == nullptr) {
-      std::vector<std::string> known;
-      for (const Field& f : Fields()) known.push_back(fmt::format("%{} {}", f.letter, f.meaning));
-      return absl::InvalidArgumentError(fmt::format(
-          "--format: no field {} at position {}; fields: {}; %.10i right-aligns in 10 columns",
-          letter == '\0' ? std::string("at the end") : fmt::format("%{}", letter), i + 1,
-          fmt::join(known, ", ")));
-    }
-    if (!literal.empty()) segments.push_back({std::move(literal)});
-    literal.clear();
-    segments.push_back(s);
-    i = j;
-  }
-  if (!literal.empty()) segments.push_back({std::move(literal)});
-  return segments;
-}
-
-std::string Cell(const Segment& s, std::string text) {
-  if (s.width == 0) return text;
-  if (text.size() > s.width) text.resize(s.width);
-  return s.right ? fmt::format("{:>{}}", text, s.width) : fmt::format("{:<{}}", text, s.width);
-}
+using Segment = FormatSegment<Field>;
 
 void PrintFormatted(const std::vector<Segment>& segments, const std::vector<v1::Job>& jobs,
                     bool header, std::int64_t now) {
   if (header) {
-    std::string line;
-    for (const Segment& s : segments) {
-      line += s.field == nullptr ? s.literal : Cell(s, std::string(s.field->header));
-    }
-    std::cout << line << '\n';
+    std::cout << FormatLine(segments, [](const Field& f) { return std::string(f.header); }) << '\n';
   }
   for (const v1::Job& job : jobs) {
-    std::string line;
-    for (const Segment& s : segments) {
-      line += s.field == nullptr ? s.literal : Cell(s, s.field->value(job, now));
-    }
-    std::cout << line << '\n';
+    std::cout << FormatLine(segments, [&](const Field& f) { return f.value(job, now); }) << '\n';
   }
 }
 
@@ -228,6 +190,44 @@ void PrintTable(std::string_view columns, const std::vector<v1::Job>& jobs, bool
   PrintColumns(rows, std::cout);
 }
 
+// squeue -O's field names and the letters of -o that show the same.
+struct LongField {
+  std::string_view name;
+  char letter;
+};
+constexpr LongField kLongFields[] = {
+    {"jobid", 'i'},     {"jobarrayid", 'i'}, {"arrayjobid", 'F'},   {"arraytaskid", 'K'},
+    {"name", 'j'},      {"username", 'u'},   {"userid", 'u'},       {"account", 'a'},
+    {"partition", 'P'}, {"state", 'T'},      {"statecompact", 't'}, {"timeused", 'M'},
+    {"timelimit", 'l'}, {"numnodes", 'D'},   {"reasonlist", 'R'},   {"nodelist", 'N'},
+    {"reason", 'r'},    {"submittime", 'V'}, {"starttime", 'S'},    {"endtime", 'e'},
+    {"qos", 'q'},       {"priority", 'p'},   {"prioritylong", 'p'},
+};
+
+// squeue -O / SQUEUE_FORMAT2 (`JobID,Name:30,State:.10`) as a -o format:
+// each field `:[.]WIDTH` wide (default 20), left-aligned unless `.`.
+absl::StatusOr<std::string> FormatOfFields(std::string_view fields) {
+  std::string format;
+  for (const std::string_view item : CommaList(fields)) {
+    const std::size_t colon = item.find(':');
+    const std::string_view name = item.substr(0, colon);
+    const std::string_view width = colon == std::string_view::npos ? "20" : item.substr(colon + 1);
+    const LongField* field = nullptr;
+    for (const LongField& f : kLongFields) {
+      if (EqualsIgnoreCase(f.name, name)) field = &f;
+    }
+    if (field == nullptr) {
+      std::vector<std::string_view> known;
+      for (const LongField& f : kLongFields) known.push_back(f.name);
+      return absl::InvalidArgumentError(fmt::format(
+          "-O/--Format: no field {}; fields (any case): {}", name, fmt::join(known, ",")));
+    }
+    format += fmt::format("%{}{} ", width, field->letter);
+  }
+  if (!format.empty()) format.pop_back();
+  return format;
+}
+
 int Queue(const QueueOptions& o) {
   v1::ListJobsRequest request;
   if (o.me && (o.all || !o.user.empty())) {
@@ -238,6 +238,14 @@ int Queue(const QueueOptions& o) {
   request.set_user_name(o.user);
   // --start lists the pending jobs, as squeue --start.
   if (o.start && o.states.empty()) request.add_states(v1::JOB_PENDING);
+  // Jobs named by id are listed in whatever state they are, as squeue -j.
+  if (!o.jobs.empty() && o.states.empty() && !o.start) {
+    for (const v1::JobState s :
+         {v1::JOB_PENDING, v1::JOB_RUNNING, v1::JOB_COMPLETING, v1::JOB_COMPLETED, v1::JOB_FAILED,
+          v1::JOB_CANCELLED, v1::JOB_TIMEOUT, v1::JOB_NODE_FAIL}) {
+      request.add_states(s);
+    }
+  }
   if (!o.states.empty()) {
     std::size_t start = 0;
     while (start <= o.states.size()) {
@@ -264,9 +272,19 @@ int Queue(const QueueOptions& o) {
       request.add_states(*state);
     }
   }
+  std::string format = o.format;
+  if (format.empty() && !o.long_format.empty()) {
+    absl::StatusOr<std::string> converted = FormatOfFields(o.long_format);
+    if (!converted.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", converted.status().message());
+      return 2;
+    }
+    format = *std::move(converted);
+  }
   std::vector<Segment> segments;
-  if (!o.format.empty()) {
-    absl::StatusOr<std::vector<Segment>> parsed = ParseFormat(o.format);
+  if (!format.empty()) {
+    absl::StatusOr<std::vector<Segment>> parsed =
+        ParsePercentFormat(format, std::span<const Field>(Fields()));
     if (!parsed.ok()) {
       std::cerr << fmt::format("cohort: {}\n", parsed.status());
       return 2;
@@ -279,7 +297,7 @@ int Queue(const QueueOptions& o) {
     if (!response.ok()) return response.status();
     std::vector<v1::Job> jobs;
     for (const v1::Job& job : response->jobs()) {
-      if (!o.start || job.state() == v1::JOB_PENDING) jobs.push_back(job);
+      if ((!o.start || job.state() == v1::JOB_PENDING) && Wanted(job, o)) jobs.push_back(job);
     }
     std::sort(jobs.begin(), jobs.end(), DisplayOrder);
     if (o.start) {
@@ -306,6 +324,17 @@ int Queue(const QueueOptions& o) {
     }
     return absl::OkStatus();
   });
+}
+
+// -j, -p, -n, -A and -q, as squeue's.
+void AddFilterOptions(CLI::App& command, QueueOptions& o) {
+  command.add_option("-j,--jobs", o.jobs, "only these jobs, comma separated (12, 12_3)")
+      ->type_name("LIST");
+  command.add_option("-p,--partition", o.partitions, "only jobs of these partitions")
+      ->type_name("LIST");
+  command.add_option("-n,--name", o.names, "only jobs with these names")->type_name("LIST");
+  command.add_option("-A,--account", o.accounts, "only jobs of these accounts")->type_name("LIST");
+  command.add_option("-q,--qos", o.qos, "only jobs of these QOS")->type_name("LIST");
 }
 
 }  // namespace
@@ -336,8 +365,48 @@ void AddQueueCommand(CLI::App& app, int& exit_code) {
                   "state, time, nodes, tasks and exit code (like squeue -s)");
   queue->add_flag("--noheader", o->no_header, "leave out the header line");
   queue->add_flag("--json", o->json, "print {\"jobs\": [...]} as JSON");
+  AddFilterOptions(*queue, *o);
   AddConnectionOptions(*queue, o->connection);
   queue->callback([o, &exit_code] { exit_code = Queue(*o); });
+}
+
+void AddSqueueCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<QueueOptions>();
+  o->all = true;
+  app.set_help_flag("--help", "print this help and exit");  // -h is --noheader
+  app.add_option("-u,--user", o->user, "only this user's jobs");
+  app.add_flag("-a,--all", o->all, "every user's jobs (the default)");
+  app.add_flag("--me", o->me, "only your jobs");
+  app.add_option("-t,--states", o->states, "only jobs in these states (PD,R,...; all)");
+  app.add_option("-o,--format", o->format,
+                 "fields as %.18i %.9P %.8j %.8u %.2t %.10M %.6D %R (see cohort queue --help)");
+  app.add_option("-O,--Format", o->long_format, "fields by name: JobID,Name:30,State:.10,...");
+  app.add_flag("-h,--noheader", o->no_header, "leave out the header line");
+  app.add_flag("-l,--long", o->long_listing, "also the state by name and the time limit");
+  app.add_flag("--start", o->start, "pending jobs with their expected start");
+  app.add_flag("-s,--steps", o->steps, "the jobs' steps instead");
+  app.add_flag("-r,--array,-v,--verbose")
+      ->description("accepted: array tasks not yet started are listed as one line, 12_[5-99]");
+  app.add_flag("--json", o->json, "print {\"jobs\": [...]} as JSON");
+  AddFilterOptions(app, *o);
+  AddConnectionOptions(app, o->connection, ConfigShortName::kNone);
+  app.callback([o, &exit_code] {
+    // As squeue: -o, else -O, else $SQUEUE_FORMAT, else $SQUEUE_FORMAT2,
+    // else its default (or -l's) columns.
+    if (o->format.empty() && o->long_format.empty() && !o->steps && !o->json) {
+      const char* format = std::getenv("SQUEUE_FORMAT");
+      const char* fields = std::getenv("SQUEUE_FORMAT2");
+      if (format != nullptr && *format != '\0') {
+        o->format = format;
+      } else if (fields != nullptr && *fields != '\0') {
+        o->long_format = fields;
+      } else if (!o->start) {
+        o->format = o->long_listing ? "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+                                    : "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+      }
+    }
+    exit_code = SlurmStatus(Queue(*o));
+  });
 }
 
 }  // namespace cohort::cli

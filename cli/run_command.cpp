@@ -31,6 +31,7 @@
 #include "job_options.h"
 #include "rank_output.h"
 #include "run_step.h"
+#include "slurm_commands.h"
 
 namespace cohort::cli {
 namespace {
@@ -56,149 +57,6 @@ std::string AllocationOf(const RunState& state) {
   return inside != nullptr ? std::string(inside) : std::string();
 }
 
-// Prints each change of the job that the user should see.
-class Progress {
- public:
-  void Show(const v1::Job& job) {
-    const v1::JobState state = job.state();
-    if (state == v1::JOB_PENDING) {
-      if (last_ == v1::JOB_RUNNING || last_ == v1::JOB_COMPLETING) {
-        std::cerr << fmt::format("cohort: job {} requeued (attempt {}){}\n", job.id(),
-                                 job.attempt(), Why(job));
-        pending_text_.clear();
-      }
-      std::string text = fmt::format("cohort: job {} pending: {}", job.id(),
-                                     job.reason().empty() ? "waiting" : job.reason());
-      if (!job.reason_detail().empty()) text += fmt::format(" ({})", job.reason_detail());
-      if (job.queue_position() > 0) {
-        text += fmt::format(", position {} in the queue", job.queue_position());
-      }
-      if (text != pending_text_) std::cerr << text << '\n';
-      pending_text_ = std::move(text);
-    } else if (state == v1::JOB_RUNNING && last_ != v1::JOB_RUNNING) {
-      std::cerr << fmt::format("cohort: job {} running on {}\n", job.id(), job.nodes());
-      ran_ = true;
-    }
-    last_ = state;
-  }
-  [[nodiscard]] bool Ran() const { return ran_; }
-
-  static std::string Why(const v1::Job& job) {
-    if (job.reason().empty() && job.reason_detail().empty()) return "";
-    if (job.reason_detail().empty()) return ": " + job.reason();
-    if (job.reason().empty()) return ": " + job.reason_detail();
-    return fmt::format(": {} ({})", job.reason(), job.reason_detail());
-  }
-
- private:
-  v1::JobState last_ = v1::JOB_STATE_UNSPECIFIED;
-  std::string pending_text_;
-  bool ran_ = false;
-};
-
-// The exit status of `cohort run` for a finished job, after saying why it
-// did not complete.
-int Outcome(const v1::Job& job) {
-  const std::string why = Progress::Why(job);
-  switch (job.state()) {
-    case v1::JOB_COMPLETED: return 0;
-    case v1::JOB_FAILED:
-      if (job.exit_signal() != 0) {
-        std::cerr << fmt::format("cohort: job {} failed: a rank was killed by signal {} ({}){}\n",
-                                 job.id(), job.exit_signal(), SignalName(job.exit_signal()), why);
-      } else if (job.exit_code() != 0) {
-        std::cerr << fmt::format("cohort: job {} failed with exit code {}{}\n", job.id(),
-                                 job.exit_code(), why);
-      } else {  // it never ran, such as a launch that failed
-        std::cerr << fmt::format("cohort: job {} failed{}\n", job.id(), why);
-      }
-      return job.exit_code() > 0 && job.exit_code() < 256 ? job.exit_code() : 1;
-    case v1::JOB_CANCELLED:
-      std::cerr << fmt::format("cohort: job {} cancelled{}\n", job.id(), why);
-      return 1;
-    case v1::JOB_TIMEOUT:
-      std::cerr << fmt::format("cohort: job {} reached its time limit of {}{}\n", job.id(),
-                               FormatLimit(job.time_limit_s()), why);
-      return 1;
-    case v1::JOB_NODE_FAIL:
-      std::cerr << fmt::format("cohort: job {} stopped: a node failed{}\n", job.id(), why);
-      return 1;
-    default:
-      std::cerr << fmt::format("cohort: job {} ended in state {}{}\n", job.id(),
-                               JobStateName(job.state()), why);
-      return 1;
-  }
-}
-
-// Waits for a submitted job to end while printing its progress and its
-// ranks' output from `folder` (when set); returns the exit status of
-// `cohort run`. Interrupts cancel the job, a second one stops the wait.
-int FollowJob(ControllerClient& client, std::int64_t job_id,
-              const std::optional<std::filesystem::path>& folder, RankLabels labels) {
-  Watch watch;
-  std::thread watcher([&] { WatchLoop(client, job_id, watch); });
-  std::optional<RankOutput> output;
-  if (folder) output.emplace(*folder, job_id, labels);
-  const std::string where =
-      folder ? fmt::format(" (its output files are in {})", folder->string()) : "";
-  Progress progress;
-  std::optional<v1::Job> last;
-  std::optional<absl::Status> ended;
-  int handled_interrupts = 0;
-  while (!ended) {
-    WatchNews news = TakeNews(watch, std::chrono::milliseconds(200));
-    ended = std::move(news.ended);
-    for (const v1::Job& job : news.events) {
-      progress.Show(job);
-      last = job;
-    }
-    if (output) output->Poll();
-
-    const int seen = Interrupts();
-    if (seen > 0 && handled_interrupts == 0) {
-      std::cerr << fmt::format(
-          "cohort: cancelling job {}; waiting for it to end (interrupt again to stop waiting)\n",
-          job_id);
-      v1::CancelJobRequest cancel;
-      cancel.add_job_ids(job_id);
-      if (absl::StatusOr<v1::CancelJobResponse> r = client.CancelJob(cancel); !r.ok()) {
-        client.PrintError(r.status());
-      }
-    }
-    if (seen > 1) {
-      std::cerr << fmt::format(
-          "cohort: not waiting for job {} any more; see cohort show job {}{}\n", job_id, job_id,
-          where);
-      StopWatch(watch);
-      watcher.join();
-      if (output) output->Flush();
-      return 130;
-    }
-    handled_interrupts = seen;
-  }
-  watcher.join();
-  if (output) output->Flush();
-
-  if (!ended->ok() || !last || !IsFinished(last->state())) {
-    if (!ended->ok()) client.PrintError(*ended);
-    std::cerr << fmt::format("cohort: lost track of job {}; see cohort show job {}{}\n", job_id,
-                             job_id, where);
-    return 1;
-  }
-  if (output && progress.Ran() && !output->SawFiles() &&
-      (last->state() == v1::JOB_COMPLETED || last->state() == v1::JOB_FAILED)) {
-    std::cerr << fmt::format(
-        "cohort: warning: no output of job {} appeared in {}; if its nodes do not share this "
-        "filesystem, set COHORT_RUN_DIR to a folder they share\n",
-        job_id, folder->string());
-  }
-  if (folder) {
-    std::error_code ignored;
-    std::filesystem::remove_all(*folder, ignored);
-  }
-  return Outcome(*last);
-}
-
 int Run(const RunState& state, const std::vector<std::string>& remaining) {
   absl::StatusOr<Command> command = SplitCommand(remaining, "run");
   if (!command.ok()) {
@@ -209,8 +67,9 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     std::cerr << "cohort: run needs a command: cohort run [options] -- COMMAND [ARGS...]\n";
     return 2;
   }
-  for (const std::string& name : GivenUnsupported(state.unsupported)) {
-    std::cerr << fmt::format("cohort: warning: {} is not supported yet; ignored\n", name);
+  if (absl::Status refused = CheckNotImplemented(state.unsupported); !refused.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", refused.message());
+    return 2;
   }
   const JobOptions& options = state.options;
   if (const std::string allocation = AllocationOf(state); !allocation.empty()) {
@@ -304,41 +163,46 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
                    state.label ? RankLabels::kRank : RankLabels::kNone);
 }
 
+// The options of `cohort run` and `srun`, on `run`.
+void ConfigureRun(CLI::App& run, RunState& state, CommandWords words) {
+  state.unsupported = AddJobOptions(run, state.options, words);
+  run.get_option("--parsable")->group("");  // run prints the job's output, not its id
+  run.get_option("--array")->group("");     // run follows one job; refused with a hint
+  run.add_flag("-l,--label", state.label, "start each line of output with its rank: `3: text`");
+  run.add_option("--jobid", state.jobid,
+                 "run as a step of this running job (default inside a job: $COHORT_JOB_ID)")
+      ->type_name("JOB");
+  run.add_flag("--exact", state.exact,
+               "inside a job: the step holds only the CPUs and GPUs its tasks ask, so that "
+               "steps share nodes (--exclusive means the same there)");
+  run.add_flag("--overlap", state.overlap,
+               "inside a job: the step shares its nodes with every other step, waiting for none");
+  // sbatch's --input (a file for the script's stdin) is not run's.
+  if (CLI::Option* sbatch_input = run.get_option_no_throw("--input")) {
+    std::erase_if(state.unsupported,
+                  [&](const UnsupportedOption& u) { return u.option == sbatch_input; });
+    run.remove_option(sbatch_input);
+  }
+  run.add_flag("--pty", state.pty,
+               "inside a job: run one task on a pseudo-terminal, its stdin, stdout and stderr "
+               "this terminal's (cohort run --pty bash: a shell on a compute node)");
+  run.add_option("--input", state.input,
+                 "inside a job: the step's rank that reads this command's stdin (default 0), "
+                 "or none")
+      ->type_name("RANK|none");
+  AddConnectionOptions(run, state.connection, ConfigShortName::kNone);
+  TakeCommandVerbatim(run, "COMMAND",
+                      "the command and its arguments (after --); everything after it is passed "
+                      "on, not read as options");
+}
+
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<RunState>();
   CLI::App* run = app.add_subcommand(
       "run", "run a command as one job and stream its output until it ends (like srun)");
-  state->unsupported = AddJobOptions(*run, state->options, words);
-  run->get_option("--parsable")->group("");  // run prints the job's output, not its id
-  run->get_option("--array")->group("");     // run follows one job; refused with a hint
-  run->add_flag("-l,--label", state->label, "start each line of output with its rank: `3: text`");
-  run->add_option("--jobid", state->jobid,
-                  "run as a step of this running job (default inside a job: $COHORT_JOB_ID)")
-      ->type_name("JOB");
-  run->add_flag("--exact", state->exact,
-                "inside a job: the step holds only the CPUs and GPUs its tasks ask, so that "
-                "steps share nodes (--exclusive means the same there)");
-  run->add_flag("--overlap", state->overlap,
-                "inside a job: the step shares its nodes with every other step, waiting for none");
-  // sbatch's --input (a file for the script's stdin) is not run's.
-  if (CLI::Option* sbatch_input = run->get_option_no_throw("--input")) {
-    std::erase_if(state->unsupported,
-                  [&](const UnsupportedOption& u) { return u.option == sbatch_input; });
-    run->remove_option(sbatch_input);
-  }
-  run->add_flag("--pty", state->pty,
-                "inside a job: run one task on a pseudo-terminal, its stdin, stdout and stderr "
-                "this terminal's (cohort run --pty bash: a shell on a compute node)");
-  run->add_option("--input", state->input,
-                  "inside a job: the step's rank that reads this command's stdin (default 0), "
-                  "or none")
-      ->type_name("RANK|none");
-  AddConnectionOptions(*run, state->connection, ConfigShortName::kNone);
-  TakeCommandVerbatim(*run, "COMMAND",
-                      "the command and its arguments (after --); everything after it is passed "
-                      "on, not read as options");
+  ConfigureRun(*run, *state, words);
   run->footer(
       "Usage: cohort run [options] -- COMMAND [ARGS...]\n"
       "\n"
@@ -357,6 +221,19 @@ void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
       "COHORT_RUN_DIR to a folder on the shared filesystem. With -o (or -e) the output goes to\n"
       "that file instead and is not printed.");
   run->callback([state, run, &exit_code] { exit_code = Run(*state, run->remaining()); });
+}
+
+void AddSrunCommand(CLI::App& app, int& exit_code, CommandWords words) {
+  auto state = std::make_shared<RunState>();
+  ConfigureRun(app, *state, words);
+  // Output is forwarded as the ranks write it, line by line, either way.
+  app.add_flag("-u,--unbuffered")
+      ->description("accepted: each line of output is shown as the ranks write it");
+  app.footer(
+      "Cohort's srun: inside a job (a batch script, salloc, or --jobid) starts a step over its\n"
+      "allocation, as `cohort run` does; outside one, runs the command as a job of its own and\n"
+      "streams its output. Exits with the step's or job's status. See docs/slurm.md.");
+  app.callback([state, &app, &exit_code] { exit_code = Run(*state, app.remaining()); });
 }
 
 }  // namespace cohort::cli

@@ -11,6 +11,7 @@
 #include "controller_client.h"
 #include "job_format.h"
 #include "policy_format.h"
+#include "slurm_commands.h"
 
 namespace cohort::cli {
 namespace {
@@ -74,6 +75,18 @@ void AddSharesCommand(CLI::App& app, int& exit_code) {
       "FairShare is the factor in the priority: 1 for no usage, 0.5 at exactly its share, less\n"
       "as the account uses more than its share.");
   shares->callback([o, &exit_code] { exit_code = Shares(*o); });
+}
+
+void AddSshareCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SharesOptions>();
+  app.set_help_flag("--help", "print this help and exit");  // -h is --noheader
+  app.add_option("-A,--accounts", o->account, "only this account and its users");
+  app.add_flag("-h,--noheader", o->no_header, "leave out the header");
+  app.add_flag("-a,--all,-l,--long,-v,--verbose")
+      ->description("accepted: every user and column is always shown");
+  AddConnectionOptions(app, o->connection, ConfigShortName::kNone);
+  app.footer("Cohort's sshare: the accounts' fair shares and usage. See docs/slurm.md.");
+  app.callback([o, &exit_code] { exit_code = SlurmStatus(Shares(*o)); });
 }
 
 }  // namespace cohort::cli

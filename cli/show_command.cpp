@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -141,6 +143,15 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                                ? std::string("(null)")
                                : fmt::format("{}", fmt::join(spec.features(), ",")),
                            OrNull(spec.nodelist()), OrNull(spec.exclude()));
+  if (!spec.gpu_type().empty()) std::cout << fmt::format("   GpuType={}\n", spec.gpu_type());
+  if (spec.begin_time_s() > 0 || spec.deadline_s() > 0) {
+    std::cout << fmt::format(
+        "   BeginTime={} Deadline={}\n", FormatTimestamp(spec.begin_time_s() * 1000),
+        spec.deadline_s() > 0 ? FormatTimestamp(spec.deadline_s() * 1000) : std::string("N/A"));
+  }
+  std::cout << fmt::format("   Comment={} WCKey={} MailType={} MailUser={}\n",
+                           OrNull(spec.comment()), OrNull(spec.wckey()), OrNull(spec.mail_type()),
+                           OrNull(spec.mail_user()));
   std::cout << fmt::format("   Command={}\n", fmt::join(argv, " "));
   std::cout << fmt::format("   BatchScript={}\n", YesNo(!spec.script().empty()));
   std::cout << fmt::format("   WorkDir={}\n", OrNull(spec.work_dir()));
@@ -258,6 +269,101 @@ void AddShowCommand(CLI::App& app, int& exit_code) {
                  "print the node as JSON (for a hostlist: {\"nodes\": [...]})");
   AddConnectionOptions(*node, node_options->connection);
   node->callback([node_options, &exit_code] { exit_code = ShowNode(*node_options); });
+}
+
+namespace {
+
+void PrintPartition(const v1::Partition& p) {
+  const auto limit = [](std::int64_t s) {
+    return s == 0 ? std::string("UNLIMITED") : FormatLimit(s);
+  };
+  const auto list = [](const auto& items) {
+    return items.empty() ? std::string("ALL") : fmt::format("{}", fmt::join(items, ","));
+  };
+  std::cout << fmt::format("PartitionName={}\n", p.name());
+  std::cout << fmt::format("   AllowAccounts={} AllowUsers={}\n", list(p.allow_accounts()),
+                           list(p.allow_users()));
+  std::cout << fmt::format("   Default={} PriorityTier={}\n", YesNo(p.is_default()),
+                           p.priority_tier());
+  std::cout << fmt::format("   DefaultTime={} MaxNodes={} MaxTime={}\n",
+                           p.default_time_s() > 0 ? FormatLimit(p.default_time_s()) : "NONE",
+                           p.max_nodes() > 0 ? std::to_string(p.max_nodes()) : "UNLIMITED",
+                           limit(p.max_time_s()));
+  std::cout << fmt::format("   Nodes={}\n", p.nodes());
+  std::cout << fmt::format("   PreemptMode={} State=UP TotalCPUs={} TotalNodes={} TotalGPUs={}\n",
+                           p.preempt_mode().empty() ? "(cluster's)" : p.preempt_mode(),
+                           p.total_cpus(), p.total_nodes(), p.total_gpus());
+}
+
+// scontrol show job without a job: every job the caller may see.
+int ShowAllJobs(const ShowOptions& o) {
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    v1::ListJobsRequest request;
+    request.set_all_users(true);
+    absl::StatusOr<v1::ListJobsResponse> response = client.ListJobs(request);
+    if (!response.ok()) return response.status();
+    std::vector<v1::Job> jobs(response->jobs().begin(), response->jobs().end());
+    std::sort(jobs.begin(), jobs.end(), DisplayOrder);
+    const std::int64_t now = NowMs();
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (i > 0) std::cout << '\n';
+      PrintJob(jobs[i], now);
+    }
+    if (jobs.empty()) std::cout << "No jobs in the system\n";
+    return absl::OkStatus();
+  });
+}
+
+int ShowPartitions(const ShowOptions& o) {
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    v1::ListPartitionsRequest request;
+    request.set_name(o.id);
+    absl::StatusOr<v1::ListPartitionsResponse> response = client.ListPartitions(request);
+    if (!response.ok()) return response.status();
+    for (int i = 0; i < response->partitions_size(); ++i) {
+      if (i > 0) std::cout << '\n';
+      PrintPartition(response->partitions(i));
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
+  CLI::App* show = scontrol.add_subcommand("show", "show jobs, nodes, partitions or hostlists");
+  show->require_subcommand(1);
+  auto o = std::make_shared<ShowOptions>();
+  AddConnectionOptions(*show, o->connection, ConfigShortName::kNone);
+  CLI::App* job = show->add_subcommand("job", "a job, or every job")->alias("jobs");
+  job->add_option("JOB", o->id, "the job: 12 or 12_3 (default: every job)");
+  job->callback([o, &exit_code] { exit_code = o->id.empty() ? ShowAllJobs(*o) : ShowJob(*o); });
+  CLI::App* node = show->add_subcommand("node", "a node, or every node")->alias("nodes");
+  node->add_option("NAME", o->node, "the node, or a hostlist (default: every node)");
+  node->callback([o, &exit_code] { exit_code = ShowNode(*o); });
+  CLI::App* partition =
+      show->add_subcommand("partition", "a partition, or every one")->alias("partitions");
+  partition->add_option("NAME", o->id, "the partition (default: every one)");
+  partition->callback([o, &exit_code] { exit_code = ShowPartitions(*o); });
+  auto lists = std::make_shared<std::vector<std::string>>();
+  CLI::App* hostnames = show->add_subcommand("hostnames", "every name of a hostlist, one a line");
+  hostnames->add_option("HOSTLIST", *lists, "default: $SLURM_JOB_NODELIST");
+  hostnames->callback([lists, &exit_code] {
+    if (lists->empty()) {
+      const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
+      if (nodelist == nullptr || *nodelist == '\0') {
+        std::cerr << "scontrol: error: give a hostlist, or run inside a job (SLURM_JOB_NODELIST)\n";
+        exit_code = 1;
+        return;
+      }
+      lists->emplace_back(nodelist);
+    }
+    exit_code = ExpandHostlists(*lists);
+  });
+  auto names = std::make_shared<std::vector<std::string>>();
+  CLI::App* hostlist = show->add_subcommand("hostlist", "the shortest hostlist of names");
+  hostlist->add_option("NAMES", *names, "names, comma separated or one a word")->required();
+  hostlist->callback([names, &exit_code] { exit_code = CompressHostlists(*names); });
 }
 
 }  // namespace cohort::cli

@@ -129,6 +129,13 @@ WhyWords WhyInWords(const v1::ExplainJobResponse& response) {
         words.suggestions.push_back(fmt::format("cohort release {}", id));
       }
       return words;
+    case PendingReason::kBeginTime:
+      words.summary = fmt::format("Job {} waits for the time it asked to begin at.", id);
+      words.blockers.push_back(detail);
+      words.suggestions.push_back(
+          "it is tried once that time comes; to start it sooner, cancel it and submit again "
+          "without --begin");
+      return words;
     case PendingReason::kDependency:
       words.summary = fmt::format("Job {} waits for its dependency.", id);
       words.blockers.push_back(detail);

@@ -12,8 +12,8 @@ packages=(
   libabsl-dev libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libc-ares-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libhwloc-dev hwloc libsqlite3-dev sqlite3 libcli11-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
+  libgtest-dev libgmock-dev libbenchmark-dev python3-torch
 )
 
 missing=()

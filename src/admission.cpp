@@ -140,6 +140,11 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
                     partition->name, *partition->max_nodes, request.nodes));
   }
   if (absl::Status s = ResolveTime(request, *partition, *qos, job); !s.ok()) return s;
+  if (request.deadline.count() > 0 && job.time_limit == kUnlimited) {
+    return absl::InvalidArgumentError(
+        "deadline: a job with a --deadline needs a time limit to tell whether it can end in "
+        "time; give -t/--time");
+  }
   if (absl::Status s = CheckQosAndBounds(request, *qos); !s.ok()) return s;
   job.qos = qos->name;
 
@@ -152,6 +157,21 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   gang.exclusivity = request.exclusivity;
   gang.partition = core_.pool.FindPartition(partition->name);
   gang.features = request.features;
+  if (!request.gpu_type.empty()) {
+    const std::string feature = alloc::GpuTypeFeature(request.gpu_type);
+    const std::string_view prefix = "gpu:";
+    if (!core_.pool.FeatureMask(std::span(&feature, 1))) {
+      std::vector<std::string_view> types;
+      for (const std::string& name : core_.pool.FeatureNames()) {
+        if (name.starts_with(prefix)) types.push_back(std::string_view(name).substr(prefix.size()));
+      }
+      return absl::InvalidArgumentError(fmt::format(
+          "gpu_type: no node has GPUs of type {}; {}", request.gpu_type,
+          types.empty() ? std::string("no node's Gres= names a type: ask for GPUs without one")
+                        : fmt::format("types here: {}", fmt::join(types, ", "))));
+    }
+    gang.features.push_back(feature);
+  }
   if (request.switches > 0) gang.max_leaves = request.switches;
   if (absl::Status s =
           ResolveNames(core_.topology, request.nodelist, "nodelist", gang.required_nodes);
@@ -340,6 +360,25 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     }
     job.eligible_time = std::max(job.eligible_time, now);
     Lifecycle::Changed(job, effects);
+  }
+  if (job.request.deadline.count() > 0 && job.time_limit != kUnlimited &&
+      now + ToMillis(job.time_limit) > job.request.deadline) {
+    // As Slurm's --deadline: a job that can no longer end in time goes.
+    job.reason = fmt::format("its time limit {} no longer ends before its --deadline",
+                             FormatSlurmTime(job.time_limit));
+    core_.life.Apply(job, JobEvent::kCancelled, now, effects);
+    job.array_pending.clear();
+    return false;
+  }
+  if (job.request.begin > now) {
+    core_.planner.WakeAt(job.request.begin);
+    Lifecycle::SetReason(
+        job, PendingReason::kBeginTime,
+        fmt::format("asked to begin in {}",
+                    FormatSlurmTime(
+                        std::chrono::duration_cast<std::chrono::seconds>(job.request.begin - now))),
+        effects);
+    return false;
   }
   if (!job.array_pending.empty() && job.request.array.max_running > 0) {
     const auto it = counts.array_running.find(job.array_job_id);

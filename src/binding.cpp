@@ -313,6 +313,22 @@ void FillDevices(const NodeLayout& layout, const BindingOptions& options,
   std::vector<int> by_index;
   for (const Gpu* gpu : granted) by_index.push_back(gpu->index);
   std::sort(by_index.begin(), by_index.end());
+  // --gpu-bind=ordered: one list for every rank, the GPU of local rank r at
+  // position r (a rank's own is the first of those it is near), then the
+  // rest in index order. torch.cuda.set_device(LOCAL_RANK) then picks the
+  // rank's own GPU, and every GPU stays visible for peer-to-peer.
+  std::vector<int> ordered;
+  if (options.gpu.kind == GpuBindKind::kOrdered) {
+    for (const RankBinding& rank : plan) {
+      if (!rank.gpus.empty() &&
+          std::find(ordered.begin(), ordered.end(), rank.gpus.front()) == ordered.end()) {
+        ordered.push_back(rank.gpus.front());
+      }
+    }
+    for (const int gpu : by_index) {
+      if (std::find(ordered.begin(), ordered.end(), gpu) == ordered.end()) ordered.push_back(gpu);
+    }
+  }
   for (RankBinding& rank : plan) {
     if (options.mem == MemBind::kLocal) rank.mem_numa = rank.numa_nodes;
     for (const layout::Nic& nic : layout.nics) {
@@ -330,7 +346,7 @@ void FillDevices(const NodeLayout& layout, const BindingOptions& options,
       rank.nccl_ib_hca = fmt::format("={}", fmt::join(rank.nics, ","));
     }
     if (!rank.gpus.empty()) {
-      std::vector<int> visible = rank.gpus;
+      std::vector<int> visible = options.gpu.kind == GpuBindKind::kOrdered ? ordered : rank.gpus;
       if (options.numbering == GpuNumbering::kJob) {
         for (int& gpu : visible) {
           gpu = static_cast<int>(std::lower_bound(by_index.begin(), by_index.end(), gpu) -
@@ -346,6 +362,7 @@ void FillDevices(const NodeLayout& layout, const BindingOptions& options,
 
 absl::StatusOr<GpuBind> ParseGpuBind(std::string_view text) {
   const std::string value = Lower(text);
+  if (value == "ordered") return GpuBind{GpuBindKind::kOrdered, 1};
   if (value == "closest") return GpuBind{GpuBindKind::kClosest, 1};
   if (value == "none") return GpuBind{GpuBindKind::kNone, 1};
   constexpr std::string_view kSingle = "single:";
@@ -361,7 +378,7 @@ absl::StatusOr<GpuBind> ParseGpuBind(std::string_view text) {
     }
     return GpuBind{GpuBindKind::kSingle, n};
   }
-  return Invalid(fmt::format("--gpu-bind: '{}' is not closest, single:N or none", text));
+  return Invalid(fmt::format("--gpu-bind: '{}' is not ordered, closest, single:N or none", text));
 }
 
 absl::StatusOr<CpuBind> ParseCpuBind(std::string_view text) {
@@ -403,6 +420,8 @@ absl::StatusOr<BindingOptions> ParseBindingOptions(std::string_view gpu, std::st
 
 std::string ToString(const GpuBind& bind) {
   switch (bind.kind) {
+    case GpuBindKind::kOrdered:
+      return "ordered";
     case GpuBindKind::kClosest:
       return "closest";
     case GpuBindKind::kSingle:
@@ -410,7 +429,7 @@ std::string ToString(const GpuBind& bind) {
     case GpuBindKind::kNone:
       return "none";
   }
-  return "closest";
+  return "ordered";
 }
 
 std::string_view ToString(CpuBind bind) {

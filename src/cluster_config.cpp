@@ -119,6 +119,16 @@ class Parser {
     NodeSpec& spec = state.target;
     spec.defined_at = head.key_at;
     bool ok = NodeKeys().ParseWords(line, state, diagnostics_);
+    if (ok && state.gres_word != nullptr) {
+      if (state.gpus_word != nullptr && spec.gpus != state.gres_gpus) {
+        diagnostics_.Error(
+            state.gres_word->value_at,
+            fmt::format("Gres={} and Gpus={} disagree", state.gres_word->value, spec.gpus),
+            "give the GPUs once, with Gres= (or Gpus=)");
+        ok = false;
+      }
+      spec.gpus = state.gres_gpus;
+    }
     // Gpus= may come from a DEFAULT line: check the pair on the node's own line.
     if (!is_default && ok && !spec.gpu_numa.empty() &&
         spec.gpu_numa.size() != static_cast<std::size_t>(spec.gpus)) {

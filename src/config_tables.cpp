@@ -104,7 +104,17 @@ constexpr auto kNodeRows = std::to_array<conf::KeyRow<N>>({
     {"CPUs", &conf::Set<N, &ParsePositiveInt, &NodeSpec::cpus>},
     {"MemoryMB", &conf::Set<N, &ParsePositiveInt64, &NodeSpec::memory_mb>},
     {"RealMemory", &conf::Set<N, &ParsePositiveInt64, &NodeSpec::memory_mb>},  // Slurm's name
-    {"Gpus", &conf::Set<N, &ParseGpuCount, &NodeSpec::gpus>},
+    {"Gpus",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       line.gpus_word = &word;
+       return ParseGpuCount(word, line.target.gpus, diagnostics);
+     }},
+    {"Gres",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       // Checked against Gpus= once the whole line is read.
+       line.gres_word = &word;
+       return ParseNodeGres(word, line.gres_gpus, line.target.gpu_type, diagnostics);
+     }},
     {"GpuNuma",
      [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
        // The count is checked against Gpus= once the whole line is read.

@@ -286,6 +286,49 @@ std::string ResolvePath(std::string_view from, const std::string& path) {
   return (std::filesystem::path(from).parent_path() / p).lexically_normal().string();
 }
 
+bool ParseNodeGres(const conf::Word& word, int& gpus, std::string& type, Diagnostics& diagnostics) {
+  const std::string_view value = word.value;
+  const auto refuse = [&](std::string message) {
+    diagnostics.Error(word.value_at, std::move(message),
+                      "write Gres=gpu:N or Gres=gpu:TYPE:N, such as Gres=gpu:h100:8");
+    return false;
+  };
+  if (value.find(',') != std::string_view::npos) {
+    return refuse(
+        fmt::format("Gres={}: a node has one kind of GPU here; several are not supported", value));
+  }
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t colon = value.find(':', start);
+    parts.push_back(value.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.front() != "gpu" || parts.size() < 2 || parts.size() > 3) {
+    return refuse(fmt::format("Gres={}: GPUs are the only generic resource", value));
+  }
+  const std::string_view count_text = parts.back();
+  int count = -1;
+  const auto [end, error] =
+      std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+  if (count_text.empty() || error != std::errc() || end != count_text.data() + count_text.size() ||
+      count < 0 || count > 64) {
+    return refuse(
+        fmt::format("Gres={}: \"{}\" is not a GPU count from 0 to 64", value, count_text));
+  }
+  type.clear();
+  if (parts.size() == 3) {
+    const std::string_view name = parts[1];
+    const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+    });
+    if (!valid) return refuse(fmt::format("Gres={}: \"{}\" is not a GPU type name", value, name));
+    type = std::string(name);
+  }
+  gpus = count;
+  return true;
+}
+
 // GpuNuma=0,0,1,1: the NUMA node of each GPU, by GPU index. Reports the
 // first item that is not a NUMA node number, at its column.
 bool ParseGpuNuma(const conf::Word& word, std::vector<int>& out, Diagnostics& diagnostics) {

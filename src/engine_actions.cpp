@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cohort/engine.h"
+#include "cohort/slurm_time.h"
 #include "engine_core.h"
 #include "engine_support.h"
 #include "steps.h"
@@ -238,6 +239,57 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
   return ids.size() == 1 ? Cancel(ids.front(), signal, caller, now, effects)
                          : absl::FailedPreconditionError(
                                fmt::format("every task of array {} has already finished", name));
+}
+
+absl::Status Engine::Update(JobRef ref, const JobUpdate& update, const Caller& caller, Millis now,
+                            Effects& effects) {
+  engine::EngineCore& core = *core_;
+  std::vector<Job*> changed;
+  absl::Status updated = ActOnEach(
+      core.book, ref, caller, "update",
+      [&](Job& job) -> absl::StatusOr<bool> {
+        if (job.state != JobState::kPending) return false;
+        JobRequest request = job.request;
+        if (update.time_limit) {
+          const bool raises = job.time_limit != kUnlimited && (*update.time_limit == kUnlimited ||
+                                                               *update.time_limit > job.time_limit);
+          if (raises && !caller.IsOperator()) {
+            return absl::PermissionDeniedError(fmt::format(
+                "job {}: only an operator may raise a time limit (it is {}); ask one, or give a "
+                "shorter TimeLimit",
+                DisplayId(job), FormatSlurmTime(job.time_limit)));
+          }
+          request.time_limit = *update.time_limit;
+        }
+        if (update.partition) request.partition = *update.partition;
+        if (update.nodes) request.nodes = *update.nodes;
+        absl::StatusOr<Job> resolved = core.admission.Resolve(std::move(request));
+        if (!resolved.ok()) return resolved.status();
+        const alloc::PlacementResult probe = core.allocator.Feasible(resolved->gang, core.pool);
+        if (probe.outcome == alloc::Outcome::kInfeasible) {
+          return absl::FailedPreconditionError(
+              fmt::format("job {} could never run so: {}", DisplayId(job), probe.reason));
+        }
+        core.book.Reindex(job, [&](Job& j) {
+          j.request = std::move(resolved->request);
+          j.gang = std::move(resolved->gang);
+          j.time_limit = resolved->time_limit;
+          j.qos = resolved->qos;
+          j.priority_tier = resolved->priority_tier;
+        });
+        engine::Lifecycle::Changed(job, effects);
+        changed.push_back(&job);
+        return true;
+      },
+      [](const Job& first) {
+        return absl::FailedPreconditionError(fmt::format(
+            "job {} is not pending; only pending jobs can be updated", DisplayId(first)));
+      });
+  if (!changed.empty()) {
+    core.priority.Rank(changed, core.book, now);
+    core.planner.NeedPass();
+  }
+  return updated;
 }
 
 absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects& effects) {

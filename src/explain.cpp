@@ -153,6 +153,7 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     case PendingReason::kQosMaxGpusPerUser:
     case PendingReason::kQosMaxGpusPerAccount:
     case PendingReason::kJobArrayTaskLimit:
+    case PendingReason::kBeginTime:
       break;  // the reason and its detail say it all
   }
   return e;

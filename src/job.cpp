@@ -165,6 +165,7 @@ constexpr std::array<std::string_view, kPendingReasonCount> kPendingReasonNames 
     "QOSMaxGpusPerAccountLimit",
     "JobArrayTaskLimit",
     "Requeued",
+    "BeginTime",
 };
 
 }  // namespace

@@ -38,7 +38,11 @@ absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
     const std::optional<NodeId> id = topology.FindNode(spec.name);
     if (!id) continue;  // the topology's validation reports nodes it lacks
     std::uint64_t features = 0;
-    for (const std::string& feature : spec.features) {
+    // A GPU type is a feature of its own kind, `gpu:TYPE`, which no
+    // Features= name can spell (they have no `:`).
+    std::vector<std::string> names = spec.features;
+    if (!spec.gpu_type.empty()) names.push_back(GpuTypeFeature(spec.gpu_type));
+    for (const std::string& feature : names) {
       auto it = std::find(fixed.feature_names.begin(), fixed.feature_names.end(), feature);
       if (it == fixed.feature_names.end()) {
         if (fixed.feature_names.size() == 64) {
@@ -140,6 +144,8 @@ void NodePool::Release(std::span<const NodeGrant> grants) {
     f.gpus |= g.gpus;
   }
 }
+
+std::string GpuTypeFeature(std::string_view type) { return fmt::format("gpu:{}", type); }
 
 std::optional<std::uint64_t> NodePool::FeatureMask(std::span<const std::string> names) const {
   std::uint64_t mask = 0;

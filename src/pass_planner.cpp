@@ -41,6 +41,10 @@ void PassPlanner::Submitted(const Job& job) {
 
 void PassPlanner::Tick(Millis now) {
   if (!core_.book.Pending().empty() && now - last_full_pass_ >= kFullPassEvery) NeedPass();
+  if (now >= wake_at_) {
+    wake_at_ = Millis::max();
+    NeedPass();
+  }
 }
 
 void PassPlanner::NoteDependencies(const Job& job) {
@@ -70,7 +74,10 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
   for (const QueueKey& key : fresh) {
     const Job& job = *key.job;
     // Holds, dependencies and arrays take the full pass's rules.
-    if (IsHeld(job) || !job.dependency_left.terms.empty() || !job.array_pending.empty()) return false;
+    if (IsHeld(job) || !job.dependency_left.terms.empty() || !job.array_pending.empty() ||
+        job.request.begin > now || job.request.deadline.count() > 0) {
+      return false;
+    }
     // A job ahead of its partition's waiting job may start, or wait first
     // and need a reservation or victims: the full pass decides.
     const auto blocked = last_blocked_.find(job.gang.partition.value_or(-1));

@@ -41,7 +41,11 @@ class PassPlanner {
   /// Whether the start or end of `job` may let a waiting job's dependency
   /// hold (those jobs may lie where a release pass does not look).
   [[nodiscard]] bool IsDependencyTarget(const Job& job) const;
-  /// Tick: a full pass is due when jobs wait and the last is kFullPassEvery old.
+  /// A pending job may be tried from `at` on (its --begin): a full pass is
+  /// due then.
+  void WakeAt(Millis at) { wake_at_ = std::min(wake_at_, at); }
+  /// Tick: a full pass is due when jobs wait and the last is kFullPassEvery
+  /// old, or a WakeAt time has come.
   void Tick(Millis now);
 
   /// One scheduling pass of the kind that is needed.
@@ -64,6 +68,7 @@ class PassPlanner {
 
   EngineCore& core_;
   bool schedule_needed_ = false;
+  Millis wake_at_ = Millis::max();
   /// What the last full pass left for submission passes: its reservations,
   /// the first waiting job of each partition, when it ran; and the jobs
   /// submitted since.

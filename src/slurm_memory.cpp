@@ -14,12 +14,17 @@ namespace cohort {
 absl::StatusOr<std::int64_t> ParseSlurmMemoryMb(std::string_view text) {
   auto invalid = [text] {
     return absl::InvalidArgumentError(fmt::format(
-        "memory \"{}\": use megabytes (16000) or a size with a unit (16G, 512M, 1T)", text));
+        "memory \"{}\": use megabytes (16000) or a size with a unit (16G, 16GB, 512M, 1T)", text));
   };
   if (text.empty()) return invalid();
   std::string_view digits = text;
+  // As Slurm, a B may follow the unit: 16GB is 16G.
+  if (digits.size() > 2 && (digits.back() == 'B' || digits.back() == 'b') &&
+      std::isalpha(static_cast<unsigned char>(digits[digits.size() - 2])) != 0) {
+    digits.remove_suffix(1);
+  }
   std::int64_t kb_per_unit = 1024;  // megabytes
-  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+  switch (std::toupper(static_cast<unsigned char>(digits.back()))) {
     case 'K': kb_per_unit = 1; break;
     case 'M': kb_per_unit = 1024; break;
     case 'G': kb_per_unit = 1024 * 1024; break;

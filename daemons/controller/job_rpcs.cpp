@@ -226,6 +226,57 @@ void JobRpcs::ControlJobs(v1::ControlJobsRequest& request, const Identity& who,
                               : absl::StatusOr<v1::ControlJobsResponse>(result));
 }
 
+void JobRpcs::UpdateJob(v1::UpdateJobRequest& request, const Identity& who,
+                        Reply<v1::UpdateJobResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "changing jobs"); !trusted.ok()) {
+    outbox_.Respond<v1::UpdateJobResponse>(std::move(reply), trusted);
+    return;
+  }
+  absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
+  if (!ref.ok()) {
+    outbox_.Respond<v1::UpdateJobResponse>(std::move(reply), ref.status());
+    return;
+  }
+  Engine::JobUpdate update;
+  if (request.has_time_limit_s()) {
+    if (request.time_limit_s() < 0) {
+      outbox_.Respond<v1::UpdateJobResponse>(
+          std::move(reply), absl::InvalidArgumentError("TimeLimit must not be negative"));
+      return;
+    }
+    update.time_limit = std::chrono::seconds(request.time_limit_s());
+  }
+  if (request.has_partition()) update.partition = request.partition();
+  if (request.has_nodes()) {
+    if (request.nodes() < 1) {
+      outbox_.Respond<v1::UpdateJobResponse>(
+          std::move(reply), absl::InvalidArgumentError(fmt::format(
+                                "NumNodes={}: ask for at least 1 node", request.nodes())));
+      return;
+    }
+    update.nodes = request.nodes();
+  }
+  Effects effects;
+  absl::Status s =
+      state_.engine.Update(*ref, update, Caller{who.uid}, ControllerState::Now(), effects);
+  if (s.ok()) {
+    // The stored spec is what a restart rebuilds the job from.
+    for (const JobId id : state_.engine.Lookup(*ref)) {
+      const Job* job = state_.engine.FindJob(id);
+      if (job == nullptr || job->state != JobState::kPending) continue;
+      v1::JobSpec& spec = state_.specs[id];
+      spec.set_partition(job->request.partition);
+      spec.set_nodes(job->request.nodes);
+      spec.set_time_limit_s(job->request.time_limit.count());
+    }
+    Log("rpc")->info("job_update job={} user={}", request.job_ref(), who.user_name);
+  }
+  sink_.Execute(effects);
+  outbox_.Respond(std::move(reply),
+                  s.ok() ? absl::StatusOr<v1::UpdateJobResponse>(v1::UpdateJobResponse{})
+                         : absl::StatusOr<v1::UpdateJobResponse>(s));
+}
+
 void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& /*who*/,
                          Reply<v1::ExplainJobResponse> reply) {
   Engine& engine = state_.engine;

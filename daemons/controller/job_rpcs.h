@@ -39,6 +39,9 @@ class JobRpcs {
   /// success reports the first failure (what was done is durable).
   void ControlJobs(v1::ControlJobsRequest& request, const Identity& who,
                    Reply<v1::ControlJobsResponse> reply);
+  /// scontrol update: a pending job's TimeLimit, Partition or NumNodes.
+  void UpdateJob(v1::UpdateJobRequest& request, const Identity& who,
+                 Reply<v1::UpdateJobResponse> reply);
   void ExplainJob(v1::ExplainJobRequest& request, const Identity& who,
                   Reply<v1::ExplainJobResponse> reply);
   /// `cohort run` inside a job: places a step in the job's allocation and

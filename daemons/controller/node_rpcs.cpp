@@ -37,8 +37,16 @@ void NodeRpcs::NodeToWire(NodeId n, v1::Node* out) const {
   out->set_memory_allocated_mb(capacity.memory_mb - free.memory_mb);
   out->set_gpus(capacity.gpus);
   out->set_gpus_allocated(capacity.gpus - std::popcount(free.gpus));
+  // The GPU type is a feature of the pool (`gpu:TYPE`) but not a Features= one.
+  constexpr std::string_view kGpuType = "gpu:";
   for (std::size_t i = 0; i < pool.FeatureNames().size(); ++i) {
-    if ((capacity.features >> i) & 1U) out->add_features(pool.FeatureNames()[i]);
+    if (((capacity.features >> i) & 1U) == 0) continue;
+    const std::string& name = pool.FeatureNames()[i];
+    if (name.starts_with(kGpuType)) {
+      out->set_gpu_type(name.substr(kGpuType.size()));
+    } else {
+      out->add_features(name);
+    }
   }
   for (alloc::PartitionId p = 0; p < pool.PartitionCount(); ++p) {
     if (pool.GetPartition(p).contains[static_cast<std::size_t>(n)] != 0) {
@@ -103,6 +111,47 @@ void NodeRpcs::UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
   sink_.Execute(effects);
   outbox_.Respond(std::move(reply),
                   absl::StatusOr<v1::UpdateNodeResponse>(v1::UpdateNodeResponse{}));
+}
+
+void NodeRpcs::ListPartitions(v1::ListPartitionsRequest& request, const Identity& /*who*/,
+                              Reply<v1::ListPartitionsResponse> reply) {
+  v1::ListPartitionsResponse response;
+  const alloc::NodePool& pool = state_.engine.Pool();
+  for (const config::PartitionSpec& spec : state_.config.partitions) {
+    if (!request.name().empty() && spec.name != request.name()) continue;
+    v1::Partition* out = response.add_partitions();
+    out->set_name(spec.name);
+    out->set_nodes(hostlist::Compress(spec.nodes));
+    out->set_is_default(spec.is_default);
+    out->set_max_time_s(spec.max_time == kUnlimited ? 0 : spec.max_time.count());
+    out->set_default_time_s(spec.default_time ? spec.default_time->count() : 0);
+    out->set_max_nodes(spec.max_nodes.value_or(0));
+    out->set_priority_tier(spec.priority_tier);
+    out->set_total_nodes(static_cast<int>(spec.nodes.size()));
+    int cpus = 0;
+    int gpus = 0;
+    for (const std::string& name : spec.nodes) {
+      if (const std::optional<NodeId> n = state_.topology->FindNode(name)) {
+        cpus += pool.Capacity(*n).cpus;
+        gpus += pool.Capacity(*n).gpus;
+      }
+    }
+    out->set_total_cpus(cpus);
+    out->set_total_gpus(gpus);
+    for (const std::string& a : spec.allow_accounts) out->add_allow_accounts(a);
+    for (const std::string& u : spec.allow_users) out->add_allow_users(u);
+    if (spec.preempt_mode) out->set_preempt_mode(std::string(PreemptModeName(*spec.preempt_mode)));
+  }
+  if (!request.name().empty() && response.partitions().empty()) {
+    std::vector<std::string> names;
+    for (const config::PartitionSpec& spec : state_.config.partitions) names.push_back(spec.name);
+    outbox_.Respond<v1::ListPartitionsResponse>(
+        std::move(reply), absl::NotFoundError(fmt::format("no partition {}; partitions: {}",
+                                                          request.name(), fmt::join(names, ", "))));
+    return;
+  }
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::ListPartitionsResponse>(std::move(response)));
 }
 
 void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& /*who*/,

@@ -27,6 +27,10 @@ class NodeRpcs {
 
   void ListNodes(v1::ListNodesRequest& request, const Identity& who,
                  Reply<v1::ListNodesResponse> reply);
+  /// The partitions of cohort.conf with their nodes' totals; NotFound for
+  /// a name that is none.
+  void ListPartitions(v1::ListPartitionsRequest& request, const Identity& who,
+                      Reply<v1::ListPartitionsResponse> reply);
   /// Drains or resumes every node named; stops at the first failure (the
   /// nodes before it keep their change).
   void UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,

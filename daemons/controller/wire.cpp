@@ -100,6 +100,12 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
     r.dependency = *std::move(dependency);
   }
   r.features.assign(spec.features().begin(), spec.features().end());
+  if (spec.begin_time_s() < 0 || spec.deadline_s() < 0) {
+    return invalid("begin and deadline are seconds since the epoch; they must not be negative");
+  }
+  r.begin = std::chrono::seconds(spec.begin_time_s());
+  r.deadline = std::chrono::seconds(spec.deadline_s());
+  r.gpu_type = spec.gpu_type();
   for (auto [list, out, option] :
        {std::tuple{&spec.nodelist(), &r.nodelist, "nodelist"},
         std::tuple{&spec.exclude(), &r.exclude, "exclude"}}) {

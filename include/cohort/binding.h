@@ -18,14 +18,16 @@
 namespace cohort::binding {
 
 enum class GpuBindKind {
+  kOrdered,  ///< as kClosest for CPUs and memory, but every rank sees all the
+             ///< job's GPUs on the node, its own at position LOCAL_RANK
   kClosest,  ///< the granted GPUs split among the ranks, a NUMA node's GPUs
-             ///< together
+             ///< together; each rank sees only its own
   kSingle,   ///< one GPU per rank, `ranks_per_gpu` consecutive ranks on each
   kNone,     ///< every rank sees all the job's GPUs on the node
 };
 
 struct GpuBind {
-  GpuBindKind kind = GpuBindKind::kClosest;
+  GpuBindKind kind = GpuBindKind::kOrdered;
   int ranks_per_gpu = 1;  ///< kSingle only: the N of single:N
 
   friend bool operator==(const GpuBind&, const GpuBind&) = default;
@@ -56,7 +58,8 @@ struct BindingOptions {
   GpuNumbering numbering = GpuNumbering::kNode;
 };
 
-/// Parse the values of --gpu-bind (`closest`, `single:N` with N ≥ 1, `none`),
+/// Parse the values of --gpu-bind (`ordered`, `closest`, `single:N` with N ≥ 1,
+/// `none`),
 /// --cpu-bind (`cores`, `threads`, `numa`, `none`) and --mem-bind (`local`,
 /// `none`), case-insensitively. InvalidArgument names the option, the value
 /// and what it may be: `--gpu-bind: 'foo' is not closest, single:N or none`.
@@ -65,7 +68,7 @@ struct BindingOptions {
 [[nodiscard]] absl::StatusOr<MemBind> ParseMemBind(std::string_view text);
 
 /// The three options at once, as a job gives them; an empty value is the
-/// default (closest, cores, local).
+/// default (ordered, cores, local).
 [[nodiscard]] absl::StatusOr<BindingOptions> ParseBindingOptions(std::string_view gpu,
                                                                  std::string_view cpu,
                                                                  std::string_view mem);

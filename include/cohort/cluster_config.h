@@ -42,6 +42,7 @@ struct NodeSpec {
   int cores_per_socket = 0;
   int threads_per_core = 0;
   std::vector<std::string> features;
+  std::string gpu_type;  ///< Gres=gpu:TYPE:N; empty: not said
   SourceLocation defined_at;
 };
 

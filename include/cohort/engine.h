@@ -219,6 +219,19 @@ class Engine {
   /// record; empty when none (NotFound from the actions).
   [[nodiscard]] std::vector<JobId> Lookup(JobRef ref) const;
 
+  /// What `scontrol update` may change in a pending job; unset: unchanged.
+  struct JobUpdate {
+    std::optional<std::chrono::seconds> time_limit;  ///< kUnlimited: none
+    std::optional<std::string> partition;
+    std::optional<int> nodes;
+  };
+  /// Changes pending jobs (every pending task of an array) as `update`
+  /// says, checked as a submission would be. Only an operator may raise a
+  /// time limit (as Slurm). FailedPrecondition when none is pending or the
+  /// job could never run so; InvalidArgument as Submit's.
+  [[nodiscard]] absl::Status Update(JobRef ref, const JobUpdate& update, const Caller& caller,
+                                    Millis now, Effects& effects);
+
   /// `cohort hold`: pending jobs stop being eligible. An operator's hold
   /// (JobHeldAdmin) only an operator releases.
   [[nodiscard]] absl::Status Hold(JobRef ref, const Caller& caller, Millis now, Effects& effects);

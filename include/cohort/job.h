@@ -94,8 +94,9 @@ enum class PendingReason : std::uint8_t {
   kQosMaxGpusPerAccount,      ///< QOS MaxGpusPerAccount would be passed
   kJobArrayTaskLimit,         ///< its array runs %N tasks already
   kRequeued,                  ///< back in the queue after a run (preempted, node lost, requeue)
+  kBeginTime,                 ///< its --begin time has not come
 };
-inline constexpr int kPendingReasonCount = 13;
+inline constexpr int kPendingReasonCount = 14;
 /// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
 [[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
 /// The reason of that name; none for any other text.
@@ -192,6 +193,9 @@ struct JobRequest {
   bool hold = false;                 ///< --hold: submitted held
   bool kill_on_invalid_dep = false;  ///< cancel, rather than wait, when the dependency cannot hold
   JobLaunch launch = JobLaunch::kEveryRank;
+  std::string gpu_type;  ///< --gres=gpu:TYPE:N: only nodes with GPUs of the type; empty: any
+  Millis begin{0};       ///< --begin: not tried before; 0: at once
+  Millis deadline{0};    ///< --deadline: cancelled once it cannot end by then; 0: none
 };
 
 /// One preemption of a job, as `cohort show job` lists it.

@@ -61,6 +61,10 @@ struct Partition {
 };
 
 /// The resources of a cluster's nodes, indexed by the topology's NodeIds.
+/// The feature that marks a node's GPUs as of `type` (Gres=gpu:TYPE:N):
+/// `gpu:TYPE`.
+[[nodiscard]] std::string GpuTypeFeature(std::string_view type);
+
 class NodePool {
  public:
   /// Builds the pool of `topology`'s nodes from their NodeName specs and the

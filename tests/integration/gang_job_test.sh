@@ -20,8 +20,9 @@ for rank in 0 1 2 3 4 5 6 7; do
   grep -q "procid=$rank nodeid=$((rank / 2)) " <<<"$line" || fail "rank $rank slurm ids: $line"
   grep -q "nodelist=node\[01-04\] ntasks=8 jobid=$id " <<<"$line" || fail "rank $rank nodelist: $line"
   grep -q "master=127.0.0.1:[0-9]" <<<"$line" || fail "rank $rank master: $line"
-  # --gpu-bind=closest (the default): each rank sees its own GPU.
-  grep -Eq "cuda=$((rank % 2))$" <<<"$line" || fail "rank $rank gpus: $line"
+  # --gpu-bind=ordered (the default): each rank sees both of the job's GPUs
+  # on its node, its own (GPU local rank) at position LOCAL_RANK.
+  grep -Eq "cuda=0,1$" <<<"$line" || fail "rank $rank gpus: $line"
 done
 nodes=$(cat "$WORK"/out-"$id"-*.txt | sed -n 's/.* node=\([a-z0-9]*\) .*/\1/p' | sort -u | tr '\n' ' ')
 [ "$nodes" = "node01 node02 node03 node04 " ] || fail "ranks ran on: $nodes"

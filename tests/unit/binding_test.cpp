@@ -150,7 +150,8 @@ TEST(BindingTest, OneRankPerGpuSplitsEachNumaNodeEvenly) {
   for (const RankBinding& rank : plan) {
     const int r = rank.local_rank;
     EXPECT_EQ(rank.gpus, Ints{r});
-    EXPECT_EQ(rank.cuda_visible_devices, std::to_string(r));
+    // The default (ordered): every GPU visible, the rank's own at LOCAL_RANK.
+    EXPECT_EQ(rank.cuda_visible_devices, "0,1,2,3,4,5,6,7");
     EXPECT_EQ(rank.numa_nodes, Ints{r / 4});
     EXPECT_EQ(rank.mem_numa, Ints{r / 4});
     EXPECT_EQ(rank.cpus.size(), 4U) << "8 cores x 2 threads for 4 ranks";
@@ -264,12 +265,32 @@ TEST(BindingTest, MoreRanksThanHardwareThreadsOnANumaNodeAreRefused) {
 
 TEST(BindingTest, ClosestGivesEachRankAShareOfTheGpusOnOneNumaNode) {
   const NodeLayout layout = SmallDgx();
-  const std::vector<RankBinding> plan = MustPlan(layout, Request(0xff, 2));
+  BindingOptions closest;
+  closest.gpu.kind = GpuBindKind::kClosest;
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(0xff, 2, closest));
   EXPECT_EQ(plan[0].gpus, (Ints{0, 1, 2, 3}));
   EXPECT_EQ(plan[0].cuda_visible_devices, "0,1,2,3");
   EXPECT_EQ(plan[1].cuda_visible_devices, "4,5,6,7");
   EXPECT_EQ(plan[0].cpus.size(), 16U) << "the whole of NUMA node 0";
   EXPECT_EQ(plan[1].numa_nodes, Ints{1});
+}
+
+TEST(BindingTest, OrderedPutsEachRanksOwnGpuAtItsLocalRank) {
+  // Two ranks on a DGX's NUMA node 1 and 0 GPUs: every rank sees the same
+  // list, rank r's nearest GPU at position r, so set_device(LOCAL_RANK)
+  // picks it; CPUs follow that GPU as with closest.
+  const NodeLayout layout = SmallDgx();
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({2, 3, 4, 5}), 2));
+  ASSERT_EQ(plan.size(), 2U);
+  EXPECT_EQ(plan[0].gpus, (Ints{2, 3}));
+  EXPECT_EQ(plan[1].gpus, (Ints{4, 5}));
+  EXPECT_EQ(plan[0].cuda_visible_devices, "2,4,3,5");
+  EXPECT_EQ(plan[1].cuda_visible_devices, "2,4,3,5");
+  EXPECT_EQ(plan[0].numa_nodes, Ints{0});
+  EXPECT_EQ(plan[1].numa_nodes, Ints{1});
+  // More ranks than GPUs: those that share keep their GPU's position.
+  const std::vector<RankBinding> shared = MustPlan(layout, Request(Mask({0, 4}), 4));
+  EXPECT_EQ(shared[3].cuda_visible_devices, "0,4");
 }
 
 TEST(BindingTest, ClosestKeepsInterleavedGpusWithTheirNumaNode) {
@@ -342,10 +363,15 @@ TEST(BindingTest, JobNumberingCountsTheJobsGpusFromZero) {
   const NodeLayout layout = SmallDgx();
   BindingOptions options;
   options.numbering = GpuNumbering::kJob;
+  options.gpu.kind = GpuBindKind::kClosest;
   const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options));
   EXPECT_EQ(plan[0].gpus, (Ints{4, 5}));
   EXPECT_EQ(plan[0].cuda_visible_devices, "0,1");
   EXPECT_EQ(plan[1].cuda_visible_devices, "2,3");
+  // Ordered: rank 1's first GPU (6, job number 2) is at position 1.
+  options.gpu.kind = GpuBindKind::kOrdered;
+  EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options))[1].cuda_visible_devices,
+            "0,2,1,3");
   options.gpu.kind = GpuBindKind::kNone;
   EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options))[1].cuda_visible_devices,
             "0,1,2,3");
@@ -427,6 +453,7 @@ TEST(BindingTest, MalformedRequestsAreRefused) {
 
 TEST(BindingTest, ParsesTheThreeOptions) {
   EXPECT_EQ(*ParseGpuBind("closest"), (GpuBind{GpuBindKind::kClosest, 1}));
+  EXPECT_EQ(*ParseGpuBind("Ordered"), (GpuBind{GpuBindKind::kOrdered, 1}));
   EXPECT_EQ(*ParseGpuBind("NONE"), (GpuBind{GpuBindKind::kNone, 1}));
   EXPECT_EQ(*ParseGpuBind("single:4"), (GpuBind{GpuBindKind::kSingle, 4}));
   EXPECT_EQ(ToString(*ParseGpuBind("Single:2")), "single:2");
@@ -442,7 +469,7 @@ TEST(BindingTest, ParsesTheThreeOptions) {
 
 TEST(BindingTest, OptionErrorsSayWhatIsAllowed) {
   EXPECT_EQ(ParseGpuBind("foo").status().message(),
-            "--gpu-bind: 'foo' is not closest, single:N or none");
+            "--gpu-bind: 'foo' is not ordered, closest, single:N or none");
   for (const char* bad : {"single:", "single:0", "single:x", "single:2x", "single:-1"}) {
     EXPECT_EQ(ParseGpuBind(bad).status().message(),
               std::string("--gpu-bind: '") + bad +

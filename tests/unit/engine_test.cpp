@@ -1181,5 +1181,111 @@ TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {
   EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
 }
 
+// --- --begin, --deadline, scontrol update, GPU types
+
+TEST_F(EngineTest, BeginTimeKeepsAJobPendingUntilItComes) {
+  JobRequest r;
+  r.name = "later";
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.begin = now_ + std::chrono::seconds(20);
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(id)->pending_reason, PendingReason::kBeginTime);
+  EXPECT_EQ(engine_->FindJob(id)->reason, "BeginTime");
+  TickAt(now_ + std::chrono::seconds(19));
+  EXPECT_FALSE(engine_->ScheduleNeeded());
+  TickAt(now_ + std::chrono::seconds(2));
+  EXPECT_TRUE(engine_->ScheduleNeeded()) << "the begin time wakes a pass";
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kRunning) << engine_->FindJob(id)->reason;
+}
+
+TEST_F(EngineTest, ADeadlineThatCanNoLongerBeMetCancelsThePendingJob) {
+  JobRequest r;
+  r.name = "late";
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.time_limit = std::chrono::minutes(30);
+  r.deadline = now_ + std::chrono::minutes(10);
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kCancelled);
+  EXPECT_NE(engine_->FindJob(id)->reason.find("--deadline"), std::string::npos);
+  // Without a time limit a deadline means nothing: refused at submit.
+  r.time_limit = kUnlimited;
+  const absl::StatusOr<JobId> unlimited = engine_->Submit(r, now_, fx);
+  EXPECT_EQ(unlimited.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, UpdateChangesAPendingJobAsASubmissionWould) {
+  const JobId blocker = Submit(8, 8);
+  Schedule();
+  JobRequest r;
+  r.name = "waits";
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.gpus_per_node = 1;
+  r.time_limit = std::chrono::minutes(30);
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kPending);
+  Engine::JobUpdate update;
+  update.nodes = 4;
+  update.time_limit = std::chrono::minutes(20);
+  ASSERT_TRUE(engine_->Update(JobRef{id, -1}, update, Caller{1000}, now_, fx).ok());
+  EXPECT_EQ(engine_->FindJob(id)->gang.nodes, 4);
+  EXPECT_EQ(engine_->FindJob(id)->time_limit, std::chrono::minutes(20));
+  // Its owner may shorten a limit but not raise it; an operator may.
+  update = {};
+  update.time_limit = std::chrono::minutes(50);
+  EXPECT_EQ(engine_->Update(JobRef{id, -1}, update, Caller{1000}, now_, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(engine_->Update(JobRef{id, -1}, update, Caller{0}, now_, fx).ok());
+  // A shape that could never run, or a running job, is refused.
+  update = {};
+  update.nodes = 9;
+  EXPECT_FALSE(engine_->Update(JobRef{id, -1}, update, Caller{1000}, now_, fx).ok());
+  EXPECT_EQ(engine_->FindJob(id)->gang.nodes, 4);
+  update.nodes = 1;
+  EXPECT_EQ(engine_->Update(JobRef{blocker, -1}, update, Caller{1000}, now_, fx).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, AGpuTypeLandsOnlyOnNodesOfThatType) {
+  ClusterBuilder builder = ClusterBuilder().Leaves(2).NodesPerLeaf(4);
+  cluster_ = std::make_unique<testing::Cluster>(builder.Build());
+  config_.nodes = cluster_->nodes;
+  for (std::size_t i = 0; i < config_.nodes.size(); ++i) {
+    config_.nodes[i].gpu_type = i < 4 ? "h100" : "a100";
+  }
+  config_.partitions.front().nodes = cluster_->topology.NodeNames();
+  alloc::NodePool pool =
+      alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
+  engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) Register(n);
+  JobRequest r;
+  r.name = "typed";
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 2;
+  r.gpus_per_node = 1;
+  r.gpu_type = "a100";
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) EXPECT_GE(g.node, 4);
+  r.gpu_type = "v100";
+  const absl::StatusOr<JobId> none = engine_->Submit(r, now_, fx);
+  EXPECT_EQ(none.status().message(),
+            "gpu_type: no node has GPUs of type v100; types here: h100, a100");
+}
+
 }  // namespace
 }  // namespace cohort

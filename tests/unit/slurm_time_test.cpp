@@ -145,6 +145,12 @@ TEST(ParseSlurmMemoryTest, UnitsInAnyCase) {
   EXPECT_EQ(MustParseMemory("1t"), 1024 * 1024);
 }
 
+TEST(ParseSlurmMemoryTest, AcceptsABAfterTheUnitAsSlurmDoes) {
+  EXPECT_EQ(MustParseMemory("16GB"), 16 * 1024);
+  EXPECT_EQ(MustParseMemory("512mb"), 512);
+  EXPECT_EQ(MustParseMemory("2TB"), 2 * 1024 * 1024);
+}
+
 TEST(ParseSlurmMemoryTest, BareNumberIsMegabytes) {
   EXPECT_EQ(MustParseMemory("16000"), 16000);
   EXPECT_EQ(MustParseMemory("0"), 0);
@@ -158,14 +164,13 @@ TEST(ParseSlurmMemoryTest, KilobytesRoundUpToWholeMegabytes) {
 
 TEST(ParseSlurmMemoryTest, RejectsMalformedNamingTheAcceptedForms) {
   for (const std::string_view bad :
-       {"16X", "-1", "", "G", "1.5G", "16GB", "+4G", " 16G"}) {
+       {"16X", "-1", "", "G", "1.5G", "16B", "GB", "16GBB", "16XB", "+4G", " 16G"}) {
     const absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(bad);
     ASSERT_FALSE(mb.ok()) << '"' << bad << "\" parsed as " << *mb;
     EXPECT_EQ(mb.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_EQ(
-        mb.status().message(),
-        "memory \"" + std::string(bad) +
-            "\": use megabytes (16000) or a size with a unit (16G, 512M, 1T)");
+    EXPECT_EQ(mb.status().message(),
+              "memory \"" + std::string(bad) +
+                  "\": use megabytes (16000) or a size with a unit (16G, 16GB, 512M, 1T)");
   }
 }
 

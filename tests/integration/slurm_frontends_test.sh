@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Slurm's commands as users and their tools run them: the `cohort` binary
+# under the names in $BIN/cli/slurm. submitit's command lines and its
+# parsing of their output (`job (\d+)` from sbatch, sacct's |-separated
+# table with step rows); Lightning's requeue (SIGUSR1, then `scontrol
+# requeue $SLURM_JOB_ID` from inside the job); squeue, sinfo and scontrol's
+# formats; the GPU request vocabulary and GPU types; --begin, --deadline,
+# -W; and every option of docs/slurm.md's table parsing as the table says.
+source "$(dirname "$0")/lib.sh"
+SLURM_BIN=$BIN/cli/slurm
+[ -x "$SLURM_BIN/sbatch" ] || { fail "no $SLURM_BIN/sbatch: the build makes the links"; finish_test; }
+export PATH="$SLURM_BIN:$BIN/cli:$PATH"
+
+# Two kinds of GPU node under two leaf switches, as Slurm's slurm.conf
+# writes them.
+cat >"$WORK/cluster.conf" <<'CONF'
+ClusterName=frontends
+NodeTimeout=10
+KillWait=2
+NodeName=node[01-04] CPUs=32 MemoryMB=256000 Gres=gpu:h100:8 Features=emulated
+NodeName=node[05-08] CPUs=16 MemoryMB=128000 Gres=gpu:a100:4 Features=emulated
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=1:00:00 DefaultTime=10
+PartitionName=high Nodes=ALL MaxTime=2:00:00 DefaultTime=10 PriorityTier=10
+AccountName=research Shares=1
+CONF
+cat >"$WORK/topology.conf" <<'CONF'
+SwitchName=leaf[1-2] Nodes=node[01-08]
+SwitchName=spine Switches=leaf[1-2]
+CONF
+start_cluster "$WORK/cluster.conf" "$WORK/topology.conf"
+
+field() { scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1; }
+
+# --- submitit: sbatch FILE, `job (\d+)`, sacct -o JobID,State --parsable2 -j
+cat >"$WORK/submitit.sh" <<SCRIPT
+#!/bin/bash
+
+# Parameters
+#SBATCH --cpus-per-task=2
+#SBATCH --error=$WORK/%j_0_log.err
+#SBATCH --gpus-per-node=1
+#SBATCH --job-name=submitit
+#SBATCH --mem=16GB
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --open-mode=append
+#SBATCH --output=$WORK/%j_0_log.out
+#SBATCH --signal=USR2@90
+#SBATCH --time=5
+#SBATCH --wckey=submitit
+
+# command
+export SUBMITIT_EXECUTOR=slurm
+srun --unbuffered --output $WORK/%j_%t_log.out --error $WORK/%j_%t_log.err sh -c 'echo "task \$SLURM_PROCID of \$SLURM_NTASKS in \$SLURM_JOB_ID"'
+SCRIPT
+out=$(sbatch "$WORK/submitit.sh")
+id=$(sed -En 's/.*job ([0-9]+).*/\1/p' <<<"$out")
+[ "$out" = "Submitted batch job $id" ] || fail "sbatch printed \"$out\""
+sacct_state() {
+  sacct -o JobID,State,NodeList --parsable2 -j "$id" | sed -n "s/^$id|\([A-Z_]*\)|.*/\1/p"
+}
+sacct_done() { case "$(sacct_state)" in COMPLETED|FAILED|CANCELLED|TIMEOUT) return 0;; esac; return 1; }
+wait_until 60 sacct_done || fail "submitit job $id did not end: $(sacct -P -j "$id")"
+table=$(sacct -o JobID,State,NodeList --parsable2 -j "$id")
+[ "$(head -n1 <<<"$table")" = "JobID|State|NodeList" ] || fail "sacct header: $table"
+grep -q "^$id|COMPLETED|node" <<<"$table" || fail "sacct job row: $table"
+grep -q "^$id.batch|COMPLETED|" <<<"$table" || fail "sacct batch step row: $table"
+grep -q "^$id.0|COMPLETED|" <<<"$table" || fail "sacct step 0 row: $table"
+[ "$(sacct -n -X -P -o JobID -j "$id")" = "$id" ] || fail "sacct -n -X: $(sacct -n -X -P -j "$id")"
+for task in 0 1; do
+  grep -qx "task $task of 2 in $id" "$WORK/${id}_${task}_log.out" 2>/dev/null ||
+    fail "srun --output %j_%t: task $task wrote $(cat "$WORK/${id}_${task}_log.out" 2>&1)"
+done
+[ "$(field "$id" MemPerNode)" = 16384M ] || fail "--mem=16GB gave MemPerNode=$(field "$id" MemPerNode)"
+[ "$(field "$id" WCKey)" = submitit ] || fail "--wckey not shown: $(scontrol show job "$id")"
+# submitit cancels with scancel ID.
+long=$(sbatch --parsable --wrap "sleep 300")
+scancel "$long" || fail "scancel $long failed"
+cancelled() { [ "$(sacct -n -X -P -o State -j "$long")" = CANCELLED ]; }
+wait_until 20 cancelled || fail "scancel: job $long is $(sacct -n -X -P -o State -j "$long")"
+pass "submitit's command lines and parsing"
+
+# --- Lightning: on SIGUSR1, rank 0 runs scontrol requeue $SLURM_JOB_ID
+export MARK=$WORK/lightning-mark
+cat >"$WORK/lightning.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH -N 1 --requeue --open-mode=append
+srun sh -c '
+  if [ -e "$MARK" ]; then echo "resumed in $SLURM_JOB_ID"; exit 0; fi
+  touch "$MARK"
+  trap "scontrol requeue \$SLURM_JOB_ID; sleep 30" USR1
+  echo "training in $SLURM_JOB_ID"
+  while :; do sleep 0.2; done'
+SCRIPT
+light=$(sbatch --parsable -o "$WORK/lightning-%j.out" "$WORK/lightning.sh")
+training() { grep -q "^training in $light" "$WORK/lightning-$light.out" 2>/dev/null; }
+wait_until 30 training || fail "lightning job $light did not start: $(squeue -j "$light")"
+scancel --signal=USR1 "$light" || fail "scancel --signal=USR1 $light failed"
+resumed() { [ "$(sacct -n -X -P -o State -j "$light")" = COMPLETED ]; }
+wait_until 60 resumed || fail "lightning job $light: $(sacct -P -j "$light"); $(cat "$WORK/lightning-$light.out")"
+grep -q "^resumed in $light" "$WORK/lightning-$light.out" || fail "not resumed: $(cat "$WORK/lightning-$light.out")"
+[ "$(sacct -n -X -P -o Restarts -j "$light")" = 1 ] || fail "restarts: $(sacct -n -X -P -o Restarts -j "$light")"
+pass "Lightning's requeue from inside the job"
+
+# --- squeue, sinfo and scontrol formats
+run=$(sbatch --parsable -J fmt -N 2 --wrap "sleep 300")
+running() { [ "$(squeue -h -j "$run" -o %T)" = RUNNING ]; }
+wait_until 30 running || fail "job $run did not start: $(squeue)"
+line=$(squeue -h -j "$run" -o "%i %j %T %M %l %D %R %N")
+read -r q_id q_name q_state q_time q_limit q_nodes q_reason q_list <<<"$line"
+[ "$q_id $q_name $q_state $q_limit $q_nodes" = "$run fmt RUNNING 00:10:00 2" ] &&
+  [ "$q_reason" = "$q_list" ] && [[ $q_time =~ ^[0-9]+:[0-9][0-9]$ ]] ||
+  fail "squeue -h -o: $line"
+[ "$(SQUEUE_FORMAT='%i|%T' squeue -h -j "$run")" = "$run|RUNNING" ] ||
+  fail "SQUEUE_FORMAT: $(SQUEUE_FORMAT='%i|%T' squeue -h -j "$run")"
+header=$(squeue -j "$run" -O JobID:10,State | head -n1)
+[ "$(tr -s ' ' <<<"$header" | sed 's/ $//')" = "JOBID STATE" ] || fail "squeue -O header: \"$header\""
+squeue | head -n1 | grep -q "JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)" ||
+  fail "squeue's default header: $(squeue | head -n1)"
+sinfo -h -o "%P %a %l %D %t %G" >"$WORK/sinfo"
+grep -qx "gpu\* up 1:00:00 [0-9] [a-z]* gpu:h100:8" "$WORK/sinfo" ||
+  grep -qx "gpu\* up 01:00:00 [0-9] [a-z]* gpu:h100:8" "$WORK/sinfo" || fail "sinfo -h -o: $(cat "$WORK/sinfo")"
+grep -q "gpu:a100:4" "$WORK/sinfo" || fail "sinfo %G: $(cat "$WORK/sinfo")"
+[ "$(sinfo -h -N -n node05 -p gpu -o '%N %c %m %G')" = "node05 16 128000 gpu:a100:4" ] ||
+  fail "sinfo -N: $(sinfo -h -N -n node05 -p gpu -o '%N %c %m %G')"
+[ "$(scontrol show hostnames 'node[01-03]' | tr '\n' ' ')" = "node01 node02 node03 " ] ||
+  fail "scontrol show hostnames: $(scontrol show hostnames 'node[01-03]')"
+[ "$(scontrol show hostlist node01,node02,node03)" = "node[01-03]" ] ||
+  fail "scontrol show hostlist: $(scontrol show hostlist node01,node02,node03)"
+scontrol show job "$run" | grep -q "^JobId=$run JobName=fmt" || fail "scontrol show job: $(scontrol show job "$run")"
+[ "$(field "$run" JobState)" = RUNNING ] || fail "scontrol JobState: $(scontrol show job "$run")"
+scontrol show partition gpu | grep -q "^PartitionName=gpu" || fail "scontrol show partition"
+scancel "$run"
+pass "squeue, sinfo and scontrol formats"
+
+# --- scontrol hold, update, release on a pending job
+held=$(sbatch --parsable -H -t 30 --wrap true)
+scontrol update JobId="$held" TimeLimit=20 Partition=high NumNodes=2 ||
+  fail "scontrol update refused"
+[ "$(squeue -h -j "$held" -o '%P %D %l')" = "high 2 00:20:00" ] ||
+  fail "scontrol update: $(squeue -h -j "$held" -o '%P %D %l')"
+scontrol update JobId="$held" Priority=5 2>"$WORK/update.err" && fail "update Priority= was taken"
+grep -q "Priority cannot be changed here" "$WORK/update.err" || fail "update: $(cat "$WORK/update.err")"
+scontrol release "$held" || fail "scontrol release failed"
+wait_until 30 finished "$held" || fail "released job $held did not run"
+pass "scontrol update and release"
+
+# --- the GPU vocabulary, GPU types, -W, --begin, --deadline
+gpus=$(sbatch --parsable -N 2 --gpus=8 --cpus-per-gpu=2 --mem-per-gpu=10G -t 5 --wrap true)
+[ "$(field "$gpus" GpusPerNode) $(field "$gpus" CpusPerTask) $(field "$gpus" MemPerNode)" = "4 8 40960M" ] ||
+  fail "--gpus=8 -N 2 --cpus-per-gpu=2 --mem-per-gpu=10G: $(scontrol show job "$gpus")"
+typed=$(sbatch --parsable --gres=gpu:a100:4 -N 2 --wrap "sleep 1")
+wait_until 30 finished "$typed" || fail "a100 job $typed did not end"
+[ "$(field "$typed" GpuType)" = a100 ] || fail "GpuType: $(scontrol show job "$typed")"
+[[ $(sacct -n -X -P -o NodeList -j "$typed") =~ ^node\[?0[5-8] ]] ||
+  fail "gpu:a100 landed on $(sacct -n -X -P -o NodeList -j "$typed")"
+sbatch --gres=gpu:v100:1 --wrap true 2>"$WORK/v100.err" && fail "gpu:v100 was accepted"
+grep -q "no node has GPUs of type v100; types here: h100, a100" "$WORK/v100.err" ||
+  fail "gpu:v100: $(cat "$WORK/v100.err")"
+sbatch -W --wrap "exit 3" >/dev/null 2>&1
+[ $? -eq 3 ] || fail "sbatch -W did not exit with the job's 3"
+begin=$(sbatch --parsable --begin=now+5 --wrap true)
+waits_to_begin() { [ "$(squeue -h -j "$begin" -o %r)" = BeginTime ]; }
+wait_until 4 waits_to_begin || fail "--begin: $(squeue -h -j "$begin" -o '%T %r')"
+wait_until 30 finished "$begin" || fail "--begin job $begin did not run"
+[ "$(job_state "$begin")" = COMPLETED ] || fail "--begin job is $(job_state "$begin")"
+late=$(sbatch --parsable --deadline=now+60 -t 10 --wrap true)
+wait_until 40 finished "$late" || fail "--deadline job $late was not ended"
+[ "$(job_state "$late")" = CANCELLED ] || fail "--deadline job is $(job_state "$late")"
+pass "GPU vocabulary and types, -W, --begin, --deadline"
+
+# --- options: unknown ones named, and docs/slurm.md's table, row by row
+sbatch --bogus --wrap true 2>"$WORK/bogus.err" && fail "--bogus was accepted"
+grep -q -- "--bogus" "$WORK/bogus.err" || fail "--bogus: $(cat "$WORK/bogus.err")"
+rows=0
+while IFS='|' read -r _ option verdict _; do
+  option=$(sed 's/^ *`//; s/` *$//' <<<"$option")
+  verdict=$(tr -d ' ' <<<"$verdict")
+  extra=()
+  [[ $option == *per-gpu* ]] && extra=(--gpus-per-node=1)
+  rows=$((rows + 1))
+  if sbatch --test-only "${extra[@]}" "$option" --wrap true >/dev/null 2>"$WORK/option.err"; then
+    [ "$verdict" = refused ] && fail "$option was taken; docs/slurm.md says refused"
+  else
+    name=${option%%=*}
+    if [ "$verdict" != refused ]; then
+      fail "$option was refused; docs/slurm.md says $verdict: $(cat "$WORK/option.err")"
+    elif ! grep -q -- "$name is not supported; " "$WORK/option.err"; then
+      fail "$option refused without its alternative: $(cat "$WORK/option.err")"
+    fi
+  fi
+done < <(sed -n '/^## sbatch, srun and salloc options/,/^## /p' "$ROOT/docs/slurm.md" |
+  grep -E '^\| `-')
+[ "$rows" -gt 90 ] || fail "docs/slurm.md's option table has $rows rows"
+pass "docs/slurm.md's $rows options parse as it says"
+
+finish_test
