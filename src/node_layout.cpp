@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <map>
 
 namespace cohort::layout {
@@ -114,7 +116,13 @@ std::string FormatNodeLine(std::string_view name, const NodeLayout& layout) {
       name, layout.PuCount(), sockets, std::max(cores / sockets, 1), layout.ThreadsPerCore(),
       std::max<std::int64_t>(layout.MemoryMb(), 1));
   if (layout.gpus.empty()) return line;
-  line += fmt::format(" Gpus={}", layout.gpus.size());
+  // One type for every GPU: Slurm's Gres= with it, so that jobs can ask it.
+  const std::string type = GpuTypeOf(layout.gpus.front().model);
+  const bool one_type =
+      !type.empty() && std::all_of(layout.gpus.begin(), layout.gpus.end(),
+                                   [&](const Gpu& gpu) { return GpuTypeOf(gpu.model) == type; });
+  line += one_type ? fmt::format(" Gres=gpu:{}:{}", type, layout.gpus.size())
+                   : fmt::format(" Gpus={}", layout.gpus.size());
   const bool all_known = std::all_of(layout.gpus.begin(), layout.gpus.end(),
                                      [](const Gpu& gpu) { return gpu.numa >= 0; });
   if (all_known) {
@@ -123,6 +131,30 @@ std::string FormatNodeLine(std::string_view name, const NodeLayout& layout) {
     line += fmt::format(" GpuNuma={}", fmt::join(numa, ","));
   }
   return line;
+}
+
+std::string GpuTypeOf(std::string_view model) {
+  // Words that name a vendor or a product line, not the model.
+  constexpr std::string_view kBrands[] = {"nvidia", "tesla",    "geforce", "quadro", "amd",
+                                          "radeon", "instinct", "intel",   "data",   "center"};
+  std::vector<std::string> words;
+  for (std::size_t start = 0; start < model.size();) {
+    const std::size_t stop = std::min(model.find(' ', start), model.size());
+    std::string word;
+    for (const char c : model.substr(start, stop - start)) {
+      if (c == '-') break;
+      if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+        word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+    }
+    const bool brand = std::find(std::begin(kBrands), std::end(kBrands), word) != std::end(kBrands);
+    if (!word.empty() && !brand) words.push_back(std::move(word));
+    start = stop + 1;
+  }
+  if (words.empty()) return "";
+  // A product line's letters name no model alone: RTX 4090 is rtx4090.
+  if ((words[0] == "rtx" || words[0] == "gtx") && words.size() > 1) return words[0] + words[1];
+  return words[0];
 }
 
 std::string DescribeLayout(const NodeLayout& layout) {

@@ -185,10 +185,12 @@ class LayoutReader {
       });
       for (hwloc_obj_t osdev : devices) {
         const hwloc_obj_t pci = PciDeviceOf(osdev);
-        layout_.gpus.push_back({.index = static_cast<int>(layout_.gpus.size()),
-                                .name = std::string(Text(osdev->name)),
-                                .pci_bus_id = pci != nullptr ? PciBusId(pci) : std::string(),
-                                .numa = NumaOf(osdev)});
+        layout_.gpus.push_back(
+            {.index = static_cast<int>(layout_.gpus.size()),
+             .name = std::string(Text(osdev->name)),
+             .pci_bus_id = pci != nullptr ? PciBusId(pci) : std::string(),
+             .numa = NumaOf(osdev),
+             .model = std::string(Text(hwloc_obj_get_info_by_name(osdev, "GPUModel")))});
       }
       return;
     }

@@ -36,6 +36,7 @@ struct Gpu {
   std::string name;        ///< where it was found: nvml3, cuda3, /dev/nvidia3, or "config"
   std::string pci_bus_id;  ///< 0000:1b:00.0; empty when unknown
   int numa = -1;           ///< OS index of its NUMA node; -1 when unknown
+  std::string model{};  ///< as hwloc's GPUModel says: "NVIDIA H100 80GB HBM3"; empty when unknown
 };
 
 /// An InfiniBand or RoCE adapter (an hwloc OpenFabrics device).
@@ -83,9 +84,18 @@ struct NodeLayout {
 
 /// The node as a cohort.conf line, in the manner of `slurmd -C`:
 /// `NodeName=gpu001 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2
-/// MemoryMB=2063937 Gpus=8 GpuNuma=0,0,0,0,1,1,1,1`. `Gpus=` is left out
-/// without GPUs, `GpuNuma=` unless every GPU's NUMA node is known.
+/// MemoryMB=2063937 Gres=gpu:h100:8 GpuNuma=0,0,0,0,1,1,1,1`. The GPUs are
+/// `Gres=gpu:TYPE:N` when hwloc gave every GPU's model and they are of one
+/// type (GpuTypeOf), else `Gpus=N`; left out without GPUs. `GpuNuma=` is
+/// left out unless every GPU's NUMA node is known.
 [[nodiscard]] std::string FormatNodeLine(std::string_view name, const NodeLayout& layout);
+
+/// The type a GPU model goes by in `Gres=gpu:TYPE:N` and `--gres`, as
+/// Slurm's sites name them: the model's first word after the vendor's and
+/// the product line's, to its first `-`, in lower case ("NVIDIA H100 80GB
+/// HBM3" is h100, "Tesla V100-SXM2-16GB" v100, "AMD Instinct MI250X"
+/// mi250x, "NVIDIA GeForce RTX 4090" rtx4090). Empty for an empty model.
+[[nodiscard]] std::string GpuTypeOf(std::string_view model);
 
 /// A readable summary, one line per NUMA node, GPU and NIC, for
 /// `cohort-agent --print-node`. Ends with a newline.

@@ -644,6 +644,35 @@ TEST(ClusterConfigTest, GpuNumaGivesEachGpusNumaNode) {
   EXPECT_EQ(config.nodes[3].gpus, 0);
 }
 
+TEST(ClusterConfigTest, GresGivesTheGpusAndTheirType) {
+  const ClusterConfig config = MustParse(
+      "NodeName=DEFAULT Gres=gpu:h100:8\n"
+      "NodeName=a1 GpuNuma=0,0,0,0,1,1,1,1\n"
+      "NodeName=b1 Gres=gpu:4 Gpus=4\n"
+      "NodeName=c1 Gres=gpu:a100-80gb:2\n"
+      "PartitionName=p Nodes=ALL\n");
+  ASSERT_EQ(config.nodes.size(), 3U);
+  EXPECT_EQ(config.nodes[0].gpus, 8);
+  EXPECT_EQ(config.nodes[0].gpu_type, "h100");
+  EXPECT_EQ(config.nodes[1].gpus, 4);
+  EXPECT_EQ(config.nodes[1].gpu_type, "");
+  EXPECT_EQ(config.nodes[2].gpu_type, "a100-80gb");
+}
+
+TEST(ClusterConfigErrorTest, GresIsOneKindOfGpuAndAgreesWithGpus) {
+  Diagnostic error = OnlyError("NodeName=n0\nNodeName=n1 Gpus=4 Gres=gpu:h100:8\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.message, "Gres=gpu:h100:8 and Gpus=4 disagree");
+  EXPECT_EQ(error.hint, "give the GPUs once, with Gres= (or Gpus=)");
+  EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Gres=mps:100\n").message,
+            "Gres=mps:100: GPUs are the only generic resource");
+  EXPECT_EQ(
+      OnlyError("NodeName=n0\nNodeName=n1 Gres=gpu:h100:4,gpu:a100:4\n").message,
+      "Gres=gpu:h100:4,gpu:a100:4: a node has one kind of GPU here; several are not supported");
+  EXPECT_EQ(OnlyError("NodeName=n0\nNodeName=n1 Gres=gpu:h100:x\n").message,
+            "Gres=gpu:h100:x: \"x\" is not a GPU count from 0 to 64");
+}
+
 TEST(ClusterConfigErrorTest, GpuNumaMustNameOneNumaNodePerGpu) {
   Diagnostic error = OnlyError("NodeName=n0\nNodeName=n1 Gpus=4 GpuNuma=0,0,1\n");
   EXPECT_EQ(error.where.line, 2);

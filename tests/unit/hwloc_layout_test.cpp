@@ -290,7 +290,7 @@ TEST(HwlocLayoutTest, DgxH100RanksGetFourteenCoresAndTheirNics) {
   EXPECT_EQ(layout::FormatNodeLine("dgx", layout),
             "NodeName=dgx CPUs=224 Sockets=2 CoresPerSocket=56 "
             "ThreadsPerCore=2 MemoryMB=2097152 "
-            "Gpus=8 GpuNuma=0,0,0,0,1,1,1,1");
+            "Gres=gpu:h100:8 GpuNuma=0,0,0,0,1,1,1,1");
   EXPECT_EQ(layout.gpus[0].pci_bus_id, "0000:18:00.0");
 }
 

@@ -71,6 +71,32 @@ TEST(NodeLayoutTest, NodeLineReadsLikeSlurmdDashC) {
   EXPECT_NE(summary.find("nic mlx5_0: numa 1\n"), std::string::npos) << summary;
 }
 
+TEST(NodeLayoutTest, GpuTypesAreTheModelsNamesAsSitesWriteThem) {
+  EXPECT_EQ(GpuTypeOf("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(GpuTypeOf("Tesla V100-SXM3-32GB-H"), "v100");
+  EXPECT_EQ(GpuTypeOf("Tesla P100-SXM2-16GB"), "p100");
+  EXPECT_EQ(GpuTypeOf("NVIDIA A100-SXM4-80GB"), "a100");
+  EXPECT_EQ(GpuTypeOf("NVIDIA GeForce RTX 4090"), "rtx4090");
+  EXPECT_EQ(GpuTypeOf("AMD Instinct MI250X"), "mi250x");
+  EXPECT_EQ(GpuTypeOf(""), "");
+  EXPECT_EQ(GpuTypeOf("NVIDIA"), "");
+}
+
+TEST(NodeLayoutTest, OneGpuTypeBecomesGres) {
+  NodeLayout layout = ApproximateLayout(16, 64000, 2, Ints{0, 0});
+  for (Gpu& gpu : layout.gpus) gpu.model = "NVIDIA H100 80GB HBM3";
+  EXPECT_NE(FormatNodeLine("n", layout).find(" Gres=gpu:h100:2 GpuNuma=0,0"), std::string::npos);
+  layout.gpus[1].model = "NVIDIA A100-SXM4-80GB";  // two types: counted only
+  EXPECT_NE(FormatNodeLine("n", layout).find(" Gpus=2 "), std::string::npos);
+  layout.gpus[1].model = layout.gpus[0].model;
+  const config::ConfigResult parsed = config::ParseClusterConfig(
+      FormatNodeLine("gpu[01-02]", layout) + "\nPartitionName=p Nodes=ALL\n", "cohort.conf",
+      [](const std::string&) -> absl::StatusOr<std::string> { return std::string(); });
+  ASSERT_TRUE(parsed.diagnostics.All().empty()) << parsed.diagnostics.Format();
+  EXPECT_EQ(parsed.config.nodes[0].gpus, 2);
+  EXPECT_EQ(parsed.config.nodes[0].gpu_type, "h100");
+}
+
 TEST(NodeLayoutTest, TheNodeLineIsACohortConfLine) {
   const NodeLayout layout = ApproximateLayout(16, 64000, 4, Ints{0, 0, 1, 1});
   const std::string line = FormatNodeLine("gpu[01-02]", layout);
