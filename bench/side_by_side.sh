@@ -321,7 +321,26 @@ measure_queue() {
   done
   record queue_submit_ms "$(ms "$(median "$WORK/q-submit")")" "median of 20, $queue_jobs pending"
   record queue_list_ms "$(ms "$(median "$WORK/q-list")")" "median of 20, $queue_jobs pending"
+  # Slurm's listing commands, as users type them: Cohort's front-ends
+  # (the cohort binary as squeue, sinfo, sacct) against Slurm's own.
+  local command
+  for command in squeue sinfo sacct; do
+    : >"$WORK/q-$command"
+    for i in $(seq 20); do
+      now_ns s
+      "${SYS}_slurm_command" "$command" >/dev/null 2>&1 || { record "${command}_list_ms" n/a "$command failed"; continue 2; }
+      now_ns e
+      echo $((e - s)) >>"$WORK/q-$command"
+    done
+    record "${command}_list_ms" "$(ms "$(median "$WORK/q-$command")")" "median of 20, $queue_jobs pending"
+  done
 }
+# SYS_slurm_command NAME: squeue, sinfo or sacct -a of every job, by Slurm's
+# name: Cohort's front-end in the build, or Slurm's on PATH.
+cohort_slurm_command() {
+  if [ "$1" = sacct ]; then "$BIN/cli/slurm/sacct" -a; else "$BIN/cli/slurm/$1"; fi
+}
+slurm_slurm_command() { if [ "$1" = sacct ]; then sacct -a; else "$1"; fi; }
 
 # The placement scenario: in leaves 1-8 the first 1,2,3,4,0,5,6,7 nodes are
 # held by one-node long jobs (28 of 64, pinned with -w), then an 8-, a 16-

@@ -19,6 +19,7 @@
 #include "cohort/fmt_absl.h"
 #include "job_follow.h"
 #include "job_format.h"
+#include "job_resources.h"
 #include "step_io_server.h"
 
 namespace cohort::cli {
@@ -45,11 +46,20 @@ absl::Status CheckStepOptions(const JobOptions& o, std::string_view job) {
   if (o.hold) return refuse("--hold", "a step starts when it is run");
   if (o.test_only) return refuse("--test-only", "a step is placed in its job's allocation");
   const std::pair<bool, std::string_view> ignored[] = {
-      {o.time.has_value(), "--time"},        {o.partition.has_value(), "--partition"},
-      {o.account.has_value(), "--account"},  {o.qos.has_value(), "--qos"},
-      {o.memory.has_value(), "--mem"},       {o.switches.has_value(), "--switches"},
-      {o.constraint.has_value(), "--constraint"}, {o.exclude.has_value(), "--exclude"},
-      {o.requeue.has_value(), "--requeue"},  {o.signal.has_value(), "--signal"},
+      {o.time.has_value(), "--time"},
+      {o.partition.has_value(), "--partition"},
+      {o.account.has_value(), "--account"},
+      {o.qos.has_value(), "--qos"},
+      {o.memory.has_value(), "--mem"},
+      {o.switches.has_value(), "--switches"},
+      {o.constraint.has_value(), "--constraint"},
+      {o.exclude.has_value(), "--exclude"},
+      {o.requeue.has_value(), "--requeue"},
+      {o.signal.has_value(), "--signal"},
+      {o.begin.has_value(), "--begin"},
+      {o.deadline.has_value(), "--deadline"},
+      {o.mem_per_gpu.has_value(), "--mem-per-gpu"},
+      {o.mem_per_cpu.has_value(), "--mem-per-cpu"},
   };
   for (const auto& [given, name] : ignored) {
     if (given) {
@@ -59,6 +69,35 @@ absl::Status CheckStepOptions(const JobOptions& o, std::string_view job) {
     }
   }
   return absl::OkStatus();
+}
+
+// The GPUs per node and CPUs per rank a step's options ask (unset: the
+// job's). --gpus and --gpus-per-task divide by the step's nodes and ranks
+// per node, which must then be given: a step's default is the whole
+// allocation, which this command does not know.
+struct StepShape {
+  std::optional<int> gpus_per_node;
+  std::optional<int> cpus_per_task;
+};
+absl::StatusOr<StepShape> StepResources(const JobOptions& o) {
+  if (o.gpus && !o.nodes) {
+    return absl::InvalidArgumentError(
+        "--gpus inside a job needs -N, to spread them over the step's nodes; or give "
+        "--gpus-per-node");
+  }
+  const bool per_node_known = o.tasks_per_node || (o.ntasks && o.nodes);
+  if ((o.gpus_per_task || o.cpus_per_gpu) && !per_node_known) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} inside a job needs the step's ranks per node: give --ntasks-per-node, or -n with -N",
+        o.gpus_per_task ? "--gpus-per-task" : "--cpus-per-gpu"));
+  }
+  absl::StatusOr<NodeShape> shape = ResolveShape(o);
+  if (!shape.ok()) return shape.status();
+  StepShape step;
+  if (o.gpus_per_node || o.gres || o.gpus || o.gpus_per_task)
+    step.gpus_per_node = shape->gpus_per_node;
+  if (o.cpus_per_task || o.cpus_per_gpu) step.cpus_per_task = shape->cpus_per_task;
+  return step;
 }
 
 // How long a step's start is asked again while the controller cannot be
@@ -295,14 +334,19 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
                  "--ntasks-per-node, -o and -e (or give 1)\n";
     return 2;
   }
+  absl::StatusOr<StepShape> shape = StepResources(options);
+  if (!shape.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", shape.status().message());
+    return 2;
+  }
   v1::StartStepRequest request;
   request.set_job_ref(step.job);
   request.set_token(RandomToken());
   request.set_nodes(pty ? 1 : options.nodes.value_or(0));
   request.set_tasks(pty ? 1 : options.ntasks.value_or(0));
   request.set_tasks_per_node(options.tasks_per_node.value_or(0));
-  request.set_cpus_per_task(options.cpus_per_task.value_or(0));
-  if (options.gpus_per_node) request.set_gpus_per_node(*options.gpus_per_node);
+  request.set_cpus_per_task(shape->cpus_per_task.value_or(0));
+  if (shape->gpus_per_node) request.set_gpus_per_node(*shape->gpus_per_node);
   request.set_nodelist(options.nodelist.value_or(""));
   request.set_sharing(step.sharing);
   request.set_name(spec->name());

@@ -160,6 +160,18 @@ grep -q "no node has GPUs of type v100; types here: h100, a100" "$WORK/v100.err"
   fail "gpu:v100: $(cat "$WORK/v100.err")"
 sbatch -W --wrap "exit 3" >/dev/null 2>&1
 [ $? -eq 3 ] || fail "sbatch -W did not exit with the job's 3"
+# srun --gpus-per-task inside a job: the step's GPUs per node from its ranks;
+# each rank sees them all, its own at LOCAL_RANK (the same list for both).
+cat >"$WORK/gpus.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH -N 1 --ntasks-per-node=2 --gpus-per-node=4
+srun --ntasks-per-node=2 --gpus-per-task=2 sh -c 'echo "local $SLURM_LOCALID sees $CUDA_VISIBLE_DEVICES"'
+SCRIPT
+pertask=$(sbatch --parsable -o "$WORK/gpus-%j.out" "$WORK/gpus.sh")
+wait_until 30 finished "$pertask" || fail "--gpus-per-task job $pertask did not end"
+seen=$(sed -n 's/^local [01] sees //p' "$WORK/gpus-$pertask.out" | sort -u)
+[ "$(wc -l <<<"$seen")" = 1 ] && [[ $seen =~ ^[0-7],[0-7],[0-7],[0-7]$ ]] ||
+  fail "srun --gpus-per-task=2: $(cat "$WORK/gpus-$pertask.out")"
 begin=$(sbatch --parsable --begin=now+5 --wrap true)
 waits_to_begin() { [ "$(squeue -h -j "$begin" -o %r)" = BeginTime ]; }
 wait_until 4 waits_to_begin || fail "--begin: $(squeue -h -j "$begin" -o '%T %r')"
