@@ -161,6 +161,9 @@ void AddScancelCommand(CLI::App& app, int& exit_code) {
   app.add_option("-n,--name,--jobname", o->name, "the jobs with this name");
   app.add_option("-A,--account", o->account, "the jobs of this account");
   app.add_flag("-Q,--quiet,-v,--verbose")->description("accepted: scancel prints only errors");
+  RefuseFlags(app, "-b,--batch,-f,--full",
+              "a signal reaches the steps' ranks, never the batch shell; trap it in a step, or "
+              "use sbatch --signal=B:SIG@SECONDS for the batch shell's warning");
   AddConnectionOptions(app, o->cancel.connection, ConfigShortName::kNone);
   app.footer(
       "Cohort's scancel: cancels jobs, or with -s sends their ranks a signal (the batch shell\n"

@@ -229,6 +229,21 @@ void AddSrunCommand(CLI::App& app, int& exit_code, CommandWords words) {
   // Output is forwarded as the ranks write it, line by line, either way.
   app.add_flag("-u,--unbuffered")
       ->description("accepted: each line of output is shown as the ranks write it");
+  // A step is a gang: a rank that fails stops the others, as -K.
+  app.add_flag("-K{1},--kill-on-bad-exit{1}")
+      ->description("accepted: a failing rank always stops the step's others");
+  app.add_option_function<std::string>(
+         "--mpi",
+         [](const std::string& type) {
+           if (type != "none") {
+             throw CLI::ValidationError(
+                 "--mpi",
+                 "only none: run mpirun or torchrun inside the step instead of --mpi=" + type);
+           }
+         },
+         "none only")
+      ->type_name("none");
+  RefuseFlags(app, "--multi-prog", "run a wrapper that dispatches on $SLURM_PROCID");
   app.footer(
       "Cohort's srun: inside a job (a batch script, salloc, or --jobid) starts a step over its\n"
       "allocation, as `cohort run` does; outside one, runs the command as a job of its own and\n"

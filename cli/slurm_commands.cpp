@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
+#include <utility>
 
 namespace cohort::cli {
 namespace {
@@ -51,5 +53,13 @@ void AddSlurmCommand(CLI::App& app, std::string_view program, int& exit_code, Co
 }
 
 int SlurmStatus(int cohort_status) { return cohort_status == 0 ? 0 : 1; }
+
+void RefuseFlags(CLI::App& app, std::string names, std::string why) {
+  const std::string shown = names;
+  app.add_flag_callback(
+         std::move(names), [shown, why] { throw CLI::ValidationError(shown, why); },
+         "refused: " + why)
+      ->group("");
+}
 
 }  // namespace cohort::cli

@@ -32,6 +32,10 @@ void AddSlurmCommand(CLI::App& app, std::string_view program, int& exit_code, Co
 /// is 1.
 [[nodiscard]] int SlurmStatus(int cohort_status);
 
+/// Registers Slurm flags `names` that Cohort does not do on a front-end:
+/// given, the command line is refused with `why`, the alternative.
+void RefuseFlags(CLI::App& app, std::string names, std::string why);
+
 /// Each front-end, registered on the root app. sbatch, srun and salloc take
 /// the job options (their `words` decide which sbatch options need
 /// registering).
