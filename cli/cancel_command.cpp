@@ -36,7 +36,33 @@ absl::StatusOr<int> ParseSignal(std::string_view text) {
       text, NSIG - 1));
 }
 
-int Cancel(const CancelOptions& o);
+// Sends `request` with -s's signal, if any; 2 (after saying why) when it
+// names no signal.
+int SendCancel(const CancelOptions& o, v1::CancelJobRequest request) {
+  if (!o.signal.empty()) {
+    absl::StatusOr<int> signal = ParseSignal(o.signal);
+    if (!signal.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", signal.status());
+      return 2;
+    }
+    request.set_signal(*signal);
+  }
+  return CallController(
+      o.connection, [&](ControllerClient& client) { return client.CancelJob(request).status(); });
+}
+
+int Cancel(const CancelOptions& o) {
+  absl::StatusOr<std::vector<JobRef>> refs = ParseJobRefs(o.ids, "cancel");
+  if (!refs.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", refs.status());
+    return 2;
+  }
+  // Every job goes as a reference (`12`, `12_3`); job_ids stays empty, so
+  // that no job is named twice.
+  v1::CancelJobRequest request;
+  for (const JobRef& ref : *refs) request.add_job_refs(FormatJobRef(ref));
+  return SendCancel(o, std::move(request));
+}
 
 // scancel's filters: with no job named, every job they match is cancelled.
 struct ScancelOptions {
@@ -49,17 +75,25 @@ struct ScancelOptions {
   std::string account;
 };
 
+// Whether the filters match `job`, and it is one of the jobs named (`12`
+// names every task of array 12, `12_3` one), if any are.
 bool Matches(const v1::Job& job, const ScancelOptions& o) {
   if (!o.partition.empty() && job.spec().partition() != o.partition) return false;
   if (!o.name.empty() && job.spec().name() != o.name) return false;
   if (!o.account.empty() && job.spec().account() != o.account) return false;
-  return true;
+  const std::vector<std::string>& named = o.cancel.ids;
+  const auto is_named = [&](const std::string& id) {
+    return std::find(named.begin(), named.end(), id) != named.end();
+  };
+  return named.empty() || is_named(JobDisplayId(job)) || is_named(std::to_string(job.id())) ||
+         (job.array_job_id() > 0 && is_named(std::to_string(job.array_job_id())));
 }
 
-// The jobs scancel's filters name: listed by the controller (only the
-// caller's, unless -u), then matched here.
-absl::StatusOr<std::vector<std::string>> FilteredJobs(ControllerClient& client,
-                                                      const ScancelOptions& o) {
+// The jobs scancel's filters match, by their own ids (an array's tasks not
+// yet started are one job): listed by the controller (only the caller's,
+// unless -u), then matched here.
+absl::StatusOr<std::vector<std::int64_t>> FilteredJobs(ControllerClient& client,
+                                                       const ScancelOptions& o) {
   v1::ListJobsRequest request;
   request.set_all_users(!o.me && !o.user.empty());
   request.set_user_name(o.me ? std::string() : o.user);
@@ -67,17 +101,17 @@ absl::StatusOr<std::vector<std::string>> FilteredJobs(ControllerClient& client,
     const std::optional<v1::JobState> state = ParseJobState(word);
     if (!state || IsFinished(*state)) {
       return absl::InvalidArgumentError(fmt::format(
-          "--state: \"{}\" is not a state jobs are cancelled in; write PENDING (PD), RUNNING (R) "
-          "or COMPLETING (CG)",
+          "-t/--state: \"{}\" is not a state jobs are cancelled in; write PENDING (PD), RUNNING "
+          "(R) or COMPLETING (CG)",
           word));
     }
     request.add_states(*state);
   }
   absl::StatusOr<v1::ListJobsResponse> listed = client.ListJobs(request);
   if (!listed.ok()) return listed.status();
-  std::vector<std::string> ids;
+  std::vector<std::int64_t> ids;
   for (const v1::Job& job : listed->jobs()) {
-    if (Matches(job, o)) ids.push_back(JobDisplayId(job));
+    if (Matches(job, o)) ids.push_back(job.id());
   }
   return ids;
 }
@@ -91,43 +125,15 @@ int Scancel(const ScancelOptions& o) {
     return 1;
   }
   if (!filtered) return Cancel(o.cancel);
-  CancelOptions named = o.cancel;
+  v1::CancelJobRequest request;
   const int status = CallController(o.cancel.connection, [&](ControllerClient& client) {
-    absl::StatusOr<std::vector<std::string>> ids = FilteredJobs(client, o);
+    absl::StatusOr<std::vector<std::int64_t>> ids = FilteredJobs(client, o);
     if (!ids.ok()) return ids.status();
-    // Jobs named and filtered: those of them the filters match, as scancel.
-    if (!named.ids.empty()) {
-      std::erase_if(*ids, [&](const std::string& id) {
-        return std::find(named.ids.begin(), named.ids.end(), id) == named.ids.end();
-      });
-    }
-    named.ids = *std::move(ids);
+    for (const std::int64_t id : *ids) request.add_job_ids(id);
     return absl::OkStatus();
   });
-  if (status != 0 || named.ids.empty()) return status;
-  return Cancel(named);
-}
-
-int Cancel(const CancelOptions& o) {
-  absl::StatusOr<std::vector<JobRef>> refs = ParseJobRefs(o.ids, "cancel");
-  if (!refs.ok()) {
-    std::cerr << fmt::format("cohort: {}\n", refs.status());
-    return 2;
-  }
-  // Every job goes as a reference (`12`, `12_3`); job_ids stays empty, so
-  // that no job is named twice.
-  v1::CancelJobRequest request;
-  for (const JobRef& ref : *refs) request.add_job_refs(FormatJobRef(ref));
-  if (!o.signal.empty()) {
-    absl::StatusOr<int> signal = ParseSignal(o.signal);
-    if (!signal.ok()) {
-      std::cerr << fmt::format("cohort: {}\n", signal.status());
-      return 2;
-    }
-    request.set_signal(*signal);
-  }
-  return CallController(
-      o.connection, [&](ControllerClient& client) { return client.CancelJob(request).status(); });
+  if (status != 0 || request.job_ids().empty()) return status;
+  return SendCancel(o.cancel, std::move(request));
 }
 
 }  // namespace

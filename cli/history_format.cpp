@@ -151,6 +151,74 @@ absl::StatusOr<std::int64_t> ParseHistoryTime(std::string_view text, std::string
   return checked(LocalToEpochMs(local));
 }
 
+namespace {
+
+constexpr std::string_view kFutureForms =
+    "write HH:MM[:SS] (the next such time of day), YYYY-MM-DD[THH:MM[:SS]] (local time), "
+    "now+N[seconds|minutes|hours|days|weeks] (such as now+1hour), today, tomorrow, midnight, "
+    "noon or teatime";
+
+// The next time the local clock reads hour:minute:second, from `now_ms`
+// (today's, else tomorrow's); `days` more days on.
+std::optional<std::int64_t> NextClock(std::int64_t now_ms, int hour, int minute, int second,
+                                      int days) {
+  const std::time_t now_s = static_cast<std::time_t>(now_ms / 1000);
+  std::tm local{};
+  if (::localtime_r(&now_s, &local) == nullptr) return std::nullopt;
+  local.tm_hour = hour;
+  local.tm_min = minute;
+  local.tm_sec = second;
+  local.tm_mday += days;
+  std::optional<std::int64_t> at = LocalToEpochMs(local);
+  if (at && days == 0 && *at <= now_ms) {
+    local.tm_mday += 1;
+    at = LocalToEpochMs(local);
+  }
+  return at;
+}
+
+}  // namespace
+
+absl::StatusOr<std::int64_t> ParseFutureTime(std::string_view text, std::string_view option,
+                                             std::int64_t now_ms) {
+  struct Word {
+    std::string_view word;
+    int hour;
+    int days;  // 0: the next such time; 1: tomorrow's
+  };
+  constexpr Word kWords[] = {
+      {"midnight", 0, 0}, {"noon", 12, 0}, {"teatime", 16, 0}, {"tomorrow", 0, 1}};
+  std::optional<std::int64_t> at;
+  if (EqualsIgnoreCase(text, "today") || EqualsIgnoreCase(text, "now")) return now_ms;
+  for (const Word& w : kWords) {
+    if (EqualsIgnoreCase(text, w.word)) at = NextClock(now_ms, w.hour, 0, 0, w.days);
+  }
+  int hour = 0, minute = 0, second = 0;
+  std::size_t pos = 0;
+  if (!at && ReadDigits(text, pos, 1, 2, hour) && ReadChar(text, pos, ':') &&
+      ReadDigits(text, pos, 2, 2, minute) &&
+      (pos == text.size() || (ReadChar(text, pos, ':') && ReadDigits(text, pos, 2, 2, second))) &&
+      pos == text.size()) {
+    if (hour > 23 || minute > 59 || second > 59) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {}: no such time of day; {}", option, text, kFutureForms));
+    }
+    at = NextClock(now_ms, hour, minute, second, 0);
+  }
+  if (at) return *at;
+  // now+N and dates as the history's times; their error with these forms.
+  if (text.starts_with("now-")) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {} is in the past; {}", option, text, kFutureForms));
+  }
+  absl::StatusOr<std::int64_t> parsed = ParseHistoryTime(text, option, now_ms);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: cannot read \"{}\" as a time; {}", option, text, kFutureForms));
+  }
+  return parsed;
+}
+
 absl::StatusOr<std::vector<v1::JobState>> ParseHistoryStates(std::string_view text) {
   std::vector<v1::JobState> states;
   for (const std::string_view word : CommaList(text)) {

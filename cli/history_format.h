@@ -37,6 +37,15 @@ struct HistoryFilters {
                                                             std::string_view option,
                                                             std::int64_t now_ms);
 
+/// Reads a time to come as sbatch's --begin and --deadline do, as
+/// milliseconds since the epoch: HH:MM[:SS] (the next such time of day),
+/// `midnight`, `noon`, `teatime` (16:00) (the next), `today` and `now` (now),
+/// `tomorrow` (its 00:00), `now+N[UNIT]`, and YYYY-MM-DD[THH:MM[:SS]] (local
+/// time). InvalidArgument naming `option` and these forms otherwise.
+[[nodiscard]] absl::StatusOr<std::int64_t> ParseFutureTime(std::string_view text,
+                                                           std::string_view option,
+                                                           std::int64_t now_ms);
+
 /// Reads a --state list: finished states by name or sacct's code, any case,
 /// comma separated: COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT
 /// (TO), NODE_FAIL (NF). Each state once, in the order given.

@@ -131,6 +131,11 @@ std::string FormatLimit(std::int64_t seconds) {
   return FormatSlurmTime(std::chrono::seconds(seconds));
 }
 
+std::string FormatSlurmLimit(std::int64_t seconds) {
+  if (seconds <= 0 || seconds >= kUnlimited.count()) return "UNLIMITED";
+  return FormatElapsed(seconds);
+}
+
 std::string FormatTimestamp(std::int64_t epoch_ms) {
   if (epoch_ms <= 0) return "none";
   const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);

@@ -41,6 +41,9 @@ namespace cohort::cli {
 [[nodiscard]] std::string FormatElapsed(std::int64_t seconds);
 /// A job's time limit in force: [D-]HH:MM:SS, or UNLIMITED for 0 (none).
 [[nodiscard]] std::string FormatLimit(std::int64_t seconds);
+/// A time limit as Slurm's squeue, sinfo and sacct print it: M:SS, H:MM:SS
+/// or D-HH:MM:SS, UNLIMITED for 0 (none).
+[[nodiscard]] std::string FormatSlurmLimit(std::int64_t seconds);
 /// Local time as scontrol writes it (2024-05-01T13:45:00), or `none` for 0.
 [[nodiscard]] std::string FormatTimestamp(std::int64_t epoch_ms);
 /// How long the job has run (pending: 0; finished: until its end).

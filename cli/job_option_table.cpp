@@ -140,6 +140,24 @@ bool MayNameUnsupported(std::span<const std::string> words) {
   return false;
 }
 
+// -N N or -N MIN-MAX, into nodes and nodes_max.
+void AddNodeCount(CLI::App& command, JobOptions& o, const std::string& group) {
+  command
+      .add_option_function<std::string>(
+          "-N,--nodes",
+          [&o](const std::string& text) {
+            absl::StatusOr<NodeRange> range = ParseNodeRange(text);
+            if (!range.ok()) throw CLI::ValidationError(std::string(range.status().message()));
+            o.nodes = range->min;
+            o.nodes_max = range->max;
+          },
+          "nodes of the job (default 1); with MIN-MAX, MIN of them (the job starts when MIN are "
+          "free and is not grown)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->type_name("N[-MAX]")
+      ->group(group);
+}
+
 }  // namespace
 
 std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
@@ -156,27 +174,16 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
     command.add_flag_callback(std::move(names), std::forward<decltype(set)>(set), std::move(help))
         ->group(group);
   };
-  command
-      .add_option_function<std::string>(
-          "-N,--nodes",
-          [&o](const std::string& text) {
-            absl::StatusOr<NodeRange> range = ParseNodeRange(text);
-            if (!range.ok()) throw CLI::ValidationError(std::string(range.status().message()));
-            o.nodes = range->min;
-            o.nodes_max = range->max;
-          },
-          "nodes of the job (default 1); with MIN-MAX, MIN of them (the job starts when MIN are "
-          "free and is not grown)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-      ->type_name("N[-MAX]")
-      ->group(group);
+  AddNodeCount(command, o, group);
   value("-n,--ntasks", o.ntasks, "N",
         "ranks in all, spread evenly: a multiple of the nodes (or give --ntasks-per-node)");
   value("--ntasks-per-node", o.tasks_per_node, "N", "ranks per node (default 1)");
   value("-c,--cpus-per-task", o.cpus_per_task, "N", "CPUs per rank (default 1)");
   value("--gpus-per-node", o.gpus_per_node, "N", "GPUs per node (default 0)");
-  value("--gres", o.gres, "gpu[:N]", "the same as --gpus-per-node N");
-  value("-G,--gpus", o.gpus, "N", "GPUs in all, spread evenly over the nodes (a multiple of -N)");
+  value("--gres", o.gres, "gpu[:TYPE][:N]",
+        "N GPUs per node (1 when left out), of TYPE only when given (a node's Gres=gpu:TYPE:N)");
+  value("-G,--gpus", o.gpus, "[TYPE:]N",
+        "GPUs in all, spread evenly over the nodes (a multiple of -N), of TYPE when given");
   value("--gpus-per-task", o.gpus_per_task, "N", "GPUs per rank: N × --ntasks-per-node per node");
   value("--cpus-per-gpu", o.cpus_per_gpu, "N",
         "CPUs per GPU: each rank gets N × the node's GPUs ÷ its ranks (instead of -c)");
@@ -226,8 +233,9 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
         "warn the ranks with SIG (a name such as USR1, or a number) SECONDS (default 90) before "
         "the time limit; B: only the batch script (rank 0); none: no warning (default: USR1@90)");
   value("--gpu-bind", o.gpu_bind, "ordered|closest|single:N|none",
-        "GPUs each rank sees: all of the job's GPUs on the node with its own at position "
-        "LOCAL_RANK (ordered, the default: torch.cuda.set_device(LOCAL_RANK) picks its own), "
+        "GPUs each rank sees: with a GPU per rank, all of the job's GPUs on the node with its own "
+        "at position LOCAL_RANK (ordered, the default: torch.cuda.set_device(LOCAL_RANK) picks "
+        "its own), "
         "only its own (closest), N ranks per GPU (single:N), or all in index order (none)");
   value("--cpu-bind", o.cpu_bind, "cores|threads|numa|none",
         "CPUs each rank is bound to, next to its GPU: whole cores (the default), threads, its "

@@ -252,7 +252,7 @@ absl::Status CheckValues(const JobOptions& o) {
   for (const auto& [text, option] :
        {std::pair{&o.begin, "--begin"}, std::pair{&o.deadline, "--deadline"}}) {
     if (!*text) continue;
-    if (absl::StatusOr<std::int64_t> at = ParseHistoryTime(**text, option, NowMs()); !at.ok()) {
+    if (absl::StatusOr<std::int64_t> at = ParseFutureTime(**text, option, NowMs()); !at.ok()) {
       return at.status();
     }
   }
@@ -522,8 +522,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_memory_mb(shape->memory_mb);
   spec.set_gpu_type(shape->gpu_type);
   const std::int64_t now = NowMs();
-  if (o.begin) spec.set_begin_time_s(*ParseHistoryTime(*o.begin, "--begin", now) / 1000);
-  if (o.deadline) spec.set_deadline_s(*ParseHistoryTime(*o.deadline, "--deadline", now) / 1000);
+  if (o.begin) spec.set_begin_time_s(*ParseFutureTime(*o.begin, "--begin", now) / 1000);
+  if (o.deadline) spec.set_deadline_s(*ParseFutureTime(*o.deadline, "--deadline", now) / 1000);
   spec.set_comment(o.comment.value_or(""));
   spec.set_wckey(o.wckey.value_or(""));
   spec.set_mail_type(o.mail_type.value_or(""));

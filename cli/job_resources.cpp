@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_resources.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <string>
@@ -16,7 +17,12 @@ namespace {
 absl::Status Refuse(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
 
 bool IsTypeName(std::string_view name) {
-  if (name.empty() || std::isalpha(static_cast<unsigned char>(name.front())) == 0) return false;
+  // As Gres= on a node line allows: MIG-like names may start with a digit
+  // (3g.20gb), but a name is not a count.
+  if (name.empty() || std::isalnum(static_cast<unsigned char>(name.front())) == 0 ||
+      ParseCount(name)) {
+    return false;
+  }
   for (const char c : name) {
     if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '-' && c != '.') {
       return false;
@@ -26,6 +32,13 @@ bool IsTypeName(std::string_view name) {
 }
 
 std::string_view Plural(int n) { return n == 1 ? "" : "s"; }
+
+// A node's GPUs (as Gres= and Gpus= allow) and the memory ParseSlurmMemoryMb
+// reads (2^40 megabytes): products of the per-GPU and per-CPU options stay
+// within them, and within 64 bits.
+constexpr std::int64_t kMaxGpusPerNode = 64;
+constexpr std::int64_t kMaxMemoryMb = std::int64_t{1} << 50;
+constexpr std::int64_t kMaxCpusPerNode = std::int64_t{1} << 20;
 
 // Megabytes from a memory option already vetted by CheckMemory.
 std::int64_t Megabytes(const std::optional<std::string>& text) {
@@ -59,7 +72,13 @@ absl::StatusOr<std::pair<int, std::string>> GpusPerNode(const JobOptions& o, int
     return std::pair<int, std::string>{gres->count, gres->type};
   }
   if (o.gpus_per_task) {
-    return std::pair<int, std::string>{*o.gpus_per_task * tasks_per_node, ""};
+    const std::int64_t gpus = std::int64_t{*o.gpus_per_task} * tasks_per_node;
+    if (gpus > kMaxGpusPerNode) {
+      return Refuse(fmt::format(
+          "--gpus-per-task={} × {} rank{} per node is {} GPUs per node; a node holds at most {}",
+          *o.gpus_per_task, tasks_per_node, Plural(tasks_per_node), gpus, kMaxGpusPerNode));
+    }
+    return std::pair<int, std::string>{static_cast<int>(gpus), ""};
   }
   if (!o.gpus) return std::pair<int, std::string>{0, ""};
   absl::StatusOr<GpuCount> gpus = ParseGpus(*o.gpus);
@@ -154,6 +173,10 @@ absl::StatusOr<NodeShape> ResolveShape(const JobOptions& o) {
   absl::StatusOr<std::pair<int, std::string>> gpus =
       GpusPerNode(o, shape.nodes, shape.tasks_per_node);
   if (!gpus.ok()) return gpus.status();
+  if (gpus->first > kMaxGpusPerNode) {
+    return Refuse(fmt::format("{} GPUs per node asked; a node holds at most {}", gpus->first,
+                              kMaxGpusPerNode));
+  }
   shape.gpus_per_node = gpus->first;
   shape.gpu_type = gpus->second;
 
@@ -168,14 +191,19 @@ absl::StatusOr<NodeShape> ResolveShape(const JobOptions& o) {
       return Refuse(
           "--cpus-per-gpu needs GPUs: add --gpus-per-node, --gpus or --gres=gpu:N, or use -c");
     }
-    const int cpus = *o.cpus_per_gpu * shape.gpus_per_node;
+    const std::int64_t cpus = std::int64_t{*o.cpus_per_gpu} * shape.gpus_per_node;
+    if (cpus > kMaxCpusPerNode) {
+      return Refuse(
+          fmt::format("--cpus-per-gpu={} × {} GPUs is {} CPUs per node; no node has so many",
+                      *o.cpus_per_gpu, shape.gpus_per_node, cpus));
+    }
     if (cpus % shape.tasks_per_node != 0) {
       return Refuse(fmt::format(
           "--cpus-per-gpu={} gives each node {} CPUs, which do not split evenly over its {} "
           "rank{}; use -c/--cpus-per-task",
           *o.cpus_per_gpu, cpus, shape.tasks_per_node, Plural(shape.tasks_per_node)));
     }
-    shape.cpus_per_task = cpus / shape.tasks_per_node;
+    shape.cpus_per_task = static_cast<int>(cpus / shape.tasks_per_node);
   }
 
   std::vector<std::string_view> memory;
@@ -193,10 +221,16 @@ absl::StatusOr<NodeShape> ResolveShape(const JobOptions& o) {
       return Refuse(
           "--mem-per-gpu needs GPUs: add --gpus-per-node, --gpus or --gres=gpu:N, or use --mem");
     }
-    shape.memory_mb = Megabytes(o.mem_per_gpu) * shape.gpus_per_node;
+    shape.memory_mb = Megabytes(o.mem_per_gpu) * shape.gpus_per_node;  // both bounded
   }
   if (o.mem_per_cpu) {
-    shape.memory_mb = Megabytes(o.mem_per_cpu) * shape.cpus_per_task * shape.tasks_per_node;
+    const std::int64_t cpus = std::int64_t{shape.cpus_per_task} * shape.tasks_per_node;
+    if (Megabytes(o.mem_per_cpu) > kMaxMemoryMb / std::max<std::int64_t>(cpus, 1)) {
+      return Refuse(
+          fmt::format("--mem-per-cpu={} × {} CPUs per node is more memory than any node has",
+                      *o.mem_per_cpu, cpus));
+    }
+    shape.memory_mb = Megabytes(o.mem_per_cpu) * cpus;
   }
   return shape;
 }

@@ -193,7 +193,7 @@ std::string Names(const SinfoRow& row) {
 }
 
 std::string LimitText(std::int64_t seconds) {
-  return seconds == 0 ? std::string("infinite") : FormatLimit(seconds);
+  return seconds == 0 ? std::string("infinite") : FormatSlurmLimit(seconds);
 }
 
 constexpr SinfoField kSinfoFields[] = {
@@ -207,7 +207,7 @@ constexpr SinfoField kSinfoFields[] = {
      [](const SinfoRow& r) { return LimitText(r.partition->max_time_s()); }},
     {'L', "DEFAULTTIME", "default time limit",
      [](const SinfoRow& r) {
-       return r.partition->default_time_s() > 0 ? FormatLimit(r.partition->default_time_s())
+       return r.partition->default_time_s() > 0 ? FormatSlurmLimit(r.partition->default_time_s())
                                                 : std::string("n/a");
      }},
     {'D', "NODES", "node count", [](const SinfoRow& r) { return std::to_string(r.nodes.size()); }},

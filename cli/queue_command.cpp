@@ -130,7 +130,7 @@ const std::vector<Field>& Fields() {
       {'M', "TIME", "time used",
        [](const v1::Job& j, std::int64_t now) { return FormatElapsed(TimeUsedSeconds(j, now)); }},
       {'l', "TIME_LIMIT", "time limit",
-       [](const v1::Job& j, auto) { return FormatLimit(j.time_limit_s()); }},
+       [](const v1::Job& j, auto) { return FormatSlurmLimit(j.time_limit_s()); }},
       {'D', "NODES", "node count",
        [](const v1::Job& j, auto) { return std::to_string(j.spec().nodes()); }},
       {'R', "NODELIST(REASON)", "nodes or (pending reason)",
@@ -264,7 +264,7 @@ int Queue(const QueueOptions& o) {
       const std::optional<v1::JobState> state = ParseJobState(word);
       if (!state) {
         std::cerr << fmt::format(
-            "cohort: --state: no state {}; states: PENDING (PD), RUNNING (R), COMPLETING (CG), "
+            "cohort: -t/--state: no state {}; states: PENDING (PD), RUNNING (R), COMPLETING (CG), "
             "COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF), or all\n",
             word);
         return 2;
@@ -372,7 +372,6 @@ void AddQueueCommand(CLI::App& app, int& exit_code) {
 
 void AddSqueueCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<QueueOptions>();
-  o->all = true;
   app.set_help_flag("--help", "print this help and exit");  // -h is --noheader
   app.add_option("-u,--user", o->user, "only this user's jobs");
   app.add_flag("-a,--all", o->all, "every user's jobs (the default)");

@@ -42,11 +42,11 @@ struct SacctOptions {
   bool allocations = false;
 };
 
-// -s: the finished states go to the history request, the others filter the
-// live jobs. Empty: every state of both.
+// -s: the finished states go to the history request; every state given
+// filters the live jobs. Empty: every state of both.
 struct StateFilter {
   std::string finished;  ///< for HistoryFilters::states
-  std::set<int> live;    ///< JobState values of pending, running, completing
+  std::set<int> wanted;  ///< every JobState value given
   bool any = true;
 };
 
@@ -62,10 +62,9 @@ absl::StatusOr<StateFilter> SplitStates(const std::string& text) {
           "COMPLETED (CD), FAILED (F), CANCELLED (CA), TIMEOUT (TO), NODE_FAIL (NF)",
           word));
     }
+    filter.wanted.insert(*state);
     if (IsFinished(*state)) {
       filter.finished += fmt::format("{}{}", filter.finished.empty() ? "" : ",", word);
-    } else {
-      filter.live.insert(*state);
     }
   }
   return filter;
@@ -104,17 +103,20 @@ int Sacct(SacctOptions o) {
     return 1;
   }
   const bool want_finished = states->any || !states->finished.empty();
-  const bool want_live = states->any || !states->live.empty();
   const std::set<std::int64_t> ids(history->job_ids().begin(), history->job_ids().end());
 
   return SlurmStatus(CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
     std::map<std::int64_t, v1::Job> jobs;  // by id: sacct lists in order of id
-    if (want_live) {
+    {  // live jobs; a job that just ended may not be in the records yet
       v1::ListJobsRequest live;
       live.set_all_users(history->all_users() || !ids.empty() || !history->user_name().empty());
       live.set_user_name(history->user_name());
-      for (const v1::JobState s : {v1::JOB_PENDING, v1::JOB_RUNNING, v1::JOB_COMPLETING}) {
-        if (states->any || states->live.contains(s)) live.add_states(s);
+      // Jobs that just ended are still listed live until their record is
+      // read back from the history below, which then replaces them.
+      for (const v1::JobState s :
+           {v1::JOB_PENDING, v1::JOB_RUNNING, v1::JOB_COMPLETING, v1::JOB_COMPLETED, v1::JOB_FAILED,
+            v1::JOB_CANCELLED, v1::JOB_TIMEOUT, v1::JOB_NODE_FAIL}) {
+        if (states->any || states->wanted.contains(s)) live.add_states(s);
       }
       absl::StatusOr<v1::ListJobsResponse> listed = client.ListJobs(live);
       if (!listed.ok()) return listed.status();

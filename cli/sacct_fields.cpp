@@ -98,7 +98,7 @@ constexpr AccountingField kFields[] = {
        return When(s != nullptr ? s->end_time_ms() : j.end_time_ms());
      }},
     {"Timelimit", 10, Align::kRight,
-     [](const v1::Job& j, Step s, auto) { return JobOnly(FormatLimit(j.time_limit_s()), s); }},
+     [](const v1::Job& j, Step s, auto) { return JobOnly(FormatSlurmLimit(j.time_limit_s()), s); }},
     {"NNodes", 8, Align::kRight,
      [](const v1::Job& j, Step s, auto) {
        return std::to_string(s != nullptr ? StepNodeCount(*s) : j.spec().nodes());

@@ -38,10 +38,11 @@ struct AccountingColumn {
                                                      const v1::Job& job, const v1::JobStep* step,
                                                      std::int64_t now_ms);
 
+/// Whether the first of PrintAccountingTable's rows is the header.
+enum class TableHeader { kWith, kWithout };
 /// Prints rows as sacct's table: each cell cut or padded to its column's
 /// width (right-aligned, JobID and names left), a line of dashes under the
 /// header when `rows` starts with one.
-enum class TableHeader { kWith, kWithout };
 void PrintAccountingTable(const std::vector<AccountingColumn>& columns,
                           const std::vector<std::vector<std::string>>& rows, TableHeader header,
                           std::ostream& out);

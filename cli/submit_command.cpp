@@ -32,6 +32,9 @@ struct SubmitState {
   Flavour flavour = Flavour::kCohort;
 };
 
+// Where the script is read from when none is named, as sbatch does.
+constexpr std::string_view kStdin = "/dev/stdin";
+
 // The script sbatch --wrap makes of a command line.
 std::string WrapScript(const std::string& command) {
   return fmt::format("#!/bin/sh\n# made by --wrap\n{}\n", command);
@@ -54,7 +57,7 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
   // As sbatch, without a script the script is read from stdin, unless that
   // is a terminal.
   if (command->words.empty() && !given.wrap && isatty(STDIN_FILENO) == 0) {
-    command->words.emplace_back("/dev/stdin");
+    command->words.emplace_back(kStdin);
   }
   if (command->words.empty() && !given.wrap) {
     std::cerr << "cohort: submit needs a batch script or a command: cohort submit [options] "
@@ -83,6 +86,11 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
           text.status());
       return 2;
     }
+    if (!text->starts_with("#!") && program == kStdin) {
+      std::cerr << "cohort: no script given, and what stdin holds is not one (it does not start "
+                   "with #!); name a script, or give -- COMMAND or --wrap \"COMMAND\"\n";
+      return 2;
+    }
     if (!text->starts_with("#!")) {
       std::cerr << fmt::format(
           "cohort: {} does not start with #! (such as #!/bin/bash); a batch script names its "
@@ -97,7 +105,7 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
     script = *std::move(text);
   }
 
-  const std::string default_name = program == "/dev/stdin"
+  const std::string default_name = program == kStdin
                                        ? std::string("sbatch")
                                        : std::filesystem::path(program).filename().string();
   absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, default_name);

@@ -77,6 +77,16 @@ say "output of job $id ($work/cohort-$id.out)"
 { head -n 1 "$work/cohort-$id.out"; tail -n +2 "$work/cohort-$id.out" | sort -k2,2n; }
 [ "$state" = COMPLETED ] || { echo "demo job ended $state"; exit 1; }
 
+say "the same with Slurm's commands ($bin/cli/slurm first on PATH)"
+slurm() { echo "\$ $*" >&2; PATH="$bin/cli/slurm:$PATH" "$@"; }
+sid=$(slurm sbatch --parsable -N 2 --ntasks-per-node=2 --gpus=4 -J slurm-hello -o "$work/slurm-%j.out" \
+  --wrap 'srun sh -c "echo rank \$SLURM_PROCID on \$COHORT_NODENAME sees CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES"')
+echo "$sid"
+for _ in $(seq 100); do [ "$(job_state "$sid")" = COMPLETED ] && break; sleep 0.1; done
+slurm sacct -j "$sid" -o JobID,JobName,State,ExitCode,NNodes,NodeList
+sort "$work/slurm-$sid.out"
+slurm sinfo
+
 say "nothing acknowledged is lost: a 4-node job runs while the controller is killed with -9"
 out=$(cohort submit -N 4 -J long -o "$work/long-%j.out" -- sh -c 'sleep 6; echo "rank $RANK done"')
 echo "$out"

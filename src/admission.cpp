@@ -166,8 +166,8 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
         if (name.starts_with(prefix)) types.push_back(std::string_view(name).substr(prefix.size()));
       }
       return absl::InvalidArgumentError(fmt::format(
-          "gpu_type: no node has GPUs of type {}; {}", request.gpu_type,
-          types.empty() ? std::string("no node's Gres= names a type: ask for GPUs without one")
+          "--gres=gpu:{}:N: no node has GPUs of type {}; {}", request.gpu_type, request.gpu_type,
+          types.empty() ? std::string("no node's Gres= names a type: ask for gpu:N without one")
                         : fmt::format("types here: {}", fmt::join(types, ", "))));
     }
     gang.features.push_back(feature);

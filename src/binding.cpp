@@ -318,7 +318,13 @@ void FillDevices(const NodeLayout& layout, const BindingOptions& options,
   // rest in index order. torch.cuda.set_device(LOCAL_RANK) then picks the
   // rank's own GPU, and every GPU stays visible for peer-to-peer.
   std::vector<int> ordered;
-  if (options.gpu.kind == GpuBindKind::kOrdered) {
+  // Only with a GPU of its own per rank: a rank of several GPUs uses them
+  // all (cuda:0..n-1 must be its own), and ranks that share one cannot
+  // each have a position; they see their own, as with closest.
+  const bool one_each = std::all_of(plan.begin(), plan.end(),
+                                    [](const RankBinding& r) { return r.gpus.size() == 1; }) &&
+                        plan.size() == granted.size();
+  if (options.gpu.kind == GpuBindKind::kOrdered && one_each) {
     for (const RankBinding& rank : plan) {
       if (!rank.gpus.empty() &&
           std::find(ordered.begin(), ordered.end(), rank.gpus.front()) == ordered.end()) {
@@ -346,7 +352,7 @@ void FillDevices(const NodeLayout& layout, const BindingOptions& options,
       rank.nccl_ib_hca = fmt::format("={}", fmt::join(rank.nics, ","));
     }
     if (!rank.gpus.empty()) {
-      std::vector<int> visible = options.gpu.kind == GpuBindKind::kOrdered ? ordered : rank.gpus;
+      std::vector<int> visible = ordered.empty() ? rank.gpus : ordered;
       if (options.numbering == GpuNumbering::kJob) {
         for (int& gpu : visible) {
           gpu = static_cast<int>(std::lower_bound(by_index.begin(), by_index.end(), gpu) -

@@ -304,8 +304,11 @@ bool ParseNodeGres(const conf::Word& word, int& gpus, std::string& type, Diagnos
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }
-  if (parts.front() != "gpu" || parts.size() < 2 || parts.size() > 3) {
+  if (parts.front() != "gpu") {
     return refuse(fmt::format("Gres={}: GPUs are the only generic resource", value));
+  }
+  if (parts.size() < 2 || parts.size() > 3) {
+    return refuse(fmt::format("Gres={}: give the GPUs' count, and their type if you like", value));
   }
   const std::string_view count_text = parts.back();
   int count = -1;

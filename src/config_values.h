@@ -108,11 +108,11 @@ template <long long kLo, long long kHi>
 [[nodiscard]] bool ParseUserShares(const conf::Word& word,
                                    std::vector<std::pair<std::string, int>>& out,
                                    Diagnostics& diagnostics);
-/// GpuNuma=0,0,1,1: the NUMA node of each GPU, by GPU index; empty: unknown.
 /// Gres=gpu:N or gpu:TYPE:N (Slurm's slurm.conf form; GPUs are the only
 /// generic resource): the count and the type (empty: not said).
 [[nodiscard]] bool ParseNodeGres(const conf::Word& word, int& gpus, std::string& type,
                                  Diagnostics& diagnostics);
+/// GpuNuma=0,0,1,1: the NUMA node of each GPU, by GPU index; empty: unknown.
 [[nodiscard]] bool ParseGpuNuma(const conf::Word& word, std::vector<int>& out,
                                 Diagnostics& diagnostics);
 

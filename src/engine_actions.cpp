@@ -250,26 +250,31 @@ absl::Status Engine::Update(JobRef ref, const JobUpdate& update, const Caller& c
       [&](Job& job) -> absl::StatusOr<bool> {
         if (job.state != JobState::kPending) return false;
         JobRequest request = job.request;
-        if (update.time_limit) {
-          const bool raises = job.time_limit != kUnlimited && (*update.time_limit == kUnlimited ||
-                                                               *update.time_limit > job.time_limit);
-          if (raises && !caller.IsOperator()) {
-            return absl::PermissionDeniedError(fmt::format(
-                "job {}: only an operator may raise a time limit (it is {}); ask one, or give a "
-                "shorter TimeLimit",
-                DisplayId(job), FormatSlurmTime(job.time_limit)));
-          }
-          request.time_limit = *update.time_limit;
-        }
+        if (update.time_limit) request.time_limit = *update.time_limit;
         if (update.partition) request.partition = *update.partition;
         if (update.nodes) request.nodes = *update.nodes;
         absl::StatusOr<Job> resolved = core.admission.Resolve(std::move(request));
         if (!resolved.ok()) return resolved.status();
+        // The limit in force may grow by TimeLimit= or by another
+        // partition's default: either way only an operator may, as Slurm.
+        const bool raises = job.time_limit != kUnlimited && (resolved->time_limit == kUnlimited ||
+                                                             resolved->time_limit > job.time_limit);
+        if (raises && !caller.IsOperator()) {
+          return absl::PermissionDeniedError(fmt::format(
+              "job {}: the update would raise its time limit from {} to {}, which only an "
+              "operator may; ask one, or give a TimeLimit= of at most {}",
+              DisplayId(job), FormatSlurmTime(job.time_limit),
+              resolved->time_limit == kUnlimited ? std::string("UNLIMITED")
+                                                 : FormatSlurmTime(resolved->time_limit),
+              FormatSlurmTime(job.time_limit)));
+        }
         const alloc::PlacementResult probe = core.allocator.Feasible(resolved->gang, core.pool);
         if (probe.outcome == alloc::Outcome::kInfeasible) {
-          return absl::FailedPreconditionError(
-              fmt::format("job {} could never run so: {}", DisplayId(job), probe.reason));
+          return absl::FailedPreconditionError(fmt::format(
+              "job {} could never run so: {}; give another NumNodes= or Partition=", DisplayId(job),
+              probe.reason));
         }
+        if (absl::Status s = core.admission.CheckSubmit(*resolved, now); !s.ok()) return s;
         core.book.Reindex(job, [&](Job& j) {
           j.request = std::move(resolved->request);
           j.gang = std::move(resolved->gang);

@@ -100,8 +100,13 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
     r.dependency = *std::move(dependency);
   }
   r.features.assign(spec.features().begin(), spec.features().end());
-  if (spec.begin_time_s() < 0 || spec.deadline_s() < 0) {
-    return invalid("begin and deadline are seconds since the epoch; they must not be negative");
+  // Seconds since the epoch, before the year 3000 (so that milliseconds fit).
+  constexpr std::int64_t kYear3000 = 32503680000;
+  if (spec.begin_time_s() < 0 || spec.deadline_s() < 0 || spec.begin_time_s() >= kYear3000 ||
+      spec.deadline_s() >= kYear3000) {
+    return invalid(
+        "begin and deadline are seconds since the epoch, from 0 to before the year 3000 "
+        "(--begin, --deadline)");
   }
   r.begin = std::chrono::seconds(spec.begin_time_s());
   r.deadline = std::chrono::seconds(spec.deadline_s());

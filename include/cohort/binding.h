@@ -18,8 +18,9 @@
 namespace cohort::binding {
 
 enum class GpuBindKind {
-  kOrdered,  ///< as kClosest for CPUs and memory, but every rank sees all the
-             ///< job's GPUs on the node, its own at position LOCAL_RANK
+  kOrdered,  ///< as kClosest, but when every rank has one GPU of its own,
+             ///< each sees all the job's GPUs on the node, its own at
+             ///< position LOCAL_RANK
   kClosest,  ///< the granted GPUs split among the ranks, a NUMA node's GPUs
              ///< together; each rank sees only its own
   kSingle,   ///< one GPU per rank, `ranks_per_gpu` consecutive ranks on each
@@ -62,7 +63,7 @@ struct BindingOptions {
 /// `none`),
 /// --cpu-bind (`cores`, `threads`, `numa`, `none`) and --mem-bind (`local`,
 /// `none`), case-insensitively. InvalidArgument names the option, the value
-/// and what it may be: `--gpu-bind: 'foo' is not closest, single:N or none`.
+/// and what it may be: `--gpu-bind: 'foo' is not ordered, closest, single:N or none`.
 [[nodiscard]] absl::StatusOr<GpuBind> ParseGpuBind(std::string_view text);
 [[nodiscard]] absl::StatusOr<CpuBind> ParseCpuBind(std::string_view text);
 [[nodiscard]] absl::StatusOr<MemBind> ParseMemBind(std::string_view text);

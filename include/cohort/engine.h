@@ -226,8 +226,11 @@ class Engine {
     std::optional<int> nodes;
   };
   /// Changes pending jobs (every pending task of an array) as `update`
-  /// says, checked as a submission would be. Only an operator may raise a
-  /// time limit (as Slurm). FailedPrecondition when none is pending or the
+  /// says, checked as a submission would be (the configuration's rules and
+  /// admission checks). The ranks, GPUs and memory per node stay. Only an
+  /// operator may raise the time limit in force, by TimeLimit= or by a
+  /// partition's default (as Slurm): PermissionDenied otherwise, and for
+  /// another user's job. FailedPrecondition when none is pending or the
   /// job could never run so; InvalidArgument as Submit's.
   [[nodiscard]] absl::Status Update(JobRef ref, const JobUpdate& update, const Caller& caller,
                                     Millis now, Effects& effects);

@@ -60,11 +60,11 @@ struct Partition {
   std::vector<std::uint8_t> contains;  ///< by NodeId: 1 when in the partition
 };
 
-/// The resources of a cluster's nodes, indexed by the topology's NodeIds.
 /// The feature that marks a node's GPUs as of `type` (Gres=gpu:TYPE:N):
 /// `gpu:TYPE`.
 [[nodiscard]] std::string GpuTypeFeature(std::string_view type);
 
+/// The resources of a cluster's nodes, indexed by the topology's NodeIds.
 class NodePool {
  public:
   /// Builds the pool of `topology`'s nodes from their NodeName specs and the

@@ -79,6 +79,11 @@ long=$(sbatch --parsable --wrap "sleep 300")
 scancel "$long" || fail "scancel $long failed"
 cancelled() { [ "$(sacct -n -X -P -o State -j "$long")" = CANCELLED ]; }
 wait_until 20 cancelled || fail "scancel: job $long is $(sacct -n -X -P -o State -j "$long")"
+# scancel by filters: a pending array's tasks not yet started go too.
+sweep=$(sbatch --parsable -H --array=0-3 -J sweep --wrap true)
+scancel --me -n sweep -t PENDING || fail "scancel --me -n sweep failed"
+swept() { [ -z "$(squeue -h -j "$sweep" -t PD -o %i)" ]; }
+wait_until 10 swept || fail "scancel -n sweep left $(squeue -h -j "$sweep" -o '%i %T')"
 pass "submitit's command lines and parsing"
 
 # --- Lightning: on SIGUSR1, rank 0 runs scontrol requeue $SLURM_JOB_ID
@@ -109,7 +114,7 @@ running() { [ "$(squeue -h -j "$run" -o %T)" = RUNNING ]; }
 wait_until 30 running || fail "job $run did not start: $(squeue)"
 line=$(squeue -h -j "$run" -o "%i %j %T %M %l %D %R %N")
 read -r q_id q_name q_state q_time q_limit q_nodes q_reason q_list <<<"$line"
-[ "$q_id $q_name $q_state $q_limit $q_nodes" = "$run fmt RUNNING 00:10:00 2" ] &&
+[ "$q_id $q_name $q_state $q_limit $q_nodes" = "$run fmt RUNNING 10:00 2" ] &&
   [ "$q_reason" = "$q_list" ] && [[ $q_time =~ ^[0-9]+:[0-9][0-9]$ ]] ||
   fail "squeue -h -o: $line"
 [ "$(SQUEUE_FORMAT='%i|%T' squeue -h -j "$run")" = "$run|RUNNING" ] ||
@@ -119,8 +124,7 @@ header=$(squeue -j "$run" -O JobID:10,State | head -n1)
 squeue | head -n1 | grep -q "JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)" ||
   fail "squeue's default header: $(squeue | head -n1)"
 sinfo -h -o "%P %a %l %D %t %G" >"$WORK/sinfo"
-grep -qx "gpu\* up 1:00:00 [0-9] [a-z]* gpu:h100:8" "$WORK/sinfo" ||
-  grep -qx "gpu\* up 01:00:00 [0-9] [a-z]* gpu:h100:8" "$WORK/sinfo" || fail "sinfo -h -o: $(cat "$WORK/sinfo")"
+grep -qx "gpu\* up 1:00:00 [0-9] [a-z]* gpu:h100:8" "$WORK/sinfo" || fail "sinfo -h -o: $(cat "$WORK/sinfo")"
 grep -q "gpu:a100:4" "$WORK/sinfo" || fail "sinfo %G: $(cat "$WORK/sinfo")"
 [ "$(sinfo -h -N -n node05 -p gpu -o '%N %c %m %G')" = "node05 16 128000 gpu:a100:4" ] ||
   fail "sinfo -N: $(sinfo -h -N -n node05 -p gpu -o '%N %c %m %G')"
@@ -138,8 +142,9 @@ pass "squeue, sinfo and scontrol formats"
 held=$(sbatch --parsable -H -t 30 --wrap true)
 scontrol update JobId="$held" TimeLimit=20 Partition=high NumNodes=2 ||
   fail "scontrol update refused"
-[ "$(squeue -h -j "$held" -o '%P %D %l')" = "high 2 00:20:00" ] ||
+[ "$(squeue -h -j "$held" -o '%P %D %l')" = "high 2 20:00" ] ||
   fail "scontrol update: $(squeue -h -j "$held" -o '%P %D %l')"
+[ "$(squeue -h --me -j "$held" -o %i)" = "$held" ] || fail "squeue --me: $(squeue -h --me -o %i)"
 scontrol update JobId="$held" Priority=5 2>"$WORK/update.err" && fail "update Priority= was taken"
 grep -q "Priority cannot be changed here" "$WORK/update.err" || fail "update: $(cat "$WORK/update.err")"
 scontrol release "$held" || fail "scontrol release failed"
@@ -161,7 +166,7 @@ grep -q "no node has GPUs of type v100; types here: h100, a100" "$WORK/v100.err"
 sbatch -W --wrap "exit 3" >/dev/null 2>&1
 [ $? -eq 3 ] || fail "sbatch -W did not exit with the job's 3"
 # srun --gpus-per-task inside a job: the step's GPUs per node from its ranks;
-# each rank sees them all, its own at LOCAL_RANK (the same list for both).
+# a rank of two GPUs sees its own two (cuda:0 and cuda:1 are both its).
 cat >"$WORK/gpus.sh" <<'SCRIPT'
 #!/bin/bash
 #SBATCH -N 1 --ntasks-per-node=2 --gpus-per-node=4
@@ -169,8 +174,8 @@ srun --ntasks-per-node=2 --gpus-per-task=2 sh -c 'echo "local $SLURM_LOCALID see
 SCRIPT
 pertask=$(sbatch --parsable -o "$WORK/gpus-%j.out" "$WORK/gpus.sh")
 wait_until 30 finished "$pertask" || fail "--gpus-per-task job $pertask did not end"
-seen=$(sed -n 's/^local [01] sees //p' "$WORK/gpus-$pertask.out" | sort -u)
-[ "$(wc -l <<<"$seen")" = 1 ] && [[ $seen =~ ^[0-7],[0-7],[0-7],[0-7]$ ]] ||
+seen=$(sed -n 's/^local [01] sees //p' "$WORK/gpus-$pertask.out" | tr ',' '\n')
+[ "$(wc -l <<<"$seen")" = 4 ] && [ "$(sort -u <<<"$seen" | wc -l)" = 4 ] ||
   fail "srun --gpus-per-task=2: $(cat "$WORK/gpus-$pertask.out")"
 begin=$(sbatch --parsable --begin=now+5 --wrap true)
 waits_to_begin() { [ "$(squeue -h -j "$begin" -o %r)" = BeginTime ]; }

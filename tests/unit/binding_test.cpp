@@ -276,21 +276,30 @@ TEST(BindingTest, ClosestGivesEachRankAShareOfTheGpusOnOneNumaNode) {
 }
 
 TEST(BindingTest, OrderedPutsEachRanksOwnGpuAtItsLocalRank) {
-  // Two ranks on a DGX's NUMA node 1 and 0 GPUs: every rank sees the same
-  // list, rank r's nearest GPU at position r, so set_device(LOCAL_RANK)
-  // picks it; CPUs follow that GPU as with closest.
+  // A rank per GPU, GPUs 2-5 of a DGX (2-3 on NUMA node 0, 4-5 on 1): every
+  // rank sees the same list, rank r's GPU at position r, so
+  // set_device(LOCAL_RANK) picks it; CPUs follow that GPU as with closest.
   const NodeLayout layout = SmallDgx();
-  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({2, 3, 4, 5}), 2));
-  ASSERT_EQ(plan.size(), 2U);
-  EXPECT_EQ(plan[0].gpus, (Ints{2, 3}));
-  EXPECT_EQ(plan[1].gpus, (Ints{4, 5}));
-  EXPECT_EQ(plan[0].cuda_visible_devices, "2,4,3,5");
-  EXPECT_EQ(plan[1].cuda_visible_devices, "2,4,3,5");
-  EXPECT_EQ(plan[0].numa_nodes, Ints{0});
-  EXPECT_EQ(plan[1].numa_nodes, Ints{1});
-  // More ranks than GPUs: those that share keep their GPU's position.
+  const std::vector<RankBinding> plan = MustPlan(layout, Request(Mask({5, 2, 3, 4}), 4));
+  ASSERT_EQ(plan.size(), 4U);
+  for (const RankBinding& rank : plan) {
+    EXPECT_EQ(rank.cuda_visible_devices, "2,3,4,5");
+    EXPECT_EQ(rank.gpus.size(), 1U);
+  }
+  EXPECT_EQ(plan[2].gpus, Ints{4});
+  EXPECT_EQ(plan[2].numa_nodes, Ints{1});
+}
+
+TEST(BindingTest, OrderedKeepsEachRanksOwnGpusWhenRanksAndGpusDiffer) {
+  // 2 ranks of 4 GPUs each: each sees its own, as cuda:0-3 are all its.
+  const NodeLayout layout = SmallDgx();
+  const std::vector<RankBinding> pairs = MustPlan(layout, Request(0xff, 2));
+  EXPECT_EQ(pairs[0].cuda_visible_devices, "0,1,2,3");
+  EXPECT_EQ(pairs[1].cuda_visible_devices, "4,5,6,7");
+  // 4 ranks sharing 2 GPUs: each sees the one it shares.
   const std::vector<RankBinding> shared = MustPlan(layout, Request(Mask({0, 4}), 4));
-  EXPECT_EQ(shared[3].cuda_visible_devices, "0,4");
+  EXPECT_EQ(shared[1].cuda_visible_devices, "0");
+  EXPECT_EQ(shared[3].cuda_visible_devices, "4");
 }
 
 TEST(BindingTest, ClosestKeepsInterleavedGpusWithTheirNumaNode) {
@@ -368,10 +377,10 @@ TEST(BindingTest, JobNumberingCountsTheJobsGpusFromZero) {
   EXPECT_EQ(plan[0].gpus, (Ints{4, 5}));
   EXPECT_EQ(plan[0].cuda_visible_devices, "0,1");
   EXPECT_EQ(plan[1].cuda_visible_devices, "2,3");
-  // Ordered: rank 1's first GPU (6, job number 2) is at position 1.
+  // Ordered, a rank per GPU: every rank sees the job's 4, by job number.
   options.gpu.kind = GpuBindKind::kOrdered;
-  EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options))[1].cuda_visible_devices,
-            "0,2,1,3");
+  EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 4, options))[1].cuda_visible_devices,
+            "0,1,2,3");
   options.gpu.kind = GpuBindKind::kNone;
   EXPECT_EQ(MustPlan(layout, Request(Mask({4, 5, 6, 7}), 2, options))[1].cuda_visible_devices,
             "0,1,2,3");

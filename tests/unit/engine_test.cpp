@@ -1284,7 +1284,7 @@ TEST_F(EngineTest, AGpuTypeLandsOnlyOnNodesOfThatType) {
   r.gpu_type = "v100";
   const absl::StatusOr<JobId> none = engine_->Submit(r, now_, fx);
   EXPECT_EQ(none.status().message(),
-            "gpu_type: no node has GPUs of type v100; types here: h100, a100");
+            "--gres=gpu:v100:N: no node has GPUs of type v100; types here: h100, a100");
 }
 
 }  // namespace

@@ -39,6 +39,32 @@ class HistoryFormatTest : public cohort::testing::UtcTest {
   }
 };
 
+TEST_F(HistoryFormatTest, BeginTimesAreTheNextSuchTime) {
+  constexpr std::int64_t kHour = 3600 * 1000;
+  constexpr std::int64_t kMidnight = kNowMs - (13 * kHour + 45 * 60 * 1000);  // 2024-05-01 00:00
+  const auto at = [](std::string_view text) {
+    const absl::StatusOr<std::int64_t> ms = ParseFutureTime(text, "--begin", kNowMs);
+    EXPECT_TRUE(ms.ok()) << text << ": " << ms.status();
+    return ms.value_or(-1);
+  };
+  EXPECT_EQ(at("now"), kNowMs);
+  EXPECT_EQ(at("now+1hour"), kNowMs + kHour);
+  EXPECT_EQ(at("16:00"), kMidnight + 16 * kHour);                              // later today
+  EXPECT_EQ(at("9:30"), kMidnight + 24 * kHour + 9 * kHour + 30 * 60 * 1000);  // tomorrow's
+  EXPECT_EQ(at("midnight"), kMidnight + 24 * kHour);  // the next, as Slurm's
+  EXPECT_EQ(at("noon"), kMidnight + 36 * kHour);      // 12:00 has passed today
+  EXPECT_EQ(at("teatime"), kMidnight + 16 * kHour);
+  EXPECT_EQ(at("tomorrow"), kMidnight + 24 * kHour);
+  EXPECT_EQ(at("2024-06-01"), 1717200000000);
+  const absl::StatusOr<std::int64_t> past = ParseFutureTime("now-1hour", "--begin", kNowMs);
+  EXPECT_EQ(past.status().message(),
+            "--begin: now-1hour is in the past; write HH:MM[:SS] (the next such time of day), "
+            "YYYY-MM-DD[THH:MM[:SS]] (local time), now+N[seconds|minutes|hours|days|weeks] (such "
+            "as now+1hour), today, tomorrow, midnight, noon or teatime");
+  EXPECT_FALSE(ParseFutureTime("25:00", "--begin", kNowMs).ok());
+  EXPECT_FALSE(ParseFutureTime("soon", "--deadline", kNowMs).ok());
+}
+
 TEST_F(HistoryFormatTest, ReadsSacctTimeForms) {
   EXPECT_EQ(MustParseTime("2024-05-01"), 1714521600000);
   EXPECT_EQ(MustParseTime("2024-05-01T13:45"), kNowMs);
