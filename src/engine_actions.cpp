@@ -85,7 +85,18 @@ absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& requ
     }
   }
   absl::StatusOr<int> started = engine::Steps::Start(**job, request, now, effects);
-  if (started.ok()) (*job)->steps.back().token = token;
+  if (!started.ok()) return started;
+  JobStep& step = (*job)->steps.back();
+  step.token = token;
+  // Each step's own rendezvous port: the job's moved by the step's id, then
+  // on to one that no other job or step on its first node has (two jobs'
+  // steps sharing a node would otherwise meet on one port).
+  const NodeId master =
+      (*job)
+          ->placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
+          .node;
+  step.master_port = core_->life.FreePort(
+      master, 20000 + ((*job)->master_port - 20000 + step.id) % 20000, **job, &step);
   return started;
 }
 

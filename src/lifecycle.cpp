@@ -127,18 +127,29 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
 }
 
 int Lifecycle::MasterPort(const Job& job) const {
-  // From the job's id, spread over 20000-39999, and never one that another
-  // running job uses on the same master node.
-  const NodeId master = job.placement.grants.front().node;
+  // From the job's id, spread over 20000-39999.
+  return FreePort(job.placement.grants.front().node, 20000 + static_cast<int>(job.id % 20000), job,
+                  nullptr);
+}
+
+int Lifecycle::FreePort(NodeId master, int preferred, const Job& job, const JobStep* step) const {
+  const auto first_node = [](const Job& j, const JobStep& s) {
+    return j.placement.grants[static_cast<std::size_t>(s.placement.nodes.front().node_rank)].node;
+  };
   std::set<int> taken;
   for (const JobId other : core_.nodes.At(master).jobs) {
     const Job& o = core_.book.At(other);
-    if (o.id != job.id && !o.placement.grants.empty() &&
-        o.placement.grants.front().node == master) {
-      taken.insert(o.master_port);
+    if (o.placement.grants.empty()) continue;
+    if (o.id != job.id && o.placement.grants.front().node == master) taken.insert(o.master_port);
+    for (const JobStep& s : o.steps) {
+      if (&s == step || s.state != StepState::kRunning || s.master_port == 0 ||
+          s.placement.nodes.empty() || first_node(o, s) != master) {
+        continue;
+      }
+      taken.insert(s.master_port);
     }
   }
-  int port = 20000 + static_cast<int>(job.id % 20000);
+  int port = preferred;
   while (taken.contains(port)) port = port == 39999 ? 20000 : port + 1;
   return port;
 }

@@ -53,6 +53,13 @@ class Lifecycle {
   /// Sets a pending job's reason and its detail; a change is reported.
   static void SetReason(Job& job, PendingReason reason, std::string_view detail, Effects& effects);
 
+  /// A rendezvous port (MASTER_PORT) for `job`'s own launch (`step` null)
+  /// or one of its steps, whose first node is `master`: `preferred`, else
+  /// the next in 20000-39999 that no other running job or step whose first
+  /// node is `master` has.
+  [[nodiscard]] int FreePort(NodeId master, int preferred, const Job& job,
+                             const JobStep* step) const;
+
  private:
   void StopGang(Job& job, Effects& effects);
   void Finish(Job& job, Millis now, Effects& effects);

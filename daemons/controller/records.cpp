@@ -48,6 +48,7 @@ void StepsToRecord(const Job& job, v1::JobRecord& r) {
     }
     out.set_reason(step.reason);
     out.set_token(step.token);
+    out.set_master_port(step.master_port);
     out.set_max_rss_kb(step.max_rss_kb);
     out.set_cpu_ms(step.cpu_ms);
     out.set_tasks(step.placement.tasks);
@@ -94,6 +95,7 @@ absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
     }
     step.reason = s.reason();
     step.token = s.token();
+    step.master_port = s.master_port() >= 20000 && s.master_port() <= 39999 ? s.master_port() : 0;
     step.max_rss_kb = s.max_rss_kb();
     step.cpu_ms = s.cpu_ms();
     step.start_time = Millis(s.start_time_ms());

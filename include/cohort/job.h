@@ -242,6 +242,9 @@ struct JobStep {
   int exit_signal = 0;
   bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
   bool cancelled = false;  ///< by its owner: it ends CANCELLED, however its ranks exit
+  /// MASTER_PORT of its ranks: on its first node, one no other running job
+  /// or step there has; 0 for a step restored from a record without it.
+  int master_port = 0;
 };
 
 /// A job and everything the engine knows of it.

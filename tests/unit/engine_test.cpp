@@ -1257,6 +1257,40 @@ TEST_F(EngineTest, UpdateChangesAPendingJobAsASubmissionWould) {
   EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
 }
 
+TEST_F(EngineTest, StepsOnOneFirstNodeGetRendezvousPortsOfTheirOwn) {
+  // Two allocations on node 0, jobs 1 and 2 (ports 20001 and 20002). Job
+  // 1's step 1 would be 20002 by its job's port and its id: job 2 has it,
+  // so it gets the next free one, and job 2's step 0 keeps its job's.
+  JobRequest r;
+  r.name = "alloc";
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.launch = JobLaunch::kAllocation;
+  r.nodelist = {cluster_->topology.NodeName(0)};
+  Effects fx;
+  const JobId a = engine_->Submit(r, now_, fx).value();
+  const JobId b = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  ASSERT_EQ(State(a), JobState::kRunning);
+  ASSERT_EQ(State(b), JobState::kRunning);
+  const alloc::StepRequest overlap{.nodes = 1, .sharing = alloc::StepSharing::kOverlap};
+  const Caller alice{1000};
+  const int a0 = engine_->StartStep(JobRef{a, -1}, overlap, alice, now_, fx).value();
+  const int a1 = engine_->StartStep(JobRef{a, -1}, overlap, alice, now_, fx).value();
+  const int b0 = engine_->StartStep(JobRef{b, -1}, overlap, alice, now_, fx).value();
+  const auto port = [&](JobId job, int step) {
+    for (const JobStep& s : engine_->FindJob(job)->steps) {
+      if (s.id == step) return s.master_port;
+    }
+    return -1;
+  };
+  EXPECT_EQ(engine_->FindJob(a)->master_port, 20001);
+  EXPECT_EQ(engine_->FindJob(b)->master_port, 20002);
+  EXPECT_EQ(port(a, a0), 20001);
+  EXPECT_EQ(port(a, a1), 20003);
+  EXPECT_EQ(port(b, b0), 20002);
+}
+
 TEST_F(EngineTest, AGpuTypeLandsOnlyOnNodesOfThatType) {
   ClusterBuilder builder = ClusterBuilder().Leaves(2).NodesPerLeaf(4);
   cluster_ = std::make_unique<testing::Cluster>(builder.Build());

@@ -34,6 +34,7 @@ class RecordsTest : public ::testing::Test {
     done.ranks_exited = 1;
     done.node_exits = {1};
     done.token = "a1b2";
+    done.master_port = 20007;
     done.max_rss_kb = 2048;
     done.cpu_ms = 1500;
     done.start_time = Millis(5000);
@@ -86,6 +87,7 @@ TEST_F(RecordsTest, AJobsStepsComeBackFromItsRecordAsTheyWere) {
     EXPECT_EQ(is.node_exits, was.node_exits);
     EXPECT_EQ(is.reason, was.reason);
     EXPECT_EQ(is.token, was.token);
+    EXPECT_EQ(is.master_port, was.master_port);
     EXPECT_EQ(is.max_rss_kb, was.max_rss_kb);
     EXPECT_EQ(is.cpu_ms, was.cpu_ms);
     EXPECT_EQ(is.exit_code, was.exit_code);
