@@ -12,6 +12,7 @@
 #include "cohort/fmt_absl.h"
 #include "cohort/plugin.h"
 #include "engine_core.h"
+#include "steps.h"
 
 namespace cohort {
 namespace {
@@ -272,6 +273,11 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     if (restored == nullptr) continue;
     Job& job = *restored;
     job.charged_until = now;
+    // A step recorded before steps kept their port had its job's moved up
+    // by its id, which its ranks were given then.
+    for (JobStep& step : job.steps) {
+      if (step.master_port == 0) step.master_port = engine::StepPortBase(job.master_port, step.id);
+    }
     // The store keeps the reason's name; the engine decides by the enum.
     if (job.state == JobState::kPending) {
       job.pending_reason = ParsePendingReason(job.reason).value_or(PendingReason::kNone);

@@ -96,7 +96,7 @@ absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& requ
           ->placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
           .node;
   step.master_port = core_->life.FreePort(
-      master, 20000 + ((*job)->master_port - 20000 + step.id) % 20000, **job, &step);
+      master, engine::StepPortBase((*job)->master_port, step.id), **job, &step);
   return started;
 }
 

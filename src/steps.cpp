@@ -198,4 +198,6 @@ void Steps::EndWithJob(Job& job, Millis now) {
   }
 }
 
+int StepPortBase(int job_port, int step) { return 20000 + (job_port - 20000 + step) % 20000; }
+
 }  // namespace cohort::engine

@@ -67,4 +67,9 @@ class Steps {
   static void EndWithJob(Job& job, Millis now);
 };
 
+/// Where a step's MASTER_PORT starts from: its job's port moved up by the
+/// step's id, within 20000-39999 (Lifecycle::FreePort then skips the ports
+/// taken on its first node).
+[[nodiscard]] int StepPortBase(int job_port, int step);
+
 }  // namespace cohort::engine

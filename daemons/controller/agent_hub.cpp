@@ -103,13 +103,6 @@ NodeId SetStepLayout(const Job& job, const JobStep& step, int node_rank,
       .node;
 }
 
-// The rendezvous port of a step whose record predates the engine's choice
-// of one (JobStep::master_port): the job's, moved by the step's id. Stays
-// within the range the engine gives jobs (20000-39999).
-int StepMasterPort(int job_port, int step) {
-  return 20000 + (job_port - 20000 + step) % 20000;
-}
-
 }  // namespace
 
 AgentHub::AgentHub(ControllerState& state, Outbox& outbox, StoreReader& reader, EffectSink& sink,
@@ -393,8 +386,7 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   if (launch.step) {
     if (const JobStep* step = FindStep(job, *launch.step); step != nullptr) {
       master = SetStepLayout(job, *step, launch.node_rank, topology, l->mutable_step_layout());
-      master_port =
-          step->master_port != 0 ? step->master_port : StepMasterPort(job.master_port, step->id);
+      master_port = step->master_port;
     }
     l->set_step(*launch.step);
     if (const auto order = state_.step_specs.find({job.id, *launch.step});

@@ -243,7 +243,8 @@ struct JobStep {
   bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
   bool cancelled = false;  ///< by its owner: it ends CANCELLED, however its ranks exit
   /// MASTER_PORT of its ranks: on its first node, one no other running job
-  /// or step there has; 0 for a step restored from a record without it.
+  /// or step there had when it started (a step of an older record: its
+  /// job's moved up by its id, as those ranks were given).
   int master_port = 0;
 };
 
