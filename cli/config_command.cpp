@@ -12,6 +12,8 @@
 #include "cohort/hostlist.h"
 #include "cohort/slurm_time.h"
 #include "commands.h"
+#include "munge_credential.h"
+#include "tls_files.h"
 
 namespace cohort::cli {
 
@@ -112,6 +114,34 @@ void PrintSummary(const LoadedCluster& loaded) {
   }
 }
 
+// How callers prove who they are and whether TLS is on; the TLS files are
+// read and checked as the controller will. False after printing errors.
+bool CheckSecurity(const config::ClusterConfig& config) {
+  const std::string socket = shell::MungeSocketName(config.munge_socket);
+  switch (config.auth_type) {
+    case config::AuthType::kMunge:
+      std::cout << fmt::format("auth       munge (munged at {})\n", socket);
+      break;
+    case config::AuthType::kNone:
+      std::cout << fmt::format("auth       none: TCP users are anonymous; agents show {}\n",
+                               config.auth_key_file);
+      break;
+    case config::AuthType::kAuto:
+      std::cout << fmt::format("auth       munge when munged answers at {}, else none\n", socket);
+      break;
+  }
+  if (!config.TlsOn()) {
+    std::cout << "tls        off: the TCP port is plain\n";
+    return true;
+  }
+  const shell::TlsReport report = shell::CheckTlsFiles(config);
+  for (const std::string& error : report.errors) std::cerr << "error: " << error << '\n';
+  if (!report.errors.empty()) return false;
+  std::cout << fmt::format("tls        on: {}; clients verify it with {}\n", report.summary,
+                           config.tls_ca_file.empty() ? "the system's CAs" : config.tls_ca_file);
+  return true;
+}
+
 void PrintTree(const topology::Topology& topo, topology::SwitchId s, const std::string& prefix,
                bool last, bool top) {
   const topology::Switch& sw = topo.GetSwitch(s);
@@ -141,7 +171,9 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
   check->callback([options, &exit_code] {
     const std::optional<LoadedCluster> loaded =
         Load(*options, "config check needs -c cohort.conf, -t topology.conf, or both", exit_code);
-    if (loaded) PrintSummary(*loaded);
+    if (!loaded) return;
+    PrintSummary(*loaded);
+    if (!loaded->config_path.empty() && !CheckSecurity(loaded->config)) exit_code = 1;
   });
 }
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "controller_client.h"
 
-#include <unistd.h>
-
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include "cluster_files.h"
 #include "cohort/cluster_config.h"
 #include "cohort/fmt_absl.h"
+#include "munge_credential.h"
 
 namespace cohort::cli {
 namespace {
@@ -82,23 +81,26 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
   }
   if (!out.target.empty() && IsUnix(out.target)) return out;
 
-  // The config names the socket, and the key a TCP client proves itself with.
+  // The config names the socket, and how a TCP client proves who it is.
   std::string path = options.config;
   if (path.empty()) path = Env("COHORT_CONF");
   if (path.empty()) path = std::string(kDefaultConfig);
   absl::StatusOr<std::string> text = shell::ReadFile(path);
   if (!text.ok()) {
-    // TCP needs the config only for the key: without one named, go keyless.
+    // TCP needs the config only for AuthType and munged's socket: without
+    // one named, libmunge's defaults.
     if (!out.target.empty() && options.config.empty() && Env("COHORT_CONF").empty()) return out;
     return absl::InvalidArgumentError(
         fmt::format("no controller address: {}; pass --controller HOST:PORT or unix:/PATH, set "
                     "COHORT_CONTROLLER, or name cohort.conf with --config or COHORT_CONF",
                     text.status()));
   }
-  // The CLI needs only StateDir and AuthKeyFile; problems elsewhere in the
-  // file are the daemons' to report (cohort config check shows them).
+  // The CLI needs only StateDir, AuthType and AuthInfo; problems elsewhere
+  // in the file are the daemons' to report (cohort config check shows them).
   const config::ClientSettings settings = config::ReadClientSettings(*text, path, shell::ReadFile);
-  out.auth_key_file = settings.auth_key_file;
+  out.auth_type = settings.auth_type;
+  out.munge_socket = settings.munge_socket;
+  out.tls = GrpcChannel::Tls{settings.tls, settings.tls_ca_file};
   if (out.target.empty()) {
     const std::filesystem::path socket = std::filesystem::path(settings.state_dir) / "cohort.sock";
     out.target = fmt::format("unix:{}", socket.string());
@@ -109,35 +111,47 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
 absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptions& options) {
   absl::StatusOr<ControllerAddress> address = ResolveControllerAddress(options);
   if (!address.ok()) return address.status();
-  // Over the Unix socket the controller reads the caller's uid from the
-  // socket itself; over TCP the caller claims one, believed with the key.
-  std::vector<std::pair<std::string, std::string>> metadata;
-  if (!IsUnix(address->target)) {
-    metadata.emplace_back("cohort-uid", std::to_string(::getuid()));
-    if (!address->auth_key_file.empty() && ::access(address->auth_key_file.c_str(), R_OK) == 0) {
-      absl::StatusOr<std::string> key = shell::ReadAuthKey(address->auth_key_file);
-      if (key.ok()) metadata.emplace_back("cohort-auth-key", *std::move(key));
-    }
-  }
-  ControllerClient client(address->target, std::move(metadata));
-  client.channel_ = GrpcChannel::ForTarget(address->target);
+  ControllerClient client(*std::move(address));
+  client.channel_ = GrpcChannel::ForTarget(client.address_.target, client.address_.tls);
   if (client.channel_ == nullptr) {
     return absl::InvalidArgumentError(
         fmt::format("controller address \"{}\": write HOST:PORT (such as 10.0.0.1:6820 or "
                     "ctl01:6820) or unix:/PATH (a path of at most 107 bytes)",
-                    address->target));
+                    client.address_.target));
   }
   return client;
 }
 
-ControllerClient::ControllerClient(std::string address,
-                                   std::vector<std::pair<std::string, std::string>> metadata)
-    : address_(std::move(address)), metadata_(std::move(metadata)) {}
+ControllerClient::ControllerClient(ControllerAddress address) : address_(std::move(address)) {}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ControllerClient::CallMetadata()
+    const {
+  // Over the Unix socket the controller reads the caller's uid from the
+  // socket itself; over TCP munged vouches for it.
+  std::vector<std::pair<std::string, std::string>> metadata;
+  if (IsUnix(address_.target) || address_.auth_type == config::AuthType::kNone) return metadata;
+  absl::StatusOr<std::string> credential =
+      shell::EncodeMungeCredential(address_.munge_socket, shell::kMungeClientPayload);
+  if (credential.ok()) {
+    metadata.emplace_back("cohort-munge", *std::move(credential));
+  } else if (address_.auth_type == config::AuthType::kMunge) {
+    return credential.status();
+  }
+  return metadata;
+}
 
 template <typename Response, typename Request>
 absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const Request& request) {
+  if (const std::size_t size = request.ByteSizeLong(); size > kMaxRequestBytes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the request is {:.1f} MiB, larger than the {} MiB the controller takes; a batch script "
+        "should run the program rather than hold its data (put data in files the job reads)",
+        static_cast<double>(size) / (1024 * 1024), kMaxRequestBytes / (1024 * 1024)));
+  }
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> metadata = CallMetadata();
+  if (!metadata.ok()) return metadata.status();
   Response response;
-  absl::Status status = channel_->Call(Method(method), request, response, metadata_,
+  absl::Status status = channel_->Call(Method(method), request, response, *metadata,
                                        std::chrono::system_clock::now() + kUnaryDeadline);
   if (!status.ok()) return status;
   return response;
@@ -154,10 +168,12 @@ absl::Status ControllerClient::WatchJob(const v1::WatchJobRequest& request,
                                         const std::function<void(const v1::JobEvent&)>& on_event,
                                         const CallCanceller& canceller) {
   // A connection of its own: unary calls (a cancel) go on beside the stream.
-  std::unique_ptr<GrpcChannel> stream = GrpcChannel::ForTarget(address_);
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> metadata = CallMetadata();
+  if (!metadata.ok()) return metadata.status();
+  std::unique_ptr<GrpcChannel> stream = GrpcChannel::ForTarget(address_.target, address_.tls);
   bool decoded = true;
   absl::Status status = stream->ServerStream(
-      Method("WatchJob"), request, metadata_,
+      Method("WatchJob"), request, *metadata,
       [&](std::string_view message) {
         v1::JobEvent event;
         decoded = event.ParseFromArray(message.data(), static_cast<int>(message.size()));
@@ -175,13 +191,13 @@ void ControllerClient::PrintError(const absl::Status& status) const {
       std::cerr << fmt::format(
           "cohort: cannot reach the controller at {}: {}; is cohort-controller running? (set "
           "--controller or COHORT_CONTROLLER)\n",
-          address_, status);
+          address_.target, status);
       break;
     case absl::StatusCode::kDeadlineExceeded:
       std::cerr << fmt::format(
           "cohort: the controller at {} did not answer within {} s; it may be overloaded, try "
           "again\n",
-          address_, kUnaryDeadline.count());
+          address_.target, kUnaryDeadline.count());
       break;
     default:
       std::cerr << fmt::format("cohort: {}\n", status);

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cohort/cluster_config.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
 #include "grpc_channel.h"
@@ -39,8 +40,10 @@ void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
 /// or `unix:/PATH`. InvalidArgument when the given address is malformed or
 /// no config can be read, saying which source it came from and what to do.
 struct ControllerAddress {
-  std::string target;         ///< HOST:PORT or unix:PATH
-  std::string auth_key_file;  ///< the config's AuthKeyFile, when a config was read
+  std::string target;                                    ///< HOST:PORT or unix:PATH
+  config::AuthType auth_type = config::AuthType::kAuto;  ///< the config's AuthType
+  std::string munge_socket;                              ///< the config's AuthInfo=socket=
+  GrpcChannel::Tls tls;  ///< TLSCertFile is set: TLS over TCP, verified with TLSCAFile
 };
 [[nodiscard]] absl::StatusOr<ControllerAddress> ResolveControllerAddress(
     const ConnectionOptions& options);
@@ -49,10 +52,11 @@ struct ControllerAddress {
 /// thread may call. Unary calls have a 10 s deadline and share one
 /// GrpcChannel (no threads, a fraction of a command's time); each WatchJob
 /// stream has a connection of its own, so that unary calls go on beside it.
-/// Over TCP every call carries the metadata `cohort-uid` and, when the
-/// config's AuthKeyFile is readable, `cohort-auth-key`; over the Unix
-/// socket none (the controller takes the uid from the peer credentials).
-/// The controller looks up the login name of the uid itself. Errors are the
+/// Over TCP every call carries a fresh MUNGE credential in the metadata
+/// `cohort-munge` (unless the config says AuthType=none; with AuthType
+/// unset a call goes without one when munged does not answer, and may then
+/// only read); over the Unix socket none (the controller takes the uid from
+/// the peer credentials). The controller looks up the login name itself. Errors are the
 /// server's gRPC status as an absl::Status with the same code and message.
 class ControllerClient {
  public:
@@ -60,7 +64,7 @@ class ControllerClient {
   /// on the first call.
   [[nodiscard]] static absl::StatusOr<ControllerClient> Connect(const ConnectionOptions& options);
 
-  [[nodiscard]] const std::string& Address() const { return address_; }
+  [[nodiscard]] const std::string& Address() const { return address_.target; }
 
   // One blocking call per unary call of cohort/v1/controller_rpcs.h:
   // absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest&), ...
@@ -82,14 +86,18 @@ class ControllerClient {
   void PrintError(const absl::Status& status) const;
 
  private:
-  ControllerClient(std::string address, std::vector<std::pair<std::string, std::string>> metadata);
+  explicit ControllerClient(ControllerAddress address);
 
   template <typename Response, typename Request>
   absl::StatusOr<Response> Unary(std::string_view method, const Request& request);
+  /// The metadata of one call: a fresh MUNGE credential over TCP (munged's
+  /// replay cache refuses a credential decoded twice). Unavailable when
+  /// AuthType=munge and munged does not answer.
+  [[nodiscard]] absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CallMetadata()
+      const;
 
-  std::string address_;
+  ControllerAddress address_;
   std::unique_ptr<GrpcChannel> channel_;  ///< for unary calls
-  std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
 /// Connects as `options` say and runs `body` with the client, which prints
@@ -101,5 +109,8 @@ int CallController(const ConnectionOptions& options,
 
 /// The deadline of unary calls.
 inline constexpr std::chrono::seconds kUnaryDeadline{10};
+/// The largest request the controller takes: gRPC's default limit on a
+/// received message. A larger one is refused before it is sent.
+inline constexpr std::size_t kMaxRequestBytes = 4 * 1024 * 1024;
 
 }  // namespace cohort::cli

@@ -57,6 +57,11 @@ constexpr std::uint32_t kMaxWindow = 0x7fffffff;
 constexpr std::int64_t kWindowRefill = std::int64_t{1} << 30;
 constexpr std::size_t kGrpcMessageHeader = 5;  // compressed flag, 32-bit length
 constexpr std::size_t kReadChunk = 256 * 1024;
+// Bounds on what the server may make this client hold: a header block (a
+// HEADERS frame and its CONTINUATIONs) and one gRPC message. Past them the
+// call fails with a clear error instead of growing without end.
+constexpr std::size_t kMaxHeaderBlock = 256 * 1024;
+constexpr std::uint32_t kMaxResponseMessage = 256 * 1024 * 1024;
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 void Put32(std::string& out, std::uint32_t value) {
@@ -184,7 +189,22 @@ struct GrpcChannel::Exchange {
   absl::Status status;
 };
 
-std::unique_ptr<GrpcChannel> GrpcChannel::ForTarget(std::string_view target) {
+std::unique_ptr<GrpcChannel> GrpcChannel::ForTarget(std::string_view target, const Tls& tls) {
+  std::unique_ptr<GrpcChannel> channel = ForTargetPlain(target);
+  if (channel != nullptr && !channel->endpoints_.empty() &&
+      channel->endpoints_.front().address.ss_family == AF_UNIX) {
+    return channel;  // the local socket is plain: its peer credentials are its security
+  }
+  if (channel != nullptr) {
+    channel->tls_ = tls;
+    std::string host(target.substr(0, target.rfind(':')));
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    channel->tls_host_ = std::move(host);
+  }
+  return channel;
+}
+
+std::unique_ptr<GrpcChannel> GrpcChannel::ForTargetPlain(std::string_view target) {
   sockaddr_storage address{};
   if (target.starts_with("unix:")) {
     std::string_view path = target.substr(5);
@@ -271,6 +291,7 @@ absl::Status GrpcChannel::Wait(short events, Deadline deadline) const {
 }
 
 void GrpcChannel::Close() {
+  session_.reset();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   greeting_.clear();
@@ -336,6 +357,12 @@ absl::Status GrpcChannel::Open(Deadline deadline) {
   if (reached->address.ss_family != AF_UNIX) {
     const int on = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+    if (tls_.on) {
+      if (absl::Status secured = StartTls(deadline); !secured.ok()) {
+        Close();
+        return secured;
+      }
+    }
   }
   next_stream_ = 1;
   decoder_ = hpack::Decoder();
@@ -363,20 +390,69 @@ absl::Status GrpcChannel::Open(Deadline deadline) {
   return absl::OkStatus();
 }
 
+absl::Status GrpcChannel::StartTls(Deadline deadline) {
+  absl::StatusOr<std::unique_ptr<TlsSession>> session =
+      TlsSession::Start(fd_, tls_.ca_file, tls_host_);
+  if (!session.ok()) return session.status();
+  session_ = *std::move(session);
+  for (;;) {
+    const Step step = session_->Handshake();
+    if (step.bytes > 0) return absl::OkStatus();
+    if (step.wait == 0) {
+      return absl::UnavailableError(fmt::format(
+          "TLS with {} failed: {}", Describe(),
+          step.error.empty() ? std::string("the controller closed the connection; does it serve "
+                                           "TLS (TLSCertFile)?")
+                             : step.error));
+    }
+    if (absl::Status ready = Wait(step.wait, deadline); !ready.ok()) return ready;
+  }
+}
+
+GrpcChannel::Step GrpcChannel::WriteSome(std::string_view bytes) {
+  if (session_ != nullptr) return session_->Write(bytes);
+  Step step;
+  for (;;) {
+    step.bytes = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (step.bytes >= 0 || errno != EINTR) break;
+  }
+  if (step.bytes < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    step.wait = POLLOUT;
+  } else if (step.bytes < 0) {
+    step.error = std::strerror(errno);
+  }
+  return step;
+}
+
+GrpcChannel::Step GrpcChannel::ReadSome(char* into, std::size_t size) {
+  if (session_ != nullptr) return session_->Read(into, size);
+  Step step;
+  for (;;) {
+    step.bytes = ::recv(fd_, into, size, 0);
+    if (step.bytes >= 0 || errno != EINTR) break;
+  }
+  if (step.bytes < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    step.wait = POLLIN;
+  } else if (step.bytes < 0) {
+    step.error = std::strerror(errno);
+  }
+  return step;
+}
+
 absl::Status GrpcChannel::Send(std::string_view bytes, Deadline deadline) {
   while (!bytes.empty()) {
-    const ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (sent > 0) {
-      bytes.remove_prefix(static_cast<std::size_t>(sent));
+    const Step step = WriteSome(bytes);
+    if (step.bytes > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(step.bytes));
       continue;
     }
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (absl::Status ready = Wait(POLLOUT, deadline); !ready.ok()) return ready;
+    if (step.wait != 0) {
+      if (absl::Status ready = Wait(step.wait, deadline); !ready.ok()) return ready;
       continue;
     }
     return absl::UnavailableError(
-        fmt::format("lost the connection to {}: {}", Describe(), std::strerror(errno)));
+        fmt::format("lost the connection to {}: {}", Describe(),
+                    step.error.empty() ? std::string("closed") : step.error));
   }
   return absl::OkStatus();
 }
@@ -412,6 +488,12 @@ absl::Status GrpcChannel::ReadFrame(Deadline deadline) {
       const std::uint32_t length = (static_cast<std::uint8_t>(head[0]) << 16) |
                                    (static_cast<std::uint8_t>(head[1]) << 8) |
                                    static_cast<std::uint8_t>(head[2]);
+      // This side announced no SETTINGS_MAX_FRAME_SIZE: the server may send
+      // frames of the default 16 KiB at most (RFC 9113 §4.2).
+      if (length > kDefaultMaxFrame) {
+        return ProtocolError(
+            fmt::format("a frame of {} bytes, more than the {} allowed", length, kDefaultMaxFrame));
+      }
       if (available >= kFrameHeader + length) {
         frame_type_ = static_cast<std::uint8_t>(head[3]);
         frame_flags_ = static_cast<std::uint8_t>(head[4]);
@@ -429,24 +511,27 @@ absl::Status GrpcChannel::ReadFrame(Deadline deadline) {
     // that room first (a resize would clear 256 KiB on every read).
     // (The size the operation is given may be larger than the one asked
     // for: libstdc++ 12 passes the grown capacity.)
-    ssize_t got = 0;
+    Step got;
     const std::size_t used = input_.size();
     input_.resize_and_overwrite(used + kReadChunk, [&](char* data, std::size_t /*room*/) {
-      got = ::recv(fd_, data + used, kReadChunk, 0);
-      return used + static_cast<std::size_t>(std::max<ssize_t>(got, 0));
+      got = ReadSome(data + used, kReadChunk);
+      return used + static_cast<std::size_t>(std::max<ssize_t>(got.bytes, 0));
     });
-    if (got > 0) continue;
-    if (got == 0) {
-      return absl::UnavailableError(
-          fmt::format("the controller at {} closed the connection", Describe()));
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (absl::Status ready = Wait(POLLIN, deadline); !ready.ok()) return ready;
+    if (got.bytes > 0) continue;
+    if (got.wait != 0) {
+      if (absl::Status ready = Wait(got.wait, deadline); !ready.ok()) return ready;
       continue;
     }
+    if (got.error.empty()) {
+      const bool plain_tcp = !tls_.on && !tls_host_.empty();
+      return absl::UnavailableError(fmt::format(
+          "the controller at {} closed the connection{}", Describe(),
+          plain_tcp ? " (one that serves TLS closes plain connections: name its TLSCertFile and "
+                      "TLSCAFile in the cohort.conf this command reads)"
+                    : ""));
+    }
     return absl::UnavailableError(
-        fmt::format("lost the connection to {}: {}", Describe(), std::strerror(errno)));
+        fmt::format("lost the connection to {}: {}", Describe(), got.error));
   }
 }
 
@@ -527,6 +612,12 @@ absl::Status GrpcChannel::HandleData(Exchange& exchange, std::string_view payloa
   while (exchange.pending.size() - at >= kGrpcMessageHeader) {
     const std::string_view rest = std::string_view(exchange.pending).substr(at);
     const std::uint32_t length = Get32(rest.substr(1));
+    if (length > kMaxResponseMessage) {
+      return absl::ResourceExhaustedError(
+          fmt::format("the controller's answer is {} MiB, more than the {} MiB this client takes; "
+                      "ask for less (filter the listing)",
+                      length >> 20, kMaxResponseMessage >> 20));
+    }
     if (rest.size() - kGrpcMessageHeader < length) break;
     if (rest[0] != 0) {
       return ProtocolError("a compressed message, which this client did not ask for");
@@ -603,6 +694,10 @@ absl::Status GrpcChannel::HandleFrame(Exchange& exchange) {
     case kContinuation:
       if (!exchange.in_header_block || !ours) return ProtocolError("a stray CONTINUATION");
       exchange.header_block.append(payload);
+      if (exchange.header_block.size() > kMaxHeaderBlock) {
+        return ProtocolError(
+            fmt::format("a header block of more than {} KiB", kMaxHeaderBlock >> 10));
+      }
       return (frame_flags_ & kEndHeaders) != 0 ? FinishHeaders(exchange) : absl::OkStatus();
     case kRstStream: {
       if (!ours) return absl::OkStatus();

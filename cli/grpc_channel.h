@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "hpack.h"
 #include "resolver.h"
+#include "tls_session.h"
 
 namespace cohort::cli {
 
@@ -47,8 +48,9 @@ class CallCanceller {
 /// of such a command starting up (its threads, its channel, the static
 /// initialisers of gRPC, OpenSSL and the full protobuf runtime); this is the
 /// same protocol on the wire, at a fraction of the cost. Unary calls and
-/// server streams (`cohort run` follows its job on one); no compression, no
-/// TLS (the controller serves neither).
+/// server streams (`cohort run` follows its job on one); no compression (the
+/// controller serves none); TLS over TCP when the cluster has it
+/// (TlsSession: OpenSSL, the controller's certificate verified).
 ///
 /// The target is `unix:PATH` (`unix:///PATH` too), or HOST:PORT where HOST
 /// is an IPv4 address, a bracketed IPv6 one, or a name resolved when the
@@ -65,9 +67,20 @@ class GrpcChannel {
   /// Takes one message of a stream, serialized; false ends the call.
   using MessageSink = std::function<bool(std::string_view message)>;
 
+  /// TLS on a TCP connection (never on a Unix socket): on when the
+  /// cluster's controller serves it (TLSCertFile), verified with `ca_file`.
+  struct Tls {
+    bool on = false;
+    std::string ca_file;  ///< TLSCAFile; empty: the system's CAs
+  };
+
   /// A channel to `target`; nullptr when it is none of the forms above, or a
   /// socket path too long for the system.
-  [[nodiscard]] static std::unique_ptr<GrpcChannel> ForTarget(std::string_view target);
+  [[nodiscard]] static std::unique_ptr<GrpcChannel> ForTarget(std::string_view target,
+                                                              const Tls& tls);
+  [[nodiscard]] static std::unique_ptr<GrpcChannel> ForTarget(std::string_view target) {
+    return ForTarget(target, Tls());
+  }
 
   GrpcChannel(const GrpcChannel&) = delete;
   GrpcChannel& operator=(const GrpcChannel&) = delete;
@@ -97,6 +110,13 @@ class GrpcChannel {
   GrpcChannel(std::string authority, std::vector<Endpoint> endpoints, std::string host,
               std::uint16_t port);
 
+  static std::unique_ptr<GrpcChannel> ForTargetPlain(std::string_view target);
+  /// What one read or write of the connection did (plain, or through TLS).
+  using Step = TlsSession::Step;
+  Step WriteSome(std::string_view bytes);
+  Step ReadSome(char* into, std::size_t size);
+  absl::Status StartTls(Deadline deadline);
+
   struct Exchange;
   enum class Outcome { kDone, kRetry };
 
@@ -124,9 +144,12 @@ class GrpcChannel {
   std::vector<Endpoint> endpoints_;  ///< empty: `host_` is resolved on each Open
   std::string host_;
   std::uint16_t port_ = 0;
+  Tls tls_;
+  std::string tls_host_;  ///< what the certificate must name: the host part of the target
   const CallCanceller* canceller_ = nullptr;  ///< of the call in progress, if any
 
   int fd_ = -1;
+  std::unique_ptr<TlsSession> session_;  ///< the connection's TLS, when on
   std::string greeting_;  ///< a new connection's preface and settings, sent with its first call
   std::uint32_t next_stream_ = 1;
   hpack::Decoder decoder_;

@@ -69,10 +69,17 @@ if(COHORT_STATIC_CLIENTS)
     $<TARGET_PROPERTY:fmt::fmt,INTERFACE_INCLUDE_DIRECTORIES>)
   target_compile_features(cohort_fmt_static PUBLIC cxx_std_20)
   set(COHORT_FMT_LIBS "$<IF:${_static},cohort_fmt_static,fmt::fmt>")
+  # OpenSSL: its archives in the static programs; the daemons share the
+  # libraries gRPC itself links, so that one OpenSSL is in each process.
+  find_library(COHORT_SSL_ARCHIVE NAMES libssl.a REQUIRED)
+  find_library(COHORT_CRYPTO_ARCHIVE NAMES libcrypto.a REQUIRED)
+  set(COHORT_SSL_LIBS
+    "$<IF:${_static},${COHORT_SSL_ARCHIVE};${COHORT_CRYPTO_ARCHIVE},OpenSSL::SSL;OpenSSL::Crypto>")
 else()
   set(COHORT_LITE_LIBS protobuf::libprotobuf-lite PkgConfig::COHORT_CARES)
   set(COHORT_ABSL_LIBS absl::status absl::statusor)
   set(COHORT_FMT_LIBS fmt::fmt)
+  set(COHORT_SSL_LIBS OpenSSL::SSL OpenSSL::Crypto)
 endif()
 
 function(cohort_static_deps target)

@@ -18,11 +18,36 @@ trap stop EXIT
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cohort() { echo "\$ cohort $*" >&2; "$bin/cli/cohort" "$@"; }
 
-head -c 32 /dev/urandom | base64 >"$work/key"
-chmod 600 "$work/key"
+# Users and agents prove who they are with MUNGE credentials, as on a real
+# cluster: a munged of the demo's own (key and socket in the folder).
+mkdir -m 755 "$work/munge"
+head -c 1024 /dev/urandom >"$work/munge/munge.key"
+chmod 600 "$work/munge/munge.key"
+munged --foreground --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
+  --pid-file="$work/munge/munged.pid" --log-file="$work/munge/munged.log" \
+  --seed-file="$work/munge/munged.seed" >"$work/munged.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -S "$work/munge/munge.socket" ] && break; sleep 0.1; done
+# TLS on the TCP port: a cluster CA and the controller's certificate for
+# 127.0.0.1 (docs/operations.md#tls).
+mkdir "$work/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+  -subj "/CN=demo CA" -addext "basicConstraints=critical,CA:TRUE" \
+  -addext "keyUsage=critical,keyCertSign,cRLSign" -keyout "$work/tls/ca.key" \
+  -out "$work/tls/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=demo-controller" \
+  -keyout "$work/tls/controller.key" -out "$work/tls/controller.csr" 2>/dev/null
+openssl x509 -req -in "$work/tls/controller.csr" -CA "$work/tls/ca.pem" \
+  -CAkey "$work/tls/ca.key" -CAcreateserial -days 1 \
+  -extfile <(echo "subjectAltName=IP:127.0.0.1,DNS:localhost") \
+  -out "$work/tls/controller.pem" 2>/dev/null
 cat >"$work/cohort.conf" <<CONF
 StateDir=$work/state
-AuthKeyFile=$work/key
+AuthType=munge
+AuthInfo=socket=$work/munge/munge.socket
+TLSCertFile=$work/tls/controller.pem
+TLSKeyFile=$work/tls/controller.key
+TLSCAFile=$work/tls/ca.pem
 ControllerAddr=127.0.0.1
 TopologyFile=$root/etc/demo/topology.conf
 Include=$root/etc/demo/cluster.conf
@@ -53,10 +78,11 @@ for _ in $(seq 100); do
 done
 cohort nodes
 
-say "submitting a 4-node x 2-rank job (etc/demo/hello.sh): the script runs once, its step on every node"
+say "submitting a 4-node x 2-rank job (etc/demo/hello.sh) over TCP, as from a login node (MUNGE identity, TLS): the script runs once, its step on every node"
 export PATH="$bin/cli:$PATH"  # the jobs call cohort (cohort run, cohort checkpoint-done)
 cd "$work"
-out=$(cohort submit "$root/etc/demo/hello.sh")
+echo "\$ export COHORT_CONTROLLER=127.0.0.1:$(cat "$work/port")" >&2
+out=$(COHORT_CONTROLLER="127.0.0.1:$(cat "$work/port")" cohort submit "$root/etc/demo/hello.sh")
 echo "$out"
 id=${out##* }
 sleep 0.5

@@ -12,6 +12,10 @@ packages=(
   libabsl-dev libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libc-ares-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libhwloc-dev hwloc libsqlite3-dev sqlite3 libcli11-dev
+  # identity: MUNGE credentials (munged runs on every host of a cluster)
+  libmunge-dev munge
+  # TLS: the CLI's client (static libssl) and the openssl tool that makes certificates
+  libssl-dev openssl
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
 )

@@ -84,23 +84,68 @@ absl::Status ResolveNames(const topology::Topology& topology, const std::vector<
   return absl::OkStatus();
 }
 
-// The partition's account and user rules.
-absl::Status CheckAllowed(const JobRequest& request, const config::PartitionSpec& partition) {
-  if (!partition.allow_accounts.empty() &&
-      std::find(partition.allow_accounts.begin(), partition.allow_accounts.end(),
-                request.account) == partition.allow_accounts.end()) {
+bool Lists(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Root and Operators= may charge any account and pick any QOS.
+bool IsPrivileged(const JobRequest& request, const config::ClusterConfig& config) {
+  return request.uid == 0 || Lists(config.operators, request.user_name);
+}
+
+// The partition's account, user and QOS rules, and the account's members.
+// Each refusal says who may.
+absl::Status CheckAllowed(const JobRequest& request, const config::ClusterConfig& config,
+                          const config::PartitionSpec& partition, const config::QosSpec& qos) {
+  if (!partition.allow_accounts.empty() && !Lists(partition.allow_accounts, request.account)) {
     return absl::PermissionDeniedError(
         fmt::format("account: partition {} allows accounts {}; \"{}\" is not one of them; pass -A",
                     partition.name, fmt::join(partition.allow_accounts, ","), request.account));
   }
-  if (!partition.allow_users.empty() &&
-      std::find(partition.allow_users.begin(), partition.allow_users.end(), request.user_name) ==
-          partition.allow_users.end()) {
+  if (!partition.allow_users.empty() && !Lists(partition.allow_users, request.user_name)) {
     return absl::PermissionDeniedError(
         fmt::format("partition: {} allows users {}; \"{}\" is not one of them; pass -p",
                     partition.name, fmt::join(partition.allow_users, ","), request.user_name));
   }
+  // The DefaultQOS of a config built in code has no name of its own.
+  const std::string& qos_name = qos.name.empty() ? config.default_qos : qos.name;
+  if (!partition.allow_qos.empty() && !Lists(partition.allow_qos, qos_name)) {
+    return absl::PermissionDeniedError(
+        fmt::format("qos: partition {} allows QOS {}; \"{}\" is not one of them; pass --qos",
+                    partition.name, fmt::join(partition.allow_qos, ","), qos_name));
+  }
+  if (IsPrivileged(request, config)) return absl::OkStatus();
+  const config::AccountSpec* account = config.FindAccount(request.account);
+  if (account != nullptr && !account->users.empty() && !Lists(account->users, request.user_name)) {
+    return absl::PermissionDeniedError(fmt::format(
+        "account: {} is not a member of account {}; its members are {} (AccountName={} Users=), "
+        "and root and Operators= may charge any account; pass -A with an account of yours",
+        request.user_name, account->name, fmt::join(account->users, ","), account->name));
+  }
+  if ((!qos.allow_accounts.empty() || !qos.allow_users.empty()) &&
+      !Lists(qos.allow_accounts, request.account) && !Lists(qos.allow_users, request.user_name)) {
+    std::vector<std::string> who;
+    if (!qos.allow_accounts.empty()) {
+      who.push_back(fmt::format("accounts {}", fmt::join(qos.allow_accounts, ",")));
+    }
+    if (!qos.allow_users.empty()) {
+      who.push_back(fmt::format("users {}", fmt::join(qos.allow_users, ",")));
+    }
+    return absl::PermissionDeniedError(fmt::format(
+        "qos: QOS {} is for {} (and root and Operators=); user {} with account {} may not ask for "
+        "it; pass another --qos",
+        qos_name, fmt::join(who, " and "), request.user_name, request.account));
+  }
   return absl::OkStatus();
+}
+
+// The account of a job that names none: the first account that lists its
+// user in Users=, else the user's own name (Slurm's default account).
+std::string DefaultAccount(const JobRequest& request, const config::ClusterConfig& config) {
+  for (const config::AccountSpec& account : config.accounts) {
+    if (Lists(account.users, request.user_name)) return account.name;
+  }
+  return request.user_name;
 }
 
 }  // namespace
@@ -124,8 +169,7 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
                                                   request.partition, fmt::join(names, ", ")));
   }
   request.partition = partition->name;
-  if (request.account.empty()) request.account = request.user_name;
-  if (absl::Status s = CheckAllowed(request, *partition); !s.ok()) return s;
+  if (request.account.empty()) request.account = DefaultAccount(request, config);
   const std::string qos_name = request.qos.empty() ? config.default_qos : request.qos;
   const config::QosSpec* qos = config.FindQos(qos_name);
   if (qos == nullptr) {
@@ -134,6 +178,7 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
     return absl::InvalidArgumentError(
         fmt::format("qos: no QOS \"{}\"; QOS: {}", qos_name, fmt::join(names, ", ")));
   }
+  if (absl::Status s = CheckAllowed(request, config, *partition, *qos); !s.ok()) return s;
   if (partition->max_nodes && request.nodes > *partition->max_nodes) {
     return absl::InvalidArgumentError(
         fmt::format("nodes: partition {} allows at most {} nodes per job; the job asks for {}",

@@ -52,6 +52,10 @@ class Parser {
     ClusterConfig& config = result_.config;
     CheckPartitions(config);
     CheckQos(config);
+    if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
+      diagnostics_.Error({}, "TLSCertFile and TLSKeyFile go together",
+                         "give both (the controller's certificate and its key), or neither");
+    }
     if (config.nodes.empty()) {
       diagnostics_.Error({}, "no nodes are defined",
                          "add a line such as NodeName=gpu[001-004] CPUs=64 Gpus=8 MemoryMB=512000");
@@ -377,6 +381,18 @@ const AccountSpec* ClusterConfig::FindAccount(std::string_view name) const {
   return nullptr;
 }
 
+std::string_view AuthTypeName(AuthType type) {
+  switch (type) {
+    case AuthType::kAuto:
+      return "auto";
+    case AuthType::kMunge:
+      return "munge";
+    case AuthType::kNone:
+      return "none";
+  }
+  return "auto";
+}
+
 std::string_view PreemptModeName(PreemptMode mode) {
   switch (mode) {
     case PreemptMode::kOff:
@@ -415,6 +431,14 @@ void ReadClientSettingsOf(std::string_view text, std::string_view file, const Fi
         out.state_dir = word.value;
       } else if (Is(word, "AuthKeyFile")) {
         out.auth_key_file = ResolvePath(file, word.value);
+      } else if (Is(word, "AuthType")) {
+        (void)ParseAuthType(word, out.auth_type, ignored);
+      } else if (Is(word, "AuthInfo")) {
+        (void)ParseAuthInfo(word, out.munge_socket, ignored);
+      } else if (Is(word, "TLSCertFile")) {
+        out.tls = !word.value.empty();
+      } else if (Is(word, "TLSCAFile")) {
+        out.tls_ca_file = ResolvePath(file, word.value);
       } else if (Is(word, "Include") &&
                  including.size() <= static_cast<std::size_t>(kMaxIncludeDepth)) {
         const std::string path = ResolvePath(file, word.value);
@@ -434,7 +458,8 @@ void ReadClientSettingsOf(std::string_view text, std::string_view file, const Fi
 ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
                                   const FileLoader& loader) {
   const ClusterConfig defaults;
-  ClientSettings out{defaults.state_dir, defaults.auth_key_file};
+  ClientSettings out{defaults.state_dir,    defaults.auth_key_file, defaults.auth_type,
+                     defaults.munge_socket, defaults.TlsOn(),       defaults.tls_ca_file};
   std::vector<std::string> including{std::string(file)};
   ReadClientSettingsOf(text, file, loader, including, out);
   return out;

@@ -31,6 +31,14 @@ constexpr std::array<conf::KeyRow<Line>, 3> PreemptionRows(std::string_view grac
 }
 
 using G = GlobalLine;
+
+// A path key: relative to the folder of the file that sets it.
+template <auto kField>
+bool SetPath(const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+  line.target.*kField = ResolvePath(line.file, word.value);
+  return true;
+}
+
 using C = ClusterConfig;
 using W = PriorityWeights;
 using P = PluginChoice;
@@ -48,6 +56,14 @@ constexpr auto
                        line.target.auth_key_file = ResolvePath(line.file, word.value);
                        return true;
                      }},
+                    {"AuthType", &conf::Set<G, &ParseAuthType, &C::auth_type>},
+                    {"AuthInfo", &conf::Set<G, &ParseAuthInfo, &C::munge_socket>},
+                    {"CohortUser", &conf::Set<G, &ParseText, &C::cohort_user>},
+                    {"Operators", &conf::Set<G, &ParseCommaList, &C::operators>},
+                    {"PrivateData", &conf::Set<G, &ParsePrivateData, &C::private_data>},
+                    {"TLSCertFile", &SetPath<&C::tls_cert_file>},
+                    {"TLSKeyFile", &SetPath<&C::tls_key_file>},
+                    {"TLSCAFile", &SetPath<&C::tls_ca_file>},
                     {"TopologyFile",
                      [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
                        line.target.topology_file = ResolvePath(line.file, word.value);
@@ -150,6 +166,7 @@ constexpr auto kPartitionOwnRows = std::to_array<conf::KeyRow<PartitionLine>>({
     {"PriorityTier", &conf::Set<PartitionLine, &ParseNonNegativeInt, &S::priority_tier>},
     {"AllowAccounts", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_accounts>},
     {"AllowUsers", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_users>},
+    {"AllowQos", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_qos>},
 });
 constexpr auto kPartitionRows =
     Concat(kPartitionOwnRows,
@@ -176,6 +193,8 @@ constexpr auto
                    line.preempt_at = word.value_at;
                    return true;
                  }},
+                {"AllowAccounts", &conf::Set<QosLine, &ParseListOrAll, &Q::allow_accounts>},
+                {"AllowUsers", &conf::Set<QosLine, &ParseListOrAll, &Q::allow_users>},
             });
 constexpr auto kQosRows = Concat(
     kQosOwnRows,
@@ -184,6 +203,7 @@ constexpr auto kQosRows = Concat(
 constexpr auto kAccountRows = std::to_array<conf::KeyRow<AccountLine>>({
     {"Shares", &conf::Set<AccountLine, &ParseIntFrom<1, kMaxCount>, &AccountSpec::shares>},
     {"UserShares", &conf::Set<AccountLine, &ParseUserShares, &AccountSpec::user_shares>},
+    {"Users", &conf::Set<AccountLine, &ParseCommaList, &AccountSpec::users>},
 });
 
 static_assert(conf::AllFilled(kGlobalRows));

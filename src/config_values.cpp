@@ -491,6 +491,56 @@ bool ParseStateSync(const conf::Word& word, std::string& out, Diagnostics& diagn
   return true;
 }
 
+bool ParseAuthType(const conf::Word& word, AuthType& out, Diagnostics& diagnostics) {
+  std::string_view value = word.value;
+  if (value.size() > 5 && EqualsIgnoreCase(value.substr(0, 5), "auth/")) value.remove_prefix(5);
+  if (EqualsIgnoreCase(value, "munge")) {
+    out = AuthType::kMunge;
+  } else if (EqualsIgnoreCase(value, "none")) {
+    out = AuthType::kNone;
+  } else {
+    diagnostics.Error(word.value_at, fmt::format("AuthType={} is not munge or none", word.value),
+                      "use AuthType=munge (users and agents prove themselves with munged's "
+                      "credentials) or AuthType=none (one trusted host only)");
+    return false;
+  }
+  return true;
+}
+
+bool ParseAuthInfo(const conf::Word& word, std::string& munge_socket, Diagnostics& diagnostics) {
+  for (const std::string& item : conf::SplitCommas(word.value)) {
+    const std::size_t equals = item.find('=');
+    const std::string_view key = std::string_view(item).substr(0, equals);
+    if (equals == std::string::npos || !EqualsIgnoreCase(key, "socket") ||
+        equals + 1 == item.size()) {
+      diagnostics.Error(word.value_at, fmt::format("AuthInfo item \"{}\" is not socket=PATH", item),
+                        "write AuthInfo=socket=/run/munge/munge.socket.2 (munged's socket); "
+                        "Cohort takes no other AuthInfo option");
+      return false;
+    }
+    munge_socket = item.substr(equals + 1);
+  }
+  return true;
+}
+
+bool ParsePrivateData(const conf::Word& word, PrivateData& out, Diagnostics& diagnostics) {
+  out = PrivateData{};
+  for (const std::string& item : conf::SplitCommas(word.value)) {
+    if (EqualsIgnoreCase(item, "jobs")) {
+      out.jobs = true;
+    } else if (EqualsIgnoreCase(item, "usage")) {
+      out.usage = true;
+    } else {
+      diagnostics.Error(word.value_at,
+                        fmt::format("PrivateData item \"{}\" is not jobs or usage", item),
+                        "write PrivateData=jobs,usage or a part of it; nodes, partitions and "
+                        "the topology are visible to every user");
+      return false;
+    }
+  }
+  return true;
+}
+
 bool ParseCommaList(const conf::Word& word, std::vector<std::string>& out,
                     Diagnostics& /*diagnostics*/) {
   out = conf::SplitCommas(word.value);

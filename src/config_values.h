@@ -98,6 +98,15 @@ template <long long kLo, long long kHi>
 /// StateSync=: full, normal or off, stored in lowercase.
 [[nodiscard]] bool ParseStateSync(const conf::Word& word, std::string& out,
                                   Diagnostics& diagnostics);
+/// AuthType=: munge or none (Slurm's auth/munge and auth/none also).
+[[nodiscard]] bool ParseAuthType(const conf::Word& word, AuthType& out, Diagnostics& diagnostics);
+/// AuthInfo=: comma-separated KEY=VALUE options as Slurm's; `socket=PATH`
+/// (munged's socket) is the one Cohort takes.
+[[nodiscard]] bool ParseAuthInfo(const conf::Word& word, std::string& munge_socket,
+                                 Diagnostics& diagnostics);
+/// PrivateData=: a comma list of jobs and usage.
+[[nodiscard]] bool ParsePrivateData(const conf::Word& word, PrivateData& out,
+                                    Diagnostics& diagnostics);
 /// A comma list; empty items are dropped.
 [[nodiscard]] bool ParseCommaList(const conf::Word& word, std::vector<std::string>& out,
                                   Diagnostics& diagnostics);

@@ -18,8 +18,9 @@ namespace {
 absl::Status CheckOwner(const Job& job, const Caller& caller, std::string_view verb) {
   if (caller.IsOperator() || caller.uid == job.request.uid) return absl::OkStatus();
   return absl::PermissionDeniedError(
-      fmt::format("job {} belongs to {}; you can {} only your own jobs", DisplayId(job),
-                  job.request.user_name, verb));
+      fmt::format("job {} belongs to {}; you can {} only your own jobs (root and Operators= in "
+                  "cohort.conf may act on any)",
+                  DisplayId(job), job.request.user_name, verb));
 }
 
 // Acts on each job a reference names, after the owner check (`verb` names
@@ -184,7 +185,9 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
   Job& job = *found;
   if (!caller.IsOperator() && caller.uid != job.request.uid) {
     return absl::PermissionDeniedError(fmt::format(
-        "job {} belongs to {}; you can cancel only your own jobs", id, job.request.user_name));
+        "job {} belongs to {}; you can cancel only your own jobs (root and Operators= in "
+        "cohort.conf may cancel any)",
+        id, job.request.user_name));
   }
   if (IsFinished(job.state)) {
     return absl::FailedPreconditionError(

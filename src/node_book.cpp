@@ -149,7 +149,7 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
 absl::Status NodeBook::Drain(NodeId node, const std::string& reason, const Caller& caller,
                              Effects& effects) {
   if (!caller.IsOperator()) {
-    return absl::PermissionDeniedError("only root can drain nodes");
+    return absl::PermissionDeniedError("only root and Operators= (in cohort.conf) may drain nodes");
   }
   if (reason.empty()) {
     return absl::InvalidArgumentError("reason: say why the node is drained (--reason TEXT)");
@@ -164,7 +164,8 @@ absl::Status NodeBook::Drain(NodeId node, const std::string& reason, const Calle
 
 absl::Status NodeBook::Resume(NodeId node, const Caller& caller, Effects& effects) {
   if (!caller.IsOperator()) {
-    return absl::PermissionDeniedError("only root can resume nodes");
+    return absl::PermissionDeniedError(
+        "only root and Operators= (in cohort.conf) may resume nodes");
   }
   NodeRuntime& runtime = At(node);
   if (runtime.down) {

@@ -46,8 +46,10 @@ std::string NodeNames(const std::vector<NodeSetup>& nodes) {
 Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
     : loop_(loop),
       settings_(std::move(settings)),
-      environment_{settings_.controller_target, settings_.auth_key, settings_.cluster_name,
-                   settings_.mode == NodeMode::kReal, settings_.fake_exec},
+      environment_{settings_.controller_target, settings_.auth_type,
+                   settings_.munge_socket,      settings_.auth_key,
+                   settings_.cluster_name,      settings_.mode == NodeMode::kReal,
+                   settings_.fake_exec},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),
@@ -72,8 +74,15 @@ absl::Status Agent::Start() {
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kChannelMinBackoffMs);
   arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kChannelMinBackoffMs);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kChannelMaxBackoffMs);
-  channel_ = grpc::CreateCustomChannel(settings_.controller_target,
-                                       grpc::InsecureChannelCredentials(), arguments);
+  // TLS to a controller that serves it (TLSCertFile), its certificate
+  // verified with TLSCAFile; a Unix socket stays plain.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (settings_.tls && !settings_.controller_target.starts_with("unix:")) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = settings_.tls_ca_pem;
+    credentials = grpc::SslCredentials(tls);
+  }
+  channel_ = grpc::CreateCustomChannel(settings_.controller_target, credentials, arguments);
   stub_ = v1::AgentGateway::NewStub(channel_);
 
   reaper_.Start();

@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "agent_log.h"
-#include "launch_tasks.h"
 #include "cohort/binding.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
 #include "cohort/node_layout.h"
+#include "launch_tasks.h"
+#include "munge_credential.h"
 
 namespace cohort::agent {
 namespace {
@@ -102,7 +103,20 @@ v1::Register AgentNode::MakeRegister() const {
   v1::Register message;
   message.set_node_name(setup_.name);
   message.set_protocol_version(kProtocolVersion);
-  message.set_auth_key(environment_.auth_key);
+  if (environment_.auth_type == config::AuthType::kNone) {
+    message.set_auth_key(environment_.auth_key);
+  } else {
+    // Fresh for each registration: munged refuses a credential decoded twice.
+    absl::StatusOr<std::string> credential = shell::EncodeMungeCredential(
+        environment_.munge_socket,
+        fmt::format("{}{}", shell::kMungeAgentPayloadPrefix, setup_.name));
+    if (credential.ok()) {
+      message.set_credential(*std::move(credential));
+    } else {
+      AgentLog().warn("munge_failed node={} reason={:?}", setup_.name,
+                      std::string(credential.status().message()));
+    }
+  }
   v1::NodeResources* resources = message.mutable_resources();
   resources->set_cpus(setup_.resources.cpus);
   resources->set_memory_mb(setup_.resources.memory_mb);

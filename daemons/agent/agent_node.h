@@ -18,11 +18,12 @@
 #include <vector>
 
 #include "agent_options.h"
-#include "cohort/binding.h"
 #include "agent_session.h"
 #include "child_reaper.h"
-#include "fake_runner.h"
+#include "cohort/binding.h"
+#include "cohort/cluster_config.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "fake_runner.h"
 #include "launch_file.h"
 #include "launch_tracker.h"
 #include "step_events.h"
@@ -34,7 +35,11 @@ namespace cohort::agent {
 /// What every node of one agent shares.
 struct NodeEnvironment {
   std::string controller;  ///< the gRPC target, for logs
-  std::string auth_key;
+  /// How the node proves itself when it registers: a fresh MUNGE credential
+  /// (kMunge) or the cluster key (kNone).
+  config::AuthType auth_type = config::AuthType::kMunge;
+  std::string munge_socket;  ///< AuthInfo=socket=; empty: libmunge's default
+  std::string auth_key;      ///< AuthType=none
   std::string cluster_name;  ///< used when a Launch names none
   /// Bind ranks to their CPUs and NUMA memory. Off for emulated nodes, whose
   /// layouts are not this host's: their plans are computed and reported only.

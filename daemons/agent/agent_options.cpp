@@ -18,6 +18,8 @@
 #include "cohort/cluster_config.h"
 #include "cohort/hostlist.h"
 #include "hwloc_layout.h"
+#include "munge_credential.h"
+#include "tls_files.h"
 
 namespace cohort::agent {
 namespace {
@@ -289,14 +291,30 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   if (!config.ok()) return config.status();
   if (settings.controller_target.empty()) settings.controller_target = TargetFromConfig(*config);
 
-  const bool key_from_flag = !options.auth_key_file.empty();
-  const std::string key_path = key_from_flag ? options.auth_key_file : config->auth_key_file;
-  absl::StatusOr<std::string> key =
-      ReadAuthKey(key_path, key_from_flag                  ? "--auth-key-file"
-                            : !options.config_file.empty() ? "AuthKeyFile of " + options.config_file
-                                                           : "default path");
-  if (!key.ok()) return key.status();
-  settings.auth_key = *std::move(key);
+  settings.tls = config->TlsOn();
+  if (settings.tls && !config->tls_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = shell::ReadPem(config->tls_ca_file, "TLSCAFile");
+    if (!ca.ok()) return ca.status();
+    settings.tls_ca_pem = *std::move(ca);
+  }
+  settings.munge_socket = config->munge_socket;
+  settings.auth_type = config->auth_type;
+  if (settings.auth_type == config::AuthType::kAuto) {
+    settings.auth_type =
+        shell::EncodeMungeCredential(settings.munge_socket, shell::kMungeClientPayload).ok()
+            ? config::AuthType::kMunge
+            : config::AuthType::kNone;
+  }
+  if (settings.auth_type == config::AuthType::kNone) {
+    const bool key_from_flag = !options.auth_key_file.empty();
+    const std::string key_path = key_from_flag ? options.auth_key_file : config->auth_key_file;
+    absl::StatusOr<std::string> key = ReadAuthKey(
+        key_path, key_from_flag                  ? "--auth-key-file"
+                  : !options.config_file.empty() ? "AuthKeyFile of " + options.config_file
+                                                 : "default path");
+    if (!key.ok()) return key.status();
+    settings.auth_key = *std::move(key);
+  }
   settings.cluster_name = config->cluster_name;
   settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
                                                  : options.spool_dir;

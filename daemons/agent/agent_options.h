@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cohort/cluster_config.h"
 #include "cohort/node_layout.h"
 #include "host_resources.h"
 
@@ -49,7 +50,13 @@ enum class NodeMode { kReal, kEmulated };
 /// What the agent runs with, every default and file already applied.
 struct AgentSettings {
   std::string controller_target;  ///< a gRPC target: host:port or unix:path
-  std::string auth_key;           ///< the key file's text, trailing whitespace trimmed
+  /// kMunge or kNone: AuthType, with an unset one resolved by whether
+  /// munged answers.
+  config::AuthType auth_type = config::AuthType::kMunge;
+  std::string munge_socket;       ///< AuthInfo=socket=
+  std::string auth_key;           ///< AuthType=none: the key file's text, whitespace trimmed
+  bool tls = false;               ///< the controller serves TLS (TLSCertFile is set)
+  std::string tls_ca_pem;         ///< TLSCAFile's certificates; empty: the system's CAs
   std::string cluster_name;       ///< the config's ClusterName; "cohort" without one
   std::string spool_dir;          ///< where batch scripts are written
   NodeMode mode = NodeMode::kReal;

@@ -4,14 +4,16 @@
 #include <deque>
 #include <mutex>
 
+#include "controller_log.h"
+
 namespace cohort::controller {
 namespace {
 
 class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>,
                            public AgentLink {
  public:
-  AgentSession(Controller& controller, std::string peer_host)
-      : controller_(controller), peer_host_(std::move(peer_host)) {
+  AgentSession(Controller& controller, const Authenticator& authenticator, std::string peer_host)
+      : controller_(controller), authenticator_(authenticator), peer_host_(std::move(peer_host)) {
     StartRead(&incoming_);
   }
 
@@ -19,6 +21,15 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
     if (!ok) {
       Close(absl::OkStatus());
       return;
+    }
+    if (incoming_.has_register_()) {
+      if (absl::Status refused = authenticator_.VerifyAgent(incoming_.register_()); !refused.ok()) {
+        Log("controller")
+            ->warn("agent_refused node={} peer={} reason={:?}", incoming_.register_().node_name(),
+                   peer_host_, std::string(refused.message()));
+        Close(std::move(refused));
+        return;
+      }
     }
     controller_.OnAgentMessage(this, std::move(incoming_));
     incoming_.Clear();
@@ -71,6 +82,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   }
 
   Controller& controller_;
+  const Authenticator& authenticator_;
   const std::string peer_host_;
   v1::AgentMessage incoming_;
   std::mutex mutex_;  ///< guards this stream's write queue, not scheduler state
@@ -102,7 +114,7 @@ std::string PeerHostOf(const std::string& peer) {
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentGatewayService::Connect(
     grpc::CallbackServerContext* context) {
-  return new AgentSession(controller_, PeerHostOf(context->peer()));
+  return new AgentSession(controller_, authenticator_, PeerHostOf(context->peer()));
 }
 
 }  // namespace cohort::controller

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "authenticator.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "controller.h"
 
@@ -8,16 +9,21 @@ namespace cohort::controller {
 
 /// The AgentGateway service: one bidirectional stream per node. Each stream
 /// is an AgentLink the Controller sends through; what the agent sends is
-/// posted to the state thread in order.
+/// posted to the state thread in order, a registration once the
+/// Authenticator verified who the agent is (on the stream's thread: munged
+/// is asked off the state thread). A refused agent's stream is ended with
+/// the reason, and the refusal logged.
 class AgentGatewayService final : public v1::AgentGateway::CallbackService {
  public:
-  explicit AgentGatewayService(Controller& controller) : controller_(controller) {}
+  AgentGatewayService(Controller& controller, const Authenticator& authenticator)
+      : controller_(controller), authenticator_(authenticator) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
 
  private:
   Controller& controller_;
+  const Authenticator& authenticator_;
 };
 
 /// The host part of a gRPC peer string (`ipv4:10.0.0.5:4711` gives

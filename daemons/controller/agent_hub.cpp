@@ -126,6 +126,7 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
   Engine& engine = state_.engine;
   const Millis now = ControllerState::Now();
   engine.NodeHeartbeat(node, now);
+  last_heard_[node] = now;
   Effects effects;
   switch (message.message_case()) {
     case v1::AgentMessage::kRanksStarted: {
@@ -177,15 +178,9 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
 }
 
 absl::Status AgentHub::Refusal(const v1::Register& message, AgentLink* link) const {
-  if (message.auth_key() != options_.auth_key) {
-    Log("controller")
-        ->warn("agent_refused node={} peer={} reason=\"wrong cluster key\"", message.node_name(),
-               link->PeerHost());
-    return absl::PermissionDeniedError(
-        "the agent's key does not match the cluster's AuthKeyFile; copy the controller's key file "
-        "to this node");
-  }
-  if (!state_.topology->FindNode(message.node_name())) {
+  // Who the agent is was verified on its stream's thread (AgentGateway).
+  const std::optional<NodeId> node = state_.topology->FindNode(message.node_name());
+  if (!node) {
     return absl::FailedPreconditionError(
         fmt::format("node {} is not in the controller's cohort.conf; add a NodeName line for it",
                     message.node_name()));
@@ -194,6 +189,26 @@ absl::Status AgentHub::Refusal(const v1::Register& message, AgentLink* link) con
     return absl::FailedPreconditionError(
         fmt::format("agent speaks protocol {}, the controller 1; run matching versions",
                     message.protocol_version()));
+  }
+  // A node's agent that reconnects finds its old stream gone, or silent
+  // for missed heartbeats (a dead peer). A live one means a second agent
+  // claims the node: it must not take the node's jobs from the first.
+  const auto old = links_.find(*node);
+  if (old != links_.end() && old->second != link) {
+    const auto heard = last_heard_.find(*node);
+    const Millis silent =
+        ControllerState::Now() - (heard == last_heard_.end() ? Millis{0} : heard->second);
+    if (silent < 3 * options_.heartbeat_interval) {
+      Log("controller")
+          ->warn(
+              "agent_refused node={} peer={} connected_peer={} reason=\"node already connected\"",
+              message.node_name(), link->PeerHost(), old->second->PeerHost());
+      return absl::AlreadyExistsError(fmt::format(
+          "node {} is already connected from {}; stop the other agent, or wait {} s after it "
+          "stopped",
+          message.node_name(), old->second->PeerHost(),
+          3 * options_.heartbeat_interval.count() / 1000 + 1));
+    }
   }
   return absl::OkStatus();
 }
@@ -210,6 +225,7 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
   }
   links_[node] = link;
   link_nodes_[link] = node;
+  last_heard_[node] = ControllerState::Now();
   const NodeReport report = ReportOf(message);
   Effects effects;
   (void)state_.engine.NodeRegistered(node, report, ControllerState::Now(), effects);

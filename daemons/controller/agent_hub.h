@@ -29,8 +29,9 @@ class AgentLink {
   [[nodiscard]] virtual const std::string& PeerHost() const = 0;
 };
 
-/// The agents' streams by node: registration (the cluster key, the node's
-/// name, the protocol; a node's newer stream replaces its older one), what
+/// The agents' streams by node: registration (the node's name, the
+/// protocol; a second agent claiming a node whose stream is alive is
+/// refused, a newer stream replaces a dead or silent one), what
 /// agents report (handed to the engine), and what goes down to them:
 /// commands and launches, each sent once the state it follows from is
 /// durable. A launch needs the job's environment; for a job submitted
@@ -40,7 +41,6 @@ class AgentLink {
 class AgentHub {
  public:
   struct Options {
-    std::string auth_key;
     std::chrono::milliseconds heartbeat_interval{1000};
   };
   AgentHub(ControllerState& state, Outbox& outbox, StoreReader& reader, EffectSink& sink,
@@ -82,6 +82,7 @@ class AgentHub {
   Options options_;
   std::map<NodeId, AgentLink*> links_;
   std::unordered_map<AgentLink*, NodeId> link_nodes_;
+  std::unordered_map<NodeId, Millis> last_heard_;  ///< each node's stream, last message
   /// Launches of jobs whose environment is being read, in the order sent.
   std::unordered_map<JobId, std::vector<AwaitedLaunch>> awaiting_env_;
 };

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client_service.h"
 
-#include <pwd.h>
-
-#include <charconv>
 #include <deque>
 #include <mutex>
 
@@ -18,16 +15,6 @@ std::string Metadata(const grpc::CallbackServerContext& context, const std::stri
   const auto it = metadata.find(key);
   if (it == metadata.end()) return {};
   return std::string(it->second.data(), it->second.size());
-}
-
-std::string UserName(std::uint32_t uid) {
-  passwd entry{};
-  passwd* result = nullptr;
-  char buffer[1024];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &result) == 0 && result != nullptr) {
-    return entry.pw_name;
-  }
-  return std::to_string(uid);
 }
 
 // Finishes a unary call with what the state thread answers.
@@ -109,30 +96,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent>, public
 
 }  // namespace
 
-ClientService::ClientService(Controller& controller, const LocalSocket& local, std::string auth_key)
-    : controller_(controller), local_(local), auth_key_(std::move(auth_key)) {}
+ClientService::ClientService(Controller& controller, const LocalSocket& local,
+                             const Authenticator& authenticator)
+    : controller_(controller), local_(local), authenticator_(authenticator) {}
 
 Identity ClientService::Identify(const grpc::CallbackServerContext& context) const {
-  Identity who;
   if (const std::optional<std::uint32_t> peer_uid = local_.PeerUid(context.peer())) {
-    who.uid = *peer_uid;
-    who.trust = Identity::Trust::kPeerCredentials;
-  } else {
-    // TCP: a claimed uid is believed only with the cluster key.
-    const std::string claimed = Metadata(context, "cohort-uid");
-    std::uint32_t uid = kNobody;
-    const bool parsed =
-        std::from_chars(claimed.data(), claimed.data() + claimed.size(), uid).ec == std::errc();
-    if (parsed && !auth_key_.empty() && Metadata(context, "cohort-auth-key") == auth_key_) {
-      who.uid = uid;
-      who.trust = Identity::Trust::kClusterKey;
-    } else {
-      who.uid = kNobody;
-      who.trust = Identity::Trust::kAnonymous;
-    }
+    return authenticator_.Local(*peer_uid);
   }
-  who.user_name = UserName(who.uid);
-  return who;
+  return authenticator_.OverTcp(Metadata(context, "cohort-munge"));
 }
 
 template <typename Request, typename Response>

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "authenticator.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "cohort/v1/controller_rpcs.h"
 #include "controller.h"
@@ -16,11 +17,13 @@ namespace cohort::controller {
 enum class CallerIdentity : std::uint8_t { kNeeded, kUnused };
 
 /// The Controller service of the wire protocol, for clients. Runs on gRPC's
-/// threads: establishes who calls, then hands the call to the Controller's
-/// state thread and finishes it from there. Never blocks.
+/// threads: establishes who calls (over TCP munged decodes the caller's
+/// credential, a fraction of a millisecond), then hands the call to the
+/// Controller's state thread and finishes it from there.
 class ClientService final : public v1::Controller::CallbackService {
  public:
-  ClientService(Controller& controller, const LocalSocket& local, std::string auth_key);
+  ClientService(Controller& controller, const LocalSocket& local,
+                const Authenticator& authenticator);
 
   // One handler per unary call of cohort/v1/controller_rpcs.h: establishes
   // who calls (where the call needs it) and hands the call to the Controller.
@@ -42,7 +45,7 @@ class ClientService final : public v1::Controller::CallbackService {
 
   Controller& controller_;
   const LocalSocket& local_;
-  std::string auth_key_;
+  const Authenticator& authenticator_;
 };
 
 }  // namespace cohort::controller

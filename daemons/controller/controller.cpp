@@ -36,12 +36,11 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       outbox_(io_, records_, std::move(stores.writer), std::move(stores.checkpointer),
               static_cast<std::size_t>(state_.topology->NodeCount())),
       reader_(io_, std::move(stores.reader)),
-      agent_hub_(state_, outbox_, reader_, *this,
-                 AgentHub::Options{options_.auth_key, options_.heartbeat_interval}),
+      agent_hub_(state_, outbox_, reader_, *this, AgentHub::Options{options_.heartbeat_interval}),
       job_rpcs_(io_, state_, outbox_, reader_, *this),
       node_rpcs_(io_, state_, outbox_, *this),
       priority_rpcs_(io_, state_, outbox_),
-      history_rpcs_(*state_.topology, std::move(stores.history)),
+      history_rpcs_(*state_.topology, config.private_data, std::move(stores.history)),
       logged_node_status_(static_cast<std::size_t>(state_.topology->NodeCount()),
                           NodeStatus::kUnknown) {
   Restore(std::move(loaded));

@@ -41,7 +41,6 @@ namespace cohort::controller {
 class Controller final : private EffectSink {
  public:
   struct Options {
-    std::string auth_key;
     std::chrono::milliseconds heartbeat_interval{1000};
     std::chrono::milliseconds tick_interval{500};
     std::string state_path;  ///< the SQLite database

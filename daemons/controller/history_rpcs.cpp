@@ -13,9 +13,9 @@ void HistoryRpcs::JobHistory(v1::JobHistoryRequest& request, const Identity& who
   query.account = request.account();
   // Like sacct: users see their own jobs unless they ask for all or name
   // a user or job; operators see everyone's.
-  if (query.user_name.empty() && query.job_ids.empty() && !request.all_users() && who.uid != 0) {
-    query.uid = who.uid;
-  }
+  const bool asks_for_others =
+      !query.user_name.empty() || !query.job_ids.empty() || request.all_users();
+  if (!who.is_operator && (!asks_for_others || hidden_.jobs)) query.uid = who.uid;
   for (const int state : request.states()) query.states.push_back(state);
   query.since_ms = request.since_ms();
   query.until_ms = request.until_ms();

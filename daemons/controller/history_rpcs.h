@@ -19,8 +19,9 @@ namespace cohort::controller {
 class HistoryRpcs {
  public:
   /// `reader` is used on this part's thread only; `topology` is read-only.
-  HistoryRpcs(const topology::Topology& topology, std::unique_ptr<Store> reader)
-      : topology_(topology), reader_(std::move(reader)) {}
+  HistoryRpcs(const topology::Topology& topology, config::PrivateData hidden,
+              std::unique_ptr<Store> reader)
+      : topology_(topology), hidden_(hidden), reader_(std::move(reader)) {}
   ~HistoryRpcs() { Stop(); }
   HistoryRpcs(const HistoryRpcs&) = delete;
   HistoryRpcs& operator=(const HistoryRpcs&) = delete;
@@ -31,13 +32,15 @@ class HistoryRpcs {
   void Stop() { thread_.Stop(); }
 
   /// Finished jobs: a user's own unless they ask for all or name a user or
-  /// job (operators see everyone's). Answered at once: it reads only what
+  /// job (operators see everyone's); with PrivateData=jobs, only operators
+  /// see other users' jobs. Answered at once: it reads only what
   /// is durable.
   void JobHistory(v1::JobHistoryRequest& request, const Identity& who,
                   Reply<v1::JobHistoryResponse> reply);
 
  private:
   const topology::Topology& topology_;
+  const config::PrivateData hidden_;
   std::unique_ptr<Store> reader_;
   Worker thread_;  ///< after reader_: joined before the connection closes
 };

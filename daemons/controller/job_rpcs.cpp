@@ -73,12 +73,12 @@ void JobRpcs::CancelJob(v1::CancelJobRequest& request, const Identity& who,
   absl::Status result = absl::OkStatus();
   const Millis now = ControllerState::Now();
   for (const std::int64_t id : request.job_ids()) {
-    absl::Status s = engine.Cancel(JobRef{id, -1}, request.signal(), Caller{who.uid}, now, effects);
+    absl::Status s = engine.Cancel(JobRef{id, -1}, request.signal(), who.AsCaller(), now, effects);
     if (!s.ok() && result.ok()) result = s;
   }
   for (const std::string& text : request.job_refs()) {
     absl::StatusOr<JobRef> ref = ParseJobRef(text);
-    absl::Status s = ref.ok() ? engine.Cancel(*ref, request.signal(), Caller{who.uid}, now, effects)
+    absl::Status s = ref.ok() ? engine.Cancel(*ref, request.signal(), who.AsCaller(), now, effects)
                               : ref.status();
     if (!s.ok() && result.ok()) result = s;
   }
@@ -88,7 +88,7 @@ void JobRpcs::CancelJob(v1::CancelJobRequest& request, const Identity& who,
                               : absl::StatusOr<v1::CancelJobResponse>(result));
 }
 
-void JobRpcs::GetJob(v1::GetJobRequest& request, const Identity& /*who*/,
+void JobRpcs::GetJob(v1::GetJobRequest& request, const Identity& who,
                      Reply<v1::GetJobResponse> reply) {
   const Engine& engine = state_.engine;
   if (!request.job_ref().empty()) {
@@ -108,25 +108,32 @@ void JobRpcs::GetJob(v1::GetJobRequest& request, const Identity& /*who*/,
   }
   const Job* job = engine.FindJob(request.job_id());
   if (job == nullptr) {
-    GetStoredJob(request.job_id(), std::move(reply));
+    GetStoredJob(request.job_id(), who, std::move(reply));
+    return;
+  }
+  if (!MaySeeJob(who, job->request.uid, state_.config.private_data)) {
+    outbox_.Respond<v1::GetJobResponse>(std::move(reply), HiddenJob(job->id));
     return;
   }
   v1::GetJobResponse response;
   JobToWire(*job, state_.specs[job->id], engine, engine.QueuePosition(job->id),
             response.mutable_job());
+  // A batch script may hold secrets: its owner and operators read it.
+  if (!who.is_operator && job->request.uid != who.uid)
+    response.mutable_job()->mutable_spec()->clear_script();
   if (const auto ranks = state_.bindings.find(job->id); ranks != state_.bindings.end()) {
     for (const v1::RankBinding& b : ranks->second) *response.mutable_job()->add_ranks() = b;
   }
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetJobResponse>(std::move(response)));
 }
 
-void JobRpcs::GetStoredJob(JobId id, Reply<v1::GetJobResponse> reply) {
+void JobRpcs::GetStoredJob(JobId id, const Identity& who, Reply<v1::GetJobResponse> reply) {
   // Finished long enough ago to have left memory: the store has it. Read
   // off the state thread; the answer is converted back on it (the topology
   // is the state thread's).
   reader_.Read(
       [id](Store& store) { return store.FindJob(id); },
-      [this, id,
+      [this, id, who,
        reply = std::move(reply)](absl::StatusOr<std::optional<v1::JobRecord>> stored) mutable {
         if (!stored.ok()) {
           outbox_.Respond<v1::GetJobResponse>(std::move(reply), stored.status());
@@ -138,8 +145,15 @@ void JobRpcs::GetStoredJob(JobId id, Reply<v1::GetJobResponse> reply) {
                                     "job {} not found; see cohort queue and cohort history", id)));
           return;
         }
+        const std::uint32_t owner = (*stored)->uid();
+        if (!MaySeeJob(who, owner, state_.config.private_data)) {
+          outbox_.Respond<v1::GetJobResponse>(std::move(reply), HiddenJob(id));
+          return;
+        }
         v1::GetJobResponse response;
         RecordToWire(**stored, *state_.topology, response.mutable_job());
+        if (!who.is_operator && owner != who.uid)
+          response.mutable_job()->mutable_spec()->clear_script();
         outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetJobResponse>(std::move(response)));
       });
 }
@@ -161,6 +175,7 @@ void JobRpcs::ListJobs(v1::ListJobsRequest& request, const Identity& who,
   for (const auto& [id, job] : engine.Jobs()) {
     if (!states.contains(job.state)) continue;
     if (!request.all_users() && request.user_name().empty() && job.request.uid != who.uid) continue;
+    if (!MaySeeJob(who, job.request.uid, state_.config.private_data)) continue;
     if (!request.user_name().empty() && job.request.user_name != request.user_name()) continue;
     const auto at = positions.find(id);
     v1::Job* out = response.add_jobs();
@@ -185,7 +200,7 @@ void JobRpcs::ControlJobs(v1::ControlJobsRequest& request, const Identity& who,
   Effects effects;
   absl::Status result = absl::OkStatus();
   v1::ControlJobsResponse response;
-  const Caller caller{who.uid};
+  const Caller caller = who.AsCaller();
   for (const std::string& text : request.job_refs()) {
     absl::StatusOr<JobRef> ref = ParseJobRef(text);
     absl::Status s = ref.status();
@@ -258,7 +273,7 @@ void JobRpcs::UpdateJob(v1::UpdateJobRequest& request, const Identity& who,
   }
   Effects effects;
   absl::Status s =
-      state_.engine.Update(*ref, update, Caller{who.uid}, ControllerState::Now(), effects);
+      state_.engine.Update(*ref, update, who.AsCaller(), ControllerState::Now(), effects);
   if (s.ok()) {
     // The stored spec is what a restart rebuilds the job from.
     for (const JobId id : state_.engine.Lookup(*ref)) {
@@ -277,7 +292,7 @@ void JobRpcs::UpdateJob(v1::UpdateJobRequest& request, const Identity& who,
                          : absl::StatusOr<v1::UpdateJobResponse>(s));
 }
 
-void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& /*who*/,
+void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& who,
                          Reply<v1::ExplainJobResponse> reply) {
   Engine& engine = state_.engine;
   absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
@@ -292,6 +307,10 @@ void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& /*who*/
   }
   v1::ExplainJobResponse response;
   if (const Job* job = engine.FindJob(why->job); job != nullptr) {
+    if (!MaySeeJob(who, job->request.uid, state_.config.private_data)) {
+      outbox_.Respond<v1::ExplainJobResponse>(std::move(reply), HiddenJob(job->id));
+      return;
+    }
     JobToWire(*job, state_.specs[job->id], engine, engine.QueuePosition(job->id),
               response.mutable_job());
   }
@@ -372,7 +391,7 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   const Millis now = ControllerState::Now();
   const std::size_t steps_before = job == nullptr ? 0 : job->steps.size();
   absl::StatusOr<int> id =
-      engine.StartStep(*ref, *step, Caller{who.uid}, now, effects, request.token());
+      engine.StartStep(*ref, *step, who.AsCaller(), now, effects, request.token());
   if (!id.ok()) {
     outbox_.Respond<v1::StartStepResponse>(std::move(reply), id.status());
     return;
@@ -433,7 +452,7 @@ void JobRpcs::SignalStep(v1::SignalStepRequest& request, const Identity& who,
   }
   Effects effects;
   absl::Status status = state_.engine.SignalStep(*ref, request.step_id(), request.signal(),
-                                                 Caller{who.uid}, ControllerState::Now(), effects);
+                                                 who.AsCaller(), ControllerState::Now(), effects);
   sink_.Execute(effects);
   if (!status.ok()) {
     outbox_.Respond<v1::SignalStepResponse>(std::move(reply), status);

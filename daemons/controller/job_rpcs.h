@@ -56,7 +56,7 @@ class JobRpcs {
                   Reply<v1::SignalStepResponse> reply);
 
  private:
-  void GetStoredJob(JobId id, Reply<v1::GetJobResponse> reply);
+  void GetStoredJob(JobId id, const Identity& who, Reply<v1::GetJobResponse> reply);
 
   boost::asio::io_context& io_;
   ControllerState& state_;

@@ -9,11 +9,12 @@
 #include <fstream>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include "agent_gateway.h"
 #include "client_service.h"
@@ -21,6 +22,7 @@
 #include "controller.h"
 #include "local_socket.h"
 #include "store.h"
+#include "tls_files.h"
 
 namespace {
 
@@ -82,18 +84,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
 }
 
 // The controller's options from the configuration; nullopt (said on
-// stderr) when the cluster key cannot be read or StateDir not made.
+// stderr) when StateDir cannot be made.
 std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig& config,
                                              const std::string& state_path) {
-  absl::StatusOr<std::string> key = cohort::shell::ReadAuthKey(config.auth_key_file);
-  if (!key.ok()) {
-    std::cerr << fmt::format(
-        "cohort-controller: cannot read the cluster key {}: {}\n  hint: create it with: head -c 32 "
-        "/dev/urandom | base64 > {} && chmod 600 {}\n",
-        config.auth_key_file, std::string(key.status().message()), config.auth_key_file,
-        config.auth_key_file);
-    return std::nullopt;
-  }
   std::error_code error;
   std::filesystem::create_directories(config.state_dir, error);
   if (error) {
@@ -102,7 +95,6 @@ std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig
     return std::nullopt;
   }
   Controller::Options options;
-  options.auth_key = *key;
   options.state_path = state_path;
   options.sync = SyncOf(config.state_sync);
   options.history_retention = std::chrono::hours(24 * config.history_days);
@@ -145,23 +137,47 @@ absl::StatusOr<OpenedState> OpenState(const std::string& path, StateSync sync) {
   return opened;
 }
 
+// The TCP port's credentials: TLS with the controller's certificate when
+// TLSCertFile is set, checked first (cohort config check says the same).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
+    const cohort::config::ClusterConfig& config) {
+  if (!config.TlsOn()) return grpc::InsecureServerCredentials();
+  const cohort::shell::TlsReport report = cohort::shell::CheckTlsFiles(config);
+  if (!report.errors.empty()) {
+    return absl::InvalidArgumentError(fmt::format("{}", fmt::join(report.errors, "; ")));
+  }
+  absl::StatusOr<std::string> cert = cohort::shell::ReadPem(config.tls_cert_file, "TLSCertFile");
+  absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
+  spdlog::info("tls_on {}", report.summary);
+  return grpc::SslServerCredentials(options);
+}
+
 // Serves clients (TCP and the local socket) and agents until SIGINT or
 // SIGTERM, or until a commit fails; then stops in order.
 int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
-          const std::string& auth_key, const std::string& port_file) {
+          const cohort::controller::Authenticator& authenticator, const std::string& port_file) {
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
     std::cerr << "cohort-controller: " << s.message() << '\n';
     return 1;
   }
-  cohort::controller::ClientService clients(controller, local, auth_key);
-  cohort::controller::AgentGatewayService agents(controller);
+  cohort::controller::ClientService clients(controller, local, authenticator);
+  cohort::controller::AgentGatewayService agents(controller, authenticator);
 
   grpc::ServerBuilder builder;
   int bound_port = 0;
   const std::string address = fmt::format("{}:{}", config.controller_addr, config.controller_port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = TcpCredentials(config);
+  if (!credentials.ok()) {
+    std::cerr << "cohort-controller: not starting: " << credentials.status().message() << '\n';
+    return 1;
+  }
+  builder.AddListeningPort(address, *credentials, &bound_port);
   builder.RegisterService(&clients);
   builder.RegisterService(&agents);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -176,8 +192,9 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   if (!port_file.empty()) {
     std::ofstream(port_file) << bound_port << '\n';
   }
-  spdlog::info("controller_started cluster={} listen={}:{} socket={} nodes={}", config.cluster_name,
-               config.controller_addr, bound_port, socket_path, config.nodes.size());
+  spdlog::info("controller_started cluster={} listen={}:{} socket={} nodes={} auth={}",
+               config.cluster_name, config.controller_addr, bound_port, socket_path,
+               config.nodes.size(), cohort::config::AuthTypeName(authenticator.Type()));
 
   boost::asio::signal_set signals(controller.io(), SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int signal) {
@@ -224,6 +241,12 @@ int Run(int argc, char** argv) {
 
   std::optional<Controller::Options> options = OptionsOf(config, state_path);
   if (!options) return 1;
+  absl::StatusOr<cohort::controller::Authenticator> authenticator =
+      cohort::controller::Authenticator::Make(config);
+  if (!authenticator.ok()) {
+    std::cerr << "cohort-controller: not starting: " << authenticator.status().message() << '\n';
+    return 1;
+  }
   // The state comes first: a controller that cannot keep its promises does
   // not start.
   const auto load_started = std::chrono::steady_clock::now();
@@ -240,7 +263,7 @@ int Run(int argc, char** argv) {
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - load_started)
                    .count());
-  return Serve(controller, config, options->auth_key, flags.port_file);
+  return Serve(controller, config, *authenticator, flags.port_file);
 }
 
 }  // namespace

@@ -93,9 +93,9 @@ void NodeRpcs::UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
   for (const NodeId n : *nodes) {
     absl::Status s;
     if (request.action() == v1::NODE_DRAIN) {
-      s = state_.engine.Drain(n, request.reason(), Caller{who.uid}, effects);
+      s = state_.engine.Drain(n, request.reason(), who.AsCaller(), effects);
     } else if (request.action() == v1::NODE_RESUME) {
-      s = state_.engine.Resume(n, Caller{who.uid}, effects);
+      s = state_.engine.Resume(n, who.AsCaller(), effects);
     } else {
       s = absl::InvalidArgumentError("action: say drain or resume");
     }

@@ -7,7 +7,7 @@
 
 namespace cohort::controller {
 
-void PriorityRpcs::GetPriorities(v1::PriorityRequest& request, const Identity& /*who*/,
+void PriorityRpcs::GetPriorities(v1::PriorityRequest& request, const Identity& who,
                                  Reply<v1::PriorityResponse> reply) {
   const Engine& engine = state_.engine;
   std::vector<JobId> ids;
@@ -40,7 +40,10 @@ void PriorityRpcs::GetPriorities(v1::PriorityRequest& request, const Identity& /
   const Millis now = ControllerState::Now();
   for (const JobId id : ids) {
     const Job* job = engine.FindJob(id);
-    if (job != nullptr && job->state == JobState::kPending) AddPriority(*job, now, response);
+    if (job != nullptr && job->state == JobState::kPending &&
+        MaySeeJob(who, job->request.uid, state_.config.private_data)) {
+      AddPriority(*job, now, response);
+    }
   }
   std::stable_sort(
       response.mutable_jobs()->begin(), response.mutable_jobs()->end(),
@@ -71,12 +74,17 @@ void PriorityRpcs::AddPriority(const Job& job, Millis now, v1::PriorityResponse&
   p->set_qos_raw(f.qos);
 }
 
-void PriorityRpcs::GetShares(v1::SharesRequest& /*request*/, const Identity& /*who*/,
+void PriorityRpcs::GetShares(v1::SharesRequest& /*request*/, const Identity& who,
                              Reply<v1::SharesResponse> reply) {
   v1::SharesResponse response;
   response.set_half_life_s(state_.config.priority.decay_half_life.count());
   for (const policy::ShareRow& row :
        state_.engine.Usage().Rows(state_.config, ControllerState::Now())) {
+    // PrivateData=usage: a user sees the accounts' rows and their own.
+    if (state_.config.private_data.usage && !who.is_operator && !row.user.empty() &&
+        row.user != who.user_name) {
+      continue;
+    }
     v1::AccountShare* out = response.add_rows();
     out->set_account(row.account);
     out->set_user(row.user);

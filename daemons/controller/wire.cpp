@@ -31,12 +31,20 @@ absl::StatusOr<JobRef> ParseJobRef(std::string_view text) {
   return ref;
 }
 
+absl::Status HiddenJob(std::int64_t job) {
+  return absl::PermissionDeniedError(
+      fmt::format("job {} is another user's, and PrivateData=jobs shows a job only to its owner, "
+                  "root and Operators=",
+                  job));
+}
+
 absl::Status RequireTrusted(const Identity& who, std::string_view action) {
   if (who.trust != Identity::Trust::kAnonymous) return absl::OkStatus();
   return absl::PermissionDeniedError(fmt::format(
-      "{} needs an identity: use the controller's local Unix socket, or present the cluster key "
-      "(AuthKeyFile) over TCP",
-      action));
+      "{} needs an identity, and this call has none ({}): over TCP the cohort command attaches a "
+      "MUNGE credential when munged runs on this host (AuthType=munge, AuthInfo=socket= in "
+      "cohort.conf); on the controller's host the local Unix socket needs none",
+      action, who.anonymous_why.empty() ? "no credential" : who.anonymous_why));
 }
 
 absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,

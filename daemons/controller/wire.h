@@ -26,14 +26,29 @@ struct Identity {
   std::string user_name;
   enum class Trust : std::uint8_t {
     kPeerCredentials,  ///< the local Unix socket's SO_PEERCRED
-    kClusterKey,       ///< TCP with the cluster key: the claimed uid is believed
-    kAnonymous,        ///< TCP without the key: may read, may not change anything
+    kMunge,            ///< TCP with a MUNGE credential munged decoded
+    kAnonymous,        ///< TCP without a valid credential: may read, may not change anything
   } trust = Trust::kAnonymous;
+  bool is_operator = false;   ///< root, or a user of Operators=
+  std::string anonymous_why;  ///< when anonymous: why no identity was established
+  /// The engine's view of the caller.
+  [[nodiscard]] Caller AsCaller() const { return Caller{uid, is_operator}; }
 };
 
-/// OK unless `who` is anonymous (TCP without the cluster key); then
-/// PermissionDenied saying that `action` needs an identity and how to
-/// present one.
+/// Whether `who` may see a job of user `owner`: always, unless
+/// PrivateData=jobs hides other users' jobs from all but operators.
+[[nodiscard]] inline bool MaySeeJob(const Identity& who, std::uint32_t owner,
+                                    const config::PrivateData& hidden) {
+  return !hidden.jobs || who.is_operator || owner == who.uid;
+}
+
+/// PermissionDenied for a job PrivateData=jobs hides from the caller,
+/// saying who may see it.
+[[nodiscard]] absl::Status HiddenJob(std::int64_t job);
+
+/// OK unless `who` is anonymous (TCP without a valid MUNGE credential);
+/// then PermissionDenied saying that `action` needs an identity, why there
+/// is none and how to present one.
 [[nodiscard]] absl::Status RequireTrusted(const Identity& who, std::string_view action);
 
 /// The engine's request from a submitted spec. InvalidArgument names the

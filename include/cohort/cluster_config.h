@@ -56,6 +56,7 @@ struct PartitionSpec {
   int priority_tier = 1;
   std::vector<std::string> allow_accounts;  ///< empty: every account
   std::vector<std::string> allow_users;     ///< AllowUsers=: empty: every user
+  std::vector<std::string> allow_qos;       ///< AllowQos=: empty: every QOS
   /// PreemptMode= of this partition's jobs when they are preempted; none:
   /// the cluster's PreemptMode.
   std::optional<PreemptMode> preempt_mode;
@@ -77,6 +78,10 @@ struct QosSpec {
   std::optional<PreemptMode> preempt_mode;       ///< PreemptMode= for its jobs as victims
   std::optional<std::chrono::seconds> grace_time;  ///< GraceTime= for its jobs as victims
   std::optional<int> preempt_signal;             ///< PreemptSignal= for its jobs as victims
+  /// AllowAccounts=, AllowUsers=: who may ask for this QOS (a job passes
+  /// when its account or its user is listed); both empty: everyone.
+  std::vector<std::string> allow_accounts;
+  std::vector<std::string> allow_users;
   SourceLocation defined_at;
 };
 
@@ -87,7 +92,24 @@ struct AccountSpec {
   int shares = 1;  ///< Shares=
   /// UserShares=alice:2,bob:1 — a user not listed has 1 share in the account.
   std::vector<std::pair<std::string, int>> user_shares;
+  /// Users=: the users who may charge jobs to the account (-A); empty: any
+  /// user (an account without members, as before Users= existed).
+  std::vector<std::string> users;
   SourceLocation defined_at;
+};
+
+/// AuthType=: how a caller over TCP proves who it is.
+enum class AuthType : std::uint8_t {
+  kAuto,   ///< unset: MUNGE when munged answers on its socket, else none
+  kMunge,  ///< a MUNGE credential with every call and on every agent's stream
+  kNone,   ///< no credential: TCP users are anonymous; agents show AuthKeyFile's key
+};
+[[nodiscard]] std::string_view AuthTypeName(AuthType type);  ///< auto, munge, none
+
+/// PrivateData=: what users other than operators may not see of others.
+struct PrivateData {
+  bool jobs = false;   ///< other users' jobs (queue, show, history)
+  bool usage = false;  ///< other users' fair-share usage (shares)
 };
 
 /// The multifactor priority's weights and shapes (Slurm's PriorityWeight*).
@@ -120,6 +142,25 @@ struct ClusterConfig {
   int controller_port = 6820;
   std::string state_dir = "/var/lib/cohort";
   std::string auth_key_file = "/etc/cohort/cohort.key";
+  AuthType auth_type = AuthType::kAuto;
+  /// AuthInfo=socket=PATH: munged's socket; empty: libmunge's default
+  /// (/run/munge/munge.socket.2).
+  std::string munge_socket;
+  /// CohortUser=: the user an agent may run as besides root (Slurm's
+  /// SlurmUser); an agent's MUNGE credential must be one of the two.
+  std::string cohort_user = "root";
+  /// Operators=: users who may hold, release, cancel and update any job and
+  /// drain and resume nodes, as root may.
+  std::vector<std::string> operators;
+  PrivateData private_data;
+  /// TLSCertFile=, TLSKeyFile=: the controller's certificate (PEM, chain
+  /// first) and key; set, TLS is on for its TCP port, and clients and agents
+  /// speak TLS to it. TLSCAFile=: the CA they verify the certificate with;
+  /// empty: the system's CAs. Paths resolved as AuthKeyFile's.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
+  [[nodiscard]] bool TlsOn() const { return !tls_cert_file.empty(); }
   std::string topology_file;  ///< resolved against the config's folder; empty: none
   std::chrono::seconds node_timeout{300};
   std::chrono::seconds kill_wait{30};
@@ -184,6 +225,10 @@ struct ConfigResult {
 struct ClientSettings {
   std::string state_dir;
   std::string auth_key_file;
+  AuthType auth_type = AuthType::kAuto;
+  std::string munge_socket;  ///< AuthInfo=socket=
+  bool tls = false;          ///< TLSCertFile= is set: the TCP port speaks TLS
+  std::string tls_ca_file;   ///< TLSCAFile=
 };
 [[nodiscard]] ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
                                                 const FileLoader& loader);

@@ -170,7 +170,9 @@ struct NodeView {
 /// Identity of a caller, as the shell established it.
 struct Caller {
   std::uint32_t uid = 0;
-  [[nodiscard]] bool IsOperator() const { return uid == 0; }
+  bool operator_listed = false;  ///< a user of Operators= in cohort.conf
+  /// Root and Operators= may act on every job and node.
+  [[nodiscard]] bool IsOperator() const { return uid == 0 || operator_listed; }
 };
 
 /// Owns every job and node of one cluster. Single-threaded: the controller

@@ -4,7 +4,8 @@
 # socket, a numeric TCP address and a host name (resolved by c-ares from
 # /etc/hosts), with the same answers; requests and answers
 # larger than HTTP/2's first windows and frames; and clear errors when the
-# controller cannot be reached or the caller cannot prove who they are.
+# controller cannot be reached or the caller cannot prove who they are
+# (over TCP the CLI attaches a MUNGE credential from the test's munged).
 source "$(dirname "$0")/lib.sh"
 start_cluster
 port=$(cat "$WORK/port")
@@ -17,8 +18,8 @@ for target in "unix:$WORK/state/cohort.sock" "127.0.0.1:$port" "localhost:$port"
   wait_until 30 finished "$id" || fail "job $id (over $target) did not finish"
   show=$(over "$target" cohort show job "$id" --json)
   grep -q "\"state\": *\"COMPLETED\"" <<<"$show" || fail "over $target: $show"
-  # Over the socket the controller reads the uid from it; over TCP it
-  # believes the claimed one because the key from AuthKeyFile came with it.
+  # Over the socket the controller reads the uid from it; over TCP from
+  # the MUNGE credential that came with the call.
   grep -q "\"uid\": *$me," <<<"$show" || fail "over $target the owner is not $me: $show"
   [ "$(sort -u "$WORK/via-$id.out")" = reached ] || fail "job $id output: $(cat "$WORK/via-$id.out")"
   queue=$(over "$target" cohort queue -t all)
@@ -55,25 +56,37 @@ for target in "unix:$WORK/state/cohort.sock" "127.0.0.1:$port" "localhost:$port"
 done
 pass "a 1 MiB script goes to the controller and back over every way in"
 
-# Over TCP without the key the controller does not believe a uid.
-cat >"$WORK/keyless.conf" <<CONF
+# Over TCP without a credential the controller believes no uid: a client
+# whose config names no reachable munged goes anonymous (AuthType unset)
+# and is refused saying why; with AuthType=munge it says munged is missing.
+cat >"$WORK/no-munge.conf" <<CONF
 StateDir=$WORK/state
-ControllerAddr=127.0.0.1
+AuthInfo=socket=$WORK/no-munged.socket
+$(grep "^TLS" "$WORK/cohort.conf")
 CONF
 for target in "127.0.0.1:$port" "localhost:$port"; do
-  out=$(COHORT_CONF="$WORK/keyless.conf" over "$target" cohort submit -N 1 -- true 2>&1) &&
-    fail "a keyless submit over $target was accepted: $out"
-  grep -q "needs an identity.*AuthKeyFile" <<<"$out" || fail "keyless over $target: $out"
+  out=$(COHORT_CONF="$WORK/no-munge.conf" over "$target" cohort submit -N 1 -- true 2>&1) &&
+    fail "a submit without a credential over $target was accepted: $out"
+  grep -q "needs an identity.*no MUNGE credential.*munged" <<<"$out" ||
+    fail "credential-less over $target: $out"
+  COHORT_CONF="$WORK/no-munge.conf" over "$target" cohort queue >/dev/null ||
+    fail "an anonymous caller over $target could not read the queue"
 done
-pass "over TCP without the cluster key a submit is refused and says why"
+echo "AuthType=munge" >>"$WORK/no-munge.conf"
+out=$(COHORT_CONF="$WORK/no-munge.conf" over "127.0.0.1:$port" cohort queue 2>&1) &&
+  fail "AuthType=munge without munged answered: $out"
+grep -q "munged does not answer on $WORK/no-munged.socket.*AuthInfo=socket=" <<<"$out" ||
+  fail "AuthType=munge without munged: $out"
+pass "over TCP without a MUNGE credential a submit is refused and says why"
 
 # Nothing there: exit 1 and a message that says where and what to do.
+# (munged stays up: a missing munged is said first, as above.)
 out=$(cohort queue --controller "unix:$WORK/nowhere.sock" 2>&1)
 rc=$?
 [ "$rc" = 1 ] || fail "queue at a missing socket exited $rc"
 grep -q "cannot reach the controller at unix:$WORK/nowhere.sock.*No such file.*COHORT_CONTROLLER" \
   <<<"$out" || fail "missing socket: $out"
-stop_daemons
+crash_controller
 out=$(over "127.0.0.1:$port" cohort queue 2>&1) && fail "queue with the controller stopped: $out"
 grep -q "cannot reach the controller at 127.0.0.1:$port.*refused.*is cohort-controller running" \
   <<<"$out" || fail "stopped controller over TCP: $out"

@@ -89,19 +89,74 @@ considered() {
 }
 finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) return 0;; *) return 1;; esac; }
 
+# start_munged: a private munged with its own MUNGE key and socket in
+# $WORK/munge, as every host of a real cluster runs one (the system's is
+# left alone). Sets MUNGE_SOCKET.
+start_munged() {
+  mkdir -p "$WORK/munge"
+  chmod 755 "$WORK/munge"
+  head -c 1024 /dev/urandom >"$WORK/munge/munge.key"
+  chmod 600 "$WORK/munge/munge.key"
+  MUNGE_SOCKET="$WORK/munge/munge.socket"
+  munged --foreground --key-file="$WORK/munge/munge.key" --socket="$MUNGE_SOCKET" \
+    --pid-file="$WORK/munge/munged.pid" --log-file="$WORK/munge/munged.log" \
+    --seed-file="$WORK/munge/munged.seed" >>"$WORK/munged.out" 2>&1 &
+  PIDS+=("$!")
+  wait_until 10 test -S "$MUNGE_SOCKET" || { fail "munged did not start"; cat "$WORK/munged.out"; exit 1; }
+}
+
+# make_tls: a cluster CA and the controller's certificate for 127.0.0.1 and
+# localhost (EC P-256), as docs/operations.md#tls makes them, in $WORK/tls.
+make_tls() {
+  local dir=$WORK/tls
+  mkdir -p "$dir"
+  chmod 755 "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=cohort test CA" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+    2>>"$WORK/openssl.log" &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=cohort-controller" \
+      -keyout "$dir/controller.key" -out "$dir/controller.csr" 2>>"$WORK/openssl.log" &&
+    openssl x509 -req -in "$dir/controller.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+      -CAcreateserial -days 2 -extfile <(echo "subjectAltName=IP:127.0.0.1,DNS:localhost") \
+      -out "$dir/controller.pem" 2>>"$WORK/openssl.log" ||
+    { fail "openssl could not make the test CA"; cat "$WORK/openssl.log"; exit 1; }
+  chmod 644 "$dir/ca.pem" "$dir/controller.pem"
+}
+
 # start_cluster [CLUSTER_CONF] [TOPOLOGY_CONF]: the demo cluster by default
-# (16 nodes, 4 leaves). Sets COHORT_CONTROLLER for the CLI.
+# (16 nodes, 4 leaves), with users and agents proving who they are by
+# MUNGE (a private munged; IT_AUTH=none: AuthType=none and the cluster key
+# instead) and TLS on the controller's TCP port (IT_TLS=off: plain). Sets
+# COHORT_CONTROLLER for the CLI. EXTRA_CONF: more lines.
 start_cluster() {
   local cluster=${1:-$ROOT/etc/demo/cluster.conf}
   local topology=${2:-$ROOT/etc/demo/topology.conf}
   head -c 32 /dev/urandom | base64 >"$WORK/key"
   chmod 600 "$WORK/key"
+  local auth="AuthType=none"
+  if [ "${IT_AUTH:-munge}" = munge ]; then
+    start_munged
+    auth="AuthType=munge
+AuthInfo=socket=$MUNGE_SOCKET
+CohortUser=${AGENT_UID:-root}"
+  fi
+  local tls=""
+  if [ "${IT_TLS:-on}" = on ]; then
+    make_tls
+    tls="TLSCertFile=$WORK/tls/controller.pem
+TLSKeyFile=$WORK/tls/controller.key
+TLSCAFile=$WORK/tls/ca.pem"
+  fi
   cat >"$WORK/cohort.conf" <<CONF
 StateDir=$WORK/state
 AuthKeyFile=$WORK/key
+$auth
+$tls
 ControllerAddr=127.0.0.1
 ControllerPort=0
 TopologyFile=$topology
+${EXTRA_CONF:-}
 Include=$cluster
 CONF
   start_controller 0

@@ -20,8 +20,6 @@ namespace {
 
 using testing::RunUntil;
 
-constexpr char kKey[] = "cluster-key";
-
 // What the controller does with effects, less the pass and the logs.
 class SendingSink final : public EffectSink {
  public:
@@ -38,12 +36,12 @@ class SendingSink final : public EffectSink {
   Outbox& outbox_;
 };
 
-v1::AgentMessage RegisterMessage(const std::string& node, const std::string& key = kKey,
-                                 int protocol = 1) {
+// Who the agent is was verified before the hub sees it (AgentGateway and
+// the Authenticator): the hub checks the node, the protocol and the links.
+v1::AgentMessage RegisterMessage(const std::string& node, int protocol = 1) {
   v1::AgentMessage message;
   v1::Register* r = message.mutable_register_();
   r->set_node_name(node);
-  r->set_auth_key(key);
   r->set_protocol_version(protocol);
   r->mutable_resources()->set_cpus(64);
   r->mutable_resources()->set_memory_mb(1024 * 1024);
@@ -81,7 +79,7 @@ class AgentHubTest : public ::testing::Test {
     reader_ = std::make_unique<StoreReader>(io_, dir_.Open(Store::Mode::kRead));
     sink_ = std::make_unique<SendingSink>(*outbox_);
     hub_ = std::make_unique<AgentHub>(*state_, *outbox_, *reader_, *sink_,
-                                      AgentHub::Options{kKey, std::chrono::seconds(1)});
+                                      AgentHub::Options{std::chrono::seconds(1)});
     sink_->hub = hub_.get();
   }
 
@@ -140,11 +138,6 @@ class AgentHubTest : public ::testing::Test {
 };
 
 TEST_F(AgentHubTest, RefusesAgentsItCannotTrust) {
-  FakeAgentLink wrong_key;
-  hub_->OnMessage(&wrong_key, RegisterMessage("n001", "not-the-key"));
-  ASSERT_TRUE(wrong_key.closed.has_value());
-  EXPECT_EQ(wrong_key.closed->code(), absl::StatusCode::kPermissionDenied);
-
   FakeAgentLink unknown;
   hub_->OnMessage(&unknown, RegisterMessage("gpu999"));
   ASSERT_TRUE(unknown.closed.has_value());
@@ -152,7 +145,7 @@ TEST_F(AgentHubTest, RefusesAgentsItCannotTrust) {
   EXPECT_NE(unknown.closed->message().find("gpu999"), std::string_view::npos);
 
   FakeAgentLink newer;
-  hub_->OnMessage(&newer, RegisterMessage("n001", kKey, 2));
+  hub_->OnMessage(&newer, RegisterMessage("n001", 2));
   ASSERT_TRUE(newer.closed.has_value());
   EXPECT_EQ(newer.closed->code(), absl::StatusCode::kFailedPrecondition);
 
@@ -163,24 +156,42 @@ TEST_F(AgentHubTest, RefusesAgentsItCannotTrust) {
   ASSERT_TRUE(silent.closed.has_value());
   EXPECT_EQ(silent.closed->code(), absl::StatusCode::kFailedPrecondition);
 
-  for (const FakeAgentLink* link : {&wrong_key, &unknown, &newer, &silent}) {
+  for (const FakeAgentLink* link : {&unknown, &newer, &silent}) {
     EXPECT_FALSE(link->Registered());
   }
   EXPECT_EQ(state_->engine.ViewNode(0).status, NodeStatus::kUnknown);
 }
 
-TEST_F(AgentHubTest, NodesSecondLinkReplacesTheFirst) {
+TEST_F(AgentHubTest, SecondAgentClaimingALiveNodeIsRefused) {
   FakeAgentLink first;
   FakeAgentLink second;
   hub_->OnMessage(&first, RegisterMessage("n001"));
   ASSERT_TRUE(first.Registered());
+  const JobId running = Submit(1, "x");
+  Schedule();
+  ASSERT_TRUE(RunUntil(io_, [&] { return first.Launches().size() == 1; }));
+  // A second agent's claim, reporting none of the node's jobs: refused,
+  // saying where the node is connected from; the job keeps running.
   hub_->OnMessage(&second, RegisterMessage("n001"));
-  ASSERT_TRUE(first.closed.has_value());
-  EXPECT_EQ(first.closed->code(), absl::StatusCode::kAborted);
+  ASSERT_TRUE(second.closed.has_value());
+  EXPECT_EQ(second.closed->code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(second.closed->message().find("already connected from 10.0.0.7"),
+            std::string_view::npos)
+      << second.closed->message();
+  EXPECT_FALSE(first.closed.has_value());
+  EXPECT_EQ(state_->engine.FindJob(running)->state, JobState::kRunning);
+}
+
+TEST_F(AgentHubTest, NodesNewLinkTakesOverOnceTheOldOneIsGone) {
+  FakeAgentLink first;
+  FakeAgentLink second;
+  hub_->OnMessage(&first, RegisterMessage("n001"));
+  ASSERT_TRUE(first.Registered());
+  // The agent restarted: its old stream ended, and the new one registers.
+  hub_->OnGone(&first);
+  hub_->OnMessage(&second, RegisterMessage("n001"));
   EXPECT_TRUE(second.Registered());
   EXPECT_FALSE(second.closed.has_value());
-  // The old stream ends after it was replaced: the node keeps the new one.
-  hub_->OnGone(&first);
   const JobId id = Submit(1, "x");
   Schedule();
   ASSERT_TRUE(RunUntil(io_, [&] { return second.Launches().size() == 1; }));

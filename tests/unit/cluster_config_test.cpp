@@ -1031,5 +1031,54 @@ TEST(ClusterConfigPolicyErrorTest, PreemptMustNameKnownQosOtherThanItself) {
   EXPECT_NE(config.FindQos("std"), nullptr);
 }
 
+// --- Who may do what: authentication, operators, accounts' members --------
+
+TEST(ClusterConfigSecurityTest, AuthOperatorsPrivateDataAndMembers) {
+  const ClusterConfig config = MustParse(
+      "AuthType=auth/munge AuthInfo=socket=/run/cluster/munge.sock CohortUser=cohort\n"
+      "Operators=ops1,ops2 PrivateData=jobs,usage\n"
+      "NodeName=n1\nPartitionName=p Nodes=n1 AllowQos=normal,urgent\n"
+      "QOSName=urgent AllowAccounts=physics AllowUsers=carol\n"
+      "AccountName=physics Users=alice,bob\n");
+  EXPECT_EQ(config.auth_type, AuthType::kMunge);
+  EXPECT_EQ(config.munge_socket, "/run/cluster/munge.sock");
+  EXPECT_EQ(config.cohort_user, "cohort");
+  EXPECT_EQ(config.operators, (Names{"ops1", "ops2"}));
+  EXPECT_TRUE(config.private_data.jobs);
+  EXPECT_TRUE(config.private_data.usage);
+  EXPECT_EQ(config.partitions[0].allow_qos, (Names{"normal", "urgent"}));
+  const QosSpec* urgent = config.FindQos("urgent");
+  ASSERT_NE(urgent, nullptr);
+  EXPECT_EQ(urgent->allow_accounts, (Names{"physics"}));
+  EXPECT_EQ(urgent->allow_users, (Names{"carol"}));
+  EXPECT_EQ(config.FindAccount("physics")->users, (Names{"alice", "bob"}));
+
+  const ClusterConfig defaults = MustParse("NodeName=n1\nPartitionName=p Nodes=n1\n");
+  EXPECT_EQ(defaults.auth_type, AuthType::kAuto);
+  EXPECT_EQ(defaults.munge_socket, "");
+  EXPECT_EQ(defaults.cohort_user, "root");
+  EXPECT_FALSE(defaults.private_data.jobs);
+  EXPECT_EQ(MustParse("AuthType=none\nNodeName=n1\nPartitionName=p Nodes=n1\n").auth_type,
+            AuthType::kNone);
+}
+
+TEST(ClusterConfigErrorTest, AuthKeysSayWhatTheyTake) {
+  Diagnostic error = OnlyError("AuthType=kerberos\nNodeName=n1\n");
+  EXPECT_EQ(error.message, "AuthType=kerberos is not munge or none");
+  EXPECT_NE(error.hint.find("AuthType=munge"), std::string::npos);
+  error = OnlyError("AuthInfo=ttl=60\nNodeName=n1\n");
+  EXPECT_EQ(error.message, "AuthInfo item \"ttl=60\" is not socket=PATH");
+  EXPECT_EQ(OnlyError("PrivateData=jobs,nodes\nNodeName=n1\n").message,
+            "PrivateData item \"nodes\" is not jobs or usage");
+}
+
+TEST(ClusterConfigTest, ClientSettingsCarryAuthTypeAndMungeSocket) {
+  const ClientSettings settings = ReadClientSettings(
+      "AuthType=munge\nAuthInfo=socket=/tmp/m.sock\nStateDir=/s\n", kFile, MapLoader({}));
+  EXPECT_EQ(settings.auth_type, AuthType::kMunge);
+  EXPECT_EQ(settings.munge_socket, "/tmp/m.sock");
+  EXPECT_EQ(settings.state_dir, "/s");
+}
+
 }  // namespace
 }  // namespace cohort::config

@@ -2,6 +2,7 @@
 #include "cohort/engine.h"
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include <fmt/format.h>
@@ -21,7 +22,9 @@ class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4)); }
 
-  void Start(const ClusterBuilder& builder) {
+  /// `adjust` changes the configuration once its partition is made.
+  void Start(const ClusterBuilder& builder,
+             const std::function<void(config::ClusterConfig&)>& adjust = {}) {
     cluster_ = std::make_unique<testing::Cluster>(builder.Build());
     config_.nodes = cluster_->nodes;
     config::PartitionSpec all;
@@ -31,6 +34,7 @@ class EngineTest : public ::testing::Test {
     all.max_time = std::chrono::hours(1);
     config_.partitions = {all};
     config_.node_timeout = std::chrono::seconds(30);
+    if (adjust) adjust(config_);
     alloc::NodePool pool =
         alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
     engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
@@ -972,6 +976,71 @@ TEST_F(EngineTest, ACancelledStepEndsCancelledAndSignalsReachOnlyItsRanks) {
             fmt::format("step {}.1 has already ended (CANCELLED)", id));
   EXPECT_EQ(engine_->SignalStep(JobRef{id, -1}, 7, 0, {1000}, now_, cancel).code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(EngineTest, AccountsMembersAndQosAllowListsSayWhoMay) {
+  config_.operators = {"ops"};
+  config::AccountSpec physics;
+  physics.name = "physics";
+  physics.users = {"bob"};
+  config_.accounts = {physics};
+  config::QosSpec urgent;
+  urgent.name = "urgent";
+  urgent.allow_accounts = {"physics"};
+  config::QosSpec normal;
+  normal.name = "normal";
+  config_.qos = {urgent, normal};
+  Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4), [](config::ClusterConfig& config) {
+    config.partitions[0].allow_qos = {"normal", "urgent"};
+  });
+  auto submit = [&](std::string user, std::uint32_t uid, std::string account, std::string qos) {
+    JobRequest r;
+    r.user_name = std::move(user);
+    r.uid = uid;
+    r.account = std::move(account);
+    r.qos = std::move(qos);
+    r.nodes = 1;
+    r.tasks_per_node = 1;
+    Effects fx;
+    return engine_->Submit(r, now_, fx);
+  };
+  absl::StatusOr<JobId> refused = submit("alice", 1000, "physics", "");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find(
+                "alice is not a member of account physics; its members are bob"),
+            std::string_view::npos)
+      << refused.status().message();
+  refused = submit("alice", 1000, "", "urgent");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("QOS urgent is for accounts physics"),
+            std::string_view::npos)
+      << refused.status().message();
+  // bob's default account is the one that lists him; it may use urgent.
+  absl::StatusOr<JobId> bob = submit("bob", 1001, "", "urgent");
+  ASSERT_TRUE(bob.ok()) << bob.status();
+  EXPECT_EQ(engine_->FindJob(*bob)->request.account, "physics");
+  // Root and Operators= charge any account and pick any QOS.
+  EXPECT_TRUE(submit("ops", 1002, "physics", "urgent").ok());
+  EXPECT_TRUE(submit("root", 0, "physics", "urgent").ok());
+  // The partition's AllowQos binds everyone.
+  Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4),
+        [](config::ClusterConfig& config) { config.partitions[0].allow_qos = {"normal"}; });
+  refused = submit("root", 0, "", "urgent");
+  EXPECT_NE(refused.status().message().find("partition all allows QOS normal"),
+            std::string_view::npos)
+      << refused.status().message();
+}
+
+TEST_F(EngineTest, OperatorsActOnEveryJobAndNode) {
+  const JobId id = Submit(1);
+  Effects fx;
+  EXPECT_EQ(engine_->Hold(JobRef{id, -1}, Caller{2000, false}, now_, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(engine_->Hold(JobRef{id, -1}, Caller{2000, true}, now_, fx).ok());
+  EXPECT_EQ(engine_->Drain(0, "maintenance", Caller{2000, false}, fx).message(),
+            "only root and Operators= (in cohort.conf) may drain nodes");
+  EXPECT_TRUE(engine_->Drain(0, "maintenance", Caller{2000, true}, fx).ok());
+  EXPECT_TRUE(engine_->Cancel(id, 0, Caller{2000, true}, now_, fx).ok());
 }
 
 TEST_F(EngineTest, OnlyTheOwnerStartsStepsAndOnlyInARunningJob) {

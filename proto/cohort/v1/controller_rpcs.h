@@ -17,7 +17,7 @@
   X(ListJobs, ListJobsRequest, ListJobsResponse, Job, kNeeded)                    \
   X(ControlJobs, ControlJobsRequest, ControlJobsResponse, Job, kNeeded)           \
   X(UpdateJob, UpdateJobRequest, UpdateJobResponse, Job, kNeeded)                 \
-  X(ExplainJob, ExplainJobRequest, ExplainJobResponse, Job, kUnused)              \
+  X(ExplainJob, ExplainJobRequest, ExplainJobResponse, Job, kNeeded)              \
   X(StartStep, StartStepRequest, StartStepResponse, Job, kNeeded)                 \
   X(SignalStep, SignalStepRequest, SignalStepResponse, Job, kNeeded)              \
   X(JobHistory, JobHistoryRequest, JobHistoryResponse, History, kNeeded)          \
@@ -25,5 +25,5 @@
   X(ListPartitions, ListPartitionsRequest, ListPartitionsResponse, Node, kUnused) \
   X(UpdateNode, UpdateNodeRequest, UpdateNodeResponse, Node, kNeeded)             \
   X(GetTopology, GetTopologyRequest, GetTopologyResponse, Node, kUnused)          \
-  X(GetPriorities, PriorityRequest, PriorityResponse, Priority, kUnused)          \
-  X(GetShares, SharesRequest, SharesResponse, Priority, kUnused)
+  X(GetPriorities, PriorityRequest, PriorityResponse, Priority, kNeeded)          \
+  X(GetShares, SharesRequest, SharesResponse, Priority, kNeeded)

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# bench/auth_latency.sh [BUILD_DIR] [RUNS] [ROUNDS]: what proving who you
+# are costs a command. `cohort submit` wall time (bench/command_latency,
+# spawn to exit) over the controller's Unix socket, over TCP with a MUNGE
+# credential, and over TCP with MUNGE and TLS, in one sitting: ROUNDS rounds
+# (default 3) of RUNS submissions (default 200) per way, the ways taking
+# turns. Two controllers of the demo cluster (one serving TLS), no agent
+# (jobs wait, as on a full cluster), a private munged and a test CA, all in
+# a temporary folder on 127.0.0.1. Prints one line per round and way, then
+# the median of the rounds' p50s per way and their ratios to the socket's.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(cd "${1:-$root/build/default}" && pwd)
+runs=${2:-200}
+rounds=${3:-3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/cohort-auth-bench.XXXXXX")
+chmod 755 "$work"
+pids=()
+stop() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap stop EXIT
+
+mkdir -m 755 "$work/munge" "$work/tls"
+head -c 1024 /dev/urandom >"$work/munge/munge.key"
+chmod 600 "$work/munge/munge.key"
+munged --foreground --key-file="$work/munge/munge.key" --socket="$work/munge/socket" \
+  --pid-file="$work/munge/pid" --log-file="$work/munge/log" --seed-file="$work/munge/seed" \
+  >"$work/munged.out" 2>&1 &
+pids+=($!)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=bench CA" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+  -keyout "$work/tls/ca.key" -out "$work/tls/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=bench" \
+  -keyout "$work/tls/key.pem" -out "$work/tls/csr.pem" 2>/dev/null
+openssl x509 -req -in "$work/tls/csr.pem" -CA "$work/tls/ca.pem" -CAkey "$work/tls/ca.key" \
+  -CAcreateserial -days 1 -extfile <(echo "subjectAltName=IP:127.0.0.1") \
+  -out "$work/tls/cert.pem" 2>/dev/null
+for _ in $(seq 100); do [ -S "$work/munge/socket" ] && break; sleep 0.1; done
+
+# controller NAME [TLS lines]: a controller on a free port; prints the port.
+controller() {
+  local name=$1 tls=${2:-}
+  cat >"$work/$name.conf" <<CONF
+StateDir=$work/$name
+AuthType=munge
+AuthInfo=socket=$work/munge/socket
+$tls
+ControllerAddr=127.0.0.1
+TopologyFile=$root/etc/demo/topology.conf
+Include=$root/etc/demo/cluster.conf
+CONF
+  "$bin/daemons/controller/cohort-controller" -c "$work/$name.conf" --port 0 \
+    --port-file "$work/$name.port" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$work/$name.port" ] && break; sleep 0.1; done
+  [ -s "$work/$name.port" ] || { cat "$work/$name.log" >&2; exit 1; }
+}
+controller plain
+controller tls "TLSCertFile=$work/tls/cert.pem
+TLSKeyFile=$work/tls/key.pem
+TLSCAFile=$work/tls/ca.pem"
+
+ways=(socket tcp-munge tcp-munge-tls)
+declare -A conf=([socket]=plain [tcp-munge]=plain [tcp-munge-tls]=tls)
+declare -A target=(
+  [socket]="unix:$work/plain/cohort.sock"
+  [tcp-munge]="127.0.0.1:$(cat "$work/plain.port")"
+  [tcp-munge-tls]="127.0.0.1:$(cat "$work/tls.port")")
+declare -A p50s=()
+for round in $(seq "$rounds"); do
+  for way in "${ways[@]}"; do
+    result=$(COHORT_CONF="$work/${conf[$way]}.conf" COHORT_CONTROLLER="${target[$way]}" \
+      "$bin/bench/command_latency" "$runs" "$bin/cli/cohort" submit -N 1 -o /dev/null -- true)
+    echo "round $round $way $result"
+    p50s[$way]+="$(sed -n 's/.*"p50_ms": *\([0-9.]*\).*/\1/p' <<<"$result") "
+  done
+done
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+base=$(median <<<"${p50s[socket]}")
+for way in "${ways[@]}"; do
+  m=$(median <<<"${p50s[$way]}")
+  echo "median p50 $way: $m ms ($(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", a / b }') x the socket's)"
+done

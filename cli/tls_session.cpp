@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tls_session.h"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+
+#include <fmt/format.h>
+
+namespace cohort::cli {
+namespace {
+
+std::string ErrorQueue() {
+  std::string text;
+  while (const unsigned long code = ERR_get_error()) {
+    char line[256];
+    ERR_error_string_n(code, line, sizeof(line));
+    if (!text.empty()) text += "; ";
+    text += line;
+  }
+  return text;
+}
+
+bool IsAddress(const std::string& host) {
+  unsigned char bytes[16];
+  return ::inet_pton(AF_INET, host.c_str(), bytes) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), bytes) == 1;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::Start(int fd, const std::string& ca_file,
+                                                              const std::string& host) {
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  if (context == nullptr) return absl::InternalError("TLS: " + ErrorQueue());
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(context)
+                                     : SSL_CTX_load_verify_file(context, ca_file.c_str());
+  if (loaded != 1) {
+    const std::string why = ErrorQueue();
+    SSL_CTX_free(context);
+    return absl::InvalidArgumentError(
+        fmt::format("TLSCAFile={}: cannot read CA certificates from it ({}); name the cluster's CA "
+                    "certificate (PEM)",
+                    ca_file, why));
+  }
+  SSL* ssl = SSL_new(context);
+  std::unique_ptr<TlsSession> session(new TlsSession(context, ssl));
+  SSL_set_fd(ssl, fd);
+  static constexpr unsigned char kAlpn[] = {2, 'h', '2'};
+  SSL_set_alpn_protos(ssl, kAlpn, sizeof(kAlpn));
+  X509_VERIFY_PARAM* check = SSL_get0_param(ssl);
+  if (IsAddress(host)) {
+    X509_VERIFY_PARAM_set1_ip_asc(check, host.c_str());
+  } else {
+    // SSL_set_tlsext_host_name, without the macro's C cast.
+    SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>(host.c_str()));
+    X509_VERIFY_PARAM_set_hostflags(check, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    SSL_set1_host(ssl, host.c_str());
+  }
+  SSL_set_connect_state(ssl);
+  return session;
+}
+
+TlsSession::~TlsSession() {
+  SSL_free(ssl_);
+  SSL_CTX_free(context_);
+}
+
+TlsSession::Step TlsSession::Outcome(int result, std::string_view doing) {
+  Step step;
+  if (result > 0) {
+    step.bytes = result;
+    return step;
+  }
+  switch (SSL_get_error(ssl_, result)) {
+    case SSL_ERROR_WANT_READ:
+      step.wait = POLLIN;
+      return step;
+    case SSL_ERROR_WANT_WRITE:
+      step.wait = POLLOUT;
+      return step;
+    case SSL_ERROR_ZERO_RETURN:
+      return step;  // closed
+    default: {
+      const long verified = SSL_get_verify_result(ssl_);
+      step.error = verified != X509_V_OK
+                       ? fmt::format(
+                             "the controller's certificate was not accepted: {}; check "
+                             "TLSCAFile and that the certificate names the address "
+                             "dialled",
+                             X509_verify_cert_error_string(verified))
+                       : fmt::format("TLS {}: {}", doing, ErrorQueue());
+      if (step.error.ends_with(": ")) step.error += "the connection broke";
+      return step;
+    }
+  }
+}
+
+TlsSession::Step TlsSession::Handshake() { return Outcome(SSL_do_handshake(ssl_), "handshake"); }
+
+TlsSession::Step TlsSession::Write(std::string_view bytes) {
+  return Outcome(SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())), "write");
+}
+
+TlsSession::Step TlsSession::Read(char* into, std::size_t size) {
+  return Outcome(SSL_read(ssl_, into, static_cast<int>(size)), "read");
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+using SSL = struct ssl_st;
+using SSL_CTX = struct ssl_ctx_st;
+
+namespace cohort::cli {
+
+/// The TLS client side of one connection (OpenSSL), on a connected
+/// non-blocking socket the caller owns and polls: the controller's
+/// certificate is verified against the CA file (empty: the system's CAs)
+/// and against the address dialled (its host name, or its IP address), and
+/// ALPN offers h2 as gRPC asks. Each step says what the socket must become
+/// (readable or writable) when it cannot go on yet.
+class TlsSession {
+ public:
+  /// What a step did: `bytes` > 0 moved; 0 and no `wait`: the peer closed;
+  /// `wait` (POLLIN or POLLOUT): poll for it, then step again; `error`: the
+  /// session is broken, saying why.
+  struct Step {
+    ssize_t bytes = 0;
+    short wait = 0;
+    std::string error;
+  };
+
+  /// A session for `fd` to `host` (a name, or an IPv4/IPv6 address).
+  /// InvalidArgument when the CA file cannot be read.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TlsSession>> Start(int fd,
+                                                                         const std::string& ca_file,
+                                                                         const std::string& host);
+  ~TlsSession();
+  TlsSession(const TlsSession&) = delete;
+  TlsSession& operator=(const TlsSession&) = delete;
+
+  /// The handshake; `bytes` is 1 once it is done.
+  [[nodiscard]] Step Handshake();
+  [[nodiscard]] Step Write(std::string_view bytes);
+  [[nodiscard]] Step Read(char* into, std::size_t size);
+
+ private:
+  TlsSession(SSL_CTX* context, SSL* ssl) : context_(context), ssl_(ssl) {}
+  [[nodiscard]] Step Outcome(int result, std::string_view doing);
+
+  SSL_CTX* context_ = nullptr;
+  SSL* ssl_ = nullptr;
+};
+
+}  // namespace cohort::cli
