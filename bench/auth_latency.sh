@@ -9,6 +9,8 @@
 # (jobs wait, as on a full cluster), a private munged and a test CA, all in
 # a temporary folder on 127.0.0.1. Prints one line per round and way, then
 # the median of the rounds' p50s per way and their ratios to the socket's.
+# OTHER_COHORT=PATH adds another build of `cohort` (an older commit's, say)
+# to each round, every way, for an A/B in the same sitting.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/default}" && pwd)
@@ -71,17 +73,24 @@ declare -A target=(
   [tcp-munge]="127.0.0.1:$(cat "$work/plain.port")"
   [tcp-munge-tls]="127.0.0.1:$(cat "$work/tls.port")")
 declare -A p50s=()
+clis=("$bin/cli/cohort")
+[ -n "${OTHER_COHORT:-}" ] && clis+=("$OTHER_COHORT")
 for round in $(seq "$rounds"); do
   for way in "${ways[@]}"; do
-    result=$(COHORT_CONF="$work/${conf[$way]}.conf" COHORT_CONTROLLER="${target[$way]}" \
-      "$bin/bench/command_latency" "$runs" "$bin/cli/cohort" submit -N 1 -o /dev/null -- true)
-    echo "round $round $way $result"
-    p50s[$way]+="$(sed -n 's/.*"p50_ms": *\([0-9.]*\).*/\1/p' <<<"$result") "
+    for cli in "${clis[@]}"; do
+      key="$way $cli"
+      result=$(COHORT_CONF="$work/${conf[$way]}.conf" COHORT_CONTROLLER="${target[$way]}" \
+        "$bin/bench/command_latency" "$runs" "$cli" submit -N 1 -o /dev/null -- true)
+      echo "round $round $key $result"
+      p50s[$key]+="$(sed -n 's/.*"p50_ms": *\([0-9.]*\).*/\1/p' <<<"$result") "
+    done
   done
 done
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-base=$(median <<<"${p50s[socket]}")
+base=$(median <<<"${p50s[socket ${clis[0]}]}")
 for way in "${ways[@]}"; do
-  m=$(median <<<"${p50s[$way]}")
-  echo "median p50 $way: $m ms ($(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", a / b }') x the socket's)"
+  for cli in "${clis[@]}"; do
+    m=$(median <<<"${p50s[$way $cli]}")
+    echo "median p50 $way $cli: $m ms ($(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", a / b }') x the socket's)"
+  done
 done

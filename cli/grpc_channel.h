@@ -17,7 +17,8 @@
 #include <google/protobuf/message_lite.h>
 
 #include "absl/status/status.h"
-#include "hpack.h"
+#include "grpc_call.h"
+#include "http2_session.h"
 #include "resolver.h"
 #include "tls_session.h"
 
@@ -42,8 +43,9 @@ class CallCanceller {
   std::atomic<bool> cancelled_{false};
 };
 
-/// gRPC calls over one HTTP/2 connection (RFC 9113, gRPC's PROTOCOL-HTTP2),
-/// made on the caller's thread: no threads of its own, no plugins. A command
+/// gRPC calls over one HTTP/2 connection (RFC 9113 by libnghttp2; gRPC's
+/// PROTOCOL-HTTP2 by GrpcCall), made on the caller's thread: no threads of
+/// its own, no plugins. A command
 /// makes one or two calls and exits, and gRPC's C++ stack would spend most
 /// of such a command starting up (its threads, its channel, the static
 /// initialisers of gRPC, OpenSSL and the full protobuf runtime); this is the
@@ -58,8 +60,9 @@ class CallCanceller {
 /// tried in turn). The connection opens on the first call and is kept for
 /// the next ones; calls are serialized. A call refused before the server
 /// began it (GOAWAY below its stream, REFUSED_STREAM) is made once more on
-/// a new connection, as gRPC does. Responses may be of any size: the
-/// receive windows are opened to the maximum at once.
+/// a new connection, as gRPC does. The receive windows are opened to the
+/// maximum at once; a header block over 256 KiB or a message over 256 MiB
+/// fails the call.
 class GrpcChannel {
  public:
   using Metadata = std::vector<std::pair<std::string, std::string>>;
@@ -117,26 +120,26 @@ class GrpcChannel {
   Step ReadSome(char* into, std::size_t size);
   absl::Status StartTls(Deadline deadline);
 
-  struct Exchange;
-  enum class Outcome { kDone, kRetry };
+  /// How one attempt of a call ended: done (with the call's status, or
+  /// the connection's failure), or to be made again; and whether the
+  /// connection may carry another call.
+  enum class Outcome : std::uint8_t { kDone, kRetry };
+  struct Attempt {
+    Outcome outcome = Outcome::kDone;
+    bool drop_connection = false;
+  };
 
   absl::Status Perform(std::string_view method, const google::protobuf::MessageLite& request,
                        const Metadata& metadata, Deadline deadline, const MessageSink& sink,
                        const CallCanceller* canceller);
+  Attempt Run(GrpcCall& call, const Http2Session::Headers& headers, Deadline deadline);
   absl::Status Connect(const Endpoint& endpoint, Deadline deadline);
   absl::Status Open(Deadline deadline);
   void Close();
-  Outcome Run(Exchange& exchange);
   absl::Status Wait(short events, Deadline deadline) const;
   absl::Status Send(std::string_view bytes, Deadline deadline);
-  absl::Status SendPending(Exchange& exchange);
-  /// Appends to `frames` the DATA of the request that the windows allow.
-  void QueueData(Exchange& exchange, std::string& frames);
-  absl::Status ReadFrame(Deadline deadline);
-  absl::Status HandleFrame(Exchange& exchange);
-  absl::Status HandleData(Exchange& exchange, std::string_view payload);
-  absl::Status HandleSettings(Exchange& exchange, std::string_view payload);
-  absl::Status FinishHeaders(Exchange& exchange);
+  absl::Status Flush(Deadline deadline);
+  absl::Status Receive(Deadline deadline);
   std::string Describe() const;
 
   std::mutex mutex_;
@@ -150,21 +153,11 @@ class GrpcChannel {
 
   int fd_ = -1;
   std::unique_ptr<TlsSession> session_;  ///< the connection's TLS, when on
-  std::string greeting_;  ///< a new connection's preface and settings, sent with its first call
-  std::uint32_t next_stream_ = 1;
-  hpack::Decoder decoder_;
-  std::int64_t connection_window_ = 0;  ///< what the server still accepts on the connection
-  std::int64_t initial_stream_window_ = 0;
-  std::uint32_t max_frame_size_ = 0;
-  std::int64_t connection_received_ = 0;  ///< DATA bytes since the connection window was refilled
-  bool going_away_ = false;               ///< the server sent GOAWAY: no new calls on it
-
-  std::string input_;  ///< bytes read and not yet consumed
-  std::size_t input_start_ = 0;
-  std::uint8_t frame_type_ = 0;  ///< the frame ReadFrame returned
-  std::uint8_t frame_flags_ = 0;
-  std::uint32_t frame_stream_ = 0;
-  std::string_view frame_payload_;
+  std::unique_ptr<Http2Session> http2_;  ///< the connection's HTTP/2 state
+  /// Room for one read, never filled first: a page is touched only when a
+  /// read writes to it (zeroing 256 KiB cost a command 64 page faults).
+  std::unique_ptr<char[]> input_;
+  absl::Status call_failure_;  ///< the connection failed the call in progress
 };
 
 }  // namespace cohort::cli

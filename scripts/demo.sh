@@ -19,7 +19,9 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cohort() { echo "\$ cohort $*" >&2; "$bin/cli/cohort" "$@"; }
 
 # Users and agents prove who they are with MUNGE credentials, as on a real
-# cluster: a munged of the demo's own (key and socket in the folder).
+# cluster: a munged of the demo's own (key and socket in the folder, which
+# munged wants every user able to reach).
+chmod 755 "$work"
 mkdir -m 755 "$work/munge"
 head -c 1024 /dev/urandom >"$work/munge/munge.key"
 chmod 600 "$work/munge/munge.key"
@@ -28,6 +30,7 @@ munged --foreground --key-file="$work/munge/munge.key" --socket="$work/munge/mun
   --seed-file="$work/munge/munged.seed" >"$work/munged.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -S "$work/munge/munge.socket" ] && break; sleep 0.1; done
+[ -S "$work/munge/munge.socket" ] || { cat "$work/munged.out"; exit 1; }
 # TLS on the TCP port: a cluster CA and the controller's certificate for
 # 127.0.0.1 (docs/operations.md#tls).
 mkdir "$work/tls"

@@ -16,6 +16,8 @@ packages=(
   libmunge-dev munge
   # TLS: the CLI's client (static libssl) and the openssl tool that makes certificates
   libssl-dev openssl
+  # HTTP/2 for the CLI (its static archive)
+  libnghttp2-dev
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
 )

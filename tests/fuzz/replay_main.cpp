@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     }
   }
   if (corpus.empty()) {
-    std::fprintf(stderr, "parser_fuzz_replay: empty corpus\n");
+    std::fprintf(stderr, "%s: empty corpus\n", argv[0]);
     return 1;
   }
   for (const std::string& input : corpus) {
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     }
     Run(input);
   }
-  std::printf("parser_fuzz_replay: %zu corpus inputs x 4 parsers and %ld mutations ran clean\n",
+  std::printf("%s: %zu corpus inputs (x 4 first bytes) and %ld mutations ran clean\n", argv[0],
               corpus.size(), mutations);
   return 0;
 }
