@@ -10,7 +10,10 @@
 # a temporary folder on 127.0.0.1. Prints one line per round and way, then
 # the median of the rounds' p50s per way and their ratios to the socket's.
 # OTHER_COHORT=PATH adds another build of `cohort` (an older commit's, say)
-# to each round, every way, for an A/B in the same sitting.
+# to each round, every way, for an A/B in the same sitting. KEYED_BUILD=DIR,
+# the build folder of a commit from before MUNGE (eb87af4, where a TCP
+# caller showed the cluster key), adds that build's controller and CLI over
+# keyed plain TCP and over its socket: what proving who you are cost before.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/default}" && pwd)
@@ -67,17 +70,39 @@ TLSKeyFile=$work/tls/key.pem
 TLSCAFile=$work/tls/ca.pem"
 
 ways=(socket tcp-munge tcp-munge-tls)
-declare -A conf=([socket]=plain [tcp-munge]=plain [tcp-munge-tls]=tls)
+if [ -n "${KEYED_BUILD:-}" ]; then
+  head -c 32 /dev/urandom | base64 >"$work/key"
+  chmod 600 "$work/key"
+  cat >"$work/keyed.conf" <<CONF
+StateDir=$work/keyed
+AuthKeyFile=$work/key
+ControllerAddr=127.0.0.1
+TopologyFile=$root/etc/demo/topology.conf
+Include=$root/etc/demo/cluster.conf
+CONF
+  "$KEYED_BUILD/daemons/controller/cohort-controller" -c "$work/keyed.conf" --port 0 \
+    --port-file "$work/keyed.port" >"$work/keyed.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$work/keyed.port" ] && break; sleep 0.1; done
+  [ -s "$work/keyed.port" ] || { cat "$work/keyed.log" >&2; exit 1; }
+  ways+=(keyed-socket keyed-tcp)
+fi
+declare -A conf=([socket]=plain [tcp-munge]=plain [tcp-munge-tls]=tls [keyed-socket]=keyed
+  [keyed-tcp]=keyed)
 declare -A target=(
   [socket]="unix:$work/plain/cohort.sock"
   [tcp-munge]="127.0.0.1:$(cat "$work/plain.port")"
-  [tcp-munge-tls]="127.0.0.1:$(cat "$work/tls.port")")
+  [tcp-munge-tls]="127.0.0.1:$(cat "$work/tls.port")"
+  [keyed-socket]="unix:$work/keyed/cohort.sock"
+  [keyed-tcp]="127.0.0.1:$(cat "$work/keyed.port" 2>/dev/null)")
 declare -A p50s=()
 clis=("$bin/cli/cohort")
 [ -n "${OTHER_COHORT:-}" ] && clis+=("$OTHER_COHORT")
 for round in $(seq "$rounds"); do
   for way in "${ways[@]}"; do
-    for cli in "${clis[@]}"; do
+    way_clis=("${clis[@]}")
+    [[ $way == keyed-* ]] && way_clis=("$KEYED_BUILD/cli/cohort")
+    for cli in "${way_clis[@]}"; do
       key="$way $cli"
       result=$(COHORT_CONF="$work/${conf[$way]}.conf" COHORT_CONTROLLER="${target[$way]}" \
         "$bin/bench/command_latency" "$runs" "$cli" submit -N 1 -o /dev/null -- true)
@@ -89,7 +114,9 @@ done
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 base=$(median <<<"${p50s[socket ${clis[0]}]}")
 for way in "${ways[@]}"; do
-  for cli in "${clis[@]}"; do
+  way_clis=("${clis[@]}")
+  [[ $way == keyed-* ]] && way_clis=("$KEYED_BUILD/cli/cohort")
+  for cli in "${way_clis[@]}"; do
     m=$(median <<<"${p50s[$way $cli]}")
     echo "median p50 $way $cli: $m ms ($(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", a / b }') x the socket's)"
   done

@@ -33,8 +33,8 @@ Reply<Response> Finisher(grpc::ServerUnaryReactor* reactor, Response* response) 
 // WatchJob's stream: events queue here and go out one write at a time.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent>, public JobWatcher {
  public:
-  WatchReactor(Controller& controller, std::int64_t job) : controller_(controller) {
-    controller_.Watch(job, this, [this](absl::StatusOr<bool> found) {
+  WatchReactor(Controller& controller, std::int64_t job, Identity who) : controller_(controller) {
+    controller_.Watch(job, std::move(who), this, [this](absl::StatusOr<bool> found) {
       if (!found.ok()) FinishOnce(ToGrpc(found.status()));
     });
   }
@@ -131,8 +131,8 @@ COHORT_CONTROLLER_RPCS(COHORT_CLIENT_SERVICE_DEFINE_RPC)
 #undef COHORT_CLIENT_SERVICE_DEFINE_RPC
 
 grpc::ServerWriteReactor<v1::JobEvent>* ClientService::WatchJob(
-    grpc::CallbackServerContext* /*context*/, const v1::WatchJobRequest* request) {
-  return new WatchReactor(controller_, request->job_id());
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  return new WatchReactor(controller_, request->job_id(), Identify(*context));
 }
 
 }  // namespace cohort::controller

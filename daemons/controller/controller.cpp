@@ -253,12 +253,17 @@ void Controller::Notify(JobId id) {
   }
 }
 
-void Controller::Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply) {
-  boost::asio::post(io_, [this, id, watcher, reply = std::move(reply)]() mutable {
+void Controller::Watch(std::int64_t id, Identity who, JobWatcher* watcher, Reply<bool> reply) {
+  boost::asio::post(io_, [this, id, who = std::move(who), watcher,
+                          reply = std::move(reply)]() mutable {
     const Job* job = state_.engine.FindJob(id);
     if (job == nullptr) {
       outbox_.Respond<bool>(std::move(reply), absl::NotFoundError(fmt::format(
                                                   "job {} not found; see cohort queue", id)));
+      return;
+    }
+    if (!MaySeeJob(who, job->request.uid, state_.config.private_data)) {
+      outbox_.Respond<bool>(std::move(reply), HiddenJob(id));
       return;
     }
     v1::JobEvent event;

@@ -84,8 +84,9 @@ class Controller final : private EffectSink {
 #undef COHORT_CONTROLLER_DECLARE_RPC
 
   /// Registers `watcher` for job `id`; it gets the job now and each change.
-  /// NotFound through `reply` when there is no such job.
-  void Watch(std::int64_t id, JobWatcher* watcher, Reply<bool> reply);
+  /// NotFound through `reply` when there is no such job; PermissionDenied
+  /// when PrivateData=jobs hides it from `who`.
+  void Watch(std::int64_t id, Identity who, JobWatcher* watcher, Reply<bool> reply);
   /// Forgets `watcher`, then runs `after` on the state thread (to delete it).
   void Unwatch(JobWatcher* watcher, std::function<void()> after);
 
