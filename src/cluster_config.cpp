@@ -56,6 +56,15 @@ class Parser {
       diagnostics_.Error({}, "TLSCertFile and TLSKeyFile go together",
                          "give both (the controller's certificate and its key), or neither");
     }
+    if (config.agent_cert_file.empty() != config.agent_key_file.empty()) {
+      diagnostics_.Error({}, "AgentCertFile and AgentKeyFile go together",
+                         "give both (an agent's certificate and its key), or neither");
+    } else if (!config.agent_cert_file.empty() &&
+               (config.tls_cert_file.empty() || config.tls_ca_file.empty())) {
+      diagnostics_.Error({}, "AgentCertFile needs TLS with a cluster CA",
+                         "set TLSCertFile, TLSKeyFile and TLSCAFile (the CA that signed the "
+                         "agents' certificates)");
+    }
     if (config.nodes.empty()) {
       diagnostics_.Error({}, "no nodes are defined",
                          "add a line such as NodeName=gpu[001-004] CPUs=64 Gpus=8 MemoryMB=512000");

@@ -64,6 +64,8 @@ constexpr auto
                     {"TLSCertFile", &SetPath<&C::tls_cert_file>},
                     {"TLSKeyFile", &SetPath<&C::tls_key_file>},
                     {"TLSCAFile", &SetPath<&C::tls_ca_file>},
+                    {"AgentCertFile", &SetPath<&C::agent_cert_file>},
+                    {"AgentKeyFile", &SetPath<&C::agent_key_file>},
                     {"TopologyFile",
                      [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
                        line.target.topology_file = ResolvePath(line.file, word.value);

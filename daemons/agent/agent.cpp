@@ -80,6 +80,8 @@ absl::Status Agent::Start() {
   if (settings_.tls && !settings_.controller_target.starts_with("unix:")) {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = settings_.tls_ca_pem;
+    tls.pem_cert_chain = settings_.agent_cert_pem;
+    tls.pem_private_key = settings_.agent_key_pem;
     credentials = grpc::SslCredentials(tls);
   }
   channel_ = grpc::CreateCustomChannel(settings_.controller_target, credentials, arguments);

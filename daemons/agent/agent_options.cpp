@@ -297,6 +297,14 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
     if (!ca.ok()) return ca.status();
     settings.tls_ca_pem = *std::move(ca);
   }
+  if (settings.tls && !config->agent_cert_file.empty()) {
+    absl::StatusOr<std::string> cert = shell::ReadPem(config->agent_cert_file, "AgentCertFile");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = shell::ReadPem(config->agent_key_file, "AgentKeyFile");
+    if (!key.ok()) return key.status();
+    settings.agent_cert_pem = *std::move(cert);
+    settings.agent_key_pem = *std::move(key);
+  }
   settings.munge_socket = config->munge_socket;
   settings.auth_type = config->auth_type;
   if (settings.auth_type == config::AuthType::kAuto) {
@@ -305,7 +313,8 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
             ? config::AuthType::kMunge
             : config::AuthType::kNone;
   }
-  if (settings.auth_type == config::AuthType::kNone) {
+  // An agent with a client certificate proves itself by it: no key.
+  if (settings.auth_type == config::AuthType::kNone && settings.agent_cert_pem.empty()) {
     const bool key_from_flag = !options.auth_key_file.empty();
     const std::string key_path = key_from_flag ? options.auth_key_file : config->auth_key_file;
     absl::StatusOr<std::string> key = ReadAuthKey(

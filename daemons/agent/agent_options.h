@@ -57,6 +57,8 @@ struct AgentSettings {
   std::string auth_key;           ///< AuthType=none: the key file's text, whitespace trimmed
   bool tls = false;               ///< the controller serves TLS (TLSCertFile is set)
   std::string tls_ca_pem;         ///< TLSCAFile's certificates; empty: the system's CAs
+  std::string agent_cert_pem;     ///< AgentCertFile: a client certificate; empty: none
+  std::string agent_key_pem;      ///< AgentKeyFile
   std::string cluster_name;       ///< the config's ClusterName; "cohort" without one
   std::string spool_dir;          ///< where batch scripts are written
   NodeMode mode = NodeMode::kReal;

@@ -12,8 +12,12 @@ namespace {
 class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>,
                            public AgentLink {
  public:
-  AgentSession(Controller& controller, const Authenticator& authenticator, std::string peer_host)
-      : controller_(controller), authenticator_(authenticator), peer_host_(std::move(peer_host)) {
+  AgentSession(Controller& controller, const Authenticator& authenticator, std::string peer_host,
+               std::vector<std::string> certificate_names)
+      : controller_(controller),
+        authenticator_(authenticator),
+        peer_host_(std::move(peer_host)),
+        certificate_names_(std::move(certificate_names)) {
     StartRead(&incoming_);
   }
 
@@ -23,7 +27,9 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
       return;
     }
     if (incoming_.has_register_()) {
-      if (absl::Status refused = authenticator_.VerifyAgent(incoming_.register_()); !refused.ok()) {
+      if (absl::Status refused =
+              authenticator_.VerifyAgent(incoming_.register_(), certificate_names_);
+          !refused.ok()) {
         Log("controller")
             ->warn("agent_refused node={} peer={} reason={:?}", incoming_.register_().node_name(),
                    peer_host_, std::string(refused.message()));
@@ -84,6 +90,7 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   Controller& controller_;
   const Authenticator& authenticator_;
   const std::string peer_host_;
+  const std::vector<std::string> certificate_names_;  ///< of a verified client certificate
   v1::AgentMessage incoming_;
   std::mutex mutex_;  ///< guards this stream's write queue, not scheduler state
   std::deque<v1::ControllerMessage> queue_;
@@ -114,7 +121,17 @@ std::string PeerHostOf(const std::string& peer) {
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentGatewayService::Connect(
     grpc::CallbackServerContext* context) {
-  return new AgentSession(controller_, authenticator_, PeerHostOf(context->peer()));
+  // A client certificate the TLS handshake verified against TLSCAFile: its
+  // DNS names are the nodes its agent may register.
+  std::vector<std::string> names;
+  if (const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+      auth != nullptr && auth->IsPeerAuthenticated()) {
+    for (const grpc::string_ref& name : auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
+      names.emplace_back(name.data(), name.size());
+    }
+  }
+  return new AgentSession(controller_, authenticator_, PeerHostOf(context->peer()),
+                          std::move(names));
 }
 
 }  // namespace cohort::controller

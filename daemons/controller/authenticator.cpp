@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cluster_files.h"
@@ -129,7 +130,18 @@ Identity Authenticator::OverTcp(std::string_view credential) const {
   return Named(decoded->uid, Identity::Trust::kMunge);
 }
 
-absl::Status Authenticator::VerifyAgent(const v1::Register& message) const {
+absl::Status Authenticator::VerifyAgent(const v1::Register& message,
+                                        const std::vector<std::string>& certificate_names) const {
+  if (std::find(certificate_names.begin(), certificate_names.end(), message.node_name()) !=
+      certificate_names.end()) {
+    return absl::OkStatus();
+  }
+  if (!certificate_names.empty() && message.credential().empty() && message.auth_key().empty()) {
+    return absl::PermissionDeniedError(
+        fmt::format("the agent's certificate names {}, not node {}; put the node's name in the "
+                    "certificate's subjectAltName (DNS:{})",
+                    fmt::join(certificate_names, ","), message.node_name(), message.node_name()));
+  }
   if (type_ == config::AuthType::kNone) {
     if (!auth_key_.empty() && SameKey(message.auth_key(), auth_key_)) return absl::OkStatus();
     return absl::PermissionDeniedError(

@@ -34,11 +34,14 @@ class Authenticator {
   /// metadata; empty: none): the credential's uid, or anonymous with the
   /// reason when it is missing, refused or not a client's.
   [[nodiscard]] Identity OverTcp(std::string_view credential) const;
-  /// An agent's registration: OK when its credential is root's or
-  /// CohortUser's and was made for the node it registers (or, with
-  /// AuthType=none, when it shows the cluster key). PermissionDenied saying
-  /// what to fix otherwise.
-  [[nodiscard]] absl::Status VerifyAgent(const v1::Register& message) const;
+  /// An agent's registration: OK when the TLS client certificate it
+  /// connected with (signed by TLSCAFile's CA: `certificate_names`, its DNS
+  /// names) names the node it registers, or when its credential is root's
+  /// or CohortUser's and was made for that node (or, with AuthType=none,
+  /// when it shows the cluster key). PermissionDenied saying what to fix
+  /// otherwise.
+  [[nodiscard]] absl::Status VerifyAgent(const v1::Register& message,
+                                         const std::vector<std::string>& certificate_names) const;
 
  private:
   Authenticator() = default;

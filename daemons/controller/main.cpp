@@ -150,7 +150,17 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
   if (!cert.ok()) return cert.status();
   if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions options;
+  // With the cluster's CA, a client may show a certificate it signed (an
+  // agent's, naming its nodes); one that shows none (a user's command)
+  // proves itself by MUNGE as over plain TCP.
+  grpc::SslServerCredentialsOptions options(config.tls_ca_file.empty()
+                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!config.tls_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = cohort::shell::ReadPem(config.tls_ca_file, "TLSCAFile");
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *std::move(ca);
+  }
   options.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
   spdlog::info("tls_on {}", report.summary);
   return grpc::SslServerCredentials(options);

@@ -160,6 +160,11 @@ struct ClusterConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_ca_file;
+  /// AgentCertFile=, AgentKeyFile=: an agent's client certificate (signed
+  /// by TLSCAFile's CA, naming its nodes as DNS names) and key; with them an
+  /// agent proves itself by TLS instead of a MUNGE credential.
+  std::string agent_cert_file;
+  std::string agent_key_file;
   [[nodiscard]] bool TlsOn() const { return !tls_cert_file.empty(); }
   std::string topology_file;  ///< resolved against the config's folder; empty: none
   std::chrono::seconds node_timeout{300};
