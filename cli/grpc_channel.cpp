@@ -344,8 +344,11 @@ GrpcChannel::Attempt GrpcChannel::Run(GrpcCall& call, const Http2Session::Header
   }
   // A call its reader abandoned leaves the server sending on its stream; a
   // connection the server is closing takes no new call.
+  // So does a connection whose stream is still open on this side (the
+  // server answered before reading the whole request): the session still
+  // refers to `call`, which is about to go.
   return Attempt{call.Refused() ? Outcome::kRetry : Outcome::kDone,
-                 call.Abandoned() || http2_->GoingAway()};
+                 call.Abandoned() || http2_->GoingAway() || http2_->StreamOpen(*stream)};
 }
 
 absl::Status GrpcChannel::Perform(std::string_view method,

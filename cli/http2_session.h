@@ -70,6 +70,9 @@ class Http2Session {
   [[nodiscard]] absl::Status Ended() const;
   /// The server sent GOAWAY: no new stream goes on this connection.
   [[nodiscard]] bool GoingAway() const { return going_away_; }
+  /// Whether `stream` is still open on this side: its Http2Stream is still
+  /// referred to (a server that answered before reading the whole request).
+  [[nodiscard]] bool StreamOpen(std::int32_t stream) const { return streams_.contains(stream); }
 
  private:
   Http2Session();
