@@ -6,6 +6,7 @@
 #include "grpc_channel.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -250,6 +251,47 @@ TEST(GrpcChannelTest, AStreamHandsOverEachMessageWhereverTheFramesCutIt) {
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(ids, (std::vector<std::int64_t>{7, 8}));
   EXPECT_EQ(name_length, 300u);
+}
+
+TEST(GrpcChannelTest, AnAnswerBeforeTheWholeRequestLeavesTheConnection) {
+  // The server refuses each call from its headers, before the 1 MiB
+  // request is in: the stream stays half-open on the client's side, so the
+  // next call goes on a connection of its own.
+  Listener listener;
+  int connections = 0;
+  std::thread server([&] {
+    HeaderEncoder encoder;
+    const std::string refusal =
+        encoder.Block({{":status", "200"}, {"grpc-status", "3"}, {"grpc-message", "too%20big"}});
+    std::vector<int> open;
+    for (int call = 0; call < 2; ++call) {
+      // A client that keeps its first connection never dials again.
+      pollfd waiting{.fd = listener.fd(), .events = POLLIN, .revents = 0};
+      if (::poll(&waiting, 1, 6000) != 1) break;
+      const int connection = ::accept(listener.fd(), nullptr, nullptr);
+      ++connections;
+      char buffer[4096];
+      (void)::read(connection, buffer, sizeof(buffer));  // the preface, the headers
+      const std::string out = Frame(4, 0, 0, "") + Frame(1, 5, 1, refusal);
+      (void)::write(connection, out.data(), out.size());
+      open.push_back(connection);
+    }
+    for (const int connection : open) ::close(connection);
+  });
+  std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(listener.Target());
+  v1::SubmitJobRequest request;
+  request.mutable_spec()->set_script(std::string(1 << 20, '#'));
+  v1::SubmitJobResponse response;
+  for (int call = 0; call < 2; ++call) {
+    const absl::Status status =
+        channel->Call("/cohort.v1.Controller/SubmitJob", request, response, {},
+                      std::chrono::system_clock::now() + milliseconds(5000));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_EQ(status.message(), "too big");
+  }
+  channel.reset();
+  server.join();
+  EXPECT_EQ(connections, 2);
 }
 
 TEST(GrpcChannelTest, AStreamCancelledFromAnotherThreadEndsCancelled) {
