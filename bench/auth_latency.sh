@@ -46,26 +46,28 @@ openssl x509 -req -in "$work/tls/csr.pem" -CA "$work/tls/ca.pem" -CAkey "$work/t
   -out "$work/tls/cert.pem" 2>/dev/null
 for _ in $(seq 100); do [ -S "$work/munge/socket" ] && break; sleep 0.1; done
 
-# controller NAME [TLS lines]: a controller on a free port; prints the port.
+# controller NAME BUILD AUTH_LINES: BUILD's controller on a free port, with
+# the demo cluster and AUTH_LINES; its port in $work/NAME.port.
 controller() {
-  local name=$1 tls=${2:-}
+  local name=$1 build=$2 auth=$3
   cat >"$work/$name.conf" <<CONF
 StateDir=$work/$name
-AuthType=munge
-AuthInfo=socket=$work/munge/socket
-$tls
+$auth
 ControllerAddr=127.0.0.1
 TopologyFile=$root/etc/demo/topology.conf
 Include=$root/etc/demo/cluster.conf
 CONF
-  "$bin/daemons/controller/cohort-controller" -c "$work/$name.conf" --port 0 \
+  "$build/daemons/controller/cohort-controller" -c "$work/$name.conf" --port 0 \
     --port-file "$work/$name.port" >"$work/$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do [ -s "$work/$name.port" ] && break; sleep 0.1; done
   [ -s "$work/$name.port" ] || { cat "$work/$name.log" >&2; exit 1; }
 }
-controller plain
-controller tls "TLSCertFile=$work/tls/cert.pem
+munge="AuthType=munge
+AuthInfo=socket=$work/munge/socket"
+controller plain "$bin" "$munge"
+controller tls "$bin" "$munge
+TLSCertFile=$work/tls/cert.pem
 TLSKeyFile=$work/tls/key.pem
 TLSCAFile=$work/tls/ca.pem"
 
@@ -73,18 +75,7 @@ ways=(socket tcp-munge tcp-munge-tls)
 if [ -n "${KEYED_BUILD:-}" ]; then
   head -c 32 /dev/urandom | base64 >"$work/key"
   chmod 600 "$work/key"
-  cat >"$work/keyed.conf" <<CONF
-StateDir=$work/keyed
-AuthKeyFile=$work/key
-ControllerAddr=127.0.0.1
-TopologyFile=$root/etc/demo/topology.conf
-Include=$root/etc/demo/cluster.conf
-CONF
-  "$KEYED_BUILD/daemons/controller/cohort-controller" -c "$work/keyed.conf" --port 0 \
-    --port-file "$work/keyed.port" >"$work/keyed.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s "$work/keyed.port" ] && break; sleep 0.1; done
-  [ -s "$work/keyed.port" ] || { cat "$work/keyed.log" >&2; exit 1; }
+  controller keyed "$KEYED_BUILD" "AuthKeyFile=$work/key"
   ways+=(keyed-socket keyed-tcp)
 fi
 declare -A conf=([socket]=plain [tcp-munge]=plain [tcp-munge-tls]=tls [keyed-socket]=keyed
