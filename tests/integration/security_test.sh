@@ -219,13 +219,16 @@ if grep -q "^TLSCAFile=" "$WORK/cohort.conf"; then
   }
   cert_conf agents
   cert_conf stray
+  registrations=$(grep -c "agent_registered" "$WORK/controller.log")
   kill -9 "$AGENT_PID"
   wait "$AGENT_PID" 2>/dev/null
   "$BIN/daemons/agent/cohort-agent" -c "$WORK/agents.conf" --controller "127.0.0.1:$port" \
     --emulate 16 --nodes 'node[01-16]' --spool "$WORK/spool" >>"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")
-  registered_by_cert() { [ "$(grep -c "agent_registered" "$WORK/controller.log")" -ge 32 ]; }
+  registered_by_cert() {
+    [ "$(grep -c "agent_registered" "$WORK/controller.log")" -ge $((registrations + 16)) ]
+  }
   wait_until 30 registered_by_cert || fail "the agent with a certificate did not register its nodes"
   wait_until 30 all_nodes_up || fail "nodes are not up after the agent came back with a certificate"
   state_is "$root_job" RUNNING || fail "root's job did not survive the agent's return"
