@@ -29,22 +29,10 @@ stop() {
 }
 trap stop EXIT
 
-mkdir -m 755 "$work/munge" "$work/tls"
-head -c 1024 /dev/urandom >"$work/munge/munge.key"
-chmod 600 "$work/munge/munge.key"
-munged --foreground --key-file="$work/munge/munge.key" --socket="$work/munge/socket" \
-  --pid-file="$work/munge/pid" --log-file="$work/munge/log" --seed-file="$work/munge/seed" \
-  >"$work/munged.out" 2>&1 &
-pids+=($!)
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=bench CA" \
-  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-  -keyout "$work/tls/ca.key" -out "$work/tls/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=bench" \
-  -keyout "$work/tls/key.pem" -out "$work/tls/csr.pem" 2>/dev/null
-openssl x509 -req -in "$work/tls/csr.pem" -CA "$work/tls/ca.pem" -CAkey "$work/tls/ca.key" \
-  -CAcreateserial -days 1 -extfile <(echo "subjectAltName=IP:127.0.0.1") \
-  -out "$work/tls/cert.pem" 2>/dev/null
-for _ in $(seq 100); do [ -S "$work/munge/socket" ] && break; sleep 0.1; done
+source "$root/scripts/local_credentials.sh"
+start_munged "$work/munge"
+pids+=("$MUNGED_PID")
+make_ca "$work/tls" "bench CA" && sign_certificate "$work/tls" controller "IP:127.0.0.1"
 
 # controller NAME BUILD AUTH_LINES: BUILD's controller on a free port, with
 # the demo cluster and AUTH_LINES; its port in $work/NAME.port.
@@ -64,11 +52,11 @@ CONF
   [ -s "$work/$name.port" ] || { cat "$work/$name.log" >&2; exit 1; }
 }
 munge="AuthType=munge
-AuthInfo=socket=$work/munge/socket"
+AuthInfo=socket=$work/munge/munge.socket"
 controller plain "$bin" "$munge"
 controller tls "$bin" "$munge
-TLSCertFile=$work/tls/cert.pem
-TLSKeyFile=$work/tls/key.pem
+TLSCertFile=$work/tls/controller.pem
+TLSKeyFile=$work/tls/controller.key
 TLSCAFile=$work/tls/ca.pem"
 
 ways=(socket tcp-munge tcp-munge-tls)

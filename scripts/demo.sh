@@ -19,31 +19,15 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cohort() { echo "\$ cohort $*" >&2; "$bin/cli/cohort" "$@"; }
 
 # Users and agents prove who they are with MUNGE credentials, as on a real
-# cluster: a munged of the demo's own (key and socket in the folder, which
-# munged wants every user able to reach).
+# cluster, and the controller's TCP port speaks TLS: a munged and a CA of the
+# demo's own, in its folder (docs/operations.md#security).
+source "$root/scripts/local_credentials.sh"
 chmod 755 "$work"
-mkdir -m 755 "$work/munge"
-head -c 1024 /dev/urandom >"$work/munge/munge.key"
-chmod 600 "$work/munge/munge.key"
-munged --foreground --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
-  --pid-file="$work/munge/munged.pid" --log-file="$work/munge/munged.log" \
-  --seed-file="$work/munge/munged.seed" >"$work/munged.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do [ -S "$work/munge/munge.socket" ] && break; sleep 0.1; done
-[ -S "$work/munge/munge.socket" ] || { cat "$work/munged.out"; exit 1; }
-# TLS on the TCP port: a cluster CA and the controller's certificate for
-# 127.0.0.1 (docs/operations.md#tls).
-mkdir "$work/tls"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-  -subj "/CN=demo CA" -addext "basicConstraints=critical,CA:TRUE" \
-  -addext "keyUsage=critical,keyCertSign,cRLSign" -keyout "$work/tls/ca.key" \
-  -out "$work/tls/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=demo-controller" \
-  -keyout "$work/tls/controller.key" -out "$work/tls/controller.csr" 2>/dev/null
-openssl x509 -req -in "$work/tls/controller.csr" -CA "$work/tls/ca.pem" \
-  -CAkey "$work/tls/ca.key" -CAcreateserial -days 1 \
-  -extfile <(echo "subjectAltName=IP:127.0.0.1,DNS:localhost") \
-  -out "$work/tls/controller.pem" 2>/dev/null
+start_munged "$work/munge" || exit 1
+pids+=("$MUNGED_PID")
+make_ca "$work/tls" "demo CA" &&
+  sign_certificate "$work/tls" controller "IP:127.0.0.1,DNS:localhost" ||
+  { cat "$work/tls/openssl.log"; exit 1; }
 cat >"$work/cohort.conf" <<CONF
 StateDir=$work/state
 AuthType=munge

@@ -89,39 +89,14 @@ considered() {
 }
 finished() { case "$(job_state "$1")" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) return 0;; *) return 1;; esac; }
 
-# start_munged: a private munged with its own MUNGE key and socket in
-# $WORK/munge, as every host of a real cluster runs one (the system's is
-# left alone). Sets MUNGE_SOCKET.
-start_munged() {
-  mkdir -p "$WORK/munge"
-  chmod 755 "$WORK/munge"
-  head -c 1024 /dev/urandom >"$WORK/munge/munge.key"
-  chmod 600 "$WORK/munge/munge.key"
-  MUNGE_SOCKET="$WORK/munge/munge.socket"
-  munged --foreground --key-file="$WORK/munge/munge.key" --socket="$MUNGE_SOCKET" \
-    --pid-file="$WORK/munge/munged.pid" --log-file="$WORK/munge/munged.log" \
-    --seed-file="$WORK/munge/munged.seed" >>"$WORK/munged.out" 2>&1 &
-  PIDS+=("$!")
-  wait_until 10 test -S "$MUNGE_SOCKET" || { fail "munged did not start"; cat "$WORK/munged.out"; exit 1; }
-}
+source "$ROOT/scripts/local_credentials.sh"
 
 # make_tls: a cluster CA and the controller's certificate for 127.0.0.1 and
-# localhost (EC P-256), as docs/operations.md#tls makes them, in $WORK/tls.
+# localhost, as docs/operations.md#tls makes them, in $WORK/tls.
 make_tls() {
-  local dir=$WORK/tls
-  mkdir -p "$dir"
-  chmod 755 "$dir"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-    -subj "/CN=cohort test CA" -addext "basicConstraints=critical,CA:TRUE" \
-    -addext "keyUsage=critical,keyCertSign,cRLSign" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
-    2>>"$WORK/openssl.log" &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=cohort-controller" \
-      -keyout "$dir/controller.key" -out "$dir/controller.csr" 2>>"$WORK/openssl.log" &&
-    openssl x509 -req -in "$dir/controller.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
-      -CAcreateserial -days 2 -extfile <(echo "subjectAltName=IP:127.0.0.1,DNS:localhost") \
-      -out "$dir/controller.pem" 2>>"$WORK/openssl.log" ||
-    { fail "openssl could not make the test CA"; cat "$WORK/openssl.log"; exit 1; }
-  chmod 644 "$dir/ca.pem" "$dir/controller.pem"
+  make_ca "$WORK/tls" "cohort test CA" &&
+    sign_certificate "$WORK/tls" controller "IP:127.0.0.1,DNS:localhost" ||
+    { fail "openssl could not make the test CA"; cat "$WORK/tls/openssl.log"; exit 1; }
 }
 
 # start_cluster [CLUSTER_CONF] [TOPOLOGY_CONF]: the demo cluster by default
@@ -136,7 +111,11 @@ start_cluster() {
   chmod 600 "$WORK/key"
   local auth="AuthType=none"
   if [ "${IT_AUTH:-munge}" = munge ]; then
-    start_munged
+    # A private munged, as every host of a real cluster runs one (the
+    # system's is left alone).
+    start_munged "$WORK/munge" || { fail "munged did not start"; exit 1; }
+    PIDS+=("$MUNGED_PID")
+    MUNGE_SOCKET="$WORK/munge/munge.socket"
     auth="AuthType=munge
 AuthInfo=socket=$MUNGE_SOCKET
 CohortUser=${AGENT_UID:-root}"

@@ -73,14 +73,8 @@ pass "an anonymous TCP caller cannot submit, cancel or drain"
 # A rogue munged with a key of its own (root on the attacker's machine)
 # vouches for uid 0: the controller's munged refuses the credential.
 rogue="$WORK/rogue"
-mkdir -m 755 "$rogue"
-head -c 1024 /dev/urandom >"$rogue/munge.key"
-chmod 600 "$rogue/munge.key"
-munged --foreground --key-file="$rogue/munge.key" --socket="$rogue/munge.socket" \
-  --pid-file="$rogue/munged.pid" --log-file="$rogue/munged.log" --seed-file="$rogue/munged.seed" \
-  >>"$WORK/rogue-munged.out" 2>&1 &
-PIDS+=("$!")
-wait_until 10 test -S "$rogue/munge.socket" || fail "the rogue munged did not start"
+start_munged "$rogue" || fail "the rogue munged did not start"
+PIDS+=("$MUNGED_PID")
 cat >"$WORK/rogue.conf" <<CONF
 StateDir=$WORK/state
 AuthType=munge
@@ -99,9 +93,7 @@ pass "a credential from a munged with another key is refused: a forged uid 0 can
 # certificate's.
 if grep -q "^TLSCertFile=" "$WORK/cohort.conf"; then
   other="$WORK/other-ca"
-  mkdir -p "$other"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=other" \
-    -keyout "$other/ca.key" -out "$other/ca.pem" 2>/dev/null
+  make_ca "$other" other || fail "openssl: $(cat "$other/openssl.log")"
   grep -v "^TLS" "$WORK/cohort.conf" >"$WORK/plain.conf"
   out=$(COHORT_CONF="$WORK/plain.conf" tcp queue 2>&1) && fail "a plain client was answered: $out"
   grep -q "closed the connection" <<<"$out" || fail "a plain client to the TLS port: $out"
@@ -205,14 +197,8 @@ fi
 # refused.
 if grep -q "^TLSCAFile=" "$WORK/cohort.conf"; then
   sans=$("$BIN/cli/cohort" hostlist expand 'node[01-16]' | sed 's/^/DNS:/' | paste -sd,)
-  agent_cert() { # NAME SANS
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
-      -keyout "$WORK/tls/$1.key" -out "$WORK/tls/$1.csr" 2>>"$WORK/openssl.log" &&
-      openssl x509 -req -in "$WORK/tls/$1.csr" -CA "$WORK/tls/ca.pem" -CAkey "$WORK/tls/ca.key" \
-        -CAcreateserial -days 1 -extfile <(echo "subjectAltName=$2") \
-        -out "$WORK/tls/$1.pem" 2>>"$WORK/openssl.log"
-  }
-  agent_cert agents "$sans" && agent_cert stray "DNS:node05" || fail "openssl: $(cat "$WORK/openssl.log")"
+  sign_certificate "$WORK/tls" agents "$sans" && sign_certificate "$WORK/tls" stray "DNS:node05" ||
+    fail "openssl: $(cat "$WORK/tls/openssl.log")"
   cert_conf() { # NAME
     sed "s|^AuthInfo=.*|AuthInfo=socket=$WORK/no-munged.socket|" "$WORK/cohort.conf" >"$WORK/$1.conf"
     printf 'AgentCertFile=%s\nAgentKeyFile=%s\n' "$WORK/tls/$1.pem" "$WORK/tls/$1.key" >>"$WORK/$1.conf"
