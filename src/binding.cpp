@@ -488,4 +488,61 @@ absl::Status CheckBinding(const NodeLayout& layout, const BindingRequest& reques
   return PlanBinding(layout, request).status();
 }
 
+CpuGrant GrantCpus(const NodeLayout& layout, std::span<const int> own, std::span<const int> held,
+                   std::uint64_t gpus, int cpus) {
+  const std::set<int> own_set(own.begin(), own.end());
+  const std::set<int> held_set(held.begin(), held.end());
+  std::set<int> near;  // the NUMA nodes of the launch's GPUs
+  for (const Gpu& gpu : layout.gpus) {
+    if (gpu.index >= 0 && gpu.index < 64 && ((gpus >> gpu.index) & 1) != 0 && gpu.numa >= 0) {
+      near.insert(gpu.numa);
+    }
+  }
+  std::vector<const Core*> order;  // near NUMA nodes' cores, then the others'
+  for (const bool near_pass : {true, false}) {
+    for (const NumaNode& node : layout.numa_nodes) {
+      if (near.contains(node.os_index) != near_pass) continue;
+      for (const Core& core : node.cores) order.push_back(&core);
+    }
+  }
+  enum class Holder { kOwn, kFree, kOther };
+  const auto holder = [&](const Core& core) {
+    const auto in = [&](const std::set<int>& set) {
+      return std::ranges::any_of(core.pus, [&](int pu) { return set.contains(pu); });
+    };
+    return in(own_set) ? Holder::kOwn : in(held_set) ? Holder::kOther : Holder::kFree;
+  };
+  CpuGrant grant;
+  const std::size_t want = static_cast<std::size_t>(std::max(cpus, 1));
+  for (const Holder pass : {Holder::kOwn, Holder::kFree, Holder::kOther}) {
+    for (const Core* core : order) {
+      if (grant.pus.size() >= want) break;
+      if (holder(*core) != pass) continue;
+      grant.pus.insert(grant.pus.end(), core->pus.begin(), core->pus.end());
+      if (pass == Holder::kOther) ++grant.shared_cores;
+    }
+  }
+  std::ranges::sort(grant.pus);
+  return grant;
+}
+
+NodeLayout KeepCpus(const NodeLayout& layout, std::span<const int> pus) {
+  const std::set<int> keep(pus.begin(), pus.end());
+  const auto filter = [&](std::vector<Core>& cores) {
+    std::vector<Core> kept;
+    for (const Core& core : cores) {
+      Core part;
+      for (const int pu : core.pus) {
+        if (keep.contains(pu)) part.pus.push_back(pu);
+      }
+      if (!part.pus.empty()) kept.push_back(std::move(part));
+    }
+    cores = std::move(kept);
+  };
+  NodeLayout out = layout;
+  for (NumaNode& node : out.numa_nodes) filter(node.cores);
+  filter(out.cores_without_numa);
+  return out;
+}
+
 }  // namespace cohort::binding

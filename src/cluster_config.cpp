@@ -152,6 +152,15 @@ class Parser {
           "give one NUMA node per GPU, in GPU order");
       ok = false;
     }
+    if (!is_default && ok && !spec.gpu_files.empty() &&
+        spec.gpu_files.size() != static_cast<std::size_t>(spec.gpus)) {
+      diagnostics_.Error(
+          state.gpu_files_word != nullptr ? state.gpu_files_word->value_at : head.value_at,
+          fmt::format("GpuFiles= names {} file{} but the node has Gpus={}", spec.gpu_files.size(),
+                      spec.gpu_files.size() == 1 ? "" : "s", spec.gpus),
+          "name one device file per GPU, in GPU order: GpuFiles=/dev/nvidia[0-7]");
+      ok = false;
+    }
     if (is_default) {
       node_defaults_ = spec;
       return;

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -138,6 +140,23 @@ constexpr auto kNodeRows = std::to_array<conf::KeyRow<N>>({
        // The count is checked against Gpus= once the whole line is read.
        line.gpu_numa_word = &word;
        return ParseGpuNuma(word, line.target.gpu_numa, diagnostics);
+     }},
+    {"GpuFiles",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       // The count is checked against Gpus= once the whole line is read.
+       line.gpu_files_word = &word;
+       line.target.gpu_files.clear();
+       if (word.value.empty()) return true;  // the default, overriding a DEFAULT line
+       if (!conf::ExpandHostlistValue(word, line.target.gpu_files, diagnostics)) return false;
+       for (const std::string& file : line.target.gpu_files) {
+         if (file.starts_with('/')) continue;
+         diagnostics.Error(word.value_at,
+                           fmt::format("GpuFiles: \"{}\" is not an absolute path", file),
+                           "name each GPU's device file, in GPU order: "
+                           "GpuFiles=/dev/nvidia[0-7]");
+         return false;
+       }
+       return true;
      }},
     {"Features", &conf::Set<N, &ParseCommaList, &NodeSpec::features>},
     {"Sockets", &conf::Set<N, &ParseShapeCount, &NodeSpec::sockets>},

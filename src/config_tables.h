@@ -30,6 +30,7 @@ struct NodeLine {
   const conf::Word* gpu_numa_word = nullptr;  ///< where GpuNuma= was set on this line
   const conf::Word* gpus_word = nullptr;      ///< where Gpus= was set on this line
   const conf::Word* gres_word = nullptr;      ///< where Gres= was set on this line
+  const conf::Word* gpu_files_word = nullptr;  ///< where GpuFiles= was set on this line
   int gres_gpus = 0;                          ///< the count Gres= gave
 };
 struct PartitionLine {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
 #include "cohort/node_layout.h"
+#include "launch_isolation.h"
 #include "launch_tasks.h"
 #include "munge_credential.h"
 
@@ -66,6 +68,7 @@ AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub
       setup_(std::move(setup)),
       reaper_(reaper),
       launcher_(launcher),
+      gpu_rules_(GpuDeviceRules(setup_.gpu_files)),
       session_(loop, stub, setup_.name, environment.controller,
                AgentSession::Hooks{
                    .make_register = [this] { return MakeRegister(); },
@@ -171,8 +174,26 @@ void AgentNode::OnMessage(const v1::ControllerMessage& message) {
   }
 }
 
+std::vector<int> AgentNode::GrantCpus(step::LaunchId id, const v1::Launch& launch) const {
+  std::vector<int> own;
+  std::vector<int> held;
+  for (const auto& [other_id, other] : launches_) {
+    if (other_id == id || other.tracker.Record().Done()) continue;
+    std::vector<int>& into = other_id.job_id == id.job_id ? own : held;
+    into.insert(into.end(), other.cpus.begin(), other.cpus.end());
+  }
+  const binding::CpuGrant grant =
+      binding::GrantCpus(setup_.layout, own, held, launch.gpus(), launch.cpus());
+  if (grant.shared_cores > 0) {
+    LaunchLog().warn("cores_shared job={} step={} node={} cores={} reason={:?}", id.job_id,
+                     StepText(id), setup_.name, grant.shared_cores,
+                     "the node has fewer free whole cores than the launch was granted CPUs");
+  }
+  return grant.pus;
+}
+
 absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
-    const v1::Launch& launch) const {
+    const v1::Launch& launch, std::span<const int> cpus) const {
   const v1::JobSpec& spec = launch.spec();
   binding::BindingRequest request;
   request.gpus = launch.gpus();
@@ -182,7 +203,23 @@ absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
       binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
   if (!options.ok()) return options.status();
   request.options = *options;
-  return binding::PlanBinding(setup_.layout, request);
+  if (cpus.empty()) return binding::PlanBinding(setup_.layout, request);
+  absl::StatusOr<std::vector<binding::RankBinding>> kept =
+      binding::PlanBinding(binding::KeepCpus(setup_.layout, cpus), request);
+  if (kept.ok()) return kept;
+  // The granted cores cannot be split as the options ask (they lie on
+  // another NUMA node than the GPUs, say): the node-wide plan, each rank
+  // kept to the grant.
+  absl::StatusOr<std::vector<binding::RankBinding>> plan =
+      binding::PlanBinding(setup_.layout, request);
+  if (!plan.ok()) return plan;
+  for (binding::RankBinding& rank : *plan) {
+    if (rank.cpus.empty()) continue;
+    std::vector<int> inside;
+    std::ranges::set_intersection(rank.cpus, cpus, std::back_inserter(inside));
+    rank.cpus = inside.empty() ? std::vector<int>(cpus.begin(), cpus.end()) : inside;
+  }
+  return plan;
 }
 
 std::vector<v1::RankBinding> AgentNode::ReportBindings(
@@ -295,6 +332,7 @@ void AgentNode::Adopt() {
     // A job's own launch with a script is its batch script.
     launch.batch = id.step == step::kOwnLaunch && ::access((folder + "/script").c_str(), F_OK) == 0;
     launch.tracker.LoadReportedMark();
+    launch.cpus = AdoptedCpus(folder);
     // What the earlier agent had not passed on yet is queued now, and sent
     // once Register is answered.
     Refresh(id, launch);
@@ -325,7 +363,7 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
   const step::LaunchId id{message.job_id(), message.attempt(),
                           message.has_step() ? message.step() : step::kOwnLaunch};
   if (fake_) {
-    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
+    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message, {});
     // A plan that cannot be made is reported with RanksStarted left bare:
     // fake ranks bind to nothing.
     fake_->Launch(message, bound.ok() ? ReportBindings(*bound, message, setup_.name)
@@ -381,10 +419,11 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
 
 absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1::Launch& message) {
   step::LaunchPlan plan = MakePlan(message);
+  launch.cpus = GrantCpus(id, message);
   // A batch script is no rank: it sees every GPU of the node and is bound to
   // nothing, as Slurm's batch step; its steps' ranks are bound.
   if (!launch.batch) {
-    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message);
+    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message, launch.cpus);
     if (!bound.ok()) {
       return absl::Status(bound.status().code(),
                           fmt::format("{}: {}", setup_.name, bound.status().message()));
@@ -403,7 +442,14 @@ absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1:
       return written;
     }
   }
-  absl::StatusOr<pid_t> stepd = launcher_.Start(launch.tracker.Folder(), *file);
+  file->cpus = launch.cpus;
+  // Emulated nodes' cores are not this host's: their cgroups keep the
+  // agent's cpuset.
+  const step::LaunchLimits limits{
+      .memory_mb = file->memory_mb,
+      .cpus = environment_.apply_binding ? launch.cpus : std::vector<int>{},
+      .denied_devices = DeniedGpuRules(gpu_rules_, message.gpus())};
+  absl::StatusOr<pid_t> stepd = launcher_.Start(launch.tracker.Folder(), *file, limits);
   if (!stepd.ok()) return stepd.status();
   launch.watch = StepdWatch::kReaper;
   reaper_.Watch(*stepd, [this, id, serial = launch.serial](int wait_status) {

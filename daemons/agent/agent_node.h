@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,6 +116,7 @@ class AgentNode {
     std::chrono::system_clock::time_point ended_at{};  ///< once done
     std::vector<v1::RankBinding> bindings;  ///< the binding plan, reported with RanksStarted
     bool batch = false;  ///< the job's batch script (signals to "every rank" pass it by)
+    std::vector<int> cpus;  ///< the PUs it holds (binding::GrantCpus); empty: none
   };
 
   [[nodiscard]] v1::Register MakeRegister() const;
@@ -130,9 +132,13 @@ class AgentNode {
   void TerminateLaunch(step::LaunchId id, Launch& launch,
                        std::chrono::steady_clock::time_point deadline, std::int64_t wait_ms);
   [[nodiscard]] step::LaunchPlan MakePlan(const v1::Launch& launch) const;
-  /// Each local rank's GPUs, CPUs, NUMA node and NICs on this node's layout.
+  /// Each local rank's GPUs, CPUs, NUMA node and NICs on this node's layout,
+  /// the CPUs among `cpus` (the launch's grant; empty: the whole node).
   [[nodiscard]] absl::StatusOr<std::vector<binding::RankBinding>> PlanBindings(
-      const v1::Launch& launch) const;
+      const v1::Launch& launch, std::span<const int> cpus) const;
+  /// The PUs a new launch takes: whole cores its job holds here or no other
+  /// job does (binding::GrantCpus), logged when the node has too few.
+  [[nodiscard]] std::vector<int> GrantCpus(step::LaunchId id, const v1::Launch& launch) const;
   [[nodiscard]] static std::vector<v1::RankBinding> ReportBindings(
       const std::vector<binding::RankBinding>& bindings, const v1::Launch& launch,
       const std::string& node);
@@ -163,6 +169,8 @@ class AgentNode {
   const NodeSetup setup_;
   ChildReaper& reaper_;
   const StepLauncher& launcher_;
+  /// The devices.deny rule of each GPU's file, by index (GpuDeviceRules).
+  const std::vector<std::string> gpu_rules_;
   std::map<step::LaunchId, Launch> launches_;
   /// Jobs told to stop here (Terminate without a step), until JobReleased.
   std::set<std::int64_t> terminating_;

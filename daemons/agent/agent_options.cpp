@@ -18,6 +18,7 @@
 #include "cohort/cluster_config.h"
 #include "cohort/hostlist.h"
 #include "hwloc_layout.h"
+#include "launch_isolation.h"
 #include "munge_credential.h"
 #include "tls_files.h"
 
@@ -213,7 +214,7 @@ NodeSetup MakeSetup(std::string name, NodeResources resources, layout::NodeLayou
   resources = Override(std::move(resources), options);
   FitGpus(node, resources.gpus);
   resources.gpu_groups = layout::GpuGroups(node);
-  return {std::move(name), std::move(resources), std::move(node)};
+  return {std::move(name), std::move(resources), std::move(node), {}};
 }
 
 }  // namespace
@@ -332,10 +333,13 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   if (!host.ok()) return host.status();
   if (options.emulate == 0) {
     settings.mode = NodeMode::kReal;
-    UseConfiguredGpus(*host, FindNode(*config, names->front()));
+    const config::NodeSpec* spec = FindNode(*config, names->front());
+    UseConfiguredGpus(*host, spec);
     NodeResources resources = ResourcesFromLayout(*host);
-    settings.nodes.push_back(
+    NodeSetup& setup = settings.nodes.emplace_back(
         MakeSetup(names->front(), std::move(resources), *std::move(host), options));
+    setup.gpu_files = spec != nullptr && !spec->gpu_files.empty() ? spec->gpu_files
+                                                                  : DefaultGpuFiles(setup.layout);
     return settings;
   }
 
@@ -360,6 +364,7 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
             : *host;
     settings.nodes.push_back(
         MakeSetup(std::move(name), std::move(resources), std::move(node), options));
+    settings.nodes.back().gpu_files = spec.gpu_files;
   }
   if (!undeclared.empty()) {
     settings.warnings.push_back(

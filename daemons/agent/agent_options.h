@@ -42,6 +42,10 @@ struct NodeSetup {
   /// Its NUMA nodes, cores, GPUs and NICs, for binding ranks. GPUs match
   /// `resources.gpus`.
   layout::NodeLayout layout;
+  /// The device file of each GPU, by index: GpuFiles= of its NodeName line,
+  /// else for a real node DefaultGpuFiles(layout); an emulated node's GPUs
+  /// have none unless the line names them.
+  std::vector<std::string> gpu_files;
 };
 
 /// Whether the agent is one real node or emulates several in one process.

@@ -3,14 +3,16 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -107,6 +109,12 @@ StepLauncher::StepLauncher(std::string spool_dir, std::string stepd_path)
 }
 
 StepLauncher::~StepLauncher() {
+  // What no launch uses any more; a folder a launch still holds (EBUSY)
+  // stays for the next agent.
+  for (const step::CgroupTree& tree : cgroup_trees_) {
+    for (const std::string& node : nodes_) ::rmdir(fmt::format("{}/{}", tree.base, node).c_str());
+    ::rmdir(tree.base.c_str());
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
@@ -166,34 +174,61 @@ absl::Status StepLauncher::PrepareSpool() {
         ::geteuid(), ::geteuid());
   }
   if (absl::Status cgroups = PrepareCgroups(); !cgroups.ok()) {
-    cgroup_base_.clear();
-    AgentLog().warn("cgroups unavailable ({}); jobs are tracked by process group only",
-                    cgroups.message());
+    DisableCgroups(cgroups);
   } else {
-    AgentLog().info("cgroups_enabled base={} memory_limit=yes kill=cgroup", cgroup_base_);
+    std::vector<std::string> trees;
+    for (const step::CgroupTree& tree : cgroup_trees_) {
+      trees.push_back(tree.controller.empty() ? tree.base
+                                              : fmt::format("{}={}", tree.controller, tree.base));
+    }
+    AgentLog().info("cgroups_enabled version={} trees={} devices={}", CgroupVersion(),
+                    fmt::join(trees, ","),
+                    LimitsDevices() ? "limited" : "unlimited (cgroup v2 needs an eBPF program)");
   }
   return absl::OkStatus();
 }
 
+namespace {
+
+bool IsFileSystem(const std::string& path, decltype(statfs::f_type) type) {
+  struct statfs info {};
+  return ::statfs(path.c_str(), &info) == 0 && info.f_type == type;
+}
+
+}  // namespace
+
 absl::Status StepLauncher::PrepareCgroups() {
   const std::string mount(step::kCgroupMount);
-  struct statfs info {};
-  if (::statfs(mount.c_str(), &info) != 0) return SpoolErrno(errno, fmt::format("{}", mount));
-  if (info.f_type != CGROUP2_SUPER_MAGIC) {
-    return absl::FailedPreconditionError(
-        fmt::format("{} is not cgroup v2 (a v1 or hybrid hierarchy)", mount));
-  }
-  std::string own_text;
-  {
-    const int fd = ::open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return SpoolErrno(errno, "cannot read /proc/self/cgroup");
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-      own_text.append(buffer, static_cast<std::size_t>(n));
+  const std::string own_text = step::ReadSmallFile("/proc/self/cgroup").value_or("");
+  if (IsFileSystem(mount, CGROUP2_SUPER_MAGIC)) return PrepareUnified(mount, own_text);
+  // cgroup v1 (or hybrid): a tree per hierarchy, each under the agent's own
+  // cgroup in it. There is no "no internal processes" rule to move for.
+  std::string why = fmt::format(
+      "{} is neither cgroup v2 nor holds a cgroup v1 hierarchy of cpuset, memory or devices",
+      mount);
+  for (const std::string_view controller : step::kV1Controllers) {
+    const std::string hierarchy = fmt::format("{}/{}", mount, controller);
+    const std::optional<std::string> own = step::V1CgroupPath(own_text, controller);
+    if (!own || !IsFileSystem(hierarchy, CGROUP_SUPER_MAGIC)) continue;
+    step::CgroupTree tree{.base = step::CgroupBase(hierarchy, *own),
+                          .controller = std::string(controller)};
+    if (::access(tree.base.c_str(), W_OK) != 0) {
+      why = fmt::format("cannot write {}: {}; run the agent as root", tree.base,
+                        std::strerror(errno));
+      continue;
     }
-    ::close(fd);
+    tree.base += "/" + step::AgentCgroupName(spool_dir_);
+    if (absl::Status made = step::CreateCgroup(tree, tree.base); !made.ok()) {
+      why = std::string(made.message());
+      continue;
+    }
+    cgroup_trees_.push_back(std::move(tree));
   }
+  if (cgroup_trees_.empty()) return absl::FailedPreconditionError(why);
+  return absl::OkStatus();
+}
+
+absl::Status StepLauncher::PrepareUnified(const std::string& mount, const std::string& own_text) {
   const std::optional<std::string> own = step::UnifiedCgroupPath(own_text);
   if (!own) return absl::FailedPreconditionError("/proc/self/cgroup names no cgroup v2 path");
   const std::string base = step::CgroupBase(mount, *own);
@@ -220,23 +255,52 @@ absl::Status StepLauncher::PrepareCgroups() {
         "process shares (systemd: Delegate=yes)",
         enabled.message()));
   }
-  cgroup_base_ = base;
+  unified_controllers_ = "+memory";
+  // The cpuset controller is welcome, not required: without it launches
+  // keep to their cores by affinity alone.
+  if (step::WriteCgroupFile(subtree, "+cpuset").ok()) unified_controllers_ += " +cpuset";
+  step::CgroupTree tree{.base = fmt::format("{}/{}", base, step::AgentCgroupName(spool_dir_)),
+                        .controller = ""};
+  absl::Status made = step::CreateCgroup(tree, tree.base);
+  if (made.ok()) {
+    made = step::WriteCgroupFile(tree.base + "/cgroup.subtree_control", unified_controllers_);
+  }
+  if (!made.ok()) return made;
+  cgroup_trees_.push_back(std::move(tree));
   return absl::OkStatus();
 }
 
+bool StepLauncher::LimitsDevices() const {
+  return std::ranges::any_of(
+      cgroup_trees_, [](const step::CgroupTree& tree) { return tree.controller == "devices"; });
+}
+
+void StepLauncher::DisableCgroups(const absl::Status& why) {
+  cgroup_trees_.clear();
+  AgentLog().warn("cgroups unavailable ({}); jobs are tracked by process group only",
+                  why.message());
+}
+
+std::vector<std::string> StepLauncher::LaunchCgroups(const std::string& node,
+                                                     step::LaunchId id) const {
+  std::vector<std::string> folders;
+  for (const step::CgroupTree& tree : cgroup_trees_) {
+    folders.push_back(step::LaunchCgroupFolder(tree.base, node, id.job_id, id.attempt, id.step));
+  }
+  return folders;
+}
+
 void StepLauncher::KillLaunchCgroup(const std::string& node, step::LaunchId id) const {
-  if (cgroup_base_.empty()) return;
-  step::KillCgroup(step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt, id.step));
+  for (const std::string& folder : LaunchCgroups(node, id)) step::KillCgroup(folder);
 }
 
 void StepLauncher::RemoveLaunchCgroup(const std::string& node, step::LaunchId id) const {
-  if (cgroup_base_.empty()) return;
-  const std::string folder =
-      step::LaunchCgroupFolder(cgroup_base_, node, id.job_id, id.attempt, id.step);
-  if (absl::Status removed = step::RemoveCgroup(folder, std::chrono::milliseconds(0));
-      !removed.ok()) {
-    LaunchLog().warn("cgroup_not_removed job={} node={} attempt={} error={:?}", id.job_id, node,
-                     id.attempt, removed.message());
+  for (const std::string& folder : LaunchCgroups(node, id)) {
+    if (absl::Status removed = step::RemoveCgroup(folder, std::chrono::milliseconds(0));
+        !removed.ok()) {
+      LaunchLog().warn("cgroup_not_removed job={} node={} attempt={} error={:?}", id.job_id, node,
+                       id.attempt, removed.message());
+    }
   }
 }
 
@@ -249,17 +313,21 @@ absl::Status StepLauncher::PrepareNode(const std::string& node) {
   if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
     return SpoolErrno(errno, fmt::format("cannot create spool folder {}", folder));
   }
-  if (!cgroup_base_.empty()) {
-    const std::string cgroup = fmt::format("{}/{}", cgroup_base_, node);
-    absl::Status made = ::mkdir(cgroup.c_str(), 0755) == 0 || errno == EEXIST
-                            ? step::WriteCgroupFile(cgroup + "/cgroup.subtree_control", "+memory")
-                            : SpoolErrno(errno, fmt::format("cannot create {}", cgroup));
+  for (const step::CgroupTree& tree : cgroup_trees_) {
+    const std::string cgroup = fmt::format("{}/{}", tree.base, node);
+    absl::Status made = step::CreateCgroup(tree, cgroup);
+    if (made.ok() && tree.controller.empty()) {
+      made = step::WriteCgroupFile(cgroup + "/cgroup.subtree_control", unified_controllers_);
+    }
+    if (made.ok() && ::access(cgroup.c_str(), W_OK) != 0) {
+      made = SpoolErrno(errno, fmt::format("cannot write {}", cgroup));
+    }
     if (!made.ok()) {
-      cgroup_base_.clear();
-      AgentLog().warn("cgroups unavailable ({}); jobs are tracked by process group only",
-                      made.message());
+      DisableCgroups(made);
+      break;
     }
   }
+  if (!cgroup_trees_.empty()) nodes_.push_back(node);
   return absl::OkStatus();
 }
 
@@ -304,21 +372,22 @@ absl::Status StepLauncher::WriteScript(const std::string& path, std::string_view
 }
 
 absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
-                                          const step::LaunchFile& planned) const {
+                                          const step::LaunchFile& planned,
+                                          const step::LaunchLimits& limits) const {
   step::LaunchFile file = planned;
-  if (!cgroup_base_.empty()) {
-    file.cgroup =
-        step::LaunchCgroupFolder(cgroup_base_, file.node, file.job_id, file.attempt, file.step);
-    // A leftover of the same launch id (the controller's state was reset) is
-    // reused.
-    if (::mkdir(file.cgroup.c_str(), 0755) != 0 && errno != EEXIST) {
-      return NodeErrno(errno, file.node, fmt::format("cannot create cgroup {}", file.cgroup));
-    }
-    if (absl::Status limited = step::WriteCgroupFile(file.cgroup + "/memory.max",
-                                                     step::MemoryMaxValue(file.memory_mb));
-        !limited.ok()) {
-      (void)step::RemoveCgroup(file.cgroup, std::chrono::milliseconds(0));
-      return absl::Status(limited.code(), fmt::format("{}: {}", file.node, limited.message()));
+  // A leftover of the same launch id (the controller's state was reset) is
+  // reused.
+  for (const step::CgroupTree& tree : cgroup_trees_) {
+    const std::string cgroup =
+        step::LaunchCgroupFolder(tree.base, file.node, file.job_id, file.attempt, file.step);
+    file.cgroups.push_back(cgroup);
+    absl::Status made = step::CreateCgroup(tree, cgroup);
+    if (made.ok()) made = step::ApplyLimits(tree, cgroup, limits);
+    if (!made.ok()) {
+      for (const std::string& made_folder : file.cgroups) {
+        (void)step::RemoveCgroup(made_folder, std::chrono::milliseconds(0));
+      }
+      return absl::Status(made.code(), fmt::format("{}: {}", file.node, made.message()));
     }
   }
   // Written whole under another name, then renamed: a stepd (or an agent

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "job_cgroup.h"
 #include "launch_file.h"
 
 /// The agent's spool and the cohort-stepd it starts for each launch.
@@ -43,13 +44,16 @@ class StepLauncher {
   /// the ranks run as (the job's owner when the agent is root, else the
   /// agent's user) and sets up the launches' cgroups (step/job_cgroup.h):
   /// where /sys/fs/cgroup is cgroup v2, the agent's own cgroup hands the
-  /// memory controller down (moving the agent into a leaf of its own when
-  /// the "no internal processes" rule asks for it) and a folder can be made
-  /// in it. Otherwise it logs why not, once, and launches run without.
+  /// memory controller (and cpuset, when it can) down, moving the agent into
+  /// a leaf of its own when the "no internal processes" rule asks for it;
+  /// where it holds cgroup v1 hierarchies, those of cpuset, memory and
+  /// devices get a tree each under the agent's cgroup in them. Otherwise it
+  /// logs why not, once, and launches run without.
   [[nodiscard]] absl::Status PrepareSpool();
 
-  /// Creates the node's folder, and its cgroup folder when cgroups are in
-  /// use (a failure there turns cgroups off, logged). InvalidArgument for a
+  /// Creates the node's folder, and its cgroup folders when cgroups are in
+  /// use (a failure there, or one the agent cannot write, turns cgroups off,
+  /// logged); the agent removes them when it ends, where empty. InvalidArgument for a
   /// name that is no file name; the errno's status otherwise.
   [[nodiscard]] absl::Status PrepareNode(const std::string& node);
 
@@ -67,14 +71,14 @@ class StepLauncher {
   [[nodiscard]] static absl::Status WriteScript(const std::string& path, std::string_view text,
                                                 const std::string& node);
 
-  /// Creates the launch's cgroup (when cgroups are in use) with memory.max
-  /// from `file.memory_mb`, writes `folder`/launch.json naming it, and
-  /// starts `cohort-stepd folder` in its own session, with stdin from /dev/null, stdout and stderr to stepd.log,
-  /// default signal dispositions, an empty mask and no other descriptors.
-  /// Returns its pid: a child of the agent until the agent exits. The errno's
-  /// status, naming the node, when the file or the process cannot be made.
-  [[nodiscard]] absl::StatusOr<pid_t> Start(const std::string& folder,
-                                            const step::LaunchFile& file) const;
+  /// Creates the launch's cgroups (when cgroups are in use) held to
+  /// `limits` (step::ApplyLimits), writes `folder`/launch.json naming them, and
+  /// starts `cohort-stepd folder` in its own session, with stdin from /dev/null, stdout and stderr
+  /// to stepd.log, default signal dispositions, an empty mask and no other descriptors. Returns its
+  /// pid: a child of the agent until the agent exits. The errno's status, naming the node, when the
+  /// file or the process cannot be made.
+  [[nodiscard]] absl::StatusOr<pid_t> Start(const std::string& folder, const step::LaunchFile& file,
+                                            const step::LaunchLimits& limits) const;
 
   /// Removes a launch's folder and everything in it; errors are logged.
   static void RemoveLaunch(const std::string& folder);
@@ -88,17 +92,34 @@ class StepLauncher {
   /// logged.
   void RemoveLaunchCgroup(const std::string& node, step::LaunchId id) const;
 
-  /// The folder under which launches get cgroups; empty when they get none.
-  [[nodiscard]] const std::string& CgroupBase() const { return cgroup_base_; }
+  /// 2 or 1: the cgroup version in use; 0 when launches get no cgroups.
+  [[nodiscard]] int CgroupVersion() const {
+    if (cgroup_trees_.empty()) return 0;
+    return cgroup_trees_.front().controller.empty() ? 2 : 1;
+  }
+  /// Whether launches' cgroups keep them off devices (LaunchLimits'
+  /// denied_devices): a cgroup v1 devices hierarchy is in use.
+  [[nodiscard]] bool LimitsDevices() const;
 
  private:
-  /// Sets cgroup_base_, or says why cgroups cannot be used.
+  /// Sets cgroup_trees_, or says why cgroups cannot be used.
   [[nodiscard]] absl::Status PrepareCgroups();
+  /// PrepareCgroups on cgroup v2, with the text of /proc/self/cgroup.
+  [[nodiscard]] absl::Status PrepareUnified(const std::string& mount, const std::string& own_text);
+  /// Turns cgroups off, logging why.
+  void DisableCgroups(const absl::Status& why);
+  /// A launch's folder in each tree.
+  [[nodiscard]] std::vector<std::string> LaunchCgroups(const std::string& node,
+                                                       step::LaunchId id) const;
 
   std::string spool_dir_;
   std::string stepd_path_;
   int lock_fd_ = -1;
-  std::string cgroup_base_;
+  std::vector<step::CgroupTree> cgroup_trees_;
+  std::vector<std::string> nodes_;  ///< whose cgroup folders PrepareNode made
+  /// What a node's v2 folder hands down to launches: "+memory", and
+  /// " +cpuset" when the agent's cgroup has it.
+  std::string unified_controllers_;
 };
 
 /// `cohort-stepd` in the folder of the running executable (/proc/self/exe).

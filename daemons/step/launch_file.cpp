@@ -197,7 +197,8 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"run_as", RunAsName(file.run_as)},
       {"uid", file.uid},
       {"memory_mb", file.memory_mb},
-      {"cgroup", file.cgroup},
+      {"cgroups", file.cgroups},
+      {"cpus", file.cpus},
       {"step", file.step},
       {"io_address", file.io.address},
       {"io_key", file.io.key},
@@ -267,7 +268,12 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.run_as = run_as == "owner" ? RunAs::kOwner : RunAs::kStepd;
     file.uid = json.value("uid", std::uint32_t{0});
     file.memory_mb = json.value("memory_mb", std::int64_t{0});
-    file.cgroup = json.value("cgroup", std::string());
+    file.cgroups = json.value("cgroups", std::vector<std::string>{});
+    // A file of an agent before cgroup v1: one cgroup v2 folder.
+    if (const std::string v2 = json.value("cgroup", std::string()); !v2.empty()) {
+      file.cgroups.push_back(v2);
+    }
+    file.cpus = json.value("cpus", std::vector<int>{});
     return file;
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(fmt::format("launch file: {}", e.what()));

@@ -101,7 +101,13 @@ struct LaunchFile {
   RunAs run_as = RunAs::kStepd;
   std::uint32_t uid = 0;          ///< the job's owner; used with RunAs::kOwner
   std::int64_t memory_mb = 0;     ///< the job's memory limit on this node; 0: none
-  std::string cgroup;             ///< the launch's cgroup folder (the agent's); empty: none
+  /// The launch's cgroup folders (the agent's): one for cgroup v2, one per
+  /// hierarchy for v1; empty: none.
+  std::vector<std::string> cgroups;
+  /// The PUs the launch holds on the node (binding.h's GrantCpus): its
+  /// cgroup's cpuset, and what other jobs' launches keep off. Empty: none
+  /// planned.
+  std::vector<int> cpus;
   int step = -1;                  ///< the step's id, for its I/O Hello; -1: the job's own
   StepIo io;                      ///< set: the ranks' stdio goes over the network
 };

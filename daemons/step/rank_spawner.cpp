@@ -191,11 +191,11 @@ int OpenOutput(const std::string& path, OpenMode mode) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  // Into the launch's cgroup while still privileged: the agent made it.
-  if (!file.cgroup.empty()) {
-    const std::string procs = file.cgroup + "/cgroup.procs";
+  // Into the launch's cgroups while still privileged: the agent made them.
+  const std::string pid = std::to_string(::getpid());
+  for (const std::string& folder : file.cgroups) {
+    const std::string procs = folder + "/cgroup.procs";
     const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-    const std::string pid = std::to_string(::getpid());
     if (fd < 0) ChildFails(report_fd, ChildStep::kCgroup);
     if (::write(fd, pid.data(), pid.size()) < 0) ChildFails(report_fd, ChildStep::kCgroup);
     ::close(fd);
@@ -272,7 +272,8 @@ absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const
   switch (child.step) {
     case ChildStep::kCgroup:
       return ErrnoFailure(error, node,
-                          fmt::format("cannot move rank {} into cgroup {}", rank.rank, file.cgroup));
+                          fmt::format("cannot move rank {} into its cgroups {}", rank.rank,
+                                      fmt::join(file.cgroups, ", ")));
     case ChildStep::kCpuBind:
       return ErrnoFailure(error, node,
                           fmt::format("cannot bind rank {} to CPUs {}", rank.rank,

@@ -201,7 +201,7 @@ int RunStepDaemon(const std::string& folder) {
     events.Append(FailedEvent{std::string(spawned.status.message())});
     // All or none: a gang with a rank missing cannot make progress.
     if (spawned.process_group > 0) ::killpg(spawned.process_group, SIGKILL);
-    if (!file->cgroup.empty()) KillCgroup(file->cgroup);
+    for (const std::string& cgroup : file->cgroups) KillCgroup(cgroup);
   } else {
     events.Append(GroupEvent{spawned.process_group});
   }
@@ -210,10 +210,10 @@ int RunStepDaemon(const std::string& folder) {
   } else {
     ReapAll(std::move(live), events);
   }
-  if (!file->cgroup.empty()) {
-    // What the ranks left behind (a daemon that left their process group)
-    // ends with the launch, before the node is reported free.
-    if (absl::Status removed = RemoveCgroup(file->cgroup, kCgroupRemoveWait); !removed.ok()) {
+  // What the ranks left behind (a daemon that left their process group)
+  // ends with the launch, before the node is reported free.
+  for (const std::string& cgroup : file->cgroups) {
+    if (absl::Status removed = RemoveCgroup(cgroup, kCgroupRemoveWait); !removed.ok()) {
       Complain("{}", removed.message());
     }
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -114,5 +115,31 @@ struct RankBinding {
 /// submit, with the layout of the job's node type.
 [[nodiscard]] absl::Status CheckBinding(const layout::NodeLayout& layout,
                                         const BindingRequest& request);
+
+/// The hardware threads one launch takes on a node, so that jobs sharing a
+/// node never share a core.
+struct CpuGrant {
+  std::vector<int> pus;  ///< PU OS indices, ascending
+  int shared_cores = 0;  ///< cores among them that other jobs hold too (the
+                         ///< node had too few free ones)
+};
+
+/// Picks whole cores for a launch of `cpus` hardware threads (at least 1):
+/// first the cores its own job already holds (`own`), then free cores (in
+/// neither `own` nor `held`, the threads other jobs' launches hold), in both
+/// cases those on the NUMA nodes of `gpus` (a mask of GPU indices) before the
+/// others, in layout order. A core's threads all go to the launch, so the
+/// last core may bring more threads than `cpus`. When free cores run out it
+/// takes held ones, in the same order, and counts them in shared_cores.
+/// Cores without a NUMA node are never picked. Pure.
+[[nodiscard]] CpuGrant GrantCpus(const layout::NodeLayout& layout, std::span<const int> own,
+                                 std::span<const int> held, std::uint64_t gpus, int cpus);
+
+/// `layout` with only the cores that have a thread in `pus` (ascending), and
+/// of those only those threads: what PlanBinding splits among a launch's
+/// ranks once GrantCpus has picked its cores. NUMA nodes, GPUs and NICs stay.
+/// Pure.
+[[nodiscard]] layout::NodeLayout KeepCpus(const layout::NodeLayout& layout,
+                                          std::span<const int> pus);
 
 }  // namespace cohort::binding

@@ -36,6 +36,10 @@ struct NodeSpec {
   int gpus = 0;
   /// GpuNuma=: the NUMA node of each GPU, by GPU index; empty when unknown.
   std::vector<int> gpu_numa;
+  /// GpuFiles=: the device file of each GPU, by GPU index (gres.conf's
+  /// File=), that the agent keeps other jobs' launches from opening; empty:
+  /// /dev/nvidia<N> for GPU N (or the file hwloc found it by).
+  std::vector<std::string> gpu_files;
   /// Sockets=, CoresPerSocket=, ThreadsPerCore= as `cohort-agent --print-node`
   /// (and `slurmd -C`) print them; 0 when not given. Not used for placement.
   int sockets = 0;

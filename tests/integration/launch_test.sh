@@ -4,8 +4,8 @@
 # created when missing (and refused, with the reason, where the owner cannot
 # create it), output that lands even when a rank is killed by a signal, and,
 # with the agent running as root, ranks that run as the job's owner (uid,
-# gid, HOME) and create their files as that owner. Checks memory.max of the
-# job's cgroup where the agent has cgroup v2, and says it skipped that
+# gid, HOME) and create their files as that owner. Checks the memory limit
+# of the job's cgroup where the agent has cgroups, and says it skipped that
 # otherwise.
 source "$(dirname "$0")/lib.sh"
 
@@ -131,12 +131,19 @@ else
   echo "skipped: running as the job's owner needs the test to run as root (with setpriv and useradd)"
 fi
 
-# cgroup v2: the job's memory per node is its cgroup's memory.max.
-if grep -q "cgroups_enabled" "$WORK/agent.log"; then
+# The job's memory per node is its cgroup's memory.max (cgroup v2) or
+# memory.limit_in_bytes (v1).
+if grep -q "cgroups_enabled version=2" "$WORK/agent.log"; then
   id=$(run_job --mem=64 -o "$WORK/memory.out" -- \
     sh -c 'cat "/sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup)/memory.max"')
   [ "$(cat "$WORK/memory.out")" = 67108864 ] || fail "memory.max of a --mem=64 job: $(cat "$WORK/memory.out")"
   pass "--mem sets memory.max of the job's cgroup"
+elif grep -q "cgroups_enabled version=1" "$WORK/agent.log"; then
+  id=$(run_job --mem=64 -o "$WORK/memory.out" -- sh -c \
+    'cat "/sys/fs/cgroup/memory$(sed -n "s/^[0-9]*:memory://p" /proc/self/cgroup)/memory.limit_in_bytes"')
+  [ "$(cat "$WORK/memory.out")" = 67108864 ] ||
+    fail "memory.limit_in_bytes of a --mem=64 job: $(cat "$WORK/memory.out")"
+  pass "--mem sets memory.limit_in_bytes of the job's cgroup v1"
 else
   echo "skipped: memory.max check: $(grep -o 'cgroups unavailable.*' "$WORK/agent.log" | head -1)"
 fi

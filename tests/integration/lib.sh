@@ -29,8 +29,21 @@ stop_daemons() {
   PIDS=()
 }
 
+# remove_agent_cgroups: the cgroup folders this test's agents logged
+# (cgroups_enabled trees=…), where no process is left in them; an agent
+# killed here never removed its own.
+remove_agent_cgroups() {
+  local tree
+  for tree in $(sed -n 's/.*cgroups_enabled version=[0-9] trees=\([^ ]*\).*/\1/p' \
+    "$WORK"/agent*.log 2>/dev/null | tr ',' '\n' | sed 's/^[a-z]*=//' | sort -u); do
+    case "$tree" in /sys/fs/cgroup/*cohort-*) ;; *) continue ;; esac
+    find "$tree" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+}
+
 cleanup() {
   stop_daemons
+  remove_agent_cgroups
   # Ranks orphaned by a killed agent: tests that kill agents have their
   # ranks write their pid to $WORK/rank-pids.
   if [ -f "$WORK/rank-pids" ]; then
@@ -175,7 +188,8 @@ restart_controller() {
   start_controller "$port"
 }
 
-# start_agent: one emulating agent for every node of the config.
+# start_agent: one emulating agent for every node of the config; with
+# AGENT_NODE set, one real agent for that node (this host, its own cores).
 start_agent() {
   local nodes
   nodes=$("$BIN/cli/cohort" config check -c "$WORK/cohort.conf" 2>/dev/null |
@@ -189,8 +203,10 @@ start_agent() {
     chown "$AGENT_UID:$AGENT_UID" "$WORK/spool" "$WORK/key"
     as=(setpriv --reuid="$AGENT_UID" --regid="$AGENT_UID" --clear-groups)
   fi
+  local which=(--emulate "$count" --nodes "$nodes")
+  [ -n "${AGENT_NODE:-}" ] && which=(--node "$AGENT_NODE")
   "${as[@]}" "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" \
-    --controller "127.0.0.1:$(cat "$WORK/port")" --emulate "$count" --nodes "$nodes" \
+    --controller "127.0.0.1:$(cat "$WORK/port")" "${which[@]}" \
     --spool "$WORK/spool" >>"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")

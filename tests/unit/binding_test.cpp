@@ -440,6 +440,62 @@ TEST(BindingTest, RanksFarFromEveryNicGetThemAll) {
       << "no NIC known: leave NCCL to choose";
 }
 
+// --- Core grants: jobs that share a node never share a core
+
+// 2 NUMA nodes of 4 cores x 2 threads: core c has PUs c and c + 8; GPUs 0-1
+// on NUMA node 0, 2-3 on NUMA node 1.
+NodeLayout FourCoreNumas() { return LayoutBuilder().Numa(2, 4, 2).GpuNuma({0, 0, 1, 1}).Build(); }
+
+Ints Joined(const Ints& a, const Ints& b) {
+  Ints out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+TEST(CpuGrantTest, JobsTakeWholeFreeCoresNearTheirGpus) {
+  const NodeLayout layout = FourCoreNumas();
+  const CpuGrant a = GrantCpus(layout, {}, {}, 0b0001, 4);
+  EXPECT_EQ(a.pus, (Ints{0, 1, 8, 9}));
+  EXPECT_EQ(a.shared_cores, 0);
+  const CpuGrant b = GrantCpus(layout, {}, a.pus, 0b0010, 4);
+  EXPECT_EQ(b.pus, (Ints{2, 3, 10, 11})) << "the rest of GPU 1's NUMA node";
+  const CpuGrant c = GrantCpus(layout, {}, Joined(a.pus, b.pus), 0b0001, 3);
+  EXPECT_EQ(c.pus, (Ints{4, 5, 12, 13})) << "3 threads take 2 whole cores, from NUMA node 1 "
+                                            "once node 0 is full";
+  const CpuGrant far = GrantCpus(layout, {}, {}, 0b1000, 2);
+  EXPECT_EQ(far.pus, (Ints{4, 12})) << "GPU 3's NUMA node first";
+  EXPECT_EQ(GrantCpus(layout, {}, {}, 0, 0).pus, (Ints{0, 8})) << "at least one core";
+}
+
+TEST(CpuGrantTest, StepsReuseTheirJobsCoresAndOnlyAFullNodeShares) {
+  const NodeLayout layout = FourCoreNumas();
+  const Ints job = {2, 3, 10, 11};
+  const Ints others = {0, 1, 8, 9};
+  EXPECT_EQ(GrantCpus(layout, job, others, 0b0001, 2).pus, (Ints{2, 10}))
+      << "a step takes its job's cores before free ones";
+  EXPECT_EQ(GrantCpus(layout, job, others, 0b0001, 6).pus, (Ints{2, 3, 4, 10, 11, 12}));
+  Ints all(16);
+  for (int i = 0; i < 16; ++i) all[static_cast<std::size_t>(i)] = i;
+  const CpuGrant full = GrantCpus(layout, {}, all, 0b0100, 2);
+  EXPECT_EQ(full.pus, (Ints{4, 12}));
+  EXPECT_EQ(full.shared_cores, 1);
+}
+
+TEST(CpuGrantTest, RanksSplitOnlyTheGrantedCores) {
+  const NodeLayout layout = FourCoreNumas();
+  const CpuGrant grant = GrantCpus(layout, {}, Ints{0, 1, 8, 9}, 0b0011, 4);
+  const NodeLayout kept = KeepCpus(layout, grant.pus);
+  ASSERT_EQ(kept.numa_nodes[0].cores.size(), 2U);
+  EXPECT_EQ(kept.numa_nodes[0].cores[0].pus, (Ints{2, 10}));
+  EXPECT_TRUE(kept.numa_nodes[1].cores.empty());
+  EXPECT_EQ(kept.gpus.size(), 4U);
+  const std::vector<RankBinding> plan = MustPlan(kept, Request(0b0011, 2));
+  EXPECT_EQ(plan[0].cpus, (Ints{2, 10}));
+  EXPECT_EQ(plan[1].cpus, (Ints{3, 11}));
+  EXPECT_EQ(KeepCpus(layout, Ints{0}).numa_nodes[0].cores[0].pus, Ints{0})
+      << "only the kept threads of a core";
+}
+
 // --- Malformed requests
 
 TEST(BindingTest, MalformedRequestsAreRefused) {

@@ -2,6 +2,7 @@
 #include "job_cgroup.h"
 
 #include <gtest/gtest.h>
+#include <sys/sysmacros.h>
 
 #include <string>
 
@@ -17,6 +18,30 @@ TEST(JobCgroupTest, FindsTheUnifiedLineOfProcSelfCgroup) {
   EXPECT_EQ(UnifiedCgroupPath("0::/\n"), "/");
   EXPECT_FALSE(UnifiedCgroupPath("4:memory:/x\n3:cpu:/\n"));
   EXPECT_FALSE(UnifiedCgroupPath(""));
+}
+
+TEST(JobCgroupTest, FindsEachV1HierarchysLine) {
+  const std::string text =
+      "9:name=systemd:/\n8:cpu,cpuacct:/a\n5:devices:/\n4:memory:/process_api/841a\n"
+      "3:cpuset:/\n0::/\n";
+  EXPECT_EQ(V1CgroupPath(text, "memory"), "/process_api/841a");
+  EXPECT_EQ(V1CgroupPath(text, "cpuset"), "/");
+  EXPECT_EQ(V1CgroupPath(text, "cpuacct"), "/a") << "a hierarchy of several controllers";
+  EXPECT_FALSE(V1CgroupPath(text, "cpusets"));
+  EXPECT_FALSE(V1CgroupPath(text, "systemd")) << "a named hierarchy is no controller";
+  EXPECT_FALSE(V1CgroupPath("0::/user.slice\n", "memory"));
+}
+
+TEST(JobCgroupTest, EachSpoolHasItsOwnAgentFolder) {
+  EXPECT_EQ(AgentCgroupName("/var/spool/cohort"), AgentCgroupName("/var/spool/cohort"));
+  EXPECT_NE(AgentCgroupName("/tmp/a/spool"), AgentCgroupName("/tmp/b/spool"));
+  EXPECT_EQ(AgentCgroupName("/tmp/a/spool").size(), 15U);
+  EXPECT_TRUE(AgentCgroupName("/tmp/a/spool").starts_with("cohort-"));
+}
+
+TEST(JobCgroupTest, DeviceRulesNameMajorAndMinor) {
+  EXPECT_EQ(DeviceRule(makedev(195, 3)), "c 195:3 rwm");
+  EXPECT_EQ(DeviceRule(makedev(226, 128)), "c 226:128 rwm");
 }
 
 TEST(JobCgroupTest, TheBaseIsTheAgentsCgroupOrTheParentOfItsLeaf) {

@@ -132,13 +132,16 @@ TEST(LaunchFileTest, OwnerMemoryAndCgroupRoundTrip) {
   EXPECT_EQ(file->run_as, RunAs::kOwner);
   EXPECT_EQ(file->uid, 61001U);
   EXPECT_EQ(file->memory_mb, 2048);
-  file->cgroup = "/sys/fs/cgroup/cohort/n2/cohort-job-42.1";
+  file->cgroups = {"/sys/fs/cgroup/cpuset/n2/cohort-job-42.1",
+                   "/sys/fs/cgroup/memory/n2/cohort-job-42.1"};
+  file->cpus = {2, 3, 10, 11};
   absl::StatusOr<LaunchFile> back = ParseLaunchFile(LaunchFileToJson(*file));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->run_as, RunAs::kOwner);
   EXPECT_EQ(back->uid, 61001U);
   EXPECT_EQ(back->memory_mb, 2048);
-  EXPECT_EQ(back->cgroup, file->cgroup);
+  EXPECT_EQ(back->cgroups, file->cgroups);
+  EXPECT_EQ(back->cpus, file->cpus);
 }
 
 // --open-mode=truncate: each file is truncated once per launch, by the first

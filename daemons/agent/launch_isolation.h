@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cohort/node_layout.h"
+
+/// What keeps one job's launches off another's GPUs on a node: the device
+/// rules of the GPUs a launch was not granted, which its cgroup denies
+/// (step/job_cgroup.h). The cores each launch holds are binding::GrantCpus'.
+namespace cohort::agent {
+
+/// The device file of each GPU of `layout`, by index: the file hwloc found
+/// it by (`/dev/nvidia3`), `/dev/nvidiaN` for one found as nvmlN or cudaN,
+/// else `/dev/nvidia<index>`. What GpuFiles= of the node's line replaces.
+/// Pure.
+[[nodiscard]] std::vector<std::string> DefaultGpuFiles(const layout::NodeLayout& layout);
+
+/// The `c MAJOR:MINOR rwm` rule of each file (step::DeviceRule), in order;
+/// empty for a file that is missing or no character device, which there is
+/// nothing to deny of. Reads the files' metadata: call at startup.
+[[nodiscard]] std::vector<std::string> GpuDeviceRules(std::span<const std::string> files);
+
+/// The rules of the GPUs not in `granted` (bit i: GPU index i), without
+/// empty ones and without a rule that a granted GPU shares. Pure.
+[[nodiscard]] std::vector<std::string> DeniedGpuRules(std::span<const std::string> rules,
+                                                      std::uint64_t granted);
+
+/// The PUs an earlier agent's launch in `folder` holds, from its
+/// launch.json; empty when it names none or cannot be read.
+[[nodiscard]] std::vector<int> AdoptedCpus(const std::string& folder);
+
+}  // namespace cohort::agent
