@@ -223,8 +223,8 @@ absl::Status GrpcChannel::Open(Deadline deadline) {
 }
 
 absl::Status GrpcChannel::StartTls(Deadline deadline) {
-  absl::StatusOr<std::unique_ptr<TlsSession>> session =
-      TlsSession::Start(fd_, tls_.ca_file, tls_host_);
+  absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
+      tls::TlsSession::Start(fd_, tls_.ca_file, tls_host_);
   if (!session.ok()) return session.status();
   session_ = *std::move(session);
   for (;;) {

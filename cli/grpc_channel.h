@@ -52,7 +52,7 @@ class CallCanceller {
 /// same protocol on the wire, at a fraction of the cost. Unary calls and
 /// server streams (`cohort run` follows its job on one); no compression (the
 /// controller serves none); TLS over TCP when the cluster has it
-/// (TlsSession: OpenSSL, the controller's certificate verified).
+/// (tls::TlsSession: OpenSSL, the controller's certificate verified).
 ///
 /// The target is `unix:PATH` (`unix:///PATH` too), or HOST:PORT where HOST
 /// is an IPv4 address, a bracketed IPv6 one, or a name resolved when the
@@ -115,7 +115,7 @@ class GrpcChannel {
 
   static std::unique_ptr<GrpcChannel> ForTargetPlain(std::string_view target);
   /// What one read or write of the connection did (plain, or through TLS).
-  using Step = TlsSession::Step;
+  using Step = tls::TlsSession::Step;
   Step WriteSome(std::string_view bytes);
   Step ReadSome(char* into, std::size_t size);
   absl::Status StartTls(Deadline deadline);
@@ -152,7 +152,7 @@ class GrpcChannel {
   const CallCanceller* canceller_ = nullptr;  ///< of the call in progress, if any
 
   int fd_ = -1;
-  std::unique_ptr<TlsSession> session_;  ///< the connection's TLS, when on
+  std::unique_ptr<tls::TlsSession> session_;  ///< the connection's TLS, when on
   std::unique_ptr<Http2Session> http2_;  ///< the connection's HTTP/2 state
   /// Room for one read, never filled first: a page is touched only when a
   /// read writes to it (zeroing 256 KiB cost a command 64 page faults).

@@ -5,8 +5,11 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,7 +20,9 @@
 
 #include <fmt/format.h>
 
+#include "cohort/check.h"
 #include "cohort/io_frame.h"
+#include "tls_session.h"
 
 namespace cohort::cli {
 namespace {
@@ -35,10 +40,12 @@ absl::Status Errno(std::string_view what) {
 
 std::string RandomToken() {
   unsigned char bytes[16] = {};
-  if (FILE* random = std::fopen("/dev/urandom", "rb"); random != nullptr) {
-    (void)std::fread(bytes, 1, sizeof bytes, random);
-    std::fclose(random);
-  }
+  ssize_t got = -1;
+  do {
+    got = ::getrandom(bytes, sizeof bytes, 0);
+  } while (got < 0 && errno == EINTR);
+  // A key that is not random would let anyone read the step's stream.
+  COHORT_CHECK(got == static_cast<ssize_t>(sizeof bytes), "getrandom gave no random bytes");
   std::string key;
   for (const unsigned char b : bytes) key += fmt::format("{:02x}", b);
   return key;
@@ -50,6 +57,10 @@ void WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t wrote = ::write(fd, data.data(), data.size());
     if (wrote < 0 && errno == EINTR) continue;
+    // Whoever reads `cohort run`'s output has gone (`| head`): end as a
+    // command does, by SIGPIPE, which this thread blocks (Serve) and the
+    // process does not.
+    if (wrote < 0 && errno == EPIPE) ::kill(::getpid(), SIGPIPE);
     if (wrote <= 0) return;
     data.remove_prefix(static_cast<std::size_t>(wrote));
   }
@@ -59,6 +70,10 @@ void WriteAll(int fd, std::string_view data) {
 
 struct StepIoServer::Connection {
   int fd = -1;
+  /// The stream's TLS, keyed by the step's key; non-blocking.
+  std::unique_ptr<tls::TlsSession> tls{};
+  bool secured = false;  ///< the handshake is done
+  short wait = 0;        ///< what the last TLS step waits for besides reading
   std::string inbox{};
   bool hello = false;
   int first_rank = 0;
@@ -206,6 +221,12 @@ void StepIoServer::FlushPartials() {
 }
 
 void StepIoServer::Serve() {
+  // A stepd that has gone must not end `cohort run`: TLS writes to its
+  // socket with write(2), whose SIGPIPE goes to the writing thread.
+  sigset_t sigpipe;
+  sigemptyset(&sigpipe);
+  sigaddset(&sigpipe, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &sigpipe, nullptr);
   std::vector<std::unique_ptr<Connection>> connections;
   std::string stdin_pending;
   bool stdin_open = stdin_rank_ >= 0;
@@ -226,12 +247,21 @@ void StepIoServer::Serve() {
     if (stdin_open && stdin_pending.size() < kReadSize) fds.push_back({STDIN_FILENO, POLLIN, 0});
     const std::size_t first_connection = fds.size();
     for (const auto& c : connections) {
-      fds.push_back({c->fd, static_cast<short>(POLLIN | (c->outbox.empty() ? 0 : POLLOUT)), 0});
+      const bool write = (c->secured && !c->outbox.empty()) || c->wait == POLLOUT;
+      fds.push_back({c->fd, static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0});
     }
     if (::poll(fds.data(), fds.size(), 500) < 0 && errno != EINTR) return;
     if ((fds[1].revents & POLLIN) != 0) {
-      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) connections.push_back(std::make_unique<Connection>(Connection{.fd = fd}));
+      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
+          fd < 0 ? absl::UnavailableError("no connection")
+                 : tls::TlsSession::StartPsk(fd, tls::TlsSide::kServer, key_);
+      if (session.ok()) {
+        connections.push_back(
+            std::make_unique<Connection>(Connection{.fd = fd, .tls = *std::move(session)}));
+      } else if (fd >= 0) {
+        ::close(fd);
+      }
     }
     if (fds.size() > 2 && fds[2].fd == STDIN_FILENO && fds[2].revents != 0) {
       const ssize_t got = ::read(STDIN_FILENO, buffer, sizeof buffer);
@@ -264,17 +294,40 @@ void StepIoServer::Serve() {
     }
     for (std::size_t i = first_connection; i < fds.size(); ++i) {
       Connection& c = *connections[i - first_connection];
-      if ((fds[i].revents & POLLOUT) != 0 && !c.outbox.empty()) {
-        const ssize_t sent = ::send(c.fd, c.outbox.data(), c.outbox.size(), MSG_NOSIGNAL);
-        if (sent > 0) c.outbox.erase(0, static_cast<std::size_t>(sent));
+      if (fds[i].revents == 0) continue;
+      bool close = false;
+      c.wait = 0;
+      if (!c.secured) {
+        // A peer without the step's key fails here, before a byte of it
+        // is read as a frame.
+        const tls::TlsSession::Step step = c.tls->Handshake();
+        c.secured = step.bytes > 0;
+        c.wait = step.wait;
+        close = !c.secured && step.wait == 0;
       }
-      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      const ssize_t got = ::recv(c.fd, buffer, sizeof buffer, 0);
-      bool close = got <= 0 && !(got < 0 && errno == EINTR);
-      if (got > 0) {
-        c.inbox.append(buffer, static_cast<std::size_t>(got));
+      if (c.secured && !c.outbox.empty()) {
+        const tls::TlsSession::Step sent = c.tls->Write(c.outbox);
+        if (sent.bytes > 0) c.outbox.erase(0, static_cast<std::size_t>(sent.bytes));
+        c.wait = sent.wait;
+        close = sent.bytes <= 0 && sent.wait == 0;
+      }
+      bool got = false;
+      while (c.secured && !close) {
+        // Everything decrypted: poll does not see what TLS holds.
+        const tls::TlsSession::Step read = c.tls->Read(buffer, sizeof buffer);
+        if (read.bytes <= 0) {
+          close = read.wait == 0;
+          if (read.wait == POLLOUT) c.wait = POLLOUT;
+          break;
+        }
+        c.inbox.append(buffer, static_cast<std::size_t>(read.bytes));
+        got = true;
+      }
+      if (got) {
         std::vector<io::Frame> frames;
-        close = !io::DecodeFrames(c.inbox, frames).ok();
+        // Decoded even when the peer has gone: its last frames (Done) came
+        // with the end.
+        if (!io::DecodeFrames(c.inbox, frames).ok()) close = true;
         for (const io::Frame& frame : frames) {
           if (!c.hello) {
             absl::StatusOr<io::Hello> hello = frame.kind == io::FrameKind::kHello

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "cohort/io_frame.h"
+#include "tls_session.h"
 
 namespace cohort::step {
 namespace {
@@ -90,8 +91,30 @@ absl::StatusOr<int> Dial(const std::string& address) {
   }
   ::freeaddrinfo(found);
   if (fd < 0) return Unreachable(address, why);
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+// The stream's TLS on the non-blocking socket `fd`, keyed by the step's
+// key, within kConnectWait.
+absl::StatusOr<std::unique_ptr<tls::TlsSession>> Secure(int fd, const LaunchFile& file) {
+  absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
+      tls::TlsSession::StartPsk(fd, tls::TlsSide::kClient, file.io.key);
+  if (!session.ok()) return session.status();
+  const Clock::time_point deadline = Clock::now() + kConnectWait;
+  while (true) {
+    const tls::TlsSession::Step step = (*session)->Handshake();
+    if (step.bytes > 0) return session;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (step.wait == 0 || left <= 0) {
+      return Unreachable(file.io.address,
+                         step.wait == 0 && !step.error.empty()
+                             ? step.error + " (is it the cohort run that started the step?)"
+                             : "the TLS handshake did not finish");
+    }
+    pollfd p{fd, step.wait, 0};
+    ::poll(&p, 1, static_cast<int>(left));
+  }
 }
 
 }  // namespace
@@ -111,9 +134,17 @@ struct StepIoForwarder::Pipe {
 
 absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const LaunchFile& file) {
   std::unique_ptr<StepIoForwarder> io(new StepIoForwarder());
+  // TLS writes with write(2): a `cohort run` that has gone must not end the
+  // stepd by SIGPIPE (ranks start with the default again).
+  ::signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<int> socket = Dial(file.io.address);
   if (!socket.ok()) return socket.status();
   io->socket_ = *socket;
+  absl::StatusOr<std::unique_ptr<tls::TlsSession>> session = Secure(io->socket_, file);
+  if (!session.ok()) return session.status();
+  io->tls_ = *std::move(session);
+  // Blocking from here: Send waits for `cohort run` to take the output.
+  ::fcntl(io->socket_, F_SETFL, ::fcntl(io->socket_, F_GETFL) & ~O_NONBLOCK);
   io->connected_ = true;
   io->stdin_rank_ = file.io.stdin_rank;
   const io::Hello hello{.key = file.io.key,
@@ -196,20 +227,18 @@ void StepIoForwarder::Send(int kind, int rank, std::string_view data) {
       {.kind = static_cast<io::FrameKind>(kind), .rank = rank, .data = std::string(data)});
   std::string_view rest = bytes;
   while (!rest.empty()) {
-    const ssize_t sent = ::send(socket_, rest.data(), rest.size(), MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) {
+    const tls::TlsSession::Step sent = tls_->Write(rest);
+    if (sent.bytes <= 0) {
       // `cohort run` is gone: the ranks' output is dropped from now on.
       connected_ = false;
       return;
     }
-    rest.remove_prefix(static_cast<std::size_t>(sent));
+    rest.remove_prefix(static_cast<std::size_t>(sent.bytes));
   }
 }
 
 void StepIoForwarder::Run(std::map<pid_t, int> live,
                           const std::function<void(const RankExitEvent&)>& on_exit) {
-  ::signal(SIGPIPE, SIG_IGN);  // a rank that closed its stdin
   int wake[2] = {-1, -1};
   if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) == 0) {
     child_wake_fd = wake[1];
@@ -268,29 +297,31 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
         while (::read(wake[0], buffer, sizeof buffer) > 0) {
         }
       } else if (pipe == nullptr) {
-        const ssize_t got = ::recv(socket_, buffer, sizeof buffer, 0);
-        if (got <= 0) {
-          if (got < 0 && errno == EINTR) continue;
+        // Everything decrypted: poll does not see what TLS holds.
+        tls::TlsSession::Step got;
+        do {
+          got = tls_->Read(buffer, sizeof buffer);
+          if (got.bytes > 0) inbox.append(buffer, static_cast<std::size_t>(got.bytes));
+        } while (got.bytes > 0 && tls_->Buffered());
+        if (got.bytes <= 0) {
           connected_ = false;  // its stdin ends with it
           for (const std::unique_ptr<Pipe>& p : pipes_) {
             if (p->kind == io::FrameKind::kStdin) p->ended = true;
           }
-        } else {
-          inbox.append(buffer, static_cast<std::size_t>(got));
-          std::vector<io::Frame> frames;
-          if (!io::DecodeFrames(inbox, frames).ok()) connected_ = false;
-          for (const io::Frame& frame : frames) {
-            if (frame.kind == io::FrameKind::kWinsize && pty_master_ >= 0) {
-              winsize size{};
-              if (std::sscanf(frame.data.c_str(), "%hu %hu", &size.ws_row, &size.ws_col) == 2) {
-                ::ioctl(pty_master_, TIOCSWINSZ, &size);
-              }
+        }
+        std::vector<io::Frame> frames;
+        if (!io::DecodeFrames(inbox, frames).ok()) connected_ = false;
+        for (const io::Frame& frame : frames) {
+          if (frame.kind == io::FrameKind::kWinsize && pty_master_ >= 0) {
+            winsize size{};
+            if (std::sscanf(frame.data.c_str(), "%hu %hu", &size.ws_row, &size.ws_col) == 2) {
+              ::ioctl(pty_master_, TIOCSWINSZ, &size);
             }
-            for (const std::unique_ptr<Pipe>& p : pipes_) {
-              if (p->kind != io::FrameKind::kStdin || p->rank != frame.rank) continue;
-              if (frame.kind == io::FrameKind::kStdin) p->pending += frame.data;
-              if (frame.kind == io::FrameKind::kStdinEnd) p->ended = true;
-            }
+          }
+          for (const std::unique_ptr<Pipe>& p : pipes_) {
+            if (p->kind != io::FrameKind::kStdin || p->rank != frame.rank) continue;
+            if (frame.kind == io::FrameKind::kStdin) p->pending += frame.data;
+            if (frame.kind == io::FrameKind::kStdinEnd) p->ended = true;
           }
         }
       } else if (pipe->kind == io::FrameKind::kStdin) {

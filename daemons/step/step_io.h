@@ -13,6 +13,7 @@
 #include "launch_file.h"
 #include "rank_spawner.h"
 #include "step_events.h"
+#include "tls_session.h"
 
 /// cohort-stepd's side of a step's I/O stream (cohort/io_frame.h): the
 /// ranks' stdout and stderr go over the network to the `cohort run` that
@@ -22,10 +23,11 @@ namespace cohort::step {
 
 class StepIoForwarder {
  public:
-  /// Dials the launch's io.address (waiting up to 10 s), says Hello with
-  /// the key, and makes each rank's pipes. Unavailable, naming the address
-  /// and what to do, when `cohort run` cannot be reached; the errno's
-  /// status when pipes cannot be made.
+  /// Dials the launch's io.address (waiting up to 10 s), secures the
+  /// stream with TLS keyed by the step's key (tls::TlsSession::StartPsk),
+  /// says Hello, and makes each rank's pipes. Unavailable, naming the
+  /// address and what to do, when `cohort run` cannot be reached or fails
+  /// the handshake; the errno's status when pipes cannot be made.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepIoForwarder>> Open(
       const LaunchFile& file);
   ~StepIoForwarder();
@@ -53,6 +55,7 @@ class StepIoForwarder {
   void Send(int kind, int rank, std::string_view data);
 
   int socket_ = -1;
+  std::unique_ptr<tls::TlsSession> tls_;  ///< the stream's TLS, keyed by the step's key
   bool connected_ = false;
   std::vector<RankStdio> child_ends_;
   std::vector<std::unique_ptr<Pipe>> pipes_;  ///< the stepd's ends: output, then stdin

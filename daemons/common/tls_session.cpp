@@ -9,7 +9,11 @@
 
 #include <fmt/format.h>
 
-namespace cohort::cli {
+#include <charconv>
+#include <cstring>
+#include <optional>
+
+namespace cohort::tls {
 namespace {
 
 std::string ErrorQueue() {
@@ -29,7 +33,78 @@ bool IsAddress(const std::string& host) {
          ::inet_pton(AF_INET6, host.c_str(), bytes) == 1;
 }
 
+// What the client calls itself in the handshake of a step's I/O stream.
+constexpr char kPskIdentity[] = "cohort-step";
+
+// The bytes of `hex`, or nullopt for text that is not pairs of hex digits.
+std::optional<std::string> FromHex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string bytes;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
+    if (error != std::errc() || end != hex.data() + i + 2) return std::nullopt;
+    bytes.push_back(static_cast<char>(value));
+  }
+  return bytes;
+}
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::StartPsk(int fd, TlsSide side,
+                                                                 std::string_view key_hex) {
+  std::optional<std::string> key = FromHex(key_hex);
+  if (!key || key->size() < 16) {
+    return absl::InvalidArgumentError(
+        "the step's I/O key is not 32 or more hex digits; the controller and the agent must "
+        "come from the same release as cohort");
+  }
+  OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+  SSL_CTX* context =
+      SSL_CTX_new(side == TlsSide::kClient ? TLS_client_method() : TLS_server_method());
+  if (context == nullptr) return absl::InternalError("TLS: " + ErrorQueue());
+  // TLS 1.2: its PSK callbacks are the plain ones; 1.3 would want sessions.
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_max_proto_version(context, TLS1_2_VERSION);
+  if (SSL_CTX_set_cipher_list(context, "ECDHE-PSK-CHACHA20-POLY1305:ECDHE-PSK-AES256-CBC-SHA384") !=
+      1) {
+    const std::string why = ErrorQueue();
+    SSL_CTX_free(context);
+    return absl::InternalError("TLS: this OpenSSL has no ECDHE-PSK cipher: " + why);
+  }
+  SSL* ssl = SSL_new(context);
+  std::unique_ptr<TlsSession> session(new TlsSession(context, ssl));
+  session->psk_ = *std::move(key);
+  SSL_set_app_data(ssl, session.get());
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_fd(ssl, fd);
+  if (side == TlsSide::kClient) {
+    SSL_set_psk_client_callback(
+        ssl,
+        [](SSL* s, const char*, char* identity, unsigned max_identity, unsigned char* psk,
+           unsigned max_psk) -> unsigned {
+          const auto* self = static_cast<const TlsSession*>(SSL_get_app_data(s));
+          if (sizeof kPskIdentity > max_identity || self->psk_.size() > max_psk) return 0;
+          std::memcpy(identity, kPskIdentity, sizeof kPskIdentity);
+          std::memcpy(psk, self->psk_.data(), self->psk_.size());
+          return static_cast<unsigned>(self->psk_.size());
+        });
+    SSL_set_connect_state(ssl);
+  } else {
+    SSL_set_psk_server_callback(
+        ssl, [](SSL* s, const char* identity, unsigned char* psk, unsigned max_psk) -> unsigned {
+          const auto* self = static_cast<const TlsSession*>(SSL_get_app_data(s));
+          if (identity == nullptr || std::string_view(identity) != kPskIdentity ||
+              self->psk_.size() > max_psk) {
+            return 0;
+          }
+          std::memcpy(psk, self->psk_.data(), self->psk_.size());
+          return static_cast<unsigned>(self->psk_.size());
+        });
+    SSL_set_accept_state(ssl);
+  }
+  return session;
+}
 
 absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::Start(int fd, const std::string& ca_file,
                                                               const std::string& host) {
@@ -114,4 +189,6 @@ TlsSession::Step TlsSession::Read(char* into, std::size_t size) {
   return Outcome(SSL_read(ssl_, into, static_cast<int>(size)), "read");
 }
 
-}  // namespace cohort::cli
+bool TlsSession::Buffered() const { return SSL_pending(ssl_) > 0; }
+
+}  // namespace cohort::tls
