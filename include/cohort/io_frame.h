@@ -13,8 +13,9 @@
 /// The stream between a step's `cohort run` and the cohort-stepd of each of
 /// the step's nodes, over which the ranks' output comes and stdin goes (as
 /// srun's I/O connections with slurmstepd). cohort-stepd dials the address
-/// `cohort run` listens on, proves it was sent by the controller with the
-/// step's key (Hello), then sends frames of output and, last, Done;
+/// `cohort run` listens on and, inside TLS keyed by the step's key
+/// (daemons/common/tls_session.h), says who it is (Hello, with the key
+/// again), then sends frames of output and, last, Done;
 /// `cohort run` sends stdin for the rank that takes it. A frame is a 9-byte
 /// header (kind: 1 byte; rank: int32; length: uint32; big-endian) and
 /// `length` bytes. The stepd links no protobuf, so the frame is this small
