@@ -68,7 +68,7 @@ AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub
       setup_(std::move(setup)),
       reaper_(reaper),
       launcher_(launcher),
-      gpu_rules_(GpuDeviceRules(setup_.gpu_files)),
+      gpu_devices_(GpuDevices(setup_.gpu_files)),
       session_(loop, stub, setup_.name, environment.controller,
                AgentSession::Hooks{
                    .make_register = [this] { return MakeRegister(); },
@@ -448,7 +448,7 @@ absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1:
   const step::LaunchLimits limits{
       .memory_mb = file->memory_mb,
       .cpus = environment_.apply_binding ? launch.cpus : std::vector<int>{},
-      .denied_devices = DeniedGpuRules(gpu_rules_, message.gpus())};
+      .denied_devices = DeniedGpus(gpu_devices_, message.gpus())};
   absl::StatusOr<pid_t> stepd = launcher_.Start(launch.tracker.Folder(), *file, limits);
   if (!stepd.ok()) return stepd.status();
   launch.watch = StepdWatch::kReaper;

@@ -169,8 +169,8 @@ class AgentNode {
   const NodeSetup setup_;
   ChildReaper& reaper_;
   const StepLauncher& launcher_;
-  /// The devices.deny rule of each GPU's file, by index (GpuDeviceRules).
-  const std::vector<std::string> gpu_rules_;
+  /// The device number of each GPU's file, by index (GpuDevices).
+  const std::vector<std::optional<dev_t>> gpu_devices_;
   std::map<step::LaunchId, Launch> launches_;
   /// Jobs told to stop here (Terminate without a step), until JobReleased.
   std::set<std::int64_t> terminating_;

@@ -10,7 +10,6 @@
 #include <sstream>
 #include <string_view>
 
-#include "job_cgroup.h"
 #include "launch_file.h"
 
 namespace cohort::agent {
@@ -41,27 +40,27 @@ std::vector<std::string> DefaultGpuFiles(const layout::NodeLayout& layout) {
   return files;
 }
 
-std::vector<std::string> GpuDeviceRules(std::span<const std::string> files) {
-  std::vector<std::string> rules;
+std::vector<std::optional<dev_t>> GpuDevices(std::span<const std::string> files) {
+  std::vector<std::optional<dev_t>> devices;
   for (const std::string& file : files) {
     struct stat info {};
     const bool device = ::stat(file.c_str(), &info) == 0 && S_ISCHR(info.st_mode);
-    rules.push_back(device ? step::DeviceRule(info.st_rdev) : std::string());
+    devices.push_back(device ? std::optional<dev_t>(info.st_rdev) : std::nullopt);
   }
-  return rules;
+  return devices;
 }
 
-std::vector<std::string> DeniedGpuRules(std::span<const std::string> rules, std::uint64_t granted) {
-  std::vector<std::string> allowed;
-  std::vector<std::string> denied;
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    if (rules[i].empty()) continue;
+std::vector<dev_t> DeniedGpus(std::span<const std::optional<dev_t>> devices,
+                              std::uint64_t granted) {
+  std::vector<dev_t> allowed;
+  std::vector<dev_t> denied;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i]) continue;
     const bool mine = i < 64 && ((granted >> i) & 1) != 0;
-    (mine ? allowed : denied).push_back(rules[i]);
+    (mine ? allowed : denied).push_back(*devices[i]);
   }
-  std::erase_if(denied, [&](const std::string& rule) {
-    return std::ranges::find(allowed, rule) != allowed.end();
-  });
+  std::erase_if(denied,
+                [&](dev_t device) { return std::ranges::find(allowed, device) != allowed.end(); });
   std::ranges::sort(denied);
   denied.erase(std::unique(denied.begin(), denied.end()), denied.end());
   return denied;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,15 +22,15 @@ namespace cohort::agent {
 /// Pure.
 [[nodiscard]] std::vector<std::string> DefaultGpuFiles(const layout::NodeLayout& layout);
 
-/// The `c MAJOR:MINOR rwm` rule of each file (step::DeviceRule), in order;
-/// empty for a file that is missing or no character device, which there is
-/// nothing to deny of. Reads the files' metadata: call at startup.
-[[nodiscard]] std::vector<std::string> GpuDeviceRules(std::span<const std::string> files);
+/// The device number (st_rdev) of each file, in order; nullopt for a file
+/// that is missing or no character device, which there is nothing to deny
+/// of. Reads the files' metadata: call at startup.
+[[nodiscard]] std::vector<std::optional<dev_t>> GpuDevices(std::span<const std::string> files);
 
-/// The rules of the GPUs not in `granted` (bit i: GPU index i), without
-/// empty ones and without a rule that a granted GPU shares. Pure.
-[[nodiscard]] std::vector<std::string> DeniedGpuRules(std::span<const std::string> rules,
-                                                      std::uint64_t granted);
+/// The devices of the GPUs not in `granted` (bit i: GPU index i), without
+/// unknown ones and without one that a granted GPU shares. Pure.
+[[nodiscard]] std::vector<dev_t> DeniedGpus(std::span<const std::optional<dev_t>> devices,
+                                            std::uint64_t granted);
 
 /// The PUs an earlier agent's launch in `folder` holds, from its
 /// launch.json; empty when it names none or cannot be read.

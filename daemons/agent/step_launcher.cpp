@@ -20,6 +20,7 @@
 
 #include "agent_log.h"
 #include "cohort/fmt_absl.h"
+#include "device_filter.h"
 #include "job_cgroup.h"
 
 extern char** environ;
@@ -181,9 +182,8 @@ absl::Status StepLauncher::PrepareSpool() {
       trees.push_back(tree.controller.empty() ? tree.base
                                               : fmt::format("{}={}", tree.controller, tree.base));
     }
-    AgentLog().info("cgroups_enabled version={} trees={} devices={}", CgroupVersion(),
-                    fmt::join(trees, ","),
-                    LimitsDevices() ? "limited" : "unlimited (cgroup v2 needs an eBPF program)");
+    AgentLog().info("cgroups_enabled version={} trees={} devices={:?}", CgroupVersion(),
+                    fmt::join(trees, ","), devices_);
   }
   return absl::OkStatus();
 }
@@ -225,6 +225,10 @@ absl::Status StepLauncher::PrepareCgroups() {
     cgroup_trees_.push_back(std::move(tree));
   }
   if (cgroup_trees_.empty()) return absl::FailedPreconditionError(why);
+  devices_ = std::ranges::any_of(
+                 cgroup_trees_, [](const step::CgroupTree& t) { return t.controller == "devices"; })
+                 ? "limited (devices.deny)"
+                 : "unlimited (no devices hierarchy)";
   return absl::OkStatus();
 }
 
@@ -267,12 +271,15 @@ absl::Status StepLauncher::PrepareUnified(const std::string& mount, const std::s
   }
   if (!made.ok()) return made;
   cgroup_trees_.push_back(std::move(tree));
+  // cgroup v2 limits devices by an eBPF program, which needs root (or
+  // CAP_BPF) and a kernel with cgroup BPF: without, launches still get
+  // their memory and cores.
+  if (absl::Status filter = step::CheckDeviceFilter(); filter.ok()) {
+    devices_ = "limited (eBPF)";
+  } else {
+    devices_ = fmt::format("unlimited ({})", filter.message());
+  }
   return absl::OkStatus();
-}
-
-bool StepLauncher::LimitsDevices() const {
-  return std::ranges::any_of(
-      cgroup_trees_, [](const step::CgroupTree& tree) { return tree.controller == "devices"; });
 }
 
 void StepLauncher::DisableCgroups(const absl::Status& why) {
@@ -375,6 +382,8 @@ absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
                                           const step::LaunchFile& planned,
                                           const step::LaunchLimits& limits) const {
   step::LaunchFile file = planned;
+  step::LaunchLimits applied = limits;
+  if (!LimitsDevices()) applied.denied_devices.clear();
   // A leftover of the same launch id (the controller's state was reset) is
   // reused.
   for (const step::CgroupTree& tree : cgroup_trees_) {
@@ -382,7 +391,7 @@ absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
         step::LaunchCgroupFolder(tree.base, file.node, file.job_id, file.attempt, file.step);
     file.cgroups.push_back(cgroup);
     absl::Status made = step::CreateCgroup(tree, cgroup);
-    if (made.ok()) made = step::ApplyLimits(tree, cgroup, limits);
+    if (made.ok()) made = step::ApplyLimits(tree, cgroup, applied);
     if (!made.ok()) {
       for (const std::string& made_folder : file.cgroups) {
         (void)step::RemoveCgroup(made_folder, std::chrono::milliseconds(0));

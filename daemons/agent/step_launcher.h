@@ -98,8 +98,9 @@ class StepLauncher {
     return cgroup_trees_.front().controller.empty() ? 2 : 1;
   }
   /// Whether launches' cgroups keep them off devices (LaunchLimits'
-  /// denied_devices): a cgroup v1 devices hierarchy is in use.
-  [[nodiscard]] bool LimitsDevices() const;
+  /// denied_devices): a cgroup v1 devices hierarchy is in use, or cgroup v2
+  /// and the agent may load eBPF device filters.
+  [[nodiscard]] bool LimitsDevices() const { return devices_.starts_with("limited"); }
 
  private:
   /// Sets cgroup_trees_, or says why cgroups cannot be used.
@@ -120,6 +121,9 @@ class StepLauncher {
   /// What a node's v2 folder hands down to launches: "+memory", and
   /// " +cpuset" when the agent's cgroup has it.
   std::string unified_controllers_;
+  /// How launches are kept off devices, for the log: "limited (…)", or
+  /// "unlimited (why)".
+  std::string devices_;
 };
 
 /// `cohort-stepd` in the folder of the running executable (/proc/self/exe).

@@ -15,6 +15,8 @@
 #include <limits>
 #include <thread>
 
+#include "device_filter.h"
+
 namespace cohort::step {
 namespace {
 
@@ -163,12 +165,14 @@ absl::Status ApplyLimits(const CgroupTree& tree, const std::string& folder,
     }
   }
   if (tree.controller == "devices") {
-    for (const std::string& rule : limits.denied_devices) {
-      if (absl::Status written = WriteCgroupFile(folder + "/devices.deny", rule); !written.ok()) {
+    for (const dev_t device : limits.denied_devices) {
+      if (absl::Status written = WriteCgroupFile(folder + "/devices.deny", DeviceRule(device));
+          !written.ok()) {
         return written;
       }
     }
   }
+  if (v2) return AttachDeviceFilter(folder, limits.denied_devices);
   return absl::OkStatus();
 }
 

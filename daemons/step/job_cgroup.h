@@ -66,9 +66,9 @@ struct CgroupTree {
 struct LaunchLimits {
   std::int64_t memory_mb = 0;  ///< 0: no limit
   std::vector<int> cpus;       ///< PU OS indices; empty: the parent's
-  /// Device rules the launch may not open, as the v1 devices controller
-  /// writes them: `c 195:1 rwm`.
-  std::vector<std::string> denied_devices;
+  /// Character devices the launch may not open (st_rdev): its node's GPUs
+  /// it was not granted.
+  std::vector<dev_t> denied_devices;
 };
 
 /// The `c MAJOR:MINOR rwm` rule of a character device (st_rdev). Pure.
@@ -98,9 +98,9 @@ struct LaunchLimits {
 /// Writes what `tree`'s controllers limit to the launch folder `folder`:
 /// memory.max (v2) or memory.limit_in_bytes (v1 memory); cpuset.cpus
 /// (v2 when the cpuset controller is on, v1 cpuset) when `limits.cpus` is
-/// set; every denied device to devices.deny (v1 devices; cgroup v2 limits
-/// devices only with an eBPF program, which this does not load). The errno's
-/// status, naming the file.
+/// set; each denied device as a devices.deny rule (v1 devices) or in an
+/// eBPF device filter (v2: device_filter.h). The errno's status, naming the
+/// file.
 [[nodiscard]] absl::Status ApplyLimits(const CgroupTree& tree, const std::string& folder,
                                        const LaunchLimits& limits);
 

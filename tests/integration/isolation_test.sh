@@ -11,8 +11,8 @@
 # permitted").
 #
 # Needs root (cgroups, mknod) and cgroup v1's cpuset and devices
-# hierarchies, or cgroup v2 for the cores alone; says why and exits 77
-# (skipped) otherwise.
+# hierarchies, or cgroup v2 with the cpuset controller and eBPF device
+# filters; says why and exits 77 (skipped) otherwise.
 source "$(dirname "$0")/lib.sh"
 
 skip() {
@@ -85,7 +85,7 @@ for job in a b; do
 done
 pass "each job's cgroup holds it to its own core (cgroup v$version)"
 
-if [ "$version" = 1 ]; then
+if grep -q 'cgroups_enabled.* devices="limited' "$WORK/agent.log"; then
   gpu_a=$(field a gpu)
   gpu_b=$(field b gpu)
   [ -n "$gpu_a" ] && [ -n "$gpu_b" ] && [ "$gpu_a" != "$gpu_b" ] ||
@@ -98,9 +98,9 @@ if [ "$version" = 1 ]; then
     field $job "nvidia$other" | grep -q "Operation not permitted" ||
       fail "job $job opened the other job's GPU $other: $(field $job "nvidia$other")"
   done
-  pass "each job opens its own GPU's device file and not the other's"
+  pass "each job opens its own GPU's device file and not the other's (cgroup v$version)"
 else
-  echo "skipped: device isolation on cgroup v2 (the agent loads no eBPF device program)"
+  echo "skipped: device isolation: $(grep -o 'devices=.*' "$WORK/agent.log" | head -1)"
 fi
 
 # A job started once the others ended gets a free core again: nothing is

@@ -35,7 +35,7 @@ stop_daemons() {
 remove_agent_cgroups() {
   local tree
   for tree in $(sed -n 's/.*cgroups_enabled version=[0-9] trees=\([^ ]*\).*/\1/p' \
-    "$WORK"/agent*.log 2>/dev/null | tr ',' '\n' | sed 's/^[a-z]*=//' | sort -u); do
+    "$WORK"/*.log 2>/dev/null | tr ',' '\n' | sed 's/^[a-z]*=//' | sort -u); do
     case "$tree" in /sys/fs/cgroup/*cohort-*) ;; *) continue ;; esac
     find "$tree" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
