@@ -337,7 +337,15 @@ GrpcChannel::Attempt GrpcChannel::Run(GrpcCall& call, const Http2Session::Header
     if (canceller_ != nullptr && canceller_->Cancelled()) {
       return fail(absl::CancelledError("the call was cancelled"));
     }
-    if (absl::Status sent = Flush(deadline); !sent.ok()) return fail(sent);
+    if (absl::Status sent = Flush(deadline); !sent.ok()) {
+      // A server that answers before it has read the whole request (a
+      // refusal of one too large) may close while this side still writes:
+      // its answer waits in the receive buffer.
+      while (!call.Finished() && Receive(deadline).ok()) {
+      }
+      if (!call.Finished()) return fail(sent);
+      break;
+    }
     if (call.Finished()) break;
     if (absl::Status ended = http2_->Ended(); !ended.ok()) return fail(ended);
     if (absl::Status read = Receive(deadline); !read.ok()) return fail(read);
