@@ -20,6 +20,8 @@ packages=(
   libnghttp2-dev
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
+  # a real Prometheus scrapes the controller's /metrics in the tests; curl reads it
+  prometheus curl
 )
 
 missing=()

@@ -52,6 +52,7 @@ constexpr auto
                     {"ClusterName", &conf::Set<G, &ParseText, &C::cluster_name>},
                     {"ControllerAddr", &conf::Set<G, &ParseText, &C::controller_addr>},
                     {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
+                    {"HttpPort", &conf::Set<G, &ParsePort, &C::http_port>},
                     {"StateDir", &conf::Set<G, &ParseText, &C::state_dir>},
                     {"AuthKeyFile",
                      [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {

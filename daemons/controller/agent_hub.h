@@ -52,6 +52,8 @@ class AgentHub {
   /// `link`'s stream ended: it is forgotten. The node stays up until
   /// NodeTimeout, so an agent that reconnects in time loses nothing.
   void OnGone(AgentLink* link);
+  /// Nodes whose agent's stream is registered now.
+  [[nodiscard]] std::size_t ConnectedNodes() const { return links_.size(); }
   /// Sends one of the engine's commands to its node's agent once durable.
   /// A signal or terminate for a node without a stream then is dropped (a
   /// registering agent reports its jobs instead); a launch to a node

@@ -162,6 +162,7 @@ void Controller::RunPass() {
   state_.engine.Schedule(ControllerState::Now(), effects);
   const auto ended = std::chrono::steady_clock::now();
   const auto took = ended - started;
+  metrics_.Pass(state_.engine.LastPassKind(), took);
   next_pass_ = ended + std::min<std::chrono::steady_clock::duration>(took, std::chrono::seconds(1));
   if (const auto& log = Log("sched"); log->should_log(spdlog::level::debug)) {
     log->debug(
@@ -187,6 +188,7 @@ void Controller::Execute(Effects& effects) {
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
   for (const Command& command : effects.commands) agent_hub_.Send(command);
   LogTransitions(effects.transitions);
+  metrics_.Count(effects.transitions);
   for (const JobId id : effects.changed_jobs) Notify(id);
   LogNodes(effects.changed_nodes);
   effects = {};
@@ -279,6 +281,12 @@ void Controller::Unwatch(JobWatcher* watcher, std::function<void()> after) {
   boost::asio::post(io_, [this, watcher, after = std::move(after)] {
     watch_hub_.Unwatch(watcher);
     after();
+  });
+}
+
+void Controller::Metrics(Reply<std::string> reply) {
+  boost::asio::post(io_, [this, reply = std::move(reply)] {
+    reply(metrics_.Render(state_.engine, agent_hub_.ConnectedNodes()));
   });
 }
 

@@ -18,6 +18,7 @@
 #include "controller_state.h"
 #include "history_rpcs.h"
 #include "job_rpcs.h"
+#include "metrics.h"
 #include "node_rpcs.h"
 #include "outbox.h"
 #include "priority_rpcs.h"
@@ -90,6 +91,10 @@ class Controller final : private EffectSink {
   /// Forgets `watcher`, then runs `after` on the state thread (to delete it).
   void Unwatch(JobWatcher* watcher, std::function<void()> after);
 
+  /// The Prometheus exposition of the controller's metrics now
+  /// (metrics.h), made on the state thread.
+  void Metrics(Reply<std::string> reply);
+
   /// A message from an agent's stream.
   void OnAgentMessage(AgentLink* link, v1::AgentMessage message);
   /// The stream ended; runs `after` on the state thread once `link` is
@@ -131,6 +136,7 @@ class Controller final : private EffectSink {
   PriorityRpcs priority_rpcs_;
   HistoryRpcs history_rpcs_;
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
+  ControllerMetrics metrics_;
 };
 
 }  // namespace cohort::controller

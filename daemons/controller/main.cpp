@@ -20,6 +20,7 @@
 #include "client_service.h"
 #include "cluster_files.h"
 #include "controller.h"
+#include "http_server.h"
 #include "local_socket.h"
 #include "store.h"
 #include "tls_files.h"
@@ -64,6 +65,8 @@ struct Flags {
   int port = -1;
   std::string state_dir;
   std::string port_file;
+  int http_port = -1;
+  std::string http_port_file;
   std::string log_level = "info";
   bool check_state = false;
 };
@@ -78,6 +81,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--state-dir", flags.state_dir,
                  "state folder, home of the local socket (default: StateDir)");
   app.add_option("--port-file", flags.port_file, "write the TCP port listened on to this file");
+  app.add_option("--http-port", flags.http_port,
+                 "HTTP port for /metrics (default: HttpPort, else none; 0 picks a free one)");
+  app.add_option("--http-port-file", flags.http_port_file,
+                 "write the HTTP port listened on to this file");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error");
   app.add_flag("--check-state", flags.check_state,
                "check the state database (StateDir/state.db) and summarise it, then exit");
@@ -166,10 +173,26 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   return grpc::SslServerCredentials(options);
 }
 
+// Answers an HTTP GET of `path`: /metrics from the state thread.
+void ServeHttp(Controller& controller, const std::string& path,
+               std::function<void(cohort::controller::HttpAnswer)> answer) {
+  if (path == "/metrics") {
+    controller.Metrics([answer = std::move(answer)](absl::StatusOr<std::string> text) {
+      answer({.status = 200,
+              .content_type = "text/plain; version=0.0.4; charset=utf-8",
+              .body = text.ok() ? *std::move(text) : std::string()});
+    });
+    return;
+  }
+  answer({.status = 404,
+          .content_type = "text/plain; charset=utf-8",
+          .body = fmt::format("no page {}; the controller serves /metrics\n", path)});
+}
+
 // Serves clients (TCP and the local socket) and agents until SIGINT or
 // SIGTERM, or until a commit fails; then stops in order.
 int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
-          const cohort::controller::Authenticator& authenticator, const std::string& port_file) {
+          const cohort::controller::Authenticator& authenticator, const Flags& flags) {
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
@@ -199,8 +222,29 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     return 1;
   }
   local.Serve(server.get());
-  if (!port_file.empty()) {
-    std::ofstream(port_file) << bound_port << '\n';
+  if (!flags.port_file.empty()) {
+    std::ofstream(flags.port_file) << bound_port << '\n';
+  }
+  // Destroyed when Serve returns, after the state thread's last handlers
+  // ran: a scrape they answer still finds the HTTP thread's queue.
+  std::unique_ptr<cohort::controller::HttpServer> http;
+  if (config.http_port >= 0) {
+    absl::StatusOr<std::unique_ptr<cohort::controller::HttpServer>> listening =
+        cohort::controller::HttpServer::Listen(
+            config.controller_addr, config.http_port,
+            [&controller](const std::string& path,
+                          std::function<void(cohort::controller::HttpAnswer)> answer) {
+              ServeHttp(controller, path, std::move(answer));
+            });
+    if (!listening.ok()) {
+      std::cerr << "cohort-controller: not starting: " << listening.status().message() << '\n';
+      return 1;
+    }
+    http = *std::move(listening);
+    if (!flags.http_port_file.empty()) {
+      std::ofstream(flags.http_port_file) << http->Port() << '\n';
+    }
+    spdlog::info("http_started listen={}:{} paths=/metrics", config.controller_addr, http->Port());
   }
   spdlog::info("controller_started cluster={} listen={}:{} socket={} nodes={} auth={}",
                config.cluster_name, config.controller_addr, bound_port, socket_path,
@@ -246,6 +290,7 @@ int Run(int argc, char** argv) {
   if (!flags.state_dir.empty()) config.state_dir = flags.state_dir;
   if (!flags.listen.empty()) config.controller_addr = flags.listen;
   if (flags.port >= 0) config.controller_port = flags.port;
+  if (flags.http_port >= 0) config.http_port = flags.http_port;
   const std::string state_path = (std::filesystem::path(config.state_dir) / "state.db").string();
   if (flags.check_state) return CheckState(state_path);
 
@@ -273,7 +318,7 @@ int Run(int argc, char** argv) {
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - load_started)
                    .count());
-  return Serve(controller, config, *authenticator, flags.port_file);
+  return Serve(controller, config, *authenticator, flags);
 }
 
 }  // namespace

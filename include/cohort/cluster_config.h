@@ -144,6 +144,8 @@ struct ClusterConfig {
   std::string cluster_name = "cohort";
   std::string controller_addr = "127.0.0.1";
   int controller_port = 6820;
+  /// HttpPort=: the controller's HTTP port (/metrics); -1: none.
+  int http_port = -1;
   std::string state_dir = "/var/lib/cohort";
   std::string auth_key_file = "/etc/cohort/cohort.key";
   AuthType auth_type = AuthType::kAuto;

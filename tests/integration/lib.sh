@@ -162,8 +162,11 @@ CONF
 # $WORK/port), its log appended to $WORK/controller.log.
 start_controller() {
   rm -f "$WORK/port"
+  local http=()
+  # IT_HTTP=on: the HTTP port too, any free one, written to $WORK/http-port.
+  [ "${IT_HTTP:-off}" = on ] && http=(--http-port 0 --http-port-file "$WORK/http-port")
   "$BIN/daemons/controller/cohort-controller" -c "$WORK/cohort.conf" --port "$1" \
-    --port-file "$WORK/port" >>"$WORK/controller.log" 2>&1 &
+    --port-file "$WORK/port" "${http[@]}" >>"$WORK/controller.log" 2>&1 &
   CONTROLLER_PID=$!
   PIDS+=("$CONTROLLER_PID")
   controller_ready() { test -s "$WORK/port" || ! kill -0 "$CONTROLLER_PID"; }

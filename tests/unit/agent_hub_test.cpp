@@ -59,21 +59,7 @@ std::string EnvValue(const v1::Launch& launch, const std::string& name) {
 class AgentHubTest : public ::testing::Test {
  protected:
   AgentHubTest() {
-    cohort::testing::Cluster cluster =
-        cohort::testing::ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
-    config::ClusterConfig config;
-    config.nodes = cluster.nodes;
-    config::PartitionSpec all;
-    all.name = "all";
-    all.is_default = true;
-    all.nodes = cluster.topology.NodeNames();
-    all.max_time = std::chrono::hours(1);
-    config.partitions = {all};
-    config.node_timeout = std::chrono::seconds(30);
-    alloc::NodePool pool =
-        alloc::NodePool::Create(cluster.topology, config.nodes, config.partitions).value();
-    state_ = std::make_unique<ControllerState>(
-        config, std::make_unique<topology::Topology>(std::move(cluster.topology)), std::move(pool));
+    state_ = testing::OneLeafState(2);
     records_ = std::make_unique<StateRecords>(*state_);
     outbox_ = std::make_unique<Outbox>(io_, *records_, dir_.Open(Store::Mode::kWrite), nullptr, 2);
     reader_ = std::make_unique<StoreReader>(io_, dir_.Open(Store::Mode::kRead));

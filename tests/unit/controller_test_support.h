@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 
+#include "controller_state.h"
 #include "store.h"
+#include "test_support.h"
 
 /// What the tests of the controller's parts share: a state database in a
 /// temporary folder, and running the state thread's io_context until
@@ -62,6 +64,27 @@ inline bool RunUntil(boost::asio::io_context& io, const std::function<bool()>& d
     io.run_for(std::chrono::milliseconds(5));
   }
   return true;
+}
+
+/// The state of a cluster of one leaf switch of `nodes` nodes (the test
+/// cluster's), all in one default partition "all" of MaxTime 1 h, whose
+/// nodes time out after 30 s.
+inline std::unique_ptr<ControllerState> OneLeafState(int nodes) {
+  cohort::testing::Cluster cluster =
+      cohort::testing::ClusterBuilder().Leaves(1).NodesPerLeaf(nodes).Build();
+  config::ClusterConfig config;
+  config.nodes = cluster.nodes;
+  config::PartitionSpec all;
+  all.name = "all";
+  all.is_default = true;
+  all.nodes = cluster.topology.NodeNames();
+  all.max_time = std::chrono::hours(1);
+  config.partitions = {all};
+  config.node_timeout = std::chrono::seconds(30);
+  alloc::NodePool pool =
+      alloc::NodePool::Create(cluster.topology, config.nodes, config.partitions).value();
+  return std::make_unique<ControllerState>(
+      config, std::make_unique<topology::Topology>(std::move(cluster.topology)), std::move(pool));
 }
 
 }  // namespace cohort::controller::testing

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cohort/engine.h"
+#include "cohort/prometheus_text.h"
+
+/// The controller's Prometheus metrics (docs/operations.md#metrics): what
+/// it counts as it goes (submissions, starts, ends, preemptions, scheduling
+/// passes) and, at each scrape, gauges of the engine's jobs, nodes and GPUs.
+/// Labels are bounded: states, partitions, pending reasons, switches,
+/// accounts; never a job. Used on the state thread only.
+namespace cohort::controller {
+
+class ControllerMetrics {
+ public:
+  ControllerMetrics();
+
+  /// Counts what the engine reported: a new job is a submission, PENDING to
+  /// RUNNING a start, a finished state an end, a preemption by its mode.
+  void Count(std::span<const JobTransition> transitions);
+  /// One scheduling pass of `kind` (Engine::LastPassKind) that took `took`.
+  void Pass(std::string_view kind, std::chrono::steady_clock::duration took);
+
+  /// The exposition: the counters, and gauges of `engine` now, with
+  /// `agent_streams` nodes whose agent is connected.
+  [[nodiscard]] std::string Render(const Engine& engine, std::size_t agent_streams) const;
+
+ private:
+  std::uint64_t submitted_ = 0;
+  std::uint64_t started_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> ended_;        ///< by final state
+  std::map<std::string, std::uint64_t, std::less<>> preempted_;    ///< by mode
+  std::map<std::string, metrics::Histogram, std::less<>> passes_;  ///< by kind
+};
+
+}  // namespace cohort::controller
