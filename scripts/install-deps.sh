@@ -22,6 +22,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
   # a real Prometheus scrapes the controller's /metrics in the tests; curl reads it
   prometheus curl
+  # packaging: man pages from the programs' --help, the units checked by systemd-analyze
+  help2man systemd
 )
 
 missing=()
