@@ -42,18 +42,20 @@ CONF
 
 say "starting cohort-controller and an agent emulating 16 nodes (logs in $work)"
 start_controller() {
-  rm -f "$work/port"
+  rm -f "$work/port" "$work/http-port"
   "$bin/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port "$1" \
-    --port-file "$work/port" >>"$work/controller.log" 2>&1 &
+    --port-file "$work/port" --http-port "${2:-0}" --http-port-file "$work/http-port" \
+    >>"$work/controller.log" 2>&1 &
   controller=$!
   pids+=("$controller")
-  for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-  [ -s "$work/port" ] || { cat "$work/controller.log"; exit 1; }
+  for _ in $(seq 100); do [ -s "$work/port" ] && [ -s "$work/http-port" ] && break; sleep 0.1; done
+  [ -s "$work/http-port" ] || { cat "$work/controller.log"; exit 1; }
 }
 job_state() {
   "$bin/cli/cohort" show job "$1" --json 2>/dev/null | sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' | head -1
 }
 start_controller 0
+echo "metrics for Prometheus: http://127.0.0.1:$(cat "$work/http-port")/metrics"
 "$bin/daemons/agent/cohort-agent" -c "$work/cohort.conf" --controller "127.0.0.1:$(cat "$work/port")" \
   --emulate 16 --nodes 'node[01-16]' --spool "$work/spool" >"$work/agent.log" 2>&1 &
 pids+=($!)
@@ -109,7 +111,7 @@ echo "\$ kill -9 $controller   # the controller"
 kill -9 "$controller"
 wait "$controller" 2>/dev/null || true
 echo "\$ cohort-controller -c $work/cohort.conf --port $(cat "$work/port")   # started again"
-start_controller "$(cat "$work/port")"
+start_controller "$(cat "$work/port")" "$(cat "$work/http-port")"
 cohort queue
 for _ in $(seq 300); do
   state=$(job_state "$long")
@@ -160,4 +162,7 @@ for t in $(seq 0 15); do
   [ "$s" = COMPLETED ] || { echo "sweep task $t ended ${s:-unknown}"; exit 1; }
 done
 grep -q "resuming from" "$first" || { echo "the victim did not run again"; exit 1; }
+say "what Prometheus scrapes: curl http://127.0.0.1:$(cat "$work/http-port")/metrics (3 of its lines)"
+curl -s "http://127.0.0.1:$(cat "$work/http-port")/metrics" |
+  grep -E '^cohort_jobs_ended_total|^cohort_preemptions_total|^cohort_leaf_gpus\{switch="leaf1",state="free"' | head -3
 say "done: jobs $id and $long COMPLETED; the sweep was preempted, requeued and COMPLETED; stopping the cluster"
