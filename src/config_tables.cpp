@@ -75,6 +75,13 @@ constexpr auto
                        return true;
                      }},
                     {"NodeTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::node_timeout>},
+                    {"HealthCheckProgram",
+                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+                       line.target.health_check_program = ResolvePath(line.file, word.value);
+                       return true;
+                     }},
+                    {"HealthCheckInterval",
+                     &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
                     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
                     {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
                     {"HistoryDays", &conf::Set<G, &ParseHistoryDays, &C::history_days>},

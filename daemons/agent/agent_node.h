@@ -25,6 +25,7 @@
 #include "cohort/cluster_config.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "fake_runner.h"
+#include "health_check.h"
 #include "launch_file.h"
 #include "launch_tracker.h"
 #include "step_events.h"
@@ -47,6 +48,10 @@ struct NodeEnvironment {
   bool apply_binding = true;
   /// Run no process: launches are played by a FakeRunner (--fake-exec).
   bool fake_exec = false;
+  /// HealthCheckProgram and HealthCheckInterval (health_check.h); empty or
+  /// 0: no check.
+  std::string health_program;
+  std::chrono::seconds health_interval{0};
 };
 
 /// One node: its stream to the controller (an AgentSession) and its
@@ -177,6 +182,7 @@ class AgentNode {
   std::uint64_t serials_ = 0;
   AgentSession session_;
   std::unique_ptr<FakeRunner> fake_;  ///< set under fake execution
+  std::unique_ptr<HealthCheck> health_;  ///< set when the cluster has a health check
 };
 
 }  // namespace cohort::agent

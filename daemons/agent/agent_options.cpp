@@ -326,6 +326,8 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
     settings.auth_key = *std::move(key);
   }
   settings.cluster_name = config->cluster_name;
+  settings.health_program = config->health_check_program;
+  settings.health_interval = config->health_check_interval;
   settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
                                                  : options.spool_dir;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,6 +69,8 @@ struct AgentSettings {
   NodeMode mode = NodeMode::kReal;
   bool fake_exec = false;             ///< emulated nodes' launches run no process
   std::vector<NodeSetup> nodes;       ///< one for a real node; one per emulated node
+  std::string health_program;         ///< HealthCheckProgram; empty: none
+  std::chrono::seconds health_interval{0};  ///< HealthCheckInterval; 0: never
   std::vector<std::string> warnings;  ///< to log once logging is set up
 };
 

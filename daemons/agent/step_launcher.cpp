@@ -410,22 +410,43 @@ absl::StatusOr<pid_t> StepLauncher::Start(const std::string& folder,
     return NodeErrno(errno, file.node, fmt::format("cannot write {}", path));
   }
 
-  const std::string log_path = folder + "/stepd.log";
+  absl::StatusOr<pid_t> pid =
+      SpawnAlone(stepd_path_, {folder}, {}, folder + "/stepd.log", OpenMode::kAppend);
+  if (!pid.ok())
+    return absl::Status(pid.status().code(),
+                        fmt::format("{}: {}", file.node, pid.status().message()));
+  return pid;
+}
+
+absl::StatusOr<pid_t> SpawnAlone(const std::string& program, const std::vector<std::string>& args,
+                                 const std::vector<std::string>& extra_env,
+                                 const std::string& output, OpenMode mode) {
   StepdFileActions actions;
   ::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_addopen(actions.get(), STDOUT_FILENO, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+  ::posix_spawn_file_actions_addopen(
+      actions.get(), STDOUT_FILENO, output.c_str(),
+      O_WRONLY | O_CREAT | O_NOFOLLOW | (mode == OpenMode::kAppend ? O_APPEND : O_TRUNC), 0600);
   ::posix_spawn_file_actions_adddup2(actions.get(), STDOUT_FILENO, STDERR_FILENO);
-  // Nothing of the agent's (its streams, the spool lock) leaks into the stepd.
+  // Nothing of the agent's (its streams, the spool lock) leaks into the child.
   ::posix_spawn_file_actions_addclosefrom_np(actions.get(), STDERR_FILENO + 1);
   StepdSpawnAttributes attributes;
-  std::string program = stepd_path_;
-  std::string argument = folder;
-  char* argv[] = {program.data(), argument.data(), nullptr};
+  std::vector<std::string> words = {program};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> variables = extra_env;
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  for (std::string& variable : variables) env.push_back(variable.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
-  const int error =
-      ::posix_spawn(&pid, program.c_str(), actions.get(), attributes.get(), argv, environ);
-  if (error != 0) return NodeErrno(error, file.node, fmt::format("cannot start {}", stepd_path_));
+  const int error = ::posix_spawn(&pid, program.c_str(), actions.get(), attributes.get(),
+                                  argv.data(), env.data());
+  if (error != 0) {
+    return absl::Status(absl::ErrnoToStatusCode(error),
+                        fmt::format("cannot start {}: {}", program, std::strerror(error)));
+  }
   return pid;
 }
 

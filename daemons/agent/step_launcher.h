@@ -58,6 +58,10 @@ class StepLauncher {
   [[nodiscard]] absl::Status PrepareNode(const std::string& node);
 
   [[nodiscard]] std::string SocketPath() const { return spool_dir_ + "/agent.sock"; }
+  /// The node's folder of the spool (PrepareNode makes it).
+  [[nodiscard]] std::string NodeFolder(const std::string& node) const {
+    return spool_dir_ + "/" + node;
+  }
   [[nodiscard]] std::string LaunchFolder(const std::string& node, step::LaunchId id) const;
 
   /// The launch folders of a node, whatever state they are in.
@@ -125,6 +129,18 @@ class StepLauncher {
   /// "unlimited (why)".
   std::string devices_;
 };
+
+/// How SpawnAlone opens the child's output file.
+enum class OpenMode { kAppend, kTruncate };
+
+/// Starts `program` with `args`, with stdin from /dev/null, stdout and stderr to `output` (created
+/// mode 0600), default signal dispositions, an empty mask, no other descriptors, and the agent's
+/// environment plus `extra_env` (NAME=value; a later one wins). Returns its pid: a child of the
+/// agent, to be watched by the reaper. The errno's status, naming the program.
+[[nodiscard]] absl::StatusOr<pid_t> SpawnAlone(const std::string& program,
+                                               const std::vector<std::string>& args,
+                                               const std::vector<std::string>& extra_env,
+                                               const std::string& output, OpenMode mode);
 
 /// `cohort-stepd` in the folder of the running executable (/proc/self/exe).
 [[nodiscard]] std::string StepdNextToAgent();

@@ -122,6 +122,25 @@ void AgentHub::OnMessage(AgentLink* link, const v1::AgentMessage& message) {
   OnReport(known->second, message);
 }
 
+void AgentHub::OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effects) {
+  Engine& engine = state_.engine;
+  const NodeAdmin admin = engine.Admin(node);
+  const bool ours = admin.drain && admin.reason.starts_with(kHealthDrainPrefix);
+  const std::string& name = state_.topology->NodeName(node);
+  // The agent's health check drains and resumes a node as root would; a
+  // node an operator drained stays theirs to resume.
+  const Caller check{.uid = 0, .operator_listed = false};
+  if (!health.healthy()) {
+    const std::string reason = fmt::format("{}{}", kHealthDrainPrefix, health.reason());
+    if ((admin.drain && !ours) || admin.reason == reason) return;
+    Log("controller")->warn("node_unhealthy node={} reason={:?}", name, health.reason());
+    (void)engine.Drain(node, reason, check, effects);
+  } else if (ours) {
+    Log("controller")->info("node_healthy node={} was={:?}", name, admin.reason);
+    (void)engine.Resume(node, check, effects);
+  }
+}
+
 void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
   Engine& engine = state_.engine;
   const Millis now = ControllerState::Now();
@@ -170,6 +189,9 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
     }
     case v1::AgentMessage::kJobReleased:
       engine.JobReleased(message.job_released().job_id(), node, now, effects);
+      break;
+    case v1::AgentMessage::kHealth:
+      OnHealth(node, message.health(), effects);
       break;
     default:
       break;

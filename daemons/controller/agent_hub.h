@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,9 @@ class AgentLink {
   /// The agent's address as the transport saw it (for MASTER_ADDR).
   [[nodiscard]] virtual const std::string& PeerHost() const = 0;
 };
+
+/// How the reason of a node drained by its health check begins.
+inline constexpr std::string_view kHealthDrainPrefix = "health check failed: ";
 
 /// The agents' streams by node: registration (the node's name, the
 /// protocol; a second agent claiming a node whose stream is alive is
@@ -70,6 +74,10 @@ class AgentHub {
   void Register(AgentLink* link, const v1::Register& message);
   [[nodiscard]] absl::Status Refusal(const v1::Register& message, AgentLink* link) const;
   void OnReport(NodeId node, const v1::AgentMessage& message);
+  /// HealthCheckProgram's verdict: an unhealthy node is drained with its
+  /// reason (kHealthDrainPrefix first), a healthy one the check drained is
+  /// resumed; a node an operator drained is left alone.
+  void OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effects);
   void FailLaunch(const LaunchCommand& launch);
   /// The job's environment when memory has it, else null.
   [[nodiscard]] const v1::JobSpec* KnownEnvironment(const Job& job);

@@ -174,6 +174,10 @@ struct ClusterConfig {
   [[nodiscard]] bool TlsOn() const { return !tls_cert_file.empty(); }
   std::string topology_file;  ///< resolved against the config's folder; empty: none
   std::chrono::seconds node_timeout{300};
+  /// HealthCheckProgram=: what each agent runs every HealthCheckInterval to
+  /// check its node; empty: none.
+  std::string health_check_program;
+  std::chrono::seconds health_check_interval{0};  ///< 0: never
   std::chrono::seconds kill_wait{30};
   /// How commits to the state database wait for the disk: "full" (fsync
   /// every commit), "normal" (survives a controller crash, not a power

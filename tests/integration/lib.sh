@@ -30,14 +30,23 @@ stop_daemons() {
 }
 
 # remove_agent_cgroups: the cgroup folders this test's agents logged
-# (cgroups_enabled trees=…), where no process is left in them; an agent
+# (cgroups_enabled trees=…), and what is left running in them; an agent
 # killed here never removed its own.
 remove_agent_cgroups() {
-  local tree
+  local tree pid
   for tree in $(sed -n 's/.*cgroups_enabled version=[0-9] trees=\([^ ]*\).*/\1/p' \
     "$WORK"/*.log 2>/dev/null | tr ',' '\n' | sed 's/^[a-z]*=//' | sort -u); do
     case "$tree" in /sys/fs/cgroup/*cohort-*) ;; *) continue ;; esac
-    find "$tree" -depth -type d -exec rmdir {} \; 2>/dev/null
+    # What this test's jobs left running there (ranks that outlived a
+    # killed agent) goes first: a cgroup with a process cannot be removed.
+    for _ in $(seq 20); do
+      for pid in $(find "$tree" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+        kill -9 "$pid" 2>/dev/null
+      done
+      find "$tree" -depth -type d -exec rmdir {} \; 2>/dev/null
+      [ -d "$tree" ] || break
+      sleep 0.1
+    done
   done
 }
 
