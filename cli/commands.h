@@ -76,5 +76,7 @@ void AddSharesCommand(CLI::App& app, int& exit_code);
 void AddNodesCommand(CLI::App& app, int& exit_code);
 /// `cohort drain` and `cohort resume`.
 void AddDrainCommands(CLI::App& app, int& exit_code);
+/// `cohort token`: a token for the REST API, as scontrol token.
+void AddTokenCommand(CLI::App& app, int& exit_code);
 
 }  // namespace cohort::cli

@@ -35,6 +35,7 @@ const VerbGroup kVerbGroups[] = {
     {{"shares"}, Fixed<AddSharesCommand>},
     {{"nodes"}, Fixed<AddNodesCommand>},
     {{"drain", "resume"}, Fixed<AddDrainCommands>},
+    {{"token"}, Fixed<AddTokenCommand>},
     {{"config"}, Fixed<AddConfigCommands>},
     // Alone, the live tree; `topology show` reads files.
     {{"topology"}, Fixed<AddTopologyCommands>},

@@ -55,7 +55,8 @@ job_state() {
   "$bin/cli/cohort" show job "$1" --json 2>/dev/null | sed -n 's/.*"state": *"\([A-Z_]*\)".*/\1/p' | head -1
 }
 start_controller 0
-echo "metrics for Prometheus: http://127.0.0.1:$(cat "$work/http-port")/metrics"
+web="https://127.0.0.1:$(cat "$work/http-port")"
+echo "metrics for Prometheus: $web/metrics (HTTPS, signed by the demo's CA: $work/tls/ca.pem)"
 "$bin/daemons/agent/cohort-agent" -c "$work/cohort.conf" --controller "127.0.0.1:$(cat "$work/port")" \
   --emulate 16 --nodes 'node[01-16]' --spool "$work/spool" >"$work/agent.log" 2>&1 &
 pids+=($!)
@@ -66,6 +67,9 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 cohort nodes
+token=$("$bin/cli/cohort" token --lifespan 3600 | sed -n 's/^COHORT_TOKEN=//p')
+echo "the dashboard: $web/#token=$token"
+echo "  (the browser does not know the demo's CA; DEMO_KEEP=1 make demo keeps the cluster up to look)"
 
 say "submitting a 4-node x 2-rank job (etc/demo/hello.sh) over TCP, as from a login node (MUNGE identity, TLS): the script runs once, its step on every node"
 export PATH="$bin/cli:$PATH"  # the jobs call cohort (cohort run, cohort checkpoint-done)
@@ -162,7 +166,11 @@ for t in $(seq 0 15); do
   [ "$s" = COMPLETED ] || { echo "sweep task $t ended ${s:-unknown}"; exit 1; }
 done
 grep -q "resuming from" "$first" || { echo "the victim did not run again"; exit 1; }
-say "what Prometheus scrapes: curl http://127.0.0.1:$(cat "$work/http-port")/metrics (3 of its lines)"
-curl -s "http://127.0.0.1:$(cat "$work/http-port")/metrics" |
+say "what Prometheus scrapes: curl --cacert $work/tls/ca.pem $web/metrics (3 of its lines)"
+curl -s --cacert "$work/tls/ca.pem" "$web/metrics" |
   grep -E '^cohort_jobs_ended_total|^cohort_preemptions_total|^cohort_leaf_gpus\{switch="leaf1",state="free"' | head -3
-say "done: jobs $id and $long COMPLETED; the sweep was preempted, requeued and COMPLETED; stopping the cluster"
+say "done: jobs $id and $long COMPLETED; the sweep was preempted, requeued and COMPLETED"
+if [ "${DEMO_KEEP:-0}" = 1 ]; then
+  say "the cluster stays up: the dashboard is $web/#token=$token; Ctrl-C stops it"
+  wait "$controller"
+fi

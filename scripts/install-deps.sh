@@ -20,8 +20,9 @@ packages=(
   libnghttp2-dev
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
-  # a real Prometheus scrapes the controller's /metrics in the tests; curl reads it
-  prometheus curl
+  # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
+  # headless Chromium loads its dashboard
+  prometheus curl chromium
   # packaging: man pages from the programs' --help, the units checked by systemd-analyze
   help2man systemd
 )

@@ -34,6 +34,10 @@ class Authenticator {
   /// metadata; empty: none): the credential's uid, or anonymous with the
   /// reason when it is missing, refused or not a client's.
   [[nodiscard]] Identity OverTcp(std::string_view credential) const;
+  /// A caller of the REST API presenting a valid token of user `uid`.
+  [[nodiscard]] Identity ByToken(std::uint32_t uid) const {
+    return Named(uid, Identity::Trust::kToken);
+  }
   /// An agent's registration: OK when the TLS client certificate it
   /// connected with (signed by TLSCAFile's CA: `certificate_names`, its DNS
   /// names) names the node it registers, or when its credential is root's

@@ -17,10 +17,14 @@ std::string Metadata(const grpc::CallbackServerContext& context, const std::stri
   return std::string(it->second.data(), it->second.size());
 }
 
-// Finishes a unary call with what the state thread answers.
+// Finishes a unary call with what the state thread answers, and counts
+// how long the call took as `method`.
 template <typename Response>
-Reply<Response> Finisher(grpc::ServerUnaryReactor* reactor, Response* response) {
-  return [reactor, response](absl::StatusOr<Response> result) {
+Reply<Response> Finisher(grpc::ServerUnaryReactor* reactor, Response* response,
+                         Controller& controller, std::string_view method,
+                         std::chrono::steady_clock::time_point started) {
+  return [reactor, response, &controller, method, started](absl::StatusOr<Response> result) {
+    controller.ObserveRpc(method, std::chrono::steady_clock::now() - started);
     if (!result.ok()) {
       reactor->Finish(ToGrpc(result.status()));
       return;
@@ -108,9 +112,12 @@ Identity ClientService::Identify(const grpc::CallbackServerContext& context) con
 }
 
 template <typename Request, typename Response>
-grpc::ServerUnaryReactor* ClientService::Serve(
-    grpc::CallbackServerContext* context, const Request& request, Response* response,
-    CallerIdentity caller, void (Controller::*method)(Request, Identity, Reply<Response>)) {
+grpc::ServerUnaryReactor* ClientService::Serve(grpc::CallbackServerContext* context,
+                                               const Request& request, Response* response,
+                                               std::string_view name, CallerIdentity caller,
+                                               void (Controller::*method)(Request, Identity,
+                                                                          Reply<Response>)) {
+  const auto started = std::chrono::steady_clock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   Identity who;
   if (caller == CallerIdentity::kNeeded) {
@@ -118,14 +125,16 @@ grpc::ServerUnaryReactor* ClientService::Serve(
   } else {
     who.uid = kNobody;  // the call does not look; nobody, should it ever
   }
-  (controller_.*method)(request, std::move(who), Finisher(reactor, response));
+  (controller_.*method)(request, std::move(who),
+                        Finisher(reactor, response, controller_, name, started));
   return reactor;
 }
 
 #define COHORT_CLIENT_SERVICE_DEFINE_RPC(Method, Request, Response, Area, Caller)                 \
   grpc::ServerUnaryReactor* ClientService::Method(                                                \
       grpc::CallbackServerContext* context, const v1::Request* request, v1::Response* response) { \
-    return Serve(context, *request, response, CallerIdentity::Caller, &Controller::Method);       \
+    return Serve(context, *request, response, #Method, CallerIdentity::Caller,                    \
+                 &Controller::Method);                                                            \
   }
 COHORT_CONTROLLER_RPCS(COHORT_CLIENT_SERVICE_DEFINE_RPC)
 #undef COHORT_CLIENT_SERVICE_DEFINE_RPC

@@ -40,7 +40,7 @@ class ClientService final : public v1::Controller::CallbackService {
   [[nodiscard]] Identity Identify(const grpc::CallbackServerContext& context) const;
   template <typename Request, typename Response>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const Request& request,
-                                  Response* response, CallerIdentity caller,
+                                  Response* response, std::string_view name, CallerIdentity caller,
                                   void (Controller::*method)(Request, Identity, Reply<Response>));
 
   Controller& controller_;

@@ -41,8 +41,12 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       node_rpcs_(io_, state_, outbox_, *this),
       priority_rpcs_(io_, state_, outbox_),
       history_rpcs_(*state_.topology, config.private_data, std::move(stores.history)),
+      token_rpcs_(io_, options_.tokens),
       logged_node_status_(static_cast<std::size_t>(state_.topology->NodeCount()),
                           NodeStatus::kUnknown) {
+  outbox_.OnCommit([this](const Outbox::CommitReport& report) {
+    metrics_.Commit(report.took, report.records, report.waiting);
+  });
   Restore(std::move(loaded));
 }
 
@@ -56,6 +60,8 @@ Part& Controller::PartOf() {
     return node_rpcs_;
   } else if constexpr (std::is_same_v<Part, PriorityRpcs>) {
     return priority_rpcs_;
+  } else if constexpr (std::is_same_v<Part, TokenRpcs>) {
+    return token_rpcs_;
   } else {
     static_assert(std::is_same_v<Part, HistoryRpcs>,
                   "an area of cohort/v1/controller_rpcs.h has no part");
@@ -282,6 +288,10 @@ void Controller::Unwatch(JobWatcher* watcher, std::function<void()> after) {
     watch_hub_.Unwatch(watcher);
     after();
   });
+}
+
+void Controller::ObserveRpc(std::string_view method, std::chrono::steady_clock::duration took) {
+  boost::asio::post(io_, [this, method, took] { metrics_.Rpc(method, took); });
 }
 
 void Controller::Metrics(Reply<std::string> reply) {

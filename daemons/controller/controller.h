@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "records.h"
 #include "store.h"
 #include "store_reader.h"
+#include "token_rpcs.h"
 #include "watch_hub.h"
 #include "wire.h"
 #include "worker.h"
@@ -47,6 +49,7 @@ class Controller final : private EffectSink {
     std::string state_path;  ///< the SQLite database
     StateSync sync = StateSync::kFull;
     std::chrono::hours history_retention{24 * 30};  ///< 0: keep forever
+    std::optional<TokenSigner> tokens;  ///< signs REST API tokens; none: IssueToken refuses
   };
 
   /// Connections to the state database: one writes (the store's thread),
@@ -91,6 +94,9 @@ class Controller final : private EffectSink {
   /// Forgets `watcher`, then runs `after` on the state thread (to delete it).
   void Unwatch(JobWatcher* watcher, std::function<void()> after);
 
+  /// Counts one call of `method` (a literal) that took `took`, for the
+  /// metrics.
+  void ObserveRpc(std::string_view method, std::chrono::steady_clock::duration took);
   /// The Prometheus exposition of the controller's metrics now
   /// (metrics.h), made on the state thread.
   void Metrics(Reply<std::string> reply);
@@ -135,6 +141,7 @@ class Controller final : private EffectSink {
   NodeRpcs node_rpcs_;
   PriorityRpcs priority_rpcs_;
   HistoryRpcs history_rpcs_;
+  TokenRpcs token_rpcs_;
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
   ControllerMetrics metrics_;
 };

@@ -6,11 +6,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace cohort::controller {
@@ -19,10 +22,12 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 constexpr std::size_t kHttpMaxConnections = 256;
 constexpr std::size_t kHttpMaxHeader = 8 * 1024;
+constexpr std::size_t kHttpMaxBody = 1024 * 1024;
 constexpr std::chrono::seconds kHttpIdle{30};
 
 }  // namespace
@@ -38,6 +43,7 @@ struct HttpServer::Impl {
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   Handler handler;
+  std::optional<ssl::context> tls;  ///< HTTPS when set
   std::shared_ptr<Gate> gate = std::make_shared<Gate>();
   bool accepting = false;
 
@@ -46,12 +52,15 @@ struct HttpServer::Impl {
 
 namespace {
 
-// One connection: read a request, let the handler answer, write the
-// answer, and again while the client keeps it alive.
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+// One connection over `Stream` (a TCP stream, or TLS over one): read a
+// request, let the handler answer, write the answer, and again while the
+// client keeps it alive.
+template <typename Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
-  HttpSession(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server), gate_(server.gate) {
+  template <typename... StreamArgs>
+  HttpSession(HttpServer::Impl& server, StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...), server_(server), gate_(server.gate) {
     ++gate_->open;
   }
   ~HttpSession() {
@@ -61,34 +70,62 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
 
-  void Read() {
-    parser_.emplace();
-    parser_->header_limit(kHttpMaxHeader);
-    parser_->body_limit(0);
-    stream_.expires_after(kHttpIdle);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code error, std::size_t) { self->OnRead(error); });
+  void Start() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      Read();
+    } else {
+      beast::get_lowest_layer(stream_).expires_after(kHttpIdle);
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code error) {
+                                if (error) {
+                                  self->Close();  // not TLS, or a client that refused us
+                                  return;
+                                }
+                                self->Read();
+                              });
+    }
   }
 
  private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(kHttpMaxHeader);
+    parser_->body_limit(kHttpMaxBody);
+    beast::get_lowest_layer(stream_).expires_after(kHttpIdle);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = this->shared_from_this()](beast::error_code error, std::size_t) {
+                       self->OnRead(error);
+                     });
+  }
+
   void OnRead(beast::error_code error) {
+    if (error == http::error::body_limit || error == http::error::header_limit) {
+      keep_alive_ = false;
+      Write({.status = 413,
+             .content_type = "text/plain; charset=utf-8",
+             .body = fmt::format("the request is too large: at most {} bytes of headers and {} "
+                                 "of body are read\n",
+                                 kHttpMaxHeader, kHttpMaxBody),
+             .cache_control = ""});
+      return;
+    }
     if (error) {
       Close();  // the client left, went idle, or sent what is not HTTP
       return;
     }
-    const auto& request = parser_->get();
+    auto& request = parser_->get();
     keep_alive_ = request.keep_alive();
     version_ = request.version();
-    if (request.method() != http::verb::get) {
-      Write({.status = 405,
-             .content_type = "text/plain; charset=utf-8",
-             .body = "only GET is served here\n"});
-      return;
-    }
-    std::string path(request.target());
-    path = path.substr(0, path.find('?'));
-    server_.handler(path, [self = shared_from_this()](HttpAnswer answer) {
+    HttpRequest out;
+    out.method = std::string(request.method_string());
+    const std::string_view target(request.target().data(), request.target().size());
+    const std::size_t question = target.find('?');
+    out.path = std::string(target.substr(0, question));
+    if (question != std::string_view::npos) out.query = std::string(target.substr(question + 1));
+    out.body = std::move(request.body());
+    out.authorization = std::string(request[http::field::authorization]);
+    out.munge = std::string(request["X-Cohort-Munge"]);
+    server_.handler(std::move(out), [self = this->shared_from_this()](HttpAnswer answer) {
       asio::post(self->stream_.get_executor(),
                  [self, answer = std::move(answer)]() mutable { self->Write(std::move(answer)); });
     });
@@ -99,12 +136,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         static_cast<http::status>(answer.status), version_);
     response_->set(http::field::server, "cohort-controller");
     response_->set(http::field::content_type, answer.content_type);
+    if (!answer.cache_control.empty()) {
+      response_->set(http::field::cache_control, answer.cache_control);
+    }
+    if (answer.status == 401) response_->set(http::field::www_authenticate, "Bearer");
     response_->keep_alive(keep_alive_);
     response_->body() = std::move(answer.body);
     response_->prepare_payload();
-    stream_.expires_after(kHttpIdle);
+    beast::get_lowest_layer(stream_).expires_after(kHttpIdle);
     http::async_write(stream_, *response_,
-                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                         if (error || !self->keep_alive_) {
                           self->Close();
                           return;
@@ -115,14 +156,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   HttpServer::Impl& server_;  ///< used only while the gate is open
   std::shared_ptr<HttpServer::Impl::Gate> gate_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::empty_body>> parser_;
+  std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http::response<http::string_body>> response_;
   bool keep_alive_ = false;
   unsigned version_ = 11;
@@ -136,16 +177,39 @@ void HttpServer::Impl::Accept() {
   if (!accepting) return;
   acceptor.async_accept([this](beast::error_code error, tcp::socket socket) {
     if (gate->stopping) return;
-    if (!error) std::make_shared<HttpSession>(std::move(socket), *this)->Read();
+    if (!error) {
+      if (tls) {
+        std::make_shared<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(*this,
+                                                                            std::move(socket), *tls)
+            ->Start();
+      } else {
+        std::make_shared<HttpSession<beast::tcp_stream>>(*this, std::move(socket))->Start();
+      }
+    }
     Accept();
   });
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string& address, int port,
-                                                               Handler handler) {
+                                                               Handler handler,
+                                                               const std::optional<HttpTls>& tls) {
   auto impl = std::make_unique<Impl>();
   impl->handler = std::move(handler);
   beast::error_code error;
+  if (tls) {
+    impl->tls.emplace(ssl::context::tls_server);
+    impl->tls->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                           ssl::context::no_tlsv1_1);
+    impl->tls->use_certificate_chain(asio::buffer(tls->certificate_chain), error);
+    if (!error)
+      impl->tls->use_private_key(asio::buffer(tls->private_key), ssl::context::pem, error);
+    if (error) {
+      return absl::InvalidArgumentError(fmt::format(
+          "cannot serve HTTPS: {}; check TLSCertFile and TLSKeyFile with: cohort config check",
+          error.message()));
+    }
+  }
   tcp::resolver resolver(impl->io);
   const auto found =
       resolver.resolve(address, std::to_string(port),

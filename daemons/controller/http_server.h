@@ -3,37 +3,57 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
 
-/// The controller's HTTP endpoint (Boost.Beast): HTTP/1.1 with keep-alive
-/// on a thread of its own. Serves GET requests by path through a handler
-/// that answers when it can (from any thread). Requests are bounded (8 KiB
-/// of headers, no body), idle connections close after 30 s, and at most
-/// 256 connections are open at once; past that the server stops accepting
-/// until one closes.
+/// The controller's HTTP endpoint (Boost.Beast): HTTP/1.1 with keep-alive,
+/// over TLS when given a certificate, on a thread of its own. Hands each
+/// request to a handler that answers when it can (from any thread).
+/// Requests are bounded (8 KiB of headers, 1 MiB of body), idle
+/// connections close after 30 s, and at most 256 connections are open at
+/// once; past that the server stops accepting until one closes.
 namespace cohort::controller {
+
+/// What the handler is given of a request.
+struct HttpRequest {
+  std::string method;  ///< GET, POST, DELETE, ...
+  std::string path;    ///< the target up to '?', as sent (not decoded)
+  std::string query;   ///< after '?'; empty: none
+  std::string body;
+  std::string authorization;  ///< the Authorization header
+  std::string munge;          ///< the X-Cohort-Munge header: a MUNGE credential
+};
 
 /// What a handler answers: an HTTP status, a content type and a body.
 struct HttpAnswer {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  std::string cache_control;  ///< empty: none sent
+};
+
+/// The server's certificate chain and key, PEM: HTTPS instead of HTTP.
+struct HttpTls {
+  std::string certificate_chain;
+  std::string private_key;
 };
 
 class HttpServer {
  public:
-  /// Called with each request's path (without the query); answers through
-  /// `answer`, once, from any thread.
-  using Handler =
-      std::function<void(const std::string& path, std::function<void(HttpAnswer)> answer)>;
+  /// Called with each request; answers through `answer`, once, from any
+  /// thread.
+  using Handler = std::function<void(HttpRequest request, std::function<void(HttpAnswer)> answer)>;
 
-  /// Listens on `address`:`port` (0: any free port) and starts the thread.
-  /// The errno's status, naming the address, when it cannot listen.
+  /// Listens on `address`:`port` (0: any free port), with TLS when `tls`
+  /// is given, and starts the thread. The errno's status, naming the
+  /// address, when it cannot listen; InvalidArgument when OpenSSL refuses
+  /// the certificate or key.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Listen(
-      const std::string& address, int port, Handler handler);
+      const std::string& address, int port, Handler handler,
+      const std::optional<HttpTls>& tls = std::nullopt);
   /// Stops accepting, closes every connection and joins the thread.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

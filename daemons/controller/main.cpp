@@ -24,6 +24,7 @@
 #include "local_socket.h"
 #include "store.h"
 #include "tls_files.h"
+#include "web_service.h"
 
 namespace {
 
@@ -81,8 +82,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--state-dir", flags.state_dir,
                  "state folder, home of the local socket (default: StateDir)");
   app.add_option("--port-file", flags.port_file, "write the TCP port listened on to this file");
-  app.add_option("--http-port", flags.http_port,
-                 "HTTP port for /metrics (default: HttpPort, else none; 0 picks a free one)");
+  app.add_option(
+      "--http-port", flags.http_port,
+      "HTTP port for the dashboard, /metrics and /api/v1/ (default: HttpPort, else none; 0 "
+      "picks a free one)");
   app.add_option("--http-port-file", flags.http_port_file,
                  "write the HTTP port listened on to this file");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error");
@@ -91,7 +94,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
 }
 
 // The controller's options from the configuration; nullopt (said on
-// stderr) when StateDir cannot be made.
+// stderr) when StateDir cannot be made or the token key is unfit.
 std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig& config,
                                              const std::string& state_path) {
   std::error_code error;
@@ -102,6 +105,17 @@ std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig
     return std::nullopt;
   }
   Controller::Options options;
+  const std::string token_key =
+      config.token_key_file.empty()
+          ? (std::filesystem::path(config.state_dir) / "token.key").string()
+          : config.token_key_file;
+  absl::StatusOr<cohort::controller::TokenSigner> tokens =
+      cohort::controller::TokenSigner::FromKeyFile(token_key);
+  if (!tokens.ok()) {
+    std::cerr << "cohort-controller: not starting: " << tokens.status().message() << '\n';
+    return std::nullopt;
+  }
+  options.tokens = *std::move(tokens);
   options.state_path = state_path;
   options.sync = SyncOf(config.state_sync);
   options.history_retention = std::chrono::hours(24 * config.history_days);
@@ -173,26 +187,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   return grpc::SslServerCredentials(options);
 }
 
-// Answers an HTTP GET of `path`: /metrics from the state thread.
-void ServeHttp(Controller& controller, const std::string& path,
-               std::function<void(cohort::controller::HttpAnswer)> answer) {
-  if (path == "/metrics") {
-    controller.Metrics([answer = std::move(answer)](absl::StatusOr<std::string> text) {
-      answer({.status = 200,
-              .content_type = "text/plain; version=0.0.4; charset=utf-8",
-              .body = text.ok() ? *std::move(text) : std::string()});
-    });
-    return;
-  }
-  answer({.status = 404,
-          .content_type = "text/plain; charset=utf-8",
-          .body = fmt::format("no page {}; the controller serves /metrics\n", path)});
+// The HTTP port's TLS: the controller's certificate and key when
+// TLSCertFile is set (TcpCredentials checked them first).
+absl::StatusOr<std::optional<cohort::controller::HttpTls>> HttpTlsOf(
+    const cohort::config::ClusterConfig& config) {
+  if (!config.TlsOn()) return std::nullopt;
+  absl::StatusOr<std::string> cert = cohort::shell::ReadPem(config.tls_cert_file, "TLSCertFile");
+  absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
+  return cohort::controller::HttpTls{*std::move(cert), *std::move(key)};
 }
 
 // Serves clients (TCP and the local socket) and agents until SIGINT or
 // SIGTERM, or until a commit fails; then stops in order.
 int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
-          const cohort::controller::Authenticator& authenticator, const Flags& flags) {
+          const cohort::controller::Authenticator& authenticator, const Flags& flags,
+          const std::optional<cohort::controller::TokenSigner>& tokens) {
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
@@ -227,15 +238,19 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   }
   // Destroyed when Serve returns, after the state thread's last handlers
   // ran: a scrape they answer still finds the HTTP thread's queue.
+  cohort::controller::WebService web(controller, authenticator, tokens);
   std::unique_ptr<cohort::controller::HttpServer> http;
   if (config.http_port >= 0) {
+    absl::StatusOr<std::optional<cohort::controller::HttpTls>> http_tls = HttpTlsOf(config);
     absl::StatusOr<std::unique_ptr<cohort::controller::HttpServer>> listening =
-        cohort::controller::HttpServer::Listen(
-            config.controller_addr, config.http_port,
-            [&controller](const std::string& path,
-                          std::function<void(cohort::controller::HttpAnswer)> answer) {
-              ServeHttp(controller, path, std::move(answer));
-            });
+        http_tls.ok() ? cohort::controller::HttpServer::Listen(
+                            config.controller_addr, config.http_port,
+                            [&web](cohort::controller::HttpRequest request,
+                                   std::function<void(cohort::controller::HttpAnswer)> answer) {
+                              web.Serve(std::move(request), std::move(answer));
+                            },
+                            *http_tls)
+                      : http_tls.status();
     if (!listening.ok()) {
       std::cerr << "cohort-controller: not starting: " << listening.status().message() << '\n';
       return 1;
@@ -244,7 +259,8 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     if (!flags.http_port_file.empty()) {
       std::ofstream(flags.http_port_file) << http->Port() << '\n';
     }
-    spdlog::info("http_started listen={}:{} paths=/metrics", config.controller_addr, http->Port());
+    spdlog::info("http_started listen={}://{}:{} paths=/,/metrics,/api/v1/",
+                 config.TlsOn() ? "https" : "http", config.controller_addr, http->Port());
   }
   spdlog::info("controller_started cluster={} listen={}:{} socket={} nodes={} auth={}",
                config.cluster_name, config.controller_addr, bound_port, socket_path,
@@ -318,7 +334,7 @@ int Run(int argc, char** argv) {
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - load_started)
                    .count());
-  return Serve(controller, config, *authenticator, flags);
+  return Serve(controller, config, *authenticator, flags, options->tokens);
 }
 
 }  // namespace

@@ -87,9 +87,38 @@ void NodeGauges(Exposition& out, const Engine& engine) {
   }
 }
 
+// Observes `value` in the histogram of `key`, made with `bounds` on first use.
+void ObserveKeyed(std::map<std::string, metrics::Histogram, std::less<>>& histograms,
+                  std::string_view key, double value) {
+  auto it = histograms.find(key);
+  if (it == histograms.end()) {
+    it = histograms.emplace(std::string(key), metrics::Histogram(metrics::DurationBounds())).first;
+  }
+  it->second.Observe(value);
+}
+
+// Bounds for how many things a commit carries: 1 to 4096, doubling.
+std::vector<double> CountBounds() {
+  std::vector<double> bounds;
+  for (double b = 1; b <= 4096; b *= 2) bounds.push_back(b);
+  return bounds;
+}
+
+double Seconds(std::chrono::steady_clock::duration took) {
+  return std::chrono::duration<double>(took).count();
+}
+
+void Histograms(Exposition& out, std::string_view name, std::string_view label,
+                const std::map<std::string, metrics::Histogram, std::less<>>& histograms) {
+  for (const auto& [key, histogram] : histograms) histogram.Write(out, name, {{label, key}});
+}
+
 }  // namespace
 
-ControllerMetrics::ControllerMetrics() = default;
+ControllerMetrics::ControllerMetrics()
+    : commit_seconds_(metrics::DurationBounds()),
+      commit_records_(CountBounds()),
+      commit_waiting_(CountBounds()) {}
 
 void ControllerMetrics::Count(std::span<const JobTransition> transitions) {
   for (const JobTransition& t : transitions) {
@@ -110,11 +139,18 @@ void ControllerMetrics::Count(std::span<const JobTransition> transitions) {
 }
 
 void ControllerMetrics::Pass(std::string_view kind, std::chrono::steady_clock::duration took) {
-  auto it = passes_.find(kind);
-  if (it == passes_.end()) {
-    it = passes_.emplace(std::string(kind), metrics::Histogram(metrics::DurationBounds())).first;
-  }
-  it->second.Observe(std::chrono::duration<double>(took).count());
+  ObserveKeyed(passes_, kind, Seconds(took));
+}
+
+void ControllerMetrics::Rpc(std::string_view method, std::chrono::steady_clock::duration took) {
+  ObserveKeyed(rpcs_, method, Seconds(took));
+}
+
+void ControllerMetrics::Commit(std::chrono::steady_clock::duration took, std::size_t records,
+                               std::size_t waiting) {
+  commit_seconds_.Observe(Seconds(took));
+  commit_records_.Observe(static_cast<double>(records));
+  commit_waiting_.Observe(static_cast<double>(waiting));
 }
 
 std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_streams) const {
@@ -131,9 +167,20 @@ std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_st
   out.Family("cohort_scheduling_pass_seconds", MetricType::kHistogram,
              "How long scheduling passes took, by kind: submission, release, full, "
              "release-full or idle (docs/scheduling.md).");
-  for (const auto& [kind, histogram] : passes_) {
-    histogram.Write(out, "cohort_scheduling_pass_seconds", {{"kind", kind}});
-  }
+  Histograms(out, "cohort_scheduling_pass_seconds", "kind", passes_);
+  out.Family("cohort_rpc_seconds", MetricType::kHistogram,
+             "How long calls of the Controller service took, from arrival to answer (the "
+             "commit they waited for included), by method.");
+  Histograms(out, "cohort_rpc_seconds", "method", rpcs_);
+  out.Family("cohort_store_commit_seconds", MetricType::kHistogram,
+             "How long commits of the state database took.");
+  commit_seconds_.Write(out, "cohort_store_commit_seconds", {});
+  out.Family("cohort_store_commit_records", MetricType::kHistogram,
+             "Job and node records written per commit (the group commit's batch).");
+  commit_records_.Write(out, "cohort_store_commit_records", {});
+  out.Family("cohort_store_commit_waiting", MetricType::kHistogram,
+             "Answers, agent commands and events that waited on each commit.");
+  commit_waiting_.Write(out, "cohort_store_commit_waiting", {});
   out.Family("cohort_fairshare_usage", MetricType::kGauge,
              "Each account's decayed usage (resource-seconds) in fair share.");
   for (const policy::ShareRow& row : engine.Usage().Rows(engine.Config(), ControllerState::Now())) {

@@ -27,6 +27,13 @@ class ControllerMetrics {
   void Count(std::span<const JobTransition> transitions);
   /// One scheduling pass of `kind` (Engine::LastPassKind) that took `took`.
   void Pass(std::string_view kind, std::chrono::steady_clock::duration took);
+  /// One call of the Controller service's `method`, from its arrival to its
+  /// answer (the commit it waited for included).
+  void Rpc(std::string_view method, std::chrono::steady_clock::duration took);
+  /// One commit of the state database: how long it took, and how many job
+  /// and node records and waiting answers it carried (the group commit's
+  /// batch).
+  void Commit(std::chrono::steady_clock::duration took, std::size_t records, std::size_t waiting);
 
   /// The exposition: the counters, and gauges of `engine` now, with
   /// `agent_streams` nodes whose agent is connected.
@@ -38,6 +45,10 @@ class ControllerMetrics {
   std::map<std::string, std::uint64_t, std::less<>> ended_;        ///< by final state
   std::map<std::string, std::uint64_t, std::less<>> preempted_;    ///< by mode
   std::map<std::string, metrics::Histogram, std::less<>> passes_;  ///< by kind
+  std::map<std::string, metrics::Histogram, std::less<>> rpcs_;    ///< by method
+  metrics::Histogram commit_seconds_;
+  metrics::Histogram commit_records_;
+  metrics::Histogram commit_waiting_;
 };
 
 }  // namespace cohort::controller

@@ -136,14 +136,20 @@ void Outbox::Flush() {
       store_thread_.io(), [this, batch = std::move(batch), out = std::move(out)]() mutable {
         const auto started = std::chrono::steady_clock::now();
         absl::Status status = store_->Commit(batch);
+        const CommitReport report{.took = std::chrono::steady_clock::now() - started,
+                                  .records = batch.jobs.size() + batch.nodes.size(),
+                                  .waiting = out.size()};
         Log("store")->trace("commit jobs={} nodes={} took_us={}", batch.jobs.size(),
                             batch.nodes.size(), MicrosSince(started));
-        boost::asio::post(state_io_, [this, status = std::move(status),
-                                      out = std::move(out)]() mutable { Committed(status, out); });
+        boost::asio::post(
+            state_io_, [this, status = std::move(status), report, out = std::move(out)]() mutable {
+              Committed(status, report, out);
+            });
       });
 }
 
-void Outbox::Committed(const absl::Status& status, std::vector<std::function<void()>>& out) {
+void Outbox::Committed(const absl::Status& status, const CommitReport& report,
+                       std::vector<std::function<void()>>& out) {
   committing_ = false;
   if (!status.ok()) {
     // Nothing in this batch may be acknowledged, and later ones cannot be
@@ -156,6 +162,7 @@ void Outbox::Committed(const absl::Status& status, std::vector<std::function<voi
     state_io_.stop();
     return;
   }
+  if (on_commit_) on_commit_(report);
   for (std::function<void()>& f : out) f();
   if (!outbox_.empty() || !dirty_jobs_.empty() || !dirty_nodes_.empty()) ScheduleFlush();
 }

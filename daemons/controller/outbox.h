@@ -72,6 +72,19 @@ class Outbox {
       reply(std::move(result));
     });
   }
+  /// What a commit did, for the metrics: how long the store took, how many
+  /// job and node records it wrote, and how many replies, commands and
+  /// events waited on it.
+  struct CommitReport {
+    std::chrono::steady_clock::duration took{};
+    std::size_t records = 0;
+    std::size_t waiting = 0;
+  };
+  /// Called on the state thread after each commit that succeeded.
+  void OnCommit(std::function<void(const CommitReport&)> observer) {
+    on_commit_ = std::move(observer);
+  }
+
   /// Queues a flush after the handlers already queued on the state thread,
   /// so that their changes join the batch. At most one is queued.
   void ScheduleFlush();
@@ -90,7 +103,8 @@ class Outbox {
  private:
   void Flush();
   [[nodiscard]] StateBatch TakeBatch();
-  void Committed(const absl::Status& status, std::vector<std::function<void()>>& out);
+  void Committed(const absl::Status& status, const CommitReport& report,
+                 std::vector<std::function<void()>>& out);
   void PurgeHistory(std::chrono::hours retention);
   void HandOffCheckpoints();
 
@@ -114,6 +128,7 @@ class Outbox {
   bool committing_ = false;
   bool flush_posted_ = false;
   bool failed_ = false;
+  std::function<void(const CommitReport&)> on_commit_;
 };
 
 }  // namespace cohort::controller

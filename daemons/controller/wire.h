@@ -27,6 +27,7 @@ struct Identity {
   enum class Trust : std::uint8_t {
     kPeerCredentials,  ///< the local Unix socket's SO_PEERCRED
     kMunge,            ///< TCP with a MUNGE credential munged decoded
+    kToken,            ///< the REST API with a token the controller signed (api_token.h)
     kAnonymous,        ///< TCP without a valid credential: may read, may not change anything
   } trust = Trust::kAnonymous;
   bool is_operator = false;   ///< root, or a user of Operators=

@@ -144,8 +144,12 @@ struct ClusterConfig {
   std::string cluster_name = "cohort";
   std::string controller_addr = "127.0.0.1";
   int controller_port = 6820;
-  /// HttpPort=: the controller's HTTP port (/metrics); -1: none.
+  /// HttpPort=: the controller's HTTP port (the dashboard, /metrics, the
+  /// REST API); -1: none.
   int http_port = -1;
+  /// TokenKeyFile=: the key REST API tokens are signed with; empty:
+  /// StateDir/token.key, made at the first start.
+  std::string token_key_file;
   std::string state_dir = "/var/lib/cohort";
   std::string auth_key_file = "/etc/cohort/cohort.key";
   AuthType auth_type = AuthType::kAuto;

@@ -3,7 +3,9 @@
 // unary call's request of the Controller service, WatchJob's, and an
 // agent's messages, parsed from the same bytes; then what the controller
 // itself takes apart of them (a submitted spec into the engine's request,
-// job references). Any of them may be refused; none may crash.
+// job references), and what the REST API decodes of a request's text (a
+// query string into request messages, a token). Any of them may be
+// refused; none may crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -11,8 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include "api_token.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
+#include "web_service.h"
 #include "wire.h"
 
 namespace {
@@ -68,5 +72,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   v1::UpdateJobRequest update;
   if (Decode(data, size, update)) Refs(update.job_ref());
+
+  // The REST API's: the bytes as a query string and as a bearer token.
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  v1::ListJobsRequest list;
+  const absl::Status query = cohort::controller::MessageFromQuery(text, list);
+  Require(query.ok() || !query.message().empty(), "a refused query says nothing");
+  v1::JobHistoryRequest history;
+  (void)cohort::controller::MessageFromQuery(text, history);
+  static const cohort::controller::TokenSigner signer =
+      cohort::controller::TokenSigner::FromKey(std::string(32, 'k'));
+  const absl::StatusOr<cohort::controller::TokenClaims> claims = signer.Verify(text);
+  Require(!claims.ok(), "a token nobody signed was taken");
+  (void)cohort::controller::Base64UrlDecode(text);
   return 0;
 }

@@ -183,6 +183,18 @@ start_controller() {
   test -s "$WORK/port" || { fail "controller did not start"; tail -5 "$WORK/controller.log"; exit 1; }
 }
 
+# web_base: the controller's HTTP port as a URL (https with TLS on; web
+# verifies it with the test CA). web ARGS...: curl on it, silent.
+web_base() {
+  if [ "${IT_TLS:-on}" = on ]; then echo "https://127.0.0.1:$(cat "$WORK/http-port")"
+  else echo "http://127.0.0.1:$(cat "$WORK/http-port")"; fi
+}
+web() {
+  local ca=()
+  [ "${IT_TLS:-on}" = on ] && ca=(--cacert "$WORK/tls/ca.pem")
+  curl -s "${ca[@]}" "$@"
+}
+
 # crash_controller: kill -9, as a power cut or an OOM kill would.
 crash_controller() {
   kill -9 "$CONTROLLER_PID"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 command -v prometheus >/dev/null || { fail "prometheus is not installed (scripts/install-deps.sh)"; exit 1; }
 IT_HTTP=on start_cluster
 http=$(cat "$WORK/http-port")
-metrics() { curl -sf "http://127.0.0.1:$http/metrics"; }
+metrics() { web -f "$(web_base)/metrics"; }
 
 # A 2-node job (one leaf switch: the closest placement) and a 1-node job
 # run, all 8 GPUs of each node; one asking for every node waits.
@@ -35,17 +35,25 @@ leaf_max=$(sed -n 's/^cohort_leaf_gpus{switch="[a-z0-9]*",state="allocated"} //p
 grep -q '^# TYPE cohort_scheduling_pass_seconds histogram$' <<<"$out" || fail "no pass histogram"
 grep -q '^cohort_scheduling_pass_seconds_bucket{kind="[a-z-]*",le="+Inf"} [1-9]' <<<"$out" ||
   fail "no pass observed: $(grep '^cohort_scheduling_pass_seconds_count' <<<"$out")"
-[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http/nothing")" = 404 ] ||
+[ "$(web -o /dev/null -w '%{http_code}' "$(web_base)/nothing")" = 404 ] ||
   fail "an unknown path is not 404"
-pass "/metrics counts jobs by state, partition and reason, GPUs by partition and leaf"
+grep -qx 'cohort_rpc_seconds_count{method="SubmitJob"} 3' <<<"$out" ||
+  fail "submissions timed: $(grep '^cohort_rpc_seconds_count' <<<"$out")"
+grep -q '^cohort_store_commit_seconds_count [1-9]' <<<"$out" || fail "no commit timed"
+grep -q '^cohort_store_commit_records_bucket{le="+Inf"} [1-9]' <<<"$out" || fail "no commit batch"
+pass "/metrics counts jobs by state, partition and reason, GPUs by partition and leaf, RPCs and commits"
 
-# The real Prometheus scrapes it every second.
+# The real Prometheus scrapes it every second, over HTTPS verified by the
+# cluster's CA.
 prom_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$WORK/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
 scrape_configs:
   - job_name: cohort
+    scheme: https
+    tls_config:
+      ca_file: $WORK/tls/ca.pem
     static_configs:
       - targets: ["127.0.0.1:$http"]
 YAML
