@@ -78,5 +78,8 @@ void AddNodesCommand(CLI::App& app, int& exit_code);
 void AddDrainCommands(CLI::App& app, int& exit_code);
 /// `cohort token`: a token for the REST API, as scontrol token.
 void AddTokenCommand(CLI::App& app, int& exit_code);
+/// `cohort reconfigure`: the controller rereads its files, as scontrol
+/// reconfigure.
+void AddReconfigureCommand(CLI::App& app, int& exit_code);
 
 }  // namespace cohort::cli

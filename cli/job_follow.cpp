@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/fmt_absl.h"
 #include "job_format.h"
 
 namespace cohort::cli {

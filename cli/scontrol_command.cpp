@@ -89,6 +89,7 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
   app.require_subcommand(1);
   AddScontrolShow(app, exit_code);
   AddControlCommands(app, exit_code);
+  AddReconfigureCommand(app, exit_code);
   auto update = std::make_shared<JobUpdateWords>();
   CLI::App* command = app.add_subcommand(
       "update", "change a pending job: update JobId=12 TimeLimit=2:00:00 Partition=P NumNodes=4");
@@ -99,8 +100,8 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
       ->description("accepted: the output is always the full record");
   app.footer(
       "Cohort's scontrol: show job|node|partition|hostnames|hostlist, hold, release,\n"
-      "requeue and update JobId=... TimeLimit=|Partition=|NumNodes= (pending jobs). See\n"
-      "docs/slurm.md.");
+      "requeue, update JobId=... TimeLimit=|Partition=|NumNodes= (pending jobs) and\n"
+      "reconfigure. See docs/slurm.md.");
   // Slurm's commands exit 1 for any failure.
   app.final_callback([&exit_code] { exit_code = SlurmStatus(exit_code); });
 }

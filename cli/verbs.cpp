@@ -36,6 +36,7 @@ const VerbGroup kVerbGroups[] = {
     {{"nodes"}, Fixed<AddNodesCommand>},
     {{"drain", "resume"}, Fixed<AddDrainCommands>},
     {{"token"}, Fixed<AddTokenCommand>},
+    {{"reconfigure"}, Fixed<AddReconfigureCommand>},
     {{"config"}, Fixed<AddConfigCommands>},
     // Alone, the live tree; `topology show` reads files.
     {{"topology"}, Fixed<AddTopologyCommands>},

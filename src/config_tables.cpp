@@ -53,6 +53,11 @@ constexpr auto
                     {"ControllerAddr", &conf::Set<G, &ParseText, &C::controller_addr>},
                     {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
                     {"HttpPort", &conf::Set<G, &ParsePort, &C::http_port>},
+                    {"LogFile",
+                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+                       line.target.log_file = ResolvePath(line.file, word.value);
+                       return true;
+                     }},
                     {"TokenKeyFile",
                      [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
                        line.target.token_key_file = ResolvePath(line.file, word.value);

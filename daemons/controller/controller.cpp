@@ -41,7 +41,7 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       node_rpcs_(io_, state_, outbox_, *this),
       priority_rpcs_(io_, state_, outbox_),
       history_rpcs_(*state_.topology, config.private_data, std::move(stores.history)),
-      token_rpcs_(io_, options_.tokens),
+      admin_rpcs_(io_, options_.tokens, options_.reconfigure),
       logged_node_status_(static_cast<std::size_t>(state_.topology->NodeCount()),
                           NodeStatus::kUnknown) {
   outbox_.OnCommit([this](const Outbox::CommitReport& report) {
@@ -60,8 +60,8 @@ Part& Controller::PartOf() {
     return node_rpcs_;
   } else if constexpr (std::is_same_v<Part, PriorityRpcs>) {
     return priority_rpcs_;
-  } else if constexpr (std::is_same_v<Part, TokenRpcs>) {
-    return token_rpcs_;
+  } else if constexpr (std::is_same_v<Part, AdminRpcs>) {
+    return admin_rpcs_;
   } else {
     static_assert(std::is_same_v<Part, HistoryRpcs>,
                   "an area of cohort/v1/controller_rpcs.h has no part");
@@ -288,6 +288,37 @@ void Controller::Unwatch(JobWatcher* watcher, std::function<void()> after) {
     watch_hub_.Unwatch(watcher);
     after();
   });
+}
+
+std::vector<std::string> Controller::CheckReload(const config::ClusterConfig& next,
+                                                 const topology::Topology& next_topology) const {
+  std::vector<std::string> errors;
+  if (next.state_dir != state_.config.state_dir) {
+    errors.push_back(fmt::format(
+        "StateDir changes from {} to {}: the state database cannot move while the controller "
+        "runs; stop it, move the folder, and start it",
+        state_.config.state_dir, next.state_dir));
+  }
+  for (const auto& [id, job] : state_.engine.Jobs()) {
+    if (IsFinished(job.state)) continue;
+    const std::string& partition = job.request.partition;
+    if (!partition.empty() && next.FindPartition(partition) == nullptr) {
+      errors.push_back(fmt::format(
+          "job {} is {} in partition {}, which the new configuration removes; keep the partition "
+          "until its jobs have ended (cancel them, or wait)",
+          id, JobStateName(job.state), partition));
+    }
+    for (const alloc::NodeGrant& grant : job.placement.grants) {
+      const std::string& node = state_.topology->NodeName(grant.node);
+      if (!next_topology.FindNode(node)) {
+        errors.push_back(fmt::format(
+            "job {} runs on {}, which the new configuration removes; drain {} and remove it once "
+            "its jobs have ended (cohort drain {})",
+            id, node, node, node));
+      }
+    }
+  }
+  return errors;
 }
 
 void Controller::ObserveRpc(std::string_view method, std::chrono::steady_clock::duration took) {

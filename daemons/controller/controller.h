@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "admin_rpcs.h"
 #include "agent_hub.h"
 #include "cohort/engine.h"
 #include "cohort/v1/cohort.pb.h"
@@ -26,7 +27,6 @@
 #include "records.h"
 #include "store.h"
 #include "store_reader.h"
-#include "token_rpcs.h"
 #include "watch_hub.h"
 #include "wire.h"
 #include "worker.h"
@@ -50,6 +50,7 @@ class Controller final : private EffectSink {
     StateSync sync = StateSync::kFull;
     std::chrono::hours history_retention{24 * 30};  ///< 0: keep forever
     std::optional<TokenSigner> tokens;  ///< signs REST API tokens; none: IssueToken refuses
+    AdminRpcs::Reconfigurer reconfigure;  ///< `cohort reconfigure`; none: refused
   };
 
   /// Connections to the state database: one writes (the store's thread),
@@ -93,6 +94,14 @@ class Controller final : private EffectSink {
   void Watch(std::int64_t id, Identity who, JobWatcher* watcher, Reply<bool> reply);
   /// Forgets `watcher`, then runs `after` on the state thread (to delete it).
   void Unwatch(JobWatcher* watcher, std::function<void()> after);
+
+  /// What keeps the controller from running on `next` (a reread
+  /// cohort.conf and its topology) with the jobs it holds now: a job left
+  /// in a partition that is gone, a running job on a node that is gone, a
+  /// changed StateDir. Each names the job or setting and the fix; empty
+  /// when it may. State thread only (io()).
+  [[nodiscard]] std::vector<std::string> CheckReload(const config::ClusterConfig& next,
+                                                     const topology::Topology& next_topology) const;
 
   /// Counts one call of `method` (a literal) that took `took`, for the
   /// metrics.
@@ -141,7 +150,7 @@ class Controller final : private EffectSink {
   NodeRpcs node_rpcs_;
   PriorityRpcs priority_rpcs_;
   HistoryRpcs history_rpcs_;
-  TokenRpcs token_rpcs_;
+  AdminRpcs admin_rpcs_;
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
   ControllerMetrics metrics_;
 };

@@ -2,6 +2,7 @@
 // cohort-controller: the cluster's controller service.
 #include <sys/stat.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -22,6 +23,7 @@
 #include "controller.h"
 #include "http_server.h"
 #include "local_socket.h"
+#include "log_file.h"
 #include "store.h"
 #include "tls_files.h"
 #include "web_service.h"
@@ -199,11 +201,79 @@ absl::StatusOr<std::optional<cohort::controller::HttpTls>> HttpTlsOf(
   return cohort::controller::HttpTls{*std::move(cert), *std::move(key)};
 }
 
+// A reload of cohort.conf (SIGHUP, `cohort reconfigure`): the files are
+// reread and checked against the jobs held now; when they are valid the
+// controller stops in order and executes itself again in place, on the
+// ports it listens on (as slurmctld's reconfigure does since Slurm 23.11):
+// the state comes back from the database, agents reconnect and keep their
+// ranks running, and every setting is taken afresh. Otherwise nothing
+// changes and every error is said. State thread.
+struct Reload {
+  std::string config_path;
+  bool restart = false;  ///< valid files were read: execute again once Serve returns
+  int port = 0;          ///< what the new process listens on
+  int http_port = -1;
+};
+
+absl::StatusOr<std::string> Reconfigure(Controller& controller, Reload& reload,
+                                        const Flags& flags) {
+  cohort::controller::ReopenLogFile();
+  cohort::shell::LoadedCluster next =
+      cohort::shell::LoadCluster({reload.config_path, std::nullopt});
+  std::vector<std::string> errors;
+  for (const cohort::Diagnostic& d : next.diagnostics.All()) {
+    if (d.severity == cohort::Severity::kError) {
+      errors.push_back(cohort::FormatDiagnostic(d));
+    }
+  }
+  if (errors.empty()) {
+    if (!flags.state_dir.empty()) next.config.state_dir = flags.state_dir;
+    errors = controller.CheckReload(next.config, next.topology);
+  }
+  if (!errors.empty()) {
+    spdlog::warn("reconfigure_refused config={} errors={}", reload.config_path, errors.size());
+    for (const std::string& error : errors) spdlog::warn("reconfigure_error {}", error);
+    return absl::InvalidArgumentError(
+        fmt::format("{} not applied; the controller keeps running as it was. Fix:\n{}",
+                    reload.config_path, fmt::join(errors, "\n")));
+  }
+  reload.restart = true;
+  spdlog::info("reconfigure_applying config={} nodes={} partitions={}", reload.config_path,
+               next.config.nodes.size(), next.config.partitions.size());
+  // The caller's answer goes out first; then the controller stops in order.
+  auto timer =
+      std::make_shared<boost::asio::steady_timer>(controller.io(), std::chrono::milliseconds(200));
+  timer->async_wait(
+      [timer, &controller](const boost::system::error_code&) { controller.io().stop(); });
+  return fmt::format(
+      "{} is valid ({} nodes, {} partitions); the controller restarts in place on the same "
+      "ports to apply it; jobs keep running",
+      reload.config_path, next.config.nodes.size(), next.config.partitions.size());
+}
+
+// The command line of the controller again, listening where it listens now.
+std::vector<std::string> ArgumentsAgain(int argc, char** argv, const Reload& reload) {
+  std::vector<std::string> out{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--port" || arg == "--http-port") {
+      ++i;  // and its value
+      continue;
+    }
+    if (arg.starts_with("--port=") || arg.starts_with("--http-port=")) continue;
+    out.emplace_back(arg);
+  }
+  out.insert(out.end(), {"--port", std::to_string(reload.port)});
+  if (reload.http_port >= 0)
+    out.insert(out.end(), {"--http-port", std::to_string(reload.http_port)});
+  return out;
+}
+
 // Serves clients (TCP and the local socket) and agents until SIGINT or
 // SIGTERM, or until a commit fails; then stops in order.
 int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
           const cohort::controller::Authenticator& authenticator, const Flags& flags,
-          const std::optional<cohort::controller::TokenSigner>& tokens) {
+          const std::optional<cohort::controller::TokenSigner>& tokens, Reload& reload) {
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
@@ -266,11 +336,30 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
                config.cluster_name, config.controller_addr, bound_port, socket_path,
                config.nodes.size(), cohort::config::AuthTypeName(authenticator.Type()));
 
+  reload.port = bound_port;
+  reload.http_port = http ? http->Port() : -1;
+  // SIGINT and SIGTERM stop; SIGHUP rereads the configuration (and reopens
+  // LogFile); SIGUSR2 reopens LogFile alone, for logrotate.
   boost::asio::signal_set signals(controller.io(), SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code&, int signal) {
-    spdlog::info("controller_stopping signal={}", signal);
-    controller.io().stop();
-  });
+  signals.add(SIGHUP);
+  signals.add(SIGUSR2);
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& error, int signal) {
+        if (error) return;
+        if (signal == SIGUSR2) {
+          cohort::controller::ReopenLogFile();
+          spdlog::info("log_reopened");
+        } else if (signal == SIGHUP) {
+          spdlog::info("reconfigure_requested signal=SIGHUP");
+          (void)Reconfigure(controller, reload, flags);
+        } else {
+          spdlog::info("controller_stopping signal={}", signal);
+          controller.io().stop();
+          return;
+        }
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
   controller.Start();
   controller.io().run();
 
@@ -310,8 +399,20 @@ int Run(int argc, char** argv) {
   const std::string state_path = (std::filesystem::path(config.state_dir) / "state.db").string();
   if (flags.check_state) return CheckState(state_path);
 
+  if (!config.log_file.empty()) {
+    if (absl::Status logging = cohort::controller::LogToFile(config.log_file); !logging.ok()) {
+      std::cerr << "cohort-controller: not starting: " << logging.message() << '\n';
+      return 1;
+    }
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
+  }
   std::optional<Controller::Options> options = OptionsOf(config, state_path);
   if (!options) return 1;
+  Reload reload{.config_path = flags.config_path, .restart = false, .port = 0, .http_port = -1};
+  Controller* running = nullptr;  // the hook runs once the controller is made
+  options->reconfigure = [&running, &reload, &flags]() -> absl::StatusOr<std::string> {
+    return Reconfigure(*running, reload, flags);
+  };
   absl::StatusOr<cohort::controller::Authenticator> authenticator =
       cohort::controller::Authenticator::Make(config);
   if (!authenticator.ok()) {
@@ -329,12 +430,27 @@ int Run(int argc, char** argv) {
   auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
   Controller controller(config, std::move(topology), std::move(*loaded.pool), *options,
                         std::move(state->stores), std::move(state->loaded));
+  running = &controller;
   spdlog::info("state_ready path={} sync={} read_ms={} took_ms={}", state_path, config.state_sync,
                state->read_took.count(),
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - load_started)
                    .count());
-  return Serve(controller, config, *authenticator, flags, options->tokens);
+  const int status = Serve(controller, config, *authenticator, flags, options->tokens, reload);
+  if (status != 0 || !reload.restart) return status;
+  // Everything is committed and every port closed: the same process runs
+  // the controller again with the new files.
+  controller.Shutdown();
+  std::vector<std::string> again = ArgumentsAgain(argc, argv, reload);
+  std::vector<char*> pointers;
+  for (std::string& arg : again) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  spdlog::info("controller_restarting reason=reconfigure");
+  spdlog::shutdown();
+  ::execv("/proc/self/exe", pointers.data());
+  std::cerr << fmt::format("cohort-controller: cannot execute itself again ({}); start it again\n",
+                           std::strerror(errno));
+  return 1;
 }
 
 }  // namespace

@@ -147,6 +147,9 @@ struct ClusterConfig {
   /// HttpPort=: the controller's HTTP port (the dashboard, /metrics, the
   /// REST API); -1: none.
   int http_port = -1;
+  /// LogFile=: where the controller logs (reopened on SIGUSR2 and SIGHUP);
+  /// empty: stderr.
+  std::string log_file;
   /// TokenKeyFile=: the key REST API tokens are signed with; empty:
   /// StateDir/token.key, made at the first start.
   std::string token_key_file;

@@ -42,11 +42,15 @@ for line in KillMode=process Delegate=yes Restart=on-failure; do
   grep -qx "$line" "$agent" || fail "cohort-agent.service lacks $line"
 done
 grep -qx Restart=on-failure "$controller" || fail "cohort-controller.service lacks Restart=on-failure"
+grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$controller" ||
+  fail "cohort-controller.service has no ExecReload (systemctl reload: SIGHUP)"
 if command -v systemd-analyze >/dev/null; then
   # The units are verified in the scratch root (their ExecStart= must be
   # there), beside this host's own units (the targets they are ordered
   # after); the man pages of Documentation= were checked above.
   cp -rn /usr/lib/systemd/system/. "$root/usr/lib/systemd/system/"
+  # ExecReload='s kill, which every Debian host has (procps).
+  mkdir -p "$root/bin" && cp /bin/kill "$root/bin/kill"
   systemd-analyze verify --man=no --root="$root" /usr/lib/systemd/system/cohort-controller.service \
     /usr/lib/systemd/system/cohort-agent.service >"$WORK/verify.log" 2>&1 ||
     fail "systemd-analyze verify: $(cat "$WORK/verify.log")"

@@ -4,7 +4,7 @@
 /// The unary calls of the Controller service (cohort.proto), one line each:
 /// X(method, request message, response message, area, caller), where
 /// `area` groups the calls by what they work on (Job, History, Node,
-/// Priority, Token) and `caller` says whether the answer depends on who asks
+/// Priority, Admin) and `caller` says whether the answer depends on who asks
 /// (kNeeded) or not (kUnused). This one list generates the controller's
 /// gRPC handlers and entry points (daemons/controller: each area is served
 /// by its part, AreaRpcs) and the CLI's client calls (cli/controller_client).
@@ -27,4 +27,5 @@
   X(GetTopology, GetTopologyRequest, GetTopologyResponse, Node, kUnused)          \
   X(GetPriorities, PriorityRequest, PriorityResponse, Priority, kNeeded)          \
   X(GetShares, SharesRequest, SharesResponse, Priority, kNeeded)                  \
-  X(IssueToken, IssueTokenRequest, IssueTokenResponse, Token, kNeeded)
+  X(IssueToken, IssueTokenRequest, IssueTokenResponse, Admin, kNeeded)            \
+  X(Reconfigure, ReconfigureRequest, ReconfigureResponse, Admin, kNeeded)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "token_rpcs.h"
+#include "admin_rpcs.h"
 
 #include <pwd.h>
 
@@ -9,7 +9,7 @@
 
 namespace cohort::controller {
 
-void TokenRpcs::IssueToken(v1::IssueTokenRequest& request, const Identity& who,
+void AdminRpcs::IssueToken(v1::IssueTokenRequest& request, const Identity& who,
                            Reply<v1::IssueTokenResponse> reply) {
   if (absl::Status trusted = RequireTrusted(who, "issuing a token"); !trusted.ok()) {
     reply(trusted);
@@ -26,9 +26,8 @@ void TokenRpcs::IssueToken(v1::IssueTokenRequest& request, const Identity& who,
         "this controller issues no tokens: it started without a token key (TokenKeyFile)"));
     return;
   }
-  const std::chrono::seconds lifespan = request.lifespan_s() == 0
-                                            ? kDefaultLifespan
-                                            : std::chrono::seconds(request.lifespan_s());
+  const std::chrono::seconds lifespan =
+      request.lifespan_s() == 0 ? kDefaultLifespan : std::chrono::seconds(request.lifespan_s());
   if (lifespan <= std::chrono::seconds::zero() || lifespan > TokenSigner::kMaxLifespan) {
     reply(absl::InvalidArgumentError(
         fmt::format("lifespan {} s is out of range; give 1 to {} seconds (a year)",
@@ -66,7 +65,31 @@ void TokenRpcs::IssueToken(v1::IssueTokenRequest& request, const Identity& who,
       std::chrono::duration_cast<std::chrono::milliseconds>(claims.expires.time_since_epoch())
           .count());
   Log("rpc")->info("token_issued user={} by={} lifespan_s={}", claims.user_name, who.user_name,
-               lifespan.count());
+                   lifespan.count());
+  reply(std::move(response));
+}
+
+void AdminRpcs::Reconfigure(v1::ReconfigureRequest& /*request*/, const Identity& who,
+                            Reply<v1::ReconfigureResponse> reply) {
+  if (who.trust == Identity::Trust::kAnonymous || who.uid != 0) {
+    reply(absl::PermissionDeniedError(fmt::format(
+        "{} may not reconfigure the controller; only root may (sudo cohort reconfigure), or "
+        "send the controller SIGHUP",
+        who.trust == Identity::Trust::kAnonymous ? std::string("an anonymous caller")
+                                                 : who.user_name)));
+    return;
+  }
+  if (!reconfigure_) {
+    reply(absl::FailedPreconditionError("this controller cannot reread its configuration"));
+    return;
+  }
+  absl::StatusOr<std::string> done = reconfigure_();
+  if (!done.ok()) {
+    reply(done.status());
+    return;
+  }
+  v1::ReconfigureResponse response;
+  response.set_summary(*std::move(done));
   reply(std::move(response));
 }
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// `cohort token` and `cohort reconfigure`: the calls on the controller
+// itself, as Slurm's `scontrol token` and `scontrol reconfigure`.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -29,7 +31,31 @@ int Token(const TokenOptions& o) {
   });
 }
 
+int Reconfigure(const ConnectionOptions& connection) {
+  return CallController(connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::ReconfigureResponse> response = client.Reconfigure(v1::ReconfigureRequest{});
+    if (!response.ok()) return response.status();
+    std::cout << response->summary() << '\n';
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
+
+void AddReconfigureCommand(CLI::App& app, int& exit_code) {
+  auto connection = std::make_shared<ConnectionOptions>();
+  CLI::App* reconfigure = app.add_subcommand(
+      "reconfigure",
+      "reread cohort.conf and the topology, and apply them if valid (root only; like scontrol "
+      "reconfigure)");
+  AddConnectionOptions(*reconfigure, *connection, ConfigShortName::kNone);
+  reconfigure->footer(
+      "The controller checks the files, and that every job it holds still fits them (its\n"
+      "partition and, running, its nodes). When they do, it restarts in place on the same\n"
+      "ports: jobs keep running, agents reconnect. Otherwise nothing changes and every error\n"
+      "is printed. SIGHUP to cohort-controller does the same.");
+  reconfigure->callback([connection, &exit_code] { exit_code = Reconfigure(*connection); });
+}
 
 void AddTokenCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TokenOptions>();
