@@ -90,6 +90,18 @@ constexpr auto
                        line.target.health_check_program = ResolvePath(line.file, word.value);
                        return true;
                      }},
+                    {"Prolog",
+                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+                       line.target.prolog = ResolvePath(line.file, word.value);
+                       return true;
+                     }},
+                    {"Epilog",
+                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+                       line.target.epilog = ResolvePath(line.file, word.value);
+                       return true;
+                     }},
+                    {"PrologEpilogTimeout",
+                     &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
                     {"HealthCheckInterval",
                      &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
                     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},

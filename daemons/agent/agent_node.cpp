@@ -90,10 +90,16 @@ void AgentNode::Start() {
                                             });
     health_->Start();
   }
+  if (!fake_ && (!environment_.prolog.empty() || !environment_.epilog.empty())) {
+    scripts_ = std::make_unique<JobScripts>(loop_, reaper_, environment_.prolog,
+                                            environment_.epilog, environment_.script_timeout,
+                                            setup_.name, launcher_.NodeFolder(setup_.name));
+  }
 }
 
 void AgentNode::Stop(std::function<void()> on_stopped) {
   if (health_) health_->Stop();
+  if (scripts_) scripts_->Stop();
   // The agent leaves the ranks running, and a pending SIGKILL would keep its
   // loop alive.
   for (auto& [id, launch] : launches_) {
@@ -221,8 +227,6 @@ void AgentNode::Adopt() {
 }
 
 void AgentNode::OnLaunch(const v1::Launch& message) {
-  const step::LaunchId id{message.job_id(), message.attempt(),
-                          message.has_step() ? message.step() : step::kOwnLaunch};
   if (fake_) {
     absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message, {});
     // A plan that cannot be made is reported with RanksStarted left bare:
@@ -231,6 +235,35 @@ void AgentNode::OnLaunch(const v1::Launch& message) {
                                       : std::vector<v1::RankBinding>{});
     return;
   }
+  if (!scripts_) {
+    LaunchNow(message);
+    return;
+  }
+  // The job's prolog first, once per attempt; its failure drains the node
+  // and requeues the job (the controller does both).
+  scripts_->BeforeLaunch(message, [this, message](bool ok, const std::string& reason) {
+    if (ok) {
+      LaunchNow(message);
+    } else if (!message.has_step()) {
+      SendScriptFailed(message.job_id(), message.attempt(), "prolog", reason);
+    }
+  });
+}
+
+void AgentNode::SendScriptFailed(std::int64_t job_id, int attempt, std::string_view script,
+                                 const std::string& reason) {
+  v1::AgentMessage failed;
+  v1::ScriptFailed& e = *failed.mutable_script_failed();
+  e.set_job_id(job_id);
+  e.set_attempt(attempt);
+  e.set_script(std::string(script));
+  e.set_reason(reason);
+  session_.Send(std::move(failed));
+}
+
+void AgentNode::LaunchNow(const v1::Launch& message) {
+  const step::LaunchId id{message.job_id(), message.attempt(),
+                          message.has_step() ? message.step() : step::kOwnLaunch};
   for (const auto* live : Unfinished(id.job_id)) {
     if (live->first.step != id.step) continue;
     LaunchLog().warn("launch_ignored job={} step={} node={} attempt={} reason={:?}", id.job_id,
@@ -496,6 +529,18 @@ void AgentNode::MaybeReleased(std::int64_t job_id, int attempt) {
 }
 
 void AgentNode::SendJobReleased(std::int64_t job_id, int attempt) {
+  if (!scripts_) {
+    SendReleasedNow(job_id, attempt);
+    return;
+  }
+  // The node is the job's until its epilog has run.
+  scripts_->AfterJob(job_id, attempt, [this, job_id, attempt](bool ok, const std::string& reason) {
+    if (!ok) SendScriptFailed(job_id, attempt, "epilog", reason);
+    SendReleasedNow(job_id, attempt);
+  });
+}
+
+void AgentNode::SendReleasedNow(std::int64_t job_id, int attempt) {
   LaunchLog().info("job_released job={} node={} attempt={}", job_id, setup_.name, attempt);
   v1::AgentMessage message;
   message.mutable_job_released()->set_job_id(job_id);
@@ -584,6 +629,8 @@ void AgentNode::OnTerminate(const v1::Terminate& message) {
     return;
   }
   const std::int64_t job_id = message.job_id();
+  // A prolog still running: the job ends before it started here.
+  if (scripts_ && !message.has_step() && scripts_->PrologRunning(job_id)) scripts_->Cancel(job_id);
   const std::int64_t wait_ms = std::clamp<std::int64_t>(message.kill_wait_ms(), 0, kMaxKillWaitMs);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   const auto live = Unfinished(job_id);

@@ -26,6 +26,7 @@
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "fake_runner.h"
 #include "health_check.h"
+#include "job_scripts.h"
 #include "launch_file.h"
 #include "launch_tracker.h"
 #include "step_events.h"
@@ -52,6 +53,10 @@ struct NodeEnvironment {
   /// 0: no check.
   std::string health_program;
   std::chrono::seconds health_interval{0};
+  /// Prolog=, Epilog= and PrologEpilogTimeout (job_scripts.h); empty: none.
+  std::string prolog;
+  std::string epilog;
+  std::chrono::seconds script_timeout{300};
 };
 
 /// One node: its stream to the controller (an AgentSession) and its
@@ -127,6 +132,11 @@ class AgentNode {
   [[nodiscard]] v1::Register MakeRegister() const;
   void OnMessage(const v1::ControllerMessage& message);
   void OnLaunch(const v1::Launch& launch);
+  /// Starts the launch, its job's prolog done (OnLaunch's work).
+  void LaunchNow(const v1::Launch& launch);
+  /// Tells the controller that Prolog= or Epilog= failed here.
+  void SendScriptFailed(std::int64_t job_id, int attempt, std::string_view script,
+                        const std::string& reason);
   void OnSignal(const v1::Signal& signal);
   void OnTerminate(const v1::Terminate& terminate);
   /// Signals one launch's ranks (or, `only_first`, its first rank alone);
@@ -168,6 +178,8 @@ class AgentNode {
   /// if its own launch ran here or the controller asked (Terminate).
   void MaybeReleased(std::int64_t job_id, int attempt);
   void SendJobReleased(std::int64_t job_id, int attempt);
+  /// JobReleased itself, once the epilog (if any) ran.
+  void SendReleasedNow(std::int64_t job_id, int attempt);
 
   boost::asio::io_context& loop_;
   const NodeEnvironment& environment_;
@@ -183,6 +195,7 @@ class AgentNode {
   AgentSession session_;
   std::unique_ptr<FakeRunner> fake_;  ///< set under fake execution
   std::unique_ptr<HealthCheck> health_;  ///< set when the cluster has a health check
+  std::unique_ptr<JobScripts> scripts_;  ///< set when the cluster has a Prolog or an Epilog
 };
 
 }  // namespace cohort::agent

@@ -328,6 +328,9 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   settings.cluster_name = config->cluster_name;
   settings.health_program = config->health_check_program;
   settings.health_interval = config->health_check_interval;
+  settings.prolog = config->prolog;
+  settings.epilog = config->epilog;
+  settings.script_timeout = config->prolog_epilog_timeout;
   settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
                                                  : options.spool_dir;
 

@@ -71,6 +71,9 @@ struct AgentSettings {
   std::vector<NodeSetup> nodes;       ///< one for a real node; one per emulated node
   std::string health_program;         ///< HealthCheckProgram; empty: none
   std::chrono::seconds health_interval{0};  ///< HealthCheckInterval; 0: never
+  std::string prolog;                       ///< Prolog=; empty: none
+  std::string epilog;                       ///< Epilog=; empty: none
+  std::chrono::seconds script_timeout{300};  ///< PrologEpilogTimeout=
   std::vector<std::string> warnings;  ///< to log once logging is set up
 };
 

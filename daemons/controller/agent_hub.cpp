@@ -141,6 +141,31 @@ void AgentHub::OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effe
   }
 }
 
+void AgentHub::OnScriptFailed(NodeId node, const v1::ScriptFailed& failed, Millis now,
+                              Effects& effects) {
+  Engine& engine = state_.engine;
+  const std::string& name = state_.topology->NodeName(node);
+  const std::string script = failed.script() == "epilog" ? "epilog" : "prolog";
+  Log("launch")->warn("{}_failed job={} node={} reason={:?}", script, failed.job_id(), name,
+                      failed.reason());
+  // As slurmctld: the node is drained (unless already), for its operator
+  // to look at; a failed prolog sends the job back to the queue to start
+  // elsewhere.
+  const Caller root{.uid = 0, .operator_listed = false};
+  if (!engine.Admin(node).drain) {
+    (void)engine.Drain(node, fmt::format("{} failed: {}", script, failed.reason()), root, effects);
+  }
+  if (script != "prolog") return;
+  const Job* job = engine.FindJob(failed.job_id());
+  if (job == nullptr || job->state != JobState::kRunning || job->attempt != failed.attempt())
+    return;
+  if (absl::Status requeued = engine.Requeue(JobRef{failed.job_id()}, root, now, effects);
+      !requeued.ok()) {
+    Log("launch")->warn("prolog_requeue_failed job={} reason={:?}", failed.job_id(),
+                        std::string(requeued.message()));
+  }
+}
+
 void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
   Engine& engine = state_.engine;
   const Millis now = ControllerState::Now();
@@ -192,6 +217,9 @@ void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
       break;
     case v1::AgentMessage::kHealth:
       OnHealth(node, message.health(), effects);
+      break;
+    case v1::AgentMessage::kScriptFailed:
+      OnScriptFailed(node, message.script_failed(), now, effects);
       break;
     default:
       break;

@@ -77,6 +77,9 @@ class AgentHub {
   /// HealthCheckProgram's verdict: an unhealthy node is drained with its
   /// reason (kHealthDrainPrefix first), a healthy one the check drained is
   /// resumed; a node an operator drained is left alone.
+  /// Prolog= or Epilog= failed on `node`: the node is drained, and after a
+  /// prolog the job is requeued.
+  void OnScriptFailed(NodeId node, const v1::ScriptFailed& failed, Millis now, Effects& effects);
   void OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effects);
   void FailLaunch(const LaunchCommand& launch);
   /// The job's environment when memory has it, else null.

@@ -185,6 +185,11 @@ struct ClusterConfig {
   /// check its node; empty: none.
   std::string health_check_program;
   std::chrono::seconds health_check_interval{0};  ///< 0: never
+  /// Prolog= and Epilog=: what each agent runs before a job's first launch
+  /// on its node and after the job left it; empty: none.
+  std::string prolog;
+  std::string epilog;
+  std::chrono::seconds prolog_epilog_timeout{300};  ///< PrologEpilogTimeout=
   std::chrono::seconds kill_wait{30};
   /// How commits to the state database wait for the disk: "full" (fsync
   /// every commit), "normal" (survives a controller crash, not a power
