@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agent.h"
 
+#include <fstream>
+
 #include <fmt/format.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -66,7 +68,15 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
       notices_(loop),
       poll_timer_(loop) {}
 
-Agent::~Agent() = default;
+Agent::~Agent() {
+  if (!http_) return;
+  // Scrapes the loop took but did not answer run now, into a stopped
+  // server: nothing answers them after it is gone.
+  http_->Stop();
+  loop_.restart();
+  loop_.poll();
+  http_.reset();
+}
 
 absl::Status Agent::Start() {
   if (absl::Status spool = launcher_.PrepareSpool(); !spool.ok()) return spool;
@@ -112,6 +122,39 @@ absl::Status Agent::Start() {
                   settings_.controller_target, settings_.spool_dir, ::getpid());
   for (const std::unique_ptr<AgentNode>& node : nodes_) node->Start();
   SchedulePoll();
+  return ServeMetrics();
+}
+
+absl::Status Agent::ServeMetrics() {
+  if (settings_.http_port < 0) return absl::OkStatus();
+  // Each scrape is rendered on the loop, where the nodes live.
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> listening = http::HttpServer::Listen(
+      settings_.http_address, settings_.http_port,
+      [this](http::HttpRequest request, std::function<void(http::HttpAnswer)> answer) {
+        if (request.method != "GET" || request.path != "/metrics") {
+          answer({.status = 404,
+                  .content_type = "text/plain; charset=utf-8",
+                  .body = "the agent serves GET /metrics\n",
+                  .cache_control = ""});
+          return;
+        }
+        boost::asio::post(loop_, [this, answer = std::move(answer)] {
+          std::vector<NodeMetrics> all;
+          all.reserve(nodes_.size());
+          for (const std::unique_ptr<AgentNode>& node : nodes_) all.push_back(node->Metrics());
+          answer({.status = 200,
+                  .content_type = "text/plain; version=0.0.4; charset=utf-8",
+                  .body = RenderAgentMetrics(all),
+                  .cache_control = "no-store"});
+        });
+      });
+  if (!listening.ok()) return listening.status();
+  http_ = *std::move(listening);
+  if (!settings_.http_port_file.empty()) {
+    std::ofstream(settings_.http_port_file) << http_->Port() << '\n';
+  }
+  AgentLog().info("http_started listen=http://{}:{} paths=/metrics", settings_.http_address,
+                  http_->Port());
   return absl::OkStatus();
 }
 

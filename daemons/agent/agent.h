@@ -21,6 +21,7 @@
 #include "agent_options.h"
 #include "child_reaper.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "http_server.h"
 #include "step_launcher.h"
 
 /// The cohort-agent process.
@@ -51,6 +52,8 @@ class Agent {
   void Stop();
 
  private:
+  /// Serves /metrics on --http-port, when given.
+  [[nodiscard]] absl::Status ServeMetrics();
   void WaitForStopSignal();
   void OnNodeStopped();
   void ListenForStepds();
@@ -75,6 +78,7 @@ class Agent {
   std::map<std::string, AgentNode*, std::less<>> nodes_by_name_;
   std::size_t nodes_running_ = 0;
   bool stopping_ = false;
+  std::unique_ptr<http::HttpServer> http_;  ///< --http-port: /metrics
 };
 
 /// Runs the agent on this thread until SIGINT or SIGTERM. Returns the

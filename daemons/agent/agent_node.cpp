@@ -115,6 +115,17 @@ std::size_t AgentNode::LiveRanks() const {
   return count + (fake_ ? fake_->LiveRanks() : 0);
 }
 
+NodeMetrics AgentNode::Metrics() const {
+  NodeMetrics out = metrics_;
+  out.node = setup_.name;
+  out.gpus = setup_.resources.gpus;
+  out.live_ranks = LiveRanks();
+  for (const auto& [id, launch] : launches_) {
+    if (!launch.tracker.Record().LiveRanks().empty()) out.gpus_allocated |= launch.gpus;
+  }
+  return out;
+}
+
 v1::Register AgentNode::MakeRegister() const {
   v1::Register message;
   message.set_node_name(setup_.name);
@@ -297,6 +308,7 @@ void AgentNode::LaunchNow(const v1::Launch& message) {
     failed.mutable_launch_failed()->set_reason(reason);
     if (id.step != step::kOwnLaunch) failed.mutable_launch_failed()->set_step(id.step);
     session_.Send(std::move(failed));
+    ++metrics_.launches_failed;
     if (id.step == step::kOwnLaunch) SendJobReleased(id.job_id, id.attempt);
     return;
   }
@@ -305,6 +317,7 @@ void AgentNode::LaunchNow(const v1::Launch& message) {
   launch.seen = std::chrono::steady_clock::now();
   launch.program = message.spec().argv().empty() ? std::string("(script)") : message.spec().argv(0);
   launch.batch = message.batch() && !message.has_step();
+  launch.gpus = message.gpus();
   if (absl::Status started = StartLaunch(id, launch, message); !started.ok()) {
     // Recorded like any failed launch, so that Register reports it.
     Abandon(id, launch, std::string(started.message()));
@@ -461,6 +474,12 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
             ranks->add_pids(pid);
           }
           session_.Send(std::move(message));
+          ++metrics_.launches_started;
+          if (!launch.program.empty()) {  // not adopted: this agent saw its order
+            metrics_.stepd_start.Observe(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - launch.seen)
+                    .count());
+          }
           LaunchLog().info(
               "launch_started job={} step={} node={} attempt={} ranks={} "
               "pgid={} program={:?}",
@@ -504,6 +523,7 @@ void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchRep
           if (!own) failed->set_step(id.step);
           failed->set_reason(r.reason);
           session_.Send(std::move(message));
+          ++metrics_.launches_failed;
           LaunchLog().warn("launch_failed job={} step={} node={} attempt={} reason={:?}", id.job_id,
                            StepText(id), setup_.name, id.attempt, r.reason);
         } else {

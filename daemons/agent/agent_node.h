@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent_metrics.h"
 #include "agent_options.h"
 #include "agent_session.h"
 #include "child_reaper.h"
@@ -104,6 +105,8 @@ class AgentNode {
 
   [[nodiscard]] const std::string& Name() const { return setup_.name; }
   [[nodiscard]] std::size_t LiveRanks() const;
+  /// This node's metrics now (agent_metrics.h).
+  [[nodiscard]] NodeMetrics Metrics() const;
 
  private:
   enum class StepdWatch {
@@ -127,6 +130,7 @@ class AgentNode {
     std::vector<v1::RankBinding> bindings;  ///< the binding plan, reported with RanksStarted
     bool batch = false;  ///< the job's batch script (signals to "every rank" pass it by)
     std::vector<int> cpus;  ///< the PUs it holds (binding::GrantCpus); empty: none
+    std::uint64_t gpus = 0;  ///< mask of the GPUs it holds
   };
 
   [[nodiscard]] v1::Register MakeRegister() const;
@@ -195,7 +199,9 @@ class AgentNode {
   AgentSession session_;
   std::unique_ptr<FakeRunner> fake_;  ///< set under fake execution
   std::unique_ptr<HealthCheck> health_;  ///< set when the cluster has a health check
-  std::unique_ptr<JobScripts> scripts_;  ///< set when the cluster has a Prolog or an Epilog
+  std::unique_ptr<JobScripts> scripts_;
+  NodeMetrics metrics_;  ///< the counters; Metrics() adds what is alive  ///< set when the cluster
+                         ///< has a Prolog or an Epilog
 };
 
 }  // namespace cohort::agent

@@ -256,6 +256,14 @@ void AddAgentOptions(CLI::App& app, AgentOptions& options) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--spool", options.spool_dir,
                  "folder for batch scripts (default: /tmp/cohort-agent-<uid>)");
+  app.add_option("--http-port", options.http_port,
+                 "serve Prometheus metrics at /metrics on this port (0 picks a free one; default: "
+                 "none)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--http-port-file", options.http_port_file,
+                 "write the metrics' port to this file");
+  app.add_option("--http-address", options.http_address,
+                 "address the metrics' port listens on (default: 0.0.0.0)");
   app.add_option("--log-level", options.log_level,
                  "trace, debug, info, warn, error, critical or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
@@ -331,6 +339,9 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   settings.prolog = config->prolog;
   settings.epilog = config->epilog;
   settings.script_timeout = config->prolog_epilog_timeout;
+  settings.http_port = options.http_port;
+  settings.http_port_file = options.http_port_file;
+  settings.http_address = options.http_address;
   settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
                                                  : options.spool_dir;
 

@@ -31,6 +31,9 @@ struct AgentOptions {
   std::string hwloc_xml;    ///< a topology file to use instead of this machine
   bool print_node = false;  ///< print the node's NodeName line and layout, then exit
   bool fake_exec = false;   ///< emulated nodes run no process (fake_runner.h)
+  int http_port = -1;       ///< --http-port: metrics; -1: none, 0: any free port
+  std::string http_port_file;
+  std::string http_address = "0.0.0.0";
 };
 
 /// Registers the options on `app`, with their help text.
@@ -71,6 +74,9 @@ struct AgentSettings {
   std::vector<NodeSetup> nodes;       ///< one for a real node; one per emulated node
   std::string health_program;         ///< HealthCheckProgram; empty: none
   std::chrono::seconds health_interval{0};  ///< HealthCheckInterval; 0: never
+  int http_port = -1;                       ///< the metrics' HTTP port; -1: none
+  std::string http_port_file;
+  std::string http_address;
   std::string prolog;                       ///< Prolog=; empty: none
   std::string epilog;                       ///< Epilog=; empty: none
   std::chrono::seconds script_timeout{300};  ///< PrologEpilogTimeout=

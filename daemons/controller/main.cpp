@@ -191,14 +191,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
 
 // The HTTP port's TLS: the controller's certificate and key when
 // TLSCertFile is set (TcpCredentials checked them first).
-absl::StatusOr<std::optional<cohort::controller::HttpTls>> HttpTlsOf(
+absl::StatusOr<std::optional<cohort::http::HttpTls>> HttpTlsOf(
     const cohort::config::ClusterConfig& config) {
   if (!config.TlsOn()) return std::nullopt;
   absl::StatusOr<std::string> cert = cohort::shell::ReadPem(config.tls_cert_file, "TLSCertFile");
   absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
   if (!cert.ok()) return cert.status();
   if (!key.ok()) return key.status();
-  return cohort::controller::HttpTls{*std::move(cert), *std::move(key)};
+  return cohort::http::HttpTls{*std::move(cert), *std::move(key)};
 }
 
 // A reload of cohort.conf (SIGHUP, `cohort reconfigure`): the files are
@@ -309,14 +309,14 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   // Destroyed when Serve returns, after the state thread's last handlers
   // ran: a scrape they answer still finds the HTTP thread's queue.
   cohort::controller::WebService web(controller, authenticator, tokens);
-  std::unique_ptr<cohort::controller::HttpServer> http;
+  std::unique_ptr<cohort::http::HttpServer> http;
   if (config.http_port >= 0) {
-    absl::StatusOr<std::optional<cohort::controller::HttpTls>> http_tls = HttpTlsOf(config);
-    absl::StatusOr<std::unique_ptr<cohort::controller::HttpServer>> listening =
-        http_tls.ok() ? cohort::controller::HttpServer::Listen(
+    absl::StatusOr<std::optional<cohort::http::HttpTls>> http_tls = HttpTlsOf(config);
+    absl::StatusOr<std::unique_ptr<cohort::http::HttpServer>> listening =
+        http_tls.ok() ? cohort::http::HttpServer::Listen(
                             config.controller_addr, config.http_port,
-                            [&web](cohort::controller::HttpRequest request,
-                                   std::function<void(cohort::controller::HttpAnswer)> answer) {
+                            [&web](cohort::http::HttpRequest request,
+                                   std::function<void(cohort::http::HttpAnswer)> answer) {
                               web.Serve(std::move(request), std::move(answer));
                             },
                             *http_tls)
@@ -366,7 +366,9 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   local.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   // Streams ended by the shutdown posted their clean-up to the state thread;
-  // run it so that nothing is left behind.
+  // run it so that nothing is left behind (scrapes answered into a stopped
+  // HTTP server among it).
+  if (http) http->Stop();
   controller.io().restart();
   controller.io().poll();
   controller.Shutdown();

@@ -12,6 +12,9 @@
 
 namespace cohort::controller {
 
+using http::HttpAnswer;
+using http::HttpRequest;
+
 /// What the controller's HTTP port serves (http_server.h hands it each
 /// request):
 /// - `/metrics`: the Prometheus exposition (metrics.h);

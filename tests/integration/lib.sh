@@ -229,6 +229,9 @@ start_agent() {
   fi
   local which=(--emulate "$count" --nodes "$nodes")
   [ -n "${AGENT_NODE:-}" ] && which=(--node "$AGENT_NODE")
+  # IT_HTTP=on: the agent's metrics too, on 127.0.0.1, its port in $WORK/agent-http-port.
+  [ "${IT_HTTP:-off}" = on ] &&
+    which+=(--http-port 0 --http-port-file "$WORK/agent-http-port" --http-address 127.0.0.1)
   "${as[@]}" "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" \
     --controller "127.0.0.1:$(cat "$WORK/port")" "${which[@]}" \
     --spool "$WORK/spool" >>"$WORK/agent.log" 2>&1 &

@@ -43,6 +43,18 @@ grep -q '^cohort_store_commit_seconds_count [1-9]' <<<"$out" || fail "no commit 
 grep -q '^cohort_store_commit_records_bucket{le="+Inf"} [1-9]' <<<"$out" || fail "no commit batch"
 pass "/metrics counts jobs by state, partition and reason, GPUs by partition and leaf, RPCs and commits"
 
+# The agent's own: launches, the stepd's start, GPUs held, on each node.
+agent_http=$(cat "$WORK/agent-http-port")
+agent_out=$(curl -sf "http://127.0.0.1:$agent_http/metrics") || fail "GET the agent's /metrics failed"
+started_total=$(sed -n 's/^cohort_agent_launches_total{node="[a-z0-9]*",outcome="started"} //p' <<<"$agent_out" |
+  awk '{ sum += $1 } END { print sum }')
+[ "$started_total" = 3 ] || fail "the agent counts $started_total launches started, not 3"
+held=$(grep -c '^cohort_agent_gpu_allocated{node="[a-z0-9]*",gpu="[0-7]"} 1$' <<<"$agent_out")
+[ "$held" = 24 ] || fail "the agent says $held GPUs are held, not 24"
+grep -q '^cohort_agent_stepd_start_seconds_count{node="[a-z0-9]*"} 1$' <<<"$agent_out" ||
+  fail "no stepd start timed: $(grep '_count' <<<"$agent_out" | head -3)"
+pass "the agent's /metrics: 3 launches started, 24 GPUs held, the stepd's start timed"
+
 # The real Prometheus scrapes it every second, over HTTPS verified by the
 # cluster's CA.
 prom_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -56,6 +68,9 @@ scrape_configs:
       ca_file: $WORK/tls/ca.pem
     static_configs:
       - targets: ["127.0.0.1:$http"]
+  - job_name: cohort-agent
+    static_configs:
+      - targets: ["127.0.0.1:$(cat "$WORK/agent-http-port")"]
 YAML
 prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/prometheus" \
   --web.listen-address="127.0.0.1:$prom_port" >>"$WORK/prometheus.log" 2>&1 &
@@ -69,7 +84,9 @@ quantile=$(query 'histogram_quantile(0.9, sum by (le) (cohort_scheduling_pass_se
 grep -Eq '"value":\[[0-9.]+,"[0-9.e+-]+"\]' <<<"$quantile" ||
   fail "no pass-duration quantile from Prometheus: $quantile"
 echo "Prometheus: 90th percentile of scheduling passes: $(sed -n 's/.*"value":\[[0-9.]*,"\([^"]*\)"\].*/\1/p' <<<"$quantile") s"
-pass "Prometheus scrapes the controller and answers cohort_jobs and a pass-duration quantile"
+agent_scraped() { query 'sum(cohort_agent_gpu_allocated)' | grep -q '"24"'; }
+wait_until 30 agent_scraped || fail "Prometheus has no agent GPUs: $(query 'sum(cohort_agent_gpu_allocated)')"
+pass "Prometheus scrapes the controller and the agent, and answers cohort_jobs, a pass-duration quantile and the GPUs held"
 
 for id in "${running[@]}" "$waiting"; do cohort cancel "$id" >/dev/null; done
 finish_test

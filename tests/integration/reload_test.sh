@@ -60,6 +60,9 @@ grep -q 'only root may' <<<"$out" || fail "the refusal does not say who may: $ou
 echo "PartitionName=high Nodes=ALL MaxTime=1:00:00 DefaultTime=10 PriorityTier=10" >>"$WORK/cluster.conf"
 out=$(cohort reconfigure 2>&1) || fail "root's reconfigure failed: $out"
 grep -q 'restarts in place' <<<"$out" || fail "cohort reconfigure said: $out"
+# The controller answered, then restarts: its third start in the log.
+restarted() { [ "$(grep -c controller_started "$log")" -ge 3 ]; }
+wait_until 30 restarted || fail "the controller did not restart after cohort reconfigure"
 wait_until 30 all_nodes_up || fail "the agents did not come back after cohort reconfigure"
 state_is "$job" RUNNING || fail "job $job is $(job_state "$job") after cohort reconfigure"
 pass "only root may reconfigure; root's cohort reconfigure applies the file"

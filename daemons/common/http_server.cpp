@@ -16,12 +16,12 @@
 #include <type_traits>
 #include <utility>
 
-namespace cohort::controller {
+namespace cohort::http {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
@@ -92,14 +92,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     parser_->header_limit(kHttpMaxHeader);
     parser_->body_limit(kHttpMaxBody);
     beast::get_lowest_layer(stream_).expires_after(kHttpIdle);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code error, std::size_t) {
-                       self->OnRead(error);
-                     });
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
+                        self->OnRead(error);
+                      });
   }
 
   void OnRead(beast::error_code error) {
-    if (error == http::error::body_limit || error == http::error::header_limit) {
+    if (error == bhttp::error::body_limit || error == bhttp::error::header_limit) {
       keep_alive_ = false;
       Write({.status = 413,
              .content_type = "text/plain; charset=utf-8",
@@ -123,7 +123,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     out.path = std::string(target.substr(0, question));
     if (question != std::string_view::npos) out.query = std::string(target.substr(question + 1));
     out.body = std::move(request.body());
-    out.authorization = std::string(request[http::field::authorization]);
+    out.authorization = std::string(request[bhttp::field::authorization]);
     out.munge = std::string(request["X-Cohort-Munge"]);
     server_.handler(std::move(out), [self = this->shared_from_this()](HttpAnswer answer) {
       asio::post(self->stream_.get_executor(),
@@ -132,26 +132,26 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   }
 
   void Write(HttpAnswer answer) {
-    response_ = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(answer.status), version_);
-    response_->set(http::field::server, "cohort-controller");
-    response_->set(http::field::content_type, answer.content_type);
+    response_ = std::make_shared<bhttp::response<bhttp::string_body>>(
+        static_cast<bhttp::status>(answer.status), version_);
+    response_->set(bhttp::field::server, "cohort");
+    response_->set(bhttp::field::content_type, answer.content_type);
     if (!answer.cache_control.empty()) {
-      response_->set(http::field::cache_control, answer.cache_control);
+      response_->set(bhttp::field::cache_control, answer.cache_control);
     }
-    if (answer.status == 401) response_->set(http::field::www_authenticate, "Bearer");
+    if (answer.status == 401) response_->set(bhttp::field::www_authenticate, "Bearer");
     response_->keep_alive(keep_alive_);
     response_->body() = std::move(answer.body);
     response_->prepare_payload();
     beast::get_lowest_layer(stream_).expires_after(kHttpIdle);
-    http::async_write(stream_, *response_,
-                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
-                        if (error || !self->keep_alive_) {
-                          self->Close();
-                          return;
-                        }
-                        self->Read();
-                      });
+    bhttp::async_write(stream_, *response_,
+                       [self = this->shared_from_this()](beast::error_code error, std::size_t) {
+                         if (error || !self->keep_alive_) {
+                           self->Close();
+                           return;
+                         }
+                         self->Read();
+                       });
   }
 
   void Close() {
@@ -163,8 +163,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   HttpServer::Impl& server_;  ///< used only while the gate is open
   std::shared_ptr<HttpServer::Impl::Gate> gate_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  std::shared_ptr<http::response<http::string_body>> response_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::shared_ptr<bhttp::response<bhttp::string_body>> response_;
   bool keep_alive_ = false;
   unsigned version_ = 11;
 };
@@ -239,7 +239,10 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   thread_ = std::thread([this] { impl_->io.run(); });
 }
 
-HttpServer::~HttpServer() {
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  if (!thread_.joinable()) return;
   asio::post(impl_->io, [impl = impl_.get()] {
     impl->gate->stopping = true;
     beast::error_code ignored;
@@ -251,4 +254,4 @@ HttpServer::~HttpServer() {
   // tells them the server is gone.
 }
 
-}  // namespace cohort::controller
+}  // namespace cohort::http

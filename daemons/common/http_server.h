@@ -9,13 +9,14 @@
 
 #include "absl/status/statusor.h"
 
-/// The controller's HTTP endpoint (Boost.Beast): HTTP/1.1 with keep-alive,
+/// The daemons' HTTP endpoint (Boost.Beast): the controller's dashboard,
+/// metrics and REST API, an agent's metrics: HTTP/1.1 with keep-alive,
 /// over TLS when given a certificate, on a thread of its own. Hands each
 /// request to a handler that answers when it can (from any thread).
 /// Requests are bounded (8 KiB of headers, 1 MiB of body), idle
 /// connections close after 30 s, and at most 256 connections are open at
 /// once; past that the server stops accepting until one closes.
-namespace cohort::controller {
+namespace cohort::http {
 
 /// What the handler is given of a request.
 struct HttpRequest {
@@ -54,7 +55,12 @@ class HttpServer {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Listen(
       const std::string& address, int port, Handler handler,
       const std::optional<HttpTls>& tls = std::nullopt);
-  /// Stops accepting, closes every connection and joins the thread.
+  /// Stops accepting and joins the thread; idempotent. Answers given
+  /// after it are dropped with their connections when the server is
+  /// destroyed: a daemon stops the server, then runs what its own loop
+  /// still holds (answers among them), then destroys the server.
+  void Stop();
+  /// Stop(), then closes every connection.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -71,4 +77,4 @@ class HttpServer {
   std::thread thread_;
 };
 
-}  // namespace cohort::controller
+}  // namespace cohort::http

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent_metrics.h"
+
+namespace cohort::agent {
+
+using metrics::Exposition;
+using metrics::MetricType;
+
+NodeMetrics::NodeMetrics() : stepd_start(metrics::DurationBounds()) {}
+
+std::string RenderAgentMetrics(std::span<const NodeMetrics> nodes) {
+  Exposition out;
+  out.Family("cohort_agent_launches_total", MetricType::kCounter,
+             "Launches (a job's or a step's ranks on a node), by outcome: started or failed.");
+  for (const NodeMetrics& n : nodes) {
+    out.Sample("cohort_agent_launches_total", {{"node", n.node}, {"outcome", "started"}},
+               static_cast<double>(n.launches_started));
+    out.Sample("cohort_agent_launches_total", {{"node", n.node}, {"outcome", "failed"}},
+               static_cast<double>(n.launches_failed));
+  }
+  out.Family("cohort_agent_stepd_start_seconds", MetricType::kHistogram,
+             "From a launch's order to its ranks running: the cohort-stepd's start, binding "
+             "and exec.");
+  for (const NodeMetrics& n : nodes) {
+    n.stepd_start.Write(out, "cohort_agent_stepd_start_seconds", {{"node", n.node}});
+  }
+  out.Family("cohort_agent_ranks", MetricType::kGauge, "Ranks alive on each node.");
+  for (const NodeMetrics& n : nodes) {
+    out.Sample("cohort_agent_ranks", {{"node", n.node}}, static_cast<double>(n.live_ranks));
+  }
+  out.Family("cohort_agent_gpu_allocated", MetricType::kGauge,
+             "1 when a launch alive on the node holds the GPU, else 0.");
+  for (const NodeMetrics& n : nodes) {
+    for (int gpu = 0; gpu < n.gpus; ++gpu) {
+      out.Sample("cohort_agent_gpu_allocated", {{"node", n.node}, {"gpu", std::to_string(gpu)}},
+                 (n.gpus_allocated >> gpu) & 1U);
+    }
+  }
+  return out.Take();
+}
+
+}  // namespace cohort::agent
