@@ -44,85 +44,47 @@ bool SetPath(const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
 using C = ClusterConfig;
 using W = PriorityWeights;
 using P = PluginChoice;
-constexpr auto
-    kDaemonAndPriorityRows =
-        std::
-            to_array<conf::KeyRow<G>>(
-                {
-                    {"ClusterName", &conf::Set<G, &ParseText, &C::cluster_name>},
-                    {"ControllerAddr", &conf::Set<G, &ParseText, &C::controller_addr>},
-                    {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
-                    {"HttpPort", &conf::Set<G, &ParsePort, &C::http_port>},
-                    {"LogFile",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.log_file = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"TokenKeyFile",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.token_key_file = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"StateDir", &conf::Set<G, &ParseText, &C::state_dir>},
-                    {"AuthKeyFile",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.auth_key_file = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"AuthType", &conf::Set<G, &ParseAuthType, &C::auth_type>},
-                    {"AuthInfo", &conf::Set<G, &ParseAuthInfo, &C::munge_socket>},
-                    {"CohortUser", &conf::Set<G, &ParseText, &C::cohort_user>},
-                    {"Operators", &conf::Set<G, &ParseCommaList, &C::operators>},
-                    {"PrivateData", &conf::Set<G, &ParsePrivateData, &C::private_data>},
-                    {"TLSCertFile", &SetPath<&C::tls_cert_file>},
-                    {"TLSKeyFile", &SetPath<&C::tls_key_file>},
-                    {"TLSCAFile", &SetPath<&C::tls_ca_file>},
-                    {"AgentCertFile", &SetPath<&C::agent_cert_file>},
-                    {"AgentKeyFile", &SetPath<&C::agent_key_file>},
-                    {"TopologyFile",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.topology_file = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"NodeTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::node_timeout>},
-                    {"HealthCheckProgram",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.health_check_program = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"Prolog",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.prolog = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"Epilog",
-                     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
-                       line.target.epilog = ResolvePath(line.file, word.value);
-                       return true;
-                     }},
-                    {"PrologEpilogTimeout",
-                     &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
-                    {"HealthCheckInterval",
-                     &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
-                    {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
-                    {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
-                    {"HistoryDays", &conf::Set<G, &ParseHistoryDays, &C::history_days>},
-                    {"PriorityWeightAge",
-                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::age>},
-                    {"PriorityWeightFairshare",
-                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::fairshare>},
-                    {"PriorityWeightJobSize",
-                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::job_size>},
-                    {"PriorityWeightPartition",
-                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::partition>},
-                    {"PriorityWeightQOS",
-                     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::qos>},
-                    {"PriorityMaxAge", &conf::Set<G, &ParseMaxAge, &C::priority, &W::max_age>},
-                    {"PriorityDecayHalfLife",
-                     &conf::Set<G, &ParseHalfLife, &C::priority, &W::decay_half_life>},
-                    {"PriorityFavorSmall",
-                     &conf::Set<G, &conf::ParseYesNo, &C::priority, &W::favor_small>},
-                });
+constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
+    {"ClusterName", &conf::Set<G, &ParseText, &C::cluster_name>},
+    {"ControllerAddr", &conf::Set<G, &ParseText, &C::controller_addr>},
+    {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
+    {"HttpPort", &conf::Set<G, &ParsePort, &C::http_port>},
+    {"LogFile", &SetPath<&C::log_file>},
+    {"TokenKeyFile", &SetPath<&C::token_key_file>},
+    {"StateDir", &conf::Set<G, &ParseText, &C::state_dir>},
+    {"AuthKeyFile", &SetPath<&C::auth_key_file>},
+    {"AuthType", &conf::Set<G, &ParseAuthType, &C::auth_type>},
+    {"AuthInfo", &conf::Set<G, &ParseAuthInfo, &C::munge_socket>},
+    {"CohortUser", &conf::Set<G, &ParseText, &C::cohort_user>},
+    {"Operators", &conf::Set<G, &ParseCommaList, &C::operators>},
+    {"PrivateData", &conf::Set<G, &ParsePrivateData, &C::private_data>},
+    {"TLSCertFile", &SetPath<&C::tls_cert_file>},
+    {"TLSKeyFile", &SetPath<&C::tls_key_file>},
+    {"TLSCAFile", &SetPath<&C::tls_ca_file>},
+    {"AgentCertFile", &SetPath<&C::agent_cert_file>},
+    {"AgentKeyFile", &SetPath<&C::agent_key_file>},
+    {"TopologyFile", &SetPath<&C::topology_file>},
+    {"NodeTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::node_timeout>},
+    {"HealthCheckProgram", &SetPath<&C::health_check_program>},
+    {"Prolog", &SetPath<&C::prolog>},
+    {"Epilog", &SetPath<&C::epilog>},
+    {"PrologEpilogTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
+    {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
+    {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
+    {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
+    {"HistoryDays", &conf::Set<G, &ParseHistoryDays, &C::history_days>},
+    {"PriorityWeightAge", &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::age>},
+    {"PriorityWeightFairshare",
+     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::fairshare>},
+    {"PriorityWeightJobSize",
+     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::job_size>},
+    {"PriorityWeightPartition",
+     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::partition>},
+    {"PriorityWeightQOS", &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::qos>},
+    {"PriorityMaxAge", &conf::Set<G, &ParseMaxAge, &C::priority, &W::max_age>},
+    {"PriorityDecayHalfLife", &conf::Set<G, &ParseHalfLife, &C::priority, &W::decay_half_life>},
+    {"PriorityFavorSmall", &conf::Set<G, &conf::ParseYesNo, &C::priority, &W::favor_small>},
+});
 constexpr auto kSchedulingRows = std::to_array<conf::KeyRow<G>>({
     {"PreemptExemptTime", &conf::Set<G, &ParseFiniteTime, &C::preempt_exempt_time>},
     {"BackfillDepth", &conf::Set<G, &ParseIntFrom<1, kMaxBackfillDepth>, &C::backfill_depth>},
