@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "controller_client.h"
 
-#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cluster_files.h"
 #include "cohort/cluster_config.h"
+#include "cohort/controller_addrs.h"
 #include "cohort/fmt_absl.h"
 #include "munge_credential.h"
 
@@ -26,28 +27,6 @@ std::string Env(const char* name) {
 
 bool IsUnix(std::string_view address) { return address.starts_with("unix:"); }
 
-// HOST:PORT (IPv6 hosts in brackets) or unix:PATH.
-absl::Status CheckAddress(std::string_view address, std::string_view source) {
-  auto invalid = [&] {
-    return absl::InvalidArgumentError(
-        fmt::format("{} \"{}\": write HOST:PORT (such as 10.0.0.1:6820) or unix:/PATH (such as "
-                    "unix:/var/lib/cohort/cohort.sock)",
-                    source, address));
-  };
-  if (IsUnix(address)) return address.size() > 5 ? absl::OkStatus() : invalid();
-  const std::size_t colon = address.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return invalid();
-  const std::string_view port_text = address.substr(colon + 1);
-  int port = 0;
-  const auto [end, error] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() ||
-      port < 1 || port > 65535) {
-    return invalid();
-  }
-  return absl::OkStatus();
-}
-
 // The Controller service's methods, as the wire names them.
 std::string Method(std::string_view name) { return fmt::format("/cohort.v1.Controller/{}", name); }
 
@@ -57,8 +36,9 @@ void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
                           ConfigShortName short_name) {
   command
       .add_option("--controller", options.controller,
-                  "the controller: HOST:PORT or unix:/PATH (default: $COHORT_CONTROLLER, else "
-                  "the Unix socket in the config's StateDir)")
+                  "the controller: HOST:PORT or unix:/PATH, or several separated by commas, "
+                  "tried in order (default: $COHORT_CONTROLLER, else the Unix socket in the "
+                  "config's StateDir, or ControllerAddr when it names several)")
       ->type_name("ADDR")
       ->group("Connection");
   command
@@ -75,11 +55,16 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
   for (const auto& [value, source] : {std::pair{options.controller, "--controller"},
                                       std::pair{Env("COHORT_CONTROLLER"), "COHORT_CONTROLLER"}}) {
     if (value.empty()) continue;
-    if (absl::Status valid = CheckAddress(value, source); !valid.ok()) return valid;
-    out.target = value;
+    absl::StatusOr<std::vector<std::string>> targets =
+        config::ParseControllerList(value, 0, source);
+    if (!targets.ok()) return targets.status();
+    out.targets = *std::move(targets);
     break;
   }
-  if (!out.target.empty() && IsUnix(out.target)) return out;
+  const auto tcp = [](const std::string& target) { return !IsUnix(target); };
+  if (!out.targets.empty() && std::none_of(out.targets.begin(), out.targets.end(), tcp)) {
+    return out;
+  }
 
   // The config names the socket, and how a TCP client proves who it is.
   std::string path = options.config;
@@ -89,7 +74,7 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
   if (!text.ok()) {
     // TCP needs the config only for AuthType and munged's socket: without
     // one named, libmunge's defaults.
-    if (!out.target.empty() && options.config.empty() && Env("COHORT_CONF").empty()) return out;
+    if (!out.targets.empty() && options.config.empty() && Env("COHORT_CONF").empty()) return out;
     return absl::InvalidArgumentError(
         fmt::format("no controller address: {}; pass --controller HOST:PORT or unix:/PATH, set "
                     "COHORT_CONTROLLER, or name cohort.conf with --config or COHORT_CONF",
@@ -101,9 +86,14 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
   out.auth_type = settings.auth_type;
   out.munge_socket = settings.munge_socket;
   out.tls = GrpcChannel::Tls{settings.tls, settings.tls_ca_file};
-  if (out.target.empty()) {
+  if (out.targets.empty() && settings.controllers.size() > 1) {
+    // Several controllers (one active): the local socket may be a
+    // standby's, or on no host of this one; the TCP addresses reach all.
+    out.targets = settings.controllers;
+  }
+  if (out.targets.empty()) {
     const std::filesystem::path socket = std::filesystem::path(settings.state_dir) / "cohort.sock";
-    out.target = fmt::format("unix:{}", socket.string());
+    out.targets.push_back(fmt::format("unix:{}", socket.string()));
   }
   return out;
 }
@@ -112,24 +102,71 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
   absl::StatusOr<ControllerAddress> address = ResolveControllerAddress(options);
   if (!address.ok()) return address.status();
   ControllerClient client(*std::move(address));
-  client.channel_ = GrpcChannel::ForTarget(client.address_.target, client.address_.tls);
-  if (client.channel_ == nullptr) {
-    return absl::InvalidArgumentError(
-        fmt::format("controller address \"{}\": write HOST:PORT (such as 10.0.0.1:6820 or "
-                    "ctl01:6820) or unix:/PATH (a path of at most 107 bytes)",
-                    client.address_.target));
+  for (const std::string& target : client.address_.targets) {
+    std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(target, client.address_.tls);
+    if (channel == nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("controller address \"{}\": write HOST:PORT (such as 10.0.0.1:6820 or "
+                      "ctl01:6820) or unix:/PATH (a path of at most 107 bytes)",
+                      target));
+    }
+    client.channels_.push_back(std::move(channel));
   }
   return client;
 }
 
 ControllerClient::ControllerClient(ControllerAddress address) : address_(std::move(address)) {}
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ControllerClient::CallMetadata()
-    const {
+std::size_t ControllerClient::Follow(std::string_view active) {
+  for (std::size_t i = 0; i < address_.targets.size(); ++i) {
+    if (address_.targets[i] == active) return i;
+  }
+  // A controller the list did not name (ControllerAddr lists it another
+  // way): reached as the standby said.
+  std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(active, address_.tls);
+  if (channel == nullptr) return current_;
+  address_.targets.emplace_back(active);
+  channels_.push_back(std::move(channel));
+  return channels_.size() - 1;
+}
+
+absl::Status ControllerClient::OnActive(const CallOn& call) {
+  // A call goes to the controller that answered last; one that cannot be
+  // reached, or a standby, passes it on (a standby names the active one).
+  // While none is active (a takeover takes seconds) the list is tried
+  // again until the deadline. A call that reached a controller is never
+  // made twice.
+  const auto deadline = std::chrono::system_clock::now() + kUnaryDeadline;
+  std::size_t failed_in_a_row = 0;
+  int redirects = 0;
+  for (;;) {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> metadata =
+        CallMetadata(address_.targets[current_]);
+    if (!metadata.ok()) return metadata.status();
+    absl::Status status = call(*channels_[current_], *metadata, deadline);
+    const std::string message(status.message());
+    const bool standby = absl::IsUnavailable(status) && config::IsNotActive(message);
+    if (!standby && !NeverSent(status)) return status;
+    if (const std::optional<std::string> active = config::ActiveFromMessage(message);
+        active && redirects++ < 4) {
+      current_ = Follow(*active);
+      continue;
+    }
+    if (!standby && address_.targets.size() == 1) return status;
+    current_ = (current_ + 1) % address_.targets.size();
+    if (++failed_in_a_row % address_.targets.size() != 0) continue;
+    redirects = 0;
+    if (std::chrono::system_clock::now() + kRetryPause >= deadline) return status;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ControllerClient::CallMetadata(
+    std::string_view target) const {
   // Over the Unix socket the controller reads the caller's uid from the
   // socket itself; over TCP munged vouches for it.
   std::vector<std::pair<std::string, std::string>> metadata;
-  if (IsUnix(address_.target) || address_.auth_type == config::AuthType::kNone) return metadata;
+  if (IsUnix(target) || address_.auth_type == config::AuthType::kNone) return metadata;
   absl::StatusOr<std::string> credential =
       shell::EncodeMungeCredential(address_.munge_socket, shell::kMungeClientPayload);
   if (credential.ok()) {
@@ -148,11 +185,11 @@ absl::StatusOr<Response> ControllerClient::Unary(std::string_view method, const 
         "should run the program rather than hold its data (put data in files the job reads)",
         static_cast<double>(size) / (1024 * 1024), kMaxRequestBytes / (1024 * 1024)));
   }
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> metadata = CallMetadata();
-  if (!metadata.ok()) return metadata.status();
   Response response;
-  absl::Status status = channel_->Call(Method(method), request, response, *metadata,
-                                       std::chrono::system_clock::now() + kUnaryDeadline);
+  absl::Status status = OnActive([&](GrpcChannel& channel, const GrpcChannel::Metadata& metadata,
+                                     GrpcChannel::Deadline deadline) {
+    return channel.Call(Method(method), request, response, metadata, deadline);
+  });
   if (!status.ok()) return status;
   return response;
 }
@@ -168,19 +205,21 @@ absl::Status ControllerClient::WatchJob(const v1::WatchJobRequest& request,
                                         const std::function<void(const v1::JobEvent&)>& on_event,
                                         const CallCanceller& canceller) {
   // A connection of its own: unary calls (a cancel) go on beside the stream.
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> metadata = CallMetadata();
-  if (!metadata.ok()) return metadata.status();
-  std::unique_ptr<GrpcChannel> stream = GrpcChannel::ForTarget(address_.target, address_.tls);
   bool decoded = true;
-  absl::Status status = stream->ServerStream(
-      Method("WatchJob"), request, *metadata,
-      [&](std::string_view message) {
-        v1::JobEvent event;
-        decoded = event.ParseFromArray(message.data(), static_cast<int>(message.size()));
-        if (decoded) on_event(event);
-        return decoded;
-      },
-      canceller);
+  absl::Status status = OnActive([&](GrpcChannel& /*unary*/, const GrpcChannel::Metadata& metadata,
+                                     GrpcChannel::Deadline /*deadline*/) {
+    // Connect checked every address, and Follow each one it added.
+    std::unique_ptr<GrpcChannel> stream = GrpcChannel::ForTarget(Address(), address_.tls);
+    return stream->ServerStream(
+        Method("WatchJob"), request, metadata,
+        [&](std::string_view message) {
+          v1::JobEvent event;
+          decoded = event.ParseFromArray(message.data(), static_cast<int>(message.size()));
+          if (decoded) on_event(event);
+          return decoded;
+        },
+        canceller);
+  });
   if (!decoded) return absl::InternalError("an event of the controller could not be decoded");
   return status;
 }
@@ -191,13 +230,13 @@ void ControllerClient::PrintError(const absl::Status& status) const {
       std::cerr << fmt::format(
           "cohort: cannot reach the controller at {}: {}; is cohort-controller running? (set "
           "--controller or COHORT_CONTROLLER)\n",
-          address_.target, status);
+          fmt::join(address_.targets, ","), status);
       break;
     case absl::StatusCode::kDeadlineExceeded:
       std::cerr << fmt::format(
           "cohort: the controller at {} did not answer within {} s; it may be overloaded, try "
           "again\n",
-          address_.target, kUnaryDeadline.count());
+          Address(), kUnaryDeadline.count());
       break;
     default:
       std::cerr << fmt::format("cohort: {}\n", status);

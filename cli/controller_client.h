@@ -34,13 +34,15 @@ enum class ConfigShortName { kDashC, kNone };
 void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
                           ConfigShortName short_name = ConfigShortName::kDashC);
 
-/// The controller's address: --controller, else $COHORT_CONTROLLER, else
-/// `unix:<StateDir>/cohort.sock` from the config (--config, else
-/// $COHORT_CONF, else /etc/cohort/cohort.conf). An address is `HOST:PORT`
-/// or `unix:/PATH`. InvalidArgument when the given address is malformed or
-/// no config can be read, saying which source it came from and what to do.
+/// The controllers' addresses: --controller, else $COHORT_CONTROLLER, else
+/// from the config (--config, else $COHORT_CONF, else
+/// /etc/cohort/cohort.conf) ControllerAddr when it names several
+/// controllers, else `unix:<StateDir>/cohort.sock`. An address is
+/// `HOST:PORT` or `unix:/PATH`; a list separates them by commas. InvalidArgument when the given
+/// address is malformed or no config can be read, saying which source it came from and what to do.
 struct ControllerAddress {
-  std::string target;                                    ///< HOST:PORT or unix:PATH
+  /// HOST:PORT or unix:PATH each, in the order tried: one per controller.
+  std::vector<std::string> targets;
   config::AuthType auth_type = config::AuthType::kAuto;  ///< the config's AuthType
   std::string munge_socket;                              ///< the config's AuthInfo=socket=
   GrpcChannel::Tls tls;  ///< TLSCertFile is set: TLS over TCP, verified with TLSCAFile
@@ -49,7 +51,12 @@ struct ControllerAddress {
     const ConnectionOptions& options);
 
 /// Blocking calls to the Controller service, on the caller's thread; any
-/// thread may call. Unary calls have a 10 s deadline and share one
+/// thread may call (a client used by several threads at once must be
+/// given one controller). With several controllers a call goes to the
+/// active one: a standby's answer names it, and one that cannot be reached
+/// is passed over; while none is active (a takeover) the list is tried
+/// again until the deadline. A call that reached a controller is never
+/// made twice. Unary calls have a 10 s deadline and share one
 /// GrpcChannel (no threads, a fraction of a command's time); each WatchJob
 /// stream has a connection of its own, so that unary calls go on beside it.
 /// Over TCP every call carries a fresh MUNGE credential in the metadata
@@ -64,7 +71,9 @@ class ControllerClient {
   /// on the first call.
   [[nodiscard]] static absl::StatusOr<ControllerClient> Connect(const ConnectionOptions& options);
 
-  [[nodiscard]] const std::string& Address() const { return address_.target; }
+  /// The controller calls go to now: the first listed until another
+  /// answered as the active one.
+  [[nodiscard]] const std::string& Address() const { return address_.targets[current_]; }
 
   // One blocking call per unary call of cohort/v1/controller_rpcs.h:
   // absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest&), ...
@@ -90,14 +99,21 @@ class ControllerClient {
 
   template <typename Response, typename Request>
   absl::StatusOr<Response> Unary(std::string_view method, const Request& request);
-  /// The metadata of one call: a fresh MUNGE credential over TCP (munged's
-  /// replay cache refuses a credential decoded twice). Unavailable when
-  /// AuthType=munge and munged does not answer.
-  [[nodiscard]] absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CallMetadata()
-      const;
+  /// The metadata of one call to `target`: a fresh MUNGE credential over
+  /// TCP (munged's replay cache refuses a credential decoded twice).
+  /// Unavailable when AuthType=munge and munged does not answer.
+  [[nodiscard]] absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CallMetadata(
+      std::string_view target) const;
+  /// Makes `call` on the active controller's channel (see the class).
+  using CallOn = std::function<absl::Status(GrpcChannel&, const GrpcChannel::Metadata&,
+                                            GrpcChannel::Deadline)>;
+  [[nodiscard]] absl::Status OnActive(const CallOn& call);
+  /// The index of the controller at `active`, added when not listed.
+  std::size_t Follow(std::string_view active);
 
   ControllerAddress address_;
-  std::unique_ptr<GrpcChannel> channel_;  ///< for unary calls
+  std::vector<std::unique_ptr<GrpcChannel>> channels_;  ///< one per target, for unary calls
+  std::size_t current_ = 0;                             ///< the target calls go to
 };
 
 /// Connects as `options` say and runs `body` with the client, which prints
@@ -109,6 +125,8 @@ int CallController(const ConnectionOptions& options,
 
 /// The deadline of unary calls.
 inline constexpr std::chrono::seconds kUnaryDeadline{10};
+/// Between rounds of the controller list while none is active.
+inline constexpr std::chrono::milliseconds kRetryPause{200};
 /// The largest request the controller takes: gRPC's default limit on a
 /// received message. A larger one is refused before it is sent.
 inline constexpr std::size_t kMaxRequestBytes = 4 * 1024 * 1024;

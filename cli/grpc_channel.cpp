@@ -40,6 +40,8 @@ void CallCanceller::Cancel() {
   [[maybe_unused]] const ssize_t written = ::write(fd_, &one, sizeof(one));
 }
 
+bool NeverSent(const absl::Status& status) { return status.GetPayload(kUnsentPayload).has_value(); }
+
 std::unique_ptr<GrpcChannel> GrpcChannel::ForTarget(std::string_view target, const Tls& tls) {
   std::unique_ptr<GrpcChannel> channel = ForTargetPlain(target);
   if (channel != nullptr && !channel->endpoints_.empty() &&
@@ -327,7 +329,11 @@ GrpcChannel::Attempt GrpcChannel::Run(GrpcCall& call, const Http2Session::Header
     return Attempt{Outcome::kDone, true};
   };
   if (fd_ < 0) {
-    if (absl::Status opened = Open(deadline); !opened.ok()) return fail(opened);
+    if (absl::Status opened = Open(deadline); !opened.ok()) {
+      // Nothing of the call left this side: another controller may take it.
+      if (absl::IsUnavailable(opened)) opened.SetPayload(kUnsentPayload, absl::Cord());
+      return fail(opened);
+    }
   }
   // The request, behind a new connection's preface and settings: the whole
   // call in one write as a rule.

@@ -160,4 +160,10 @@ class GrpcChannel {
   absl::Status call_failure_;  ///< the connection failed the call in progress
 };
 
+/// Whether a failed call never reached a server: the connection could not
+/// be made (UNAVAILABLE), so the call may be made to another controller.
+[[nodiscard]] bool NeverSent(const absl::Status& status);
+/// The payload that marks such a status.
+inline constexpr const char* kUnsentPayload = "cohort.cli/unsent";
+
 }  // namespace cohort::cli

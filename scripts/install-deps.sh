@@ -18,6 +18,8 @@ packages=(
   libssl-dev openssl
   # HTTP/2 for the CLI (its static archive)
   libnghttp2-dev
+  # the PostgreSQL state backend (libpq), and a real server for its tests
+  libpq-dev postgresql-15
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a

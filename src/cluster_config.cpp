@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/controller_addrs.h"
 #include "cohort/fmt_absl.h"
 
 #include "cohort/hostlist.h"
@@ -64,6 +65,16 @@ class Parser {
       diagnostics_.Error({}, "AgentCertFile needs TLS with a cluster CA",
                          "set TLSCertFile, TLSKeyFile and TLSCAFile (the CA that signed the "
                          "agents' certificates)");
+    }
+    if (config.state_backend == "postgresql" && config.state_database.empty()) {
+      diagnostics_.Error({}, "StateBackend=postgresql needs StateDatabase=",
+                         "name the database as libpq does, such as StateDatabase=\"host=db1 "
+                         "dbname=cohort user=cohort\" (docs/operations.md, \"High "
+                         "availability\")");
+    } else if (config.state_backend != "postgresql" && !config.state_database.empty()) {
+      diagnostics_.Warning({}, "StateDatabase= is set but StateBackend is not postgresql",
+                           "set StateBackend=postgresql to keep the state there, or remove "
+                           "StateDatabase=");
     }
     if (config.nodes.empty()) {
       diagnostics_.Error({}, "no nodes are defined",
@@ -437,7 +448,8 @@ ConfigResult ParseClusterConfig(std::string_view text, std::string_view file,
 namespace {
 
 void ReadClientSettingsOf(std::string_view text, std::string_view file, const FileLoader& loader,
-                          std::vector<std::string>& including, ClientSettings& out) {
+                          std::vector<std::string>& including, ClientSettings& out,
+                          ClusterConfig& addresses) {
   Diagnostics ignored;
   for (const conf::Line& line : conf::Lex(text, file, ignored)) {
     // A node, partition, QOS or account line holds no global key, nor does
@@ -457,6 +469,10 @@ void ReadClientSettingsOf(std::string_view text, std::string_view file, const Fi
         out.tls = !word.value.empty();
       } else if (Is(word, "TLSCAFile")) {
         out.tls_ca_file = ResolvePath(file, word.value);
+      } else if (Is(word, "ControllerAddr")) {
+        (void)ParseControllerAddr(word, addresses, ignored);
+      } else if (Is(word, "ControllerPort")) {
+        (void)ParsePort(word, addresses.controller_port, ignored);
       } else if (Is(word, "Include") &&
                  including.size() <= static_cast<std::size_t>(kMaxIncludeDepth)) {
         const std::string path = ResolvePath(file, word.value);
@@ -464,7 +480,7 @@ void ReadClientSettingsOf(std::string_view text, std::string_view file, const Fi
         const absl::StatusOr<std::string> included = loader(path);
         if (!included.ok()) continue;
         including.push_back(path);
-        ReadClientSettingsOf(*included, path, loader, including, out);
+        ReadClientSettingsOf(*included, path, loader, including, out, addresses);
         including.pop_back();
       }
     }
@@ -476,10 +492,17 @@ void ReadClientSettingsOf(std::string_view text, std::string_view file, const Fi
 ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
                                   const FileLoader& loader) {
   const ClusterConfig defaults;
-  ClientSettings out{defaults.state_dir,    defaults.auth_key_file, defaults.auth_type,
-                     defaults.munge_socket, defaults.TlsOn(),       defaults.tls_ca_file};
+  ClientSettings out{defaults.state_dir,
+                     defaults.auth_key_file,
+                     defaults.auth_type,
+                     defaults.munge_socket,
+                     defaults.TlsOn(),
+                     defaults.tls_ca_file,
+                     {}};
   std::vector<std::string> including{std::string(file)};
-  ReadClientSettingsOf(text, file, loader, including, out);
+  ClusterConfig addresses;  // ControllerAddr= and ControllerPort= only
+  ReadClientSettingsOf(text, file, loader, including, out, addresses);
+  out.controllers = ControllerTargets(addresses);
   return out;
 }
 

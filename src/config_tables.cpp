@@ -41,12 +41,17 @@ bool SetPath(const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
   return true;
 }
 
+bool SetControllerAddr(const conf::Word& word, G& line, Diagnostics& diagnostics) {
+  return ParseControllerAddr(word, line.target, diagnostics);
+}
+
 using C = ClusterConfig;
 using W = PriorityWeights;
 using P = PluginChoice;
 constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"ClusterName", &conf::Set<G, &ParseText, &C::cluster_name>},
-    {"ControllerAddr", &conf::Set<G, &ParseText, &C::controller_addr>},
+    {"ControllerAddr", &SetControllerAddr},
+    {"ControllerTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::controller_timeout>},
     {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
     {"HttpPort", &conf::Set<G, &ParsePort, &C::http_port>},
     {"LogFile", &SetPath<&C::log_file>},
@@ -72,6 +77,8 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
     {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
+    {"StateBackend", &conf::Set<G, &ParseStateBackend, &C::state_backend>},
+    {"StateDatabase", &conf::Set<G, &ParseText, &C::state_database>},
     {"HistoryDays", &conf::Set<G, &ParseHistoryDays, &C::history_days>},
     {"PriorityWeightAge", &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::age>},
     {"PriorityWeightFairshare",

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/controller_addrs.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/slurm_time.h"
 
@@ -488,6 +489,38 @@ bool ParseStateSync(const conf::Word& word, std::string& out, Diagnostics& diagn
   out = word.value;
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return true;
+}
+
+bool ParseStateBackend(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
+  if (!EqualsIgnoreCase(word.value, "sqlite") && !EqualsIgnoreCase(word.value, "postgresql")) {
+    diagnostics.Error(word.value_at,
+                      fmt::format("StateBackend={} is not sqlite or postgresql", word.value),
+                      "use StateBackend=sqlite (one controller, state in StateDir) or "
+                      "StateBackend=postgresql with StateDatabase= (a standby may take over); "
+                      "see docs/operations.md");
+    return false;
+  }
+  out = word.value;
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return true;
+}
+
+bool ParseControllerAddr(const conf::Word& word, ClusterConfig& out, Diagnostics& diagnostics) {
+  // Checked with any port: ControllerPort= may come later in the file.
+  absl::StatusOr<std::vector<std::string>> list =
+      ParseControllerList(word.value, 1, "ControllerAddr");
+  if (!list.ok()) {
+    diagnostics.Error(word.value_at, std::string(list.status().message()),
+                      "as ControllerAddr=10.0.0.1 or ControllerAddr=ctl1,ctl2:6821");
+    return false;
+  }
+  out.controller_addrs = conf::SplitCommas(word.value);
+  // The controller listens on the first host unless told otherwise.
+  std::string_view host = HostOf(list->front());
+  if (host.starts_with('[')) host = host.substr(1, host.size() - 2);
+  out.controller_addr = host.empty() ? list->front() : std::string(host);
   return true;
 }
 

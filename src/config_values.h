@@ -98,6 +98,13 @@ template <long long kLo, long long kHi>
 /// StateSync=: full, normal or off, stored in lowercase.
 [[nodiscard]] bool ParseStateSync(const conf::Word& word, std::string& out,
                                   Diagnostics& diagnostics);
+/// StateBackend=: sqlite or postgresql, stored in lowercase.
+[[nodiscard]] bool ParseStateBackend(const conf::Word& word, std::string& out,
+                                     Diagnostics& diagnostics);
+/// ControllerAddr=: one or more controllers, HOST[:PORT] separated by
+/// commas; fills `controller_addrs` and `controller_addr` (the first host).
+[[nodiscard]] bool ParseControllerAddr(const conf::Word& word, ClusterConfig& out,
+                                       Diagnostics& diagnostics);
 /// AuthType=: munge or none (Slurm's auth/munge and auth/none also).
 [[nodiscard]] bool ParseAuthType(const conf::Word& word, AuthType& out, Diagnostics& diagnostics);
 /// AuthInfo=: comma-separated KEY=VALUE options as Slurm's; `socket=PATH`

@@ -48,8 +48,7 @@ std::string NodeNames(const std::vector<NodeSetup>& nodes) {
 Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
     : loop_(loop),
       settings_(std::move(settings)),
-      environment_{.controller = settings_.controller_target,
-                   .auth_type = settings_.auth_type,
+      environment_{.auth_type = settings_.auth_type,
                    .munge_socket = settings_.munge_socket,
                    .auth_key = settings_.auth_key,
                    .cluster_name = settings_.cluster_name,
@@ -95,15 +94,14 @@ absl::Status Agent::Start() {
   // TLS to a controller that serves it (TLSCertFile), its certificate
   // verified with TLSCAFile; a Unix socket stays plain.
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (settings_.tls && !settings_.controller_target.starts_with("unix:")) {
+  if (settings_.tls) {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = settings_.tls_ca_pem;
     tls.pem_cert_chain = settings_.agent_cert_pem;
     tls.pem_private_key = settings_.agent_key_pem;
     credentials = grpc::SslCredentials(tls);
   }
-  channel_ = grpc::CreateCustomChannel(settings_.controller_target, credentials, arguments);
-  stub_ = v1::AgentGateway::NewStub(channel_);
+  links_ = std::make_unique<ControllerLinks>(settings_.controller_targets, credentials, arguments);
 
   reaper_.Start();
   WaitForStopSignal();
@@ -111,7 +109,7 @@ absl::Status Agent::Start() {
   nodes_.reserve(settings_.nodes.size());
   for (const NodeSetup& setup : settings_.nodes) {
     nodes_.push_back(
-        std::make_unique<AgentNode>(loop_, *stub_, environment_, setup, reaper_, launcher_));
+        std::make_unique<AgentNode>(loop_, *links_, environment_, setup, reaper_, launcher_));
     nodes_by_name_.emplace(setup.name, nodes_.back().get());
   }
   AgentLog().info("agent_started nodes={} count={} mode={} controller={} spool={} pid={}",
@@ -119,7 +117,7 @@ absl::Status Agent::Start() {
                   settings_.fake_exec                     ? "emulated-fake-exec"
                   : settings_.mode == NodeMode::kEmulated ? "emulated"
                                                           : "real",
-                  settings_.controller_target, settings_.spool_dir, ::getpid());
+                  fmt::join(settings_.controller_targets, ","), settings_.spool_dir, ::getpid());
   for (const std::unique_ptr<AgentNode>& node : nodes_) node->Start();
   SchedulePoll();
   return ServeMetrics();

@@ -72,8 +72,7 @@ class Agent {
   boost::asio::local::datagram_protocol::socket notices_;
   std::array<char, 4096> notice_buffer_{};
   boost::asio::steady_timer poll_timer_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::AgentGateway::Stub> stub_;
+  std::unique_ptr<ControllerLinks> links_;
   std::vector<std::unique_ptr<AgentNode>> nodes_;
   std::map<std::string, AgentNode*, std::less<>> nodes_by_name_;
   std::size_t nodes_running_ = 0;

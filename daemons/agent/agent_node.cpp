@@ -54,7 +54,7 @@ std::string WaitStatusText(int wait_status) {
 
 }  // namespace
 
-AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub,
+AgentNode::AgentNode(boost::asio::io_context& loop, ControllerLinks& links,
                      const NodeEnvironment& environment, NodeSetup setup, ChildReaper& reaper,
                      const StepLauncher& launcher)
     : loop_(loop),
@@ -63,7 +63,7 @@ AgentNode::AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub
       reaper_(reaper),
       launcher_(launcher),
       gpu_devices_(GpuDevices(setup_.gpu_files)),
-      session_(loop, stub, setup_.name, environment.controller,
+      session_(loop, links, setup_.name,
                AgentSession::Hooks{
                    .make_register = [this] { return MakeRegister(); },
                    .on_message = [this](const v1::ControllerMessage& m) { OnMessage(m); },

@@ -38,7 +38,6 @@ namespace cohort::agent {
 
 /// What every node of one agent shares.
 struct NodeEnvironment {
-  std::string controller;  ///< the gRPC target, for logs
   /// How the node proves itself when it registers: a fresh MUNGE credential
   /// (kMunge) or the cluster key (kNone).
   config::AuthType auth_type = config::AuthType::kMunge;
@@ -85,7 +84,7 @@ class AgentNode {
   /// How long a finished launch is kept and reported in Register.
   static constexpr std::chrono::minutes kFinishedRetention{10};
 
-  AgentNode(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub,
+  AgentNode(boost::asio::io_context& loop, ControllerLinks& links,
             const NodeEnvironment& environment, NodeSetup setup, ChildReaper& reaper,
             const StepLauncher& launcher);
   AgentNode(const AgentNode&) = delete;

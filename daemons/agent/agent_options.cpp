@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "cluster_files.h"
 #include "cohort/cluster_config.h"
+#include "cohort/controller_addrs.h"
 #include "cohort/hostlist.h"
 #include "hwloc_layout.h"
 #include "launch_isolation.h"
@@ -37,44 +38,6 @@ std::string ShortHostName() {
   if (::gethostname(buffer.data(), buffer.size() - 1) != 0) return {};
   std::string name(buffer.data());
   return name.substr(0, name.find('.'));
-}
-
-absl::StatusOr<std::string> TargetFromFlag(const std::string& value) {
-  const auto invalid = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        fmt::format("--controller {}: {}; write HOST:PORT, [IPV6]:PORT or unix:PATH", value, why));
-  };
-  if (value.starts_with("unix:")) {
-    if (value.size() == 5) return invalid("the socket path is missing");
-    return value;
-  }
-  // gRPC's own target forms (dns:///host:port, ipv4:…, ipv6:…) pass through.
-  for (std::string_view scheme : {"dns:", "ipv4:", "ipv6:", "unix-abstract:"}) {
-    if (value.starts_with(scheme)) return value;
-  }
-  const std::size_t colon = value.rfind(':');
-  if (colon == std::string::npos) return invalid("the port is missing");
-  const std::string_view host = std::string_view(value).substr(0, colon);
-  const std::string_view port = std::string_view(value).substr(colon + 1);
-  if (host.empty()) return invalid("the host is missing");
-  if (host.find(':') != std::string_view::npos && !host.starts_with('[')) {
-    return invalid("an IPv6 address needs brackets");
-  }
-  int number = 0;
-  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-  if (error != std::errc() || end != port.data() + port.size() || number < 1 || number > 65535) {
-    return invalid(fmt::format("port \"{}\" is not a number from 1 to 65535", port));
-  }
-  return value;
-}
-
-std::string TargetFromConfig(const config::ClusterConfig& config) {
-  const std::string& addr = config.controller_addr;
-  if (addr.starts_with("unix:")) return addr;
-  if (addr.find(':') != std::string::npos && !addr.starts_with('[')) {
-    return fmt::format("[{}]:{}", addr, config.controller_port);
-  }
-  return fmt::format("{}:{}", addr, config.controller_port);
 }
 
 absl::StatusOr<config::ClusterConfig> LoadConfig(const std::string& path) {
@@ -225,8 +188,9 @@ void AddAgentOptions(CLI::App& app, AgentOptions& options) {
                  "and the NodeName lines emulated nodes report")
       ->check(CLI::ExistingFile);
   app.add_option("--controller", options.controller,
-                 "the controller to dial, HOST:PORT or unix:PATH (default: ControllerAddr and "
-                 "ControllerPort of the config, else 127.0.0.1:6820)");
+                 "the controllers to dial, HOST:PORT or unix:PATH, several separated by commas "
+                 "and tried in order (default: ControllerAddr and ControllerPort of the config, "
+                 "else 127.0.0.1:6820)");
   CLI::Option* node =
       app.add_option("--node", options.node,
                      "this node's name, as cohort.conf names it (default: the host's "
@@ -291,14 +255,17 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   if (!names.ok()) return names.status();
   AgentSettings settings;
   if (!options.controller.empty()) {
-    absl::StatusOr<std::string> target = TargetFromFlag(options.controller);
-    if (!target.ok()) return target.status();
-    settings.controller_target = *std::move(target);
+    absl::StatusOr<std::vector<std::string>> targets =
+        config::ParseControllerList(options.controller, 0, "--controller");
+    if (!targets.ok()) return targets.status();
+    settings.controller_targets = *std::move(targets);
   }
 
   absl::StatusOr<config::ClusterConfig> config = LoadConfig(options.config_file);
   if (!config.ok()) return config.status();
-  if (settings.controller_target.empty()) settings.controller_target = TargetFromConfig(*config);
+  if (settings.controller_targets.empty()) {
+    settings.controller_targets = config::ControllerTargets(*config);
+  }
 
   settings.tls = config->TlsOn();
   if (settings.tls && !config->tls_ca_file.empty()) {

@@ -57,7 +57,9 @@ enum class NodeMode { kReal, kEmulated };
 
 /// What the agent runs with, every default and file already applied.
 struct AgentSettings {
-  std::string controller_target;  ///< a gRPC target: host:port or unix:path
+  /// The controllers, in the order tried: gRPC targets (host:port or
+  /// unix:path).
+  std::vector<std::string> controller_targets;
   /// kMunge or kNone: AuthType, with an unset one resolved by whether
   /// munged answers.
   config::AuthType auth_type = config::AuthType::kMunge;

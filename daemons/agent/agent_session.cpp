@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "agent_log.h"
+#include "cohort/controller_addrs.h"
 
 namespace cohort::agent {
 namespace {
@@ -31,12 +32,11 @@ std::string CodeName(grpc::StatusCode code) {
 
 }  // namespace
 
-AgentSession::AgentSession(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub,
-                           std::string node, std::string controller, Hooks hooks)
+AgentSession::AgentSession(boost::asio::io_context& loop, ControllerLinks& links, std::string node,
+                           Hooks hooks)
     : loop_(loop),
-      stub_(stub),
+      links_(links),
       node_(std::move(node)),
-      controller_(std::move(controller)),
       hooks_(std::move(hooks)),
       retry_timer_(loop),
       heartbeat_timer_(loop),
@@ -59,8 +59,8 @@ void AgentSession::Connect() {
       .on_read_failed = [this] { OnReadFailed(); },
       .on_done = [this](const grpc::Status& status) { OnDone(status); },
   };
-  stream_ = ControllerStream::Open(stub_, loop_, std::move(callbacks));
-  AgentLog().debug("agent_connecting node={} controller={}", node_, controller_);
+  stream_ = ControllerStream::Open(links_.Stub(link_), loop_, std::move(callbacks));
+  AgentLog().debug("agent_connecting node={} controller={}", node_, links_.Target(link_));
   Pump();
 }
 
@@ -134,7 +134,7 @@ void AgentSession::OnRegistered(const v1::RegisterReply& reply) {
     backoff_ms_ = kInitialBackoffMs;
     last_failure_.clear();
     AgentLog().info("agent_connected node={} controller={} heartbeat_ms={} queued_events={}", node_,
-                    controller_, heartbeat_interval_ms_, events_.size());
+                    links_.Target(link_), heartbeat_interval_ms_, events_.size());
   }
   ScheduleHeartbeat();
   Pump();
@@ -166,16 +166,23 @@ void AgentSession::OnDone(const grpc::Status& status) {
   heartbeat_timer_.cancel();
   if (on_stopped_) {
     state_ = State::kStopped;
-    AgentLog().debug("agent_stream_closed node={} controller={}", node_, controller_);
+    AgentLog().debug("agent_stream_closed node={} controller={}", node_, links_.Target(link_));
     boost::asio::post(loop_, std::exchange(on_stopped_, nullptr));
     return;
   }
 
-  std::uniform_int_distribution<std::int64_t> spread(backoff_ms_ / 2, backoff_ms_);
-  const std::int64_t retry_in_ms = spread(jitter_);
-  backoff_ms_ = std::min(backoff_ms_ * 2, kMaxBackoffMs);
   const grpc::StatusCode code = status.error_code();
   const std::string& reason = status.error_message();
+  std::uniform_int_distribution<std::int64_t> spread(backoff_ms_ / 2, backoff_ms_);
+  std::int64_t retry_in_ms = spread(jitter_);
+  backoff_ms_ = std::min(backoff_ms_ * 2, kMaxBackoffMs);
+  const std::size_t failed_link = link_;
+  if (links_.Size() > 1 && code == grpc::StatusCode::UNAVAILABLE) {
+    // Another controller may be the active one: the one a standby named,
+    // at once, else the next in order.
+    link_ = links_.Next(link_, reason);
+    if (config::ActiveFromMessage(reason)) retry_in_ms = kInitialBackoffMs;
+  }
   // The first failure since the last registration, or a new reason, is
   // news; repeats while the controller stays away are not.
   std::string failure = fmt::format("{}: {}", CodeName(code), reason);
@@ -186,12 +193,13 @@ void AgentSession::OnDone(const grpc::Status& status) {
     // An operator must act: a wrong key, a node the controller does not know.
     AgentLog().log(news ? spdlog::level::err : spdlog::level::debug,
                    "agent_refused node={} controller={} code={} reason={:?} retry_in_ms={}", node_,
-                   controller_, CodeName(code), reason, retry_in_ms);
+                   links_.Target(failed_link), CodeName(code), reason, retry_in_ms);
   } else {
     AgentLog().log(news ? spdlog::level::warn : spdlog::level::debug,
                    "agent_disconnected node={} controller={} code={} error={:?} retry_in_ms={} "
-                   "queued_events={}",
-                   node_, controller_, CodeName(code), reason, retry_in_ms, events_.size());
+                   "queued_events={} next={}",
+                   node_, links_.Target(failed_link), CodeName(code), reason, retry_in_ms,
+                   events_.size(), links_.Target(link_));
   }
   state_ = State::kWaiting;
   retry_timer_.expires_after(std::chrono::milliseconds(retry_in_ms));

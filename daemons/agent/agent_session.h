@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "controller_links.h"
 #include "controller_stream.h"
 
 /// One node's link to the controller: its AgentGateway.Connect stream,
@@ -27,7 +28,9 @@ namespace cohort::agent {
 /// is reopened after a backoff of 100 ms doubling to 5 s, jittered, reset by
 /// each successful registration; a refusal (PERMISSION_DENIED,
 /// FAILED_PRECONDITION) is logged with the controller's reason and retried
-/// the same way. Lives on, and is used only from, the agent's loop thread.
+/// the same way. With several controllers, a stream that failed goes to the
+/// next one, or straight to the active one a standby named (after 100 ms).
+/// Lives on, and is used only from, the agent's loop thread.
 class AgentSession {
  public:
   struct Hooks {
@@ -37,8 +40,8 @@ class AgentSession {
     std::function<void(const v1::ControllerMessage&)> on_message;
   };
 
-  AgentSession(boost::asio::io_context& loop, v1::AgentGateway::Stub& stub, std::string node,
-               std::string controller, Hooks hooks);
+  AgentSession(boost::asio::io_context& loop, ControllerLinks& links, std::string node,
+               Hooks hooks);
   AgentSession(const AgentSession&) = delete;
   AgentSession& operator=(const AgentSession&) = delete;
 
@@ -70,9 +73,9 @@ class AgentSession {
   void BeginClose(CloseMode mode);
 
   boost::asio::io_context& loop_;
-  v1::AgentGateway::Stub& stub_;
+  ControllerLinks& links_;
+  std::size_t link_ = 0;  // which controller the stream goes to
   const std::string node_;
-  const std::string controller_;
   Hooks hooks_;
 
   State state_ = State::kWaiting;

@@ -80,6 +80,11 @@ class Controller final : private EffectSink {
   void Shutdown();
   /// True when a commit failed: the controller stopped taking work.
   [[nodiscard]] bool Failed() const { return outbox_.Failed(); }
+  /// Another controller took over the state database (StateBackend=
+  /// postgresql): this one's commits are refused.
+  [[nodiscard]] bool Fenced() const {
+    return outbox_.Failure().code() == absl::StatusCode::kAborted;
+  }
 
   // One entry point per unary call of the Controller service (see
   // cohort/v1/controller_rpcs.h): posts the call to its part's thread.

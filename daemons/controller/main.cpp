@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -20,10 +21,15 @@
 #include "agent_gateway.h"
 #include "client_service.h"
 #include "cluster_files.h"
+#include "cohort/controller_addrs.h"
 #include "controller.h"
 #include "http_server.h"
 #include "local_socket.h"
 #include "log_file.h"
+#include "pg_conn.h"
+#include "pg_leader.h"
+#include "pg_store.h"
+#include "standby.h"
 #include "store.h"
 #include "tls_files.h"
 #include "web_service.h"
@@ -41,14 +47,18 @@ StateSync SyncOf(const std::string& name) {
 }
 
 // --check-state: what the database holds and whether it is sound.
-int CheckState(const std::string& path) {
-  if (!std::filesystem::exists(path)) {
+int CheckState(const cohort::config::ClusterConfig& config, const std::string& path) {
+  const bool postgres = config.state_backend == "postgresql";
+  if (!postgres && !std::filesystem::exists(path)) {
     std::cerr << fmt::format("cohort-controller: no state database at {}; a new one is created at "
                              "the first start\n",
                              path);
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path, Store::Mode::kRead, StateSync::kFull);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      postgres ? cohort::controller::OpenPostgresStore(config.state_database, Store::Mode::kRead,
+                                                       StateSync::kFull, 0)
+               : Store::Open(path, Store::Mode::kRead, StateSync::kFull);
   absl::StatusOr<cohort::controller::StateReport> report =
       store.ok() ? (*store)->Check() : absl::StatusOr<cohort::controller::StateReport>(store.status());
   if (!report.ok()) {
@@ -58,7 +68,10 @@ int CheckState(const std::string& path) {
   std::cout << fmt::format(
       "{}: ok\n  schema version {}\n  jobs {} ({} not finished)\n  next job id {}\n  node "
       "settings {}\n",
-      path, report->schema, report->jobs, report->active_jobs, report->next_job_id, report->nodes);
+      postgres
+          ? fmt::format("postgresql {}", cohort::controller::pg::Describe(config.state_database))
+          : path,
+      report->schema, report->jobs, report->active_jobs, report->next_job_id, report->nodes);
   return 0;
 }
 
@@ -92,7 +105,8 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "write the HTTP port listened on to this file");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error");
   app.add_flag("--check-state", flags.check_state,
-               "check the state database (StateDir/state.db) and summarise it, then exit");
+               "check the state database (StateDir/state.db, or StateDatabase=) and summarise it, "
+               "then exit");
 }
 
 // The controller's options from the configuration; nullopt (said on
@@ -137,15 +151,24 @@ struct OpenedState {
   std::chrono::milliseconds read_took{0};
 };
 
-absl::StatusOr<OpenedState> OpenState(const std::string& path, StateSync sync) {
+absl::StatusOr<OpenedState> OpenState(const cohort::config::ClusterConfig& config,
+                                      const std::string& path, StateSync sync, std::int64_t epoch) {
   const auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<Store>> writer = Store::Open(path, Store::Mode::kWrite, sync);
+  const bool postgres = config.state_backend == "postgresql";
+  const auto open = [&](Store::Mode mode, std::int64_t fence) {
+    return postgres
+               ? cohort::controller::OpenPostgresStore(config.state_database, mode, sync, fence)
+               : Store::Open(path, mode, sync);
+  };
+  absl::StatusOr<std::unique_ptr<Store>> writer = open(Store::Mode::kWrite, epoch);
   absl::StatusOr<cohort::controller::LoadedState> state =
       writer.ok() ? (*writer)->Load() : absl::StatusOr<cohort::controller::LoadedState>(writer.status());
   const auto read_done = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<Store>> reader = Store::Open(path, Store::Mode::kRead, sync);
-  absl::StatusOr<std::unique_ptr<Store>> history = Store::Open(path, Store::Mode::kRead, sync);
-  absl::StatusOr<std::unique_ptr<Store>> checkpointer = Store::Open(path, Store::Mode::kWrite, sync);
+  absl::StatusOr<std::unique_ptr<Store>> reader = open(Store::Mode::kRead, 0);
+  absl::StatusOr<std::unique_ptr<Store>> history = open(Store::Mode::kRead, 0);
+  // PostgreSQL keeps no write-ahead log of the controller's to copy.
+  absl::StatusOr<std::unique_ptr<Store>> checkpointer =
+      postgres ? absl::StatusOr<std::unique_ptr<Store>>(nullptr) : open(Store::Mode::kWrite, 0);
   for (const absl::Status& s :
        {state.status(), reader.status(), history.status(), checkpointer.status()}) {
     if (!s.ok()) return s;
@@ -158,6 +181,34 @@ absl::StatusOr<OpenedState> OpenState(const std::string& path, StateSync sync) {
   opened.loaded = *std::move(state);
   opened.read_took = std::chrono::duration_cast<std::chrono::milliseconds>(read_done - started);
   return opened;
+}
+
+// Where this controller listens when ControllerAddr lists several: the
+// entry that names this host (short or full name), else the first.
+void ChooseListenAddress(cohort::config::ClusterConfig& config) {
+  if (config.controller_addrs.size() < 2) return;
+  std::array<char, 256> buffer{};
+  if (::gethostname(buffer.data(), buffer.size() - 1) != 0) return;
+  const std::string full(buffer.data());
+  const std::string short_name = full.substr(0, full.find('.'));
+  for (const std::string& target : cohort::config::ControllerTargets(config)) {
+    const std::string host(cohort::config::HostOf(target));
+    if (host != full && host != short_name) continue;
+    config.controller_addr = host;
+    config.controller_port = std::stoi(target.substr(target.rfind(':') + 1));
+    return;
+  }
+}
+
+// The address clients are sent to while this controller is active.
+std::string AdvertisedAddress(const cohort::config::ClusterConfig& config, int port) {
+  std::string host = config.controller_addr;
+  if (host.empty() || host == "0.0.0.0" || host == "::") {
+    std::array<char, 256> buffer{};
+    if (::gethostname(buffer.data(), buffer.size() - 1) == 0) host = buffer.data();
+  }
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return fmt::format("{}:{}", host, port);
 }
 
 // The TCP port's credentials: TLS with the controller's certificate when
@@ -269,11 +320,26 @@ std::vector<std::string> ArgumentsAgain(int argc, char** argv, const Reload& rel
   return out;
 }
 
+// Runs this program again in this process, listening where it listens now.
+int ExecuteAgain(int argc, char** argv, const Reload& reload, std::string_view why) {
+  std::vector<std::string> again = ArgumentsAgain(argc, argv, reload);
+  std::vector<char*> pointers;
+  for (std::string& arg : again) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  spdlog::info("controller_restarting reason=\"{}\"", why);
+  spdlog::shutdown();
+  ::execv("/proc/self/exe", pointers.data());
+  std::cerr << fmt::format("cohort-controller: cannot execute itself again ({}); start it again\n",
+                           std::strerror(errno));
+  return 1;
+}
+
 // Serves clients (TCP and the local socket) and agents until SIGINT or
 // SIGTERM, or until a commit fails; then stops in order.
 int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
           const cohort::controller::Authenticator& authenticator, const Flags& flags,
-          const std::optional<cohort::controller::TokenSigner>& tokens, Reload& reload) {
+          const std::optional<cohort::controller::TokenSigner>& tokens, Reload& reload,
+          const std::atomic<bool>& lease_lost) {
   cohort::controller::LocalSocket local;
   const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
@@ -360,6 +426,20 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
         signals.async_wait(on_signal);
       };
   signals.async_wait(on_signal);
+  // A lost lease (StateBackend=postgresql) stops the controller at once:
+  // another one is active, or soon will be.
+  boost::asio::steady_timer lease_check(controller.io());
+  std::function<void()> check_lease = [&] {
+    if (lease_lost) {
+      controller.io().stop();
+      return;
+    }
+    lease_check.expires_after(std::chrono::milliseconds(100));
+    lease_check.async_wait([&](const boost::system::error_code& error) {
+      if (!error) check_lease();
+    });
+  };
+  check_lease();
   controller.Start();
   controller.io().run();
 
@@ -395,11 +475,12 @@ int Run(int argc, char** argv) {
   }
   cohort::config::ClusterConfig config = loaded.config;
   if (!flags.state_dir.empty()) config.state_dir = flags.state_dir;
+  if (flags.listen.empty()) ChooseListenAddress(config);
   if (!flags.listen.empty()) config.controller_addr = flags.listen;
   if (flags.port >= 0) config.controller_port = flags.port;
   if (flags.http_port >= 0) config.http_port = flags.http_port;
   const std::string state_path = (std::filesystem::path(config.state_dir) / "state.db").string();
-  if (flags.check_state) return CheckState(state_path);
+  if (flags.check_state) return CheckState(config, state_path);
 
   if (!config.log_file.empty()) {
     if (absl::Status logging = cohort::controller::LogToFile(config.log_file); !logging.ok()) {
@@ -421,38 +502,94 @@ int Run(int argc, char** argv) {
     std::cerr << "cohort-controller: not starting: " << authenticator.status().message() << '\n';
     return 1;
   }
+  // With PostgreSQL, one controller of the cluster is active: this one
+  // waits as a standby until it holds the lease.
+  std::unique_ptr<cohort::controller::Leadership> leadership;
+  std::atomic<bool> lease_lost{false};
+  if (config.state_backend == "postgresql") {
+    // The schema first (the lease is a row of it): created or migrated
+    // now, a newer one refused before this controller waits on it.
+    if (absl::StatusOr<std::unique_ptr<Store>> schema = cohort::controller::OpenPostgresStore(
+            config.state_database, Store::Mode::kWrite, options->sync, 0);
+        !schema.ok()) {
+      std::cerr << "cohort-controller: not starting: " << schema.status().message() << '\n';
+      return 1;
+    }
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = TcpCredentials(config);
+    if (!credentials.ok()) {
+      std::cerr << "cohort-controller: not starting: " << credentials.status().message() << '\n';
+      return 1;
+    }
+    std::array<char, 256> host{};
+    (void)::gethostname(host.data(), host.size() - 1);
+    leadership =
+        std::make_unique<cohort::controller::Leadership>(cohort::controller::Leadership::Options{
+            .conninfo = config.state_database,
+            .holder = fmt::format("{} pid {}", host.data(), ::getpid()),
+            .address = "",
+            .timeout = config.controller_timeout});
+    const auto waiting_since = std::chrono::steady_clock::now();
+    absl::StatusOr<cohort::controller::StandbyEnd> end = cohort::controller::RunStandby(
+        {.address = fmt::format("{}:{}", config.controller_addr, config.controller_port),
+         .socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string(),
+         .port_file = flags.port_file,
+         .credentials = *std::move(credentials),
+         .advertise = [&config](int port) { return AdvertisedAddress(config, port); }},
+        *leadership);
+    if (!end.ok()) {
+      std::cerr << "cohort-controller: not starting: " << end.status().message() << '\n';
+      return 1;
+    }
+    using Why = cohort::controller::StandbyEnd::Why;
+    if (end->why == Why::kStopped) {
+      spdlog::info("controller_stopped standby=true");
+      return 0;
+    }
+    reload.port = end->port;
+    if (end->why == Why::kReload) return ExecuteAgain(argc, argv, reload, "reconfigure");
+    leadership->Keep([&lease_lost](const std::string& /*why*/) { lease_lost = true; });
+    config.controller_port = end->port;
+    spdlog::info("leadership_acquired epoch={} address={} waited_ms={}", leadership->Epoch(),
+                 AdvertisedAddress(config, end->port),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - waiting_since)
+                     .count());
+  }
   // The state comes first: a controller that cannot keep its promises does
   // not start.
   const auto load_started = std::chrono::steady_clock::now();
-  absl::StatusOr<OpenedState> state = OpenState(state_path, options->sync);
+  absl::StatusOr<OpenedState> state =
+      OpenState(config, state_path, options->sync, leadership ? leadership->Epoch() : 0);
   if (!state.ok()) {
     std::cerr << "cohort-controller: not starting: " << state.status().message() << '\n';
+    if (leadership != nullptr) leadership->Release();
     return 1;
   }
   auto topology = std::make_unique<cohort::topology::Topology>(std::move(loaded.topology));
   Controller controller(config, std::move(topology), std::move(*loaded.pool), *options,
                         std::move(state->stores), std::move(state->loaded));
   running = &controller;
-  spdlog::info("state_ready path={} sync={} read_ms={} took_ms={}", state_path, config.state_sync,
-               state->read_took.count(),
+  spdlog::info("state_ready path={} sync={} read_ms={} took_ms={}",
+               leadership ? fmt::format("postgresql:{}",
+                                        cohort::controller::pg::Describe(config.state_database))
+                          : state_path,
+               config.state_sync, state->read_took.count(),
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - load_started)
                    .count());
-  const int status = Serve(controller, config, *authenticator, flags, options->tokens, reload);
+  const int status =
+      Serve(controller, config, *authenticator, flags, options->tokens, reload, lease_lost);
+  if (leadership != nullptr && (lease_lost || controller.Fenced())) {
+    // Another controller is active: this one waits as its standby.
+    spdlog::warn("controller_demoted epoch={}; waiting as a standby", leadership->Epoch());
+    return ExecuteAgain(argc, argv, reload, "lease lost");
+  }
+  if (leadership != nullptr) leadership->Release();
   if (status != 0 || !reload.restart) return status;
   // Everything is committed and every port closed: the same process runs
   // the controller again with the new files.
   controller.Shutdown();
-  std::vector<std::string> again = ArgumentsAgain(argc, argv, reload);
-  std::vector<char*> pointers;
-  for (std::string& arg : again) pointers.push_back(arg.data());
-  pointers.push_back(nullptr);
-  spdlog::info("controller_restarting reason=reconfigure");
-  spdlog::shutdown();
-  ::execv("/proc/self/exe", pointers.data());
-  std::cerr << fmt::format("cohort-controller: cannot execute itself again ({}); start it again\n",
-                           std::strerror(errno));
-  return 1;
+  return ExecuteAgain(argc, argv, reload, "reconfigure");
 }
 
 }  // namespace

@@ -155,6 +155,7 @@ void Outbox::Committed(const absl::Status& status, const CommitReport& report,
     // Nothing in this batch may be acknowledged, and later ones cannot be
     // made durable either: stop rather than tell clients what may be lost.
     failed_ = true;
+    failure_ = status;
     Log("store")->critical(
         "state_write_failed reason=\"{}\"; stopping: nothing more can be made durable (fix the "
         "cause and start the controller again; what was acknowledged is in the database)",

@@ -99,6 +99,9 @@ class Outbox {
   /// True once a commit failed: nothing more is acknowledged, and the state
   /// thread's io_context was stopped.
   [[nodiscard]] bool Failed() const { return failed_; }
+  /// Why the commit failed; OK while none did. Aborted: the database
+  /// refused this controller's commits because another one took over.
+  [[nodiscard]] const absl::Status& Failure() const { return failure_; }
 
  private:
   void Flush();
@@ -128,6 +131,7 @@ class Outbox {
   bool committing_ = false;
   bool flush_posted_ = false;
   bool failed_ = false;
+  absl::Status failure_;
   std::function<void(const CommitReport&)> on_commit_;
 };
 

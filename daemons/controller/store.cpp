@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store.h"
 
+#include <sqlite3.h>
+
 #include <functional>
 
 #include <fmt/format.h>
@@ -65,6 +67,37 @@ std::string ColumnBytes(sqlite3_stmt* stmt, int index) {
 
 }  // namespace
 
+// The SQLite engine: one file in WAL mode.
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  ~SqliteStore() override;
+
+  absl::StatusOr<LoadedState> Load() override;
+  absl::Status Commit(const StateBatch& batch) override;
+  absl::StatusOr<std::optional<v1::JobRecord>> FindJob(std::int64_t id) override;
+  absl::StatusOr<std::optional<v1::JobSpec>> FindEnvironment(std::int64_t id) override;
+  absl::StatusOr<std::vector<v1::JobRecord>> History(const HistoryQuery& query) override;
+  absl::StatusOr<int> PurgeHistory(std::int64_t before_ms, int limit) override;
+  absl::StatusOr<StateReport> Check() override;
+  void HandOffCheckpoints(int pages, std::function<void()> due) override;
+  absl::Status Checkpoint() override;
+
+  // Open's steps.
+  absl::Status Migrate(int& found);
+  absl::Status Exec(const char* sql);
+  absl::Status Error(std::string_view what) const;
+  absl::Status Prepare();
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  int checkpoint_pages_ = 0;
+  std::function<void()> checkpoint_due_;
+  struct Statements;
+  std::unique_ptr<Statements> statements_;
+};
+
 bool IsFinishedRecord(const v1::JobRecord& record) {
   switch (record.state()) {
     case v1::JOB_COMPLETED:
@@ -76,7 +109,7 @@ bool IsFinishedRecord(const v1::JobRecord& record) {
   }
 }
 
-struct Store::Statements {
+struct SqliteStore::Statements {
   explicit Statements(sqlite3* db)
       : upsert_job(db,
                    "INSERT INTO jobs(id, state, finished, uid, user, account, partition, "
@@ -135,14 +168,12 @@ const std::vector<std::string>& Store::Migrations() {
   return migrations;
 }
 
-Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-
-Store::~Store() {
+SqliteStore::~SqliteStore() {
   statements_.reset();
   sqlite3_close_v2(db_);
 }
 
-absl::Status Store::Error(std::string_view what) const {
+absl::Status SqliteStore::Error(std::string_view what) const {
   const int code = sqlite3_extended_errcode(db_);
   const std::string message = sqlite3_errmsg(db_);
   if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB) {
@@ -157,7 +188,7 @@ absl::Status Store::Error(std::string_view what) const {
   return absl::UnavailableError(fmt::format("state database {}: {} while {}", path_, message, what));
 }
 
-absl::Status Store::Exec(const char* sql) {
+absl::Status SqliteStore::Exec(const char* sql) {
   char* message = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
     sqlite3_free(message);
@@ -173,7 +204,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Mode
                                           : SQLITE_OPEN_READONLY) |
                     SQLITE_OPEN_NOMUTEX;
   const int opened = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
-  std::unique_ptr<Store> store(new Store(db, path));
+  auto store = std::make_unique<SqliteStore>(db, path);
   if (opened != SQLITE_OK) {
     return absl::UnavailableError(fmt::format("cannot open state database {}: {}; check StateDir "
                                               "exists and this user may write it",
@@ -220,26 +251,31 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Mode
         "state database {} has schema version {}; start cohort-controller once to migrate it to {}",
         path, user_version, kSchemaVersion));
   }
-  store->statements_ = std::make_unique<Statements>(db);
-  if (!store->statements_->Ok()) return store->Error("preparing its statements");
-  return store;
+  if (absl::Status s = store->Prepare(); !s.ok()) return s;
+  return std::unique_ptr<Store>(std::move(store));
 }
 
-void Store::HandOffCheckpoints(int pages, std::function<void()> due) {
+absl::Status SqliteStore::Prepare() {
+  statements_ = std::make_unique<Statements>(db_);
+  if (!statements_->Ok()) return Error("preparing its statements");
+  return absl::OkStatus();
+}
+
+void SqliteStore::HandOffCheckpoints(int pages, std::function<void()> due) {
   checkpoint_pages_ = pages;
   checkpoint_due_ = std::move(due);
   // A WAL hook replaces SQLite's automatic checkpoints on this connection.
   sqlite3_wal_hook(
       db_,
       [](void* self, sqlite3* /*db*/, const char* /*name*/, int in_log) {
-        auto& store = *static_cast<Store*>(self);
+        auto& store = *static_cast<SqliteStore*>(self);
         if (in_log >= store.checkpoint_pages_) store.checkpoint_due_();
         return SQLITE_OK;
       },
       this);
 }
 
-absl::Status Store::Checkpoint() {
+absl::Status SqliteStore::Checkpoint() {
   int in_log = 0;
   int copied = 0;
   if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &in_log, &copied) !=
@@ -249,7 +285,7 @@ absl::Status Store::Checkpoint() {
   return absl::OkStatus();
 }
 
-absl::Status Store::Migrate(int& found) {
+absl::Status SqliteStore::Migrate(int& found) {
   const std::vector<std::string>& migrations = Migrations();
   const int from = found;
   for (int version = from; version < kSchemaVersion; ++version) {
@@ -270,7 +306,7 @@ absl::Status Store::Migrate(int& found) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LoadedState> Store::Load() {
+absl::StatusOr<LoadedState> SqliteStore::Load() {
   LoadedState state;
   state.schema_before = kSchemaVersion;
   Statement jobs(db_, "SELECT record FROM jobs WHERE finished = 0 ORDER BY id");
@@ -317,7 +353,7 @@ absl::StatusOr<LoadedState> Store::Load() {
   return state;
 }
 
-absl::Status Store::Commit(const StateBatch& batch) {
+absl::Status SqliteStore::Commit(const StateBatch& batch) {
   Statements& s = *statements_;
   if (sqlite3_step(s.begin.Fresh()) != SQLITE_DONE) return Error("beginning a transaction");
   auto fail = [&](std::string_view what) {
@@ -408,17 +444,17 @@ absl::StatusOr<std::optional<Message>> FindOne(Statement& statement, std::int64_
 
 }  // namespace
 
-absl::StatusOr<std::optional<v1::JobRecord>> Store::FindJob(std::int64_t id) {
+absl::StatusOr<std::optional<v1::JobRecord>> SqliteStore::FindJob(std::int64_t id) {
   return FindOne<v1::JobRecord>(statements_->find_job, id,
                                 [this](std::string_view what) { return Error(what); }, "record");
 }
 
-absl::StatusOr<std::optional<v1::JobSpec>> Store::FindEnvironment(std::int64_t id) {
+absl::StatusOr<std::optional<v1::JobSpec>> SqliteStore::FindEnvironment(std::int64_t id) {
   return FindOne<v1::JobSpec>(statements_->find_env, id,
                               [this](std::string_view what) { return Error(what); }, "environment");
 }
 
-absl::StatusOr<std::vector<v1::JobRecord>> Store::History(const HistoryQuery& query) {
+absl::StatusOr<std::vector<v1::JobRecord>> SqliteStore::History(const HistoryQuery& query) {
   std::string sql = "SELECT record FROM jobs WHERE finished = 1";
   auto placeholders = [](std::size_t n) {
     std::string text;
@@ -457,7 +493,7 @@ absl::StatusOr<std::vector<v1::JobRecord>> Store::History(const HistoryQuery& qu
   return records;
 }
 
-absl::StatusOr<int> Store::PurgeHistory(std::int64_t before_ms, int limit) {
+absl::StatusOr<int> SqliteStore::PurgeHistory(std::int64_t before_ms, int limit) {
   Statement purge(db_,
                   "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished = 1 AND "
                   "end_ms < ?1 ORDER BY end_ms, id LIMIT ?2)");
@@ -468,7 +504,7 @@ absl::StatusOr<int> Store::PurgeHistory(std::int64_t before_ms, int limit) {
   return sqlite3_changes(db_);
 }
 
-absl::StatusOr<StateReport> Store::Check() {
+absl::StatusOr<StateReport> SqliteStore::Check() {
   Statement integrity(db_, "PRAGMA integrity_check");
   if (!integrity.Ok()) return Error("starting the integrity check");
   std::vector<std::string> problems;

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,7 +13,8 @@
 #include "cohort/v1/state.pb.h"
 
 /// The controller's durable state: one SQLite database in WAL mode under
-/// StateDir. The state thread never touches it directly: it hands batches to
+/// StateDir, or a PostgreSQL database that several controllers share (one
+/// active). The state thread never touches it directly: it hands batches to
 /// the store's writer thread (group commit) and reads on its own connection.
 namespace cohort::controller {
 
@@ -26,8 +25,8 @@ enum class StateSync : std::uint8_t {
   kOff,     ///< never fsync: for tests and benchmarks of everything else
 };
 
-/// The schema this build writes. Older databases are migrated on open; a
-/// newer one is refused.
+/// The SQLite schema this build writes. Older databases are migrated on
+/// open; a newer one is refused.
 inline constexpr int kSchemaVersion = 3;
 
 /// Everything one turn of the controller changed, committed as one
@@ -80,67 +79,58 @@ struct StateReport {
 };
 
 /// One connection to the state database. Not thread-safe: each thread that
-/// uses the database opens its own Store.
+/// uses the database opens its own Store. Two engines keep it: SQLite (this
+/// file's Open, store.cpp) and PostgreSQL (pg_store.h); both hold the same
+/// records and answer the same calls.
 class Store {
  public:
   enum class Mode : std::uint8_t { kWrite, kRead };
 
-  /// Opens (kWrite: creates and migrates) `path`. A damaged database, one
-  /// written by a newer schema, or one that cannot be opened is refused with
-  /// FailedPrecondition saying what to do; nothing is ever silently reset.
+  /// Opens (kWrite: creates and migrates) the SQLite database `path`. A
+  /// damaged database, one written by a newer schema, or one that cannot be
+  /// opened is refused with FailedPrecondition saying what to do; nothing is
+  /// ever silently reset.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
                                                                    Mode mode, StateSync sync);
-  ~Store();
+  Store() = default;
+  virtual ~Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   /// Reads what a restarting controller needs.
-  [[nodiscard]] absl::StatusOr<LoadedState> Load();
+  [[nodiscard]] virtual absl::StatusOr<LoadedState> Load() = 0;
   /// Commits one batch in one transaction.
-  [[nodiscard]] absl::Status Commit(const StateBatch& batch);
+  [[nodiscard]] virtual absl::Status Commit(const StateBatch& batch) = 0;
   /// A job's record, finished or not; nullopt when there is none.
-  [[nodiscard]] absl::StatusOr<std::optional<v1::JobRecord>> FindJob(std::int64_t id);
+  [[nodiscard]] virtual absl::StatusOr<std::optional<v1::JobRecord>> FindJob(std::int64_t id) = 0;
   /// A job's environment as submitted (a JobSpec holding only `env`).
-  [[nodiscard]] absl::StatusOr<std::optional<v1::JobSpec>> FindEnvironment(std::int64_t id);
+  [[nodiscard]] virtual absl::StatusOr<std::optional<v1::JobSpec>> FindEnvironment(
+      std::int64_t id) = 0;
   /// Finished jobs matching `query`, oldest end first.
-  [[nodiscard]] absl::StatusOr<std::vector<v1::JobRecord>> History(const HistoryQuery& query);
+  [[nodiscard]] virtual absl::StatusOr<std::vector<v1::JobRecord>> History(
+      const HistoryQuery& query) = 0;
   /// Deletes up to `limit` finished jobs that ended before `before_ms`;
   /// returns how many it deleted (call again while it returns `limit`).
-  [[nodiscard]] absl::StatusOr<int> PurgeHistory(std::int64_t before_ms, int limit);
+  [[nodiscard]] virtual absl::StatusOr<int> PurgeHistory(std::int64_t before_ms, int limit) = 0;
   /// Full integrity check and a summary of the contents.
-  [[nodiscard]] absl::StatusOr<StateReport> Check();
+  [[nodiscard]] virtual absl::StatusOr<StateReport> Check() = 0;
 
-  /// Leaves checkpoints (copying the write-ahead log into the database) to
-  /// another connection. By default SQLite makes one inside the commit that
-  /// takes the log past 1,000 pages: tens of milliseconds of writes and
-  /// fsync, every few hundred commits, on the path of every reply waiting on
-  /// that commit. Instead `due` is called, on the committing thread, after
-  /// each commit that leaves `pages` or more in the log.
-  void HandOffCheckpoints(int pages, std::function<void()> due);
+  /// Leaves checkpoints (copying SQLite's write-ahead log into the
+  /// database) to another connection. By default SQLite makes one inside
+  /// the commit that takes the log past 1,000 pages: tens of milliseconds of
+  /// writes and fsync, every few hundred commits, on the path of every reply
+  /// waiting on that commit. Instead `due` is called, on the committing
+  /// thread, after each commit that leaves `pages` or more in the log. An
+  /// engine without such a log never calls it.
+  virtual void HandOffCheckpoints(int /*pages*/, std::function<void()> /*due*/) {}
   /// Copies the log into the database as far as readers allow (a passive
   /// checkpoint), on this connection. Never blocks a writer.
-  [[nodiscard]] absl::Status Checkpoint();
+  [[nodiscard]] virtual absl::Status Checkpoint() { return absl::OkStatus(); }
 
-  /// The SQL that creates schema version `version` from `version - 1`.
-  /// Exposed so tests can build old databases.
+  /// The SQL that creates SQLite's schema version `version` from
+  /// `version - 1`. Exposed so tests can build old databases.
   [[nodiscard]] static const std::vector<std::string>& Migrations();
-
- private:
-  Store(sqlite3* db, std::string path);
-  absl::Status Migrate(int& found);
-  absl::Status Exec(const char* sql);
-  absl::Status Error(std::string_view what) const;
-
-  sqlite3* db_ = nullptr;
-  std::string path_;
-  int checkpoint_pages_ = 0;
-  std::function<void()> checkpoint_due_;
-  struct Statements;
-  std::unique_ptr<Statements> statements_;
 };
-
-/// One prepared statement (store.cpp).
-class Statement;
 
 /// Whether a job record is in a final state.
 [[nodiscard]] bool IsFinishedRecord(const v1::JobRecord& record);

@@ -142,8 +142,19 @@ struct PluginChoice {
 
 struct ClusterConfig {
   std::string cluster_name = "cohort";
+  /// ControllerAddr=: the host the controller listens on (the first entry
+  /// of the list, or the one --listen names)...
   std::string controller_addr = "127.0.0.1";
+  /// ...and every entry as written (HOST, HOST:PORT, [IPV6]:PORT), in the
+  /// order clients and agents try them: one per controller of the cluster,
+  /// as Slurm's SlurmctldHost lines. ControllerTargets() gives them ports.
+  std::vector<std::string> controller_addrs;
   int controller_port = 6820;
+  /// ControllerTimeout=: how long an active controller may go without
+  /// renewing its lease in the state database before a standby takes over
+  /// (StateBackend=postgresql; one whose database session ended is taken
+  /// over at once).
+  std::chrono::seconds controller_timeout{10};
   /// HttpPort=: the controller's HTTP port (the dashboard, /metrics, the
   /// REST API); -1: none.
   int http_port = -1;
@@ -195,6 +206,12 @@ struct ClusterConfig {
   /// every commit), "normal" (survives a controller crash, not a power
   /// loss) or "off".
   std::string state_sync = "full";
+  /// StateBackend=: "sqlite" (StateDir/state.db, one controller) or
+  /// "postgresql" (StateDatabase=, any number of controllers, one active).
+  std::string state_backend = "sqlite";
+  /// StateDatabase=: libpq's connection string (key=value words or a
+  /// postgresql:// URI) for StateBackend=postgresql.
+  std::string state_database;
   int history_days = 30;  ///< finished jobs kept this long; 0: forever
   PriorityWeights priority;
   /// PreemptMode=: the default for victims; OFF (the default) turns
@@ -256,6 +273,9 @@ struct ClientSettings {
   std::string munge_socket;  ///< AuthInfo=socket=
   bool tls = false;          ///< TLSCertFile= is set: the TCP port speaks TLS
   std::string tls_ca_file;   ///< TLSCAFile=
+  /// ControllerAddr= with ControllerPort=, as ControllerTargets gives them
+  /// (one entry for a single controller).
+  std::vector<std::string> controllers;
 };
 [[nodiscard]] ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
                                                 const FileLoader& loader);

@@ -52,6 +52,7 @@ remove_agent_cgroups() {
 
 cleanup() {
   stop_daemons
+  stop_postgres
   remove_agent_cgroups
   # Ranks orphaned by a killed agent: tests that kill agents have their
   # ranks write their pid to $WORK/rank-pids.
@@ -127,6 +128,18 @@ make_tls() {
 # instead) and TLS on the controller's TCP port (IT_TLS=off: plain). Sets
 # COHORT_CONTROLLER for the CLI. EXTRA_CONF: more lines.
 start_cluster() {
+  write_cluster_conf "$@"
+  start_controller 0
+  export COHORT_CONTROLLER="unix:$WORK/state/cohort.sock"
+  export COHORT_CONF="$WORK/cohort.conf"
+  start_agent
+  wait_until 30 all_nodes_up || { fail "nodes did not register"; cohort nodes; exit 1; }
+}
+
+# write_cluster_conf [CLUSTER_CONF] [TOPOLOGY_CONF]: start_cluster's
+# $WORK/cohort.conf (and munged, and the TLS files), without starting any
+# daemon of Cohort's.
+write_cluster_conf() {
   local cluster=${1:-$ROOT/etc/demo/cluster.conf}
   local topology=${2:-$ROOT/etc/demo/topology.conf}
   head -c 32 /dev/urandom | base64 >"$WORK/key"
@@ -160,11 +173,6 @@ TopologyFile=$topology
 ${EXTRA_CONF:-}
 Include=$cluster
 CONF
-  start_controller 0
-  export COHORT_CONTROLLER="unix:$WORK/state/cohort.sock"
-  export COHORT_CONF="$WORK/cohort.conf"
-  start_agent
-  wait_until 30 all_nodes_up || { fail "nodes did not register"; cohort nodes; exit 1; }
 }
 
 # start_controller PORT: the controller on PORT (0: any free one, written to
@@ -214,6 +222,7 @@ restart_controller() {
 
 # start_agent: one emulating agent for every node of the config; with
 # AGENT_NODE set, one real agent for that node (this host, its own cores).
+# It dials AGENT_CONTROLLERS when set, else the controller of $WORK/port.
 start_agent() {
   local nodes
   nodes=$("$BIN/cli/cohort" config check -c "$WORK/cohort.conf" 2>/dev/null |
@@ -233,7 +242,7 @@ start_agent() {
   [ "${IT_HTTP:-off}" = on ] &&
     which+=(--http-port 0 --http-port-file "$WORK/agent-http-port" --http-address 127.0.0.1)
   "${as[@]}" "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" \
-    --controller "127.0.0.1:$(cat "$WORK/port")" "${which[@]}" \
+    --controller "${AGENT_CONTROLLERS:-127.0.0.1:$(cat "$WORK/port")}" "${which[@]}" \
     --spool "$WORK/spool" >>"$WORK/agent.log" 2>&1 &
   AGENT_PID=$!
   PIDS+=("$AGENT_PID")
@@ -268,4 +277,39 @@ finish_test() {
   fi
   echo "all checks passed"
   exit 0
+}
+
+# start_postgres: a real PostgreSQL 15 server of this test's own, in a
+# folder of its own, listening only on a Unix socket there; run as an
+# unprivileged user (cohort-pgtest, created when missing) when the test runs
+# as root, since initdb refuses root. Sets PG_CONNINFO for StateDatabase=.
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_DIR=""
+pg_run() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u cohort-pgtest -- "$@"; else "$@"; fi
+}
+start_postgres() {
+  [ -x "$PG_BIN/initdb" ] || { fail "PostgreSQL 15 is missing: run scripts/install-deps.sh"; exit 1; }
+  if [ "$(id -u)" -eq 0 ] && ! id cohort-pgtest >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin cohort-pgtest ||
+      { fail "cannot create the user cohort-pgtest"; exit 1; }
+  fi
+  PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cohort-pg.XXXXXX")
+  [ "$(id -u)" -eq 0 ] && chown cohort-pgtest "$PG_DIR"
+  pg_run "$PG_BIN/initdb" -D "$PG_DIR/data" -U cohort --auth=trust -E UTF8 --no-sync \
+    >"$PG_DIR/initdb.log" 2>&1 || { fail "initdb failed"; cat "$PG_DIR/initdb.log"; exit 1; }
+  # fsync off: the tests check the controllers, not the server's disk.
+  pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
+    -o "-c listen_addresses='' -c unix_socket_directories='$PG_DIR' -c fsync=off" start \
+    >/dev/null || { fail "PostgreSQL did not start"; cat "$PG_DIR/server.log"; exit 1; }
+  PG_CONNINFO="host=$PG_DIR dbname=postgres user=cohort"
+}
+stop_postgres() {
+  [ -n "$PG_DIR" ] || return 0
+  pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1
+  if [ "$FAILURES" -gt 0 ] || [ -n "${KEEP_WORK:-}" ]; then
+    echo "--- PostgreSQL log (last 20 lines)"; tail -20 "$PG_DIR/server.log" 2>/dev/null
+  fi
+  rm -rf "$PG_DIR"
+  PG_DIR=""
 }
