@@ -516,7 +516,7 @@ bool ParseControllerAddr(const conf::Word& word, ClusterConfig& out, Diagnostics
                       "as ControllerAddr=10.0.0.1 or ControllerAddr=ctl1,ctl2:6821");
     return false;
   }
-  out.controller_addrs = conf::SplitCommas(word.value);
+  out.controller_addrs = SplitEntries(word.value);
   // The controller listens on the first host unless told otherwise.
   std::string_view host = HostOf(list->front());
   if (host.starts_with('[')) host = host.substr(1, host.size() - 2);

@@ -23,6 +23,17 @@ bool IsPort(std::string_view text) {
 
 }  // namespace
 
+std::vector<std::string> SplitEntries(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string entry : conf::SplitCommas(text)) {
+    const std::size_t first = entry.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    entry = entry.substr(first, entry.find_last_not_of(" \t") - first + 1);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<std::string>> ParseControllerList(std::string_view text,
                                                              int default_port,
                                                              std::string_view source) {
@@ -33,7 +44,7 @@ absl::StatusOr<std::vector<std::string>> ParseControllerList(std::string_view te
         "commas (such as ctl1:6820,ctl2:6820)",
         source, entry, why));
   };
-  for (const std::string& entry : conf::SplitCommas(text)) {
+  for (const std::string& entry : SplitEntries(text)) {
     if (entry.starts_with("unix:")) {
       if (entry.size() == 5) return invalid(entry, "the socket path is missing");
       out.push_back(entry);

@@ -358,6 +358,10 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     return 1;
   }
   builder.AddListeningPort(address, *credentials, &bound_port);
+  // Agents ping every 10 s to notice a controller that vanished; gRPC's
+  // default would answer pings that often with GOAWAY.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.RegisterService(&clients);
   builder.RegisterService(&agents);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

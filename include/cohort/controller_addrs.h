@@ -23,6 +23,10 @@ namespace cohort::config {
                                                                            int default_port,
                                                                            std::string_view source);
 
+/// The entries of a comma list, blanks around them trimmed, empty ones
+/// dropped.
+[[nodiscard]] std::vector<std::string> SplitEntries(std::string_view text);
+
 /// The addresses clients and agents dial, in order: each entry of
 /// ControllerAddr= with ControllerPort= where it names no port.
 [[nodiscard]] std::vector<std::string> ControllerTargets(const ClusterConfig& config);

@@ -1080,5 +1080,34 @@ TEST(ClusterConfigTest, ClientSettingsCarryAuthTypeAndMungeSocket) {
   EXPECT_EQ(settings.state_dir, "/s");
 }
 
+TEST(ClusterConfigTest, SeveralControllersAndThePostgresqlBackend) {
+  const ConfigResult result = Parse(
+      "ControllerAddr=ctl1,ctl2:6821\nControllerPort=6830\nStateBackend=PostgreSQL\n"
+      "StateDatabase=\"host=db1 dbname=cohort\"\nControllerTimeout=5\nNodeName=n1\n");
+  ASSERT_FALSE(result.diagnostics.HasErrors()) << result.diagnostics.Format();
+  EXPECT_EQ(result.config.controller_addr, "ctl1");
+  EXPECT_EQ(result.config.controller_addrs, (Names{"ctl1", "ctl2:6821"}));
+  EXPECT_EQ(result.config.state_backend, "postgresql");
+  EXPECT_EQ(result.config.state_database, "host=db1 dbname=cohort");
+  EXPECT_EQ(result.config.controller_timeout, seconds(5));
+  const ClientSettings client = ReadClientSettings(
+      "ControllerAddr=ctl1,ctl2:6821\nControllerPort=6830\n", kFile, MapLoader({}));
+  EXPECT_EQ(client.controllers, (Names{"ctl1:6830", "ctl2:6821"}));
+}
+
+TEST(ClusterConfigTest, BadControllerAndBackendSettingsSayTheFix) {
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"ControllerAddr=ctl1,ctl2:0x\n", "ControllerAddr entry \"ctl2:0x\""},
+           {"StateBackend=mysql\n", "StateBackend=mysql is not sqlite or postgresql"},
+           {"StateBackend=postgresql\n", "StateBackend=postgresql needs StateDatabase="},
+           {"ControllerTimeout=0\n", "ControllerTimeout"},
+       }) {
+    const ConfigResult result = Parse(text + "NodeName=n1\n");
+    EXPECT_TRUE(result.diagnostics.HasErrors()) << text;
+    EXPECT_NE(result.diagnostics.Format().find(expected), std::string::npos)
+        << result.diagnostics.Format();
+  }
+}
+
 }  // namespace
 }  // namespace cohort::config
