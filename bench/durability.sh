@@ -6,9 +6,9 @@
 # its state, and, with PostgreSQL, the time a standby takes to serve after
 # the active controller is killed. A controller without agents (jobs stay
 # pending) on the demo cluster config, in a temporary folder; PostgreSQL is
-# a server of the benchmark's own (Debian's postgresql-15, its default
-# settings, on a Unix socket in that folder; run as the user cohort-pgtest
-# when the benchmark runs as root, since initdb refuses root). Prints JSON
+# a server of the benchmark's own (scripts/pg_server.sh: Debian's
+# postgresql-15 with its default settings, on a Unix socket in that
+# folder). Prints JSON
 # lines; docs/performance.md has results.
 #
 #   bench/durability.sh [JOBS_IN_STATE (default 100000)] [SUBMISSIONS_PER_RUN (default 4000)]
@@ -19,35 +19,21 @@ build=${BUILD:-build/default}
 big=${1:-100000}
 per_run=${2:-4000}
 backends=${BACKENDS:-sqlite postgresql}
-pg_bin=/usr/lib/postgresql/15/bin
 work=$(mktemp -d "${TMPDIR:-/tmp}/cohort-durability.XXXXXX")
 chmod 755 "$work"
-as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u cohort-pgtest -- "$@"; else "$@"; fi; }
 cleanup() {
   for pid in "$work"/pid*; do [ -s "$pid" ] && kill -9 "$(cat "$pid")" 2>/dev/null; done
-  [ -d "$work/pg/data" ] && as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1
+  [ -d "$work/pg" ] && bash scripts/pg_server.sh stop "$work/pg"
   rm -rf "$work"
 }
 trap cleanup EXIT
 head -c 32 /dev/urandom | base64 >"$work/key"
 chmod 600 "$work/key"
 
-# start_postgres: a fresh server and database; sets conninfo.
-start_postgres() {
-  if [ "$(id -u)" -eq 0 ] && ! id cohort-pgtest >/dev/null 2>&1; then
-    useradd --system --no-create-home --shell /usr/sbin/nologin cohort-pgtest
-  fi
-  mkdir -p "$work/pg"
-  [ "$(id -u)" -eq 0 ] && chown cohort-pgtest "$work/pg"
-  as_pg "$pg_bin/initdb" -D "$work/pg/data" -U cohort --auth=trust -E UTF8 >/dev/null
-  as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/server.log" -w \
-    -o "-c listen_addresses='' -c unix_socket_directories='$work/pg'" start >/dev/null
-  conninfo="host=$work/pg dbname=postgres user=cohort"
-}
-stop_postgres() {
-  as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m fast -w stop >/dev/null
-  rm -rf "$work/pg"
-}
+# start_postgres: a fresh server (scripts/pg_server.sh, its default
+# settings); sets conninfo.
+start_postgres() { conninfo=$(bash scripts/pg_server.sh start "$work/pg"); }
+stop_postgres() { bash scripts/pg_server.sh stop "$work/pg"; }
 
 configure() {  # configure BACKEND SYNC
   local backend=""
@@ -66,22 +52,28 @@ CONF
 }
 
 # start [NAME]: a controller (its own StateDir and socket per NAME); prints
-# milliseconds from exec to the first answered `cohort nodes` (which alone
-# takes ~20-30 ms). A standby does not answer it: it waits for the lease.
+# milliseconds from exec to its first moment of serving, as its log stamps
+# it (a command polling meanwhile would add its own retries: a standby
+# redirects it while it waits for the lease).
 start() {
   local name=${1:-a} t0
-  t0=$(date +%s%N)
+  : >"$work/controller-$name.log"
+  t0=$(date +%s%3N)
   # In a subshell, so that killing it is no job of this shell's to report.
   ("$build/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 \
-    --state-dir "$work/state-$name" --log-level warn >>"$work/controller.log" 2>&1 &
+    --state-dir "$work/state-$name" >>"$work/controller-$name.log" 2>&1 &
     echo $! >"$work/pid-$name")
   wait_serving "$name"
-  echo $((($(date +%s%N) - t0) / 1000000))
+  echo $(($(serving_at "$work/controller-$name.log") - t0))
+}
+# serving_at LOG: when the controller of LOG began to serve, in Unix ms.
+serving_at() {
+  date -d "$(sed -n 's/^\([^ ]*\) .*controller_started .*/\1/p' "$1" | tail -1 | tr T ' ')" +%s%3N
 }
 wait_serving() {
   until COHORT_CONTROLLER="unix:$work/state-$1/cohort.sock" "$build/cli/cohort" nodes \
     >/dev/null 2>&1; do
-    kill -0 "$(cat "$work/pid-$1")" || { echo "controller died:" >&2; tail "$work/controller.log" >&2; exit 1; }
+    kill -0 "$(cat "$work/pid-$1")" || { echo "controller died:" >&2; tail "$work/controller-$1.log" >&2; exit 1; }
     sleep 0.005
   done
 }
@@ -138,21 +130,16 @@ for backend in $backends; do
       [ $((run % 2)) -eq 0 ] && standby=a
       active=a
       [ "$standby" = a ] && active=b
-      : >"$work/standby.log"
+      : >"$work/controller-$standby.log"
       ("$build/daemons/controller/cohort-controller" -c "$work/cohort.conf" --port 0 \
-        --state-dir "$work/state-$standby" >>"$work/standby.log" 2>&1 &
+        --state-dir "$work/state-$standby" >>"$work/controller-$standby.log" 2>&1 &
         echo $! >"$work/pid-$standby")
       # Once it polls the lease and names the active controller.
-      until grep -q "standby active=127" "$work/standby.log"; do sleep 0.01; done
+      until grep -q "standby active=127" "$work/controller-$standby.log"; do sleep 0.01; done
       t0=$(date +%s%3N)
       crash "$active"
       wait_serving "$standby"
-      # From the kill to the new active controller's first moment of
-      # serving, as its log stamps it (a command polling meanwhile also
-      # counts its own retries while none is active).
-      serving=$(date -d "$(sed -n 's/^\([^ ]*\) .*controller_started .*/\1/p' "$work/standby.log" |
-        tr T ' ')" +%s%3N)
-      echo "{\"backend\": \"$backend\", \"takeover_to_serving_ms\": $((serving - t0)), \"jobs\": $big, \"run\": $run}"
+      echo "{\"backend\": \"$backend\", \"takeover_to_serving_ms\": $(($(serving_at "$work/controller-$standby.log") - t0)), \"jobs\": $big, \"run\": $run}"
     done
     crash "$standby"
     stop_postgres

@@ -508,8 +508,9 @@ int Run(int argc, char** argv) {
   }
   // With PostgreSQL, one controller of the cluster is active: this one
   // waits as a standby until it holds the lease.
-  std::unique_ptr<cohort::controller::Leadership> leadership;
+  // Before the leadership: its thread may set the flag until it is joined.
   std::atomic<bool> lease_lost{false};
+  std::unique_ptr<cohort::controller::Leadership> leadership;
   if (config.state_backend == "postgresql") {
     // The schema first (the lease is a row of it): created or migrated
     // now, a newer one refused before this controller waits on it.

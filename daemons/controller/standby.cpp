@@ -20,7 +20,7 @@
 namespace cohort::controller {
 namespace {
 
-constexpr std::chrono::milliseconds kPollInterval{250};
+constexpr std::chrono::milliseconds kPollInterval{100};
 
 // Every call of every method, refused with the way to the active one.
 class Redirect final : public grpc::CallbackGenericService {

@@ -38,7 +38,7 @@ struct StandbyEnd {
 /// lease or a signal ends it: listens on `place` (TCP and the local
 /// socket) and answers every call of every service UNAVAILABLE, "not the
 /// active controller; the active one is HOST:PORT", so that the CLI and
-/// agents follow the redirect; tries the lease four times a second. Its
+/// agents follow the redirect; tries the lease ten times a second. Its
 /// ports are closed when it returns. Unavailable when it cannot listen.
 [[nodiscard]] absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place,
                                                     Leadership& leadership);

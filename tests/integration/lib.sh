@@ -279,37 +279,22 @@ finish_test() {
   exit 0
 }
 
-# start_postgres: a real PostgreSQL 15 server of this test's own, in a
-# folder of its own, listening only on a Unix socket there; run as an
-# unprivileged user (cohort-pgtest, created when missing) when the test runs
-# as root, since initdb refuses root. Sets PG_CONNINFO for StateDatabase=.
-PG_BIN=/usr/lib/postgresql/15/bin
+# start_postgres: a real PostgreSQL 15 server of this test's own
+# (scripts/pg_server.sh: its own folder, a Unix socket there, an
+# unprivileged user when the test runs as root). Sets PG_CONNINFO for
+# StateDatabase=.
 PG_DIR=""
-pg_run() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u cohort-pgtest -- "$@"; else "$@"; fi
-}
 start_postgres() {
-  [ -x "$PG_BIN/initdb" ] || { fail "PostgreSQL 15 is missing: run scripts/install-deps.sh"; exit 1; }
-  if [ "$(id -u)" -eq 0 ] && ! id cohort-pgtest >/dev/null 2>&1; then
-    useradd --system --no-create-home --shell /usr/sbin/nologin cohort-pgtest ||
-      { fail "cannot create the user cohort-pgtest"; exit 1; }
-  fi
   PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cohort-pg.XXXXXX")
-  [ "$(id -u)" -eq 0 ] && chown cohort-pgtest "$PG_DIR"
-  pg_run "$PG_BIN/initdb" -D "$PG_DIR/data" -U cohort --auth=trust -E UTF8 --no-sync \
-    >"$PG_DIR/initdb.log" 2>&1 || { fail "initdb failed"; cat "$PG_DIR/initdb.log"; exit 1; }
   # fsync off: the tests check the controllers, not the server's disk.
-  pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
-    -o "-c listen_addresses='' -c unix_socket_directories='$PG_DIR' -c fsync=off" start \
-    >/dev/null || { fail "PostgreSQL did not start"; cat "$PG_DIR/server.log"; exit 1; }
-  PG_CONNINFO="host=$PG_DIR dbname=postgres user=cohort"
+  PG_CONNINFO=$(bash "$ROOT/scripts/pg_server.sh" start "$PG_DIR" fsync=off) ||
+    { fail "PostgreSQL did not start"; exit 1; }
 }
 stop_postgres() {
   [ -n "$PG_DIR" ] || return 0
-  pg_run "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1
   if [ "$FAILURES" -gt 0 ] || [ -n "${KEEP_WORK:-}" ]; then
     echo "--- PostgreSQL log (last 20 lines)"; tail -20 "$PG_DIR/server.log" 2>/dev/null
   fi
-  rm -rf "$PG_DIR"
+  bash "$ROOT/scripts/pg_server.sh" stop "$PG_DIR"
   PG_DIR=""
 }

@@ -3,6 +3,7 @@
 // way a database can be refused (damaged, foreign, newer schema), and the
 // migration from each older schema.
 #include "store.h"
+#include "store_rows.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -33,22 +34,7 @@ class StoreTest : public ::testing::Test {
 
   static StateBatch::JobRow Row(std::int64_t id, v1::JobState state, std::int64_t end_ms = 0,
                                 const std::string& user = "alice") {
-    StateBatch::JobRow row;
-    row.record.set_id(id);
-    row.record.set_state(state);
-    row.record.set_user_name(user);
-    row.record.set_uid(user == "alice" ? 1000 : 1001);
-    row.record.set_account(user);
-    row.record.set_partition("gpu");
-    row.record.set_submit_time_ms(1000 * id);
-    row.record.set_end_time_ms(end_ms);
-    row.record.mutable_spec()->add_argv("train.py");
-    v1::JobSpec env;
-    v1::EnvVar* var = env.add_env();
-    var->set_name("PATH");
-    var->set_value("/usr/bin");
-    row.env = env.SerializeAsString();
-    return row;
+    return testing::JobRow(id, state, end_ms, user);
   }
 
   // Writes raw SQL with the SQLite library, as another program would.
