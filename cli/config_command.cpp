@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cluster_files.h"
+#include "cohort/controller_addrs.h"
 #include "cohort/hostlist.h"
 #include "cohort/slurm_time.h"
 #include "commands.h"
@@ -112,6 +113,17 @@ void PrintSummary(const LoadedCluster& loaded) {
                              p.max_nodes ? fmt::format(", MaxNodes {}", *p.max_nodes) : "",
                              p.priority_tier);
   }
+  if (loaded.config_path.empty()) return;
+  const std::vector<std::string> controllers = config::ControllerTargets(config);
+  std::cout << fmt::format("controller {}{}\n", fmt::join(controllers, ", "),
+                           controllers.size() > 1 ? " (tried in this order)" : "");
+  // StateDatabase may hold a password: it is not printed.
+  std::cout << (config.state_backend == "postgresql"
+                    ? fmt::format("state      postgresql (StateDatabase): one controller active, "
+                                  "a standby takes over after {} s (ControllerTimeout)\n",
+                                  config.controller_timeout.count())
+                    : fmt::format("state      sqlite: {}/state.db, StateSync={}\n",
+                                  config.state_dir, config.state_sync));
 }
 
 // How callers prove who they are and whether TLS is on; the TLS files are
