@@ -105,7 +105,8 @@ void AgentSession::OnWriteDone(bool ok) {
       register_due_ = false;
       break;
     case Writing::kEvent:
-      events_.pop_front();
+      // Stop() may have dropped the queue while this write was under way.
+      if (!events_.empty()) events_.pop_front();
       break;
     case Writing::kHeartbeat:
       heartbeat_due_ = false;

@@ -83,7 +83,7 @@ if wait_until 30 cohort queue; then
 else
   fail "the standby did not take over"; show_logs
 fi
-sleep 2
+sleep 3
 touch "$WORK/stop-clients"
 wait "${CLIENTS[@]}"
 
