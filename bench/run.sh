@@ -23,7 +23,7 @@ echo "== placement: one 64-node gang at 50% occupancy (median of 10 repetitions)
   --benchmark_out="$out/placement.json" --benchmark_out_format=json
 
 jobs=${BENCH_DURABILITY_JOBS:-20000}
-echo "== durability: durable submissions/s per StateSync, restart time with $jobs jobs"
+echo "== durability: durable submissions/s per backend and StateSync, restart and takeover with $jobs jobs"
 bash bench/durability.sh "$jobs" 4000 | tee "$out/durability.jsonl"
 
 if [ "${BENCH_SIDE_BY_SIDE:-1}" != 0 ]; then
