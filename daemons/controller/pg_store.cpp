@@ -31,6 +31,34 @@ constexpr const char* kUpsertJob =
     "qos = EXCLUDED.qos, nodes = EXCLUDED.nodes, exit_code = EXCLUDED.exit_code, "
     "start_ms = EXCLUDED.start_ms, end_ms = EXCLUDED.end_ms, record = EXCLUDED.record";
 
+// A text column's value: PostgreSQL refuses what is not UTF-8 (and a NUL
+// would end the value), and one refused row would fail the whole commit.
+// The record (bytea) keeps the exact bytes; the readable column gets '?'
+// for each byte that breaks the encoding.
+Param Utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    std::size_t length = byte < 0x80           ? 1
+                         : (byte >> 5) == 0x6  ? 2
+                         : (byte >> 4) == 0xe  ? 3
+                         : (byte >> 3) == 0x1e ? 4
+                                               : 0;
+    for (std::size_t k = 1; k < length; ++k) {
+      if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) length = 0;
+    }
+    if (length == 0 || byte == 0) {
+      out += '?';
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, length));
+    i += length;
+  }
+  return Text(std::move(out));
+}
+
 std::string StateName(v1::JobState state) {
   std::string name = v1::JobState_Name(state);
   if (name.starts_with("JOB_")) name.erase(0, 4);
@@ -279,8 +307,8 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
     r.SerializeToString(&bytes);
     pipeline.Send("upsert_job",
                   {Number(r.id()), Number(r.state()), Text(StateName(r.state())),
-                   Text(finished ? "true" : "false"), Text(r.spec().name()), Number(r.uid()),
-                   Text(r.user_name()), Text(r.account()), Text(r.partition()), Text(r.qos()),
+                   Text(finished ? "true" : "false"), Utf8(r.spec().name()), Number(r.uid()),
+                   Utf8(r.user_name()), Utf8(r.account()), Utf8(r.partition()), Utf8(r.qos()),
                    Number(r.spec().nodes()), Number(r.spec().gpus_per_node()),
                    Number(r.exit_code()), Number(r.submit_time_ms()), Number(r.start_time_ms()),
                    Number(r.end_time_ms()), Bytes(bytes)},
@@ -295,14 +323,14 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
   }
   for (const StateBatch::NodeRow& node : batch.nodes) {
     pipeline.Send("upsert_node",
-                  {Text(node.name), Text(node.drain ? "true" : "false"), Text(node.reason)},
+                  {Utf8(node.name), Text(node.drain ? "true" : "false"), Utf8(node.reason)},
                   "writing a node");
   }
   if (batch.usage) {
     pipeline.Send("clear_usage", {}, "clearing usage");
     for (const v1::UsageRecordProto& u : *batch.usage) {
       pipeline.Send("insert_usage",
-                    {Text(u.account()), Text(u.user()), Text(fmt::format("{}", u.usage())),
+                    {Utf8(u.account()), Utf8(u.user()), Text(fmt::format("{}", u.usage())),
                      Number(u.as_of_ms())},
                     "writing usage");
     }

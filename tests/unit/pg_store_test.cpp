@@ -147,6 +147,39 @@ TEST_F(PgStoreTest, RecordsLoadBackAndHistoryFiltersAsSqlitesDo) {
   EXPECT_EQ(report->active_jobs, 2);
 }
 
+TEST_F(PgStoreTest, ABatchLargerThanThePipelineWindowCommitsWhole) {
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  // 700 jobs with their environments: 1,400 statements, several windows.
+  StateBatch batch;
+  for (std::int64_t id = 1; id <= 700; ++id) batch.jobs.push_back(Row(id, v1::JOB_PENDING));
+  batch.next_job_id = 701;
+  ASSERT_TRUE(store->Commit(batch).ok());
+  // Text that is not UTF-8 (PostgreSQL refuses it) does not fail a commit:
+  // its readable column gets '?' for each bad byte.
+  StateBatch odd;
+  odd.nodes = {{std::string("n\xff\0\xe2\x82", 5), true, "caf\xc3\xa9"}};
+  const absl::Status odd_status = store->Commit(odd);
+  ASSERT_TRUE(odd_status.ok()) << odd_status;
+  // A batch refused (here by the fence, as a stale controller's would be)
+  // leaves nothing of it, however many windows it spans.
+  StateBatch broken;
+  for (std::int64_t id = 701; id <= 1000; ++id) broken.jobs.push_back(Row(id, v1::JOB_PENDING));
+  std::unique_ptr<Store> fenced = Open(Store::Mode::kWrite, 99);  // an epoch nobody holds
+  EXPECT_EQ(fenced->Commit(broken).code(), absl::StatusCode::kAborted);
+  absl::StatusOr<LoadedState> loaded = Open(Store::Mode::kRead)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->jobs.size(), 700U);
+  EXPECT_EQ(loaded->next_job_id, 701);
+  ASSERT_EQ(loaded->nodes.size(), 1U);
+  EXPECT_EQ(loaded->nodes[0].name, "n????");
+  EXPECT_EQ(loaded->nodes[0].reason, "caf\xc3\xa9");
+  // And the connection is usable after it.
+  StateBatch next;
+  next.jobs = {Row(701, v1::JOB_PENDING)};
+  EXPECT_TRUE(store->Commit(next).ok());
+}
+
 TEST_F(PgStoreTest, AfterATakeoverTheOldHoldersCommitsAreRefused) {
   ASSERT_NE(Open(), nullptr);  // the schema
   Leadership first({.conninfo = *conninfo_, .holder = "ctl1", .address = "ctl1:6820",
