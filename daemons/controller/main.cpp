@@ -92,7 +92,9 @@ void AddFlags(CLI::App& app, Flags& flags) {
                                                              : "/etc/cohort/cohort.conf";
   app.add_option("-c,--config", flags.config_path,
                  "cohort.conf (default: $COHORT_CONF or /etc/cohort/cohort.conf)");
-  app.add_option("--listen", flags.listen, "TCP address to listen on (default: ControllerAddr)");
+  app.add_option("--listen", flags.listen,
+                 "TCP address to listen on (default: the ControllerAddr entry that names this "
+                 "host, else the first)");
   app.add_option("--port", flags.port, "TCP port (default: ControllerPort; 0 picks a free one)");
   app.add_option("--state-dir", flags.state_dir,
                  "state folder, home of the local socket (default: StateDir)");
