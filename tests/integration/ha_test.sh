@@ -130,14 +130,24 @@ cohort queue --controller "$A" >/dev/null || fail "the returned standby does not
 # Fencing: the active controller (b) paused past ControllerTimeout.
 kill -STOP "${CTL_PID[b]}"
 wait_until 30 logged a "epoch=3" || { fail "a did not take over from the paused b"; show_logs; }
-# Sent to the paused b: read once it resumes, after a took over.
-cohort --controller "$B" submit -J fenced --wrap true >"$WORK/fenced.out" 2>&1 &
+# Sent to the paused b alone (no other address to be sent on to): read
+# once it resumes, after a took over.
+cohort submit --controller "$B" -J fenced --wrap true >"$WORK/fenced.out" 2>&1 &
 SENT=$!
 sleep 0.5
 kill -CONT "${CTL_PID[b]}"
-wait "$SENT" && fail "the resumed old controller acknowledged a submission: $(cat "$WORK/fenced.out")" ||
-  pass "the resumed old controller acknowledged nothing"
+wait "$SENT"
+sent_rc=$?
+if [ "$sent_rc" -eq 0 ]; then
+  fail "the resumed old controller acknowledged a submission: $(cat "$WORK/fenced.out")"
+elif grep -q "Submitted\|not expected\|--help" "$WORK/fenced.out"; then
+  fail "the submission to the old controller went wrong: $(cat "$WORK/fenced.out")"
+else
+  pass "the resumed old controller acknowledged nothing (exit $sent_rc: $(head -c 160 "$WORK/fenced.out"))"
+fi
 wait_until 20 logged b "controller_demoted" || fail "the resumed controller did not step down"
+grep -Eq "leadership_lost|fenced" "$WORK/controller-b.log" &&
+  pass "the old controller learnt it was fenced" || fail "b's log says nothing of the lost lease"
 wait_until 20 bash -c "[ \$(grep -c controller_standby '$WORK/controller-b.log') -ge 2 ]" &&
   pass "the resumed controller waits as a standby again" || fail "b did not return as a standby"
 count=$(psql "$PG_CONNINFO" -Atc "SELECT count(*) FROM cohort.jobs WHERE name = 'fenced'")
