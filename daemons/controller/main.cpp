@@ -509,8 +509,8 @@ int Run(int argc, char** argv) {
     return 1;
   }
   // With PostgreSQL, one controller of the cluster is active: this one
-  // waits as a standby until it holds the lease.
-  // Before the leadership: its thread may set the flag until it is joined.
+  // waits as a standby until it holds the lease. The flag is declared
+  // first: the leadership's thread may set it until it is joined.
   std::atomic<bool> lease_lost{false};
   std::unique_ptr<cohort::controller::Leadership> leadership;
   if (config.state_backend == "postgresql") {
