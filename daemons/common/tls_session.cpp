@@ -6,6 +6,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <pthread.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <fmt/format.h>
 
@@ -179,14 +183,51 @@ TlsSession::Step TlsSession::Outcome(int result, std::string_view doing) {
   }
 }
 
-TlsSession::Step TlsSession::Handshake() { return Outcome(SSL_do_handshake(ssl_), "handshake"); }
+namespace {
+
+// OpenSSL writes with write(2), so a peer that closed the connection (a
+// controller that died mid-call) raises SIGPIPE, which would end a command
+// silently with status 141. It is blocked around each call, and one it
+// raised is taken; the call fails with EPIPE, said as "the connection
+// broke". A SIGPIPE pending before the call is left for its owner.
+template <typename Call>
+int WithoutSigpipe(Call call) {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  sigset_t pending;
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  const int result = call();
+  const int saved_errno = errno;
+  sigpending(&pending);
+  if (!was_pending && sigismember(&pending, SIGPIPE) == 1) {
+    const timespec now{};
+    while (sigtimedwait(&pipe, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved_errno;
+  return result;
+}
+
+}  // namespace
+
+TlsSession::Step TlsSession::Handshake() {
+  return Outcome(WithoutSigpipe([this] { return SSL_do_handshake(ssl_); }), "handshake");
+}
 
 TlsSession::Step TlsSession::Write(std::string_view bytes) {
-  return Outcome(SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())), "write");
+  return Outcome(
+      WithoutSigpipe([&] { return SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())); }),
+      "write");
 }
 
 TlsSession::Step TlsSession::Read(char* into, std::size_t size) {
-  return Outcome(SSL_read(ssl_, into, static_cast<int>(size)), "read");
+  return Outcome(WithoutSigpipe([&] { return SSL_read(ssl_, into, static_cast<int>(size)); }),
+                 "read");
 }
 
 bool TlsSession::Buffered() const { return SSL_pending(ssl_) > 0; }

@@ -449,6 +449,17 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   controller.Start();
   controller.io().run();
 
+  if (controller.Failed() || lease_lost) {
+    // The replies that waited on a commit which failed (or which a
+    // controller that lost its lease must not make) were dropped: gRPC's
+    // orderly shutdown would wait on their calls for ever. Nothing more may
+    // be written; Run leaves at once, executing this program again as a
+    // standby, or exiting.
+    local.Stop();
+    (void)server.release();
+    (void)http.release();
+    return 1;
+  }
   local.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   // Streams ended by the shutdown posted their clean-up to the state thread;
@@ -590,6 +601,12 @@ int Run(int argc, char** argv) {
     // Another controller is active: this one waits as its standby.
     spdlog::warn("controller_demoted epoch={}; waiting as a standby", leadership->Epoch());
     return ExecuteAgain(argc, argv, reload, "lease lost");
+  }
+  if (controller.Failed()) {
+    // Its servers were left running (Serve): end the process at once.
+    spdlog::critical("controller_stopped failed=true");
+    spdlog::shutdown();
+    std::_Exit(1);
   }
   if (leadership != nullptr) leadership->Release();
   if (status != 0 || !reload.restart) return status;
