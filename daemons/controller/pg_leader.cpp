@@ -58,6 +58,10 @@ absl::StatusOr<std::optional<std::int64_t>> Leadership::TryAcquire() {
     conn_ = *std::move(opened);
   }
   const std::chrono::milliseconds within = options_.timeout;
+  // The lease runs from the server's now(), which comes after this moment:
+  // counted from here, this controller never believes it holds the lease
+  // longer than the database says.
+  const auto sent = std::chrono::steady_clock::now();
   absl::StatusOr<pg::Result> taken = conn_->ExecWithin(
       kTakeOver,
       {pg::Text(options_.holder), pg::Text(options_.address), pg::Number(within.count())},
@@ -65,7 +69,7 @@ absl::StatusOr<std::optional<std::int64_t>> Leadership::TryAcquire() {
   if (!taken.ok()) return taken.status();
   if (PQntuples(taken->get()) == 1) {
     epoch_ = pg::IntValue(taken->get(), 0, 0);
-    acquired_at_ = std::chrono::steady_clock::now();
+    acquired_at_ = sent;
     const std::lock_guard lock(mutex_);
     active_ = options_.address;
     return epoch_;
@@ -101,6 +105,7 @@ void Leadership::Renew() {
                         options_.timeout.count());
       break;
     }
+    const auto sent = std::chrono::steady_clock::now();  // as in TryAcquire
     absl::StatusOr<pg::Result> result =
         conn_->ExecWithin(kRenew, {pg::Number(epoch_), pg::Number(options_.timeout.count())},
                           "renewing the lease", left);
@@ -114,7 +119,7 @@ void Leadership::Renew() {
       why = "another controller took over the lease";
       break;
     }
-    renewed = std::chrono::steady_clock::now();
+    renewed = sent;
   }
   Log("leader")->critical("leadership_lost epoch={} reason=\"{}\"", epoch_, why);
   lost_(why);
