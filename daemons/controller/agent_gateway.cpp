@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "controller_log.h"
+#include "request_bounds.h"
 
 namespace cohort::controller {
 namespace {
@@ -24,6 +25,13 @@ class AgentSession final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   void OnReadDone(bool ok) override {
     if (!ok) {
       Close(absl::OkStatus());
+      return;
+    }
+    if (absl::Status bounded = CheckRequestBounds(incoming_); !bounded.ok()) {
+      Log("controller")
+          ->warn("agent_message_refused peer={} reason={:?}", peer_host_,
+                 std::string(bounded.message()));
+      Close(std::move(bounded));
       return;
     }
     if (incoming_.has_register_()) {

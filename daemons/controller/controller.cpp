@@ -2,8 +2,10 @@
 #include "controller.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -12,17 +14,44 @@
 #include "cohort/fmt_absl.h"
 #include "cohort/hostlist.h"
 #include "controller_log.h"
+#include "request_bounds.h"
 
 namespace cohort::controller {
 namespace {
 
+// The calls that change what the controller persists: refused while its
+// state cannot be written (Outbox::WriteRefusal).
+constexpr std::array<std::string_view, 7> kWritingRpcs{
+    "SubmitJob", "CancelJob", "ControlJobs", "UpdateJob", "StartStep", "SignalStep", "UpdateNode"};
+
+constexpr bool Writes(std::string_view method) {
+  return std::find(kWritingRpcs.begin(), kWritingRpcs.end(), method) != kWritingRpcs.end();
+}
+
 // Posts one call to the thread its part runs on, and runs it there. The
-// request is moved, never copied, on its way.
+// request is moved, never copied, on its way. While commits stall for want
+// of space, a call that writes is refused there, and one that reads is
+// answered at once.
 template <typename Part, typename Request, typename Response>
 void Dispatch(Part& part, void (Part::*handler)(Request&, const Identity&, Reply<Response>),
-              Request&& request, Identity&& who, Reply<Response>&& reply) {
+              Request&& request, Identity&& who, Reply<Response>&& reply, Outbox& outbox,
+              bool writes) {
   boost::asio::post(part.io(), [&part, handler, request = std::move(request), who = std::move(who),
-                                reply = std::move(reply)]() mutable {
+                                reply = std::move(reply), &outbox, writes]() mutable {
+    if constexpr (std::is_same_v<Part, HistoryRpcs>) {
+      // History reads the database on a thread of its own, not the outbox.
+      (part.*handler)(request, who, std::move(reply));
+      return;
+    }
+    if (const absl::Status& refusal = outbox.WriteRefusal(); !refusal.ok() && writes) {
+      reply(refusal);
+      return;
+    }
+    if (writes) {
+      (part.*handler)(request, who, std::move(reply));
+      return;
+    }
+    const Outbox::ReadScope reading(outbox);
     (part.*handler)(request, who, std::move(reply));
   });
 }
@@ -69,10 +98,16 @@ Part& Controller::PartOf() {
   }
 }
 
+// Every request, whichever listener it came in by, is checked against
+// its bounds on the caller's thread before anything sized by it is done.
 #define COHORT_CONTROLLER_DEFINE_RPC(Method, Request, Response, Area, Caller)               \
   void Controller::Method(v1::Request request, Identity who, Reply<v1::Response> reply) {   \
+    if (absl::Status bounded = CheckRequestBounds(request); !bounded.ok()) {                \
+      reply(bounded);                                                                       \
+      return;                                                                               \
+    }                                                                                       \
     Dispatch(PartOf<Area##Rpcs>(), &Area##Rpcs::Method, std::move(request), std::move(who), \
-             std::move(reply));                                                             \
+             std::move(reply), outbox_, Writes(#Method));                                   \
   }
 COHORT_CONTROLLER_RPCS(COHORT_CONTROLLER_DEFINE_RPC)
 #undef COHORT_CONTROLLER_DEFINE_RPC
@@ -262,25 +297,25 @@ void Controller::Notify(JobId id) {
 }
 
 void Controller::Watch(std::int64_t id, Identity who, JobWatcher* watcher, Reply<bool> reply) {
-  boost::asio::post(io_, [this, id, who = std::move(who), watcher,
-                          reply = std::move(reply)]() mutable {
-    const Job* job = state_.engine.FindJob(id);
-    if (job == nullptr) {
-      outbox_.Respond<bool>(std::move(reply), absl::NotFoundError(fmt::format(
-                                                  "job {} not found; see cohort queue", id)));
-      return;
-    }
-    if (!MaySeeJob(who, job->request.uid, state_.config.private_data)) {
-      outbox_.Respond<bool>(std::move(reply), HiddenJob(id));
-      return;
-    }
-    v1::JobEvent event;
-    JobToWire(*job, state_.specs[id], state_.engine, state_.engine.QueuePosition(id),
-              event.mutable_job());
-    const JobWatcher::Last last =
-        IsFinished(job->state) ? JobWatcher::Last::kYes : JobWatcher::Last::kNo;
-    watch_hub_.Watch(id, watcher, std::move(event), last, std::move(reply));
-  });
+  boost::asio::post(
+      io_, [this, id, who = std::move(who), watcher, reply = std::move(reply)]() mutable {
+        const Job* job = state_.engine.FindJob(id);
+        if (job == nullptr) {
+          outbox_.Respond<bool>(std::move(reply), absl::NotFoundError(fmt::format(
+                                                      "job {} not found; see cohort queue", id)));
+          return;
+        }
+        if (!MaySeeJob(who, job->request.uid, state_.config.private_data)) {
+          outbox_.Respond<bool>(std::move(reply), HiddenJob(id));
+          return;
+        }
+        v1::JobEvent event;
+        JobToWire(*job, state_.specs[id], state_.engine, state_.engine.QueuePosition(id),
+                  event.mutable_job());
+        const JobWatcher::Last last =
+            IsFinished(job->state) ? JobWatcher::Last::kYes : JobWatcher::Last::kNo;
+        watch_hub_.Watch(id, watcher, std::move(event), last, std::move(reply));
+      });
 }
 
 void Controller::Unwatch(JobWatcher* watcher, std::function<void()> after) {

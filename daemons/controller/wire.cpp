@@ -24,7 +24,8 @@ absl::StatusOr<JobRef> ParseJobRef(std::string_view text) {
     return ec == std::errc() && end == digits.data() + digits.size() && !digits.empty();
   };
   if (!number(job, ref.job) || ref.job <= 0 ||
-      (bar != std::string_view::npos && (!number(text.substr(bar + 1), ref.task) || ref.task < 0))) {
+      (bar != std::string_view::npos &&
+       (!number(text.substr(bar + 1), ref.task) || ref.task < 0))) {
     return absl::InvalidArgumentError(fmt::format(
         "job \"{}\": give a job id (12) or an array task (12_3); see cohort queue", text));
   }
@@ -53,23 +54,39 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   if (spec.argv().empty() && spec.script().empty() && !spec.allocation_only()) {
     return invalid("argv: nothing to run; give a script or -- COMMAND");
   }
-  if (spec.nodes() < 1) return invalid(fmt::format("nodes is {}; ask for at least 1 node (-N 1)", spec.nodes()));
+  if (spec.nodes() < 1)
+    return invalid(fmt::format("nodes is {}; ask for at least 1 node (-N 1)", spec.nodes()));
   if (spec.tasks_per_node() < 0 || spec.cpus_per_task() < 0 || spec.gpus_per_node() < 0) {
     return invalid("counts must not be negative (ntasks-per-node, cpus-per-task, gpus-per-node)");
+  }
+  // Before anything sized by them (a binding plan has a slot per rank).
+  for (const auto& [value, most, option] :
+       {std::tuple{spec.nodes(), kMaxJobNodes, "nodes (-N)"},
+        std::tuple{spec.tasks_per_node(), kMaxTasksPerNode, "ntasks-per-node"},
+        std::tuple{spec.cpus_per_task(), kMaxCpusPerTask, "cpus-per-task (-c)"},
+        std::tuple{spec.gpus_per_node(), kMaxGpusPerNode, "gpus-per-node"}}) {
+    if (value > most) {
+      return invalid(fmt::format("{} is {}; at most {} is taken", option, value, most));
+    }
+  }
+  if (!spec.open_mode().empty() && spec.open_mode() != "append" && spec.open_mode() != "truncate") {
+    return invalid(fmt::format("open_mode is \"{}\"; give append or truncate (--open-mode)",
+                               spec.open_mode()));
   }
   if (spec.memory_mb() < 0) return invalid("mem must not be negative");
   if (spec.time_limit_s() < 0) return invalid("time must not be negative");
   if (spec.warn_signal() < -1 || spec.warn_signal() > 64) {
-    return invalid(fmt::format("signal: {} is not a signal number; give 1-64, 0 for SIGUSR1 or -1 "
-                               "for no warning (--signal=USR1@90)",
-                               spec.warn_signal()));
+    return invalid(
+        fmt::format("signal: {} is not a signal number; give 1-64, 0 for SIGUSR1 or -1 "
+                    "for no warning (--signal=USR1@90)",
+                    spec.warn_signal()));
   }
   if (spec.warn_seconds() < 0 || spec.warn_seconds() > kMaxWarningLead.count()) {
     return invalid(fmt::format("signal: the warning {} s before the time limit is outside 0-{} s",
                                spec.warn_seconds(), kMaxWarningLead.count()));
   }
   JobRequest r;
-  r.launch = spec.allocation_only() ? JobLaunch::kAllocation
+  r.launch = spec.allocation_only()  ? JobLaunch::kAllocation
              : spec.script().empty() ? JobLaunch::kEveryRank
                                      : JobLaunch::kBatchScript;
   r.name = spec.name().empty() ? "job" : spec.name();
@@ -90,8 +107,8 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
   if (spec.warn_signal() != -1) {
     r.warning.signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
-    r.warning.before = spec.warn_seconds() == 0 ? kDefaultWarningLead
-                                                : std::chrono::seconds(spec.warn_seconds());
+    r.warning.before =
+        spec.warn_seconds() == 0 ? kDefaultWarningLead : std::chrono::seconds(spec.warn_seconds());
     r.warning.batch_only = spec.warn_batch_only();
   }
   r.qos = spec.qos();
@@ -119,11 +136,10 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   r.begin = std::chrono::seconds(spec.begin_time_s());
   r.deadline = std::chrono::seconds(spec.deadline_s());
   r.gpu_type = spec.gpu_type();
-  for (auto [list, out, option] :
-       {std::tuple{&spec.nodelist(), &r.nodelist, "nodelist"},
-        std::tuple{&spec.exclude(), &r.exclude, "exclude"}}) {
+  for (auto [list, out, option] : {std::tuple{&spec.nodelist(), &r.nodelist, "nodelist"},
+                                   std::tuple{&spec.exclude(), &r.exclude, "exclude"}}) {
     if (list->empty()) continue;
-    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(*list);
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(*list, kMaxJobNodes);
     if (!names.ok()) return invalid(fmt::format("{}: {}", option, names.status()));
     *out = *std::move(names);
   }
@@ -142,9 +158,9 @@ NodeKinds::NodeKinds(const config::ClusterConfig& config) {
       if (it == by_name.end()) continue;
       const config::NodeSpec& node = *it->second;
       if (!seen.emplace(node.cpus, node.memory_mb, node.gpus, node.gpu_numa).second) continue;
-      kinds.push_back({node.name, node.gpus,
-                       layout::ApproximateLayout(node.cpus, node.memory_mb, node.gpus,
-                                                 node.gpu_numa)});
+      kinds.push_back(
+          {node.name, node.gpus,
+           layout::ApproximateLayout(node.cpus, node.memory_mb, node.gpus, node.gpu_numa)});
     }
   }
 }
@@ -198,41 +214,65 @@ absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& req
 
 v1::JobState ToWire(JobState state) {
   switch (state) {
-    case JobState::kPending: return v1::JOB_PENDING;
-    case JobState::kRunning: return v1::JOB_RUNNING;
-    case JobState::kCompleting: return v1::JOB_COMPLETING;
-    case JobState::kCompleted: return v1::JOB_COMPLETED;
-    case JobState::kFailed: return v1::JOB_FAILED;
-    case JobState::kCancelled: return v1::JOB_CANCELLED;
-    case JobState::kTimeout: return v1::JOB_TIMEOUT;
-    case JobState::kNodeFail: return v1::JOB_NODE_FAIL;
+    case JobState::kPending:
+      return v1::JOB_PENDING;
+    case JobState::kRunning:
+      return v1::JOB_RUNNING;
+    case JobState::kCompleting:
+      return v1::JOB_COMPLETING;
+    case JobState::kCompleted:
+      return v1::JOB_COMPLETED;
+    case JobState::kFailed:
+      return v1::JOB_FAILED;
+    case JobState::kCancelled:
+      return v1::JOB_CANCELLED;
+    case JobState::kTimeout:
+      return v1::JOB_TIMEOUT;
+    case JobState::kNodeFail:
+      return v1::JOB_NODE_FAIL;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
 std::optional<JobState> FromWire(v1::JobState state) {
   switch (state) {
-    case v1::JOB_PENDING: return JobState::kPending;
-    case v1::JOB_RUNNING: return JobState::kRunning;
-    case v1::JOB_COMPLETING: return JobState::kCompleting;
-    case v1::JOB_COMPLETED: return JobState::kCompleted;
-    case v1::JOB_FAILED: return JobState::kFailed;
-    case v1::JOB_CANCELLED: return JobState::kCancelled;
-    case v1::JOB_TIMEOUT: return JobState::kTimeout;
-    case v1::JOB_NODE_FAIL: return JobState::kNodeFail;
-    default: return std::nullopt;
+    case v1::JOB_PENDING:
+      return JobState::kPending;
+    case v1::JOB_RUNNING:
+      return JobState::kRunning;
+    case v1::JOB_COMPLETING:
+      return JobState::kCompleting;
+    case v1::JOB_COMPLETED:
+      return JobState::kCompleted;
+    case v1::JOB_FAILED:
+      return JobState::kFailed;
+    case v1::JOB_CANCELLED:
+      return JobState::kCancelled;
+    case v1::JOB_TIMEOUT:
+      return JobState::kTimeout;
+    case v1::JOB_NODE_FAIL:
+      return JobState::kNodeFail;
+    default:
+      return std::nullopt;
   }
 }
 
 v1::NodeState ToWire(NodeStatus status) {
   switch (status) {
-    case NodeStatus::kUnknown: return v1::NODE_UNKNOWN;
-    case NodeStatus::kIdle: return v1::NODE_IDLE;
-    case NodeStatus::kMixed: return v1::NODE_MIXED;
-    case NodeStatus::kAllocated: return v1::NODE_ALLOCATED;
-    case NodeStatus::kDraining: return v1::NODE_DRAINING;
-    case NodeStatus::kDrained: return v1::NODE_DRAINED;
-    case NodeStatus::kDown: return v1::NODE_DOWN;
+    case NodeStatus::kUnknown:
+      return v1::NODE_UNKNOWN;
+    case NodeStatus::kIdle:
+      return v1::NODE_IDLE;
+    case NodeStatus::kMixed:
+      return v1::NODE_MIXED;
+    case NodeStatus::kAllocated:
+      return v1::NODE_ALLOCATED;
+    case NodeStatus::kDraining:
+      return v1::NODE_DRAINING;
+    case NodeStatus::kDrained:
+      return v1::NODE_DRAINED;
+    case NodeStatus::kDown:
+      return v1::NODE_DOWN;
   }
   return v1::NODE_STATE_UNSPECIFIED;
 }
@@ -242,15 +282,19 @@ namespace {
 // The batch step's state follows its job's: it is the job's own launch.
 std::string_view BatchStepState(const Job& job) {
   switch (job.state) {
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kCompleted: return "COMPLETED";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kCompleted:
+      return "COMPLETED";
     case JobState::kFailed:
-    case JobState::kNodeFail: return "FAILED";
+    case JobState::kNodeFail:
+      return "FAILED";
     case JobState::kCompleting:
-      return job.cause == EndCause::kSuccess     ? "COMPLETED"
+      return job.cause == EndCause::kSuccess      ? "COMPLETED"
              : job.cause == EndCause::kRankFailed ? "FAILED"
                                                   : "CANCELLED";
-    default: return "CANCELLED";
+    default:
+      return "CANCELLED";
   }
 }
 
@@ -282,8 +326,8 @@ void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* ou
     s.set_state(std::string(StepStateName(step.state)));
     std::vector<std::string> names;
     for (const alloc::StepNode& node : step.placement.nodes) {
-      names.push_back(topology.NodeName(
-          job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+      names.push_back(
+          topology.NodeName(job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
     }
     s.set_nodes(hostlist::Compress(names));
     s.set_tasks(step.placement.tasks);
@@ -316,7 +360,8 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   for (const alloc::NodeGrant& g : job.placement.grants) nodes.push_back(topology.NodeName(g.node));
   out->set_nodes(hostlist::Compress(nodes));
   std::vector<std::string> leaves;
-  for (const topology::SwitchId s : job.placement.leaves) leaves.push_back(topology.GetSwitch(s).name);
+  for (const topology::SwitchId s : job.placement.leaves)
+    leaves.push_back(topology.GetSwitch(s).name);
   out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
   out->set_exit_code(job.exit_code);
   out->set_exit_signal(job.exit_signal);

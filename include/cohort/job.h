@@ -152,6 +152,13 @@ inline constexpr std::chrono::seconds kDefaultWarningLead{90};
 /// The longest lead a warning may have (as Slurm's sig_time).
 inline constexpr std::chrono::seconds kMaxWarningLead{65535};
 
+/// The most one job may ask for (docs/operations.md, "Resource bounds"):
+/// checked at submission, before anything sized by them is made.
+inline constexpr int kMaxJobNodes = 65536;
+inline constexpr int kMaxTasksPerNode = 4096;
+inline constexpr int kMaxCpusPerTask = 4096;
+inline constexpr int kMaxGpusPerNode = 64;
+
 /// What a job's own launch runs once its allocation is granted.
 enum class JobLaunch : std::uint8_t {
   /// `cohort submit -- CMD`, `cohort run` outside a job: the command as every
