@@ -29,8 +29,10 @@
 #include "pg_conn.h"
 #include "pg_leader.h"
 #include "pg_store.h"
+#include "rpc_limits.h"
 #include "standby.h"
 #include "store.h"
+#include "tcp_listener.h"
 #include "tls_files.h"
 #include "web_service.h"
 
@@ -50,9 +52,10 @@ StateSync SyncOf(const std::string& name) {
 int CheckState(const cohort::config::ClusterConfig& config, const std::string& path) {
   const bool postgres = config.state_backend == "postgresql";
   if (!postgres && !std::filesystem::exists(path)) {
-    std::cerr << fmt::format("cohort-controller: no state database at {}; a new one is created at "
-                             "the first start\n",
-                             path);
+    std::cerr << fmt::format(
+        "cohort-controller: no state database at {}; a new one is created at "
+        "the first start\n",
+        path);
     return 1;
   }
   absl::StatusOr<std::unique_ptr<Store>> store =
@@ -60,7 +63,8 @@ int CheckState(const cohort::config::ClusterConfig& config, const std::string& p
                                                        StateSync::kFull, 0)
                : Store::Open(path, Store::Mode::kRead, StateSync::kFull);
   absl::StatusOr<cohort::controller::StateReport> report =
-      store.ok() ? (*store)->Check() : absl::StatusOr<cohort::controller::StateReport>(store.status());
+      store.ok() ? (*store)->Check()
+                 : absl::StatusOr<cohort::controller::StateReport>(store.status());
   if (!report.ok()) {
     std::cerr << "cohort-controller: " << report.status().message() << '\n';
     return 1;
@@ -89,7 +93,7 @@ struct Flags {
 
 void AddFlags(CLI::App& app, Flags& flags) {
   flags.config_path = std::getenv("COHORT_CONF") != nullptr ? std::getenv("COHORT_CONF")
-                                                             : "/etc/cohort/cohort.conf";
+                                                            : "/etc/cohort/cohort.conf";
   app.add_option("-c,--config", flags.config_path,
                  "cohort.conf (default: $COHORT_CONF or /etc/cohort/cohort.conf)");
   app.add_option("--listen", flags.listen,
@@ -116,10 +120,22 @@ void AddFlags(CLI::App& app, Flags& flags) {
 std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig& config,
                                              const std::string& state_path) {
   std::error_code error;
-  std::filesystem::create_directories(config.state_dir, error);
+  // Made 0711: users reach the local socket in it, and list nothing.
+  if (std::filesystem::create_directories(config.state_dir, error) && !error) {
+    ::chmod(config.state_dir.c_str(), 0711);
+  }
   if (error) {
     std::cerr << fmt::format("cohort-controller: cannot create StateDir {}: {}\n", config.state_dir,
                              error.message());
+    return std::nullopt;
+  }
+  // Whoever may write StateDir may replace the database or the socket.
+  struct stat dir {};
+  if (::stat(config.state_dir.c_str(), &dir) == 0 && (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    std::cerr << fmt::format(
+        "cohort-controller: not starting: StateDir {} may be written by other users (mode {:04o}); "
+        "run chmod go-w {} (0711 lets users reach the socket in it)\n",
+        config.state_dir, dir.st_mode & 07777, config.state_dir);
     return std::nullopt;
   }
   Controller::Options options;
@@ -164,7 +180,8 @@ absl::StatusOr<OpenedState> OpenState(const cohort::config::ClusterConfig& confi
   };
   absl::StatusOr<std::unique_ptr<Store>> writer = open(Store::Mode::kWrite, epoch);
   absl::StatusOr<cohort::controller::LoadedState> state =
-      writer.ok() ? (*writer)->Load() : absl::StatusOr<cohort::controller::LoadedState>(writer.status());
+      writer.ok() ? (*writer)->Load()
+                  : absl::StatusOr<cohort::controller::LoadedState>(writer.status());
   const auto read_done = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Store>> reader = open(Store::Mode::kRead, 0);
   absl::StatusOr<std::unique_ptr<Store>> history = open(Store::Mode::kRead, 0);
@@ -343,7 +360,8 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
           const std::optional<cohort::controller::TokenSigner>& tokens, Reload& reload,
           const std::atomic<bool>& lease_lost) {
   cohort::controller::LocalSocket local;
-  const std::string socket_path = (std::filesystem::path(config.state_dir) / "cohort.sock").string();
+  const std::string socket_path =
+      (std::filesystem::path(config.state_dir) / "cohort.sock").string();
   if (absl::Status s = local.Listen(socket_path); !s.ok()) {
     std::cerr << "cohort-controller: " << s.message() << '\n';
     return 1;
@@ -352,28 +370,34 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   cohort::controller::AgentGatewayService agents(controller, authenticator);
 
   grpc::ServerBuilder builder;
-  int bound_port = 0;
   const std::string address = fmt::format("{}:{}", config.controller_addr, config.controller_port);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = TcpCredentials(config);
   if (!credentials.ok()) {
     std::cerr << "cohort-controller: not starting: " << credentials.status().message() << '\n';
     return 1;
   }
-  builder.AddListeningPort(address, *credentials, &bound_port);
-  // Agents ping every 10 s to notice a controller that vanished; gRPC's
-  // default would answer pings that often with GOAWAY.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  absl::StatusOr<std::unique_ptr<cohort::controller::TcpListener>> tcp =
+      cohort::controller::TcpListener::Listen(config.controller_addr, config.controller_port);
+  if (!tcp.ok()) {
+    std::cerr << fmt::format(
+        "cohort-controller: {}; is another controller running? (set ControllerPort, or --port 0 "
+        "for any free port)\n",
+        std::string(tcp.status().message()));
+    return 1;
+  }
+  const int bound_port = (*tcp)->Port();
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
+  cohort::controller::LimitRpcServer(builder);
   builder.RegisterService(&clients);
   builder.RegisterService(&agents);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
-    std::cerr << fmt::format(
-        "cohort-controller: cannot listen on {}; is another controller running? (set "
-        "ControllerPort, or --port 0 for any free port)\n",
-        address);
+  if (server == nullptr) {
+    std::cerr << fmt::format("cohort-controller: cannot start the gRPC server on {}\n", address);
     return 1;
   }
+  (*tcp)->Serve(std::move(acceptor));
   local.Serve(server.get());
   if (!flags.port_file.empty()) {
     std::ofstream(flags.port_file) << bound_port << '\n';
@@ -455,11 +479,13 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     // orderly shutdown would wait on their calls for ever. Nothing more may
     // be written; Run leaves at once, executing this program again as a
     // standby, or exiting.
+    (*tcp)->Stop();
     local.Stop();
     (void)server.release();
     (void)http.release();
     return 1;
   }
+  (*tcp)->Stop();
   local.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   // Streams ended by the shutdown posted their clean-up to the state thread;
@@ -483,7 +509,8 @@ int Run(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::default_logger()->clone("controller"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
 
-  cohort::shell::LoadedCluster loaded = cohort::shell::LoadCluster({flags.config_path, std::nullopt});
+  cohort::shell::LoadedCluster loaded =
+      cohort::shell::LoadCluster({flags.config_path, std::nullopt});
   if (!cohort::shell::ReportDiagnostics(loaded)) {
     std::cerr << "cohort-controller: not starting; fix the configuration and check it with: cohort "
                  "config check -c "

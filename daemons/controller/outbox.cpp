@@ -66,8 +66,9 @@ void Outbox::MarkChanged(const std::vector<JobId>& jobs, const std::vector<NodeI
 }
 
 void Outbox::Defer(std::function<void()> out) {
-  if (!committing_ && outbox_.empty() && dirty_jobs_.empty() && dirty_nodes_.empty() &&
-      source_.NextId() == written_next_id_) {
+  if ((!committing_ && outbox_.empty() && dirty_jobs_.empty() && dirty_nodes_.empty() &&
+       source_.NextId() == written_next_id_) ||
+      (reading_ && stalled_)) {
     out();
     return;
   }
@@ -76,7 +77,7 @@ void Outbox::Defer(std::function<void()> out) {
 }
 
 void Outbox::ScheduleFlush() {
-  if (flush_posted_ || committing_) return;
+  if (flush_posted_ || committing_ || stalled_) return;
   flush_posted_ = true;
   // After the handlers already queued: their changes join this batch.
   boost::asio::post(state_io_, [this] {
@@ -123,7 +124,7 @@ StateBatch Outbox::TakeBatch() {
 }
 
 void Outbox::Flush() {
-  if (committing_ || failed_) return;
+  if (committing_ || failed_ || stalled_) return;
   StateBatch batch = TakeBatch();
   std::vector<std::function<void()>> out = std::move(outbox_);
   outbox_.clear();
@@ -131,6 +132,10 @@ void Outbox::Flush() {
     for (std::function<void()>& f : out) f();
     return;
   }
+  Commit(std::move(batch), std::move(out));
+}
+
+void Outbox::Commit(StateBatch batch, std::vector<std::function<void()>> out) {
   committing_ = true;
   boost::asio::post(
       store_thread_.io(), [this, batch = std::move(batch), out = std::move(out)]() mutable {
@@ -142,15 +147,44 @@ void Outbox::Flush() {
         Log("store")->trace("commit jobs={} nodes={} took_us={}", batch.jobs.size(),
                             batch.nodes.size(), MicrosSince(started));
         boost::asio::post(
-            state_io_, [this, status = std::move(status), report, out = std::move(out)]() mutable {
-              Committed(status, report, out);
-            });
+            state_io_, [this, status = std::move(status), report, batch = std::move(batch),
+                        out = std::move(out)]() mutable { Committed(status, report, batch, out); });
       });
 }
 
-void Outbox::Committed(const absl::Status& status, const CommitReport& report,
+void Outbox::Committed(const absl::Status& status, const CommitReport& report, StateBatch& batch,
                        std::vector<std::function<void()>>& out) {
   committing_ = false;
+  if (absl::IsResourceExhausted(status)) {
+    // The disk is full: the transaction was rolled back, and nothing of it
+    // is acknowledged. The same batch is tried again every second; until
+    // it lands, what changes state is refused (WriteRefusal) and reads are
+    // answered. Nothing is lost: the batch holds every record in it, and
+    // what changes meanwhile waits in the dirty sets.
+    if (!stalled_) {
+      Log("store")->error(
+          "state_write_stalled reason=\"{}\"; refusing changes until it can write again "
+          "(free space for the state database)",
+          status);
+    }
+    stalled_ = true;
+    refusal_ = absl::ResourceExhaustedError(fmt::format(
+        "the controller cannot write its state ({}); it refuses changes until space is freed and "
+        "answers the rest; try again later",
+        std::string(status.message())));
+    ++stalls_;
+    retry_timer_.expires_after(std::chrono::seconds(1));
+    retry_timer_.async_wait([this, batch = std::move(batch),
+                             out = std::move(out)](const boost::system::error_code& error) mutable {
+      if (!error) Commit(std::move(batch), std::move(out));
+    });
+    return;
+  }
+  if (stalled_ && status.ok()) {
+    stalled_ = false;
+    refusal_ = absl::OkStatus();
+    Log("store")->info("state_write_resumed");
+  }
   if (!status.ok()) {
     // Nothing in this batch may be acknowledged, and later ones cannot be
     // made durable either: stop rather than tell clients what may be lost.
@@ -192,6 +226,7 @@ void Outbox::PurgeHistory(std::chrono::hours retention) {
 
 void Outbox::Shutdown() {
   purge_timer_.cancel();
+  retry_timer_.cancel();
   store_thread_.Stop();
   checkpoint_thread_.Stop();
   if (failed_ || store_ == nullptr) return;

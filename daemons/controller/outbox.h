@@ -103,10 +103,32 @@ class Outbox {
   /// refused this controller's commits because another one took over.
   [[nodiscard]] const absl::Status& Failure() const { return failure_; }
 
+  /// While a commit cannot be made for want of space (the store answered
+  /// ResourceExhausted), ResourceExhausted saying so, for every call that
+  /// would change state; OK otherwise. The batch is tried again every
+  /// second, and its answers go out once it lands.
+  [[nodiscard]] const absl::Status& WriteRefusal() const { return refusal_; }
+  /// Commits that stalled for want of space (cohort_state_write_stalls_total).
+  [[nodiscard]] std::uint64_t Stalls() const { return stalls_; }
+  /// Marks the answers deferred while it lives as a read's: while commits
+  /// stall they go out at once, with state that may not be durable yet,
+  /// rather than wait for space.
+  class ReadScope {
+   public:
+    explicit ReadScope(Outbox& outbox) : outbox_(outbox) { outbox_.reading_ = true; }
+    ~ReadScope() { outbox_.reading_ = false; }
+    ReadScope(const ReadScope&) = delete;
+    ReadScope& operator=(const ReadScope&) = delete;
+
+   private:
+    Outbox& outbox_;
+  };
+
  private:
   void Flush();
   [[nodiscard]] StateBatch TakeBatch();
-  void Committed(const absl::Status& status, const CommitReport& report,
+  void Commit(StateBatch batch, std::vector<std::function<void()>> out);
+  void Committed(const absl::Status& status, const CommitReport& report, StateBatch& batch,
                  std::vector<std::function<void()>>& out);
   void PurgeHistory(std::chrono::hours retention);
   void HandOffCheckpoints();
@@ -132,6 +154,11 @@ class Outbox {
   bool flush_posted_ = false;
   bool failed_ = false;
   absl::Status failure_;
+  bool stalled_ = false;  ///< a batch waits for space; no other is taken
+  absl::Status refusal_;
+  std::uint64_t stalls_ = 0;
+  bool reading_ = false;  ///< ReadScope
+  boost::asio::steady_timer retry_timer_{state_io_};
   std::function<void(const CommitReport&)> on_commit_;
 };
 

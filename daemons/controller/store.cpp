@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <functional>
 
@@ -62,7 +68,9 @@ void BindBlob(sqlite3_stmt* stmt, int index, const std::string& bytes) {
 std::string ColumnBytes(sqlite3_stmt* stmt, int index) {
   const void* data = sqlite3_column_blob(stmt, index);
   const int size = sqlite3_column_bytes(stmt, index);
-  return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), static_cast<std::size_t>(size));
+  return data == nullptr
+             ? std::string()
+             : std::string(static_cast<const char*>(data), static_cast<std::size_t>(size));
 }
 
 }  // namespace
@@ -104,8 +112,10 @@ bool IsFinishedRecord(const v1::JobRecord& record) {
     case v1::JOB_FAILED:
     case v1::JOB_CANCELLED:
     case v1::JOB_TIMEOUT:
-    case v1::JOB_NODE_FAIL: return true;
-    default: return false;
+    case v1::JOB_NODE_FAIL:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -178,14 +188,19 @@ absl::Status SqliteStore::Error(std::string_view what) const {
   const std::string message = sqlite3_errmsg(db_);
   if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB) {
     return absl::FailedPreconditionError(fmt::format(
-        "state database {} is damaged ({} while {}); the controller will not start on it: {}", path_,
-        message, what, Recovery(path_)));
+        "state database {} is damaged ({} while {}); the controller will not start on it: {}",
+        path_, message, what, Recovery(path_)));
   }
-  if ((code & 0xff) == SQLITE_FULL) {
-    return absl::ResourceExhaustedError(
-        fmt::format("state database {}: the disk is full ({}); free space in StateDir", path_, what));
+  // A write the file system refused for want of space comes back as
+  // SQLITE_FULL, or as an I/O error whose errno says so.
+  if ((code & 0xff) == SQLITE_FULL ||
+      ((code & 0xff) == SQLITE_IOERR &&
+       (sqlite3_system_errno(db_) == ENOSPC || sqlite3_system_errno(db_) == EDQUOT))) {
+    return absl::ResourceExhaustedError(fmt::format(
+        "state database {}: the disk is full ({}); free space in StateDir", path_, what));
   }
-  return absl::UnavailableError(fmt::format("state database {}: {} while {}", path_, message, what));
+  return absl::UnavailableError(
+      fmt::format("state database {}: {} while {}", path_, message, what));
 }
 
 absl::Status SqliteStore::Exec(const char* sql) {
@@ -197,18 +212,54 @@ absl::Status SqliteStore::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The database holds every job's environment (tokens, keys): it and its
+// logs are readable by the controller's user alone. SQLite gives the log
+// files the database's mode, so the database is made 0600 before SQLite
+// opens it, and files an older version made readable are narrowed.
+absl::Status KeepStateFilesPrivate(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        fmt::format("cannot open state database {}: {}; check StateDir "
+                    "exists and this user may write it",
+                    path, std::strerror(errno)));
+  }
+  ::close(fd);
+  for (const std::string& file : {path, path + "-wal", path + "-shm", path + "-journal"}) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0 || (st.st_mode & 077) == 0) continue;
+    if (::chmod(file.c_str(), 0600) != 0) {
+      return absl::FailedPreconditionError(
+          fmt::format("{} is readable by other users (mode {:04o}) and cannot be made 0600: {}; "
+                      "run chmod 0600 {}",
+                      file, st.st_mode & 07777, std::strerror(errno), file));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Mode mode,
-                                                  StateSync sync) {
+                                                   StateSync sync) {
+  if (mode == Mode::kWrite) {
+    if (absl::Status private_files = KeepStateFilesPrivate(path); !private_files.ok()) {
+      return private_files;
+    }
+  }
   sqlite3* db = nullptr;
-  const int flags = (mode == Mode::kWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                                          : SQLITE_OPEN_READONLY) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags =
+      (mode == Mode::kWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
+      SQLITE_OPEN_NOMUTEX;
   const int opened = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   auto store = std::make_unique<SqliteStore>(db, path);
   if (opened != SQLITE_OK) {
-    return absl::UnavailableError(fmt::format("cannot open state database {}: {}; check StateDir "
-                                              "exists and this user may write it",
-                                              path, db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+    return absl::UnavailableError(
+        fmt::format("cannot open state database {}: {}; check StateDir "
+                    "exists and this user may write it",
+                    path, db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
   }
   sqlite3_busy_timeout(db, 10000);
   sqlite3_extended_result_codes(db, 1);
@@ -332,7 +383,8 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
   }
   if (sqlite3_step(max_id.get()) != SQLITE_ROW) return Error("loading the largest job id");
   // Never hand out an id a job already has, whatever the meta row says.
-  state.next_job_id = std::max<std::int64_t>(state.next_job_id, sqlite3_column_int64(max_id.get(), 0) + 1);
+  state.next_job_id =
+      std::max<std::int64_t>(state.next_job_id, sqlite3_column_int64(max_id.get(), 0) + 1);
   while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
     StateBatch::NodeRow& row = state.nodes.emplace_back();
     row.name = reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 0));
@@ -402,7 +454,8 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
   }
   if (batch.usage) {
     Statement clear(db_, "DELETE FROM usage");
-    Statement insert(db_, "INSERT INTO usage(account, user, usage, as_of_ms) VALUES(?1, ?2, ?3, ?4)");
+    Statement insert(db_,
+                     "INSERT INTO usage(account, user, usage, as_of_ms) VALUES(?1, ?2, ?3, ?4)");
     if (!clear.Ok() || !insert.Ok()) return fail("preparing the usage update");
     if (sqlite3_step(clear.get()) != SQLITE_DONE) return fail("clearing usage");
     for (const v1::UsageRecordProto& u : *batch.usage) {
@@ -427,9 +480,9 @@ namespace {
 
 // One row's blob, parsed as `Message`; nullopt when there is no row.
 template <typename Message>
-absl::StatusOr<std::optional<Message>> FindOne(Statement& statement, std::int64_t id,
-                                               const std::function<absl::Status(std::string_view)>& error,
-                                               std::string_view what) {
+absl::StatusOr<std::optional<Message>> FindOne(
+    Statement& statement, std::int64_t id,
+    const std::function<absl::Status(std::string_view)>& error, std::string_view what) {
   sqlite3_stmt* stmt = statement.Fresh();
   sqlite3_bind_int64(stmt, 1, id);
   const int rc = sqlite3_step(stmt);
@@ -445,13 +498,14 @@ absl::StatusOr<std::optional<Message>> FindOne(Statement& statement, std::int64_
 }  // namespace
 
 absl::StatusOr<std::optional<v1::JobRecord>> SqliteStore::FindJob(std::int64_t id) {
-  return FindOne<v1::JobRecord>(statements_->find_job, id,
-                                [this](std::string_view what) { return Error(what); }, "record");
+  return FindOne<v1::JobRecord>(
+      statements_->find_job, id, [this](std::string_view what) { return Error(what); }, "record");
 }
 
 absl::StatusOr<std::optional<v1::JobSpec>> SqliteStore::FindEnvironment(std::int64_t id) {
-  return FindOne<v1::JobSpec>(statements_->find_env, id,
-                              [this](std::string_view what) { return Error(what); }, "environment");
+  return FindOne<v1::JobSpec>(
+      statements_->find_env, id, [this](std::string_view what) { return Error(what); },
+      "environment");
 }
 
 absl::StatusOr<std::vector<v1::JobRecord>> SqliteStore::History(const HistoryQuery& query) {
@@ -461,11 +515,13 @@ absl::StatusOr<std::vector<v1::JobRecord>> SqliteStore::History(const HistoryQue
     for (std::size_t i = 0; i < n; ++i) text += i == 0 ? "?" : ", ?";
     return text;
   };
-  if (!query.job_ids.empty()) sql += fmt::format(" AND id IN ({})", placeholders(query.job_ids.size()));
+  if (!query.job_ids.empty())
+    sql += fmt::format(" AND id IN ({})", placeholders(query.job_ids.size()));
   if (query.uid) sql += " AND uid = ?";
   if (!query.user_name.empty()) sql += " AND user = ?";
   if (!query.account.empty()) sql += " AND account = ?";
-  if (!query.states.empty()) sql += fmt::format(" AND state IN ({})", placeholders(query.states.size()));
+  if (!query.states.empty())
+    sql += fmt::format(" AND state IN ({})", placeholders(query.states.size()));
   if (query.since_ms > 0) sql += " AND end_ms >= ?";
   if (query.until_ms > 0) sql += " AND end_ms < ?";
   sql += " ORDER BY end_ms, id";
@@ -515,11 +571,11 @@ absl::StatusOr<StateReport> SqliteStore::Check() {
   }
   if (rc != SQLITE_DONE) return Error("checking integrity");
   if (!problems.empty()) {
-    return absl::DataLossError(fmt::format("state database {} is damaged: {}{}; {}", path_,
-                                           fmt::join(problems.begin(),
-                                                     problems.begin() + std::min<std::ptrdiff_t>(5, std::ssize(problems)),
-                                                     "; "),
-                                           problems.size() > 5 ? "; …" : "", Recovery(path_)));
+    return absl::DataLossError(fmt::format(
+        "state database {} is damaged: {}{}; {}", path_,
+        fmt::join(problems.begin(),
+                  problems.begin() + std::min<std::ptrdiff_t>(5, std::ssize(problems)), "; "),
+        problems.size() > 5 ? "; …" : "", Recovery(path_)));
   }
   absl::StatusOr<LoadedState> loaded = Load();
   if (!loaded.ok()) return loaded.status();
