@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "http_server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -25,7 +32,6 @@ namespace bhttp = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
-constexpr std::size_t kHttpMaxConnections = 256;
 constexpr std::size_t kHttpMaxHeader = 8 * 1024;
 constexpr std::size_t kHttpMaxBody = 1024 * 1024;
 constexpr std::chrono::seconds kHttpIdle{30};
@@ -37,6 +43,13 @@ struct HttpServer::Impl {
   /// (`stopping`) when the last of them is destroyed with the io_context.
   struct Gate {
     std::size_t open = 0;  ///< connections
+    /// Connections open, and of them still in their TLS handshake, by the
+    /// client's address.
+    struct Source {
+      std::size_t open = 0;
+      std::size_t handshaking = 0;
+    };
+    std::map<asio::ip::address, Source> sources;
     bool stopping = false;
   };
 
@@ -46,8 +59,18 @@ struct HttpServer::Impl {
   std::optional<ssl::context> tls;  ///< HTTPS when set
   std::shared_ptr<Gate> gate = std::make_shared<Gate>();
   bool accepting = false;
+  asio::steady_timer retry{io};
+  int spare_fd = -1;  ///< given up to accept-and-close when out of descriptors
+  std::atomic<std::uint64_t> shed{0};
+  std::atomic<std::uint64_t> refused{0};
 
   void Accept();
+  /// Out of descriptors: the connection at the head of the queue is taken
+  /// on the spare descriptor and closed, then Accept goes on.
+  void Shed();
+  /// Starts a session for `socket`, or closes it when its address is at
+  /// its bound.
+  void Admit(tcp::socket socket);
 };
 
 namespace {
@@ -59,12 +82,18 @@ template <typename Stream>
 class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
   template <typename... StreamArgs>
-  HttpSession(HttpServer::Impl& server, StreamArgs&&... stream_args)
-      : stream_(std::forward<StreamArgs>(stream_args)...), server_(server), gate_(server.gate) {
+  HttpSession(HttpServer::Impl& server, asio::ip::address source, StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...),
+        server_(server),
+        gate_(server.gate),
+        source_(source) {
     ++gate_->open;
+    ++gate_->sources[source_].open;
   }
   ~HttpSession() {
     --gate_->open;
+    EndHandshake();
+    if (--gate_->sources[source_].open == 0) gate_->sources.erase(source_);
     if (!gate_->stopping && !server_.accepting) server_.Accept();
   }
   HttpSession(const HttpSession&) = delete;
@@ -74,9 +103,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
       Read();
     } else {
-      beast::get_lowest_layer(stream_).expires_after(kHttpIdle);
+      // A handshake has less time than a request: a client that never
+      // finishes one holds a slot of its address's few.
+      handshaking_ = true;
+      ++gate_->sources[source_].handshaking;
+      beast::get_lowest_layer(stream_).expires_after(kHandshakeTimeout);
       stream_.async_handshake(ssl::stream_base::server,
                               [self = this->shared_from_this()](beast::error_code error) {
+                                self->EndHandshake();
                                 if (error) {
                                   self->Close();  // not TLS, or a client that refused us
                                   return;
@@ -154,6 +188,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
                        });
   }
 
+  void EndHandshake() {
+    if (!handshaking_) return;
+    handshaking_ = false;
+    --gate_->sources[source_].handshaking;
+  }
+
   void Close() {
     beast::error_code ignored;
     beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -162,6 +202,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   Stream stream_;
   HttpServer::Impl& server_;  ///< used only while the gate is open
   std::shared_ptr<HttpServer::Impl::Gate> gate_;
+  const asio::ip::address source_;
+  bool handshaking_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<bhttp::response<bhttp::string_body>> response_;
@@ -173,20 +215,62 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 
 void HttpServer::Impl::Accept() {
   // At the limit, the next connection waits in the backlog until one closes.
-  accepting = gate->open < kHttpMaxConnections;
+  accepting = gate->open < kMaxConnections;
   if (!accepting) return;
   acceptor.async_accept([this](beast::error_code error, tcp::socket socket) {
     if (gate->stopping) return;
-    if (!error) {
-      if (tls) {
-        std::make_shared<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(*this,
-                                                                            std::move(socket), *tls)
-            ->Start();
-      } else {
-        std::make_shared<HttpSession<beast::tcp_stream>>(*this, std::move(socket))->Start();
-      }
+    if (error == asio::error::no_descriptors || error.value() == ENFILE) {
+      Shed();
+      return;
     }
+    if (error && error != asio::error::connection_aborted) {
+      // Out of memory or buffers: try again shortly rather than spin.
+      accepting = true;
+      retry.expires_after(std::chrono::milliseconds(10));
+      retry.async_wait([this](beast::error_code stopped) {
+        if (!stopped && !gate->stopping) Accept();
+      });
+      return;
+    }
+    if (!error) Admit(std::move(socket));
     Accept();
+  });
+}
+
+void HttpServer::Impl::Admit(tcp::socket socket) {
+  beast::error_code error;
+  const tcp::endpoint peer = socket.remote_endpoint(error);
+  if (error) return;  // gone already
+  const asio::ip::address source = peer.address();
+  const auto it = gate->sources.find(source);
+  if (it != gate->sources.end() && (it->second.open >= kMaxConnectionsPerSource ||
+                                    (tls && it->second.handshaking >= kMaxHandshakesPerSource))) {
+    ++refused;
+    socket.close(error);
+    return;
+  }
+  if (tls) {
+    std::make_shared<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(*this, source,
+                                                                        std::move(socket), *tls)
+        ->Start();
+  } else {
+    std::make_shared<HttpSession<beast::tcp_stream>>(*this, source, std::move(socket))->Start();
+  }
+}
+
+void HttpServer::Impl::Shed() {
+  ++shed;
+  if (spare_fd >= 0) {
+    ::close(spare_fd);
+    const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  // Again at once when the spare drained one, else after a moment.
+  accepting = true;
+  retry.expires_after(std::chrono::milliseconds(spare_fd >= 0 ? 0 : 10));
+  retry.async_wait([this](beast::error_code stopped) {
+    if (!stopped && !gate->stopping) Accept();
   });
 }
 
@@ -235,6 +319,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Listen(const std::string
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   port_ = impl_->acceptor.local_endpoint().port();
+  impl_->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   impl_->Accept();
   thread_ = std::thread([this] { impl_->io.run(); });
 }
@@ -247,11 +332,18 @@ void HttpServer::Stop() {
     impl->gate->stopping = true;
     beast::error_code ignored;
     impl->acceptor.close(ignored);
+    impl->retry.cancel();
     impl->io.stop();
   });
   thread_.join();
+  if (impl_->spare_fd >= 0) ::close(impl_->spare_fd);
+  impl_->spare_fd = -1;
   // Connections still open are destroyed with the io_context; the gate
   // tells them the server is gone.
+}
+
+HttpServer::Counts HttpServer::Counted() const {
+  return {.shed = impl_->shed, .refused = impl_->refused};
 }
 
 }  // namespace cohort::http

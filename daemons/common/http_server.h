@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,9 +17,19 @@
 /// over TLS when given a certificate, on a thread of its own. Hands each
 /// request to a handler that answers when it can (from any thread).
 /// Requests are bounded (8 KiB of headers, 1 MiB of body), idle
-/// connections close after 30 s, and at most 256 connections are open at
-/// once; past that the server stops accepting until one closes.
+/// connections close after 30 s, a TLS handshake not done in 5 s ends its
+/// connection, and at most 256 connections are open at once (past that the
+/// server stops accepting until one closes). One client address holds at
+/// most 32 of them, and at most 8 in their TLS handshake; past that its
+/// new connections are closed at once, so that one client cannot keep the
+/// others out. Out of descriptors, the server closes the connection at the
+/// head of its queue and goes on.
 namespace cohort::http {
+
+inline constexpr std::size_t kMaxConnections = 256;
+inline constexpr std::size_t kMaxConnectionsPerSource = 32;
+inline constexpr std::size_t kMaxHandshakesPerSource = 8;
+inline constexpr std::chrono::seconds kHandshakeTimeout{5};
 
 /// What the handler is given of a request.
 struct HttpRequest {
@@ -66,6 +79,15 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   [[nodiscard]] int Port() const { return port_; }
+
+  /// Connections the server closed at once: for want of a descriptor
+  /// (shed), and because their address was at its bound (refused).
+  struct Counts {
+    std::uint64_t shed = 0;
+    std::uint64_t refused = 0;
+  };
+  /// Since Listen; any thread.
+  [[nodiscard]] Counts Counted() const;
 
   /// The acceptor and its thread's io_context (http_server.cpp).
   struct Impl;

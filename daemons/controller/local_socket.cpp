@@ -42,36 +42,25 @@ absl::Status LocalSocket::Listen(const std::string& path) {
 }
 
 void LocalSocket::Serve(grpc::Server* server) {
-  thread_ = std::thread([this, server] {
-    while (!stopping_) {
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (stopping_) break;
-        // Out of descriptors or similar: wait a little rather than spin.
-        ::usleep(10'000);
-        continue;
-      }
-      ucred credentials{};
-      socklen_t length = sizeof(credentials);
-      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
-        ::close(fd);
-        continue;
-      }
-      {
-        const std::lock_guard lock(mutex_);
-        peers_[fmt::format("fd:{}", fd)] = credentials.uid;
-      }
-      grpc::AddInsecureChannelFromFd(server, fd);
+  accepting_ = std::make_unique<AcceptLoop>(listen_fd_, [this, server](int fd) {
+    ucred credentials{};
+    socklen_t length = sizeof(credentials);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
+      ::close(fd);
+      return;
     }
+    {
+      const std::lock_guard lock(mutex_);
+      peers_[fmt::format("fd:{}", fd)] = credentials.uid;
+    }
+    grpc::AddInsecureChannelFromFd(server, fd);
   });
+  accepting_->Start();
 }
 
 void LocalSocket::Stop() {
   if (listen_fd_ < 0) return;
-  stopping_ = true;
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  if (thread_.joinable()) thread_.join();
+  if (accepting_) accepting_->Stop();
   ::close(listen_fd_);
   ::unlink(path_.c_str());
   listen_fd_ = -1;

@@ -4,20 +4,21 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include <grpcpp/server.h>
 
 #include "absl/status/status.h"
+#include "accept_loop.h"
 
 namespace cohort::controller {
 
 /// The controller's local Unix socket. Accepts connections itself so that it
 /// can read each peer's uid (SO_PEERCRED), then hands the connection to the
-/// gRPC server, whose calls name it as peer "fd:N". Owns one accept thread.
+/// gRPC server, whose calls name it as peer "fd:N". Owns one accept loop.
 class LocalSocket {
  public:
   LocalSocket() = default;
@@ -31,6 +32,8 @@ class LocalSocket {
   /// Starts accepting into `server` (which must outlive Stop()).
   void Serve(grpc::Server* server);
   void Stop();
+  /// Connections closed for want of a descriptor (AcceptLoop).
+  [[nodiscard]] std::uint64_t Shed() const { return accepting_ ? accepting_->Shed() : 0; }
 
   /// The uid of the peer of a call whose grpc peer string is `peer`; nullopt
   /// for calls that did not come through this socket. Any thread.
@@ -39,8 +42,7 @@ class LocalSocket {
  private:
   int listen_fd_ = -1;
   std::string path_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  std::unique_ptr<AcceptLoop> accepting_;
   mutable std::mutex mutex_;  ///< guards only the connection table below
   std::map<std::string, std::uint32_t> peers_;
 };

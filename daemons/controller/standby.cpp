@@ -16,6 +16,7 @@
 #include "controller_log.h"
 #include "local_socket.h"
 #include "log_file.h"
+#include "rpc_limits.h"
 
 namespace cohort::controller {
 namespace {
@@ -52,6 +53,7 @@ absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place, Leadership& lea
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(place.address, place.credentials, &port);
+  LimitRpcServer(builder);
   builder.RegisterCallbackGenericService(&redirect);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

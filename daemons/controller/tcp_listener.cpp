@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tcp_listener.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace cohort::controller {
+
+absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(const std::string& host,
+                                                                 int port) {
+  std::string name = host;
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);
+  }
+  const bool any = name.empty() || name == "0.0.0.0" || name == "::";
+  addrinfo hints{};
+  hints.ai_family = any ? AF_INET6 : AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int error =
+          ::getaddrinfo(any ? nullptr : name.c_str(), service.c_str(), &hints, &found);
+      error != 0) {
+    return absl::UnavailableError(
+        fmt::format("cannot listen on {}:{}: {}", host, port, ::gai_strerror(error)));
+  }
+  std::string why = "no address";
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    const int on = 1;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (a->ai_family == AF_INET6 && any) {
+      // Every address means IPv4 too.
+      const int off = 0;
+      (void)::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    }
+    sockaddr_storage bound{};
+    socklen_t length = sizeof(bound);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 4096) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    ::freeaddrinfo(found);
+    const int bound_port =
+        ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
+                                          : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+    return std::unique_ptr<TcpListener>(new TcpListener(fd, bound_port));
+  }
+  ::freeaddrinfo(found);
+  return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", host, port, why));
+}
+
+TcpListener::~TcpListener() { Stop(); }
+
+void TcpListener::Serve(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
+  acceptor_ = std::move(acceptor);
+  accepting_ = std::make_unique<AcceptLoop>(fd_, [this](int fd) {
+    const int on = 1;
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters connection;
+    connection.listener_fd = fd_;
+    connection.fd = fd;
+    acceptor_->HandleNewConnection(&connection);
+  });
+  accepting_->Start();
+}
+
+void TcpListener::Stop() {
+  if (fd_ < 0) return;
+  if (accepting_) accepting_->Stop();
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace cohort::controller

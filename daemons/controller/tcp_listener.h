@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <grpcpp/server_builder.h>
+
+#include "absl/status/statusor.h"
+#include "accept_loop.h"
+
+namespace cohort::controller {
+
+/// The controller's TCP port. The controller binds and accepts it itself
+/// (AcceptLoop: out of descriptors it sheds connections and goes on) and
+/// hands each connection to the gRPC server through gRPC's external
+/// connection acceptor, which runs the port's TLS handshake and HTTP/2 as
+/// on a port of its own. Connections get TCP_NODELAY, as gRPC's do.
+class TcpListener {
+ public:
+  /// Binds `host`:`port` (a name or an address; empty, "0.0.0.0" or "::":
+  /// every address; port 0: any free one) and listens. Unavailable, naming
+  /// the address and the error, when it cannot.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpListener>> Listen(const std::string& host,
+                                                                           int port);
+  ~TcpListener();
+  TcpListener(const TcpListener&) = delete;
+  TcpListener& operator=(const TcpListener&) = delete;
+
+  /// Starts accepting into `acceptor` (from ServerBuilder's
+  /// AddExternalConnectionAcceptor, its server started).
+  void Serve(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  /// Stops accepting and closes the port; connections already handed on
+  /// are the server's. Idempotent.
+  void Stop();
+
+  [[nodiscard]] int Port() const { return port_; }
+  /// Connections closed for want of a descriptor (AcceptLoop).
+  [[nodiscard]] std::uint64_t Shed() const { return accepting_ ? accepting_->Shed() : 0; }
+
+ private:
+  TcpListener(int fd, int port) : fd_(fd), port_(port) {}
+
+  int fd_ = -1;
+  int port_ = 0;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  std::unique_ptr<AcceptLoop> accepting_;
+};
+
+}  // namespace cohort::controller
