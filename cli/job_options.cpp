@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_options.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -562,6 +563,11 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   absl::StatusOr<std::string> cwd = CurrentDirectory();
   if (!cwd.ok()) return cwd.status();
   spec.set_submit_dir(*cwd);
+  // The ranks run with the submitter's umask, as sbatch's do (SLURM_UMASK);
+  // reading it means setting it, so it is set back at once.
+  const mode_t umask = ::umask(0);
+  ::umask(umask);
+  spec.set_umask(umask & 0777);
   spec.set_work_dir(o.chdir ? (std::filesystem::path(*cwd) / *o.chdir).lexically_normal().string()
                             : *cwd);
   spec.set_name(o.job_name.value_or(default_name));

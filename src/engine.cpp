@@ -213,6 +213,11 @@ void Engine::LaunchFailed(JobId job, NodeId node, const std::string& reason, Mil
                           Effects& effects) {
   core_->life.LaunchFailed(job, node, reason, now, effects);
 }
+bool Engine::Placed(JobId job, NodeId node) const {
+  const Job* found = core_->book.Find(job);
+  return found != nullptr && engine::NodeRankOf(*found, node) >= 0;
+}
+
 void Engine::JobReleased(JobId job, NodeId node, Millis now, Effects& effects) {
   core_->life.JobReleased(job, node, now, effects);
 }

@@ -151,7 +151,10 @@ void Engine::StepRankExited(JobId id, int step, NodeId node, int exit_code, int 
 void Engine::AddUsage(JobId id, std::optional<int> step, std::int64_t max_rss_kb,
                       std::int64_t cpu_ms) {
   Job* job = core_->book.Find(id);
-  if (job == nullptr || max_rss_kb < 0 || cpu_ms < 0) return;
+  // A rank's usage past a century of CPU time is no report but a lie, and
+  // would overflow the sum.
+  constexpr std::int64_t kMostCpuMs = std::int64_t{1} << 52;
+  if (job == nullptr || max_rss_kb < 0 || cpu_ms < 0 || cpu_ms > kMostCpuMs) return;
   std::int64_t* peak = &job->own_max_rss_kb;
   std::int64_t* cpu = &job->own_cpu_ms;
   if (step) {
@@ -162,7 +165,7 @@ void Engine::AddUsage(JobId id, std::optional<int> step, std::int64_t max_rss_kb
     cpu = &it->cpu_ms;
   }
   *peak = std::max(*peak, max_rss_kb);
-  *cpu += cpu_ms;
+  *cpu = std::min(*cpu + cpu_ms, kMostCpuMs);  // both at most 2^52: no overflow
 }
 
 void Engine::StepLaunchFailed(JobId id, int step, NodeId node, const std::string& reason,

@@ -148,6 +148,7 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   // Slurm's default, and the wire's empty value, is truncate.
   plan.open_mode =
       spec.open_mode() == "append" ? step::OpenMode::kAppend : step::OpenMode::kTruncate;
+  plan.umask = spec.has_umask() ? spec.umask() & 0777 : 022;
   // Only root can become the job's owner; any other agent runs ranks as
   // itself (docs/operations.md, "Users and the agent").
   plan.run_as = ::geteuid() == 0 ? step::RunAs::kOwner : step::RunAs::kStepd;

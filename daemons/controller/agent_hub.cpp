@@ -69,6 +69,24 @@ std::optional<v1::JobSpec> StoredEnvironment(Store& store, JobId id) {
   return *std::move(stored);
 }
 
+// The job an agent's report is about; none for a heartbeat or health.
+std::optional<JobId> ReportedJob(const v1::AgentMessage& message) {
+  switch (message.message_case()) {
+    case v1::AgentMessage::kRanksStarted:
+      return message.ranks_started().job_id();
+    case v1::AgentMessage::kRankExited:
+      return message.rank_exited().job_id();
+    case v1::AgentMessage::kLaunchFailed:
+      return message.launch_failed().job_id();
+    case v1::AgentMessage::kJobReleased:
+      return message.job_released().job_id();
+    case v1::AgentMessage::kScriptFailed:
+      return message.script_failed().job_id();
+    default:
+      return std::nullopt;
+  }
+}
+
 const JobStep* FindStep(const Job& job, int id) {
   for (const JobStep& step : job.steps) {
     if (step.id == id) return &step;
@@ -119,7 +137,7 @@ void AgentHub::OnMessage(AgentLink* link, const v1::AgentMessage& message) {
     link->Close(absl::FailedPreconditionError("send Register first"));
     return;
   }
-  OnReport(known->second, message);
+  OnReport(link, known->second, message);
 }
 
 void AgentHub::OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effects) {
@@ -166,11 +184,33 @@ void AgentHub::OnScriptFailed(NodeId node, const v1::ScriptFailed& failed, Milli
   }
 }
 
-void AgentHub::OnReport(NodeId node, const v1::AgentMessage& message) {
+void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& message) {
   Engine& engine = state_.engine;
   const Millis now = ControllerState::Now();
+  if (engine.ViewNode(node).status == NodeStatus::kDown) {
+    // The node was declared down while this stream stayed open (its agent
+    // was paused, or the network between held the connection): its jobs
+    // moved on. The agent registers again, and its registration stops
+    // what it still runs of them; until then the node takes nothing.
+    const std::string& name = state_.topology->NodeName(node);
+    Log("controller")
+        ->info("agent_reregister node={} reason=\"heard from a node that is down\"", name);
+    Forget(link);
+    link->Close(absl::UnavailableError(
+        fmt::format("node {} was declared down ({}) while this stream was open; register again",
+                    name, engine.ViewNode(node).reason)));
+    return;
+  }
   engine.NodeHeartbeat(node, now);
   last_heard_[node] = now;
+  if (const std::optional<JobId> job = ReportedJob(message); job && !engine.Placed(*job, node)) {
+    // Believed only for what the engine knows this node runs.
+    Log("controller")
+        ->warn("agent_report_refused node={} job={} kind={} reason=\"the job has no rank there\"",
+               state_.topology->NodeName(node), *job, static_cast<int>(message.message_case()));
+    ++refused_reports_;
+    return;
+  }
   Effects effects;
   switch (message.message_case()) {
     case v1::AgentMessage::kRanksStarted: {
@@ -295,7 +335,16 @@ void AgentHub::OnGone(AgentLink* link) {
   const auto it = link_nodes_.find(link);
   if (it == link_nodes_.end()) return;
   Log("controller")->info("agent_disconnected node={}", state_.topology->NodeName(it->second));
-  if (links_[it->second] == link) links_.erase(it->second);
+  Forget(link);
+}
+
+void AgentHub::Forget(AgentLink* link) {
+  const auto it = link_nodes_.find(link);
+  if (it == link_nodes_.end()) return;
+  if (const auto current = links_.find(it->second);
+      current != links_.end() && current->second == link) {
+    links_.erase(current);
+  }
   link_nodes_.erase(it);
 }
 
@@ -340,10 +389,10 @@ void AgentHub::FailLaunch(const LaunchCommand& launch) {
   Effects effects;
   const Millis now = ControllerState::Now();
   if (launch.step) {
-    state_.engine.StepLaunchFailed(launch.job, *launch.step, launch.node,
-                                   fmt::format("{}: its agent is not connected",
-                                               state_.topology->NodeName(launch.node)),
-                                   now, effects);
+    state_.engine.StepLaunchFailed(
+        launch.job, *launch.step, launch.node,
+        fmt::format("{}: its agent is not connected", state_.topology->NodeName(launch.node)), now,
+        effects);
   } else {
     state_.engine.LaunchFailed(launch.job, launch.node, "its agent is not connected", now, effects);
     state_.engine.JobReleased(launch.job, launch.node, now, effects);

@@ -58,6 +58,9 @@ class AgentHub {
   void OnGone(AgentLink* link);
   /// Nodes whose agent's stream is registered now.
   [[nodiscard]] std::size_t ConnectedNodes() const { return links_.size(); }
+  /// Reports dropped because they were about a job with no rank on the
+  /// reporting node (cohort_agent_reports_refused_total).
+  [[nodiscard]] std::uint64_t RefusedReports() const { return refused_reports_; }
   /// Sends one of the engine's commands to its node's agent once durable.
   /// A signal or terminate for a node without a stream then is dropped (a
   /// registering agent reports its jobs instead); a launch to a node
@@ -73,7 +76,13 @@ class AgentHub {
   void SendLaunch(const LaunchCommand& launch);
   void Register(AgentLink* link, const v1::Register& message);
   [[nodiscard]] absl::Status Refusal(const v1::Register& message, AgentLink* link) const;
-  void OnReport(NodeId node, const v1::AgentMessage& message);
+  /// A registered link's report. From a node the engine has down, the
+  /// link is closed so that the agent registers again; about a job the
+  /// engine has not placed on the node, dropped.
+  void OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& message);
+  /// Drops `link` from the maps (its node's entry only when it is the
+  /// node's current link).
+  void Forget(AgentLink* link);
   /// HealthCheckProgram's verdict: an unhealthy node is drained with its
   /// reason (kHealthDrainPrefix first), a healthy one the check drained is
   /// resumed; a node an operator drained is left alone.
@@ -96,6 +105,7 @@ class AgentHub {
   std::map<NodeId, AgentLink*> links_;
   std::unordered_map<AgentLink*, NodeId> link_nodes_;
   std::unordered_map<NodeId, Millis> last_heard_;  ///< each node's stream, last message
+  std::uint64_t refused_reports_ = 0;
   /// Launches of jobs whose environment is being read, in the order sent.
   std::unordered_map<JobId, std::vector<AwaitedLaunch>> awaiting_env_;
 };

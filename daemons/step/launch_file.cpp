@@ -131,6 +131,7 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   file.search_path = JobPathVariable(context);
   file.work_dir = plan.work_dir;
   file.open_mode = plan.open_mode;
+  file.umask = plan.umask & 0777;
   file.agent_socket = agent_socket;
   file.run_as = plan.run_as;
   file.uid = plan.uid;
@@ -145,6 +146,7 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
     RankLaunch& rank = file.ranks.emplace_back();
     rank.rank = static_cast<int>(launch::GlobalRank(context, local));
     rank.env = launch::BuildRankEnvironment(context, local);
+    SetVariable(rank.env, "SLURM_UMASK", fmt::format("{:04o}", file.umask));
     if (static_cast<std::size_t>(local) < plan.bindings.size()) {
       const binding::RankBinding& bound = plan.bindings[static_cast<std::size_t>(local)];
       // The plan decides what the rank sees: its own GPUs (closest, single)
@@ -192,6 +194,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"search_path", file.search_path},
       {"work_dir", file.work_dir},
       {"open_mode", OpenModeName(file.open_mode)},
+      {"umask", file.umask},
       {"ranks", std::move(ranks)},
       {"agent_socket", file.agent_socket},
       {"run_as", RunAsName(file.run_as)},
@@ -244,6 +247,8 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     absl::StatusOr<OpenMode> open_mode = mode(json, "open_mode");
     if (!open_mode.ok()) return open_mode.status();
     file.open_mode = *open_mode;
+    // A file of an agent before umasks: Slurm's default.
+    file.umask = json.value("umask", std::uint32_t{022}) & 0777;
     for (const nlohmann::json& entry : json.at("ranks")) {
       RankLaunch& rank = file.ranks.emplace_back();
       rank.rank = entry.at("rank").get<int>();

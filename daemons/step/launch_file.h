@@ -49,6 +49,7 @@ struct LaunchPlan {
   std::string output;             ///< stdout pattern (ExpandOutputPattern); empty: cohort-%j.out
   std::string error;              ///< stderr pattern; empty: the same file as stdout
   OpenMode open_mode = OpenMode::kTruncate;  ///< the job's --open-mode
+  std::uint32_t umask = 022;      ///< the submitter's: the ranks' own and their files'
   RunAs run_as = RunAs::kStepd;
   std::uint32_t uid = 0;        ///< the job's owner
   std::int64_t memory_mb = 0;   ///< the job's memory on this node; 0: no limit
@@ -96,6 +97,7 @@ struct LaunchFile {
   std::string search_path;
   std::string work_dir;
   OpenMode open_mode = OpenMode::kAppend;  ///< the job's; each rank's files say who truncates
+  std::uint32_t umask = 022;      ///< set in each rank before its files are opened
   std::vector<RankLaunch> ranks;  ///< in rank order
   std::string agent_socket;       ///< the agent's datagram socket; empty: none
   RunAs run_as = RunAs::kStepd;

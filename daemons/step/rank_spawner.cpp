@@ -190,6 +190,9 @@ int OpenOutput(const std::string& path, OpenMode mode) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The submitter's umask, as sbatch passes it: the rank's files (its
+  // output first) are as private as the user made them at submission.
+  ::umask(static_cast<mode_t>(file.umask));
 
   // Into the launch's cgroups while still privileged: the agent made them.
   const std::string pid = std::to_string(::getpid());

@@ -307,6 +307,9 @@ class Engine {
   void LaunchFailed(JobId job, NodeId node, const std::string& reason, Millis now,
                     Effects& effects);
   void JobReleased(JobId job, NodeId node, Millis now, Effects& effects);
+  /// Whether the job's gang holds `node` now: the only jobs that node's
+  /// agent may report on (the controller drops any other report).
+  [[nodiscard]] bool Placed(JobId job, NodeId node) const;
 
   /// Operator actions. PermissionDenied for non-operators; InvalidArgument
   /// for a drain without a reason.
