@@ -302,6 +302,10 @@ absl::Status GrpcChannel::Receive(Deadline deadline) {
       if (absl::Status ready = Wait(got.wait, deadline); !ready.ok()) return ready;
       continue;
     }
+    if (got.error.empty() && !http2_->GoingAwayWhy().empty()) {
+      return absl::UnavailableError(fmt::format("the controller at {} closed the connection: {}",
+                                                Describe(), http2_->GoingAwayWhy()));
+    }
     if (got.error.empty()) {
       const bool plain_tcp = !tls_.on && !tls_host_.empty();
       return absl::UnavailableError(fmt::format(
@@ -361,6 +365,12 @@ GrpcChannel::Attempt GrpcChannel::Run(GrpcCall& call, const Http2Session::Header
   // So does a connection whose stream is still open on this side (the
   // server answered before reading the whole request): the session still
   // refers to `call`, which is about to go.
+  if (call.Refused() && !http2_->GoingAwayWhy().empty()) {
+    // Refused with a reason (the controller's guard: a bound passed): said
+    // as it is, not tried again.
+    return fail(absl::UnavailableError(fmt::format("the controller at {} refused the call: {}",
+                                                   Describe(), http2_->GoingAwayWhy())));
+  }
   return Attempt{call.Refused() ? Outcome::kRetry : Outcome::kDone,
                  call.Abandoned() || http2_->GoingAway() || http2_->StreamOpen(*stream)};
 }

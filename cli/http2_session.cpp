@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "http2_session.h"
 
+#include <algorithm>
+
 #include <nghttp2/nghttp2.h>
 
 #include <array>
@@ -80,7 +82,13 @@ struct Http2Callbacks {
 
   static int OnFrame(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     if (frame->hd.type == NGHTTP2_GOAWAY) {
-      Of(user_data).going_away_ = true;
+      Http2Session& self = Of(user_data);
+      self.going_away_ = true;
+      if (frame->goaway.error_code != NGHTTP2_NO_ERROR && frame->goaway.opaque_data_len > 0) {
+        // Bounded: it is shown to the user as the server's reason.
+        self.going_away_why_.assign(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                                    std::min<std::size_t>(frame->goaway.opaque_data_len, 512));
+      }
       return 0;
     }
     if (frame->hd.type != NGHTTP2_HEADERS) return 0;

@@ -70,6 +70,9 @@ class Http2Session {
   [[nodiscard]] absl::Status Ended() const;
   /// The server sent GOAWAY: no new stream goes on this connection.
   [[nodiscard]] bool GoingAway() const { return going_away_; }
+  /// Why, when the server's GOAWAY carried an error and said why in its
+  /// debug data (the controller's guard says which bound was passed).
+  [[nodiscard]] const std::string& GoingAwayWhy() const { return going_away_why_; }
   /// Whether `stream` is still open on this side: its Http2Stream is still
   /// referred to (a server that answered before reading the whole request).
   [[nodiscard]] bool StreamOpen(std::int32_t stream) const { return streams_.contains(stream); }
@@ -82,6 +85,7 @@ class Http2Session {
   /// Each open stream's state, which nghttp2's callbacks reach by id.
   std::unordered_map<std::int32_t, std::unique_ptr<Http2StreamState>> streams_;
   bool going_away_ = false;
+  std::string going_away_why_;
   absl::Status failure_;    ///< what a callback failed with, for Feed to return
   std::string error_text_;  ///< nghttp2's own account of a breach
   std::optional<std::uint8_t> last_frame_type_;  ///< of the frame received last

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
@@ -146,6 +147,107 @@ absl::StatusOr<std::unique_ptr<TlsSession>> TlsSession::Start(int fd, const std:
   }
   SSL_set_connect_state(ssl);
   return session;
+}
+
+absl::StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::Make(
+    std::string_view certificate_chain, std::string_view private_key, std::string_view ca) {
+  OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+  SSL_CTX* context = SSL_CTX_new(TLS_server_method());
+  if (context == nullptr) return absl::InternalError("TLS: " + ErrorQueue());
+  std::shared_ptr<TlsServerContext> made(new TlsServerContext(context));
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  // PEM text through a memory BIO, one certificate after another.
+  const auto pem = [](std::string_view text) {
+    return BIO_new_mem_buf(text.data(), static_cast<int>(text.size()));
+  };
+  BIO* chain = pem(certificate_chain);
+  X509* leaf = PEM_read_bio_X509(chain, nullptr, nullptr, nullptr);
+  bool ok = leaf != nullptr && SSL_CTX_use_certificate(context, leaf) == 1;
+  X509_free(leaf);
+  while (ok) {
+    X509* link = PEM_read_bio_X509(chain, nullptr, nullptr, nullptr);
+    if (link == nullptr) break;
+    ok = SSL_CTX_add_extra_chain_cert(context, link) == 1;  // takes it
+    if (!ok) X509_free(link);
+  }
+  BIO_free(chain);
+  ERR_clear_error();  // the end of the chain reads as an error
+  if (!ok) return absl::InvalidArgumentError("TLSCertFile: OpenSSL refuses it: " + ErrorQueue());
+  BIO* key_text = pem(private_key);
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_text, nullptr, nullptr, nullptr);
+  BIO_free(key_text);
+  ok = key != nullptr && SSL_CTX_use_PrivateKey(context, key) == 1 &&
+       SSL_CTX_check_private_key(context) == 1;
+  EVP_PKEY_free(key);
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        "TLSKeyFile: OpenSSL refuses it, or it is not the key of "
+        "TLSCertFile: " +
+        ErrorQueue());
+  }
+  if (!ca.empty()) {
+    X509_STORE* store = SSL_CTX_get_cert_store(context);
+    BIO* cas = pem(ca);
+    int added = 0;
+    while (X509* cert = PEM_read_bio_X509(cas, nullptr, nullptr, nullptr)) {
+      added += X509_STORE_add_cert(store, cert);
+      X509_free(cert);
+    }
+    BIO_free(cas);
+    ERR_clear_error();
+    if (added == 0) return absl::InvalidArgumentError("TLSCAFile: no certificate in it");
+    // Asked for and verified when shown; a client without one proves
+    // itself by MUNGE instead.
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+  }
+  SSL_CTX_set_alpn_select_cb(
+      context,
+      [](SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* in,
+         unsigned in_length, void*) {
+        static constexpr unsigned char kH2[] = {2, 'h', '2'};
+        unsigned char* selected = nullptr;
+        if (SSL_select_next_proto(&selected, out_length, kH2, sizeof(kH2), in, in_length) !=
+            OPENSSL_NPN_NEGOTIATED) {
+          return SSL_TLSEXT_ERR_ALERT_FATAL;
+        }
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+      },
+      nullptr);
+  return made;
+}
+
+TlsServerContext::~TlsServerContext() { SSL_CTX_free(context_); }
+
+std::unique_ptr<TlsSession> TlsSession::StartServer(int fd, const TlsServerContext& context) {
+  SSL_CTX* shared = context.Context();
+  SSL_CTX_up_ref(shared);  // the session frees its reference
+  SSL* ssl = SSL_new(shared);
+  std::unique_ptr<TlsSession> session(new TlsSession(shared, ssl));
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_fd(ssl, fd);
+  SSL_set_accept_state(ssl);
+  return session;
+}
+
+std::vector<std::string> TlsSession::VerifiedPeerNames() const {
+  std::vector<std::string> names;
+  X509* peer = SSL_get1_peer_certificate(ssl_);
+  if (peer == nullptr) return names;
+  if (SSL_get_verify_result(ssl_) == X509_V_OK) {
+    auto* alternatives =
+        static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(peer, NID_subject_alt_name, nullptr, nullptr));
+    for (int i = 0; alternatives != nullptr && i < sk_GENERAL_NAME_num(alternatives); ++i) {
+      const GENERAL_NAME* name = sk_GENERAL_NAME_value(alternatives, i);
+      if (name->type != GEN_DNS) continue;
+      const ASN1_STRING* text = name->d.dNSName;
+      names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)),
+                         static_cast<std::size_t>(ASN1_STRING_length(text)));
+    }
+    GENERAL_NAMES_free(alternatives);
+  }
+  X509_free(peer);
+  return names;
 }
 
 TlsSession::~TlsSession() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -16,6 +17,27 @@ namespace cohort::tls {
 
 /// Which end of a connection a session is.
 enum class TlsSide { kClient, kServer };
+
+/// What the server end of the controller's TCP port shows and checks: its
+/// certificate chain and key (PEM), and, with a CA, client certificates
+/// signed by it (asked for, not required: a user's command shows none).
+/// Selects ALPN h2, as gRPC's clients require. Shared by every session it
+/// starts; immutable once made, so any thread may start sessions.
+class TlsServerContext {
+ public:
+  /// InvalidArgument, saying which, when OpenSSL refuses a PEM.
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<TlsServerContext>> Make(
+      std::string_view certificate_chain, std::string_view private_key, std::string_view ca);
+  ~TlsServerContext();
+  TlsServerContext(const TlsServerContext&) = delete;
+  TlsServerContext& operator=(const TlsServerContext&) = delete;
+
+  [[nodiscard]] SSL_CTX* Context() const { return context_; }
+
+ private:
+  explicit TlsServerContext(SSL_CTX* context) : context_(context) {}
+  SSL_CTX* context_;
+};
 
 /// One end of a TLS connection (OpenSSL), on a connected socket the caller
 /// owns and polls (non-blocking, or blocking where the caller may wait).
@@ -54,6 +76,10 @@ class TlsSession {
   /// that is not that.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TlsSession>> StartPsk(
       int fd, TlsSide side, std::string_view key_hex);
+  /// The server end of a client's connection on `fd`, with `context`'s
+  /// certificate.
+  [[nodiscard]] static std::unique_ptr<TlsSession> StartServer(int fd,
+                                                               const TlsServerContext& context);
   ~TlsSession();
   TlsSession(const TlsSession&) = delete;
   TlsSession& operator=(const TlsSession&) = delete;
@@ -65,6 +91,9 @@ class TlsSession {
   /// Whether bytes already decrypted wait to be read: poll will not show
   /// them, so Read again before polling.
   [[nodiscard]] bool Buffered() const;
+  /// After the handshake: the DNS names of the client's certificate when
+  /// it showed one that the server's CA verified; empty otherwise.
+  [[nodiscard]] std::vector<std::string> VerifiedPeerNames() const;
 
  private:
   TlsSession(SSL_CTX* context, SSL* ssl) : context_(context), ssl_(ssl) {}

@@ -130,16 +130,22 @@ std::string PeerHostOf(const std::string& peer) {
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentGatewayService::Connect(
     grpc::CallbackServerContext* context) {
   // A client certificate the TLS handshake verified against TLSCAFile: its
-  // DNS names are the nodes its agent may register.
+  // DNS names are the nodes its agent may register. The guard in front of
+  // the TCP port made the handshake (PeerBook); a channel of gRPC's own
+  // TLS would say it in the call's auth context.
   std::vector<std::string> names;
-  if (const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
-      auth != nullptr && auth->IsPeerAuthenticated()) {
+  std::string host = PeerHostOf(context->peer());
+  if (const std::optional<Peer> peer = peers_.Find(context->peer());
+      peer && peer->kind == Peer::Kind::kTcp) {
+    names = peer->certificate_names;
+    host = peer->host;
+  } else if (const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+             auth != nullptr && auth->IsPeerAuthenticated()) {
     for (const grpc::string_ref& name : auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
       names.emplace_back(name.data(), name.size());
     }
   }
-  return new AgentSession(controller_, authenticator_, PeerHostOf(context->peer()),
-                          std::move(names));
+  return new AgentSession(controller_, authenticator_, std::move(host), std::move(names));
 }
 
 }  // namespace cohort::controller

@@ -4,6 +4,7 @@
 #include "authenticator.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "controller.h"
+#include "peer_book.h"
 
 namespace cohort::controller {
 
@@ -15,8 +16,11 @@ namespace cohort::controller {
 /// the reason, and the refusal logged.
 class AgentGatewayService final : public v1::AgentGateway::CallbackService {
  public:
-  AgentGatewayService(Controller& controller, const Authenticator& authenticator)
-      : controller_(controller), authenticator_(authenticator) {}
+  /// `peers` gives the address and the verified certificate names of the
+  /// connections the controller accepted itself.
+  AgentGatewayService(Controller& controller, const Authenticator& authenticator,
+                      const PeerBook& peers)
+      : controller_(controller), authenticator_(authenticator), peers_(peers) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -24,6 +28,7 @@ class AgentGatewayService final : public v1::AgentGateway::CallbackService {
  private:
   Controller& controller_;
   const Authenticator& authenticator_;
+  const PeerBook& peers_;
 };
 
 /// The host part of a gRPC peer string (`ipv4:10.0.0.5:4711` gives

@@ -69,19 +69,24 @@ std::optional<v1::JobSpec> StoredEnvironment(Store& store, JobId id) {
   return *std::move(stored);
 }
 
-// The job an agent's report is about; none for a heartbeat or health.
-std::optional<JobId> ReportedJob(const v1::AgentMessage& message) {
+// The job an agent's report is about, and the attempt it ran (0: an agent
+// that does not say); none for a heartbeat or health.
+struct ReportedRun {
+  JobId job = 0;
+  int attempt = 0;
+};
+std::optional<ReportedRun> ReportedJob(const v1::AgentMessage& message) {
   switch (message.message_case()) {
     case v1::AgentMessage::kRanksStarted:
-      return message.ranks_started().job_id();
+      return ReportedRun{message.ranks_started().job_id(), message.ranks_started().attempt()};
     case v1::AgentMessage::kRankExited:
-      return message.rank_exited().job_id();
+      return ReportedRun{message.rank_exited().job_id(), message.rank_exited().attempt()};
     case v1::AgentMessage::kLaunchFailed:
-      return message.launch_failed().job_id();
+      return ReportedRun{message.launch_failed().job_id(), message.launch_failed().attempt()};
     case v1::AgentMessage::kJobReleased:
-      return message.job_released().job_id();
+      return ReportedRun{message.job_released().job_id(), message.job_released().attempt()};
     case v1::AgentMessage::kScriptFailed:
-      return message.script_failed().job_id();
+      return ReportedRun{message.script_failed().job_id(), message.script_failed().attempt()};
     default:
       return std::nullopt;
   }
@@ -203,13 +208,27 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
   }
   engine.NodeHeartbeat(node, now);
   last_heard_[node] = now;
-  if (const std::optional<JobId> job = ReportedJob(message); job && !engine.Placed(*job, node)) {
+  if (const std::optional<ReportedRun> run = ReportedJob(message)) {
+    const std::string& report =
+        message.GetDescriptor()->FindFieldByNumber(message.message_case())->name();
     // Believed only for what the engine knows this node runs.
-    Log("controller")
-        ->warn("agent_report_refused node={} job={} kind={} reason=\"the job has no rank there\"",
-               state_.topology->NodeName(node), *job, static_cast<int>(message.message_case()));
-    ++refused_reports_;
-    return;
+    if (!engine.Placed(run->job, node)) {
+      Log("controller")
+          ->warn(
+              "agent_report_refused node={} job={} report={} reason=\"the job has no rank there\"",
+              state_.topology->NodeName(node), run->job, report);
+      ++refused_reports_;
+      return;
+    }
+    // Of an attempt the job has left (ranks stopped after a requeue): not
+    // news of the attempt that runs now.
+    if (const Job* job = engine.FindJob(run->job);
+        run->attempt != 0 && job->attempt != run->attempt) {
+      Log("controller")
+          ->debug("agent_report_stale node={} job={} report={} attempt={} current={}",
+                  state_.topology->NodeName(node), run->job, report, run->attempt, job->attempt);
+      return;
+    }
   }
   Effects effects;
   switch (message.message_case()) {

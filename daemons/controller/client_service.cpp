@@ -100,13 +100,14 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent>, public
 
 }  // namespace
 
-ClientService::ClientService(Controller& controller, const LocalSocket& local,
+ClientService::ClientService(Controller& controller, const PeerBook& peers,
                              const Authenticator& authenticator)
-    : controller_(controller), local_(local), authenticator_(authenticator) {}
+    : controller_(controller), peers_(peers), authenticator_(authenticator) {}
 
 Identity ClientService::Identify(const grpc::CallbackServerContext& context) const {
-  if (const std::optional<std::uint32_t> peer_uid = local_.PeerUid(context.peer())) {
-    return authenticator_.Local(*peer_uid);
+  if (const std::optional<Peer> peer = peers_.Find(context.peer());
+      peer && peer->kind == Peer::Kind::kLocal) {
+    return authenticator_.Local(peer->uid);
   }
   return authenticator_.OverTcp(Metadata(context, "cohort-munge"));
 }

@@ -7,7 +7,7 @@
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "cohort/v1/controller_rpcs.h"
 #include "controller.h"
-#include "local_socket.h"
+#include "peer_book.h"
 
 namespace cohort::controller {
 
@@ -22,8 +22,9 @@ enum class CallerIdentity : std::uint8_t { kNeeded, kUnused };
 /// Controller's state thread and finishes it from there.
 class ClientService final : public v1::Controller::CallbackService {
  public:
-  ClientService(Controller& controller, const LocalSocket& local,
-                const Authenticator& authenticator);
+  /// `peers` says who is behind the connections the controller accepted
+  /// itself: a local uid, or a TCP client that proves itself by MUNGE.
+  ClientService(Controller& controller, const PeerBook& peers, const Authenticator& authenticator);
 
   // One handler per unary call of cohort/v1/controller_rpcs.h: establishes
   // who calls (where the call needs it) and hands the call to the Controller.
@@ -44,7 +45,7 @@ class ClientService final : public v1::Controller::CallbackService {
                                   void (Controller::*method)(Request, Identity, Reply<Response>));
 
   Controller& controller_;
-  const LocalSocket& local_;
+  const PeerBook& peers_;
   const Authenticator& authenticator_;
 };
 

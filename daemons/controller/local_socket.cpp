@@ -10,7 +10,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <grpcpp/server_posix.h>
 
 namespace cohort::controller {
 
@@ -41,19 +40,18 @@ absl::Status LocalSocket::Listen(const std::string& path) {
   return absl::OkStatus();
 }
 
-void LocalSocket::Serve(grpc::Server* server) {
-  accepting_ = std::make_unique<AcceptLoop>(listen_fd_, [this, server](int fd) {
+void LocalSocket::Serve(H2Guard& guard) {
+  accepting_ = std::make_unique<AcceptLoop>(listen_fd_, [&guard](int fd) {
     ucred credentials{};
     socklen_t length = sizeof(credentials);
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
       ::close(fd);
       return;
     }
-    {
-      const std::lock_guard lock(mutex_);
-      peers_[fmt::format("fd:{}", fd)] = credentials.uid;
-    }
-    grpc::AddInsecureChannelFromFd(server, fd);
+    guard.Add(fd, Peer{.kind = Peer::Kind::kLocal,
+                       .uid = credentials.uid,
+                       .host = "127.0.0.1",
+                       .certificate_names = {}});
   });
   accepting_->Start();
 }
@@ -64,13 +62,6 @@ void LocalSocket::Stop() {
   ::close(listen_fd_);
   ::unlink(path_.c_str());
   listen_fd_ = -1;
-}
-
-std::optional<std::uint32_t> LocalSocket::PeerUid(const std::string& peer) const {
-  const std::lock_guard lock(mutex_);
-  const auto it = peers_.find(peer);
-  if (it == peers_.end()) return std::nullopt;
-  return it->second;
 }
 
 }  // namespace cohort::controller

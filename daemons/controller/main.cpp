@@ -33,6 +33,7 @@
 #include "standby.h"
 #include "store.h"
 #include "tcp_listener.h"
+#include "tls_session.h"
 #include "tls_files.h"
 #include "web_service.h"
 
@@ -259,8 +260,32 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   return grpc::SslServerCredentials(options);
 }
 
+// The TCP port's TLS, ended by the HTTP/2 guard: the controller's
+// certificate and key, and the cluster's CA for agents' certificates, when
+// TLSCertFile is set; null for plain TCP.
+absl::StatusOr<std::shared_ptr<cohort::tls::TlsServerContext>> TcpTls(
+    const cohort::config::ClusterConfig& config) {
+  if (!config.TlsOn()) return nullptr;
+  const cohort::shell::TlsReport report = cohort::shell::CheckTlsFiles(config);
+  if (!report.errors.empty()) {
+    return absl::InvalidArgumentError(fmt::format("{}", fmt::join(report.errors, "; ")));
+  }
+  absl::StatusOr<std::string> cert = cohort::shell::ReadPem(config.tls_cert_file, "TLSCertFile");
+  absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
+  std::string ca;
+  if (!config.tls_ca_file.empty()) {
+    absl::StatusOr<std::string> read = cohort::shell::ReadPem(config.tls_ca_file, "TLSCAFile");
+    if (!read.ok()) return read.status();
+    ca = *std::move(read);
+  }
+  spdlog::info("tls_on {}", report.summary);
+  return cohort::tls::TlsServerContext::Make(*cert, *key, ca);
+}
+
 // The HTTP port's TLS: the controller's certificate and key when
-// TLSCertFile is set (TcpCredentials checked them first).
+// TLSCertFile is set (TcpTls checked them first).
 absl::StatusOr<std::optional<cohort::http::HttpTls>> HttpTlsOf(
     const cohort::config::ClusterConfig& config) {
   if (!config.TlsOn()) return std::nullopt;
@@ -366,14 +391,15 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     std::cerr << "cohort-controller: " << s.message() << '\n';
     return 1;
   }
-  cohort::controller::ClientService clients(controller, local, authenticator);
-  cohort::controller::AgentGatewayService agents(controller, authenticator);
+  cohort::controller::PeerBook peers;
+  cohort::controller::ClientService clients(controller, peers, authenticator);
+  cohort::controller::AgentGatewayService agents(controller, authenticator, peers);
 
   grpc::ServerBuilder builder;
   const std::string address = fmt::format("{}:{}", config.controller_addr, config.controller_port);
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = TcpCredentials(config);
-  if (!credentials.ok()) {
-    std::cerr << "cohort-controller: not starting: " << credentials.status().message() << '\n';
+  absl::StatusOr<std::shared_ptr<cohort::tls::TlsServerContext>> tls = TcpTls(config);
+  if (!tls.ok()) {
+    std::cerr << "cohort-controller: not starting: " << tls.status().message() << '\n';
     return 1;
   }
   absl::StatusOr<std::unique_ptr<cohort::controller::TcpListener>> tcp =
@@ -386,9 +412,6 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     return 1;
   }
   const int bound_port = (*tcp)->Port();
-  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
-      builder.experimental().AddExternalConnectionAcceptor(
-          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
   cohort::controller::LimitRpcServer(builder);
   builder.RegisterService(&clients);
   builder.RegisterService(&agents);
@@ -397,8 +420,10 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     std::cerr << fmt::format("cohort-controller: cannot start the gRPC server on {}\n", address);
     return 1;
   }
-  (*tcp)->Serve(std::move(acceptor));
-  local.Serve(server.get());
+  // Every connection reaches gRPC through the guard.
+  cohort::controller::H2Guard guard(server.get(), peers, *std::move(tls));
+  (*tcp)->Serve(guard);
+  local.Serve(guard);
   if (!flags.port_file.empty()) {
     std::ofstream(flags.port_file) << bound_port << '\n';
   }
@@ -481,12 +506,14 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     // standby, or exiting.
     (*tcp)->Stop();
     local.Stop();
+    guard.Stop();
     (void)server.release();
     (void)http.release();
     return 1;
   }
   (*tcp)->Stop();
   local.Stop();
+  guard.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   // Streams ended by the shutdown posted their clean-up to the state thread;
   // run it so that nothing is left behind (scrapes answered into a stopped

@@ -49,6 +49,7 @@ class Redirect final : public grpc::CallbackGenericService {
 absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place, Leadership& leadership) {
   Redirect redirect(leadership);
   LocalSocket local;
+  PeerBook peers;  // the redirect answers everyone alike
   if (absl::Status s = local.Listen(place.socket_path); !s.ok()) return s;
   grpc::ServerBuilder builder;
   int port = 0;
@@ -62,7 +63,8 @@ absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place, Leadership& lea
         "or --port 0 for any free port)",
         place.address));
   }
-  local.Serve(server.get());
+  H2Guard guard(server.get(), peers, nullptr);
+  local.Serve(guard);
   leadership.SetAddress(place.advertise(port));
   if (!place.port_file.empty()) std::ofstream(place.port_file) << port << '\n';
   Log("leader")->info("controller_standby listen={} socket={}", place.address, place.socket_path);
@@ -115,6 +117,7 @@ absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place, Leadership& lea
   io.run();
 
   local.Stop();
+  guard.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   return end;
 }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tcp_listener.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -67,15 +69,28 @@ absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(const std::stri
 
 TcpListener::~TcpListener() { Stop(); }
 
-void TcpListener::Serve(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
-  acceptor_ = std::move(acceptor);
-  accepting_ = std::make_unique<AcceptLoop>(fd_, [this](int fd) {
+void TcpListener::Serve(H2Guard& guard) {
+  accepting_ = std::make_unique<AcceptLoop>(fd_, [&guard](int fd) {
     const int on = 1;
     (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters connection;
-    connection.listener_fd = fd_;
-    connection.fd = fd;
-    acceptor_->HandleNewConnection(&connection);
+    sockaddr_storage peer{};
+    socklen_t length = sizeof(peer);
+    std::array<char, INET6_ADDRSTRLEN> host{};
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
+        ::getnameinfo(reinterpret_cast<const sockaddr*>(&peer), length, host.data(), host.size(),
+                      nullptr, 0, NI_NUMERICHOST) != 0) {
+      ::close(fd);  // gone already
+      return;
+    }
+    std::string address = host.data();
+    // An IPv4 client of a dual-stack port, as its own address.
+    if (address.starts_with("::ffff:") && address.find('.') != std::string::npos) {
+      address.erase(0, 7);
+    }
+    guard.Add(fd, Peer{.kind = Peer::Kind::kTcp,
+                       .uid = 0,
+                       .host = std::move(address),
+                       .certificate_names = {}});
   });
   accepting_->Start();
 }

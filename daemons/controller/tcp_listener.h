@@ -5,18 +5,16 @@
 #include <memory>
 #include <string>
 
-#include <grpcpp/server_builder.h>
-
 #include "absl/status/statusor.h"
 #include "accept_loop.h"
+#include "h2_guard.h"
 
 namespace cohort::controller {
 
 /// The controller's TCP port. The controller binds and accepts it itself
 /// (AcceptLoop: out of descriptors it sheds connections and goes on) and
-/// hands each connection to the gRPC server through gRPC's external
-/// connection acceptor, which runs the port's TLS handshake and HTTP/2 as
-/// on a port of its own. Connections get TCP_NODELAY, as gRPC's do.
+/// hands each connection, with TCP_NODELAY as gRPC's own get, to the
+/// HTTP/2 guard in front of the gRPC server.
 class TcpListener {
  public:
   /// Binds `host`:`port` (a name or an address; empty, "0.0.0.0" or "::":
@@ -28,11 +26,10 @@ class TcpListener {
   TcpListener(const TcpListener&) = delete;
   TcpListener& operator=(const TcpListener&) = delete;
 
-  /// Starts accepting into `acceptor` (from ServerBuilder's
-  /// AddExternalConnectionAcceptor, its server started).
-  void Serve(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  /// Starts accepting into `guard` (which must outlive Stop()).
+  void Serve(H2Guard& guard);
   /// Stops accepting and closes the port; connections already handed on
-  /// are the server's. Idempotent.
+  /// are the guard's. Idempotent.
   void Stop();
 
   [[nodiscard]] int Port() const { return port_; }
@@ -44,7 +41,6 @@ class TcpListener {
 
   int fd_ = -1;
   int port_ = 0;
-  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::unique_ptr<AcceptLoop> accepting_;
 };
 

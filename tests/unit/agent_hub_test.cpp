@@ -252,5 +252,74 @@ TEST_F(AgentHubTest, JobCancelledWhileItsEnvironmentIsReadIsNotLaunched) {
   })) << "the node was not told to stop the job";
 }
 
+// A registered agent is believed only for the jobs the engine placed on
+// its node: a prolog failure, started ranks, exits and usage reported by
+// another node about a job it does not run change nothing.
+TEST_F(AgentHubTest, ReportsAboutAJobElsewhereAreDropped) {
+  FakeAgentLink a;
+  FakeAgentLink b;
+  hub_->OnMessage(&a, RegisterMessage("n001"));
+  hub_->OnMessage(&b, RegisterMessage("n002"));
+  const JobId id = Submit(1, "x");
+  Schedule();
+  ASSERT_TRUE(RunUntil(io_, [&] { return a.Launches().size() + b.Launches().size() == 1; }));
+  FakeAgentLink& liar = a.Launches().empty() ? a : b;
+  const Job& job = *state_->engine.FindJob(id);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  const int attempt = job.attempt;
+
+  v1::AgentMessage prolog;
+  prolog.mutable_script_failed()->set_job_id(id);
+  prolog.mutable_script_failed()->set_attempt(job.attempt);
+  prolog.mutable_script_failed()->set_script("prolog");
+  prolog.mutable_script_failed()->set_reason("forged");
+  v1::AgentMessage started;
+  started.mutable_ranks_started()->set_job_id(id);
+  started.mutable_ranks_started()->add_bindings()->set_rank(7);
+  v1::AgentMessage exited;
+  exited.mutable_rank_exited()->set_job_id(id);
+  exited.mutable_rank_exited()->set_exit_code(1);
+  exited.mutable_rank_exited()->set_cpu_ms(std::int64_t{1} << 40);
+  v1::AgentMessage released;
+  released.mutable_job_released()->set_job_id(id);
+  for (const v1::AgentMessage& lie : {prolog, started, exited, released}) {
+    hub_->OnMessage(&liar, lie);
+  }
+  Drain();
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.attempt, attempt) << "a prolog failure elsewhere requeued the job";
+  EXPECT_EQ(job.own_cpu_ms, 0);
+  EXPECT_FALSE(state_->bindings.contains(id));
+  EXPECT_EQ(hub_->RefusedReports(), 4U);
+  EXPECT_FALSE(state_->engine.Admin(&liar == &a ? 0 : 1).drain)
+      << "a lie about another node's job drained the liar's own node";
+}
+
+// A node whose agent was silent past NodeTimeout (paused, say) is declared
+// down while its stream stays open; when the agent speaks again, the
+// stream is closed so that it registers again, and the node comes back.
+TEST_F(AgentHubTest, NodeDeclaredDownComesBackWhenItsAgentSpeaksAgain) {
+  FakeAgentLink paused;
+  hub_->OnMessage(&paused, RegisterMessage("n001"));
+  ASSERT_TRUE(paused.Registered());
+  Effects effects;
+  state_->engine.Tick(ControllerState::Now() + std::chrono::minutes(5), effects);
+  sink_->Execute(effects);
+  ASSERT_EQ(state_->engine.ViewNode(0).status, NodeStatus::kDown);
+
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat();
+  hub_->OnMessage(&paused, heartbeat);
+  ASSERT_TRUE(paused.closed.has_value()) << "the stale stream was kept";
+  EXPECT_EQ(paused.closed->code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(paused.closed->message().find("register again"), std::string_view::npos);
+
+  FakeAgentLink again;
+  hub_->OnMessage(&again, RegisterMessage("n001"));
+  EXPECT_TRUE(again.Registered());
+  EXPECT_FALSE(again.closed.has_value());
+  EXPECT_EQ(state_->engine.ViewNode(0).status, NodeStatus::kIdle);
+}
+
 }  // namespace
 }  // namespace cohort::controller

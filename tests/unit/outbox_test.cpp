@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -45,6 +46,37 @@ class FakeRecords final : public RecordSource {
 
   std::map<JobId, v1::JobRecord> jobs;
   JobId next_id = 1;
+};
+
+// The real database, whose commits fail for want of space while `full`
+// is set, as SQLite's do on a full disk (SQLITE_FULL: ResourceExhausted,
+// the transaction rolled back). The integration test fills a real disk.
+class FillingStore final : public Store {
+ public:
+  explicit FillingStore(std::unique_ptr<Store> real) : real_(std::move(real)) {}
+  absl::StatusOr<LoadedState> Load() override { return real_->Load(); }
+  absl::Status Commit(const StateBatch& batch) override {
+    if (full) return absl::ResourceExhaustedError("state database: the disk is full");
+    return real_->Commit(batch);
+  }
+  absl::StatusOr<std::optional<v1::JobRecord>> FindJob(std::int64_t id) override {
+    return real_->FindJob(id);
+  }
+  absl::StatusOr<std::optional<v1::JobSpec>> FindEnvironment(std::int64_t id) override {
+    return real_->FindEnvironment(id);
+  }
+  absl::StatusOr<std::vector<v1::JobRecord>> History(const HistoryQuery& query) override {
+    return real_->History(query);
+  }
+  absl::StatusOr<int> PurgeHistory(std::int64_t before_ms, int limit) override {
+    return real_->PurgeHistory(before_ms, limit);
+  }
+  absl::StatusOr<StateReport> Check() override { return real_->Check(); }
+
+  std::atomic<bool> full{false};
+
+ private:
+  std::unique_ptr<Store> real_;
 };
 
 class OutboxTest : public ::testing::Test {
@@ -134,6 +166,46 @@ TEST_F(OutboxTest, FailedCommitDeliversNothingAndStops) {
   io_.restart();
   io_.poll();
   EXPECT_FALSE(delivered);
+}
+
+// A full disk stalls the batch rather than stopping: nothing in it is
+// acknowledged, changes are refused while it waits, reads answer at once,
+// and once space returns the batch lands and its answers go out.
+TEST(OutboxFullDiskTest, AFullDiskStallsAndResumes) {
+  testing::StateDir dir;
+  boost::asio::io_context io;
+  FakeRecords records;
+  auto filling = std::make_unique<FillingStore>(dir.Open(Store::Mode::kWrite));
+  FillingStore& store = *filling;
+  Outbox outbox(io, records, std::move(filling), nullptr, 4);
+  outbox.LoadedNextId(records.next_id);
+  store.full = true;
+
+  records.Put(5, v1::JOB_PENDING);
+  outbox.MarkChanged({5}, {});
+  outbox.MarkNew(5);
+  bool acknowledged = false;
+  outbox.Defer([&] { acknowledged = true; });
+  ASSERT_TRUE(RunUntil(io, [&] { return !outbox.WriteRefusal().ok(); }));
+  EXPECT_EQ(outbox.WriteRefusal().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(outbox.WriteRefusal().message().find("try again later"), std::string_view::npos);
+  EXPECT_FALSE(outbox.Failed()) << "a full disk stopped the controller";
+  EXPECT_FALSE(acknowledged) << "a submission was acknowledged before it was durable";
+  EXPECT_FALSE(dir.DurableJob(5).has_value());
+
+  bool read = false;
+  {
+    const Outbox::ReadScope reading(outbox);
+    outbox.Defer([&] { read = true; });
+  }
+  EXPECT_TRUE(read) << "a read waited for the disk";
+
+  store.full = false;
+  ASSERT_TRUE(RunUntil(io, [&] { return acknowledged; }));
+  EXPECT_TRUE(outbox.WriteRefusal().ok());
+  ASSERT_TRUE(dir.DurableJob(5).has_value());
+  EXPECT_GE(outbox.Stalls(), 1U);
+  outbox.Shutdown();
 }
 
 TEST_F(OutboxTest, ShutdownWritesWhatIsLeft) {
