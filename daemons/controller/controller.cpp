@@ -362,7 +362,15 @@ void Controller::ObserveRpc(std::string_view method, std::chrono::steady_clock::
 
 void Controller::Metrics(Reply<std::string> reply) {
   boost::asio::post(io_, [this, reply = std::move(reply)] {
-    reply(metrics_.Render(state_.engine, agent_hub_.ConnectedNodes()));
+    const ListenerCounts listeners = listener_counts_ ? listener_counts_() : ListenerCounts{};
+    reply(metrics_.Render(state_.engine, agent_hub_.ConnectedNodes(),
+                          Refusals{.rpc_connections_refused = listeners.rpc_refused,
+                                   .rpc_connections_shed = listeners.rpc_shed,
+                                   .http_connections_refused = listeners.http_refused,
+                                   .http_connections_shed = listeners.http_shed,
+                                   .agent_reports_refused = agent_hub_.RefusedReports(),
+                                   .state_write_stalls = outbox_.Stalls(),
+                                   .state_writes_refused = !outbox_.WriteRefusal().ok()}));
   });
 }
 

@@ -114,6 +114,17 @@ class Controller final : private EffectSink {
   /// The Prometheus exposition of the controller's metrics now
   /// (metrics.h), made on the state thread.
   void Metrics(Reply<std::string> reply);
+  /// What the listeners turned away, read at each scrape (any thread):
+  /// set by whoever owns them, before Start.
+  struct ListenerCounts {
+    std::uint64_t rpc_refused = 0;
+    std::uint64_t rpc_shed = 0;
+    std::uint64_t http_refused = 0;
+    std::uint64_t http_shed = 0;
+  };
+  void CountListeners(std::function<ListenerCounts()> counts) {
+    listener_counts_ = std::move(counts);
+  }
 
   /// A message from an agent's stream.
   void OnAgentMessage(AgentLink* link, v1::AgentMessage message);
@@ -158,6 +169,7 @@ class Controller final : private EffectSink {
   AdminRpcs admin_rpcs_;
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
   ControllerMetrics metrics_;
+  std::function<ListenerCounts()> listener_counts_;
 };
 
 }  // namespace cohort::controller

@@ -28,7 +28,7 @@ struct FrameBounds {
   std::size_t control_per_window = 2'000;
   std::chrono::milliseconds window{10'000};
   /// One frame's payload (gRPC's frames are at most 4 MiB).
-  std::size_t frame_bytes = 16 << 20;
+  std::size_t frame_bytes = 4 << 20;
 };
 
 /// Follows the frames of one HTTP/2 connection, both ways, by their 9-byte

@@ -420,17 +420,26 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     std::cerr << fmt::format("cohort-controller: cannot start the gRPC server on {}\n", address);
     return 1;
   }
+  // Destroyed when Serve returns, after the state thread's last handlers
+  // ran: a scrape they answer still finds the HTTP thread's queue.
+  cohort::controller::WebService web(controller, authenticator, tokens);
   // Every connection reaches gRPC through the guard.
   cohort::controller::H2Guard guard(server.get(), peers, *std::move(tls));
   (*tcp)->Serve(guard);
   local.Serve(guard);
+  // Read at each scrape; `http` is set below, before the state thread runs.
+  std::unique_ptr<cohort::http::HttpServer> http;
+  controller.CountListeners([&] {
+    const cohort::http::HttpServer::Counts web_counts =
+        http ? http->Counted() : cohort::http::HttpServer::Counts{};
+    return Controller::ListenerCounts{.rpc_refused = guard.Refused(),
+                                      .rpc_shed = (*tcp)->Shed() + local.Shed(),
+                                      .http_refused = web_counts.refused,
+                                      .http_shed = web_counts.shed};
+  });
   if (!flags.port_file.empty()) {
     std::ofstream(flags.port_file) << bound_port << '\n';
   }
-  // Destroyed when Serve returns, after the state thread's last handlers
-  // ran: a scrape they answer still finds the HTTP thread's queue.
-  cohort::controller::WebService web(controller, authenticator, tokens);
-  std::unique_ptr<cohort::http::HttpServer> http;
   if (config.http_port >= 0) {
     absl::StatusOr<std::optional<cohort::http::HttpTls>> http_tls = HttpTlsOf(config);
     absl::StatusOr<std::unique_ptr<cohort::http::HttpServer>> listening =
@@ -507,6 +516,7 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
     (*tcp)->Stop();
     local.Stop();
     guard.Stop();
+    controller.CountListeners(nullptr);
     (void)server.release();
     (void)http.release();
     return 1;
@@ -514,6 +524,7 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
   (*tcp)->Stop();
   local.Stop();
   guard.Stop();
+  controller.CountListeners(nullptr);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   // Streams ended by the shutdown posted their clean-up to the state thread;
   // run it so that nothing is left behind (scrapes answered into a stopped

@@ -153,7 +153,8 @@ void ControllerMetrics::Commit(std::chrono::steady_clock::duration took, std::si
   commit_waiting_.Observe(static_cast<double>(waiting));
 }
 
-std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_streams) const {
+std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_streams,
+                                     const Refusals& refusals) const {
   Exposition out;
   JobGauges(out, engine);
   NodeGauges(out, engine);
@@ -190,6 +191,36 @@ std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_st
   out.Family("cohort_agent_streams", MetricType::kGauge,
              "Nodes whose agent is connected to this controller.");
   out.Sample("cohort_agent_streams", {}, static_cast<double>(agent_streams));
+  for (const auto& [name, help, value] :
+       {std::tuple{"cohort_rpc_connections_refused_total",
+                   "RPC connections closed by the HTTP/2 guard: a client past a bound (header "
+                   "block, open streams, resets, control frames), kept out after one, or past a "
+                   "connection cap with none idle to make room.",
+                   refusals.rpc_connections_refused},
+        std::tuple{"cohort_rpc_connections_shed_total",
+                   "RPC connections (TCP and the local socket) closed at accept for want of a "
+                   "file descriptor.",
+                   refusals.rpc_connections_shed},
+        std::tuple{"cohort_http_connections_refused_total",
+                   "HTTP connections closed at once: their address held its bound of "
+                   "connections or TLS handshakes.",
+                   refusals.http_connections_refused},
+        std::tuple{"cohort_http_connections_shed_total",
+                   "HTTP connections closed at accept for want of a file descriptor.",
+                   refusals.http_connections_shed},
+        std::tuple{"cohort_agent_reports_refused_total",
+                   "Agent reports dropped: about a job with no rank on the reporting node.",
+                   refusals.agent_reports_refused},
+        std::tuple{"cohort_state_write_stalls_total",
+                   "Commits of the state database refused for want of space (each retried).",
+                   refusals.state_write_stalls}}) {
+    out.Family(name, MetricType::kCounter, help);
+    out.Sample(name, {}, static_cast<double>(value));
+  }
+  out.Family("cohort_state_writes_refused", MetricType::kGauge,
+             "1 while the state database cannot be written (a full disk) and changes are "
+             "refused; 0 otherwise.");
+  out.Sample("cohort_state_writes_refused", {}, refusals.state_writes_refused ? 1.0 : 0.0);
   return out.Take();
 }
 

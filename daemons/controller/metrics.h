@@ -18,6 +18,18 @@
 /// accounts; never a job. Used on the state thread only.
 namespace cohort::controller {
 
+/// What the controller's bounds turned away (docs/operations.md,
+/// "Resource bounds"), for the exposition.
+struct Refusals {
+  std::uint64_t rpc_connections_refused = 0;   ///< the HTTP/2 guard: a bound passed, or a cap
+  std::uint64_t rpc_connections_shed = 0;      ///< TCP and local socket, out of descriptors
+  std::uint64_t http_connections_refused = 0;  ///< the HTTP port: one address at its bound
+  std::uint64_t http_connections_shed = 0;     ///< the HTTP port, out of descriptors
+  std::uint64_t agent_reports_refused = 0;     ///< about a job with no rank on the node
+  std::uint64_t state_write_stalls = 0;        ///< commits refused for want of space
+  bool state_writes_refused = false;           ///< now: changes are refused (disk full)
+};
+
 class ControllerMetrics {
  public:
   ControllerMetrics();
@@ -36,8 +48,10 @@ class ControllerMetrics {
   void Commit(std::chrono::steady_clock::duration took, std::size_t records, std::size_t waiting);
 
   /// The exposition: the counters, and gauges of `engine` now, with
-  /// `agent_streams` nodes whose agent is connected.
-  [[nodiscard]] std::string Render(const Engine& engine, std::size_t agent_streams) const;
+  /// `agent_streams` nodes whose agent is connected, and what the bounds
+  /// turned away.
+  [[nodiscard]] std::string Render(const Engine& engine, std::size_t agent_streams,
+                                   const Refusals& refusals = {}) const;
 
  private:
   std::uint64_t submitted_ = 0;

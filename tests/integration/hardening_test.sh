@@ -22,6 +22,8 @@ trap 'stop_daemons; [ -n "$TMPFS" ] && umount "$TMPFS" 2>/dev/null; cleanup' EXI
 EXTRA_CONF="NodeTimeout=6" IT_HTTP=on start_cluster
 port=$(cat "$WORK/port")
 http_port=$(cat "$WORK/http-port")
+# metric NAME: the controller's /metrics sample of NAME (no labels).
+metric() { web "$(web_base)/metrics" | awk -v name="$1" '$1 == name {print $2}'; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$CONTROLLER_PID/status"; }
 serving() { kill -0 "$CONTROLLER_PID" 2>/dev/null && cohort nodes >/dev/null 2>&1; }
 over_tcp() { COHORT_CONTROLLER="127.0.0.1:$port" "$@"; }
@@ -103,6 +105,8 @@ after=$(rss_kib)
 grown=$(((after - before) / 1024))
 [ "$grown" -lt 256 ] || fail "HTTP/2 floods grew the controller by $grown MiB ($(tr '\n' ';' <"$WORK/flood.log"))"
 over_tcp cohort queue >/dev/null || fail "TCP calls fail after the floods"
+[ "$(metric cohort_rpc_connections_refused_total)" -ge 4 ] ||
+  fail "cohort_rpc_connections_refused_total is $(metric cohort_rpc_connections_refused_total)"
 pass "HTTP/2 floods (CONTINUATION, rapid reset, open streams, huge headers) grew it by $grown MiB"
 
 # 9. Handshakes that never finish, 300 from one address, do not keep
@@ -113,6 +117,8 @@ metrics=$(web --max-time 10 -o /dev/null -w '%{http_code}' "$(web_base)/metrics"
 [ "$metrics" = 200 ] || fail "/metrics answered $metrics while 127.0.0.2 held $opened"
 exec {HOLD[1]}>&-
 wait "$HOLD_PID" 2>/dev/null
+[ "$(metric cohort_http_connections_refused_total)" -gt 0 ] ||
+  fail "cohort_http_connections_refused_total is $(metric cohort_http_connections_refused_total)"
 pass "300 stalled TLS handshakes from one address ($opened) leave /metrics to others"
 
 # 3. Descriptors run out, then come back: the TCP port accepts again.
@@ -128,6 +134,8 @@ wait "$HOLD_PID" 2>/dev/null
 prlimit --pid "$CONTROLLER_PID" --nofile="$limit": || true
 wait_until 30 over_tcp cohort queue || fail "the TCP port does not accept after descriptors came back"
 serving || fail "the local socket does not answer after descriptors came back"
+[ "$(metric cohort_rpc_connections_shed_total)" -gt 0 ] ||
+  fail "cohort_rpc_connections_shed_total is $(metric cohort_rpc_connections_shed_total)"
 pass "out of descriptors ($opened held against 256) it sheds, then accepts again"
 
 # 8. A full disk: changes are refused with a retryable answer, reads are
@@ -142,6 +150,7 @@ if [ -n "$TMPFS" ]; then
   [ -n "$refused" ] || fail "a submission to a full disk was not refused: $out"
   grep -q "try again later" <<<"$refused" || fail "the refusal does not say to retry: $refused"
   serving || fail "the controller stopped serving on a full disk"
+  [ "$(metric cohort_state_writes_refused)" = 1 ] || fail "cohort_state_writes_refused is not 1"
   cohort queue >/dev/null || fail "cohort queue fails on a full disk"
   status=$(web -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" \
     -H 'Content-Type: application/json' \
