@@ -3,9 +3,13 @@
 // unary call's request of the Controller service, WatchJob's, and an
 // agent's messages, parsed from the same bytes; then what the controller
 // itself takes apart of them (a submitted spec into the engine's request,
-// job references), and what the REST API decodes of a request's text (a
-// query string into request messages, a token). Any of them may be
-// refused; none may crash.
+// job references), the bounds every request is held to, what the REST
+// API decodes of a request's text (a query string into request messages,
+// a token), and the bytes as an HTTP/2 client's, split at the first byte's
+// say, through the guard's frame watch. Any of them may be refused; none
+// may crash, and a refusal says why.
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +20,8 @@
 #include "api_token.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
+#include "h2_frame_watch.h"
+#include "request_bounds.h"
 #include "web_service.h"
 #include "wire.h"
 
@@ -42,17 +48,35 @@ void Refs(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace v1 = cohort::v1;
-#define COHORT_FUZZ_DECODE(Method, Request, Response, Area, Caller) \
-  {                                                                 \
-    v1::Request request;                                            \
-    (void)Decode(data, size, request);                              \
+#define COHORT_FUZZ_DECODE(Method, Request, Response, Area, Caller)                          \
+  {                                                                                          \
+    v1::Request request;                                                                     \
+    if (Decode(data, size, request)) {                                                       \
+      const absl::Status bounded = cohort::controller::CheckRequestBounds(request);          \
+      Require(bounded.ok() || !bounded.message().empty(), "a refused request says nothing"); \
+    }                                                                                        \
   }
   COHORT_CONTROLLER_RPCS(COHORT_FUZZ_DECODE)
 #undef COHORT_FUZZ_DECODE
   v1::WatchJobRequest watch;
   (void)Decode(data, size, watch);
   v1::AgentMessage agent;
-  (void)Decode(data, size, agent);
+  if (Decode(data, size, agent)) {
+    const absl::Status bounded = cohort::controller::CheckRequestBounds(agent);
+    Require(bounded.ok() || !bounded.message().empty(), "a refused agent message says nothing");
+  }
+  if (size > 0) {
+    // The guard reads a client's bytes in whatever pieces they arrive.
+    cohort::controller::FrameWatch frames;
+    const std::size_t piece = 1 + data[0] % 97;
+    std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+    std::string verdict;
+    while (!rest.empty() && verdict.empty()) {
+      verdict = frames.FromClient(rest.substr(0, piece), std::chrono::milliseconds(0));
+      frames.FromServer(rest.substr(0, piece));
+      rest.remove_prefix(std::min(piece, rest.size()));
+    }
+  }
 
   v1::SubmitJobRequest submit;
   if (Decode(data, size, submit)) {
