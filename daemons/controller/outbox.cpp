@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "outbox.h"
 
+#include <utility>
+
 #include <boost/asio/post.hpp>
 
 #include "cohort/fmt_absl.h"
@@ -173,10 +175,11 @@ void Outbox::Committed(const absl::Status& status, const CommitReport& report, S
         "answers the rest; try again later",
         std::string(status.message())));
     ++stalls_;
+    stalled_batch_ = std::move(batch);
+    stalled_out_ = std::move(out);
     retry_timer_.expires_after(std::chrono::seconds(1));
-    retry_timer_.async_wait([this, batch = std::move(batch),
-                             out = std::move(out)](const boost::system::error_code& error) mutable {
-      if (!error) Commit(std::move(batch), std::move(out));
+    retry_timer_.async_wait([this](const boost::system::error_code& error) {
+      if (!error) Commit(std::exchange(stalled_batch_, {}), std::exchange(stalled_out_, {}));
     });
     return;
   }
@@ -236,6 +239,16 @@ void Outbox::Shutdown() {
   usage_written_ = Millis{0};  // write the usage charged up to now too
   outbox_.clear();
   flush_posted_ = true;  // no flush may be posted any more
+  if (stalled_) {
+    // A batch that waited for space goes first, should there be some now;
+    // if not, what it held was never acknowledged.
+    stalled_ = false;
+    if (absl::Status s = store_->Commit(stalled_batch_); !s.ok()) {
+      Log("store")->error("state_write_lost_at_stop reason=\"{}\"", s);
+      store_.reset();
+      return;
+    }
+  }
   Flush();
   store_thread_.io().restart();
   store_thread_.io().run();

@@ -154,7 +154,9 @@ class Outbox {
   bool flush_posted_ = false;
   bool failed_ = false;
   absl::Status failure_;
-  bool stalled_ = false;  ///< a batch waits for space; no other is taken
+  bool stalled_ = false;      ///< a batch waits for space; no other is taken
+  StateBatch stalled_batch_;  ///< while stalled_: the batch, tried again every second
+  std::vector<std::function<void()>> stalled_out_;  ///< what waits on it
   absl::Status refusal_;
   std::uint64_t stalls_ = 0;
   bool reading_ = false;  ///< ReadScope

@@ -16,15 +16,15 @@
 
 namespace cohort::controller {
 
-absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(const std::string& host,
-                                                                 int port) {
+absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::ListenOn(const std::string& host,
+                                                                   int port, int family) {
   std::string name = host;
   if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
     name = name.substr(1, name.size() - 2);
   }
   const bool any = name.empty() || name == "0.0.0.0" || name == "::";
   addrinfo hints{};
-  hints.ai_family = any ? AF_INET6 : AF_UNSPEC;
+  hints.ai_family = family;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
@@ -65,6 +65,16 @@ absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(const std::stri
   }
   ::freeaddrinfo(found);
   return absl::UnavailableError(fmt::format("cannot listen on {}:{}: {}", host, port, why));
+}
+
+absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(const std::string& host,
+                                                                 int port) {
+  const bool any = host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+  if (!any) return ListenOn(host, port, AF_UNSPEC);
+  // Every address: IPv6's, which takes IPv4's too, as gRPC's own listener
+  // did; IPv4's alone on a host without IPv6.
+  absl::StatusOr<std::unique_ptr<TcpListener>> both = ListenOn(host, port, AF_INET6);
+  return both.ok() ? std::move(both) : ListenOn(host, port, AF_INET);
 }
 
 TcpListener::~TcpListener() { Stop(); }

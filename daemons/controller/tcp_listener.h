@@ -38,6 +38,9 @@ class TcpListener {
 
  private:
   TcpListener(int fd, int port) : fd_(fd), port_(port) {}
+  /// Listen, on addresses of `family` (AF_UNSPEC: any the name has).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpListener>> ListenOn(
+      const std::string& host, int port, int family);
 
   int fd_ = -1;
   int port_ = 0;

@@ -103,7 +103,9 @@ fi
 grep -q "rpc_client_refused" "$WORK/controller.log" || fail "no rpc_client_refused in the log"
 after=$(rss_kib)
 grown=$(((after - before) / 1024))
-[ "$grown" -lt 256 ] || fail "HTTP/2 floods grew the controller by $grown MiB ($(tr '\n' ';' <"$WORK/flood.log"))"
+# Under the sanitizers freed memory waits in ASan's quarantine (256 MiB)
+# rather than going back: the asan preset allows more.
+[ "$grown" -lt "${HARDENING_GROWTH_MIB:-256}" ] || fail "HTTP/2 floods grew the controller by $grown MiB ($(tr '\n' ';' <"$WORK/flood.log"))"
 over_tcp cohort queue >/dev/null || fail "TCP calls fail after the floods"
 [ "$(metric cohort_rpc_connections_refused_total)" -ge 4 ] ||
   fail "cohort_rpc_connections_refused_total is $(metric cohort_rpc_connections_refused_total)"
