@@ -24,6 +24,13 @@ namespace {
 constexpr std::array<std::string_view, 7> kWritingRpcs{
     "SubmitJob", "CancelJob", "ControlJobs", "UpdateJob", "StartStep", "SignalStep", "UpdateNode"};
 
+// Whose calls a call counts against: its user's, or, for a caller nobody
+// vouched for, everyone's of that kind together.
+std::optional<std::uint32_t> RateKey(const Identity& who) {
+  if (who.trust == Identity::Trust::kAnonymous) return std::nullopt;
+  return who.uid;
+}
+
 constexpr bool Writes(std::string_view method) {
   return std::find(kWritingRpcs.begin(), kWritingRpcs.end(), method) != kWritingRpcs.end();
 }
@@ -99,15 +106,21 @@ Part& Controller::PartOf() {
 }
 
 // Every request, whichever listener it came in by, is checked against
-// its bounds on the caller's thread before anything sized by it is done.
-#define COHORT_CONTROLLER_DEFINE_RPC(Method, Request, Response, Area, Caller)               \
-  void Controller::Method(v1::Request request, Identity who, Reply<v1::Response> reply) {   \
-    if (absl::Status bounded = CheckRequestBounds(request); !bounded.ok()) {                \
-      reply(bounded);                                                                       \
-      return;                                                                               \
-    }                                                                                       \
-    Dispatch(PartOf<Area##Rpcs>(), &Area##Rpcs::Method, std::move(request), std::move(who), \
-             std::move(reply), outbox_, Writes(#Method));                                   \
+// its bounds and its caller's rate on the caller's thread before anything
+// sized by it is done.
+#define COHORT_CONTROLLER_DEFINE_RPC(Method, Request, Response, Area, Caller)                  \
+  void Controller::Method(v1::Request request, Identity who, Reply<v1::Response> reply) {      \
+    if (absl::Status bounded = CheckRequestBounds(request); !bounded.ok()) {                   \
+      reply(bounded);                                                                          \
+      return;                                                                                  \
+    }                                                                                          \
+    if (absl::Status paced = call_rate_.Admit(RateKey(who), std::chrono::steady_clock::now()); \
+        !paced.ok()) {                                                                         \
+      reply(paced);                                                                            \
+      return;                                                                                  \
+    }                                                                                          \
+    Dispatch(PartOf<Area##Rpcs>(), &Area##Rpcs::Method, std::move(request), std::move(who),    \
+             std::move(reply), outbox_, Writes(#Method));                                      \
   }
 COHORT_CONTROLLER_RPCS(COHORT_CONTROLLER_DEFINE_RPC)
 #undef COHORT_CONTROLLER_DEFINE_RPC
@@ -368,6 +381,7 @@ void Controller::Metrics(Reply<std::string> reply) {
                                    .rpc_connections_shed = listeners.rpc_shed,
                                    .http_connections_refused = listeners.http_refused,
                                    .http_connections_shed = listeners.http_shed,
+                                   .rpc_calls_refused = call_rate_.Refused(),
                                    .agent_reports_refused = agent_hub_.RefusedReports(),
                                    .state_write_stalls = outbox_.Stalls(),
                                    .state_writes_refused = !outbox_.WriteRefusal().ok()}));

@@ -14,6 +14,7 @@
 
 #include "admin_rpcs.h"
 #include "agent_hub.h"
+#include "call_rate.h"
 #include "cohort/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
@@ -170,6 +171,7 @@ class Controller final : private EffectSink {
   std::vector<NodeStatus> logged_node_status_;  ///< by NodeId: last state logged
   ControllerMetrics metrics_;
   std::function<ListenerCounts()> listener_counts_;
+  CallRate call_rate_;  ///< any thread
 };
 
 }  // namespace cohort::controller

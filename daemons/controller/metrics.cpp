@@ -154,7 +154,7 @@ void ControllerMetrics::Commit(std::chrono::steady_clock::duration took, std::si
 }
 
 std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_streams,
-                                     const Refusals& refusals) const {
+                                      const Refusals& refusals) const {
   Exposition out;
   JobGauges(out, engine);
   NodeGauges(out, engine);
@@ -208,6 +208,10 @@ std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_st
         std::tuple{"cohort_http_connections_shed_total",
                    "HTTP connections closed at accept for want of a file descriptor.",
                    refusals.http_connections_shed},
+        std::tuple{"cohort_rpc_calls_refused_total",
+                   "Calls refused RESOURCE_EXHAUSTED: their user (or anonymous callers "
+                   "together) made more calls a second than allowed.",
+                   refusals.rpc_calls_refused},
         std::tuple{"cohort_agent_reports_refused_total",
                    "Agent reports dropped: about a job with no rank on the reporting node.",
                    refusals.agent_reports_refused},

@@ -25,6 +25,7 @@ struct Refusals {
   std::uint64_t rpc_connections_shed = 0;      ///< TCP and local socket, out of descriptors
   std::uint64_t http_connections_refused = 0;  ///< the HTTP port: one address at its bound
   std::uint64_t http_connections_shed = 0;     ///< the HTTP port, out of descriptors
+  std::uint64_t rpc_calls_refused = 0;         ///< a user past their calls a second
   std::uint64_t agent_reports_refused = 0;     ///< about a job with no rank on the node
   std::uint64_t state_write_stalls = 0;        ///< commits refused for want of space
   bool state_writes_refused = false;           ///< now: changes are refused (disk full)
