@@ -117,8 +117,9 @@ void H2Guard::Run() {
         continue;
       }
       const auto inner = inner_to_client_.find(fd);
-      const auto it = connections_.find(inner != inner_to_client_.end() ? inner->second : fd);
-      if (it != connections_.end()) Pump(*it->second);
+      const bool from_inner = inner != inner_to_client_.end();
+      const auto it = connections_.find(from_inner ? inner->second : fd);
+      if (it != connections_.end()) Pump(*it->second, from_inner ? Woke::kInner : Woke::kClient);
     }
     // Handshakes past their time, once a second.
     if (const std::chrono::milliseconds now = SteadyNow(); now - swept >= std::chrono::seconds(1)) {
@@ -213,11 +214,15 @@ void H2Guard::Adopt(int fd, Peer peer) {
   c->client_events = EPOLLIN;
   Connection& added = *c;
   connections_.emplace(fd, std::move(c));
-  Pump(added);
+  Pump(added, Woke::kBoth);
 }
 
-void H2Guard::Pump(Connection& c) {
+void H2Guard::Pump(Connection& c, Woke woke) {
   const int client = c.client;
+  // TLS that waited on the client's socket for something other than
+  // application bytes reads it whatever woke.
+  const bool read_client = woke != Woke::kInner || c.client_wait != 0;
+  const bool read_inner = woke != Woke::kClient;
   c.client_wait = 0;
   if (c.refusing) return Linger(c);
   if (!c.ready) {
@@ -253,7 +258,11 @@ void H2Guard::Pump(Connection& c) {
   }
   static thread_local std::array<char, 64 * 1024> buffer;
   // The client's bytes, as far as gRPC keeps up.
-  while (c.up.size() < kBehind) {
+  // Each side is read until a read comes back short (level-triggered
+  // epoll says when there is more), not until EAGAIN: one system call per
+  // message rather than two.
+  bool more = read_client;
+  while (more && c.up.size() < kBehind) {
     ssize_t n = 0;
     if (c.tls) {
       const tls::TlsSession::Step step = c.tls->Read(buffer.data(), buffer.size());
@@ -272,6 +281,7 @@ void H2Guard::Pump(Connection& c) {
         return Close(client, "");
       }
     }
+    more = static_cast<std::size_t>(n) == buffer.size() || (c.tls && c.tls->Buffered());
     const std::string_view bytes(buffer.data(), static_cast<std::size_t>(n));
     if (std::string why = c.watch.FromClient(bytes, SteadyNow()); !why.empty()) {
       ++refused_;
@@ -290,12 +300,14 @@ void H2Guard::Pump(Connection& c) {
   }
   // gRPC's bytes, as far as the client keeps up.
   bool server_closed = false;
-  while (c.down.size() < kBehind) {
+  more = read_inner && c.inner >= 0;
+  while (more && c.down.size() < kBehind) {
     const ssize_t n = ::read(c.inner, buffer.data(), buffer.size());
     if (n > 0) {
       const std::string_view bytes(buffer.data(), static_cast<std::size_t>(n));
       c.watch.FromServer(bytes);
       c.down.append(bytes);
+      more = static_cast<std::size_t>(n) == buffer.size();
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;

@@ -61,7 +61,10 @@ class H2Guard {
  private:
   void Run();
   void Adopt(int fd, Peer peer);
-  void Pump(Connection& c);
+  /// Which side of a connection epoll said is ready: only that side is
+  /// read (a read of the other would only say EAGAIN).
+  enum class Woke : std::uint8_t { kClient, kInner, kBoth };
+  void Pump(Connection& c, Woke woke);
   void Close(int client_fd, const std::string& why);
   /// `c` passed a bound: logged, its source penalized, then Tell.
   void Refuse(Connection& c, const std::string& why);
