@@ -5,8 +5,10 @@
 
 #include <grpcpp/server_builder.h>
 
-/// The bounds of the controller's gRPC listeners, TCP and the local socket
-/// alike (docs/operations.md, "Resource bounds"). What a client sees at
+/// The bounds gRPC itself holds the controller's connections to, behind
+/// the HTTP/2 guard (h2_guard.h), which holds them to tighter ones first
+/// (docs/operations.md, "Resource bounds"); the handshake timeout serves a
+/// standby's port, which gRPC listens on itself. What a client sees at
 /// each: past the streams of a connection, its new calls wait in its own
 /// HTTP/2 queue; past the header bytes, the call is refused
 /// RESOURCE_EXHAUSTED; past the message bytes, RESOURCE_EXHAUSTED; a
