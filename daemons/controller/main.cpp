@@ -33,8 +33,8 @@
 #include "standby.h"
 #include "store.h"
 #include "tcp_listener.h"
-#include "tls_session.h"
 #include "tls_files.h"
+#include "tls_session.h"
 #include "web_service.h"
 
 namespace {
@@ -231,11 +231,17 @@ std::string AdvertisedAddress(const cohort::config::ClusterConfig& config, int p
   return fmt::format("{}:{}", host, port);
 }
 
-// The TCP port's credentials: TLS with the controller's certificate when
-// TLSCertFile is set, checked first (cohort config check says the same).
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
-    const cohort::config::ClusterConfig& config) {
-  if (!config.TlsOn()) return grpc::InsecureServerCredentials();
+// The TCP port's PEM files, checked first (cohort config check says the
+// same): the controller's certificate and key, and the cluster's CA (empty
+// without TLSCAFile), with which a client may show a certificate it signed
+// (an agent's, naming its nodes); one that shows none (a user's command)
+// proves itself by MUNGE as over plain TCP.
+struct TcpPems {
+  std::string cert;
+  std::string key;
+  std::string ca;
+};
+absl::StatusOr<TcpPems> ReadTcpPems(const cohort::config::ClusterConfig& config) {
   const cohort::shell::TlsReport report = cohort::shell::CheckTlsFiles(config);
   if (!report.errors.empty()) {
     return absl::InvalidArgumentError(fmt::format("{}", fmt::join(report.errors, "; ")));
@@ -244,44 +250,39 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
   absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
   if (!cert.ok()) return cert.status();
   if (!key.ok()) return key.status();
-  // With the cluster's CA, a client may show a certificate it signed (an
-  // agent's, naming its nodes); one that shows none (a user's command)
-  // proves itself by MUNGE as over plain TCP.
-  grpc::SslServerCredentialsOptions options(config.tls_ca_file.empty()
-                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                                : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  TcpPems pems{.cert = *std::move(cert), .key = *std::move(key), .ca = {}};
   if (!config.tls_ca_file.empty()) {
     absl::StatusOr<std::string> ca = cohort::shell::ReadPem(config.tls_ca_file, "TLSCAFile");
     if (!ca.ok()) return ca.status();
-    options.pem_root_certs = *std::move(ca);
+    pems.ca = *std::move(ca);
   }
-  options.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
   spdlog::info("tls_on {}", report.summary);
+  return pems;
+}
+
+// A standby's TCP port's credentials (gRPC's own TLS): the files of
+// ReadTcpPems when TLSCertFile is set.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(
+    const cohort::config::ClusterConfig& config) {
+  if (!config.TlsOn()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<TcpPems> pems = ReadTcpPems(config);
+  if (!pems.ok()) return pems.status();
+  grpc::SslServerCredentialsOptions options(pems->ca.empty()
+                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = std::move(pems->ca);
+  options.pem_key_cert_pairs.push_back({std::move(pems->key), std::move(pems->cert)});
   return grpc::SslServerCredentials(options);
 }
 
-// The TCP port's TLS, ended by the HTTP/2 guard: the controller's
-// certificate and key, and the cluster's CA for agents' certificates, when
-// TLSCertFile is set; null for plain TCP.
+// The active controller's TCP port's TLS, ended by the HTTP/2 guard; null
+// for plain TCP.
 absl::StatusOr<std::shared_ptr<cohort::tls::TlsServerContext>> TcpTls(
     const cohort::config::ClusterConfig& config) {
   if (!config.TlsOn()) return nullptr;
-  const cohort::shell::TlsReport report = cohort::shell::CheckTlsFiles(config);
-  if (!report.errors.empty()) {
-    return absl::InvalidArgumentError(fmt::format("{}", fmt::join(report.errors, "; ")));
-  }
-  absl::StatusOr<std::string> cert = cohort::shell::ReadPem(config.tls_cert_file, "TLSCertFile");
-  absl::StatusOr<std::string> key = cohort::shell::ReadPem(config.tls_key_file, "TLSKeyFile");
-  if (!cert.ok()) return cert.status();
-  if (!key.ok()) return key.status();
-  std::string ca;
-  if (!config.tls_ca_file.empty()) {
-    absl::StatusOr<std::string> read = cohort::shell::ReadPem(config.tls_ca_file, "TLSCAFile");
-    if (!read.ok()) return read.status();
-    ca = *std::move(read);
-  }
-  spdlog::info("tls_on {}", report.summary);
-  return cohort::tls::TlsServerContext::Make(*cert, *key, ca);
+  absl::StatusOr<TcpPems> pems = ReadTcpPems(config);
+  if (!pems.ok()) return pems.status();
+  return cohort::tls::TlsServerContext::Make(pems->cert, pems->key, pems->ca);
 }
 
 // The HTTP port's TLS: the controller's certificate and key when
