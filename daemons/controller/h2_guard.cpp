@@ -314,24 +314,7 @@ void H2Guard::Pump(Connection& c, Woke woke) {
     server_closed = true;  // gRPC closed the connection (its GOAWAY is in `down`)
     break;
   }
-  while (!c.down.empty()) {
-    ssize_t n = 0;
-    if (c.tls) {
-      const tls::TlsSession::Step step = c.tls->Write(c.down);
-      if (!step.error.empty() || (step.bytes <= 0 && step.wait == 0)) return Close(client, "");
-      if (step.bytes <= 0) {
-        c.client_wait |= step.wait;
-        break;
-      }
-      n = step.bytes;
-    } else {
-      n = ::send(client, c.down.data(), c.down.size(), MSG_NOSIGNAL);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      if (n <= 0) return Close(client, "");
-    }
-    c.down.erase(0, static_cast<std::size_t>(n));
-  }
-  if (server_closed) return Close(client, "");
+  if (!FlushDown(c) || server_closed) return Close(client, "");
   Watch(c);
 }
 
@@ -379,20 +362,7 @@ void H2Guard::Tell(Connection& c, const std::string& why) {
 
 void H2Guard::Linger(Connection& c) {
   const int client = c.client;
-  while (!c.down.empty()) {
-    ssize_t n = 0;
-    if (c.tls) {
-      const tls::TlsSession::Step step = c.tls->Write(c.down);
-      if (!step.error.empty() || (step.bytes <= 0 && step.wait == 0)) return Close(client, "");
-      if (step.bytes <= 0) break;
-      n = step.bytes;
-    } else {
-      n = ::send(client, c.down.data(), c.down.size(), MSG_NOSIGNAL);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-      if (n <= 0) return Close(client, "");
-    }
-    c.down.erase(0, static_cast<std::size_t>(n));
-  }
+  if (!FlushDown(c)) return Close(client, "");
   if (c.down.empty()) ::shutdown(client, SHUT_WR);
   // What it still sends is read and dropped until it closes: closing with
   // its bytes unread would reset the connection before it read why.
@@ -403,6 +373,27 @@ void H2Guard::Linger(Connection& c) {
     if (n < 0) break;
   }
   Watch(c);
+}
+
+bool H2Guard::FlushDown(Connection& c) {
+  while (!c.down.empty()) {
+    ssize_t n = 0;
+    if (c.tls) {
+      const tls::TlsSession::Step step = c.tls->Write(c.down);
+      if (!step.error.empty() || (step.bytes <= 0 && step.wait == 0)) return false;
+      if (step.bytes <= 0) {
+        c.client_wait |= step.wait;
+        return true;
+      }
+      n = step.bytes;
+    } else {
+      n = ::send(c.client, c.down.data(), c.down.size(), MSG_NOSIGNAL);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+      if (n <= 0) return false;
+    }
+    c.down.erase(0, static_cast<std::size_t>(n));
+  }
+  return true;
 }
 
 void H2Guard::Watch(Connection& c) {

@@ -72,6 +72,9 @@ class H2Guard {
   /// lingers until it closes.
   void Tell(Connection& c, const std::string& why);
   void Linger(Connection& c);
+  /// Writes what gRPC said to the client, as far as its socket takes it
+  /// (a TLS wait noted in the connection); false when the client is gone.
+  [[nodiscard]] bool FlushDown(Connection& c);
   void Watch(Connection& c);
 
   grpc::Server* server_;
