@@ -22,7 +22,9 @@ namespace {
 
 constexpr std::size_t kMaxConnections = 4096;
 constexpr int kMaxPerHost = 64;
-constexpr std::size_t kBehind = 1 << 20;  ///< bytes one side may be ahead of the other
+/// Bytes one side may be ahead of the other: with the connection caps,
+/// what the guard itself holds stays under 2 GiB (4,096 x 2 x 256 KiB).
+constexpr std::size_t kBehind = 256 * 1024;
 constexpr std::chrono::seconds kHandshakeTimeout{10};
 constexpr std::chrono::seconds kPenalty{10};
 

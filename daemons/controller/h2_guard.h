@@ -36,7 +36,7 @@ namespace cohort::controller {
 /// system (malloc_trim), once a second at most.
 ///
 /// One thread (epoll) carries every connection; it copies bytes, never
-/// parses a message, and stops reading a side whose other side is 1 MiB
+/// parses a message, and stops reading a side whose other side is 256 KiB
 /// behind.
 class H2Guard {
  public:
