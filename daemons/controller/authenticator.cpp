@@ -4,8 +4,13 @@
 #include <pwd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,14 +53,59 @@ std::optional<std::uint32_t> UidOf(const std::string& user) {
 
 }  // namespace
 
-std::string UserNameOf(std::uint32_t uid) {
+namespace {
+
+// What the user database says of `uid` now: its name, or the number.
+std::string LookUpUserName(std::uint32_t uid) {
   passwd entry{};
   passwd* result = nullptr;
-  char buffer[1024];
-  if (::getpwuid_r(uid, &entry, buffer, sizeof(buffer), &result) == 0 && result != nullptr) {
-    return entry.pw_name;
+  std::vector<char> buffer(1024);
+  int error = 0;
+  while ((error = ::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &result)) == ERANGE &&
+         buffer.size() < 1024 * 1024) {
+    buffer.resize(buffer.size() * 4);
   }
+  if (error == 0 && result != nullptr) return entry.pw_name;
   return std::to_string(uid);
+}
+
+// Names as looked up, each kept for a minute (as nscd keeps them): a
+// lookup reads /etc/passwd or asks NSS's services, which cost a tenth of
+// a submission's time when made for every call. Bounded: full, it starts
+// again empty.
+class UserNames {
+ public:
+  std::string Of(std::uint32_t uid) {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      const std::lock_guard lock(mutex_);
+      if (const auto it = names_.find(uid); it != names_.end() && it->second.until > now) {
+        return it->second.name;
+      }
+    }
+    std::string name = LookUpUserName(uid);
+    const std::lock_guard lock(mutex_);
+    if (names_.size() >= kMaxNames) names_.clear();
+    names_.insert_or_assign(uid, Entry{name, now + kKept});
+    return name;
+  }
+
+ private:
+  static constexpr std::size_t kMaxNames = 4096;
+  static constexpr std::chrono::seconds kKept{60};
+  struct Entry {
+    std::string name;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::mutex mutex_;
+  std::unordered_map<std::uint32_t, Entry> names_;
+};
+
+}  // namespace
+
+std::string UserNameOf(std::uint32_t uid) {
+  static UserNames names;
+  return names.Of(uid);
 }
 
 absl::StatusOr<Authenticator> Authenticator::Make(const config::ClusterConfig& config) {

@@ -59,7 +59,9 @@ class Authenticator {
   std::vector<std::string> operators_;  ///< Operators=
 };
 
-/// The login name of `uid`, or the number when the user database has none.
+/// The login name of `uid`, or the number when the user database has none;
+/// what the database said is kept for a minute (a renamed user is seen
+/// under the new name within one). Any thread.
 [[nodiscard]] std::string UserNameOf(std::uint32_t uid);
 
 }  // namespace cohort::controller

@@ -126,7 +126,15 @@ grpc::ServerUnaryReactor* ClientService::Serve(grpc::CallbackServerContext* cont
   } else {
     who.uid = kNobody;  // the call does not look; nobody, should it ever
   }
-  (controller_.*method)(request, std::move(who),
+  // gRPC passes the request as const, but it is the call's own, in the
+  // holder the context keeps, and gRPC reads it no more once the handler
+  // has it: it is moved out rather than copied (copied should a gRPC ever
+  // keep it elsewhere).
+  auto* holder =
+      static_cast<grpc::MessageHolder<Request, Response>*>(context->GetRpcAllocatorState());
+  Request taken =
+      holder != nullptr && holder->request() == &request ? std::move(*holder->request()) : request;
+  (controller_.*method)(std::move(taken), std::move(who),
                         Finisher(reactor, response, controller_, name, started));
   return reactor;
 }

@@ -39,6 +39,8 @@ class ClientService final : public v1::Controller::CallbackService {
 
  private:
   [[nodiscard]] Identity Identify(const grpc::CallbackServerContext& context) const;
+  /// Hands the call to the controller, the request moved out of gRPC's
+  /// holder of it (not copied: a job's spec carries its environment).
   template <typename Request, typename Response>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const Request& request,
                                   Response* response, std::string_view name, CallerIdentity caller,

@@ -2,8 +2,10 @@
 #include "request_bounds.h"
 
 #include <array>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -77,38 +79,65 @@ std::optional<Over> Within(std::optional<Over> over, std::string_view field, int
   return over;
 }
 
+// What a walk checks of one message type: its strings, its repeated
+// fields and its messages, each with its bound, looked up once per type
+// (ListFields and the table's names for every message walked cost more
+// than the rest of a submission's validation).
+struct Checked {
+  const FieldDescriptor* field;
+  FieldBound bound;
+  bool text;
+  bool nested;
+};
+
+const std::vector<Checked>& PlanOf(const google::protobuf::Descriptor& type) {
+  static std::mutex mutex;
+  static std::unordered_map<const google::protobuf::Descriptor*, std::vector<Checked>> plans;
+  const std::lock_guard lock(mutex);
+  auto [it, added] = plans.try_emplace(&type);
+  if (added) {
+    for (int i = 0; i < type.field_count(); ++i) {
+      const FieldDescriptor* field = type.field(i);
+      const bool text = field->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
+      const bool nested = field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
+      if (!text && !nested && !field->is_repeated()) continue;
+      it->second.push_back({field, BoundOf(field->full_name()), text, nested});
+    }
+  }
+  return it->second;  // never erased: the reference outlives the lock
+}
+
 // Checks `message` and what it holds against their bounds.
 std::optional<Over> Walk(const Message& message, int depth) {
   // The protocol nests a few levels; a deeper message is no request.
   if (depth > 16) return Over{{}, "is nested too deeply"};
   const Reflection& reflection = *message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection.ListFields(message, &fields);
   std::string scratch;
-  for (const FieldDescriptor* field : fields) {
-    const bool text = field->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
-    const bool nested = field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
-    if (!text && !nested && !field->is_repeated()) continue;
-    const FieldBound bound = BoundOf(field->full_name());
+  for (const Checked& checked : PlanOf(*message.GetDescriptor())) {
+    const FieldDescriptor* field = checked.field;
     if (!field->is_repeated()) {
-      std::optional<Over> over =
-          text ? CheckString(reflection.GetStringReference(message, field, &scratch), bound)
-               : Walk(reflection.GetMessage(message, field), depth + 1);
+      std::optional<Over> over;
+      if (checked.text) {
+        over = CheckString(reflection.GetStringReference(message, field, &scratch), checked.bound);
+      } else if (reflection.HasField(message, field)) {
+        over = Walk(reflection.GetMessage(message, field), depth + 1);
+      }
       if (over) return Within(std::move(over), field->name(), -1);
       continue;
     }
     const int size = reflection.FieldSize(message, field);
-    if (static_cast<std::size_t>(size) > bound.entries) {
+    if (static_cast<std::size_t>(size) > checked.bound.entries) {
       return Within(
-          Over{{}, fmt::format("has {} entries; at most {} are taken", size, bound.entries)},
+          Over{{}, fmt::format("has {} entries; at most {} are taken", size, checked.bound.entries)},
           field->name(), -1);
     }
-    if (!text && !nested) continue;
+    if (!checked.text && !checked.nested) continue;
     for (int i = 0; i < size; ++i) {
       std::optional<Over> over =
-          text ? CheckString(reflection.GetRepeatedStringReference(message, field, i, &scratch),
-                             bound)
-               : Walk(reflection.GetRepeatedMessage(message, field, i), depth + 1);
+          checked.text
+              ? CheckString(reflection.GetRepeatedStringReference(message, field, i, &scratch),
+                            checked.bound)
+              : Walk(reflection.GetRepeatedMessage(message, field, i), depth + 1);
       if (over) return Within(std::move(over), field->name(), i);
     }
   }
