@@ -5,10 +5,13 @@
 
 #include <fmt/format.h>
 
-#include "cohort/engine.h"
+#include "cohort/engine_types.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/slurm_time.h"
-#include "engine_core.h"
+#include "engine_support.h"
+#include "job_book.h"
+#include "lifecycle.h"
+#include "pass_triggers.h"
 
 namespace cohort::engine {
 namespace {
@@ -150,14 +153,21 @@ std::string DefaultAccount(const JobRequest& request, const config::ClusterConfi
 
 }  // namespace
 
-Admission::Admission(EngineCore& core) : core_(core) {
-  for (const auto& check : core_.plugins.admission) {
-    if (check->MayMakeJobsWait(core_.config)) waiting_checks_.push_back(check);
+Admission::Admission(const Parts& parts)
+    : config_(parts.config),
+      topology_(parts.topology),
+      pool_(parts.pool),
+      checks_(parts.checks),
+      book_(parts.book),
+      triggers_(parts.triggers),
+      life_(parts.life) {
+  for (const auto& check : checks_) {
+    if (check->MayMakeJobsWait(config_)) waiting_checks_.push_back(check);
   }
 }
 
 absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
-  const config::ClusterConfig& config = core_.config;
+  const config::ClusterConfig& config = config_;
   Job job;
   const config::PartitionSpec* partition = request.partition.empty()
                                                ? config.DefaultPartition()
@@ -200,14 +210,14 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   gang.gpus_per_node = request.gpus_per_node;
   gang.memory_mb_per_node = request.memory_mb;
   gang.exclusivity = request.exclusivity;
-  gang.partition = core_.pool.FindPartition(partition->name);
+  gang.partition = pool_.FindPartition(partition->name);
   gang.features = request.features;
   if (!request.gpu_type.empty()) {
     const std::string feature = alloc::GpuTypeFeature(request.gpu_type);
     const std::string_view prefix = "gpu:";
-    if (!core_.pool.FeatureMask(std::span(&feature, 1))) {
+    if (!pool_.FeatureMask(std::span(&feature, 1))) {
       std::vector<std::string_view> types;
-      for (const std::string& name : core_.pool.FeatureNames()) {
+      for (const std::string& name : pool_.FeatureNames()) {
         if (name.starts_with(prefix)) types.push_back(std::string_view(name).substr(prefix.size()));
       }
       return absl::InvalidArgumentError(fmt::format(
@@ -219,12 +229,12 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   }
   if (request.switches > 0) gang.max_leaves = request.switches;
   if (absl::Status s =
-          ResolveNames(core_.topology, request.nodelist, "nodelist", gang.required_nodes);
+          ResolveNames(topology_, request.nodelist, "nodelist", gang.required_nodes);
       !s.ok()) {
     return s;
   }
   if (absl::Status s =
-          ResolveNames(core_.topology, request.exclude, "exclude", gang.excluded_nodes);
+          ResolveNames(topology_, request.exclude, "exclude", gang.excluded_nodes);
       !s.ok()) {
     return s;
   }
@@ -248,17 +258,17 @@ void Admission::ShowHeld(Job& job, Effects& effects) {
 absl::Status Admission::CheckQueueing(const Job& job) const {
   for (const DependencyTerm& term : job.request.dependency.terms) {
     if (term.type == DependencyType::kSingleton) continue;
-    if (core_.book.Find(term.job) == nullptr) {
+    if (book_.Find(term.job) == nullptr) {
       return absl::InvalidArgumentError(fmt::format(
           "dependency: job {} is not known (jobs leave the queue 5 minutes after they end; see "
           "cohort history)",
           term.job));
     }
   }
-  const config::QosSpec* qos = core_.config.FindQos(job.qos);
+  const config::QosSpec* qos = config_.FindQos(job.qos);
   if (qos == nullptr || !qos->max_submit_jobs_per_user) return absl::OkStatus();
   std::size_t queued = 0;
-  for (const auto* index : {&core_.book.Pending(), &core_.book.Active()}) {
+  for (const auto* index : {&book_.Pending(), &book_.Active()}) {
     for (const Job* other : *index) {
       if (other->qos == job.qos && other->request.uid == job.request.uid) {
         queued += other->array_pending.empty() ? 1 : other->array_pending.size();
@@ -279,8 +289,8 @@ absl::Status Admission::CheckSubmit(const Job& job, Millis now) const {
   // Submission counts no running jobs (empty maps allocate nothing): a
   // check that needs totals waits in Admit instead.
   const plugin::RunningTotals none;
-  const plugin::AdmissionContext context{core_.config, none, now};
-  for (const auto& check : core_.plugins.admission) {
+  const plugin::AdmissionContext context{config_, none, now};
+  for (const auto& check : checks_) {
     if (absl::Status s = check->CheckSubmit(context, job); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -299,7 +309,7 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
     std::string what;
     if (term.type == DependencyType::kSingleton) {
       status = 1;
-      for (const auto* index : {&core_.book.Active(), &core_.book.Pending()}) {
+      for (const auto* index : {&book_.Active(), &book_.Pending()}) {
         for (const Job* other : *index) {
           if (status == 0) break;
           if (other->id != job.id && other->request.uid == job.request.uid &&
@@ -311,14 +321,14 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
         }
       }
     } else {
-      const std::vector<JobId> ids = core_.book.Lookup(JobRef{term.job, term.array_task});
+      const std::vector<JobId> ids = book_.Lookup(JobRef{term.job, term.array_task});
       const std::string target = term.array_task >= 0
                                      ? fmt::format("{}_{}", term.job, term.array_task)
                                      : std::to_string(term.job);
       bool started = false, ended = !ids.empty(), ok = true;
       std::string state = "unknown";
       for (const JobId id : ids) {
-        const Job& t = core_.book.At(id);
+        const Job& t = book_.At(id);
         state = std::string(JobStateName(t.state));
         // An array's record with tasks not yet created has not ended.
         if (t.state != JobState::kPending || t.start_time.count() != 0) started = true;
@@ -396,7 +406,7 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     if (status < 0) {
       if (job.request.kill_on_invalid_dep) {
         job.reason = fmt::format("its dependency can never be satisfied: {}", why);
-        core_.life.Apply(job, JobEvent::kCancelled, now, effects);
+        life_.Apply(job, JobEvent::kCancelled, now, effects);
         job.array_pending.clear();
       } else {
         Lifecycle::SetReason(job, PendingReason::kDependencyNeverSatisfied, why, effects);
@@ -411,12 +421,12 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     // As Slurm's --deadline: a job that can no longer end in time goes.
     job.reason = fmt::format("its time limit {} no longer ends before its --deadline",
                              FormatSlurmTime(job.time_limit));
-    core_.life.Apply(job, JobEvent::kCancelled, now, effects);
+    life_.Apply(job, JobEvent::kCancelled, now, effects);
     job.array_pending.clear();
     return false;
   }
   if (job.request.begin > now) {
-    core_.planner.WakeAt(job.request.begin);
+    triggers_.WakeAt(job.request.begin);
     Lifecycle::SetReason(
         job, PendingReason::kBeginTime,
         fmt::format("asked to begin in {}",
@@ -437,7 +447,7 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     }
   }
   if (waiting_checks_.empty()) return true;
-  const plugin::AdmissionContext context{core_.config, counts.running, now};
+  const plugin::AdmissionContext context{config_, counts.running, now};
   for (const auto& check : waiting_checks_) {
     if (std::optional<plugin::Wait> wait = check->Admit(context, job)) {
       Lifecycle::SetReason(job, wait->reason, wait->detail, effects);

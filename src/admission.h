@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cohort/cluster_config.h"
 #include "cohort/job.h"
+#include "cohort/node_pool.h"
 #include "cohort/plugin.h"
 #include "pass_state.h"
 
@@ -16,15 +18,27 @@ struct Effects;
 
 namespace cohort::engine {
 
-struct EngineCore;
+class JobBook;
+class Lifecycle;
+class PassTriggers;
 
 /// Whether a job may be queued (at submission) and tried now (in a pass):
 /// partitions' and QOS' rules, holds, dependencies and array throttles, then
 /// the admission checks cohort.conf chooses (AdmissionPlugins=).
 class Admission {
  public:
-  /// Reads the core's config and plugins, which are built before it.
-  explicit Admission(EngineCore& core);
+  /// The parts it uses, each of which outlives it; `checks` are the
+  /// admission checks cohort.conf chooses, in order.
+  struct Parts {
+    const config::ClusterConfig& config;
+    const topology::Topology& topology;
+    const alloc::NodePool& pool;
+    const std::vector<std::shared_ptr<const plugin::AdmissionCheck>>& checks;
+    JobBook& book;
+    PassTriggers& triggers;
+    Lifecycle& life;
+  };
+  explicit Admission(const Parts& parts);
 
   /// Resolves a request against the configuration: partition, account and
   /// user rules, QOS, time limits, the gang. InvalidArgument names the field
@@ -51,7 +65,13 @@ class Admission {
   /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
   int DependencyStatus(Job& job, std::string& why);
 
-  EngineCore& core_;
+  const config::ClusterConfig& config_;
+  const topology::Topology& topology_;
+  const alloc::NodePool& pool_;
+  const std::vector<std::shared_ptr<const plugin::AdmissionCheck>>& checks_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Lifecycle& life_;
   /// The chosen checks that may make jobs wait under the config, in order;
   /// the only ones a pass asks.
   std::vector<std::shared_ptr<const plugin::AdmissionCheck>> waiting_checks_;

@@ -6,7 +6,7 @@
 #include <functional>
 #include <queue>
 
-#include "engine_core.h"
+#include "job_book.h"
 #include "pass_planner.h"
 
 namespace cohort::engine {
@@ -23,17 +23,18 @@ std::vector<NodeId> ReservedNodes(const std::vector<Reservation>& reservations, 
   return nodes;
 }
 
-std::optional<Reservation> PlanReservation(EngineCore& core, const Job& job, PassState& pass,
-                                           Millis now) {
-  if (!pass.shadow) pass.shadow = core.pool;
+std::optional<Reservation> PlanReservation(const alloc::NodePool& pool, const JobBook& book,
+                                           alloc::GangAllocator& allocator, const Job& job,
+                                           PassState& pass, Millis now) {
+  if (!pass.shadow) pass.shadow = pool;
   if (!pass.timeline) {
     std::vector<ReservationTimeline::Release> releases;
-    for (const Job* other : core.book.Active()) {
+    for (const Job* other : book.Active()) {
       const Millis end = EndBound(*other, now);
       if (end == Millis::max()) continue;
       ForEachHeldGrant(*other, [&](const alloc::NodeGrant& g) { releases.push_back({end, g}); });
     }
-    pass.timeline.emplace(core.pool, std::move(releases));
+    pass.timeline.emplace(pool, std::move(releases));
   }
   alloc::NodePool& shadow = *pass.shadow;
   ReservationTimeline& timeline = *pass.timeline;
@@ -75,7 +76,7 @@ std::optional<Reservation> PlanReservation(EngineCore& core, const Job& job, Pas
     }
     timeline.Advance(among, t, shadow);
     const alloc::PlacementResult result =
-        core.allocator.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo, &among);
+        allocator.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo, &among);
     if (result.outcome == alloc::Outcome::kPlaced) {
       found = Reservation{job.id, t, {}};
       for (const alloc::NodeGrant& g : result.placement.grants) found->nodes.push_back(g.node);

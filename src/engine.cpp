@@ -101,12 +101,17 @@ EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Top
       topology(tree),
       pool(std::move(nodes_pool)),
       allocator(tree, plugins.allocator),
-      nodes(*this, tree.NodeCount()),
       priority(config, tree, plugins.queue_order),
-      admission(*this),
-      preemption(*this),
-      planner(*this),
-      life(*this) {
+      life({tree, pool, book, triggers, priority}),
+      admission({config, tree, pool, plugins.admission, book, triggers, life}),
+      preemption({config, tree, pool, allocator, book, triggers, priority, life}),
+      nodes({config, tree, pool, book, triggers, life}),
+      planner({config, pool, allocator, book, triggers, priority, life, admission, preemption}) {
+  // A victim's rank that dies of the preemption warning was preempted, not
+  // failed: Preemption, above Lifecycle, says so.
+  life.OnSignalledExit([this](Job& job, NodeId node, int signal, Millis now, Effects& effects) {
+    return preemption.EndedOnWarning(job, node, signal, now, effects);
+  });
   // No agent has spoken yet: nothing may land anywhere.
   for (NodeId n = 0; n < tree.NodeCount(); ++n) nodes.UpdateCondition(n);
 }
@@ -169,7 +174,7 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   Job& queued = core.book.Add(std::move(job), effects);
   Job* const ranked[] = {&queued};
   core.priority.Rank(ranked, core.book, now);
-  core.planner.Submitted(queued);
+  core.triggers.Submitted(queued);
   engine::Lifecycle::Changed(queued, effects);
   return queued.id;
 }
@@ -234,6 +239,7 @@ void Engine::Tick(Millis now, Effects& effects) {
   core.nodes.Tick(now, effects);
   core.priority.ChargeActive(core.book, now);
   core.planner.Tick(now);
+  core.preemption.Tick(now, effects);
   core.life.Tick(now, effects);
   std::vector<JobId> forgotten = core.book.ForgetFinished(now, kFinishedRetention);
   effects.forgotten_jobs.insert(effects.forgotten_jobs.end(), forgotten.begin(), forgotten.end());
@@ -246,8 +252,16 @@ void Engine::Schedule(Millis now, Effects& effects) {
   // check it after every event); a pass already costs what the queue does.
   COHORT_DCHECK(CheckInvariants().ok(), "the engine's invariants hold after a pass");
 }
-bool Engine::ScheduleNeeded() const { return core_->planner.ScheduleNeeded(); }
+bool Engine::ScheduleNeeded() const { return core_->triggers.PassNeeded(); }
 std::string_view Engine::LastPassKind() const { return core_->planner.LastPassKind(); }
+std::vector<std::pair<std::string_view, std::uint64_t>> Engine::PassTriggerCounts() const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> out;
+  const auto& counts = core_->triggers.Counts();
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    out.emplace_back(engine::TriggerName(static_cast<engine::Trigger>(i)), counts[i]);
+  }
+  return out;
+}
 
 const Job* Engine::FindJob(JobId id) const { return core_->book.Find(id); }
 const std::map<JobId, Job>& Engine::Jobs() const { return core_->book.All(); }
@@ -339,8 +353,8 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         continue;
       }
       if (!IsSuspended(job)) core.pool.Commit({&g, 1});
+      core.book.Holds(g.node, job.id);
       engine::NodeRuntime& runtime = core.nodes.At(g.node);
-      runtime.jobs.insert(job.id);
       if (!runtime.registered) {
         runtime.awaited = true;
         runtime.last_heartbeat = now;
@@ -357,7 +371,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     }
   }
   for (NodeId n = 0; n < core.topology.NodeCount(); ++n) core.nodes.UpdateCondition(n);
-  core.planner.NeedPass();
+  core.triggers.Note(engine::Trigger::kRestored);
   COHORT_DCHECK(CheckInvariants().ok(), "a restored engine's invariants hold");
 }
 

@@ -309,7 +309,7 @@ absl::Status Engine::Update(JobRef ref, const JobUpdate& update, const Caller& c
       });
   if (!changed.empty()) {
     core.priority.Rank(changed, core.book, now);
-    core.planner.NeedPass();
+    core.triggers.Note(engine::Trigger::kUpdated);
   }
   return updated;
 }
@@ -334,7 +334,7 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects&
         return absl::FailedPreconditionError(
             fmt::format("job {} is not pending; only pending jobs can be held", DisplayId(first)));
       });
-  if (held.ok()) core.planner.NeedPass();  // reservations it held are free for others
+  if (held.ok()) core.triggers.Note(engine::Trigger::kHeld);  // reservations it held are free for others
   return held;
 }
 
@@ -357,7 +357,7 @@ absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effec
         return absl::FailedPreconditionError(
             fmt::format("job {} is not held; see cohort queue", DisplayId(first)));
       });
-  if (released.ok()) core.planner.NeedPass();
+  if (released.ok()) core.triggers.Note(engine::Trigger::kUnheld);
   return released;
 }
 

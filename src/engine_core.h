@@ -11,15 +11,19 @@
 #include "lifecycle.h"
 #include "node_book.h"
 #include "pass_planner.h"
+#include "pass_triggers.h"
 #include "preemption.h"
 #include "prioritizer.h"
 
 namespace cohort::engine {
 
-/// The parts of one engine, each owning its own state; Engine (the facade
-/// in include/cohort/engine.h) forwards to them. Parts reach each other
-/// through the core they are members of; all of it runs on the caller's one
-/// thread.
+/// The parts of one engine, each owning its own state, built in the order
+/// of their dependencies, which run one way (facade → planner → {node
+/// book, admission, preemption} → {lifecycle, prioritizer} → {job book,
+/// pass triggers}): each part is handed the parts below it that it uses
+/// when it is built and reaches no other. Engine (the facade in
+/// include/cohort/engine.h) forwards to them; all of it runs on the
+/// caller's one thread.
 struct EngineCore {
   EngineCore(const config::ClusterConfig& cluster, const topology::Topology& tree,
              alloc::NodePool nodes_pool);
@@ -32,12 +36,13 @@ struct EngineCore {
   alloc::NodePool pool;
   alloc::GangAllocator allocator;
   JobBook book;
-  NodeBook nodes;
+  PassTriggers triggers;
   Prioritizer priority;
+  Lifecycle life;
   Admission admission;
   Preemption preemption;
+  NodeBook nodes;
   PassPlanner planner;
-  Lifecycle life;
 };
 
 }  // namespace cohort::engine

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cohort/check.h"
-#include "cohort/engine.h"
+#include "cohort/engine_types.h"
 #include "engine_support.h"
 
 namespace cohort::engine {
@@ -176,6 +176,23 @@ absl::Status JobBook::CheckIndexes() const {
     return absl::InternalError("the pending jobs' gang shapes are not those counted");
   }
   return absl::OkStatus();
+}
+
+const std::set<JobId>& JobBook::JobsOn(NodeId node) const {
+  static const std::set<JobId> kNone;
+  const auto index = static_cast<std::size_t>(node);
+  return index < on_node_.size() ? on_node_[index] : kNone;
+}
+
+void JobBook::Holds(NodeId node, JobId job) {
+  const auto index = static_cast<std::size_t>(node);
+  if (index >= on_node_.size()) on_node_.resize(index + 1);
+  on_node_[index].insert(job);
+}
+
+void JobBook::LetGo(NodeId node, JobId job) {
+  const auto index = static_cast<std::size_t>(node);
+  if (index < on_node_.size()) on_node_[index].erase(job);
 }
 
 }  // namespace cohort::engine

@@ -19,10 +19,12 @@ struct JobRef;
 
 namespace cohort::engine {
 
+using alloc::NodeId;
+
 /// Every job the engine holds, and the indexes that follow each job's state:
 /// by state (so that ticks and passes cost what is pending or running, not
 /// everything still in memory), the pending jobs' gang shapes, the arrays'
-/// tasks and the (account, user) slots of fair share. A job changes state
+/// tasks, the (account, user) slots of fair share and the jobs on each node. A job changes state
 /// only through SetState, and enters the book only through Add or Restore:
 /// the indexes cannot drift from the jobs. Pointers to jobs stay valid until
 /// the job is forgotten (std::map nodes do not move).
@@ -70,6 +72,12 @@ class JobBook {
   /// --switches=N@wait has run out: the job takes any leaves from now on.
   void EndSwitchWait(Job& job);
 
+  /// The jobs that hold `node`: started there and not yet released from it.
+  [[nodiscard]] const std::set<JobId>& JobsOn(NodeId node) const;
+  /// `job` holds `node` now, or holds it no more.
+  void Holds(NodeId node, JobId job);
+  void LetGo(NodeId node, JobId job);
+
   [[nodiscard]] const Index& Pending() const { return pending_; }
   /// Running or completing (suspended too).
   [[nodiscard]] const Index& Active() const { return active_; }
@@ -110,6 +118,8 @@ class JobBook {
   std::map<GangShape, int> pending_shapes_;
   std::map<std::pair<std::string, std::string>, int> share_slots_;
   std::vector<std::pair<std::string, std::string>> share_owners_;
+  /// By node: the jobs holding it (grown to the highest node held).
+  std::vector<std::set<JobId>> on_node_;
 };
 
 }  // namespace cohort::engine

@@ -9,9 +9,12 @@
 #include <fmt/format.h>
 
 #include "cohort/check.h"
-#include "cohort/engine.h"
+#include "cohort/engine_types.h"
 #include "cohort/slurm_time.h"
-#include "engine_core.h"
+#include "engine_support.h"
+#include "job_book.h"
+#include "pass_triggers.h"
+#include "prioritizer.h"
 #include "steps.h"
 
 namespace cohort::engine {
@@ -46,9 +49,9 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     // Cancelled, or no longer admitted: it ends without having run.
     job.cause = CauseOf(event);
     job.end_time = now;
-    core_.book.SetState(job, *next, event, effects);
+    book_.SetState(job, *next, event, effects);
     Changed(job, effects);
-    core_.planner.NeedPass();  // it may have been what the jobs behind it waited for
+    triggers_.Note(Trigger::kEndedPending);  // it may have been what the jobs behind it waited for
     return;
   }
   if (before == JobState::kRunning && next->state == JobState::kCompleting) {
@@ -57,7 +60,7 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
       job.cause = EndCause::kNodeLostRequeue;
     }
     job.preempt_deadline = Millis{0};  // a victim that ends by itself is preempted no more
-    core_.book.SetState(job, *next, event, effects);
+    book_.SetState(job, *next, event, effects);
     // A gang whose ranks all exited 0 frees its nodes by itself; a batch
     // job's other nodes, and steps still running, must be told.
     if (job.cause != EndCause::kSuccess || job.request.launch != JobLaunch::kEveryRank ||
@@ -76,7 +79,7 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
     Finish(job, now, effects);
     return;
   }
-  core_.book.SetState(job, *next, event, effects);
+  book_.SetState(job, *next, event, effects);
   Changed(job, effects);
 }
 
@@ -95,13 +98,13 @@ void Lifecycle::StopGang(Job& job, Effects& effects) {
 
 void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   const JobState final_state = FinalState(job.cause);
-  core_.priority.Charge(job, now);
+  priority_.Charge(job, now);
   job.end_time = now;
   job.suspended_since = Millis{0};
   Steps::EndWithJob(job, now);
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
-    core_.book.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased,
+    book_.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased,
                         effects);
     job.pending_reason = PendingReason::kRequeued;
     job.reason = PendingReasonName(PendingReason::kRequeued);
@@ -119,9 +122,9 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     job.steps.clear();  // the next attempt numbers its steps anew
     job.next_step = FirstStep(job);
     ++job.attempt;
-    core_.planner.NeedPass();
+    triggers_.Note(Trigger::kRequeued);
   } else {
-    core_.book.SetState(job, {final_state, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
+    book_.SetState(job, {final_state, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
   }
   Changed(job, effects);
 }
@@ -137,8 +140,8 @@ int Lifecycle::FreePort(NodeId master, int preferred, const Job& job, const JobS
     return j.placement.grants[static_cast<std::size_t>(s.placement.nodes.front().node_rank)].node;
   };
   std::set<int> taken;
-  for (const JobId other : core_.nodes.At(master).jobs) {
-    const Job& o = core_.book.At(other);
+  for (const JobId other : book_.JobsOn(master)) {
+    const Job& o = book_.At(other);
     if (o.placement.grants.empty()) continue;
     if (o.id != job.id && o.placement.grants.front().node == master) taken.insert(o.master_port);
     for (const JobStep& s : o.steps) {
@@ -158,15 +161,15 @@ void Lifecycle::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   if (job.released[static_cast<std::size_t>(node_rank)] != 0) return;
   job.released[static_cast<std::size_t>(node_rank)] = 1;
   const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node_rank)];
-  if (!IsSuspended(job)) core_.pool.Release({&grant, 1});
-  core_.nodes.At(grant.node).jobs.erase(job.id);
+  if (!IsSuspended(job)) pool_.Release({&grant, 1});
+  book_.LetGo(grant.node, job.id);
   effects.changed_nodes.push_back(grant.node);
-  core_.planner.Released(job, grant.node);
+  triggers_.Released(job, grant.node);
 }
 
 void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,
                            Effects& effects) {
-  Job* found = core_.book.Find(id);
+  Job* found = book_.Find(id);
   if (found == nullptr) return;
   Job& job = *found;
   const int rank = NodeRankOf(job, node);
@@ -183,12 +186,12 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
     job.exit_signal = signal;
     job.reason = fmt::format(
         "time limit {} reached: a rank on {} ended on the warning signal {} sent {} s before it",
-        FormatSlurmTime(job.time_limit), core_.topology.NodeName(node), SignalName(signal),
+        FormatSlurmTime(job.time_limit), topology_.NodeName(node), SignalName(signal),
         job.request.warning.before.count());
     Apply(job, JobEvent::kTimeLimit, now, effects);
     return;
   }
-  if (core_.preemption.EndedOnWarning(job, node, signal, now, effects)) return;
+  if (signalled_exit_ && signalled_exit_(job, node, signal, now, effects)) return;
   if (job.state == JobState::kRunning) {
     // The first failure names the job's exit; ranks killed by the gang stop
     // that follows do not overwrite it.
@@ -196,22 +199,22 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
     job.exit_signal = signal;
     const std::string_view who = IsBatch(job) ? "the batch script" : "a rank";
     job.reason = signal != 0 ? fmt::format("{} on {} was killed by signal {}", who,
-                                           core_.topology.NodeName(node), signal)
+                                           topology_.NodeName(node), signal)
                              : fmt::format("{} on {} exited with code {}", who,
-                                           core_.topology.NodeName(node), exit_code);
+                                           topology_.NodeName(node), exit_code);
   }
   Apply(job, JobEvent::kRankFailed, now, effects);
 }
 
 void Lifecycle::LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now,
                              Effects& effects) {
-  Job* found = core_.book.Find(id);
+  Job* found = book_.Find(id);
   if (found == nullptr || NodeRankOf(*found, node) < 0) return;
   Job& job = *found;
   if (job.state == JobState::kRunning) {
     job.exit_code = 1;
     // Agents name their node first already; say it once.
-    const std::string& name = core_.topology.NodeName(node);
+    const std::string& name = topology_.NodeName(node);
     job.reason = reason.starts_with(name + ": ")
                      ? fmt::format("launch failed on {}", reason)
                      : fmt::format("launch failed on {}: {}", name, reason);
@@ -220,7 +223,7 @@ void Lifecycle::LaunchFailed(JobId id, NodeId node, const std::string& reason, M
 }
 
 void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects) {
-  Job* found = core_.book.Find(id);
+  Job* found = book_.Find(id);
   if (found == nullptr) return;
   Job& job = *found;
   const int rank = NodeRankOf(job, node);
@@ -305,11 +308,8 @@ void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detai
 }
 
 void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
-  // Jobs that wait for this one to start (after:) may lie past where the
-  // next release pass looks.
-  if (core_.planner.IsDependencyTarget(job)) core_.planner.NeedPass();
-  core_.preemption.Started(job.id);
-  core_.pool.Commit(placement.grants);
+  triggers_.Started(job);
+  pool_.Commit(placement.grants);
   job.placement = placement;
   job.released.assign(job.placement.grants.size(), 0);
   job.exited_ok.assign(job.placement.grants.size(), 0);
@@ -326,7 +326,7 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
   job.next_step = FirstStep(job);
   for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
     const alloc::NodeGrant& grant = job.placement.grants[rank];
-    core_.nodes.At(grant.node).jobs.insert(job.id);
+    book_.Holds(grant.node, job.id);
     effects.changed_nodes.push_back(grant.node);
     // A batch script runs once, on the allocation's first node; an
     // allocation runs nothing of its own. Steps start when asked.
@@ -347,7 +347,7 @@ Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
     return array;
   }
   Job copy;
-  copy.id = core_.book.TakeId();
+  copy.id = book_.TakeId();
   copy.request = array.request;
   copy.request.array.tasks.clear();  // the record keeps the spec; tasks need only their id
   copy.gang = array.gang;
@@ -362,8 +362,8 @@ Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
   copy.priority = array.priority;
   copy.charged_until = now;
   const JobId id = copy.id;
-  Job& split = core_.book.Add(std::move(copy), effects);
-  core_.book.AddArrayTask(array.id, id);
+  Job& split = book_.Add(std::move(copy), effects);
+  book_.AddArrayTask(array.id, id);
   Changed(array, effects);
   Changed(split, effects);
   return split;
@@ -371,15 +371,13 @@ Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
 
 void Lifecycle::Tick(Millis now, Effects& effects) {
   // Stopping or warning a job changes the index being walked: walk a copy.
-  const std::vector<Job*> active(core_.book.Active().begin(), core_.book.Active().end());
+  const std::vector<Job*> active(book_.Active().begin(), book_.Active().end());
   for (Job* entry : active) {
     Job& job = *entry;
     if (job.sub == JobSubstate::kPreempting && now >= job.preempt_deadline) {
-      core_.preemption.StopVictim(job,
-                                  fmt::format("stopped at the end of its {} s grace time",
-                                              core_.preemption.GraceOf(job).count()),
-                                  now, effects);
-    } else if (job.state == JobState::kRunning && !IsSuspended(job) &&
+      continue;  // the end of its grace time is Preemption's (Preemption::Tick)
+    }
+    if (job.state == JobState::kRunning && !IsSuspended(job) &&
                job.time_limit != kUnlimited && now - job.start_time >= ToMillis(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
@@ -387,12 +385,12 @@ void Lifecycle::Tick(Millis now, Effects& effects) {
       Warn(job, effects);
     }
   }
-  const std::vector<Job*> waits(core_.book.SwitchWaits().begin(), core_.book.SwitchWaits().end());
+  const std::vector<Job*> waits(book_.SwitchWaits().begin(), book_.SwitchWaits().end());
   for (Job* job : waits) {
     if (now - job->submit_time >= ToMillis(job->request.switches_wait)) {
       // --switches=N@wait: past the wait the job takes any leaves.
-      core_.book.EndSwitchWait(*job);
-      core_.planner.NeedPass();
+      book_.EndSwitchWait(*job);
+      triggers_.Note(Trigger::kSwitchWaitOver);
     }
   }
 }

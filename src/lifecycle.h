@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,7 +15,9 @@ struct FinishedReport;
 
 namespace cohort::engine {
 
-struct EngineCore;
+class JobBook;
+class PassTriggers;
+class Prioritizer;
 using alloc::NodeId;
 
 /// A job's life once it is queued: starting its gang, what its ranks and
@@ -23,7 +26,28 @@ using alloc::NodeId;
 /// table (job.h); the commands it decides go into Effects.
 class Lifecycle {
  public:
-  explicit Lifecycle(EngineCore& core) : core_(core) {}
+  /// The parts it uses, each of which outlives it.
+  struct Parts {
+    const topology::Topology& topology;
+    alloc::NodePool& pool;
+    JobBook& book;
+    PassTriggers& triggers;
+    Prioritizer& priority;
+  };
+  explicit Lifecycle(const Parts& parts)
+      : topology_(parts.topology),
+        pool_(parts.pool),
+        book_(parts.book),
+        triggers_(parts.triggers),
+        priority_(parts.priority) {}
+
+  /// Asked when a rank of a running job died of a signal that was not its
+  /// own time-limit warning, before the exit fails the job: true when a
+  /// part above this one sent that signal and has dealt with the exit (a
+  /// preemption victim's warning; Preemption::EndedOnWarning).
+  using SignalledExit = std::function<bool(Job& job, NodeId node, int signal, Millis now,
+                                           Effects& effects)>;
+  void OnSignalledExit(SignalledExit hook) { signalled_exit_ = std::move(hook); }
 
   /// Applies an event through the transition table; ignored where it does
   /// not apply.
@@ -44,8 +68,8 @@ class Lifecycle {
   void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report, Millis now,
                      Effects& effects);
 
-  /// Time passes for active and waiting jobs: preemption grace ends, time
-  /// limits, warnings, --switches waits.
+  /// Time passes for active and waiting jobs: time limits, warnings,
+  /// --switches waits (the end of a victim's grace time is Preemption's).
   void Tick(Millis now, Effects& effects);
 
   /// Notes that the job changed (once per call, for watchers and the store).
@@ -67,7 +91,12 @@ class Lifecycle {
   void Warn(Job& job, Effects& effects);
   [[nodiscard]] int MasterPort(const Job& job) const;
 
-  EngineCore& core_;
+  const topology::Topology& topology_;
+  alloc::NodePool& pool_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Prioritizer& priority_;
+  SignalledExit signalled_exit_;
 };
 
 }  // namespace cohort::engine

@@ -6,19 +6,28 @@
 #include <algorithm>
 #include <utility>
 
-#include "cohort/engine.h"
-#include "engine_core.h"
+#include "cohort/engine_types.h"
+#include "engine_support.h"
+#include "job_book.h"
+#include "lifecycle.h"
+#include "pass_triggers.h"
 #include "steps.h"
 
 namespace cohort::engine {
 
-NodeBook::NodeBook(EngineCore& core, int nodes)
-    : core_(core), nodes_(static_cast<std::size_t>(nodes)) {}
+NodeBook::NodeBook(const Parts& parts)
+    : config_(parts.config),
+      topology_(parts.topology),
+      pool_(parts.pool),
+      book_(parts.book),
+      triggers_(parts.triggers),
+      life_(parts.life),
+      nodes_(static_cast<std::size_t>(parts.topology.NodeCount())) {}
 
 absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis now,
                                   Effects& effects) {
   NodeRuntime& runtime = At(node);
-  const alloc::NodeCapacity& want = core_.pool.Capacity(node);
+  const alloc::NodeCapacity& want = pool_.Capacity(node);
   runtime.registered = true;
   runtime.awaited = false;
   runtime.last_heartbeat = now;
@@ -33,7 +42,7 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   if (!report.gpu_groups.empty() && report.gpus == want.gpus) {
     // Locality from discovery; a report that does not cover the node's GPUs
     // leaves the single default group.
-    (void)core_.pool.SetGpuGroups(node, report.gpu_groups);
+    (void)pool_.SetGpuGroups(node, report.gpu_groups);
   }
   // Reconcile: ranks the engine does not expect there are stopped; exits the
   // engine may have missed (it was restored from an older state, or the
@@ -41,9 +50,9 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   // running nor reported have lost this node.
   std::set<JobId> accounted;                // the job's own launch was reported
   std::set<std::pair<JobId, int>> steps;    // a step's launch was reported
-  const std::string& name = core_.topology.NodeName(node);
+  const std::string& name = topology_.NodeName(node);
   for (const RunningReport& running : report.running) {
-    Job* it = core_.book.Find(running.job);
+    Job* it = book_.Find(running.job);
     const int rank = it == nullptr ? -1 : NodeRankOf(*it, node);
     const bool current = rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
                          IsActive(*it) && it->released[static_cast<std::size_t>(rank)] == 0;
@@ -65,10 +74,10 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     }
     if (!current) continue;
     accounted.insert(running.job);
-    core_.life.CountOk(*it, rank, running.ranks_ok, now, effects);
+    life_.CountOk(*it, rank, running.ranks_ok, now, effects);
   }
   for (const FinishedReport& finished : report.finished) {
-    Job* found = core_.book.Find(finished.job);
+    Job* found = book_.Find(finished.job);
     if (found == nullptr || (!finished.step && accounted.contains(finished.job))) continue;
     Job& job = *found;
     const int rank = NodeRankOf(job, node);
@@ -92,11 +101,11 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
       continue;
     }
     accounted.insert(finished.job);
-    core_.life.ApplyFinished(job, node, rank, finished, now, effects);
+    life_.ApplyFinished(job, node, rank, finished, now, effects);
   }
-  const std::set<JobId> expected = runtime.jobs;
+  const std::set<JobId> expected = book_.JobsOn(node);
   for (const JobId id : expected) {
-    Job& job = core_.book.At(id);
+    Job& job = book_.At(id);
     const int rank = NodeRankOf(job, node);
     for (const int step : Steps::RunningOn(job, rank)) {
       if (steps.contains({id, step})) continue;
@@ -115,13 +124,13 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
       job.exit_code = 1;
       job.reason = fmt::format("{} on {} vanished when the agent restarted",
                                IsBatch(job) ? "its batch script" : "its ranks", name);
-      core_.life.Apply(job, JobEvent::kNodeLost, now, effects);
+      life_.Apply(job, JobEvent::kNodeLost, now, effects);
     }
-    if (rank >= 0) core_.life.JobReleased(id, node, now, effects);
+    if (rank >= 0) life_.JobReleased(id, node, now, effects);
   }
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
-  core_.planner.NeedPass();
+  triggers_.Note(Trigger::kNodeUp);
   return absl::OkStatus();
 }
 
@@ -131,18 +140,18 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
   runtime.down_reason = reason;
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
-  const std::set<JobId> jobs = runtime.jobs;
+  const std::set<JobId> jobs = book_.JobsOn(node);
   for (const JobId id : jobs) {
-    Job& job = core_.book.At(id);
+    Job& job = book_.At(id);
     if (job.state == JobState::kRunning) {
       job.exit_code = 1;
-      job.reason = fmt::format("node {} was lost: {}", core_.topology.NodeName(node), reason);
+      job.reason = fmt::format("node {} was lost: {}", topology_.NodeName(node), reason);
     }
-    core_.life.Apply(job, JobEvent::kNodeLost, now, effects);
+    life_.Apply(job, JobEvent::kNodeLost, now, effects);
     // The lost node cannot confirm; its share is released now (it is DOWN
     // and takes nothing new until its agent registers again).
     const int rank = NodeRankOf(job, node);
-    if (rank >= 0) core_.life.JobReleased(id, node, now, effects);
+    if (rank >= 0) life_.JobReleased(id, node, now, effects);
   }
 }
 
@@ -171,13 +180,13 @@ absl::Status NodeBook::Resume(NodeId node, const Caller& caller, Effects& effect
   if (runtime.down) {
     return absl::FailedPreconditionError(
         fmt::format("node {} is down ({}); it comes back when its agent registers",
-                    core_.topology.NodeName(node), runtime.down_reason));
+                    topology_.NodeName(node), runtime.down_reason));
   }
   runtime.drain = false;
   runtime.drain_reason.clear();
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
-  core_.planner.NeedPass();
+  triggers_.Note(Trigger::kNodeResumed);
   return absl::OkStatus();
 }
 
@@ -189,25 +198,25 @@ void NodeBook::UpdateCondition(NodeId node) {
   } else if (runtime.drain) {
     condition = alloc::NodeCondition::kDrained;
   }
-  core_.pool.SetCondition(node, condition);
+  pool_.SetCondition(node, condition);
 }
 
 NodeView NodeBook::View(NodeId node) const {
   const NodeRuntime& runtime = At(node);
   NodeView view;
   view.reason = runtime.down ? runtime.down_reason : runtime.drain_reason;
-  view.jobs.assign(runtime.jobs.begin(), runtime.jobs.end());
+  view.jobs.assign(book_.JobsOn(node).begin(), book_.JobsOn(node).end());
   if (runtime.down) {
     view.status = NodeStatus::kDown;
   } else if (!runtime.registered) {
     view.status = NodeStatus::kUnknown;
   } else if (runtime.drain) {
-    view.status = runtime.jobs.empty() ? NodeStatus::kDrained : NodeStatus::kDraining;
-  } else if (core_.pool.IsIdle(node)) {
+    view.status = book_.JobsOn(node).empty() ? NodeStatus::kDrained : NodeStatus::kDraining;
+  } else if (pool_.IsIdle(node)) {
     view.status = NodeStatus::kIdle;
   } else {
-    const alloc::NodeFree& free = core_.pool.Free(node);
-    view.status = free.cpus == 0 || (core_.pool.Capacity(node).gpus > 0 && free.gpus == 0)
+    const alloc::NodeFree& free = pool_.Free(node);
+    view.status = free.cpus == 0 || (pool_.Capacity(node).gpus > 0 && free.gpus == 0)
                       ? NodeStatus::kAllocated
                       : NodeStatus::kMixed;
   }
@@ -220,7 +229,7 @@ NodeAdmin NodeBook::Admin(NodeId node) const {
 }
 
 void NodeBook::Tick(Millis now, Effects& effects) {
-  const config::ClusterConfig& config = core_.config;
+  const config::ClusterConfig& config = config_;
   const Millis node_timeout = ToMillis(config.node_timeout);
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
     const NodeRuntime& runtime = At(n);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cohort/cluster_config.h"
 #include "cohort/gang_allocator.h"
 #include "cohort/job.h"
 
@@ -20,7 +21,9 @@ struct Caller;
 
 namespace cohort::engine {
 
-struct EngineCore;
+class JobBook;
+class Lifecycle;
+class PassTriggers;
 using alloc::NodeId;
 
 /// What the engine knows of one node beyond its resources.
@@ -32,7 +35,6 @@ struct NodeRuntime {
   std::string drain_reason;  ///< kept while the node is down, shown again after
   std::string down_reason;
   Millis last_heartbeat{0};
-  std::set<JobId> jobs;
 };
 
 /// The nodes' life: registration and reconciliation with what the agent
@@ -40,7 +42,17 @@ struct NodeRuntime {
 /// allocator sees.
 class NodeBook {
  public:
-  NodeBook(EngineCore& core, int nodes);
+  /// The parts it uses, each of which outlives it.
+  struct Parts {
+    const config::ClusterConfig& config;
+    const topology::Topology& topology;
+    alloc::NodePool& pool;
+    JobBook& book;
+    PassTriggers& triggers;
+    Lifecycle& life;
+  };
+  /// One runtime per node of the topology.
+  explicit NodeBook(const Parts& parts);
 
   [[nodiscard]] NodeRuntime& At(NodeId node) { return nodes_[static_cast<std::size_t>(node)]; }
   [[nodiscard]] const NodeRuntime& At(NodeId node) const {
@@ -64,7 +76,12 @@ class NodeBook {
   [[nodiscard]] NodeAdmin Admin(NodeId node) const;
 
  private:
-  EngineCore& core_;
+  const config::ClusterConfig& config_;
+  const topology::Topology& topology_;
+  alloc::NodePool& pool_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Lifecycle& life_;
   std::vector<NodeRuntime> nodes_;
 };
 

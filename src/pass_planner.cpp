@@ -6,8 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "cohort/engine.h"
-#include "engine_core.h"
+#include "cohort/engine_types.h"
+#include "admission.h"
+#include "engine_support.h"
+#include "job_book.h"
+#include "lifecycle.h"
+#include "preemption.h"
+#include "prioritizer.h"
 
 namespace cohort::engine {
 namespace {
@@ -17,57 +22,25 @@ constexpr std::string_view kWaitingBehind = "waiting behind higher-priority jobs
 
 }  // namespace
 
-void PassPlanner::NeedPass() {
-  schedule_needed_ = true;
-  full_pass_needed_ = true;
-}
-
-void PassPlanner::Released(const Job& job, NodeId node) {
-  released_nodes_.push_back(node);
-  if (job.array_job_id != 0) released_array_task_ = true;
-  if (IsDependencyTarget(job)) {
-    NeedPass();
-    return;
-  }
-  schedule_needed_ = true;
-  released_ = true;
-}
-
-void PassPlanner::Submitted(const Job& job) {
-  NoteDependencies(job);
-  schedule_needed_ = true;
-  submitted_.push_back(job.id);
+void PassPlanner::Start(Job& job, const alloc::Placement& placement, Millis now,
+                        Effects& effects) {
+  preemption_.Started(job.id);  // a preemptor's plan is done
+  life_.Start(job, placement, now, effects);
 }
 
 void PassPlanner::Tick(Millis now) {
-  if (!core_.book.Pending().empty() && now - last_full_pass_ >= kFullPassEvery) NeedPass();
-  if (now >= wake_at_) {
-    wake_at_ = Millis::max();
-    NeedPass();
+  if (!book_.Pending().empty() && now - last_full_pass_ >= kFullPassEvery) {
+    triggers_.Note(Trigger::kAging);
   }
-}
-
-void PassPlanner::NoteDependencies(const Job& job) {
-  for (const DependencyTerm& term : job.dependency_left.terms) {
-    if (term.type == DependencyType::kSingleton) {
-      singleton_waits_ = true;
-    } else {
-      dependency_targets_.insert(term.job);
-    }
-  }
-}
-
-bool PassPlanner::IsDependencyTarget(const Job& job) const {
-  return singleton_waits_ || dependency_targets_.contains(job.id) ||
-         (job.array_job_id != 0 && dependency_targets_.contains(job.array_job_id));
+  triggers_.Tick(now);
 }
 
 bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_releases) {
-  if ((released_ && !past_releases) || full_pass_needed_) return false;
-  if (core_.admission.ChecksMayWait()) return false;
+  if ((triggers_.AnyReleased() && !past_releases) || triggers_.FullPassNeeded()) return false;
+  if (admission_.ChecksMayWait()) return false;
   std::vector<QueueKey> fresh;
-  for (const JobId id : submitted_) {
-    Job* job = core_.book.Find(id);
+  for (const JobId id : triggers_.SubmittedJobs()) {
+    Job* job = book_.Find(id);
     if (job != nullptr && job->state == JobState::kPending) fresh.push_back(QueueKey::Of(*job));
   }
   std::sort(fresh.begin(), fresh.end());
@@ -87,9 +60,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
   // these could use, and every new job is behind a waiting one: a new job
   // starts only as backfill, where it delays none of the reservations that
   // pass made; the other jobs' fate is unchanged.
-  schedule_needed_ = false;
-  submitted_.clear();
-  ForgetReleases();
+  triggers_.PassBegun();
   // They join the ordered part of the queue that release passes walk.
   const std::size_t kept = last_order_.size();
   for (const QueueKey& key : fresh) {
@@ -103,12 +74,12 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
     alloc::GangRequest gang = job.gang;
     const std::vector<NodeId> reserved = ReservedNodes(last_reservations_, now, job);
     gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
-    const std::vector<NodeId> may_fit = NodesThatMayFit(gang, core_.pool);
+    const std::vector<NodeId> may_fit = NodesThatMayFit(gang, pool_);
     if (static_cast<int>(may_fit.size()) >= gang.nodes) {
       const alloc::PlacementResult result =
-          core_.allocator.Place(gang, core_.pool, alloc::GangAllocator::Classify::kNo, &may_fit);
+          allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
       if (result.outcome == alloc::Outcome::kPlaced) {
-        core_.life.Start(job, result.placement, now, effects);
+        Start(job, result.placement, now, effects);
         continue;
       }
     }
@@ -118,33 +89,28 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
   return true;
 }
 
-void PassPlanner::ForgetReleases() {
-  released_ = false;
-  released_nodes_.clear();
-  released_array_task_ = false;
-}
-
 bool PassPlanner::ReleaseCannotMatter() const {
-  if (!released_ || full_pass_needed_ || core_.preemption.HasPlans() || released_array_task_ ||
-      core_.admission.ChecksMayWait()) {
+  if (!triggers_.AnyReleased() || triggers_.FullPassNeeded() || preemption_.HasPlans() ||
+      triggers_.ReleasedArrayTask() ||
+      admission_.ChecksMayWait()) {
     return false;
   }
-  if (std::any_of(core_.book.Active().begin(), core_.book.Active().end(),
+  if (std::any_of(book_.Active().begin(), book_.Active().end(),
                   [](const Job* job) { return IsSuspended(*job); })) {
     return false;
   }
   // The shapes of the jobs submitted since the last pass, not counted: a
   // sweep's next job may fit where its last one ended.
   std::map<GangShape, int> fresh;
-  for (const JobId id : submitted_) {
-    const Job* job = core_.book.Find(id);
+  for (const JobId id : triggers_.SubmittedJobs()) {
+    const Job* job = book_.Find(id);
     if (job != nullptr && job->state == JobState::kPending) ++fresh[ShapeOf(job->gang)];
   }
-  for (const auto& [shape, jobs] : core_.book.PendingShapes()) {
+  for (const auto& [shape, jobs] : book_.PendingShapes()) {
     const auto new_ones = fresh.find(shape);
     if (new_ones != fresh.end() && new_ones->second >= jobs) continue;
-    for (const NodeId node : released_nodes_) {
-      if (MayFitOneNode(shape, core_.pool.Capacity(node), core_.pool.Free(node))) return false;
+    for (const NodeId node : triggers_.ReleasedNodes()) {
+      if (MayFitOneNode(shape, pool_.Capacity(node), pool_.Free(node))) return false;
     }
   }
   return true;
@@ -155,9 +121,8 @@ void PassPlanner::Schedule(Millis now, Effects& effects) {
   // job leaves, say) costs no walk of the queue: at 100,000 jobs a release
   // pass plans BackfillDepth reservations again, 10-20 ms.
   const bool releases_cannot_matter = ReleaseCannotMatter();
-  if (releases_cannot_matter && submitted_.empty()) {
-    schedule_needed_ = false;
-    ForgetReleases();
+  if (releases_cannot_matter && triggers_.SubmittedJobs().empty()) {
+    triggers_.NothingToDo();
     last_pass_kind_ = "idle";
     return;
   }
@@ -170,26 +135,24 @@ void PassPlanner::Schedule(Millis now, Effects& effects) {
 }
 
 void PassPlanner::BeginPass(PassState& pass, Millis now, Effects& effects) {
-  schedule_needed_ = false;
-  ForgetReleases();
-  submitted_.clear();
+  triggers_.PassBegun();
   last_blocked_.clear();
-  core_.priority.ChargeActive(core_.book, now);
-  core_.preemption.ResumeSuspended(now, effects);
+  priority_.ChargeActive(book_, now);
+  preemption_.ResumeSuspended(now, effects);
   pass.now = now;
-  pass.reserved_from.assign(static_cast<std::size_t>(core_.pool.NodeCount()), Millis::max());
-  pass.counts.checks_may_wait = core_.admission.ChecksMayWait();
-  for (const Job* job : core_.book.Active()) pass.counts.Count(*job, 1);
-  core_.preemption.Review(pass.preemptors, now, effects);
+  pass.reserved_from.assign(static_cast<std::size_t>(pool_.NodeCount()), Millis::max());
+  pass.counts.checks_may_wait = admission_.ChecksMayWait();
+  for (const Job* job : book_.Active()) pass.counts.Count(*job, 1);
+  preemption_.Review(pass.preemptors, now, effects);
 }
 
 void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects) {
   Job& job = *key.job;
   if (job.state != JobState::kPending) return;
-  if (!core_.admission.Eligible(job, pass.counts, now, effects)) return;
+  if (!admission_.Eligible(job, pass.counts, now, effects)) return;
   const alloc::PartitionId partition = job.gang.partition.value_or(-1);
   const bool behind = pass.blocked.contains(partition);
-  if (behind && pass.backfill_tried >= core_.config.backfill_depth) {
+  if (behind && pass.backfill_tried >= config_.backfill_depth) {
     Lifecycle::SetReason(job, PendingReason::kPriority, kWaitingBehind, effects);
     job.expected_start = Millis{0};
     return;
@@ -204,21 +167,21 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
     // skip the allocator when too few nodes could take one node of the gang.
     alloc::PlacementResult result;
     if (!behind) {
-      result = core_.allocator.Place(gang, core_.pool);
-    } else if (const std::vector<NodeId>& may_fit = pass.MayFitNodes(gang, core_.pool);
+      result = allocator_.Place(gang, pool_);
+    } else if (const std::vector<NodeId>& may_fit = pass.MayFitNodes(gang, pool_);
                static_cast<int>(may_fit.size()) < gang.nodes) {
       result.outcome = alloc::Outcome::kBusy;
     } else {
       result =
-          core_.allocator.Place(gang, core_.pool, alloc::GangAllocator::Classify::kNo, &may_fit);
+          allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
     }
     if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
       result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
       result.reason = "the free nodes are reserved for higher-priority jobs";
     }
     if (result.outcome == alloc::Outcome::kPlaced) {
-      Job& target = job.array_pending.empty() ? job : core_.life.SplitTask(job, now, effects);
-      core_.life.Start(target, result.placement, now, effects);
+      Job& target = job.array_pending.empty() ? job : life_.SplitTask(job, now, effects);
+      Start(target, result.placement, now, effects);
       pass.may_fit.clear();
       if (pass.shadow) pass.shadow->Commit(result.placement.grants);
       if (pass.timeline) {
@@ -228,7 +191,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       pass.counts.Count(target, 1);
       started = true;
       if (job.state == JobState::kPending && !job.array_pending.empty() &&
-          core_.admission.Eligible(job, pass.counts, now, effects)) {
+          admission_.Eligible(job, pass.counts, now, effects)) {
         continue;  // the array's next task
       }
       break;
@@ -239,7 +202,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       break;
     }
     const bool chose = !pass.preemptors.contains(job.id) && !behind &&
-                       core_.preemption.TryPreempt(job, now, effects);
+                       preemption_.TryPreempt(job, now, effects);
     if (chose) {
       // Victims without grace time stopped (or were suspended) already.
       pass.may_fit.clear();
@@ -251,14 +214,14 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       pass.preemptors.insert(job.id);
       // The victims' nodes are the preemptor's: nothing else may take
       // them as they free.
-      if (const std::vector<NodeId>* plan = core_.preemption.PlanOf(job.id); plan != nullptr) {
+      if (const std::vector<NodeId>* plan = preemption_.PlanOf(job.id); plan != nullptr) {
         pass.Reserve(Reservation{job.id, now, *plan});
       }
     } else {
       // The first BackfillDepth waiting jobs get a reservation.
       std::optional<Reservation> r;
-      if (static_cast<int>(pass.reservations.size()) < core_.config.backfill_depth) {
-        r = PlanReservation(core_, job, pass, now);
+      if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
+        r = PlanReservation(pool_, book_, allocator_, job, pass, now);
       }
       job.expected_start = r ? r->start : Millis{0};
       if (r) pass.Reserve(std::move(*r));
@@ -286,27 +249,26 @@ void PassPlanner::TakeInOrder(const QueueKey& key, PassState& pass, Millis now, 
 
 void PassPlanner::FullPass(Millis now, Effects& effects) {
   last_pass_kind_ = "full";
-  full_pass_needed_ = false;
+  triggers_.FullPassBegun();
   last_full_pass_ = now;
   PassState pass;
   BeginPass(pass, now, effects);
   // The queue order's priorities, with each (account, user)'s fair share computed once.
   std::vector<QueueKey> keys;
-  keys.reserve(core_.book.Pending().size());
-  dependency_targets_.clear();
-  singleton_waits_ = false;
-  std::vector<Job*> by_id(core_.book.Pending().begin(), core_.book.Pending().end());
+  keys.reserve(book_.Pending().size());
+  triggers_.ForgetDependencies();
+  std::vector<Job*> by_id(book_.Pending().begin(), book_.Pending().end());
   // Ranked a batch at a time, and keyed while the batch's jobs are still in
   // the cache: at 100,000 jobs a second walk over them cost 2-3 ms.
   constexpr std::size_t kBatch = 256;
-  std::vector<double> shares(core_.book.ShareOwners().size(), -1);
+  std::vector<double> shares(book_.ShareOwners().size(), -1);
   for (std::size_t first = 0; first < by_id.size(); first += kBatch) {
     const std::span<Job* const> batch =
         std::span<Job* const>(by_id).subspan(first, std::min(kBatch, by_id.size() - first));
-    core_.priority.Rank(batch, core_.book, now, shares);
+    priority_.Rank(batch, book_, now, shares);
     for (Job* job : batch) {
       keys.push_back(QueueKey::Of(*job));
-      NoteDependencies(*job);
+      triggers_.NoteDependencies(*job);
     }
   }
   // The queue matters in order only until every partition with jobs left
@@ -318,7 +280,7 @@ void PassPlanner::FullPass(Millis now, Effects& effects) {
   std::make_heap(keys.begin(), keys.end(), later);
   pass.CountKeys(keys);
   std::size_t heap_end = keys.size();
-  while (heap_end > 0 && (pass.open > 0 || pass.backfill_tried < core_.config.backfill_depth)) {
+  while (heap_end > 0 && (pass.open > 0 || pass.backfill_tried < config_.backfill_depth)) {
     std::pop_heap(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(heap_end), later);
     const QueueKey& key = keys[--heap_end];
     TakeInOrder(key, pass, now, effects);
@@ -346,14 +308,14 @@ void PassPlanner::FullPass(Millis now, Effects& effects) {
 }
 
 bool PassPlanner::ReleasePass(Millis now, Effects& effects) {
-  if (!released_ || full_pass_needed_) return false;
+  if (!triggers_.AnyReleased() || triggers_.FullPassNeeded()) return false;
   if (!last_order_complete_ && last_order_.empty()) return false;
   // The part of the queue the last full pass took in order, as it ordered
   // it, with the new jobs merged in at their priority now.
   std::vector<QueueKey> keys;
-  keys.reserve(last_order_.size() + submitted_.size());
+  keys.reserve(last_order_.size() + triggers_.SubmittedJobs().size());
   for (const QueueKey& stored : last_order_) {
-    Job* job = core_.book.Find(stored.id);
+    Job* job = book_.Find(stored.id);
     if (job == nullptr || job->state != JobState::kPending) continue;
     QueueKey key = stored;
     key.job = job;
@@ -361,11 +323,11 @@ bool PassPlanner::ReleasePass(Millis now, Effects& effects) {
   }
   const std::size_t kept = keys.size();
   std::vector<Job*> fresh;
-  for (const JobId id : submitted_) {
-    Job* job = core_.book.Find(id);
+  for (const JobId id : triggers_.SubmittedJobs()) {
+    Job* job = book_.Find(id);
     if (job != nullptr && job->state == JobState::kPending) fresh.push_back(job);
   }
-  core_.priority.Rank(fresh, core_.book, now);
+  priority_.Rank(fresh, book_, now);
   for (Job* job : fresh) keys.push_back(QueueKey::Of(*job));
   std::sort(keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
   std::inplace_merge(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(kept), keys.end());
@@ -377,7 +339,7 @@ bool PassPlanner::ReleasePass(Millis now, Effects& effects) {
   BeginPass(pass, now, effects);
   pass.CountKeys(keys);
   const auto settled = [&] {
-    if (pass.open > 0 || pass.backfill_tried < core_.config.backfill_depth) return false;
+    if (pass.open > 0 || pass.backfill_tried < config_.backfill_depth) return false;
     return std::all_of(last_unordered_.begin(), last_unordered_.end(),
                        [&](alloc::PartitionId p) { return pass.blocked.contains(p); });
   };
@@ -404,8 +366,8 @@ bool PassPlanner::ReleasePass(Millis now, Effects& effects) {
 
 std::vector<JobId> PassPlanner::PendingOrder() const {
   std::vector<QueueKey> keys;
-  keys.reserve(core_.book.Pending().size());
-  for (Job* job : core_.book.Pending()) keys.push_back(QueueKey::Of(*job));
+  keys.reserve(book_.Pending().size());
+  for (Job* job : book_.Pending()) keys.push_back(QueueKey::Of(*job));
   std::sort(keys.begin(), keys.end());
   std::vector<JobId> order;
   order.reserve(keys.size());

@@ -9,7 +9,11 @@
 #include <vector>
 
 #include "cohort/job.h"
+#include "cohort/cluster_config.h"
+#include "cohort/gang_allocator.h"
+#include "cohort/node_pool.h"
 #include "pass_state.h"
+#include "pass_triggers.h"
 
 namespace cohort {
 struct Effects;
@@ -17,7 +21,11 @@ struct Effects;
 
 namespace cohort::engine {
 
-struct EngineCore;
+class Admission;
+class JobBook;
+class Lifecycle;
+class Preemption;
+class Prioritizer;
 
 /// Scheduling passes: which kind a moment needs (docs/scheduling.md), the
 /// order pending jobs are tried in, starting them, backfill reservations for
@@ -25,70 +33,69 @@ struct EngineCore;
 /// submission or a release does not walk the whole queue.
 class PassPlanner {
  public:
-  explicit PassPlanner(EngineCore& core) : core_(core) {}
+  /// The parts it uses, each of which outlives it.
+  struct Parts {
+    const config::ClusterConfig& config;
+    alloc::NodePool& pool;
+    alloc::GangAllocator& allocator;
+    JobBook& book;
+    PassTriggers& triggers;
+    Prioritizer& priority;
+    Lifecycle& life;
+    Admission& admission;
+    Preemption& preemption;
+  };
+  explicit PassPlanner(const Parts& parts)
+      : config_(parts.config),
+        pool_(parts.pool),
+        allocator_(parts.allocator),
+        book_(parts.book),
+        triggers_(parts.triggers),
+        priority_(parts.priority),
+        life_(parts.life),
+        admission_(parts.admission),
+        preemption_(parts.preemption) {}
 
   /// Priorities drift with age and usage: while jobs wait, a full pass runs
   /// at least this often (on the clock, so that no submission waits for it).
   static constexpr Millis kFullPassEvery = std::chrono::seconds(30);
 
-  /// Something other than a submission or a release happened: the next pass
-  /// goes over the whole queue.
-  void NeedPass();
-  /// `job` was submitted: a submission pass may place it.
-  void Submitted(const Job& job);
-  /// `job` gave back `node`: what waits may fit now.
-  void Released(const Job& job, NodeId node);
-  /// Whether the start or end of `job` may let a waiting job's dependency
-  /// hold (those jobs may lie where a release pass does not look).
-  [[nodiscard]] bool IsDependencyTarget(const Job& job) const;
-  /// A pending job may be tried from `at` on (its --begin): a full pass is
-  /// due then.
-  void WakeAt(Millis at) { wake_at_ = std::min(wake_at_, at); }
   /// Tick: a full pass is due when jobs wait and the last is kFullPassEvery
-  /// old, or a WakeAt time has come.
+  /// old (Trigger::kAging), or a WakeAt time has come.
   void Tick(Millis now);
 
   /// One scheduling pass of the kind that is needed.
   void Schedule(Millis now, Effects& effects);
-  [[nodiscard]] bool ScheduleNeeded() const { return schedule_needed_; }
   [[nodiscard]] std::string_view LastPassKind() const { return last_pass_kind_; }
   /// The pending jobs in the order passes try them.
   [[nodiscard]] std::vector<JobId> PendingOrder() const;
 
  private:
-  void NoteDependencies(const Job& job);
+  /// Starts the job's gang on `placement`.
+  void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
   bool SubmissionPass(Millis now, Effects& effects, bool past_releases);
   bool ReleasePass(Millis now, Effects& effects);
   [[nodiscard]] bool ReleaseCannotMatter() const;
-  void ForgetReleases();
   void FullPass(Millis now, Effects& effects);
   void BeginPass(PassState& pass, Millis now, Effects& effects);
   void Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
   void TakeInOrder(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
 
-  EngineCore& core_;
-  bool schedule_needed_ = false;
-  Millis wake_at_ = Millis::max();
+  const config::ClusterConfig& config_;
+  alloc::NodePool& pool_;
+  alloc::GangAllocator& allocator_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Prioritizer& priority_;
+  Lifecycle& life_;
+  Admission& admission_;
+  Preemption& preemption_;
   /// What the last full pass left for submission passes: its reservations,
-  /// the first waiting job of each partition, when it ran; and the jobs
-  /// submitted since.
-  bool full_pass_needed_ = true;
+  /// the first waiting job of each partition, when it ran.
   Millis last_full_pass_{0};
   std::vector<Reservation> last_reservations_;
   std::map<alloc::PartitionId, QueueKey> last_blocked_;
-  std::vector<JobId> submitted_;
-  bool released_ = false;  ///< a node was given back since the last pass
-  /// The nodes given back since the last pass: a release that frees nothing
-  /// one node of any waiting shape could take needs no pass.
-  std::vector<NodeId> released_nodes_;
-  /// An array task gave back a node: a throttled array (%N) may start its
-  /// next task anywhere, not only where this one ran.
-  bool released_array_task_ = false;
   std::string_view last_pass_kind_ = "none";
-  /// The jobs that pending jobs' dependencies name, and whether one waits
-  /// as a singleton. Each full pass rebuilds them; submissions add to them.
-  std::set<JobId> dependency_targets_;
-  bool singleton_waits_ = false;
   /// The queue as the last passes ordered it (keys without job pointers),
   /// whether that covers every pending job, and the partitions of those it
   /// does not cover.
@@ -100,7 +107,10 @@ class PassPlanner {
 /// Backfill: the earliest time the job's gang fits outside the pass's
 /// reservations as running jobs end at their limits, and where; none when
 /// no limit ever frees enough.
-[[nodiscard]] std::optional<Reservation> PlanReservation(EngineCore& core, const Job& job,
+[[nodiscard]] std::optional<Reservation> PlanReservation(const alloc::NodePool& pool,
+                                                         const JobBook& book,
+                                                         alloc::GangAllocator& allocator,
+                                                         const Job& job,
                                                          PassState& pass, Millis now);
 /// The nodes other jobs' reservations hold during the job's window from
 /// `start` (repeats possible).

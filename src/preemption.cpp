@@ -8,9 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "cohort/engine.h"
+#include "cohort/engine_types.h"
 #include "cohort/fmt_absl.h"
-#include "engine_core.h"
+#include "job_book.h"
+#include "lifecycle.h"
+#include "pass_triggers.h"
+#include "prioritizer.h"
 
 namespace cohort::engine {
 namespace {
@@ -73,18 +76,18 @@ struct Preemption::Solution {
 };
 
 config::PreemptMode Preemption::ModeOf(const Job& job) const {
-  return VictimSetting(core_.config, job, &config::QosSpec::preempt_mode,
-                       &config::PartitionSpec::preempt_mode, core_.config.preempt_mode);
+  return VictimSetting(config_, job, &config::QosSpec::preempt_mode,
+                       &config::PartitionSpec::preempt_mode, config_.preempt_mode);
 }
 
 std::chrono::seconds Preemption::GraceOf(const Job& job) const {
-  return VictimSetting(core_.config, job, &config::QosSpec::grace_time,
-                       &config::PartitionSpec::grace_time, core_.config.preempt_grace_time);
+  return VictimSetting(config_, job, &config::QosSpec::grace_time,
+                       &config::PartitionSpec::grace_time, config_.preempt_grace_time);
 }
 
 int Preemption::SignalOf(const Job& job) const {
-  return VictimSetting(core_.config, job, &config::QosSpec::preempt_signal,
-                       &config::PartitionSpec::preempt_signal, core_.config.preempt_signal);
+  return VictimSetting(config_, job, &config::QosSpec::preempt_signal,
+                       &config::PartitionSpec::preempt_signal, config_.preempt_signal);
 }
 
 const std::vector<NodeId>* Preemption::PlanOf(JobId preemptor) const {
@@ -93,7 +96,7 @@ const std::vector<NodeId>* Preemption::PlanOf(JobId preemptor) const {
 }
 
 bool Preemption::MayPreempt(const Job& preemptor, const Job& victim, Millis now) const {
-  const config::ClusterConfig& config = core_.config;
+  const config::ClusterConfig& config = config_;
   if (config.preempt_mode == config::PreemptMode::kOff) return false;
   if (StatusOf(victim) != JobStatus{JobState::kRunning, JobSubstate::kNone}) return false;
   if (ModeOf(victim) == config::PreemptMode::kOff) return false;
@@ -105,14 +108,14 @@ bool Preemption::MayPreempt(const Job& preemptor, const Job& victim, Millis now)
 }
 
 std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Millis now) {
-  const topology::Topology& topology = core_.topology;
+  const topology::Topology& topology = topology_;
   struct Candidate {
     Job* job;
     double cost;  ///< resource-seconds lost if stopped now
     topology::SwitchId domain;
   };
   std::vector<Candidate> candidates;
-  for (Job* entry : core_.book.Active()) {
+  for (Job* entry : book_.Active()) {
     Job& other = *entry;
     if (!MayPreempt(job, other, now)) continue;
     const int gpus = GpusHeld(other);
@@ -132,7 +135,7 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
   // it until the gang fits there; keep the cheapest solution of the lowest
   // level that has one. Without a switch tree, one domain holds everything.
   std::optional<Solution> best;
-  alloc::NodePool shadow = core_.pool;
+  alloc::NodePool shadow = pool_;
   FitCounter fit(job.gang, shadow);
   auto under = [&](topology::SwitchId domain, topology::SwitchId s) {
     for (topology::SwitchId at = domain; at != topology::kNone;
@@ -149,7 +152,7 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
       released.push_back(&c);
       if (!fit.Enough()) continue;
       const alloc::PlacementResult result =
-          core_.allocator.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo);
+          allocator_.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo);
       if (result.outcome != alloc::Outcome::kPlaced) continue;
       if (s != topology::kNone && !under(result.placement.domain, s)) continue;
       Solution solution{level, 0, {}, result.placement};
@@ -210,11 +213,11 @@ void Preemption::Warn(Job& victim, const Job& preemptor, Millis now, Effects& ef
       effects.commands.emplace_back(SignalCommand{victim.id, g.node, signal, SignalScope::kAll});
     }
   }
-  core_.life.Apply(victim, JobEvent::kPreemptWarned, now, effects);
+  life_.Apply(victim, JobEvent::kPreemptWarned, now, effects);
 }
 
 bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
-  if (core_.config.preempt_mode == config::PreemptMode::kOff) return false;
+  if (config_.preempt_mode == config::PreemptMode::kOff) return false;
   std::optional<Solution> best = ChooseVictims(job, now);
   if (!best || best->victims.empty()) return false;
   std::vector<std::string> names;
@@ -248,26 +251,26 @@ void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, 
   switch (mode) {
     case config::PreemptMode::kRequeue:
       victim.reason = by;
-      core_.life.Apply(victim, JobEvent::kPreempted, now, effects);
+      life_.Apply(victim, JobEvent::kPreempted, now, effects);
       break;
     case config::PreemptMode::kSuspend:
       for (std::size_t rank = 0; rank < victim.placement.grants.size(); ++rank) {
         if (victim.released[rank] != 0) continue;
         const alloc::NodeGrant& g = victim.placement.grants[rank];
         effects.commands.emplace_back(SignalCommand{victim.id, g.node, SIGSTOP, SignalScope::kAll});
-        core_.pool.Release({&g, 1});
+        pool_.Release({&g, 1});
         effects.changed_nodes.push_back(g.node);
       }
-      core_.priority.Charge(victim, now);
+      priority_.Charge(victim, now);
       victim.suspended_since = now;
       victim.reason_detail = fmt::format("suspended (SIGSTOP): {}", by);
-      core_.planner.NeedPass();
-      core_.life.Apply(victim, JobEvent::kSuspended, now, effects);
+      triggers_.Note(Trigger::kSuspended);
+      life_.Apply(victim, JobEvent::kSuspended, now, effects);
       break;
     case config::PreemptMode::kCancel:
     case config::PreemptMode::kOff:
       victim.reason = by;
-      core_.life.Apply(victim, JobEvent::kCancelled, now, effects);
+      life_.Apply(victim, JobEvent::kCancelled, now, effects);
       break;
   }
 }
@@ -281,7 +284,7 @@ bool Preemption::EndedOnWarning(Job& victim, NodeId node, int signal, Millis now
   }
   StopVictim(victim,
              fmt::format("a rank on {} ended on the warning signal {}",
-                         core_.topology.NodeName(node), SignalName(signal)),
+                         topology_.NodeName(node), SignalName(signal)),
              now, effects);
   return true;
 }
@@ -289,11 +292,11 @@ bool Preemption::EndedOnWarning(Job& victim, NodeId node, int signal, Millis now
 // ------------------------------------------------------------- the pass
 
 void Preemption::ResumeSuspended(Millis now, Effects& effects) {
-  for (Job* entry : core_.book.Active()) {
+  for (Job* entry : book_.Active()) {
     Job& job = *entry;
     if (StatusOf(job) != JobStatus{JobState::kRunning, JobSubstate::kSuspended}) continue;
     // Its preemptor waits for exactly these resources: not yet.
-    if (const Job* preemptor = core_.book.Find(job.preempted_by);
+    if (const Job* preemptor = book_.Find(job.preempted_by);
         preemptor != nullptr && preemptor->state == JobState::kPending) {
       continue;
     }
@@ -301,14 +304,14 @@ void Preemption::ResumeSuspended(Millis now, Effects& effects) {
     for (std::size_t rank = 0; rank < job.placement.grants.size() && fits; ++rank) {
       if (job.released[rank] != 0) continue;
       const alloc::NodeGrant& g = job.placement.grants[rank];
-      const alloc::NodeFree& free = core_.pool.Free(g.node);
+      const alloc::NodeFree& free = pool_.Free(g.node);
       fits = free.cpus >= g.cpus && free.memory_mb >= g.memory_mb && (free.gpus & g.gpus) == g.gpus;
     }
     if (!fits) continue;
     for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
       if (job.released[rank] != 0) continue;
       const alloc::NodeGrant& g = job.placement.grants[rank];
-      core_.pool.Commit({&g, 1});
+      pool_.Commit({&g, 1});
       effects.commands.emplace_back(SignalCommand{job.id, g.node, SIGCONT, SignalScope::kAll});
       effects.changed_nodes.push_back(g.node);
     }
@@ -320,14 +323,14 @@ void Preemption::ResumeSuspended(Millis now, Effects& effects) {
       job.preemptions.back().detail += fmt::format("; resumed at {}", Hms(now));
     }
     job.reason_detail = "resumed (SIGCONT) after its preemptor released the resources";
-    core_.life.Apply(job, JobEvent::kResumed, now, effects);
+    life_.Apply(job, JobEvent::kResumed, now, effects);
   }
 }
 
 // ------------------------------------------------------------- backfill
 
 void Preemption::Review(std::set<JobId>& preemptors, Millis now, Effects& effects) {
-  for (const Job* job : core_.book.Active()) {
+  for (const Job* job : book_.Active()) {
     // Victims still in their grace time, or stopping: their preemptor
     // waits for them and chooses no more.
     if (job->preempted_by != 0 &&
@@ -336,22 +339,33 @@ void Preemption::Review(std::set<JobId>& preemptors, Millis now, Effects& effect
     }
   }
   std::erase_if(plans_, [this](const auto& entry) {
-    const Job* preemptor = core_.book.Find(entry.first);
+    const Job* preemptor = book_.Find(entry.first);
     return preemptor == nullptr || preemptor->state != JobState::kPending;
   });
   // Victims whose preemptor no longer waits are spared.
-  for (Job* entry : core_.book.Active()) {
+  for (Job* entry : book_.Active()) {
     Job& job = *entry;
     if (job.sub != JobSubstate::kPreempting) continue;
-    const Job* preemptor = core_.book.Find(job.preempted_by);
+    const Job* preemptor = book_.Find(job.preempted_by);
     if (preemptor == nullptr || preemptor->state != JobState::kPending) {
       job.preempt_deadline = Millis{0};
       if (!job.preemptions.empty()) {
         job.preemptions.back().detail = "called off: the preemptor no longer waits";
       }
       job.reason_detail.clear();
-      core_.life.Apply(job, JobEvent::kPreemptCalledOff, now, effects);
+      life_.Apply(job, JobEvent::kPreemptCalledOff, now, effects);
     }
+  }
+}
+
+void Preemption::Tick(Millis now, Effects& effects) {
+  // Stopping a victim changes the index being walked: walk a copy.
+  const std::vector<Job*> active(book_.Active().begin(), book_.Active().end());
+  for (Job* job : active) {
+    if (job->sub != JobSubstate::kPreempting || now < job->preempt_deadline) continue;
+    StopVictim(*job,
+               fmt::format("stopped at the end of its {} s grace time", GraceOf(*job).count()), now,
+               effects);
   }
 }
 

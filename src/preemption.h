@@ -17,7 +17,10 @@ struct Effects;
 
 namespace cohort::engine {
 
-struct EngineCore;
+class JobBook;
+class Lifecycle;
+class PassTriggers;
+class Prioritizer;
 
 /// Preemption: which running jobs a waiting job of a higher tier or a
 /// preempting QOS stops (the cheapest set under the lowest switch that then
@@ -25,7 +28,29 @@ struct EngineCore;
 /// suspend), and resuming suspended jobs.
 class Preemption {
  public:
-  explicit Preemption(EngineCore& core) : core_(core) {}
+  /// The parts it uses, each of which outlives it.
+  struct Parts {
+    const config::ClusterConfig& config;
+    const topology::Topology& topology;
+    alloc::NodePool& pool;
+    alloc::GangAllocator& allocator;
+    JobBook& book;
+    PassTriggers& triggers;
+    Prioritizer& priority;
+    Lifecycle& life;
+  };
+  explicit Preemption(const Parts& parts)
+      : config_(parts.config),
+        topology_(parts.topology),
+        pool_(parts.pool),
+        allocator_(parts.allocator),
+        book_(parts.book),
+        triggers_(parts.triggers),
+        priority_(parts.priority),
+        life_(parts.life) {}
+
+  /// Victims whose grace time is over stop now.
+  void Tick(Millis now, Effects& effects);
 
   /// Chooses victims for `job` and warns them; false when none would let it
   /// start. The victims' nodes are then the job's plan.
@@ -63,7 +88,14 @@ class Preemption {
   [[nodiscard]] std::optional<Solution> ChooseVictims(const Job& job, Millis now);
   void Warn(Job& victim, const Job& preemptor, Millis now, Effects& effects);
 
-  EngineCore& core_;
+  const config::ClusterConfig& config_;
+  const topology::Topology& topology_;
+  alloc::NodePool& pool_;
+  alloc::GangAllocator& allocator_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Prioritizer& priority_;
+  Lifecycle& life_;
   /// Preemptors whose victims are stopping: the nodes each will take.
   std::map<JobId, std::vector<NodeId>> plans_;
 };

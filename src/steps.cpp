@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "cohort/engine.h"
+#include "cohort/engine_types.h"
 
 namespace cohort::engine {
 namespace {

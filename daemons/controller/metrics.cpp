@@ -169,6 +169,13 @@ std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_st
              "How long scheduling passes took, by kind: submission, release, full, "
              "release-full or idle (docs/scheduling.md).");
   Histograms(out, "cohort_scheduling_pass_seconds", "kind", passes_);
+  out.Family("cohort_scheduling_pass_triggers_total", MetricType::kCounter,
+             "What called for scheduling passes, by trigger: submitted and released call for "
+             "submission and release passes, the others for a full pass (docs/scheduling.md).");
+  for (const auto& [trigger, count] : engine.PassTriggerCounts()) {
+    out.Sample("cohort_scheduling_pass_triggers_total", {{"trigger", std::string(trigger)}},
+               static_cast<double>(count));
+  }
   out.Family("cohort_rpc_seconds", MetricType::kHistogram,
              "How long calls of the Controller service took, from arrival to answer (the "
              "commit they waited for included), by method.");
