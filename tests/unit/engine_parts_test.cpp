@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The engine's parts (src/), each built alone from the parts below it, as
-// src/engine_core.h layers them: job book and pass triggers; lifecycle and
-// prioritizer; admission, preemption and the node book; the planner. No
+// src/engine_core.h layers them: job book, pass triggers and steps; the
+// prioritizer; lifecycle; admission, preemption and the node book; the
+// planner. No
 // test here builds the facade (engine_test.cpp does that).
 #include <signal.h>
 
@@ -20,6 +21,7 @@
 #include "pass_triggers.h"
 #include "preemption.h"
 #include "prioritizer.h"
+#include "steps.h"
 #include "test_support.h"
 
 namespace cohort::engine {
@@ -257,6 +259,36 @@ TEST_F(PartsTest, LifecycleEndsAJobAtItsTimeLimitAndLeavesAVictimsGraceToPreempt
   victim.preempt_deadline = kT0 + Millis(10);
   life_.Tick(kT0 + Millis(20), effects);
   EXPECT_EQ(victim.sub, JobSubstate::kPreempting);  // Preemption::Tick stops it, not Lifecycle
+}
+
+TEST_F(PartsTest, ThePrioritizerRanksLargerJobsFirstAndChargesWhatRan) {
+  Job& small = Queue(1);
+  Job& large = Queue(4);
+  const std::vector<Job*> jobs{&small, &large};
+  priority_.Rank(jobs, book_, kT0);
+  EXPECT_GT(large.priority, small.priority);  // multifactor's size factor
+
+  Effects effects;
+  StartOn(small, effects);
+  EXPECT_EQ(priority_.Usage().UserUsage("", "alice", kT0), 0.0);
+  priority_.Charge(small, kT0 + std::chrono::hours(1));
+  EXPECT_GT(priority_.Usage().UserUsage("", "alice", kT0 + std::chrono::hours(1)), 0.0);
+}
+
+TEST_F(PartsTest, StepsRunInsideAJobsAllocationAndEndWithIt) {
+  Job& job = Queue(2);
+  Effects effects;
+  StartOn(job, effects);
+  alloc::StepRequest request;
+  request.nodes = 1;
+  request.tasks = 1;
+  const absl::StatusOr<int> step = Steps::Start(job, request, kT0, effects);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(Steps::RunningOn(job, job.steps.back().placement.nodes.front().node_rank),
+            std::vector<int>{*step});
+  Steps::EndWithJob(job, kT0);
+  EXPECT_EQ(job.steps.back().state, StepState::kCancelled);
+  EXPECT_TRUE(Steps::RunningOn(job, 0).empty());
 }
 
 TEST_F(PartsTest, AdmissionRefusesAnUnknownPartitionAndWakesAPassAtABeginTime) {
