@@ -292,8 +292,11 @@ namespace {
 // silently with status 141. It is blocked around each call, and one it
 // raised is taken; the call fails with EPIPE, said as "the connection
 // broke". A SIGPIPE pending before the call is left for its owner.
+thread_local bool sigpipe_blocked_for_good = false;
+
 template <typename Call>
 int WithoutSigpipe(Call call) {
+  if (sigpipe_blocked_for_good) return call();
   sigset_t pipe;
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
@@ -316,6 +319,14 @@ int WithoutSigpipe(Call call) {
 }
 
 }  // namespace
+
+void TlsSession::BlockSigpipeInThisThread() {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  sigpipe_blocked_for_good = true;
+}
 
 TlsSession::Step TlsSession::Handshake() {
   return Outcome(WithoutSigpipe([this] { return SSL_do_handshake(ssl_); }), "handshake");

@@ -55,6 +55,10 @@ class TlsServerContext {
 ///
 /// Each step says what the socket must become (readable or writable) when
 /// it cannot go on yet.
+///
+/// OpenSSL writes with write(2), so a peer that closed raises SIGPIPE;
+/// each step blocks it around its call (four system calls) unless the
+/// calling thread blocked it for good (BlockSigpipeInThisThread).
 class TlsSession {
  public:
   /// What a step did: `bytes` > 0 moved; 0 and no `wait`: the peer closed;
@@ -65,6 +69,12 @@ class TlsSession {
     short wait = 0;
     std::string error;
   };
+
+  /// Blocks SIGPIPE in the calling thread from now on: a thread that runs
+  /// many sessions (the controller's HTTP/2 guard) then steps them without
+  /// blocking it around each call. A SIGPIPE raised later stays pending,
+  /// harmless, in that thread alone.
+  static void BlockSigpipeInThisThread();
 
   /// A session for `fd` to `host` (a name, or an IPv4/IPv6 address).
   /// InvalidArgument when the CA file cannot be read.

@@ -104,6 +104,9 @@ void H2Guard::Stop() {
 void H2Guard::Run() {
   // Named so that top -H and /proc/PID/task show what the guard costs.
   ::pthread_setname_np(::pthread_self(), "rpc-guard");
+  // Its sockets are sent to with MSG_NOSIGNAL, and OpenSSL's writes would
+  // raise SIGPIPE: blocked here once rather than around every TLS call.
+  tls::TlsSession::BlockSigpipeInThisThread();
   std::array<epoll_event, 64> events{};
   std::chrono::milliseconds swept = SteadyNow();
   while (!stopping_) {

@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace cohort::tls {
 namespace {
@@ -130,6 +132,37 @@ TEST(TlsSessionTest, WhatWasSentBeforeThePeerLeftIsRead) {
   }
   EXPECT_EQ(text, "outputdone");
   EXPECT_EQ(step.wait, 0) << "the end is seen";
+}
+
+TEST(TlsSessionTest, AWriteToAGonePeerFailsWhetherOrNotTheThreadBlocksSigpipe) {
+  // Once around each call, then (in a thread of its own) blocked for good:
+  // either way the write says the connection broke and nothing dies.
+  const auto write_to_gone_peer = [] {
+    int pair[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+    auto client = TlsSession::StartPsk(pair[0], TlsSide::kClient, kKey);
+    EXPECT_TRUE(client.ok());
+    ::close(pair[1]);
+    const TlsSession::Step step = (*client)->Handshake();
+    ::close(pair[0]);
+    return step;
+  };
+  EXPECT_FALSE(write_to_gone_peer().error.empty());
+  bool blocked_there = false;
+  TlsSession::Step there;
+  std::thread guard([&] {
+    TlsSession::BlockSigpipeInThisThread();
+    there = write_to_gone_peer();
+    sigset_t mask;
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    blocked_there = sigismember(&mask, SIGPIPE) == 1;
+  });
+  guard.join();
+  EXPECT_FALSE(there.error.empty());
+  EXPECT_TRUE(blocked_there);
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  EXPECT_FALSE(sigismember(&mask, SIGPIPE)) << "only the thread that asked blocks it";
 }
 
 TEST(TlsSessionTest, APeerWithoutTheKeyIsRefused) {
