@@ -13,6 +13,28 @@
 namespace cohort::controller {
 namespace {
 
+// The engine's enums a record keeps as numbers: what each number means in
+// a database already written. Append new values; never reorder or remove.
+static_assert(static_cast<int>(EndCause::kNone) == 0 && static_cast<int>(EndCause::kSuccess) == 1 &&
+                  static_cast<int>(EndCause::kRankFailed) == 2 &&
+                  static_cast<int>(EndCause::kLaunchFailed) == 3 &&
+                  static_cast<int>(EndCause::kCancelled) == 4 &&
+                  static_cast<int>(EndCause::kTimeLimit) == 5 &&
+                  static_cast<int>(EndCause::kNodeLost) == 6 &&
+                  static_cast<int>(EndCause::kNodeLostRequeue) == 7 &&
+                  static_cast<int>(EndCause::kPreemptRequeue) == 8 &&
+                  static_cast<int>(EndCause::kRequeued) == 9,
+              "JobRecord.cause stores EndCause by number: append, never reorder");
+static_assert(static_cast<int>(StepState::kRunning) == 0 &&
+                  static_cast<int>(StepState::kCompleted) == 1 &&
+                  static_cast<int>(StepState::kFailed) == 2 &&
+                  static_cast<int>(StepState::kCancelled) == 3,
+              "StepRecord.state stores StepState by number: append, never reorder");
+static_assert(static_cast<int>(alloc::StepSharing::kWholeNodes) == 0 &&
+                  static_cast<int>(alloc::StepSharing::kExact) == 1 &&
+                  static_cast<int>(alloc::StepSharing::kOverlap) == 2,
+              "StepRecord.sharing stores StepSharing by number: append, never reorder");
+
 // The largest MaxArraySize= accepts: a stored array is read whatever the
 // setting is now.
 constexpr int kMaxArraySizeEver = 4000001;
