@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <atomic>
+#include <string>
+
+namespace cohort::controller {
+
+/// What cohort-controller is told on its command line.
+struct ServerFlags {
+  std::string config_path;
+  std::string listen;  ///< empty: the ControllerAddr entry that names this host
+  int port = -1;       ///< -1: ControllerPort; 0: any free port
+  std::string state_dir;
+  std::string port_file;  ///< where to write the TCP port listened on
+  int http_port = -1;
+  std::string http_port_file;
+  std::string log_level = "info";
+  bool check_state = false;  ///< check the state database, summarise it, exit
+};
+
+/// How a run ended: an exit status; or `again_because` set, and the
+/// program is to execute itself again listening on `port` and `http_port`
+/// (a valid reload of cohort.conf, or a lost lease: it waits as a standby);
+/// or `exit_at_once`, a failed commit having left the servers running.
+struct ServerExit {
+  int status = 0;
+  std::string again_because;
+  int port = 0;
+  int http_port = -1;
+  bool exit_at_once = false;
+};
+
+/// The controller service as a whole: reads the configuration, waits as a
+/// standby while another controller holds the lease (PostgreSQL), loads
+/// the state, serves the TCP port, the local socket and the HTTP port until
+/// SIGINT or SIGTERM (SIGHUP rereads cohort.conf, SIGUSR2 reopens LogFile),
+/// Stop(), a failed commit or a lost lease, then stops in order.
+/// cohort-controller's main parses the flags and runs one; a test runs one
+/// on port 0 in a thread of its own.
+class ControllerServer {
+ public:
+  explicit ControllerServer(ServerFlags flags);
+
+  /// Runs to the end; errors that keep it from starting are said on stderr.
+  ServerExit Run();
+  /// Any thread: the serving stops, as at SIGTERM (within 100 ms).
+  void Stop();
+  /// The TCP port once it serves; 0 before.
+  [[nodiscard]] int Port() const { return serving_port_; }
+
+ private:
+  ServerFlags flags_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<int> serving_port_{0};
+};
+
+}  // namespace cohort::controller
