@@ -38,34 +38,40 @@ std::shared_ptr<const Seam> Make() {
   return std::make_shared<const Policy>();
 }
 
+// A policy's entry, under the name it declares (Policy::kName).
+template <class Seam, class Policy>
+constexpr Entry<Seam> Of() {
+  return {Policy::kName, &Make<Seam, Policy>};
+}
+
 // NodeFilterPlugins=
 constexpr Entry<NodeFilter> kNodeFilters[] = {
-    {"filter/resources", &Make<NodeFilter, ResourcesFilter>},
-    {"filter/keep-gpu-nodes", &Make<NodeFilter, KeepGpuNodesFilter>},
+    Of<NodeFilter, ResourcesFilter>(),
+    Of<NodeFilter, KeepGpuNodesFilter>(),
 };
 
 // NodeScoreType=
 constexpr Entry<NodeScore> kNodeScores[] = {
-    {"score/locality", &Make<NodeScore, LocalityScore>},
-    {"score/spread", &Make<NodeScore, SpreadScore>},
+    Of<NodeScore, LocalityScore>(),
+    Of<NodeScore, SpreadScore>(),
 };
 
 // DomainScoreType=
 constexpr Entry<DomainScore> kDomainScores[] = {
-    {"domain/tightest", &Make<DomainScore, TightestDomain>},
-    {"domain/spread", &Make<DomainScore, SpreadDomain>},
+    Of<DomainScore, TightestDomain>(),
+    Of<DomainScore, SpreadDomain>(),
 };
 
 // PriorityType=
 constexpr Entry<QueueOrder> kQueueOrders[] = {
-    {"priority/multifactor", &Make<QueueOrder, MultifactorOrder>},
-    {"priority/fifo", &Make<QueueOrder, FifoOrder>},
+    Of<QueueOrder, MultifactorOrder>(),
+    Of<QueueOrder, FifoOrder>(),
 };
 
 // AdmissionPlugins=
 constexpr Entry<AdmissionCheck> kAdmissions[] = {
-    {"admission/limits", &Make<AdmissionCheck, LimitsAdmission>},
-    {"admission/require-time-limit", &Make<AdmissionCheck, RequireTimeLimitAdmission>},
+    Of<AdmissionCheck, LimitsAdmission>(),
+    Of<AdmissionCheck, RequireTimeLimitAdmission>(),
 };
 
 template <class Seam>
@@ -103,7 +109,7 @@ absl::StatusOr<std::vector<std::shared_ptr<const Seam>>> MakeList(
 absl::StatusOr<std::vector<std::shared_ptr<const NodeFilter>>> MakeFilters(
     const std::vector<std::string>& names) {
   constexpr std::string_view kKey = "NodeFilterPlugins";
-  constexpr std::string_view kRequired = "filter/resources";
+  constexpr std::string_view kRequired = ResourcesFilter::kName;
   if (names.empty() || names.front() != kRequired) {
     return absl::InvalidArgumentError(fmt::format(
         "{}={}: the list must begin with {}, which alone checks node state, free resources, "

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -12,7 +14,9 @@ namespace cohort::plugin {
 /// GPU limit is the engine's to refuse (src/admission.cpp).
 class LimitsAdmission final : public AdmissionCheck {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "admission/limits"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "admission/limits";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] absl::Status CheckSubmit(const AdmissionContext& context,
                                          const Job& job) const override;
   /// Whether some QOS has MaxJobsPerUser, MaxGpusPerUser or MaxGpusPerAccount.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -13,7 +15,9 @@ namespace cohort::plugin {
 /// Never makes a job wait.
 class RequireTimeLimitAdmission final : public AdmissionCheck {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "admission/require-time-limit"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "admission/require-time-limit";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   /// InvalidArgument, naming --time, for a job without a time limit.
   [[nodiscard]] absl::Status CheckSubmit(const AdmissionContext& context,
                                          const Job& job) const override;

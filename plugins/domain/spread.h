@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -13,7 +15,9 @@ namespace cohort::plugin {
 /// next wide job.
 class SpreadDomain final : public DomainScore {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "domain/spread"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "domain/spread";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] bool Choose(const DomainContext& context,
                             std::vector<GroupId>& chosen) const override;
 };

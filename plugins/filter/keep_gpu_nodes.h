@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -11,7 +13,9 @@ namespace cohort::plugin {
 /// or are infeasible without, CPU-only nodes.
 class KeepGpuNodesFilter final : public NodeFilter {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "filter/keep-gpu-nodes"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "filter/keep-gpu-nodes";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   void Filter(const FilterContext& context, std::span<const NodeId> nodes,
               std::vector<NodeId>& kept, FilterTally& tally) const override;
 };

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -12,7 +14,9 @@ namespace cohort::plugin {
 /// shares, and backfill still starts later jobs where they delay no one.
 class FifoOrder final : public QueueOrder {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "priority/fifo"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "priority/fifo";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   void Rank(const QueueContext& context, std::span<Job* const> jobs) const override;
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -11,7 +13,9 @@ namespace cohort::plugin {
 /// the order drifts as jobs wait and as accounts use the cluster.
 class MultifactorOrder final : public QueueOrder {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "priority/multifactor"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "priority/multifactor";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   void Rank(const QueueContext& context, std::span<Job* const> jobs) const override;
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -11,7 +13,9 @@ namespace cohort::plugin {
 /// GPUs of one locality group.
 class LocalityScore final : public NodeScore {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "score/locality"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "score/locality";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   void Order(const ScoreContext& context, std::span<NodeId> nodes) const override;
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <string_view>
+
 #include "cohort/plugin.h"
 
 namespace cohort::plugin {
@@ -12,7 +14,9 @@ namespace cohort::plugin {
 /// wide or exclusive jobs.
 class SpreadScore final : public NodeScore {
  public:
-  [[nodiscard]] std::string_view Name() const override { return "score/spread"; }
+  /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).
+  static constexpr std::string_view kName = "score/spread";
+  [[nodiscard]] std::string_view Name() const override { return kName; }
   void Order(const ScoreContext& context, std::span<NodeId> nodes) const override;
 };
 

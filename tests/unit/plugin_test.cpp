@@ -3,6 +3,13 @@
 // default of its seam, through the allocator that consults them.
 #include "cohort/plugin.h"
 
+#include <functional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "test_support.h"
@@ -58,6 +65,65 @@ TEST(PluginRegistryTest, DefaultsAreTodaysPolicies) {
   const auto defaults = DefaultAllocatorPlugins();
   EXPECT_EQ(defaults->node_score->Name(), "score/locality");
   EXPECT_EQ(defaults, DefaultAllocatorPlugins()) << "made once and shared";
+}
+
+// The names the registry knows for one key: what it lists when asked for
+// one it does not know.
+std::set<std::string> Registered(const std::function<void(config::PluginChoice&)>& unknown) {
+  config::PluginChoice choice;
+  unknown(choice);
+  const absl::StatusOr<PluginSet> made = MakePlugins(choice);
+  EXPECT_FALSE(made.ok());
+  const std::string message(made.status().message());
+  const std::size_t list = message.find("choose one of ");
+  EXPECT_NE(list, std::string::npos) << message;
+  std::set<std::string> names;
+  std::stringstream rest(message.substr(list + 14));
+  for (std::string name; std::getline(rest, name, ',');) {
+    names.insert(name.substr(name.find_first_not_of(' ')));
+  }
+  return names;
+}
+
+// plugins/README.md's table is the one list of the built-in policies:
+// every name it gives is registered and answers to it (each plugin's
+// kName), and every registered name is in it.
+TEST(PluginRegistryTest, TheReadmeListsEveryBuiltInPolicyAndNoOther) {
+  const std::string readme = testing::ReadData("../../plugins/README.md");
+  std::set<std::string> listed;
+  const std::regex name("`((priority|filter|score|domain|admission)/[a-z-]+)`");
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), name);
+       it != std::sregex_iterator(); ++it) {
+    listed.insert((*it)[1]);
+  }
+  std::set<std::string> registered;
+  for (const auto& unknown : std::vector<std::function<void(config::PluginChoice&)>>{
+           [](config::PluginChoice& c) { c.queue_order = "priority/none"; },
+           [](config::PluginChoice& c) { c.node_filter = {"filter/resources", "filter/none"}; },
+           [](config::PluginChoice& c) { c.node_score = "score/none"; },
+           [](config::PluginChoice& c) { c.domain_score = "domain/none"; },
+           [](config::PluginChoice& c) { c.admission = {"admission/none"}; }}) {
+    registered.merge(Registered(unknown));
+  }
+  EXPECT_EQ(listed, registered);
+  for (const std::string& each : listed) {
+    config::PluginChoice choice;
+    const std::string kind = each.substr(0, each.find('/'));
+    std::string_view made;
+    if (kind == "priority") choice.queue_order = each;
+    if (kind == "filter" && each != "filter/resources") choice.node_filter.push_back(each);
+    if (kind == "score") choice.node_score = each;
+    if (kind == "domain") choice.domain_score = each;
+    if (kind == "admission") choice.admission = {each};
+    const absl::StatusOr<PluginSet> plugins = MakePlugins(choice);
+    ASSERT_TRUE(plugins.ok()) << each << ": " << plugins.status();
+    if (kind == "priority") made = plugins->queue_order->Name();
+    if (kind == "filter") made = plugins->allocator.node_filters.back()->Name();
+    if (kind == "score") made = plugins->allocator.node_score->Name();
+    if (kind == "domain") made = plugins->allocator.domain_score->Name();
+    if (kind == "admission") made = plugins->admission.front()->Name();
+    EXPECT_EQ(made, each);
+  }
 }
 
 TEST(PluginRegistryTest, UnknownNamesNameTheKeyAndTheKnownNames) {
