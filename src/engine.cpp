@@ -246,6 +246,58 @@ void Engine::Tick(Millis now, Effects& effects) {
   COHORT_DCHECK(CheckInvariants().ok(), "the engine's invariants hold after a tick");
 }
 
+namespace {
+template <class... Calls>
+struct Overloaded : Calls... {
+  using Calls::operator()...;
+};
+}  // namespace
+
+absl::Status Engine::Apply(const EngineInput& input, Millis now, Effects& effects,
+                           JobId* submitted) {
+  return std::visit(
+      Overloaded{
+          [&](const input::Submit& in) -> absl::Status {
+            absl::StatusOr<JobId> id = Submit(in.request, now, effects);
+            if (id.ok() && submitted != nullptr) *submitted = *id;
+            return id.status();
+          },
+          [&](const input::Cancel& in) { return Cancel(in.job, in.signal, in.caller, now, effects); },
+          [&](const input::Hold& in) { return Hold(in.job, in.caller, now, effects); },
+          [&](const input::Release& in) { return Release(in.job, in.caller, now, effects); },
+          [&](const input::Requeue& in) { return Requeue(in.job, in.caller, now, effects); },
+          [&](const input::CheckpointDone& in) {
+            return CheckpointDone(in.job, in.caller, now, effects);
+          },
+          [&](const input::NodeRegistered& in) {
+            return NodeRegistered(in.node, in.report, now, effects);
+          },
+          [&](const input::Heartbeat& in) {
+            NodeHeartbeat(in.node, now);
+            return absl::OkStatus();
+          },
+          [&](const input::Drain& in) { return Drain(in.node, in.reason, in.caller, effects); },
+          [&](const input::Resume& in) { return Resume(in.node, in.caller, effects); },
+          [&](const input::RankExited& in) {
+            RankExited(in.job, in.node, in.exit_code, in.signal, now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::JobReleased& in) {
+            JobReleased(in.job, in.node, now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::Tick&) {
+            Tick(now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::Schedule&) {
+            Schedule(now, effects);
+            return absl::OkStatus();
+          },
+      },
+      input);
+}
+
 void Engine::Schedule(Millis now, Effects& effects) {
   core_->planner.Schedule(now, effects);
   // Debug builds check the whole state after every pass (the unit tests

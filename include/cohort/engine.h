@@ -182,6 +182,11 @@ class Engine {
   /// stopped, --switches waits expire; while jobs wait, the queue is
   /// ordered afresh (a full pass) every 30 s.
   void Tick(Millis now, Effects& effects);
+  /// One input as a value (engine_types.h): the call it stands for, with
+  /// its answer (a submission's id in `submitted` when given; OK for the
+  /// calls that answer nothing).
+  absl::Status Apply(const EngineInput& input, Millis now, Effects& effects,
+                     JobId* submitted = nullptr);
   /// One scheduling pass: suspended jobs resume where they fit; pending
   /// jobs, highest partition tier first, then by multifactor priority, start
   /// where they fit; the first `BackfillDepth` that cannot get a

@@ -163,4 +163,68 @@ struct Caller {
   [[nodiscard]] bool IsOperator() const { return uid == 0 || operator_listed; }
 };
 
+/// The engine's inputs as values, one type for all (Engine::Apply): what a
+/// scenario script (`cohort-sim --script`) or a recorded run replays. Each
+/// is one of the engine's calls with its arguments.
+namespace input {
+struct Submit {
+  JobRequest request;
+};
+struct Cancel {
+  JobRef job;
+  int signal = 0;  ///< 0: cancel; else the signal for its ranks
+  Caller caller;
+};
+struct Hold {
+  JobRef job;
+  Caller caller;
+};
+struct Release {
+  JobRef job;
+  Caller caller;
+};
+struct Requeue {
+  JobRef job;
+  Caller caller;
+};
+struct CheckpointDone {
+  JobRef job;
+  Caller caller;
+};
+struct NodeRegistered {
+  NodeId node = 0;
+  NodeReport report;
+};
+struct Heartbeat {
+  NodeId node = 0;
+};
+struct Drain {
+  NodeId node = 0;
+  std::string reason;
+  Caller caller;
+};
+struct Resume {
+  NodeId node = 0;
+  Caller caller;
+};
+struct RankExited {
+  JobId job = 0;
+  NodeId node = 0;
+  int exit_code = 0;
+  int signal = 0;
+};
+struct JobReleased {
+  JobId job = 0;
+  NodeId node = 0;
+};
+struct Tick {};
+struct Schedule {};
+}  // namespace input
+
+using EngineInput =
+    std::variant<input::Submit, input::Cancel, input::Hold, input::Release, input::Requeue,
+                 input::CheckpointDone, input::NodeRegistered, input::Heartbeat, input::Drain,
+                 input::Resume, input::RankExited, input::JobReleased, input::Tick,
+                 input::Schedule>;
+
 }  // namespace cohort

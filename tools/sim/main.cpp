@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cluster_files.h"
+#include "scenario.h"
 #include "simulator.h"
 #include "trace.h"
 #include "trace_generator.h"
@@ -50,6 +51,11 @@ int main(int argc, char** argv) {
                  "topology.conf (default: TopologyFile= of the config, else beside it)")
       ->check(CLI::ExistingFile);
   app.add_option("--trace", trace_file, "the job trace to replay (CSV)")->check(CLI::ExistingFile);
+  std::string script_file;
+  app.add_option("--script", script_file,
+                 "a scenario to play (a cluster and what happens to it, a line each; "
+                 "docs/simulator.md, \"Scenarios\"): prints what the engine decided")
+      ->check(CLI::ExistingFile);
   app.add_flag("--json", json, "print the report as JSON");
   app.add_flag("--jobs", jobs, "with --json: add every job's outcome");
   app.add_option("--tick", tick, "seconds of virtual time between engine ticks (time limits)")
@@ -83,6 +89,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+
+  if (!script_file.empty()) {
+    absl::StatusOr<std::string> text = cohort::shell::ReadFile(script_file);
+    if (!text.ok()) return Fail(text.status());
+    absl::StatusOr<std::string> transcript = cohort::sim::RunScenario(*text, script_file);
+    if (!transcript.ok()) return Fail(transcript.status());
+    std::cout << *transcript;
+    return 0;
   }
 
   std::optional<cohort::shell::LoadedCluster> cluster;
