@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL state backend against a real PostgreSQL 15 server
 // (scripts/pg_server.sh, one per test program): the same round trips and
-// history as SQLite's, the lease, and fencing: once another controller took
+// history as SQLite's (store_conformance.h), the lease, and fencing: once another controller took
 // the lease, nothing the old one commits lands.
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "pg_conn.h"
 #include "pg_leader.h"
 #include "pg_store.h"
+#include "store_conformance.h"
 #include "store_rows.h"
 
 namespace cohort::controller {
@@ -79,72 +80,15 @@ class PgStoreTest : public ::testing::Test {
 std::string* PgStoreTest::dir_ = nullptr;
 std::string* PgStoreTest::conninfo_ = nullptr;
 
-TEST_F(PgStoreTest, RecordsLoadBackAndHistoryFiltersAsSqlitesDo) {
-  std::unique_ptr<Store> store = Open();
-  ASSERT_NE(store, nullptr);
-  StateBatch batch;
-  batch.jobs = {Row(1, v1::JOB_COMPLETED, 1000), Row(2, v1::JOB_FAILED, 2000, "bob"),
-                Row(3, v1::JOB_CANCELLED, 3000), Row(4, v1::JOB_RUNNING), Row(5, v1::JOB_PENDING)};
-  batch.nodes = {{"node01", true, "bad fan"}};
-  batch.next_job_id = 6;
-  v1::UsageRecordProto usage;
-  usage.set_account("alice");
-  usage.set_usage(12.5);
-  usage.set_as_of_ms(777);
-  batch.usage = std::vector{usage};
-  ASSERT_TRUE(store->Commit(batch).ok());
-
-  std::unique_ptr<Store> reader = Open(Store::Mode::kRead);
-  absl::StatusOr<LoadedState> loaded = reader->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_EQ(loaded->jobs.size(), 2U);
-  EXPECT_EQ(loaded->jobs[0].id(), 4);
-  EXPECT_EQ(loaded->next_job_id, 6);
-  ASSERT_EQ(loaded->nodes.size(), 1U);
-  EXPECT_TRUE(loaded->nodes[0].drain);
-  EXPECT_EQ(loaded->nodes[0].reason, "bad fan");
-  ASSERT_EQ(loaded->usage.size(), 1U);
-  EXPECT_DOUBLE_EQ(loaded->usage[0].usage(), 12.5);
-  EXPECT_EQ((*reader->FindEnvironment(5))->env(0).value(), "/usr/bin");
-  EXPECT_FALSE(reader->FindEnvironment(1)->has_value());  // finished: no environment kept
-  EXPECT_EQ((*reader->FindJob(2))->user_name(), "bob");
-  EXPECT_FALSE(reader->FindJob(99)->has_value());
-
-  auto ids = [&](const HistoryQuery& query) {
-    std::vector<std::int64_t> out;
-    absl::StatusOr<std::vector<v1::JobRecord>> records = reader->History(query);
-    EXPECT_TRUE(records.ok()) << records.status();
-    if (records.ok()) {
-      for (const v1::JobRecord& r : *records) out.push_back(r.id());
-    }
-    return out;
-  };
-  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{1, 2, 3}));
-  HistoryQuery mine;
-  mine.uid = 1000;
-  mine.account = "alice";
-  EXPECT_EQ(ids(mine), (std::vector<std::int64_t>{1, 3}));
-  HistoryQuery failed;
-  failed.states = {v1::JOB_FAILED, v1::JOB_TIMEOUT};
-  failed.user_name = "bob";
-  EXPECT_EQ(ids(failed), (std::vector<std::int64_t>{2}));
-  HistoryQuery window;
-  window.since_ms = 1500;
-  window.until_ms = 3000;
-  EXPECT_EQ(ids(window), (std::vector<std::int64_t>{2}));
-  HistoryQuery some;
-  some.job_ids = {3, 4, 1};
-  some.limit = 1;
-  EXPECT_EQ(ids(some), (std::vector<std::int64_t>{1}));
-
-  EXPECT_EQ(store->PurgeHistory(2500, 1).value(), 1);
-  EXPECT_EQ(store->PurgeHistory(2500, 10).value(), 1);
-  EXPECT_EQ(store->PurgeHistory(2500, 10).value(), 0);
-  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{3}));
-  absl::StatusOr<StateReport> report = reader->Check();
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_EQ(report->jobs, 3);
-  EXPECT_EQ(report->active_jobs, 2);
+// What every backend does alike (store_conformance.h).
+TEST_F(PgStoreTest, RecordsLoadBack) {
+  testing::conformance::RecordsLoadBack([](Store::Mode mode) { return Open(mode); });
+}
+TEST_F(PgStoreTest, HistoryFiltersAndPurge) {
+  testing::conformance::HistoryFiltersAndPurge([](Store::Mode mode) { return Open(mode); });
+}
+TEST_F(PgStoreTest, NextIdNeverFallsBelowAStoredJob) {
+  testing::conformance::NextIdNeverFallsBelowAStoredJob([](Store::Mode mode) { return Open(mode); });
 }
 
 TEST_F(PgStoreTest, ABatchLargerThanThePipelineWindowCommitsWhole) {

@@ -3,6 +3,7 @@
 // way a database can be refused (damaged, foreign, newer schema), and the
 // migration from each older schema.
 #include "store.h"
+#include "store_conformance.h"
 #include "store_rows.h"
 
 #include <sqlite3.h>
@@ -52,32 +53,16 @@ class StoreTest : public ::testing::Test {
   std::string path_;
 };
 
-TEST_F(StoreTest, CommittedJobsLoadBackAndFinishedOnesBecomeHistory) {
-  {
-    std::unique_ptr<Store> store = Open();
-    StateBatch batch;
-    batch.jobs = {Row(1, v1::JOB_RUNNING), Row(2, v1::JOB_PENDING), Row(3, v1::JOB_COMPLETED, 5000)};
-    batch.nodes = {{"node01", true, "bad fan"}};
-    batch.next_job_id = 4;
-    ASSERT_TRUE(store->Commit(batch).ok());
-  }
-  std::unique_ptr<Store> store = Open();
-  absl::StatusOr<LoadedState> loaded = store->Load();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  ASSERT_EQ(loaded->jobs.size(), 2U);
-  EXPECT_EQ(loaded->jobs[0].id(), 1);
-  EXPECT_EQ(loaded->jobs[1].id(), 2);
-  EXPECT_EQ(loaded->next_job_id, 4);
-  ASSERT_EQ(loaded->nodes.size(), 1U);
-  EXPECT_EQ(loaded->nodes[0].reason, "bad fan");
-
-  absl::StatusOr<std::optional<v1::JobSpec>> env = store->FindEnvironment(2);
-  ASSERT_TRUE(env.ok() && env->has_value());
-  EXPECT_EQ((*env)->env(0).value(), "/usr/bin");
-  // A finished job keeps its record, not its environment.
-  EXPECT_FALSE(store->FindEnvironment(3)->has_value());
-  EXPECT_EQ((*store->FindJob(3))->state(), v1::JOB_COMPLETED);
-  EXPECT_FALSE(store->FindJob(99)->has_value());
+// What every backend does alike (store_conformance.h).
+TEST_F(StoreTest, RecordsLoadBack) {
+  testing::conformance::RecordsLoadBack([&](Store::Mode mode) { return Open(mode); });
+}
+TEST_F(StoreTest, HistoryFiltersAndPurge) {
+  testing::conformance::HistoryFiltersAndPurge([&](Store::Mode mode) { return Open(mode); });
+}
+TEST_F(StoreTest, NextIdNeverFallsBelowAStoredJob) {
+  testing::conformance::NextIdNeverFallsBelowAStoredJob(
+      [&](Store::Mode mode) { return Open(mode); });
 }
 
 TEST_F(StoreTest, CheckpointsHandedOffAreMadeByAnotherConnection) {
@@ -106,51 +91,6 @@ TEST_F(StoreTest, CheckpointsHandedOffAreMadeByAnotherConnection) {
   absl::StatusOr<LoadedState> loaded = Open()->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->jobs.size(), 500U);
-}
-
-TEST_F(StoreTest, NextIdNeverFallsBelowAStoredJob) {
-  std::unique_ptr<Store> store = Open();
-  StateBatch batch;
-  batch.jobs = {Row(41, v1::JOB_PENDING)};
-  batch.next_job_id = 7;  // an older value must not hand out 41 again
-  ASSERT_TRUE(store->Commit(batch).ok());
-  EXPECT_EQ(store->Load()->next_job_id, 42);
-}
-
-TEST_F(StoreTest, HistoryFiltersAndPurge) {
-  std::unique_ptr<Store> store = Open();
-  StateBatch batch;
-  batch.jobs = {Row(1, v1::JOB_COMPLETED, 1000), Row(2, v1::JOB_FAILED, 2000, "bob"),
-                Row(3, v1::JOB_CANCELLED, 3000), Row(4, v1::JOB_RUNNING)};
-  ASSERT_TRUE(store->Commit(batch).ok());
-  auto ids = [&](const HistoryQuery& query) {
-    std::vector<std::int64_t> out;
-    absl::StatusOr<std::vector<v1::JobRecord>> records = store->History(query);
-    EXPECT_TRUE(records.ok()) << records.status();
-    if (!records.ok()) return out;
-    for (const v1::JobRecord& r : *records) out.push_back(r.id());
-    return out;
-  };
-  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{1, 2, 3}));
-  HistoryQuery mine;
-  mine.uid = 1000;
-  EXPECT_EQ(ids(mine), (std::vector<std::int64_t>{1, 3}));
-  HistoryQuery failed;
-  failed.states = {v1::JOB_FAILED};
-  EXPECT_EQ(ids(failed), (std::vector<std::int64_t>{2}));
-  HistoryQuery window;
-  window.since_ms = 1500;
-  window.until_ms = 3000;
-  EXPECT_EQ(ids(window), (std::vector<std::int64_t>{2}));
-  HistoryQuery by_id;
-  by_id.job_ids = {3, 4};
-  EXPECT_EQ(ids(by_id), (std::vector<std::int64_t>{3}));
-
-  EXPECT_EQ(store->PurgeHistory(2500, 1).value(), 1);
-  EXPECT_EQ(store->PurgeHistory(2500, 10).value(), 1);
-  EXPECT_EQ(store->PurgeHistory(2500, 10).value(), 0);
-  EXPECT_EQ(ids({}), (std::vector<std::int64_t>{3}));
-  EXPECT_EQ(store->Load()->jobs.size(), 1U);  // the running job is never purged
 }
 
 TEST_F(StoreTest, MigratesEveryOlderSchema) {
