@@ -25,6 +25,8 @@ packages=(
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
   # headless Chromium loads its dashboard
   prometheus curl chromium
+  # ss: the HA test waits for a client's connection to a paused controller
+  iproute2
   # packaging: man pages from the programs' --help, the units checked by systemd-analyze
   help2man systemd
 )

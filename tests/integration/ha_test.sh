@@ -130,11 +130,16 @@ cohort queue --controller "$A" >/dev/null || fail "the returned standby does not
 # Fencing: the active controller (b) paused past ControllerTimeout.
 kill -STOP "${CTL_PID[b]}"
 wait_until 30 logged a "epoch=3" || { fail "a did not take over from the paused b"; show_logs; }
-# Sent to the paused b alone (no other address to be sent on to): read
+# Sent to the paused b alone (no other address to be sent on to), by the
+# binary itself ($! is its pid): read
 # once it resumes, after a took over.
-cohort submit --controller "$B" -J fenced --wrap true >"$WORK/fenced.out" 2>&1 &
+"$BIN/cli/cohort" submit --controller "$B" -J fenced --wrap true >"$WORK/fenced.out" 2>&1 &
 SENT=$!
-sleep 0.5
+# Its connection is made (the paused b's kernel accepts it) and its call
+# written before b resumes: a fixed pause lost that race on a loaded machine.
+sent_connected() { ss -Htnp state established "( dport = :${B##*:} )" | grep -q "pid=$SENT,"; }
+wait_until 10 sent_connected || fail "the submission did not connect to the paused b"
+sleep 0.3
 kill -CONT "${CTL_PID[b]}"
 wait "$SENT"
 sent_rc=$?

@@ -120,7 +120,10 @@ big=$(cohort run --jobid "$alloc" -N 1 -n 1 -- sh -c 'head -c 3000000 /dev/zero 
 pass "a step's output and stdin went over the network, whole, with no output file"
 
 # The binary itself, not the cohort function: $! must be its pid.
-"$BIN/cli/cohort" run --jobid "$alloc" -- sh -c 'trap "echo interrupted; exit 9" INT; sleep 60 & wait' \
+# Each rank says when its trap is set; Ctrl-C comes after all four did (a
+# fixed pause lost that race on a loaded machine).
+"$BIN/cli/cohort" run --jobid "$alloc" -- sh -c 'trap "echo interrupted; exit 9" INT
+  touch "$0.$SLURM_PROCID"; sleep 60 & wait' "$WORK/int.ready" \
   >"$WORK/int.out" 2>"$WORK/int.err" &
 runner=$!
 # The running step of the allocation, by `cohort queue -s` (STEPID NAME STATE ...).
@@ -130,7 +133,8 @@ running_step() {
 }
 step_runs() { [ -n "$(running_step)" ]; }
 wait_until 30 step_runs || fail "the step of job $alloc did not start"
-sleep 0.5  # the ranks set their trap
+traps_set() { [ "$(ls "$WORK"/int.ready.* 2>/dev/null | wc -l)" -eq 4 ]; }
+wait_until 30 traps_set || fail "the step's 4 ranks did not all start: $(ls "$WORK")"
 kill -INT "$runner"
 wait "$runner"
 rc=$?
