@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # The two commands of the quickstart, and the steps under them.
 #   make build   install missing packages, configure and build (RelWithDebInfo)
-#   make test    build the default and sanitizer presets and run their tests
+#   make test    build the default and sanitizer presets, run their tests, lint the last commit
 #   make demo    build, start a local 16-node cluster, run a multi-node job, show it
 #   make bench   run the benchmarks, Cohort side by side with Slurm (see docs/performance.md)
 #   make bench-peers  install the peer scheduler the benchmarks compare with (Slurm 22.05)
 #   make bench-scale  16,384 emulated nodes, 100,000 jobs (several minutes; not in make test)
+#   make lint    clang-format and clang-tidy on the C++ files of the last commit
 #   make clean   remove the build trees
 
-.PHONY: all deps build build-asan test test-default test-asan demo bench bench-peers bench-scale clean
+.PHONY: all deps build build-asan test test-default test-asan demo bench bench-peers bench-scale clean lint
 
 all: build
 
@@ -29,7 +30,11 @@ test-default: build
 test-asan: build-asan
 	ctest --preset asan
 
-test: test-default test-asan
+test: test-default test-asan lint
+
+# clang-format and clang-tidy on the C++ files of the last commit (docs/style.md).
+lint: build
+	bash scripts/lint-changed.sh
 
 demo: build
 	bash scripts/demo.sh

@@ -27,6 +27,8 @@ packages=(
   prometheus curl chromium
   # ss: the HA test waits for a client's connection to a paused controller
   iproute2
+  # the style checks of the files a change touches (scripts/lint-changed.sh)
+  clang-format clang-tidy
   # packaging: man pages from the programs' --help, the units checked by systemd-analyze
   help2man systemd
 )

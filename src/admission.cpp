@@ -228,13 +228,11 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
     gang.features.push_back(feature);
   }
   if (request.switches > 0) gang.max_leaves = request.switches;
-  if (absl::Status s =
-          ResolveNames(topology_, request.nodelist, "nodelist", gang.required_nodes);
+  if (absl::Status s = ResolveNames(topology_, request.nodelist, "nodelist", gang.required_nodes);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          ResolveNames(topology_, request.exclude, "exclude", gang.excluded_nodes);
+  if (absl::Status s = ResolveNames(topology_, request.exclude, "exclude", gang.excluded_nodes);
       !s.ok()) {
     return s;
   }

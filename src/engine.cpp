@@ -251,6 +251,8 @@ template <class... Calls>
 struct Overloaded : Calls... {
   using Calls::operator()...;
 };
+template <class... Calls>
+Overloaded(Calls...) -> Overloaded<Calls...>;
 }  // namespace
 
 absl::Status Engine::Apply(const EngineInput& input, Millis now, Effects& effects,
@@ -262,7 +264,9 @@ absl::Status Engine::Apply(const EngineInput& input, Millis now, Effects& effect
             if (id.ok() && submitted != nullptr) *submitted = *id;
             return id.status();
           },
-          [&](const input::Cancel& in) { return Cancel(in.job, in.signal, in.caller, now, effects); },
+          [&](const input::Cancel& in) {
+            return Cancel(in.job, in.signal, in.caller, now, effects);
+          },
           [&](const input::Hold& in) { return Hold(in.job, in.caller, now, effects); },
           [&](const input::Release& in) { return Release(in.job, in.caller, now, effects); },
           [&](const input::Requeue& in) { return Requeue(in.job, in.caller, now, effects); },

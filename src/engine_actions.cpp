@@ -54,9 +54,9 @@ absl::StatusOr<Job*> OneJob(engine::JobBook& book, JobRef ref, const Caller& cal
     return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", ref.job));
   }
   if (ids.size() > 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "job {} is an array of {} jobs; name one task, as {}_{}", ref.job, ids.size(), ref.job,
-        book.At(ids.back()).array_task_id));
+    return absl::InvalidArgumentError(
+        fmt::format("job {} is an array of {} jobs; name one task, as {}_{}", ref.job, ids.size(),
+                    ref.job, book.At(ids.back()).array_task_id));
   }
   Job& job = book.At(ids.front());
   if (absl::Status s = CheckOwner(job, caller, verb); !s.ok()) return s;
@@ -101,8 +101,8 @@ absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& requ
   return started;
 }
 
-absl::Status Engine::SignalStep(JobRef ref, int step, int signal, const Caller& caller,
-                                Millis now, Effects& effects) {
+absl::Status Engine::SignalStep(JobRef ref, int step, int signal, const Caller& caller, Millis now,
+                                Effects& effects) {
   absl::StatusOr<Job*> job = OneJob(core_->book, ref, caller, "signal steps of");
   if (!job.ok()) return job.status();
   return engine::Steps::Signal(**job, step, signal, now, effects);
@@ -139,13 +139,12 @@ void Engine::StepRankExited(JobId id, int step, NodeId node, int exit_code, int 
   if (job == nullptr) return;
   const int node_rank = engine::NodeRankOf(*job, node);
   if (node_rank < 0) return;
-  engine::Steps::RankExited(
-      *job, step,
-      {.node_rank = node_rank,
-       .node = core_->topology.NodeName(node),
-       .exit_code = exit_code,
-       .signal = signal},
-      now, effects);
+  engine::Steps::RankExited(*job, step,
+                            {.node_rank = node_rank,
+                             .node = core_->topology.NodeName(node),
+                             .exit_code = exit_code,
+                             .signal = signal},
+                            now, effects);
 }
 
 void Engine::AddUsage(JobId id, std::optional<int> step, std::int64_t max_rss_kb,
@@ -174,8 +173,8 @@ void Engine::StepLaunchFailed(JobId id, int step, NodeId node, const std::string
   if (job == nullptr) return;
   const int node_rank = engine::NodeRankOf(*job, node);
   if (node_rank < 0) return;
-  engine::Steps::NodeEnded(*job, step, node_rank, {.failed = true, .exit_code = 1, .reason = reason},
-                           now, effects);
+  engine::Steps::NodeEnded(*job, step, node_rank,
+                           {.failed = true, .exit_code = 1, .reason = reason}, now, effects);
 }
 
 absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis now,
@@ -334,7 +333,8 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects&
         return absl::FailedPreconditionError(
             fmt::format("job {} is not pending; only pending jobs can be held", DisplayId(first)));
       });
-  if (held.ok()) core.triggers.Note(engine::Trigger::kHeld);  // reservations it held are free for others
+  if (held.ok())
+    core.triggers.Note(engine::Trigger::kHeld);  // reservations it held are free for others
   return held;
 }
 

@@ -104,8 +104,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   Steps::EndWithJob(job, now);
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
-    book_.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased,
-                        effects);
+    book_.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
     job.pending_reason = PendingReason::kRequeued;
     job.reason = PendingReasonName(PendingReason::kRequeued);
     job.reason_detail =
@@ -198,10 +197,10 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
     job.exit_code = exit_code;
     job.exit_signal = signal;
     const std::string_view who = IsBatch(job) ? "the batch script" : "a rank";
-    job.reason = signal != 0 ? fmt::format("{} on {} was killed by signal {}", who,
-                                           topology_.NodeName(node), signal)
-                             : fmt::format("{} on {} exited with code {}", who,
-                                           topology_.NodeName(node), exit_code);
+    job.reason =
+        signal != 0
+            ? fmt::format("{} on {} was killed by signal {}", who, topology_.NodeName(node), signal)
+            : fmt::format("{} on {} exited with code {}", who, topology_.NodeName(node), exit_code);
   }
   Apply(job, JobEvent::kRankFailed, now, effects);
 }
@@ -377,8 +376,8 @@ void Lifecycle::Tick(Millis now, Effects& effects) {
     if (job.sub == JobSubstate::kPreempting && now >= job.preempt_deadline) {
       continue;  // the end of its grace time is Preemption's (Preemption::Tick)
     }
-    if (job.state == JobState::kRunning && !IsSuspended(job) &&
-               job.time_limit != kUnlimited && now - job.start_time >= ToMillis(job.time_limit)) {
+    if (job.state == JobState::kRunning && !IsSuspended(job) && job.time_limit != kUnlimited &&
+        now - job.start_time >= ToMillis(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
     } else if (WarningDue(job, now)) {

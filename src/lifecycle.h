@@ -45,8 +45,8 @@ class Lifecycle {
   /// own time-limit warning, before the exit fails the job: true when a
   /// part above this one sent that signal and has dealt with the exit (a
   /// preemption victim's warning; Preemption::EndedOnWarning).
-  using SignalledExit = std::function<bool(Job& job, NodeId node, int signal, Millis now,
-                                           Effects& effects)>;
+  using SignalledExit =
+      std::function<bool(Job& job, NodeId node, int signal, Millis now, Effects& effects)>;
   void OnSignalledExit(SignalledExit hook) { signalled_exit_ = std::move(hook); }
 
   /// Applies an event through the transition table; ignored where it does

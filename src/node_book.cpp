@@ -48,8 +48,8 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   // engine may have missed (it was restored from an older state, or the
   // stream dropped) are applied; jobs placed there whose ranks are neither
   // running nor reported have lost this node.
-  std::set<JobId> accounted;                // the job's own launch was reported
-  std::set<std::pair<JobId, int>> steps;    // a step's launch was reported
+  std::set<JobId> accounted;              // the job's own launch was reported
+  std::set<std::pair<JobId, int>> steps;  // a step's launch was reported
   const std::string& name = topology_.NodeName(node);
   for (const RunningReport& running : report.running) {
     Job* it = book_.Find(running.job);
@@ -93,9 +93,10 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
                          .signal = finished.signal,
                          .reason = finished.launch_error};
       if (end.failed && end.reason.empty()) {
-        end.reason = finished.signal != 0
-                         ? fmt::format("a rank on {} was killed by signal {}", name, finished.signal)
-                         : fmt::format("a rank on {} exited with code {}", name, finished.exit_code);
+        end.reason =
+            finished.signal != 0
+                ? fmt::format("a rank on {} was killed by signal {}", name, finished.signal)
+                : fmt::format("a rank on {} exited with code {}", name, finished.exit_code);
       }
       Steps::NodeEnded(job, *finished.step, rank, end, now, effects);
       continue;
@@ -109,12 +110,12 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     const int rank = NodeRankOf(job, node);
     for (const int step : Steps::RunningOn(job, rank)) {
       if (steps.contains({id, step})) continue;
-      Steps::NodeEnded(job, step, rank,
-                       {.failed = true,
-                        .exit_code = 1,
-                        .reason = fmt::format("its ranks on {} vanished when the agent restarted",
-                                              name)},
-                       now, effects);
+      Steps::NodeEnded(
+          job, step, rank,
+          {.failed = true,
+           .exit_code = 1,
+           .reason = fmt::format("its ranks on {} vanished when the agent restarted", name)},
+          now, effects);
     }
     if (accounted.contains(id)) continue;
     // A batch job runs nothing of its own beyond its first node, an

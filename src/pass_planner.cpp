@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "cohort/engine_types.h"
 #include "admission.h"
+#include "cohort/engine_types.h"
 #include "engine_support.h"
 #include "job_book.h"
 #include "lifecycle.h"
@@ -22,8 +22,7 @@ constexpr std::string_view kWaitingBehind = "waiting behind higher-priority jobs
 
 }  // namespace
 
-void PassPlanner::Start(Job& job, const alloc::Placement& placement, Millis now,
-                        Effects& effects) {
+void PassPlanner::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
   preemption_.Started(job.id);  // a preemptor's plan is done
   life_.Start(job, placement, now, effects);
 }
@@ -91,8 +90,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
 
 bool PassPlanner::ReleaseCannotMatter() const {
   if (!triggers_.AnyReleased() || triggers_.FullPassNeeded() || preemption_.HasPlans() ||
-      triggers_.ReleasedArrayTask() ||
-      admission_.ChecksMayWait()) {
+      triggers_.ReleasedArrayTask() || admission_.ChecksMayWait()) {
     return false;
   }
   if (std::any_of(book_.Active().begin(), book_.Active().end(),
@@ -172,8 +170,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
                static_cast<int>(may_fit.size()) < gang.nodes) {
       result.outcome = alloc::Outcome::kBusy;
     } else {
-      result =
-          allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
+      result = allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
     }
     if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
       result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
@@ -201,8 +198,8 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       Lifecycle::SetReason(job, PendingReason::kReqNodeNotAvail, result.reason, effects);
       break;
     }
-    const bool chose = !pass.preemptors.contains(job.id) && !behind &&
-                       preemption_.TryPreempt(job, now, effects);
+    const bool chose =
+        !pass.preemptors.contains(job.id) && !behind && preemption_.TryPreempt(job, now, effects);
     if (chose) {
       // Victims without grace time stopped (or were suspended) already.
       pass.may_fit.clear();

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cohort/job.h"
 #include "cohort/cluster_config.h"
 #include "cohort/gang_allocator.h"
+#include "cohort/job.h"
 #include "cohort/node_pool.h"
 #include "pass_state.h"
 #include "pass_triggers.h"
@@ -110,8 +110,8 @@ class PassPlanner {
 [[nodiscard]] std::optional<Reservation> PlanReservation(const alloc::NodePool& pool,
                                                          const JobBook& book,
                                                          alloc::GangAllocator& allocator,
-                                                         const Job& job,
-                                                         PassState& pass, Millis now);
+                                                         const Job& job, PassState& pass,
+                                                         Millis now);
 /// The nodes other jobs' reservations hold during the job's window from
 /// `start` (repeats possible).
 [[nodiscard]] std::vector<NodeId> ReservedNodes(const std::vector<Reservation>& reservations,

@@ -283,8 +283,8 @@ bool Preemption::EndedOnWarning(Job& victim, NodeId node, int signal, Millis now
     return false;
   }
   StopVictim(victim,
-             fmt::format("a rank on {} ended on the warning signal {}",
-                         topology_.NodeName(node), SignalName(signal)),
+             fmt::format("a rank on {} ended on the warning signal {}", topology_.NodeName(node),
+                         SignalName(signal)),
              now, effects);
   return true;
 }

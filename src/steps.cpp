@@ -182,8 +182,11 @@ absl::Status Steps::Signal(Job& job, int step_id, int signal, Millis /*now*/, Ef
     StopRanks(job, *step, effects);
   } else {
     ToEachNode(job, *step, effects, [&](NodeId node, const alloc::StepNode&) {
-      return SignalCommand{
-          .job = job.id, .node = node, .signal = signal, .scope = SignalScope::kRanks, .step = step->id};
+      return SignalCommand{.job = job.id,
+                           .node = node,
+                           .signal = signal,
+                           .scope = SignalScope::kRanks,
+                           .step = step->id};
     });
   }
   effects.changed_jobs.push_back(job.id);

@@ -40,7 +40,6 @@
 namespace cohort::controller {
 namespace {
 
-
 StateSync SyncOf(const std::string& name) {
   if (name == "normal") return StateSync::kNormal;
   if (name == "off") return StateSync::kOff;
@@ -310,7 +309,6 @@ absl::StatusOr<std::string> Reconfigure(Controller& controller, Reload& reload,
       "ports to apply it; jobs keep running",
       reload.config_path, next.config.nodes.size(), next.config.partitions.size());
 }
-
 
 // Serves clients (TCP and the local socket) and agents until SIGINT or
 // SIGTERM, or until a commit fails; then stops in order.
@@ -634,7 +632,6 @@ ServerExit ControllerServer::Run() {
   controller.Shutdown();
   return again(reload, "reconfigure");
 }
-
 
 void ControllerServer::Stop() { stop_requested_ = true; }
 

@@ -2,8 +2,8 @@
 #include "h2_guard.h"
 
 #include <malloc.h>
-#include <pthread.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>

@@ -128,7 +128,8 @@ std::optional<Over> Walk(const Message& message, int depth) {
     const int size = reflection.FieldSize(message, field);
     if (static_cast<std::size_t>(size) > checked.bound.entries) {
       return Within(
-          Over{{}, fmt::format("has {} entries; at most {} are taken", size, checked.bound.entries)},
+          Over{{},
+               fmt::format("has {} entries; at most {} are taken", size, checked.bound.entries)},
           field->name(), -1);
     }
     if (!checked.text && !checked.nested) continue;

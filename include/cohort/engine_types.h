@@ -3,9 +3,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -27,7 +27,7 @@ struct LaunchCommand {
   JobId job = 0;
   NodeId node = 0;
   int node_rank = 0;
-  alloc::NodeGrant grant;  ///< for a step: what the step holds on the node
+  alloc::NodeGrant grant;     ///< for a step: what the step holds on the node
   std::optional<int> step{};  ///< a step inside the allocation (Job::steps); none: the job's own
 };
 /// Which of a job's processes on a node a signal reaches.
@@ -86,8 +86,8 @@ struct Effects {
 /// A job with ranks still alive on a registering node.
 struct RunningReport {
   JobId job = 0;
-  int attempt = 0;   ///< 0: not said (any attempt)
-  int ranks_ok = 0;  ///< ranks there that already exited 0
+  int attempt = 0;            ///< 0: not said (any attempt)
+  int ranks_ok = 0;           ///< ranks there that already exited 0
   std::optional<int> step{};  ///< a created step's launch; none: the job's own
 };
 /// A job whose ranks on a registering node have all ended. Agents keep these
@@ -100,7 +100,7 @@ struct FinishedReport {
   bool failed = false;  ///< some rank failed; exit_code/signal are the first failure's
   int exit_code = 0;
   int signal = 0;
-  std::string launch_error;  ///< non-empty: the launch itself failed
+  std::string launch_error;   ///< non-empty: the launch itself failed
   std::optional<int> step{};  ///< a created step's launch; none: the job's own
   int ranks = 0;              ///< ranks the launch started (steps: its node's count)
 };
@@ -221,10 +221,9 @@ struct Tick {};
 struct Schedule {};
 }  // namespace input
 
-using EngineInput =
-    std::variant<input::Submit, input::Cancel, input::Hold, input::Release, input::Requeue,
-                 input::CheckpointDone, input::NodeRegistered, input::Heartbeat, input::Drain,
-                 input::Resume, input::RankExited, input::JobReleased, input::Tick,
-                 input::Schedule>;
+using EngineInput = std::variant<input::Submit, input::Cancel, input::Hold, input::Release,
+                                 input::Requeue, input::CheckpointDone, input::NodeRegistered,
+                                 input::Heartbeat, input::Drain, input::Resume, input::RankExited,
+                                 input::JobReleased, input::Tick, input::Schedule>;
 
 }  // namespace cohort

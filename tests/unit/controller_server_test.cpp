@@ -79,9 +79,8 @@ TEST_F(ControllerServerTest, ServesOnPortZeroAndStopsInOrderWhenTold) {
 
   // And over TCP on the port it chose (anonymous, as AuthType=none makes a
   // TCP caller): still answered.
-  auto tcp = v1::Controller::NewStub(
-      grpc::CreateChannel(fmt::format("127.0.0.1:{}", server.Port()),
-                          grpc::InsecureChannelCredentials()));
+  auto tcp = v1::Controller::NewStub(grpc::CreateChannel(fmt::format("127.0.0.1:{}", server.Port()),
+                                                         grpc::InsecureChannelCredentials()));
   grpc::ClientContext over_tcp;
   over_tcp.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::ListNodesResponse again;

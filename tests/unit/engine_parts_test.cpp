@@ -204,9 +204,10 @@ TEST_F(PartsTest, LifecycleStartsAGangOnItsNodesAndReleasesThemAtTheEnd) {
   EXPECT_EQ(job.state, JobState::kRunning);
   const NodeId first = job.placement.grants[0].node;
   EXPECT_EQ(book_.JobsOn(first), std::set<JobId>{job.id});
-  EXPECT_EQ(std::count_if(effects.commands.begin(), effects.commands.end(),
-                          [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
-            2);
+  EXPECT_EQ(
+      std::count_if(effects.commands.begin(), effects.commands.end(),
+                    [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
+      2);
   // Every rank exits 0, then each node lets go.
   for (const alloc::NodeGrant& g : job.placement.grants) {
     life_.CountOk(job, NodeRankOf(job, g.node), 2, kT0, effects);
@@ -335,7 +336,8 @@ TEST_F(PartsTest, PreemptionStopsAVictimAtTheEndOfItsGraceTime) {
   EXPECT_EQ(victim.sub, JobSubstate::kPreempting);
   preemption.Tick(kT0 + Millis(100), effects);
   EXPECT_EQ(victim.state, JobState::kCompleting);
-  EXPECT_NE(victim.preemptions.back().detail.find("stopped at the end of its 60 s grace time"), std::string::npos)
+  EXPECT_NE(victim.preemptions.back().detail.find("stopped at the end of its 60 s grace time"),
+            std::string::npos)
       << victim.preemptions.back().detail;
 }
 

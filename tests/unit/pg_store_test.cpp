@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -32,8 +32,8 @@ class PgStoreTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = new std::string(pattern);
     const std::string out = *dir_ + ".conninfo";
-    const std::string command = fmt::format("bash {} start {} fsync=off >{}", COHORT_PG_SERVER,
-                                            *dir_, out);
+    const std::string command =
+        fmt::format("bash {} start {} fsync=off >{}", COHORT_PG_SERVER, *dir_, out);
     ASSERT_EQ(std::system(command.c_str()), 0) << "PostgreSQL did not start: " << command;
     std::ifstream in(out);
     conninfo_ = new std::string;
@@ -88,7 +88,8 @@ TEST_F(PgStoreTest, HistoryFiltersAndPurge) {
   testing::conformance::HistoryFiltersAndPurge([](Store::Mode mode) { return Open(mode); });
 }
 TEST_F(PgStoreTest, NextIdNeverFallsBelowAStoredJob) {
-  testing::conformance::NextIdNeverFallsBelowAStoredJob([](Store::Mode mode) { return Open(mode); });
+  testing::conformance::NextIdNeverFallsBelowAStoredJob(
+      [](Store::Mode mode) { return Open(mode); });
 }
 
 TEST_F(PgStoreTest, ABatchLargerThanThePipelineWindowCommitsWhole) {
@@ -126,7 +127,9 @@ TEST_F(PgStoreTest, ABatchLargerThanThePipelineWindowCommitsWhole) {
 
 TEST_F(PgStoreTest, AfterATakeoverTheOldHoldersCommitsAreRefused) {
   ASSERT_NE(Open(), nullptr);  // the schema
-  Leadership first({.conninfo = *conninfo_, .holder = "ctl1", .address = "ctl1:6820",
+  Leadership first({.conninfo = *conninfo_,
+                    .holder = "ctl1",
+                    .address = "ctl1:6820",
                     .timeout = std::chrono::milliseconds(600)});
   absl::StatusOr<std::optional<std::int64_t>> epoch = first.TryAcquire();
   ASSERT_TRUE(epoch.ok() && epoch->has_value()) << epoch.status();
@@ -136,7 +139,9 @@ TEST_F(PgStoreTest, AfterATakeoverTheOldHoldersCommitsAreRefused) {
   ASSERT_TRUE(old_writer->Commit(one).ok());
 
   // A standby sees the live lease and who holds it.
-  Leadership second({.conninfo = *conninfo_, .holder = "ctl2", .address = "ctl2:6820",
+  Leadership second({.conninfo = *conninfo_,
+                     .holder = "ctl2",
+                     .address = "ctl2:6820",
                      .timeout = std::chrono::milliseconds(600)});
   absl::StatusOr<std::optional<std::int64_t>> waiting = second.TryAcquire();
   ASSERT_TRUE(waiting.ok()) << waiting.status();
@@ -171,11 +176,15 @@ TEST_F(PgStoreTest, AfterATakeoverTheOldHoldersCommitsAreRefused) {
 TEST_F(PgStoreTest, ADeadHoldersLeaseIsTakenAtOnceAndANewerSchemaRefused) {
   ASSERT_NE(Open(), nullptr);
   {
-    Leadership gone({.conninfo = *conninfo_, .holder = "ctl1", .address = "ctl1:6820",
+    Leadership gone({.conninfo = *conninfo_,
+                     .holder = "ctl1",
+                     .address = "ctl1:6820",
                      .timeout = std::chrono::seconds(60)});
     ASSERT_TRUE(gone.TryAcquire().value().has_value());
   }  // its session ends, as when its process dies
-  Leadership next({.conninfo = *conninfo_, .holder = "ctl2", .address = "ctl2:6820",
+  Leadership next({.conninfo = *conninfo_,
+                   .holder = "ctl2",
+                   .address = "ctl2:6820",
                    .timeout = std::chrono::seconds(60)});
   absl::StatusOr<std::optional<std::int64_t>> taken;
   for (int i = 0; i < 50; ++i) {  // the server notices the closed session at once, or nearly

@@ -108,7 +108,9 @@ TEST(PluginRegistryTest, TheReadmeListsEveryBuiltInPolicyAndNoOther) {
   std::set<std::string> registered;
   for (const auto& unknown : std::vector<std::function<void(config::PluginChoice&)>>{
            [](config::PluginChoice& c) { c.queue_order = "priority/none"; },
-           [](config::PluginChoice& c) { c.node_filter = {"filter/resources", "filter/none"}; },
+           [](config::PluginChoice& c) {
+             c.node_filter = {"filter/resources", "filter/none"};
+           },
            [](config::PluginChoice& c) { c.node_score = "score/none"; },
            [](config::PluginChoice& c) { c.domain_score = "domain/none"; },
            [](config::PluginChoice& c) { c.admission = {"admission/none"}; }}) {

@@ -7,8 +7,8 @@
 
 #include "cohort/dependency.h"
 #include "records.h"
-#include "wire.h"
 #include "test_support.h"
+#include "wire.h"
 
 namespace cohort::controller {
 namespace {
@@ -247,10 +247,10 @@ TEST_F(RecordsTest, AJobComesBackFromItsRecordAsItWas) {
   EXPECT_EQ(suspended->suspended_since, job.suspended_since);
   job.sub = JobSubstate::kNone;
   job.state = JobState::kCompleting;
-  for (const EndCause cause : {EndCause::kSuccess, EndCause::kRankFailed, EndCause::kLaunchFailed,
-                               EndCause::kCancelled, EndCause::kTimeLimit, EndCause::kNodeLost,
-                               EndCause::kNodeLostRequeue, EndCause::kPreemptRequeue,
-                               EndCause::kRequeued}) {
+  for (const EndCause cause :
+       {EndCause::kSuccess, EndCause::kRankFailed, EndCause::kLaunchFailed, EndCause::kCancelled,
+        EndCause::kTimeLimit, EndCause::kNodeLost, EndCause::kNodeLostRequeue,
+        EndCause::kPreemptRequeue, EndCause::kRequeued}) {
     job.cause = cause;
     const absl::StatusOr<Job> ended =
         FromRecord(ToRecord(job, spec, cluster_.topology), cluster_.topology);
@@ -310,8 +310,7 @@ TEST_F(RecordsTest, ABatchJobsStepsAreNumberedFromZero) {
   v1::JobSpec spec = Spec();
   spec.clear_argv();
   spec.set_script("#!/bin/sh\nsrun hostname\n");
-  absl::StatusOr<Job> back =
-      FromRecord(ToRecord(job, spec, cluster_.topology), cluster_.topology);
+  absl::StatusOr<Job> back = FromRecord(ToRecord(job, spec, cluster_.topology), cluster_.topology);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(IsBatch(*back));
   EXPECT_EQ(back->steps[0].id, 0);

@@ -124,19 +124,23 @@ TEST_F(StoreTest, MigratesEveryOlderSchema) {
 TEST_F(StoreTest, RefusesANewerSchema) {
   Open();
   RawSql("PRAGMA user_version = 99;");
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(store.status().message().find("schema version 99, newer than this cohort-controller knows"),
-            std::string::npos)
+  EXPECT_NE(
+      store.status().message().find("schema version 99, newer than this cohort-controller knows"),
+      std::string::npos)
       << store.status();
 }
 
 TEST_F(StoreTest, RefusesAForeignDatabase) {
   RawSql("CREATE TABLE photos(id INTEGER);");
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("not Cohort's state"), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("not Cohort's state"), std::string::npos)
+      << store.status();
 }
 
 TEST_F(StoreTest, RefusesADamagedFileAndSaysHowToRecover) {
@@ -144,7 +148,8 @@ TEST_F(StoreTest, RefusesADamagedFileAndSaysHowToRecover) {
     std::ofstream(path_) << "this is not a database, just text that is long enough to look like one"
                          << std::string(4096, 'x');
   }
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find("is damaged"), std::string::npos) << store.status();
@@ -160,7 +165,8 @@ TEST_F(StoreTest, TruncatedDatabaseIsRefusedOrFailsItsCheck) {
     // Closing checkpoints the WAL into the file.
   }
   std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 2);
-  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Open(path_, Store::Mode::kWrite, StateSync::kOff);
   absl::Status result = store.status();
   if (store.ok()) {
     absl::StatusOr<LoadedState> loaded = (*store)->Load();

@@ -121,7 +121,8 @@ absl::StatusOr<Script> Read(std::string_view text, std::string_view origin) {
     }
     script.events.push_back(std::move(event));
   }
-  if (!ran) return LineError(origin, number, "the scenario has no `run SECONDS` line; end it with one");
+  if (!ran)
+    return LineError(origin, number, "the scenario has no `run SECONDS` line; end it with one");
   if (script.config.empty()) {
     return LineError(origin, 1, "no `config:` line; give the cluster's NodeName and PartitionName");
   }
@@ -145,7 +146,8 @@ class Runner {
       report.memory_mb = spec.memory_mb;
       report.gpus = spec.gpus;
       Effects effects;
-      if (absl::Status s = engine_.Apply(input::NodeRegistered{n, report}, now_, effects); !s.ok()) {
+      if (absl::Status s = engine_.Apply(input::NodeRegistered{n, report}, now_, effects);
+          !s.ok()) {
         return s;
       }
       Play(effects);
@@ -226,9 +228,9 @@ class Runner {
   absl::StatusOr<JobId> JobOf(const Event& event, const Args& args, std::string_view origin) {
     const std::optional<std::int64_t> id = Number(args.positional);
     if (!id || *id <= 0) {
-      return LineError(origin, event.line,
-                       fmt::format("`{}` needs a job id first, as `at 10 {} 3`", event.verb,
-                                   event.verb));
+      return LineError(
+          origin, event.line,
+          fmt::format("`{}` needs a job id first, as `at 10 {} 3`", event.verb, event.verb));
     }
     return static_cast<JobId>(*id);
   }
@@ -359,16 +361,17 @@ class Runner {
                                      flag));
       }
     }
-    for (const auto& [key, value] : args.named) {
+    for (const auto& entry : args.named) {
+      const std::string& key = entry.first;  // named, not bound: lambdas below use them
+      const std::string& value = entry.second;
       const std::optional<std::int64_t> n = Number(value);
       const auto need_number = [&]() -> absl::Status {
         if (n && *n >= 0) return absl::OkStatus();
         return LineError(origin, event.line,
                          fmt::format("submit {}={}: give a whole number", key, value));
       };
-      if (key == "nodes" || key == "gpus" || key == "tasks" || key == "cpus" ||
-          key == "runtime" || key == "uid" || key == "switches" || key == "checkpoint" ||
-          key == "begin") {
+      if (key == "nodes" || key == "gpus" || key == "tasks" || key == "cpus" || key == "runtime" ||
+          key == "uid" || key == "switches" || key == "checkpoint" || key == "begin") {
         if (absl::Status s = need_number(); !s.ok()) return s;
       }
       if (key == "nodes") {
@@ -392,8 +395,8 @@ class Runner {
       } else if (key == "time") {
         absl::StatusOr<seconds> limit = ParseSlurmTime(value);
         if (!limit.ok()) {
-          return LineError(origin, event.line, fmt::format("submit time={}: {}", value,
-                                                           limit.status().message()));
+          return LineError(origin, event.line,
+                           fmt::format("submit time={}: {}", value, limit.status().message()));
         }
         r.time_limit = *limit;
       } else if (key == "name") {
@@ -413,8 +416,9 @@ class Runner {
       } else if (key == "after") {
         absl::StatusOr<Dependency> dependency = ParseDependency(value);
         if (!dependency.ok()) {
-          return LineError(origin, event.line, fmt::format("submit after={}: {}", value,
-                                                           dependency.status().message()));
+          return LineError(
+              origin, event.line,
+              fmt::format("submit after={}: {}", value, dependency.status().message()));
         }
         r.dependency = *std::move(dependency);
       } else if (key == "array") {
@@ -485,9 +489,9 @@ class Runner {
           job->pending_reason == PendingReason::kNone) {
         continue;
       }
-      const std::string why =
-          job->reason_detail.empty() ? job->reason
-                                     : fmt::format("{}: {}", job->reason, job->reason_detail);
+      const std::string why = job->reason_detail.empty()
+                                  ? job->reason
+                                  : fmt::format("{}: {}", job->reason, job->reason_detail);
       std::string& said = reasons_[id];
       if (why != said) {
         said = why;
@@ -558,9 +562,8 @@ absl::StatusOr<std::string> RunScenario(std::string_view text, std::string_view 
   absl::StatusOr<Script> script = Read(text, origin);
   if (!script.ok()) return script.status();
   const config::FileLoader no_files = [](const std::string& path) -> absl::StatusOr<std::string> {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: a scenario reads no other file; write its lines as `config:` lines",
-                    path));
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: a scenario reads no other file; write its lines as `config:` lines", path));
   };
   config::ConfigResult parsed = config::ParseClusterConfig(script->config, origin, no_files);
   if (parsed.diagnostics.HasErrors()) {
