@@ -71,6 +71,11 @@ TEST_F(ScenarioFilesTest, ALineItCannotReadIsNamedWithTheFix) {
             "s:4: at 1 comes before the line above it (at 5); put the lines in time order");
   EXPECT_EQ(error(RunScenario(cluster + "at 0 submit\n", "s")),
             "s:3: the scenario has no `run SECONDS` line; end it with one");
+  EXPECT_EQ(error(RunScenario(cluster + "run 99999999\n", "s")),
+            "s:3: run 99999999: a scenario plays at most 2592000 s (30 days), a second at a "
+            "time; play less");
+  EXPECT_EQ(error(RunScenario(cluster + "at 9 submit\nrun 5\n", "s")),
+            "s:4: run 5 ends before the last event (at 9); run longer");
   EXPECT_EQ(error(RunScenario(cluster + "at 0 drain n9\nrun 5\n", "s")),
             "s:3: `drain` needs a node of the cluster first; `n9` is none");
   EXPECT_NE(error(RunScenario("config: NodeName=n1 CPUs=x\nrun 1\n", "s")).find("config: lines"),

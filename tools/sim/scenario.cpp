@@ -32,6 +32,8 @@ using std::chrono::seconds;
 
 // Virtual time starts here (2023-11-14), so that no time is 0.
 constexpr Millis kEpoch{1'700'000'000'000};
+// The longest scenario: it is played a second at a time.
+constexpr seconds kLongestRun{30 * 24 * 3600};
 
 // What the runner plays for a job's ranks, beside the engine's request.
 struct Behaviour {
@@ -103,6 +105,17 @@ absl::StatusOr<Script> Read(std::string_view text, std::string_view origin) {
     for (std::string word; words >> word;) parts.push_back(word);
     if (parts[0] == "run" && parts.size() == 2 && Number(parts[1]) && *Number(parts[1]) > 0) {
       script.horizon = seconds(*Number(parts[1]));
+      if (script.horizon > kLongestRun) {
+        return LineError(origin, number,
+                         fmt::format("run {}: a scenario plays at most {} s (30 days), a second "
+                                     "at a time; play less",
+                                     parts[1], kLongestRun.count()));
+      }
+      if (!script.events.empty() && script.events.back().at > script.horizon) {
+        return LineError(origin, number,
+                         fmt::format("run {} ends before the last event (at {}); run longer",
+                                     parts[1], script.events.back().at.count()));
+      }
       ran = true;
       continue;
     }
