@@ -71,6 +71,8 @@ TEST_F(ScenarioFilesTest, ALineItCannotReadIsNamedWithTheFix) {
             "s:4: at 1 comes before the line above it (at 5); put the lines in time order");
   EXPECT_EQ(error(RunScenario(cluster + "at 0 submit\n", "s")),
             "s:3: the scenario has no `run SECONDS` line; end it with one");
+  EXPECT_EQ(error(RunScenario(cluster + "at 0 submit tasks=2147483647\nrun 5\n", "s")),
+            "s:3: submit tasks=2147483647: at most 4096, as for any submission");
   EXPECT_EQ(error(RunScenario(cluster + "run 99999999\n", "s")),
             "s:3: run 99999999: a scenario plays at most 2592000 s (30 days), a second at a "
             "time; play less");

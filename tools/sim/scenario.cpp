@@ -387,6 +387,22 @@ class Runner {
           key == "uid" || key == "switches" || key == "checkpoint" || key == "begin") {
         if (absl::Status s = need_number(); !s.ok()) return s;
       }
+      // The bounds the controller holds a submission to (cohort/job.h).
+      const int most = key == "nodes"   ? kMaxJobNodes
+                       : key == "tasks" ? kMaxTasksPerNode
+                       : key == "cpus"  ? kMaxCpusPerTask
+                       : key == "gpus"  ? kMaxGpusPerNode
+                                        : -1;
+      if (most >= 0 && *n > most) {
+        return LineError(
+            origin, event.line,
+            fmt::format("submit {}={}: at most {}, as for any submission", key, value, most));
+      }
+      if ((key == "runtime" || key == "checkpoint" || key == "begin") && *n > kLongestRun.count()) {
+        return LineError(origin, event.line,
+                         fmt::format("submit {}={}: at most {} s, the longest scenario", key, value,
+                                     kLongestRun.count()));
+      }
       if (key == "nodes") {
         r.nodes = static_cast<int>(*n);
       } else if (key == "gpus") {
