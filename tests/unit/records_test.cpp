@@ -39,6 +39,33 @@ static_assert(FieldCount<JobStep>() == 16,
               "JobStep gained or lost a field: keep it in StepsToRecord and StepsFromRecord, "
               "set it in AJobComesBackFromItsRecordAsItWas, then count it here");
 
+// Every field of each step of `is` is that of `was`.
+void ExpectSameSteps(const std::vector<JobStep>& is, const std::vector<JobStep>& was) {
+  ASSERT_EQ(is.size(), was.size());
+  for (std::size_t i = 0; i < was.size(); ++i) {
+    const JobStep& a = was[i];
+    const JobStep& b = is[i];
+    EXPECT_EQ(b.id, a.id);
+    EXPECT_EQ(b.placement.nodes, a.placement.nodes);
+    EXPECT_EQ(b.placement.tasks, a.placement.tasks);
+    EXPECT_EQ(b.placement.sharing, a.placement.sharing);
+    EXPECT_EQ(b.state, a.state);
+    EXPECT_EQ(b.start_time, a.start_time);
+    EXPECT_EQ(b.end_time, a.end_time);
+    EXPECT_EQ(b.ranks_exited, a.ranks_exited);
+    EXPECT_EQ(b.node_exits, a.node_exits);
+    EXPECT_EQ(b.exit_code, a.exit_code);
+    EXPECT_EQ(b.exit_signal, a.exit_signal);
+    EXPECT_EQ(b.reason, a.reason);
+    EXPECT_EQ(b.token, a.token);
+    EXPECT_EQ(b.master_port, a.master_port);
+    EXPECT_EQ(b.max_rss_kb, a.max_rss_kb);
+    EXPECT_EQ(b.cpu_ms, a.cpu_ms);
+    EXPECT_EQ(b.stopping, a.stopping);
+    EXPECT_EQ(b.cancelled, a.cancelled);
+  }
+}
+
 class RecordsTest : public ::testing::Test {
  protected:
   // A running 2-node job with one step running on both nodes (--exact,
@@ -191,29 +218,7 @@ TEST_F(RecordsTest, AJobComesBackFromItsRecordAsItWas) {
   EXPECT_EQ(back->exited_ok, job.exited_ok);
   EXPECT_EQ(back->master_port, job.master_port);
   EXPECT_EQ(back->warned_attempt, job.warned_attempt);
-  ASSERT_EQ(back->steps.size(), job.steps.size());
-  for (std::size_t i = 0; i < job.steps.size(); ++i) {
-    const JobStep& a = job.steps[i];
-    const JobStep& b = back->steps[i];
-    EXPECT_EQ(b.id, a.id);
-    EXPECT_EQ(b.placement.nodes, a.placement.nodes);
-    EXPECT_EQ(b.placement.tasks, a.placement.tasks);
-    EXPECT_EQ(b.placement.sharing, a.placement.sharing);
-    EXPECT_EQ(b.state, a.state);
-    EXPECT_EQ(b.start_time, a.start_time);
-    EXPECT_EQ(b.end_time, a.end_time);
-    EXPECT_EQ(b.ranks_exited, a.ranks_exited);
-    EXPECT_EQ(b.node_exits, a.node_exits);
-    EXPECT_EQ(b.exit_code, a.exit_code);
-    EXPECT_EQ(b.exit_signal, a.exit_signal);
-    EXPECT_EQ(b.reason, a.reason);
-    EXPECT_EQ(b.token, a.token);
-    EXPECT_EQ(b.master_port, a.master_port);
-    EXPECT_EQ(b.max_rss_kb, a.max_rss_kb);
-    EXPECT_EQ(b.cpu_ms, a.cpu_ms);
-    EXPECT_EQ(b.stopping, a.stopping);
-    EXPECT_EQ(b.cancelled, a.cancelled);
-  }
+  ExpectSameSteps(back->steps, job.steps);
   EXPECT_EQ(back->next_step, job.next_step);
   EXPECT_EQ(back->own_max_rss_kb, job.own_max_rss_kb);
   EXPECT_EQ(back->own_cpu_ms, job.own_cpu_ms);
@@ -267,27 +272,7 @@ TEST_F(RecordsTest, AJobsStepsComeBackFromItsRecordAsTheyWere) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->next_step, 3);
   ASSERT_EQ(back->steps.size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
-    const JobStep& was = job.steps[i];
-    const JobStep& is = back->steps[i];
-    EXPECT_EQ(is.id, was.id);
-    EXPECT_EQ(is.placement.nodes, was.placement.nodes);
-    EXPECT_EQ(is.placement.tasks, was.placement.tasks);
-    EXPECT_EQ(is.placement.sharing, was.placement.sharing);
-    EXPECT_EQ(is.state, was.state);
-    EXPECT_EQ(is.start_time, was.start_time);
-    EXPECT_EQ(is.end_time, was.end_time);
-    EXPECT_EQ(is.ranks_exited, was.ranks_exited);
-    EXPECT_EQ(is.node_exits, was.node_exits);
-    EXPECT_EQ(is.reason, was.reason);
-    EXPECT_EQ(is.token, was.token);
-    EXPECT_EQ(is.master_port, was.master_port);
-    EXPECT_EQ(is.max_rss_kb, was.max_rss_kb);
-    EXPECT_EQ(is.cpu_ms, was.cpu_ms);
-    EXPECT_EQ(is.exit_code, was.exit_code);
-    EXPECT_EQ(is.stopping, was.stopping);
-    EXPECT_EQ(is.cancelled, was.cancelled);
-  }
+  ExpectSameSteps(back->steps, job.steps);
 }
 
 TEST_F(RecordsTest, AnOlderRecordWithoutStepsNumbersTheFirstStepOne) {
