@@ -478,7 +478,8 @@ int Serve(Controller& controller, const cohort::config::ClusterConfig& config,
 
 }  // namespace
 
-ControllerServer::ControllerServer(ServerFlags flags) : flags_(std::move(flags)) {}
+ControllerServer::ControllerServer(ServerFlags flags, LeaveNow leave_now)
+    : flags_(std::move(flags)), leave_now_(std::move(leave_now)) {}
 
 ServerExit ControllerServer::Run() {
   const Flags& flags = flags_;
@@ -616,14 +617,16 @@ ServerExit ControllerServer::Run() {
                            lease_lost, stop_requested_, serving_port_);
   if (leadership != nullptr && (lease_lost || controller.Fenced())) {
     // Another controller is active: this one waits as its standby.
+    // Its servers were left running (Serve), so this frame never unwinds.
     spdlog::warn("controller_demoted epoch={}; waiting as a standby", leadership->Epoch());
-    return again(reload, "lease lost");
+    leave_now_(again(reload, "lease lost"));
+    std::_Exit(1);
   }
   if (controller.Failed()) {
-    // Its servers were left running (Serve): end the process at once.
-    ServerExit end = exit_with(1);
-    end.exit_at_once = true;
-    return end;
+    // Its servers were left running (Serve): the process ends at once.
+    spdlog::critical("controller_stopped failed=true");
+    leave_now_(exit_with(1));
+    std::_Exit(1);
   }
   if (leadership != nullptr) leadership->Release();
   if (status != 0 || !reload.restart) return exit_with(status);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 namespace cohort::controller {
@@ -21,15 +22,19 @@ struct ServerFlags {
 
 /// How a run ended: an exit status; or `again_because` set, and the
 /// program is to execute itself again listening on `port` and `http_port`
-/// (a valid reload of cohort.conf, or a lost lease: it waits as a standby);
-/// or `exit_at_once`, a failed commit having left the servers running.
+/// (a valid reload of cohort.conf, or a lost lease: it waits as a standby).
 struct ServerExit {
   int status = 0;
   std::string again_because;
   int port = 0;
   int http_port = -1;
-  bool exit_at_once = false;
 };
+
+/// Ends the process, or executes it again, as `end` says, and does not
+/// return. Run calls it from inside itself when a failed commit or a lost
+/// lease left the servers running: their streams may still call into the
+/// controller, so nothing may be destroyed before the process goes.
+using LeaveNow = std::function<void(const ServerExit& end)>;
 
 /// The controller service as a whole: reads the configuration, waits as a
 /// standby while another controller holds the lease (PostgreSQL), loads
@@ -40,7 +45,9 @@ struct ServerExit {
 /// on port 0 in a thread of its own.
 class ControllerServer {
  public:
-  explicit ControllerServer(ServerFlags flags);
+  /// `leave_now` is called only where Run cannot return (see LeaveNow);
+  /// should it return, the process ends with status 1.
+  ControllerServer(ServerFlags flags, LeaveNow leave_now);
 
   /// Runs to the end; errors that keep it from starting are said on stderr.
   ServerExit Run();
@@ -51,6 +58,7 @@ class ControllerServer {
 
  private:
   ServerFlags flags_;
+  LeaveNow leave_now_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<int> serving_port_{0};
 };

@@ -86,14 +86,14 @@ int main(int argc, char** argv) {
   ServerFlags flags;
   AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
-  cohort::controller::ControllerServer server(flags);
-  const ServerExit end = server.Run();
-  if (end.exit_at_once) {
-    // A commit failed and its servers were left running: end at once.
-    spdlog::critical("controller_stopped failed=true");
+  // Where a run cannot return (its servers were left running), it leaves
+  // through here.
+  cohort::controller::ControllerServer server(flags, [&](const ServerExit& end) {
+    if (!end.again_because.empty()) (void)ExecuteAgain(argc, argv, end, end.again_because);
     spdlog::shutdown();
-    std::_Exit(1);
-  }
+    std::_Exit(end.again_because.empty() ? end.status : 1);
+  });
+  const ServerExit end = server.Run();
   if (!end.again_because.empty()) return ExecuteAgain(argc, argv, end, end.again_because);
   return end.status;
 }
