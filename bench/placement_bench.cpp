@@ -8,9 +8,9 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "cohort/gang_allocator.h"
-#include "cohort/node_pool.h"
-#include "cohort/topology.h"
+#include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/alloc/topology.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "slurm_commands.h"
+#include "commands/commands.h"
+#include "commands/slurm_commands.h"
 
 int main(int argc, char** argv) {
   // One malloc arena: a second thread (the one `cohort run` watches its job

@@ -8,7 +8,7 @@
 #
 # - `cohort` is linked fully static (-static): nothing to load, about a
 #   quarter less start-up than with libstdc++ and fmt shared. It links no
-#   gRPC (its own HTTP/2 client, cli/grpc_channel.h) and protobuf's lite
+#   gRPC (its own HTTP/2 client, cli/transport/grpc_channel.h) and protobuf's lite
 #   runtime: gRPC's, OpenSSL's and the full runtime's static initialisers
 #   were most of what remained of its start. A static program must not use
 #   NSS modules that glibc loads at run time (libnss_systemd, sssd: a

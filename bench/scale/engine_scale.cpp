@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster_files.h"
-#include "cohort/engine.h"
+#include "cohort/engine/engine.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "agent_log.h"
-#include "cohort/hostlist.h"
+#include "cohort/text/hostlist.h"
 
 namespace cohort::agent {
 namespace {

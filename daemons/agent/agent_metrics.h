@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "cohort/prometheus_text.h"
+#include "cohort/text/prometheus_text.h"
 
 /// The agent's Prometheus metrics (`--http-port`, docs/operations.md#metrics):
 /// per node it speaks for, the launches it started and those that failed,

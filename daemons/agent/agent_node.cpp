@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "agent_log.h"
-#include "cohort/binding.h"
+#include "cohort/launch/binding.h"
 #include "cohort/fmt_absl.h"
-#include "cohort/hostlist.h"
-#include "cohort/node_layout.h"
+#include "cohort/text/hostlist.h"
+#include "cohort/launch/node_layout.h"
 #include "launch_isolation.h"
 #include "launch_tasks.h"
 #include "munge_credential.h"

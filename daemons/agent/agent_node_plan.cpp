@@ -10,8 +10,8 @@
 
 #include "agent_log.h"
 #include "agent_node.h"
-#include "cohort/binding.h"
-#include "cohort/node_layout.h"
+#include "cohort/launch/binding.h"
+#include "cohort/launch/node_layout.h"
 #include "launch_tasks.h"
 
 namespace cohort::agent {

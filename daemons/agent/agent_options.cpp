@@ -15,9 +15,9 @@
 
 #include "absl/status/status.h"
 #include "cluster_files.h"
-#include "cohort/cluster_config.h"
-#include "cohort/controller_addrs.h"
-#include "cohort/hostlist.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/config/controller_addrs.h"
+#include "cohort/text/hostlist.h"
 #include "hwloc_layout.h"
 #include "launch_isolation.h"
 #include "munge_credential.h"

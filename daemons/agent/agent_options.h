@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cohort/cluster_config.h"
-#include "cohort/node_layout.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/launch/node_layout.h"
 #include "host_resources.h"
 
 /// The agent's command line and the settings it resolves to.

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "agent_log.h"
-#include "cohort/controller_addrs.h"
+#include "cohort/config/controller_addrs.h"
 
 namespace cohort::agent {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <grpcpp/create_channel.h>
 
-#include "cohort/controller_addrs.h"
+#include "cohort/config/controller_addrs.h"
 
 namespace cohort::agent {
 

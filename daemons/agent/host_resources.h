@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cohort/node_layout.h"
+#include "cohort/launch/node_layout.h"
 
 /// What a node offers the scheduler, as the agent reports it at registration.
 namespace cohort::agent {

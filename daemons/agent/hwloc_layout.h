@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "cohort/node_layout.h"
+#include "cohort/launch/node_layout.h"
 
 /// Node discovery with hwloc: NUMA nodes and their memory, cores and their
 /// hardware threads, GPUs and InfiniBand/RoCE adapters with their NUMA nodes.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/node_layout.h"
+#include "cohort/launch/node_layout.h"
 
 /// What keeps one job's launches off another's GPUs on a node: the device
 /// rules of the GPUs a launch was not granted, which its cgroup denies

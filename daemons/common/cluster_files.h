@@ -5,10 +5,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "cohort/cluster_config.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/alloc/topology.h"
+#include "cohort/config/cluster_config.h"
 #include "cohort/diagnostics.h"
-#include "cohort/node_pool.h"
-#include "cohort/topology.h"
 
 /// Reading cohort.conf and topology.conf from disk into the core's model:
 /// the file I/O half of what the pure parsers do from text.

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cohort/cluster_config.h"
+#include "cohort/config/cluster_config.h"
 
 /// The controller's TLS files (TLSCertFile, TLSKeyFile, TLSCAFile), checked
 /// with OpenSSL before anything serves with them: a cluster whose clients

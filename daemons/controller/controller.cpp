@@ -12,9 +12,9 @@
 #include <boost/asio/post.hpp>
 
 #include "cohort/fmt_absl.h"
-#include "cohort/hostlist.h"
+#include "cohort/text/hostlist.h"
 #include "controller_log.h"
-#include "request_bounds.h"
+#include "rpc/request_bounds.h"
 
 namespace cohort::controller {
 namespace {

@@ -18,24 +18,24 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/signal_set.hpp>
 
-#include "agent_gateway.h"
-#include "client_service.h"
+#include "agents/agent_gateway.h"
 #include "cluster_files.h"
-#include "cohort/controller_addrs.h"
+#include "cohort/config/controller_addrs.h"
 #include "controller.h"
+#include "http/web_service.h"
 #include "http_server.h"
-#include "local_socket.h"
 #include "log_file.h"
-#include "pg_conn.h"
-#include "pg_leader.h"
-#include "pg_store.h"
-#include "rpc_limits.h"
+#include "rpc/client_service.h"
+#include "rpc/local_socket.h"
+#include "rpc/rpc_limits.h"
+#include "rpc/tcp_listener.h"
 #include "standby.h"
-#include "store.h"
-#include "tcp_listener.h"
+#include "store/pg_conn.h"
+#include "store/pg_leader.h"
+#include "store/pg_store.h"
+#include "store/store.h"
 #include "tls_files.h"
 #include "tls_session.h"
-#include "web_service.h"
 
 namespace cohort::controller {
 namespace {

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "cohort/engine.h"
+#include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
-#include "wire.h"
+#include "store/wire.h"
 
 namespace cohort::controller {
 

@@ -12,8 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "cohort/engine.h"
-#include "store.h"
+#include "cohort/engine/engine.h"
+#include "store/store.h"
 #include "worker.h"
 
 namespace cohort::controller {

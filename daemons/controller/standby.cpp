@@ -11,12 +11,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "cohort/controller_addrs.h"
+#include "cohort/config/controller_addrs.h"
 #include "cohort/fmt_absl.h"
 #include "controller_log.h"
-#include "local_socket.h"
 #include "log_file.h"
-#include "rpc_limits.h"
+#include "rpc/local_socket.h"
+#include "rpc/rpc_limits.h"
 
 namespace cohort::controller {
 namespace {

@@ -9,7 +9,7 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/status/statusor.h"
-#include "pg_leader.h"
+#include "store/pg_leader.h"
 
 namespace cohort::controller {
 

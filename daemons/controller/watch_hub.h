@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "cohort/engine.h"
+#include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "outbox.h"
 #include "worker.h"

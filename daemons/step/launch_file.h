@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cohort/binding.h"
-#include "cohort/launch_env.h"
+#include "cohort/launch/binding.h"
+#include "cohort/launch/launch_env.h"
 
 /// The launch file: everything cohort-stepd needs to start one job's ranks on
 /// one node, written by the agent as `launch.json` into the launch's spool

@@ -20,7 +20,7 @@
 #include <optional>
 #include <string_view>
 
-#include "cohort/io_frame.h"
+#include "cohort/launch/io_frame.h"
 #include "tls_session.h"
 
 namespace cohort::step {

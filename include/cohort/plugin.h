@@ -13,13 +13,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cohort/cluster_config.h"
-#include "cohort/fair_share.h"
-#include "cohort/gang_allocator.h"
-#include "cohort/job.h"
-#include "cohort/node_pool.h"
-#include "cohort/priority.h"
-#include "cohort/topology.h"
+#include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/alloc/topology.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/engine/job.h"
+#include "cohort/policy/fair_share.h"
+#include "cohort/policy/priority.h"
 
 /// The seams of the scheduler: narrow interfaces behind which policies plug
 /// in, registered by name in plugins/builtin.cpp and chosen in cohort.conf
@@ -95,7 +95,7 @@ struct Wait {
 
 /// Admission (AdmissionPlugins=): whether a job may be queued, and whether
 /// a pass may try it now. Checks run in the configured order; the first
-/// refusal or wait decides. What stays the engine's own (src/admission.cpp),
+/// refusal or wait decides. What stays the engine's own (src/engine/admission.cpp),
 /// because it follows from the job's state rather than from a policy: holds,
 /// dependencies and array throttles (%N), which a pass applies before the
 /// checks; the partition's and QOS' bounds a job can never fit (MaxTime,

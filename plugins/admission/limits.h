@@ -11,7 +11,7 @@ namespace cohort::plugin {
 /// runs MaxJobsPerUser jobs of its QOS, or while starting it would take its
 /// user past MaxGpusPerUser or its account past MaxGpusPerAccount GPUs of
 /// its QOS. Refuses nothing at submission: a job that could never fit a
-/// GPU limit is the engine's to refuse (src/admission.cpp).
+/// GPU limit is the engine's to refuse (src/engine/admission.cpp).
 class LimitsAdmission final : public AdmissionCheck {
  public:
   /// The name cohort.conf chooses it by (plugins/builtin.cpp registers it).

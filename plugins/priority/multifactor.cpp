@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugins/priority/multifactor.h"
 
-#include "cohort/priority.h"
+#include "cohort/policy/priority.h"
 
 namespace cohort::plugin {
 

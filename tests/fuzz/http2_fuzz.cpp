@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "grpc_call.h"
-#include "http2_session.h"
+#include "transport/grpc_call.h"
+#include "transport/http2_session.h"
 
 namespace {
 

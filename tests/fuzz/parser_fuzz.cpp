@@ -12,11 +12,11 @@
 #include <string>
 #include <string_view>
 
-#include "cohort/cluster_config.h"
-#include "cohort/hostlist.h"
-#include "cohort/slurm_memory.h"
-#include "cohort/slurm_time.h"
-#include "cohort/topology.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/text/hostlist.h"
+#include "cohort/text/slurm_memory.h"
+#include "cohort/text/slurm_time.h"
+#include "cohort/alloc/topology.h"
 
 namespace {
 

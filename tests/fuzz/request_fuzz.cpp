@@ -17,13 +17,13 @@
 #include <string>
 #include <string_view>
 
-#include "api_token.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
-#include "h2_frame_watch.h"
-#include "request_bounds.h"
-#include "web_service.h"
-#include "wire.h"
+#include "http/web_service.h"
+#include "rpc/api_token.h"
+#include "rpc/h2_frame_watch.h"
+#include "rpc/request_bounds.h"
+#include "store/wire.h"
 
 namespace {
 

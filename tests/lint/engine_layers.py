@@ -3,10 +3,11 @@
 """The engine's parts depend on each other one way (docs/architecture.md,
 "The engine"): a part's files include only the headers of parts on lower
 layers (and their own), and no part includes the core (engine_core.h) or
-the facade (cohort/engine.h). Reads src/ and fails naming each include that
-breaks the order, or a part's file that is not in the table below.
+the facade (cohort/engine/engine.h). Reads src/engine/ and fails naming each
+include that breaks the order, or a part's file that is not in the table
+below.
 
-    engine_layers.py SRC_DIR
+    engine_layers.py ENGINE_DIR
 """
 import pathlib
 import re
@@ -25,7 +26,9 @@ LAYERS = [
 PART_OF = {"backfill": "pass_planner"}
 FACADE = {"engine_core", "engine", "engine_actions", "explain"}
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
-INCLUDE = re.compile(r'^#include "([a-z_/]+)\.h"', re.MULTILINE)
+# A part's own headers are included as "engine/NAME.h"; the facade as
+# "cohort/engine/engine.h".
+INCLUDE = re.compile(r'^#include "(?:engine/)?([a-z_/]+)\.h"', re.MULTILINE)
 
 
 def main() -> int:
@@ -37,9 +40,10 @@ def main() -> int:
             continue
         me = PART_OF.get(stem, stem)
         for included in INCLUDE.findall(path.read_text()):
-            if included in ("engine_core", "cohort/engine"):
+            if included in ("engine_core", "cohort/engine/engine"):
                 problems.append(f"{path.name} includes {included}.h: a part is handed the parts "
-                                "it uses, and speaks cohort/engine_types.h, not the facade")
+                                "it uses, and speaks cohort/engine/engine_types.h, not the "
+                                "facade")
                 continue
             if included not in LEVEL:
                 if included in FACADE:

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "cohort/hostlist.h"
+#include "cohort/text/hostlist.h"
 
 namespace cohort::testing {
 

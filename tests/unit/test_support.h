@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cohort/cluster_config.h"
-#include "cohort/gang_allocator.h"
-#include "cohort/node_pool.h"
-#include "cohort/topology.h"
+#include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/alloc/topology.h"
+#include "cohort/config/cluster_config.h"
 
 /// Builders and file access shared by the unit tests.
 namespace cohort::testing {

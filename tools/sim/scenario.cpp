@@ -15,15 +15,15 @@
 
 #include <fmt/format.h>
 
-#include "cohort/array_spec.h"
-#include "cohort/cluster_config.h"
-#include "cohort/dependency.h"
-#include "cohort/engine.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/alloc/topology.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/engine/engine.h"
 #include "cohort/fmt_absl.h"
-#include "cohort/hostlist.h"
-#include "cohort/node_pool.h"
-#include "cohort/slurm_time.h"
-#include "cohort/topology.h"
+#include "cohort/text/array_spec.h"
+#include "cohort/text/dependency.h"
+#include "cohort/text/hostlist.h"
+#include "cohort/text/slurm_time.h"
 
 namespace cohort::sim {
 namespace {

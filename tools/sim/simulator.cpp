@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "cohort/engine.h"
+#include "cohort/engine/engine.h"
 #include "cohort/fmt_absl.h"
-#include "cohort/slurm_time.h"
+#include "cohort/text/slurm_time.h"
 
 namespace cohort::sim {
 namespace {

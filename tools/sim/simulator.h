@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cohort/cluster_config.h"
-#include "cohort/job.h"
-#include "cohort/node_pool.h"
-#include "cohort/topology.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/alloc/topology.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/engine/job.h"
 #include "trace.h"
 
 /// cohort-sim: the real Engine replayed in virtual time over a trace.

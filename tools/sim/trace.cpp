@@ -8,7 +8,7 @@
 #include <charconv>
 #include <optional>
 
-#include "cohort/slurm_time.h"
+#include "cohort/text/slurm_time.h"
 
 namespace cohort::sim {
 namespace {

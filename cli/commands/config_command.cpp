@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cluster_files.h"
+#include "cohort/config/controller_addrs.h"
+#include "cohort/text/hostlist.h"
+#include "cohort/text/slurm_time.h"
+#include "commands/commands.h"
+#include "munge_credential.h"
+#include "tls_files.h"
+
+namespace cohort::cli {
+
+using shell::ClusterPaths;
+using shell::LoadCluster;
+using shell::LoadedCluster;
+using shell::ReportDiagnostics;
+namespace {
+
+struct FileOptions {
+  std::string config;
+  std::string topology;
+
+  [[nodiscard]] ClusterPaths Paths() const {
+    ClusterPaths paths;
+    if (!config.empty()) paths.config = config;
+    if (!topology.empty()) paths.topology = topology;
+    return paths;
+  }
+};
+
+void AddFileOptions(CLI::App& command, FileOptions& options) {
+  command.add_option("-c,--config", options.config, "cohort.conf to read");
+  command.add_option("-t,--topology", options.topology,
+                     "topology.conf to read (default: the config's TopologyFile=, or topology.conf "
+                     "beside it)");
+}
+
+// Loads the files the options name and reports what is wrong with them;
+// nullopt, with the exit status set, when there is nothing usable.
+std::optional<LoadedCluster> Load(const FileOptions& options, std::string_view usage,
+                                  int& exit_code) {
+  const ClusterPaths paths = options.Paths();
+  if (!paths.config && !paths.topology) {
+    std::cerr << "cohort: " << usage << '\n';
+    exit_code = 2;
+    return std::nullopt;
+  }
+  LoadedCluster loaded = LoadCluster(paths);
+  if (!ReportDiagnostics(loaded)) {
+    exit_code = 1;
+    return std::nullopt;
+  }
+  return loaded;
+}
+
+void PrintSummary(const LoadedCluster& loaded) {
+  const topology::Topology& topo = loaded.topology;
+  const config::ClusterConfig& config = loaded.config;
+  long long gpus = 0;
+  long long cpus = 0;
+  for (const config::NodeSpec& node : config.nodes) {
+    gpus += node.gpus;
+    cpus += node.cpus;
+  }
+  if (!loaded.config_path.empty())
+    std::cout << fmt::format("config     {}: ok\n", loaded.config_path);
+  if (!loaded.topology_path.empty()) {
+    std::cout << fmt::format("topology   {}: ok\n", loaded.topology_path);
+  }
+  if (!loaded.config_path.empty()) std::cout << fmt::format("cluster    {}\n", config.cluster_name);
+  std::cout << fmt::format("nodes      {} ({}), {} GPUs, {} CPUs{}\n", topo.NodeCount(),
+                           hostlist::Compress(topo.NodeNames()), gpus, cpus,
+                           loaded.default_nodes
+                               ? "; default resources (CPUs=64 MemoryMB=524288 Gpus=8 each: no "
+                                 "cohort.conf given)"
+                               : "");
+  if (topo.HasSwitchTree()) {
+    std::map<int, int> per_level;
+    for (const topology::Switch& s : topo.Switches()) ++per_level[s.level];
+    std::vector<std::string> levels;
+    for (const auto& [level, count] : per_level) {
+      levels.push_back(fmt::format("level {}: {}", level, count));
+    }
+    std::cout << fmt::format("switches   {} ({}), {} tree{}\n", topo.Switches().size(),
+                             fmt::join(levels, ", "), topo.Roots().size(),
+                             topo.Roots().size() == 1 ? "" : "s");
+  } else {
+    std::cout << "switches   none (a flat network)\n";
+  }
+  if (!topo.Blocks().empty()) {
+    std::vector<std::string> names;
+    std::map<std::size_t, int> sizes;
+    for (const topology::Block& b : topo.Blocks()) {
+      names.push_back(b.name);
+      ++sizes[b.nodes.size()];
+    }
+    std::vector<std::string> size_text;
+    for (const auto& [size, count] : sizes)
+      size_text.push_back(fmt::format("{} x {} nodes", count, size));
+    std::cout << fmt::format("blocks     {} ({}): {}\n", topo.Blocks().size(),
+                             hostlist::Compress(names), fmt::join(size_text, ", "));
+  }
+  for (const config::PartitionSpec& p : config.partitions) {
+    std::cout << fmt::format(
+        "partition  {}{}: {} nodes ({}), MaxTime {}{}, PriorityTier {}\n", p.name,
+        &p == config.DefaultPartition() ? " (default)" : "", p.nodes.size(),
+        hostlist::Compress(p.nodes), FormatSlurmTime(p.max_time),
+        p.max_nodes ? fmt::format(", MaxNodes {}", *p.max_nodes) : "", p.priority_tier);
+  }
+  if (loaded.config_path.empty()) return;
+  const std::vector<std::string> controllers = config::ControllerTargets(config);
+  std::cout << fmt::format("controller {}{}\n", fmt::join(controllers, ", "),
+                           controllers.size() > 1 ? " (tried in this order)" : "");
+  // StateDatabase may hold a password: it is not printed.
+  std::cout << (config.state_backend == "postgresql"
+                    ? fmt::format("state      postgresql (StateDatabase): one controller active, "
+                                  "a standby takes over after {} s (ControllerTimeout)\n",
+                                  config.controller_timeout.count())
+                    : fmt::format("state      sqlite: {}/state.db, StateSync={}\n",
+                                  config.state_dir, config.state_sync));
+}
+
+// How callers prove who they are and whether TLS is on; the TLS files are
+// read and checked as the controller will. False after printing errors.
+bool CheckSecurity(const config::ClusterConfig& config) {
+  const std::string socket = shell::MungeSocketName(config.munge_socket);
+  switch (config.auth_type) {
+    case config::AuthType::kMunge:
+      std::cout << fmt::format("auth       munge (munged at {})\n", socket);
+      break;
+    case config::AuthType::kNone:
+      std::cout << fmt::format("auth       none: TCP users are anonymous; agents show {}\n",
+                               config.auth_key_file);
+      break;
+    case config::AuthType::kAuto:
+      std::cout << fmt::format("auth       munge when munged answers at {}, else none\n", socket);
+      break;
+  }
+  if (!config.TlsOn()) {
+    std::cout << "tls        off: the TCP port is plain\n";
+    return true;
+  }
+  const shell::TlsReport report = shell::CheckTlsFiles(config);
+  for (const std::string& error : report.errors) std::cerr << "error: " << error << '\n';
+  if (!report.errors.empty()) return false;
+  std::cout << fmt::format("tls        on: {}; clients verify it with {}\n", report.summary,
+                           config.tls_ca_file.empty() ? "the system's CAs" : config.tls_ca_file);
+  return true;
+}
+
+void PrintTree(const topology::Topology& topo, topology::SwitchId s, const std::string& prefix,
+               bool last, bool top) {
+  const topology::Switch& sw = topo.GetSwitch(s);
+  std::string line = top ? "" : prefix + (last ? "└── " : "├── ");
+  line += fmt::format("{}  level {}, {} nodes", sw.name, sw.level, sw.node_count);
+  if (!sw.nodes.empty()) {
+    std::vector<std::string> names;
+    for (const topology::NodeId n : sw.nodes) names.push_back(topo.NodeName(n));
+    line += fmt::format(": {}", hostlist::Compress(names));
+  }
+  std::cout << line << '\n';
+  const std::string child_prefix = top ? "" : prefix + (last ? "    " : "│   ");
+  for (std::size_t i = 0; i < sw.children.size(); ++i) {
+    PrintTree(topo, sw.children[i], child_prefix, i + 1 == sw.children.size(), false);
+  }
+}
+
+}  // namespace
+
+void AddConfigCommands(CLI::App& app, int& exit_code) {
+  CLI::App* config = app.add_subcommand("config", "check configuration files");
+  config->require_subcommand(1);
+  auto options = std::make_shared<FileOptions>();
+  CLI::App* check = config->add_subcommand(
+      "check",
+      "validate cohort.conf and topology.conf and summarise the cluster; exit 1 on errors");
+  AddFileOptions(*check, *options);
+  check->callback([options, &exit_code] {
+    const std::optional<LoadedCluster> loaded =
+        Load(*options, "config check needs -c cohort.conf, -t topology.conf, or both", exit_code);
+    if (!loaded) return;
+    PrintSummary(*loaded);
+    if (!loaded->config_path.empty() && !CheckSecurity(loaded->config)) exit_code = 1;
+  });
+}
+
+void AddTopologyCommands(CLI::App& app, int& exit_code) {
+  CLI::App* topology = app.add_subcommand(
+      "topology",
+      "show the network topology: alone, the live tree from the controller with free, used and "
+      "unavailable nodes per switch; `topology show -t FILE` reads a file offline");
+  topology->require_subcommand(0, 1);
+  AddLiveTopology(*topology, exit_code);
+  auto options = std::make_shared<FileOptions>();
+  CLI::App* show = topology->add_subcommand(
+      "show", "print the switch tree of a topology file with node counts per switch");
+  AddFileOptions(*show, *options);
+  show->callback([options, &exit_code] {
+    const std::optional<LoadedCluster> loaded =
+        Load(*options, "topology show needs -t topology.conf (or -c cohort.conf)", exit_code);
+    if (!loaded) return;
+    const topology::Topology& topo = loaded->topology;
+    for (std::size_t i = 0; i < topo.Roots().size(); ++i) {
+      if (i > 0) std::cout << '\n';
+      PrintTree(topo, topo.Roots()[i], "", true, true);
+    }
+    if (!topo.Blocks().empty()) {
+      std::cout << "\nblocks (NVLink domains)\n";
+      for (const topology::Block& b : topo.Blocks()) {
+        std::vector<std::string> names;
+        for (const topology::NodeId n : b.nodes) names.push_back(topo.NodeName(n));
+        std::cout << fmt::format("  {}  {} nodes: {}\n", b.name, b.nodes.size(),
+                                 hostlist::Compress(names));
+      }
+    }
+  });
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cohort/diagnostics.h"
+#include "cohort/fmt_absl.h"
+#include "cohort/text/hostlist.h"
+#include "commands/commands.h"
+#include "commands/slurm_commands.h"
+#include "format/job_format.h"
+#include "format/percent_format.h"
+#include "transport/controller_client.h"
+
+namespace cohort::cli {
+namespace {
+
+struct NodesOptions {
+  ConnectionOptions connection;
+  bool long_listing = false;
+  std::string partition;
+  bool json = false;
+};
+
+// Per partition and state: how many nodes and which (sinfo's summary).
+struct Group {
+  std::string partition;
+  v1::NodeState state;
+  std::vector<std::string> nodes;
+};
+
+std::vector<Group> Summarise(const std::vector<v1::Node>& nodes, const std::string& only) {
+  std::vector<std::string> partitions;  // in order of first appearance
+  std::map<std::pair<std::string, int>, std::vector<std::string>> members;
+  for (const v1::Node& node : nodes) {
+    std::vector<std::string> of(node.partitions().begin(), node.partitions().end());
+    if (of.empty()) of.emplace_back("-");
+    for (const std::string& p : of) {
+      if (!only.empty() && p != only) continue;
+      if (std::find(partitions.begin(), partitions.end(), p) == partitions.end()) {
+        partitions.push_back(p);
+      }
+      members[{p, node.state()}].push_back(node.name());
+    }
+  }
+  std::vector<Group> groups;
+  for (const std::string& p : partitions) {
+    for (const auto& [key, names] : members) {
+      if (key.first == p) groups.push_back({p, static_cast<v1::NodeState>(key.second), names});
+    }
+  }
+  return groups;
+}
+
+absl::Status PrintNodes(const NodesOptions& o, const v1::ListNodesResponse& response) {
+  std::vector<v1::Node> nodes;
+  for (const v1::Node& node : response.nodes()) {
+    if (o.partition.empty() || std::find(node.partitions().begin(), node.partitions().end(),
+                                         o.partition) != node.partitions().end()) {
+      nodes.push_back(node);
+    }
+  }
+  if (!o.partition.empty() && nodes.empty()) {
+    return absl::NotFoundError(
+        fmt::format("nodes: no node is in a partition {}; see cohort nodes", o.partition));
+  }
+  const std::vector<Group> groups = Summarise(nodes, o.partition);
+
+  if (o.json) {
+    nlohmann::ordered_json out;
+    out["partitions"] = nlohmann::ordered_json::array();
+    for (const Group& g : groups) {
+      out["partitions"].push_back({{"partition", g.partition},
+                                   {"state", NodeStateName(g.state)},
+                                   {"count", g.nodes.size()},
+                                   {"nodes", hostlist::Compress(g.nodes)}});
+    }
+    out["nodes"] = nlohmann::ordered_json::array();
+    for (const v1::Node& node : nodes) out["nodes"].push_back(NodeToJson(node));
+    std::cout << out.dump(2) << '\n';
+    return absl::OkStatus();
+  }
+
+  std::vector<std::vector<std::string>> rows;
+  if (o.long_listing) {
+    rows.push_back({"NODE", "PARTITIONS", "STATE", "CPUS(A/T)", "MEMORY_MB(A/T)", "GPUS(A/T)",
+                    "LEAF", "BLOCK", "FEATURES", "JOBS", "REASON"});
+    for (const v1::Node& node : nodes) {
+      rows.push_back(
+          {node.name(), fmt::format("{}", fmt::join(node.partitions(), ",")),
+           NodeStateLower(node.state()), fmt::format("{}/{}", node.cpus_allocated(), node.cpus()),
+           fmt::format("{}/{}", node.memory_allocated_mb(), node.memory_mb()),
+           fmt::format("{}/{}", node.gpus_allocated(), node.gpus()),
+           node.leaf().empty() ? "-" : node.leaf(), node.block().empty() ? "-" : node.block(),
+           node.features().empty() ? "-" : fmt::format("{}", fmt::join(node.features(), ",")),
+           node.jobs().empty() ? "-" : fmt::format("{}", fmt::join(node.jobs(), ",")),
+           node.reason().empty() ? "-" : node.reason()});
+    }
+  } else {
+    rows.push_back({"PARTITION", "NODES", "STATE", "NODELIST"});
+    for (const Group& g : groups) {
+      rows.push_back({g.partition, std::to_string(g.nodes.size()), NodeStateLower(g.state),
+                      hostlist::Compress(g.nodes)});
+    }
+  }
+  PrintColumns(rows, std::cout);
+  return absl::OkStatus();
+}
+
+int Nodes(const NodesOptions& o) {
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::ListNodesResponse> response = client.ListNodes(v1::ListNodesRequest());
+    if (!response.ok()) return response.status();
+    return PrintNodes(o, *response);
+  });
+}
+
+}  // namespace
+
+void AddNodesCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<NodesOptions>();
+  CLI::App* nodes = app.add_subcommand(
+      "nodes", "list the nodes: per partition, how many are in each state and which (like sinfo)");
+  nodes->add_flag("-N,--long", o->long_listing,
+                  "one line per node: state, CPUs, memory and GPUs allocated/total, leaf switch, "
+                  "block, features, jobs and reason");
+  nodes->add_option("-p,--partition", o->partition, "only the nodes of this partition");
+  nodes->add_flag("--json", o->json,
+                  "print {\"partitions\": [per partition and state], \"nodes\": [every node]} as "
+                  "JSON");
+  AddConnectionOptions(*nodes, o->connection);
+  nodes->callback([o, &exit_code] { exit_code = Nodes(*o); });
+}
+
+namespace {
+
+// sinfo: one row per partition and state (per node with -N).
+struct SinfoRow {
+  const v1::Partition* partition = nullptr;
+  v1::NodeState state = v1::NODE_STATE_UNSPECIFIED;
+  std::vector<const v1::Node*> nodes;
+};
+
+struct SinfoField {
+  char letter;
+  std::string_view header;
+  std::string_view meaning;
+  std::string (*value)(const SinfoRow& row);
+};
+
+std::string CompactState(v1::NodeState state) {
+  switch (state) {
+    case v1::NODE_IDLE:
+      return "idle";
+    case v1::NODE_MIXED:
+      return "mix";
+    case v1::NODE_ALLOCATED:
+      return "alloc";
+    case v1::NODE_DRAINING:
+      return "drng";
+    case v1::NODE_DRAINED:
+      return "drain";
+    case v1::NODE_DOWN:
+      return "down";
+    default:
+      return "unk";
+  }
+}
+
+// A per-node number of the row's nodes: one value, or the smallest with +.
+template <typename Get>
+std::string PerNode(const SinfoRow& row, Get get) {
+  if (row.nodes.empty()) return "0";
+  auto low = get(*row.nodes.front());
+  bool varies = false;
+  for (const v1::Node* node : row.nodes) {
+    varies = varies || get(*node) != low;
+    low = std::min(low, get(*node));
+  }
+  return fmt::format("{}{}", low, varies ? "+" : "");
+}
+
+std::string Names(const SinfoRow& row) {
+  std::vector<std::string> names;
+  for (const v1::Node* node : row.nodes) names.push_back(node->name());
+  return hostlist::Compress(names);
+}
+
+std::string LimitText(std::int64_t seconds) {
+  return seconds == 0 ? std::string("infinite") : FormatSlurmLimit(seconds);
+}
+
+constexpr SinfoField kSinfoFields[] = {
+    {'P', "PARTITION", "partition (* marks the default)",
+     [](const SinfoRow& r) {
+       return r.partition->name() + (r.partition->is_default() ? "*" : "");
+     }},
+    {'R', "PARTITION", "partition", [](const SinfoRow& r) { return r.partition->name(); }},
+    {'a', "AVAIL", "availability", [](const SinfoRow&) { return std::string("up"); }},
+    {'l', "TIMELIMIT", "time limit",
+     [](const SinfoRow& r) { return LimitText(r.partition->max_time_s()); }},
+    {'L', "DEFAULTTIME", "default time limit",
+     [](const SinfoRow& r) {
+       return r.partition->default_time_s() > 0 ? FormatSlurmLimit(r.partition->default_time_s())
+                                                : std::string("n/a");
+     }},
+    {'D', "NODES", "node count", [](const SinfoRow& r) { return std::to_string(r.nodes.size()); }},
+    {'t', "STATE", "state, short", [](const SinfoRow& r) { return CompactState(r.state); }},
+    {'T', "STATE", "state", [](const SinfoRow& r) { return NodeStateLower(r.state); }},
+    {'N', "NODELIST", "nodes", [](const SinfoRow& r) { return Names(r); }},
+    {'n', "HOSTNAMES", "nodes", [](const SinfoRow& r) { return Names(r); }},
+    {'c', "CPUS", "CPUs per node",
+     [](const SinfoRow& r) { return PerNode(r, [](const v1::Node& n) { return n.cpus(); }); }},
+    {'m', "MEMORY", "memory per node (MB)",
+     [](const SinfoRow& r) { return PerNode(r, [](const v1::Node& n) { return n.memory_mb(); }); }},
+    {'G', "GRES", "GPUs per node (gpu:TYPE:N)",
+     [](const SinfoRow& r) {
+       if (r.nodes.empty() || r.nodes.front()->gpus() == 0) return std::string("(null)");
+       const v1::Node& n = *r.nodes.front();
+       return n.gpu_type().empty() ? fmt::format("gpu:{}", n.gpus())
+                                   : fmt::format("gpu:{}:{}", n.gpu_type(), n.gpus());
+     }},
+    {'f', "AVAIL_FEATURES", "features",
+     [](const SinfoRow& r) {
+       if (r.nodes.empty() || r.nodes.front()->features().empty()) return std::string("(null)");
+       return fmt::format("{}", fmt::join(r.nodes.front()->features(), ","));
+     }},
+    {'C', "CPUS(A/I/O/T)", "CPUs allocated/idle/other/total",
+     [](const SinfoRow& r) {
+       int allocated = 0, idle = 0, other = 0, total = 0;
+       for (const v1::Node* n : r.nodes) {
+         total += n->cpus();
+         const bool usable = n->state() != v1::NODE_DOWN && n->state() != v1::NODE_DRAINED;
+         allocated += n->cpus_allocated();
+         if (usable) {
+           idle += n->cpus() - n->cpus_allocated();
+         } else {
+           other += n->cpus() - n->cpus_allocated();
+         }
+       }
+       return fmt::format("{}/{}/{}/{}", allocated, idle, other, total);
+     }},
+    {'E', "REASON", "why a node is drained or down",
+     [](const SinfoRow& r) {
+       return r.nodes.empty() || r.nodes.front()->reason().empty() ? std::string("none")
+                                                                   : r.nodes.front()->reason();
+     }},
+};
+
+struct SinfoOptions {
+  ConnectionOptions connection;
+  std::string format;
+  std::string partitions;
+  std::string states;
+  std::string nodes;
+  bool no_header = false;
+  bool node_oriented = false;
+  bool long_listing = false;
+};
+
+// Whether `text` (a comma list, empty: any) names `state`, by sinfo's long
+// or short name.
+bool StateWanted(const std::string& text, v1::NodeState state) {
+  const std::vector<std::string_view> words = CommaList(text);
+  return words.empty() || std::ranges::any_of(words, [&](std::string_view word) {
+           return EqualsIgnoreCase(word, NodeStateLower(state)) ||
+                  EqualsIgnoreCase(word, CompactState(state));
+         });
+}
+
+// The rows sinfo prints: per partition, the nodes that look the same in
+// every field of the format but the lists and counts (%N %n %D %C), as
+// Slurm groups them; with -N, one row per node.
+std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
+                                const std::vector<FormatSegment<SinfoField>>& segments,
+                                const v1::ListPartitionsResponse& parts,
+                                const v1::ListNodesResponse& nodes) {
+  std::vector<SinfoRow> rows;
+  for (const v1::Partition& p : parts.partitions()) {
+    const std::vector<std::string_view> wanted = CommaList(o.partitions);
+    if (!wanted.empty() && std::ranges::find(wanted, p.name()) == wanted.end()) continue;
+    std::vector<std::pair<std::string, SinfoRow>> groups;  // in order of first node
+    for (const v1::Node& node : nodes.nodes()) {
+      if (std::find(node.partitions().begin(), node.partitions().end(), p.name()) ==
+              node.partitions().end() ||
+          !StateWanted(o.states, node.state())) {
+        continue;
+      }
+      SinfoRow alone{&p, node.state(), {&node}};
+      if (o.node_oriented) {
+        rows.push_back(std::move(alone));
+        continue;
+      }
+      std::string key = NodeStateLower(node.state());
+      for (const FormatSegment<SinfoField>& s : segments) {
+        if (s.field != nullptr &&
+            std::string_view("NnDC").find(s.field->letter) == std::string_view::npos) {
+          key += '\0' + s.field->value(alone);
+        }
+      }
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& group) { return group.first == key; });
+      if (it == groups.end()) {
+        groups.emplace_back(std::move(key), std::move(alone));
+      } else {
+        it->second.nodes.push_back(&node);
+      }
+    }
+    for (auto& [key, row] : groups) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+int Sinfo(const SinfoOptions& o) {
+  std::string format = o.format;
+  if (format.empty()) {
+    if (const char* env = std::getenv("SINFO_FORMAT"); env != nullptr && *env != '\0') format = env;
+  }
+  if (format.empty()) {
+    format = o.node_oriented  ? "%N %.6D %P %.11T"
+             : o.long_listing ? "%9P %.5a %.10l %.6D %.11T %N"
+                              : "%9P %.5a %.10l %.6D %.6t %N";
+  }
+  absl::StatusOr<std::vector<FormatSegment<SinfoField>>> segments =
+      ParsePercentFormat(format, std::span<const SinfoField>(kSinfoFields));
+  if (!segments.ok()) {
+    std::cerr << fmt::format("sinfo: error: {}\n", segments.status().message());
+    return 1;
+  }
+  return SlurmStatus(CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::ListPartitionsResponse> parts =
+        client.ListPartitions(v1::ListPartitionsRequest());
+    if (!parts.ok()) return parts.status();
+    v1::ListNodesRequest request;
+    request.set_nodes(o.nodes);
+    absl::StatusOr<v1::ListNodesResponse> nodes = client.ListNodes(request);
+    if (!nodes.ok()) return nodes.status();
+    if (!o.no_header) {
+      std::cout << FormatLine(*segments, [](const SinfoField& f) { return std::string(f.header); })
+                << '\n';
+    }
+    for (const SinfoRow& row : SinfoRows(o, *segments, *parts, *nodes)) {
+      std::cout << FormatLine(*segments, [&](const SinfoField& f) { return f.value(row); }) << '\n';
+    }
+    return absl::OkStatus();
+  }));
+}
+
+}  // namespace
+
+void AddSinfoCommand(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SinfoOptions>();
+  app.set_help_flag("--help", "print this help and exit");  // -h is --noheader
+  app.add_flag("-h,--noheader", o->no_header, "leave out the header line");
+  std::vector<std::string> letters;
+  for (const SinfoField& f : kSinfoFields)
+    letters.push_back(fmt::format("%{} {}", f.letter, f.meaning));
+  app.add_option(
+      "-o,--format", o->format,
+      fmt::format("fields: {}; %.10l right-aligns in 10 columns", fmt::join(letters, ", ")));
+  app.add_option("-p,--partition", o->partitions, "only these partitions (comma separated)");
+  app.add_option("-t,--states", o->states,
+                 "only nodes in these states (idle, mix, alloc, drain, ...)");
+  app.add_option("-n,--nodes", o->nodes, "only these nodes (a hostlist)");
+  app.add_flag("-N,--Node", o->node_oriented, "one line per node");
+  app.add_flag("-l,--long", o->long_listing, "states by their full name");
+  app.add_flag("-a,--all,-e,--exact,-v,--verbose")
+      ->description("accepted: every partition is shown, exactly");
+  AddConnectionOptions(app, o->connection, ConfigShortName::kNone);
+  app.footer("Cohort's sinfo: the partitions and their nodes by state. See docs/slurm.md.");
+  app.callback([o, &exit_code] { exit_code = Sinfo(*o); });
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cohort/fmt_absl.h"
+#include "commands/commands.h"
+#include "commands/job_follow.h"
+#include "commands/run_step.h"
+#include "commands/slurm_commands.h"
+#include "format/job_format.h"
+#include "format/rank_output.h"
+#include "spec/job_option_table.h"
+#include "spec/job_options.h"
+#include "transport/controller_client.h"
+
+namespace cohort::cli {
+namespace {
+
+struct RunState {
+  JobOptions options;
+  ConnectionOptions connection;
+  std::vector<UnsupportedOption> unsupported;
+  bool label = false;
+  std::string jobid;        ///< --jobid: run as a step of this job
+  bool exact = false;       ///< --exact: a step holds only what its tasks ask
+  bool overlap = false;     ///< --overlap: a step shares with every other step
+  std::string input = "0";  ///< --input: the step's rank that reads stdin, or none
+  bool pty = false;         ///< --pty: one task of the step on a terminal
+};
+
+// The job whose allocation `cohort run` runs in: --jobid, else the job it
+// runs inside (COHORT_JOB_ID, which every batch script and rank has); none
+// outside a job.
+std::string AllocationOf(const RunState& state) {
+  if (!state.jobid.empty()) return state.jobid;
+  const char* inside = std::getenv("COHORT_JOB_ID");
+  return inside != nullptr ? std::string(inside) : std::string();
+}
+
+int Run(const RunState& state, const std::vector<std::string>& remaining) {
+  absl::StatusOr<Command> command = SplitCommand(remaining, "run");
+  if (!command.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", command.status());
+    return 2;
+  }
+  if (command->words.empty()) {
+    std::cerr << "cohort: run needs a command: cohort run [options] -- COMMAND [ARGS...]\n";
+    return 2;
+  }
+  if (absl::Status refused = CheckNotImplemented(state.unsupported); !refused.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", refused.message());
+    return 2;
+  }
+  const JobOptions& options = state.options;
+  if (const std::string allocation = AllocationOf(state); !allocation.empty()) {
+    absl::StatusOr<ControllerClient> client = ControllerClient::Connect(state.connection);
+    if (!client.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", client.status());
+      return 2;
+    }
+    int stdin_rank = -1;
+    if (state.input != "none") {
+      const auto [end, ec] =
+          std::from_chars(state.input.data(), state.input.data() + state.input.size(), stdin_rank);
+      if (ec != std::errc() || end != state.input.data() + state.input.size() || stdin_rank < 0) {
+        std::cerr << fmt::format("cohort: --input: {:?} is neither a rank (0, 1, ...) nor none\n",
+                                 state.input);
+        return 2;
+      }
+    }
+    // Inside an allocation Slurm's --exclusive means --exact, as of 21.08.
+    const StepRun step{.job = allocation,
+                       .sharing = state.overlap                      ? v1::STEP_OVERLAP
+                                  : state.exact || options.exclusive ? v1::STEP_EXACT
+                                                                     : v1::STEP_WHOLE_NODES,
+                       .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
+                       .stdin_rank = stdin_rank,
+                       .terminal = state.pty ? StepTerminal::kPty : StepTerminal::kNone};
+    return RunStep(*client, options, step, command->words);
+  }
+  if (state.exact || state.overlap) {
+    std::cerr << "cohort: run: --exact and --overlap shape steps inside a job; outside one, run "
+                 "starts a job of its own (see --exclusive)\n";
+    return 2;
+  }
+  if (state.pty) {
+    std::cerr << "cohort: run: --pty runs a step on a terminal inside a job: first cohort alloc "
+                 "(or --jobid ID of a running job), then cohort run --pty bash\n";
+    return 2;
+  }
+  if (options.array) {
+    std::cerr << "cohort: run: --array makes many jobs, and run follows one; submit the array "
+                 "with cohort submit --array, and watch it with cohort queue\n";
+    return 2;
+  }
+  absl::StatusOr<v1::JobSpec> spec =
+      BuildJobSpec(options, std::filesystem::path(command->words.front()).filename().string());
+  if (!spec.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", spec.status());
+    return 2;
+  }
+  for (const std::string& word : command->words) spec->add_argv(word);
+  v1::SubmitJobRequest request;
+  if (options.test_only) {
+    *request.mutable_spec() = *std::move(spec);
+    request.set_test_only(true);
+    PrintJobSpec(request.spec(), std::cout);
+    return CallController(state.connection, [&](ControllerClient& client) -> absl::Status {
+      absl::StatusOr<v1::SubmitJobResponse> response = client.SubmitJob(request);
+      if (!response.ok()) return response.status();
+      PrintTestOnlyAnswer(*response, std::cout);
+      return absl::OkStatus();
+    });
+  }
+
+  absl::StatusOr<ControllerClient> client = ControllerClient::Connect(state.connection);
+  if (!client.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", client.status());
+    return 2;
+  }
+
+  // The ranks' output files, which FollowJob prints.
+  absl::StatusOr<std::optional<std::filesystem::path>> taken = TakeOutput(options, *spec);
+  if (!taken.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", taken.status());
+    return 1;
+  }
+  const std::optional<std::filesystem::path>& folder = *taken;
+
+  // From here on an interrupt cancels the job rather than orphaning it.
+  CatchInterrupts();
+  *request.mutable_spec() = *std::move(spec);
+  absl::StatusOr<v1::SubmitJobResponse> submitted = client->SubmitJob(request);
+  if (!submitted.ok()) {
+    client->PrintError(submitted.status());
+    if (folder) {
+      std::error_code ignored;
+      std::filesystem::remove_all(*folder, ignored);
+    }
+    return 1;
+  }
+  return FollowJob(*client, submitted->job_id(), folder,
+                   state.label ? RankLabels::kRank : RankLabels::kNone);
+}
+
+// The options of `cohort run` and `srun`, on `run`.
+void ConfigureRun(CLI::App& run, RunState& state, CommandWords words) {
+  state.unsupported = AddJobOptions(run, state.options, words);
+  run.get_option("--parsable")->group("");  // run prints the job's output, not its id
+  run.get_option("--array")->group("");     // run follows one job; refused with a hint
+  run.add_flag("-l,--label", state.label, "start each line of output with its rank: `3: text`");
+  run.add_option("--jobid", state.jobid,
+                 "run as a step of this running job (default inside a job: $COHORT_JOB_ID)")
+      ->type_name("JOB");
+  run.add_flag("--exact", state.exact,
+               "inside a job: the step holds only the CPUs and GPUs its tasks ask, so that "
+               "steps share nodes (--exclusive means the same there)");
+  run.add_flag("--overlap", state.overlap,
+               "inside a job: the step shares its nodes with every other step, waiting for none");
+  // sbatch's --input (a file for the script's stdin) is not run's.
+  if (CLI::Option* sbatch_input = run.get_option_no_throw("--input")) {
+    std::erase_if(state.unsupported,
+                  [&](const UnsupportedOption& u) { return u.option == sbatch_input; });
+    run.remove_option(sbatch_input);
+  }
+  run.add_flag("--pty", state.pty,
+               "inside a job: run one task on a pseudo-terminal, its stdin, stdout and stderr "
+               "this terminal's (cohort run --pty bash: a shell on a compute node)");
+  run.add_option("--input", state.input,
+                 "inside a job: the step's rank that reads this command's stdin (default 0), "
+                 "or none")
+      ->type_name("RANK|none");
+  AddConnectionOptions(run, state.connection, ConfigShortName::kNone);
+  TakeCommandVerbatim(run, "COMMAND",
+                      "the command and its arguments (after --); everything after it is passed "
+                      "on, not read as options");
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, int& exit_code, CommandWords words) {
+  auto state = std::make_shared<RunState>();
+  CLI::App* run = app.add_subcommand(
+      "run", "run a command as one job and stream its output until it ends (like srun)");
+  ConfigureRun(*run, *state, words);
+  run->footer(
+      "Usage: cohort run [options] -- COMMAND [ARGS...]\n"
+      "\n"
+      "Outside a job, submits the command as a job of its own; inside one (a batch script, an\n"
+      "allocation of cohort alloc, or with --jobid), starts it as a step of that job, over all of\n"
+      "its nodes or those -N, -n, --ntasks-per-node and -w ask, as srun does.\n"
+      "\n"
+      "Submits the command as a job, shows why it waits while pending, then prints every rank's\n"
+      "stdout and stderr as they write it, and exits with the job's status: 0 when it completed,\n"
+      "its exit code when it failed, 1 when it was cancelled, timed out or lost a node.\n"
+      "Interrupting (Ctrl-C) cancels the job and waits for it to end; a second one stops waiting.\n"
+      "\n"
+      "The ranks write their output to files in a private folder that this command reads and\n"
+      "removes at the end: under $COHORT_RUN_DIR, else $TMPDIR, else /tmp. The nodes must share\n"
+      "that filesystem with this command, as emulated nodes on one host do; on a cluster, set\n"
+      "COHORT_RUN_DIR to a folder on the shared filesystem. With -o (or -e) the output goes to\n"
+      "that file instead and is not printed.");
+  run->callback([state, run, &exit_code] { exit_code = Run(*state, run->remaining()); });
+}
+
+void AddSrunCommand(CLI::App& app, int& exit_code, CommandWords words) {
+  auto state = std::make_shared<RunState>();
+  ConfigureRun(app, *state, words);
+  // Output is forwarded as the ranks write it, line by line, either way.
+  app.add_flag("-u,--unbuffered")
+      ->description("accepted: each line of output is shown as the ranks write it");
+  // A step is a gang: a rank that fails stops the others, as -K.
+  app.add_flag("-K{1},--kill-on-bad-exit{1}")
+      ->description("accepted: a failing rank always stops the step's others");
+  app.add_option_function<std::string>(
+         "--mpi",
+         [](const std::string& type) {
+           if (type != "none") {
+             throw CLI::ValidationError(
+                 "--mpi",
+                 "only none: run mpirun or torchrun inside the step instead of --mpi=" + type);
+           }
+         },
+         "none only")
+      ->type_name("none");
+  RefuseFlags(app, "--multi-prog", "run a wrapper that dispatches on $SLURM_PROCID");
+  app.footer(
+      "Cohort's srun: inside a job (a batch script, salloc, or --jobid) starts a step over its\n"
+      "allocation, as `cohort run` does; outside one, runs the command as a job of its own and\n"
+      "streams its output. Exits with the step's or job's status. See docs/slurm.md.");
+  app.callback([state, &app, &exit_code] { exit_code = Run(*state, app.remaining()); });
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "rpc/node_rpcs.h"
+
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "cohort/text/hostlist.h"
+#include "controller_log.h"
+
+namespace cohort::controller {
+
+absl::StatusOr<std::vector<NodeId>> NodeRpcs::Resolve(const std::string& hostlist) const {
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(hostlist);
+  if (!names.ok()) return names.status();
+  std::vector<NodeId> nodes;
+  for (const std::string& name : *names) {
+    const std::optional<NodeId> id = state_.topology->FindNode(name);
+    if (!id) return absl::NotFoundError(fmt::format("no node {}; see cohort nodes", name));
+    nodes.push_back(*id);
+  }
+  return nodes;
+}
+
+void NodeRpcs::NodeToWire(NodeId n, v1::Node* out) const {
+  const topology::Topology& topology = *state_.topology;
+  const alloc::NodePool& pool = state_.engine.Pool();
+  const NodeView view = state_.engine.ViewNode(n);
+  const alloc::NodeCapacity& capacity = pool.Capacity(n);
+  const alloc::NodeFree& free = pool.Free(n);
+  out->set_name(topology.NodeName(n));
+  out->set_state(ToWire(view.status));
+  out->set_reason(view.reason);
+  out->set_cpus(capacity.cpus);
+  out->set_cpus_allocated(capacity.cpus - free.cpus);
+  out->set_memory_mb(capacity.memory_mb);
+  out->set_memory_allocated_mb(capacity.memory_mb - free.memory_mb);
+  out->set_gpus(capacity.gpus);
+  out->set_gpus_allocated(capacity.gpus - std::popcount(free.gpus));
+  // The GPU type is a feature of the pool (`gpu:TYPE`) but not a Features= one.
+  constexpr std::string_view kGpuType = "gpu:";
+  for (std::size_t i = 0; i < pool.FeatureNames().size(); ++i) {
+    if (((capacity.features >> i) & 1U) == 0) continue;
+    const std::string& name = pool.FeatureNames()[i];
+    if (name.starts_with(kGpuType)) {
+      out->set_gpu_type(name.substr(kGpuType.size()));
+    } else {
+      out->add_features(name);
+    }
+  }
+  for (alloc::PartitionId p = 0; p < pool.PartitionCount(); ++p) {
+    if (pool.GetPartition(p).contains[static_cast<std::size_t>(n)] != 0) {
+      out->add_partitions(pool.GetPartition(p).name);
+    }
+  }
+  for (const JobId id : view.jobs) out->add_jobs(id);
+  const topology::SwitchId leaf = topology.LeafOf(n);
+  if (leaf != topology::kNone) out->set_leaf(topology.GetSwitch(leaf).name);
+  const topology::BlockId block = topology.BlockOf(n);
+  if (block != topology::kNone) out->set_block(topology.Blocks()[block].name);
+}
+
+void NodeRpcs::ListNodes(v1::ListNodesRequest& request, const Identity& /*who*/,
+                         Reply<v1::ListNodesResponse> reply) {
+  std::vector<NodeId> nodes;
+  if (request.nodes().empty()) {
+    for (NodeId n = 0; n < state_.topology->NodeCount(); ++n) nodes.push_back(n);
+  } else {
+    absl::StatusOr<std::vector<NodeId>> named = Resolve(request.nodes());
+    if (!named.ok()) {
+      outbox_.Respond<v1::ListNodesResponse>(std::move(reply), named.status());
+      return;
+    }
+    nodes = *std::move(named);
+  }
+  v1::ListNodesResponse response;
+  for (const NodeId n : nodes) NodeToWire(n, response.add_nodes());
+  outbox_.Respond(std::move(reply), absl::StatusOr<v1::ListNodesResponse>(std::move(response)));
+}
+
+void NodeRpcs::UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
+                          Reply<v1::UpdateNodeResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "changing nodes"); !trusted.ok()) {
+    outbox_.Respond<v1::UpdateNodeResponse>(std::move(reply), trusted);
+    return;
+  }
+  absl::StatusOr<std::vector<NodeId>> nodes = Resolve(request.nodes());
+  if (!nodes.ok()) {
+    outbox_.Respond<v1::UpdateNodeResponse>(std::move(reply), nodes.status());
+    return;
+  }
+  Effects effects;
+  for (const NodeId n : *nodes) {
+    absl::Status s;
+    if (request.action() == v1::NODE_DRAIN) {
+      s = state_.engine.Drain(n, request.reason(), who.AsCaller(), effects);
+    } else if (request.action() == v1::NODE_RESUME) {
+      s = state_.engine.Resume(n, who.AsCaller(), effects);
+    } else {
+      s = absl::InvalidArgumentError("action: say drain or resume");
+    }
+    if (!s.ok()) {
+      sink_.Execute(effects);
+      outbox_.Respond<v1::UpdateNodeResponse>(std::move(reply), s);
+      return;
+    }
+    Log("controller")
+        ->info("node_update node={} action={} by_uid={}", state_.topology->NodeName(n),
+               request.action() == v1::NODE_DRAIN ? "drain" : "resume", who.uid);
+  }
+  sink_.Execute(effects);
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::UpdateNodeResponse>(v1::UpdateNodeResponse{}));
+}
+
+void NodeRpcs::ListPartitions(v1::ListPartitionsRequest& request, const Identity& /*who*/,
+                              Reply<v1::ListPartitionsResponse> reply) {
+  v1::ListPartitionsResponse response;
+  const alloc::NodePool& pool = state_.engine.Pool();
+  for (const config::PartitionSpec& spec : state_.config.partitions) {
+    if (!request.name().empty() && spec.name != request.name()) continue;
+    v1::Partition* out = response.add_partitions();
+    out->set_name(spec.name);
+    out->set_nodes(hostlist::Compress(spec.nodes));
+    out->set_is_default(spec.is_default);
+    out->set_max_time_s(spec.max_time == kUnlimited ? 0 : spec.max_time.count());
+    out->set_default_time_s(spec.default_time ? spec.default_time->count() : 0);
+    out->set_max_nodes(spec.max_nodes.value_or(0));
+    out->set_priority_tier(spec.priority_tier);
+    out->set_total_nodes(static_cast<int>(spec.nodes.size()));
+    int cpus = 0;
+    int gpus = 0;
+    for (const std::string& name : spec.nodes) {
+      if (const std::optional<NodeId> n = state_.topology->FindNode(name)) {
+        cpus += pool.Capacity(*n).cpus;
+        gpus += pool.Capacity(*n).gpus;
+      }
+    }
+    out->set_total_cpus(cpus);
+    out->set_total_gpus(gpus);
+    for (const std::string& a : spec.allow_accounts) out->add_allow_accounts(a);
+    for (const std::string& u : spec.allow_users) out->add_allow_users(u);
+    if (spec.preempt_mode) out->set_preempt_mode(std::string(PreemptModeName(*spec.preempt_mode)));
+  }
+  if (!request.name().empty() && response.partitions().empty()) {
+    std::vector<std::string> names;
+    for (const config::PartitionSpec& spec : state_.config.partitions) names.push_back(spec.name);
+    outbox_.Respond<v1::ListPartitionsResponse>(
+        std::move(reply), absl::NotFoundError(fmt::format("no partition {}; partitions: {}",
+                                                          request.name(), fmt::join(names, ", "))));
+    return;
+  }
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::ListPartitionsResponse>(std::move(response)));
+}
+
+void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& /*who*/,
+                           Reply<v1::GetTopologyResponse> reply) {
+  const topology::Topology& topology = *state_.topology;
+  // Per node: 0 idle, 1 running jobs, 2 unavailable.
+  std::vector<int> kind(static_cast<std::size_t>(topology.NodeCount()));
+  for (NodeId n = 0; n < topology.NodeCount(); ++n) {
+    switch (state_.engine.ViewNode(n).status) {
+      case NodeStatus::kIdle:
+        kind[static_cast<std::size_t>(n)] = 0;
+        break;
+      case NodeStatus::kMixed:
+      case NodeStatus::kAllocated:
+        kind[static_cast<std::size_t>(n)] = 1;
+        break;
+      default:
+        kind[static_cast<std::size_t>(n)] = 2;
+        break;
+    }
+  }
+  v1::GetTopologyResponse response;
+  for (const topology::SwitchId s : topology.SwitchesByLevel()) {
+    const topology::Switch& sw = topology.GetSwitch(s);
+    v1::Switch* out = response.add_switches();
+    out->set_name(sw.name);
+    out->set_level(sw.level);
+    if (sw.parent != topology::kNone) out->set_parent(topology.GetSwitch(sw.parent).name);
+    for (const topology::SwitchId c : sw.children) out->add_children(topology.GetSwitch(c).name);
+    std::vector<std::string> names;
+    for (const NodeId n : sw.nodes) names.push_back(topology.NodeName(n));
+    out->set_nodes(hostlist::Compress(names));
+    out->set_node_count(sw.node_count);
+    int counts[3] = {0, 0, 0};
+    for (const topology::SwitchId leaf : sw.leaves) {
+      for (const NodeId n : topology.GetSwitch(leaf).nodes)
+        ++counts[kind[static_cast<std::size_t>(n)]];
+    }
+    out->set_idle(counts[0]);
+    out->set_allocated(counts[1]);
+    out->set_unavailable(counts[2]);
+  }
+  for (const topology::SwitchId r : topology.Roots())
+    response.add_roots(topology.GetSwitch(r).name);
+  outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetTopologyResponse>(std::move(response)));
+}
+
+}  // namespace cohort::controller

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "store/wire.h"
+
+#include <charconv>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "cohort/launch/binding.h"
+
+#include "cohort/fmt_absl.h"
+#include "cohort/text/hostlist.h"
+
+namespace cohort::controller {
+
+absl::StatusOr<JobRef> ParseJobRef(std::string_view text) {
+  JobRef ref;
+  const std::size_t bar = text.find('_');
+  const std::string_view job = text.substr(0, bar);
+  auto number = [](std::string_view digits, auto& out) {
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && end == digits.data() + digits.size() && !digits.empty();
+  };
+  if (!number(job, ref.job) || ref.job <= 0 ||
+      (bar != std::string_view::npos &&
+       (!number(text.substr(bar + 1), ref.task) || ref.task < 0))) {
+    return absl::InvalidArgumentError(fmt::format(
+        "job \"{}\": give a job id (12) or an array task (12_3); see cohort queue", text));
+  }
+  return ref;
+}
+
+absl::Status HiddenJob(std::int64_t job) {
+  return absl::PermissionDeniedError(
+      fmt::format("job {} is another user's, and PrivateData=jobs shows a job only to its owner, "
+                  "root and Operators=",
+                  job));
+}
+
+absl::Status RequireTrusted(const Identity& who, std::string_view action) {
+  if (who.trust != Identity::Trust::kAnonymous) return absl::OkStatus();
+  return absl::PermissionDeniedError(fmt::format(
+      "{} needs an identity, and this call has none ({}): over TCP the cohort command attaches a "
+      "MUNGE credential when munged runs on this host (AuthType=munge, AuthInfo=socket= in "
+      "cohort.conf); on the controller's host the local Unix socket needs none",
+      action, who.anonymous_why.empty() ? "no credential" : who.anonymous_why));
+}
+
+absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
+                                           int max_array_size) {
+  auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
+  if (spec.argv().empty() && spec.script().empty() && !spec.allocation_only()) {
+    return invalid("argv: nothing to run; give a script or -- COMMAND");
+  }
+  if (spec.nodes() < 1)
+    return invalid(fmt::format("nodes is {}; ask for at least 1 node (-N 1)", spec.nodes()));
+  if (spec.tasks_per_node() < 0 || spec.cpus_per_task() < 0 || spec.gpus_per_node() < 0) {
+    return invalid("counts must not be negative (ntasks-per-node, cpus-per-task, gpus-per-node)");
+  }
+  // Before anything sized by them (a binding plan has a slot per rank).
+  for (const auto& [value, most, option] :
+       {std::tuple{spec.nodes(), kMaxJobNodes, "nodes (-N)"},
+        std::tuple{spec.tasks_per_node(), kMaxTasksPerNode, "ntasks-per-node"},
+        std::tuple{spec.cpus_per_task(), kMaxCpusPerTask, "cpus-per-task (-c)"},
+        std::tuple{spec.gpus_per_node(), kMaxGpusPerNode, "gpus-per-node"}}) {
+    if (value > most) {
+      return invalid(fmt::format("{} is {}; at most {} is taken", option, value, most));
+    }
+  }
+  if (!spec.open_mode().empty() && spec.open_mode() != "append" && spec.open_mode() != "truncate") {
+    return invalid(fmt::format("open_mode is \"{}\"; give append or truncate (--open-mode)",
+                               spec.open_mode()));
+  }
+  if (spec.memory_mb() < 0) return invalid("mem must not be negative");
+  if (spec.time_limit_s() < 0) return invalid("time must not be negative");
+  if (spec.warn_signal() < -1 || spec.warn_signal() > 64) {
+    return invalid(
+        fmt::format("signal: {} is not a signal number; give 1-64, 0 for SIGUSR1 or -1 "
+                    "for no warning (--signal=USR1@90)",
+                    spec.warn_signal()));
+  }
+  if (spec.warn_seconds() < 0 || spec.warn_seconds() > kMaxWarningLead.count()) {
+    return invalid(fmt::format("signal: the warning {} s before the time limit is outside 0-{} s",
+                               spec.warn_seconds(), kMaxWarningLead.count()));
+  }
+  JobRequest r;
+  r.launch = spec.allocation_only()  ? JobLaunch::kAllocation
+             : spec.script().empty() ? JobLaunch::kEveryRank
+                                     : JobLaunch::kBatchScript;
+  r.name = spec.name().empty() ? "job" : spec.name();
+  r.partition = spec.partition();
+  r.account = spec.account();
+  r.user_name = who.user_name;
+  r.uid = who.uid;
+  r.nodes = spec.nodes();
+  r.tasks_per_node = spec.tasks_per_node() == 0 ? 1 : spec.tasks_per_node();
+  r.cpus_per_task = spec.cpus_per_task() == 0 ? 1 : spec.cpus_per_task();
+  r.gpus_per_node = spec.gpus_per_node();
+  r.memory_mb = spec.memory_mb();
+  r.time_limit = std::chrono::seconds(spec.time_limit_s());
+  r.exclusivity = spec.exclusive() ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
+  r.switches = spec.switches();
+  r.switches_wait = std::chrono::seconds(spec.switches_wait_s());
+  r.requeue = spec.requeue();
+  // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
+  if (spec.warn_signal() != -1) {
+    r.warning.signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
+    r.warning.before =
+        spec.warn_seconds() == 0 ? kDefaultWarningLead : std::chrono::seconds(spec.warn_seconds());
+    r.warning.batch_only = spec.warn_batch_only();
+  }
+  r.qos = spec.qos();
+  r.hold = spec.hold();
+  r.kill_on_invalid_dep = spec.kill_on_invalid_dep();
+  if (!spec.array().empty()) {
+    absl::StatusOr<ArraySpec> array = ParseArraySpec(spec.array(), max_array_size);
+    if (!array.ok()) return array.status();
+    r.array = *std::move(array);
+  }
+  if (!spec.dependency().empty()) {
+    absl::StatusOr<Dependency> dependency = ParseDependency(spec.dependency());
+    if (!dependency.ok()) return dependency.status();
+    r.dependency = *std::move(dependency);
+  }
+  r.features.assign(spec.features().begin(), spec.features().end());
+  // Seconds since the epoch, before the year 3000 (so that milliseconds fit).
+  constexpr std::int64_t kYear3000 = 32503680000;
+  if (spec.begin_time_s() < 0 || spec.deadline_s() < 0 || spec.begin_time_s() >= kYear3000 ||
+      spec.deadline_s() >= kYear3000) {
+    return invalid(
+        "begin and deadline are seconds since the epoch, from 0 to before the year 3000 "
+        "(--begin, --deadline)");
+  }
+  r.begin = std::chrono::seconds(spec.begin_time_s());
+  r.deadline = std::chrono::seconds(spec.deadline_s());
+  r.gpu_type = spec.gpu_type();
+  for (auto [list, out, option] : {std::tuple{&spec.nodelist(), &r.nodelist, "nodelist"},
+                                   std::tuple{&spec.exclude(), &r.exclude, "exclude"}}) {
+    if (list->empty()) continue;
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(*list, kMaxJobNodes);
+    if (!names.ok()) return invalid(fmt::format("{}: {}", option, names.status()));
+    *out = *std::move(names);
+  }
+  return r;
+}
+
+NodeKinds::NodeKinds(const config::ClusterConfig& config) {
+  std::unordered_map<std::string_view, const config::NodeSpec*> by_name;
+  by_name.reserve(config.nodes.size());
+  for (const config::NodeSpec& node : config.nodes) by_name.emplace(node.name, &node);
+  for (const config::PartitionSpec& partition : config.partitions) {
+    std::vector<Kind>& kinds = by_partition_[partition.name];
+    std::set<std::tuple<int, std::int64_t, int, std::vector<int>>> seen;
+    for (const std::string& name : partition.nodes) {
+      const auto it = by_name.find(name);
+      if (it == by_name.end()) continue;
+      const config::NodeSpec& node = *it->second;
+      if (!seen.emplace(node.cpus, node.memory_mb, node.gpus, node.gpu_numa).second) continue;
+      kinds.push_back(
+          {node.name, node.gpus,
+           layout::ApproximateLayout(node.cpus, node.memory_mb, node.gpus, node.gpu_numa)});
+    }
+  }
+}
+
+const std::vector<NodeKinds::Kind>& NodeKinds::Of(std::string_view partition) const {
+  static const std::vector<Kind> kNone;
+  const auto it = by_partition_.find(partition);
+  return it == by_partition_.end() ? kNone : it->second;
+}
+
+absl::Status NodeKinds::Check(const Kind& kind, const binding::BindingRequest& wanted) {
+  const binding::BindingOptions& o = wanted.options;
+  const VerdictKey key{&kind,      wanted.gpus,         wanted.ranks, wanted.cpus_per_task,
+                       o.gpu.kind, o.gpu.ranks_per_gpu, o.cpu,        o.mem,
+                       o.numbering};
+  if (const auto it = verdicts_.find(key); it != verdicts_.end()) return it->second;
+  // Bounded: a flood of odd shapes costs a check each, not memory.
+  if (verdicts_.size() >= 4096) verdicts_.clear();
+  return verdicts_.emplace(key, binding::CheckBinding(kind.layout, wanted)).first->second;
+}
+
+absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& request,
+                                  const config::ClusterConfig& config, NodeKinds& kinds) {
+  absl::StatusOr<binding::BindingOptions> options =
+      binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
+  if (!options.ok()) return options.status();
+  const config::PartitionSpec* partition = request.partition.empty()
+                                               ? config.DefaultPartition()
+                                               : config.FindPartition(request.partition);
+  if (partition == nullptr) return absl::OkStatus();  // the engine says what is wrong
+  binding::BindingRequest wanted;
+  wanted.ranks = request.tasks_per_node;
+  wanted.cpus_per_task = request.cpus_per_task;
+  wanted.gpus = request.gpus_per_node >= 64 ? ~std::uint64_t{0}
+                                            : (std::uint64_t{1} << request.gpus_per_node) - 1;
+  wanted.options = *options;
+  // One verdict per kind of node; the job needs one kind that can bind it.
+  absl::Status first = absl::OkStatus();
+  for (const NodeKinds::Kind& kind : kinds.Of(partition->name)) {
+    if (kind.gpus < request.gpus_per_node) continue;
+    absl::Status verdict = kinds.Check(kind, wanted);
+    if (verdict.ok()) return verdict;
+    if (first.ok()) {
+      first = absl::InvalidArgumentError(fmt::format("the ranks cannot be bound on {} ({}): {}",
+                                                     kind.first_node, partition->name,
+                                                     verdict.message()));
+    }
+  }
+  return first;
+}
+
+v1::JobState ToWire(JobState state) {
+  switch (state) {
+    case JobState::kPending:
+      return v1::JOB_PENDING;
+    case JobState::kRunning:
+      return v1::JOB_RUNNING;
+    case JobState::kCompleting:
+      return v1::JOB_COMPLETING;
+    case JobState::kCompleted:
+      return v1::JOB_COMPLETED;
+    case JobState::kFailed:
+      return v1::JOB_FAILED;
+    case JobState::kCancelled:
+      return v1::JOB_CANCELLED;
+    case JobState::kTimeout:
+      return v1::JOB_TIMEOUT;
+    case JobState::kNodeFail:
+      return v1::JOB_NODE_FAIL;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+std::optional<JobState> FromWire(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_PENDING:
+      return JobState::kPending;
+    case v1::JOB_RUNNING:
+      return JobState::kRunning;
+    case v1::JOB_COMPLETING:
+      return JobState::kCompleting;
+    case v1::JOB_COMPLETED:
+      return JobState::kCompleted;
+    case v1::JOB_FAILED:
+      return JobState::kFailed;
+    case v1::JOB_CANCELLED:
+      return JobState::kCancelled;
+    case v1::JOB_TIMEOUT:
+      return JobState::kTimeout;
+    case v1::JOB_NODE_FAIL:
+      return JobState::kNodeFail;
+    default:
+      return std::nullopt;
+  }
+}
+
+v1::NodeState ToWire(NodeStatus status) {
+  switch (status) {
+    case NodeStatus::kUnknown:
+      return v1::NODE_UNKNOWN;
+    case NodeStatus::kIdle:
+      return v1::NODE_IDLE;
+    case NodeStatus::kMixed:
+      return v1::NODE_MIXED;
+    case NodeStatus::kAllocated:
+      return v1::NODE_ALLOCATED;
+    case NodeStatus::kDraining:
+      return v1::NODE_DRAINING;
+    case NodeStatus::kDrained:
+      return v1::NODE_DRAINED;
+    case NodeStatus::kDown:
+      return v1::NODE_DOWN;
+  }
+  return v1::NODE_STATE_UNSPECIFIED;
+}
+
+namespace {
+
+// The batch step's state follows its job's: it is the job's own launch.
+std::string_view BatchStepState(const Job& job) {
+  switch (job.state) {
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kCompleted:
+      return "COMPLETED";
+    case JobState::kFailed:
+    case JobState::kNodeFail:
+      return "FAILED";
+    case JobState::kCompleting:
+      return job.cause == EndCause::kSuccess      ? "COMPLETED"
+             : job.cause == EndCause::kRankFailed ? "FAILED"
+                                                  : "CANCELLED";
+    default:
+      return "CANCELLED";
+  }
+}
+
+}  // namespace
+
+void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* out) {
+  if (job.placement.grants.empty()) return;  // not started (or requeued): no steps yet
+  if (IsBatch(job)) {
+    v1::JobStep& batch = *out->add_steps();
+    batch.set_step_id(-1);
+    batch.set_name("batch");
+    batch.set_state(std::string(BatchStepState(job)));
+    batch.set_nodes(topology.NodeName(job.placement.grants.front().node));
+    batch.set_tasks(1);
+    batch.set_start_time_ms(job.start_time.count());
+    batch.set_max_rss_kb(job.own_max_rss_kb);
+    batch.set_total_cpu_ms(job.own_cpu_ms);
+    if (job.state != JobState::kRunning) {
+      batch.set_exit_code(job.exit_code);
+      batch.set_exit_signal(job.exit_signal);
+      batch.set_end_time_ms(job.end_time.count());
+      batch.set_reason(job.state == JobState::kFailed ? job.reason : "");
+    }
+  }
+  for (const JobStep& step : job.steps) {
+    v1::JobStep& s = *out->add_steps();
+    s.set_step_id(step.id);
+    s.set_name(std::to_string(step.id));
+    s.set_state(std::string(StepStateName(step.state)));
+    std::vector<std::string> names;
+    for (const alloc::StepNode& node : step.placement.nodes) {
+      names.push_back(
+          topology.NodeName(job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+    }
+    s.set_nodes(hostlist::Compress(names));
+    s.set_tasks(step.placement.tasks);
+    s.set_exit_code(step.exit_code);
+    s.set_exit_signal(step.exit_signal);
+    s.set_start_time_ms(step.start_time.count());
+    s.set_end_time_ms(step.end_time.count());
+    s.set_reason(step.reason);
+    s.set_max_rss_kb(step.max_rss_kb);
+    s.set_total_cpu_ms(step.cpu_ms);
+  }
+}
+
+void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
+               v1::Job* out) {
+  const topology::Topology& topology = engine.GetTopology();
+  out->set_id(job.id);
+  *out->mutable_spec() = spec;
+  out->mutable_spec()->set_partition(job.request.partition);
+  out->mutable_spec()->set_account(job.request.account);
+  out->mutable_spec()->set_name(job.request.name);
+  out->set_uid(job.request.uid);
+  out->set_state(ToWire(job.state));
+  out->set_reason(job.reason);
+  out->set_reason_detail(job.reason_detail);
+  out->set_submit_time_ms(job.submit_time.count());
+  out->set_start_time_ms(job.start_time.count());
+  out->set_end_time_ms(job.end_time.count());
+  std::vector<std::string> nodes;
+  for (const alloc::NodeGrant& g : job.placement.grants) nodes.push_back(topology.NodeName(g.node));
+  out->set_nodes(hostlist::Compress(nodes));
+  std::vector<std::string> leaves;
+  for (const topology::SwitchId s : job.placement.leaves)
+    leaves.push_back(topology.GetSwitch(s).name);
+  out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
+  out->set_exit_code(job.exit_code);
+  out->set_exit_signal(job.exit_signal);
+  out->set_attempt(job.attempt);
+  out->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
+  out->set_queue_position(queue_position);
+  out->set_display_id(DisplayId(job));
+  out->set_array_job_id(job.array_job_id);
+  out->set_array_task_id(job.array_task_id);
+  if (!job.array_pending.empty()) {
+    out->set_array_pending(FormatArrayTasks(job.array_pending, job.request.array.max_running));
+  }
+  out->set_priority(job.state == JobState::kPending ? job.priority : 0);
+  out->set_expected_start_ms(job.state == JobState::kPending ? job.expected_start.count() : 0);
+  for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, out->add_preemptions());
+  out->set_qos(job.qos);
+  out->set_held(IsHeld(job));
+  out->set_dependency(FormatDependency(job.dependency_left));
+  out->set_suspended(IsSuspended(job));
+  out->set_preempt_deadline_ms(job.preempt_deadline.count());
+  out->set_max_rss_kb(job.own_max_rss_kb);
+  out->set_total_cpu_ms(job.own_cpu_ms);
+  StepsToWire(job, topology, out);
+}
+
+void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out) {
+  out->set_expected_start_ms(why.expected_start.count());
+  out->set_explained_at_ms(why.explained_at.count());
+  if (why.status.state == JobState::kPending) {
+    out->set_pending_reason(std::string(PendingReasonName(why.reason)));
+  }
+  v1::WaitFacts& wait = *out->mutable_wait();
+  wait.set_partition(why.wait.partition);
+  wait.set_nodes(why.wait.nodes);
+  wait.set_ahead_count(why.wait.ahead_count);
+  for (const JobAhead& a : why.wait.ahead) {
+    v1::JobAhead& ahead = *wait.add_ahead();
+    ahead.set_display_id(a.display_id);
+    ahead.set_priority(a.priority);
+    ahead.set_nodes(a.nodes);
+  }
+  wait.set_shortfall(why.wait.shortfall);
+  for (const LeafFit& l : why.wait.closest_leaves) {
+    v1::LeafFit& leaf = *wait.add_closest_leaves();
+    leaf.set_name(l.name);
+    leaf.set_fitting(l.fitting);
+    leaf.set_nodes(l.nodes);
+  }
+  wait.set_preempting(why.wait.preempting);
+  wait.set_beyond_backfill_depth(why.wait.beyond_backfill_depth);
+  wait.set_has_time_limit(why.wait.has_time_limit);
+  v1::Counterfactuals& sooner = *out->mutable_sooner();
+  sooner.set_fewer_nodes(why.sooner.fewer_nodes);
+  sooner.set_without_switches(why.sooner.without_switches);
+  for (const std::string& p : why.sooner.partitions) sooner.add_partitions(p);
+}
+
+void PreemptionToWire(const PreemptionRecord& preemption, v1::Preemption* out) {
+  out->set_time_ms(preemption.time.count());
+  out->set_by_job(preemption.by_job);
+  out->set_by_display_id(preemption.by_display_id);
+  out->set_mode(preemption.mode);
+  out->set_attempt(preemption.attempt);
+  out->set_signal(preemption.signal);
+  out->set_grace_s(preemption.grace.count());
+  out->set_detail(preemption.detail);
+}
+
+PreemptionRecord PreemptionFromWire(const v1::Preemption& preemption) {
+  PreemptionRecord out;
+  out.time = Millis(preemption.time_ms());
+  out.by_job = preemption.by_job();
+  out.by_display_id = preemption.by_display_id();
+  out.mode = preemption.mode();
+  out.attempt = preemption.attempt();
+  out.signal = preemption.signal();
+  out.grace = std::chrono::seconds(preemption.grace_s());
+  out.detail = preemption.detail();
+  return out;
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+}  // namespace cohort::controller

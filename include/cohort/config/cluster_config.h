@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/diagnostics.h"
+#include "cohort/text/slurm_time.h"
+
+/// cohort.conf: the cluster's nodes, partitions and daemon settings, in
+/// slurm.conf's `Key=Value` syntax with hostlists.
+namespace cohort::config {
+
+/// What happens to a preempted job (PreemptMode=).
+enum class PreemptMode : std::uint8_t {
+  kOff,      ///< never preempted
+  kRequeue,  ///< stopped and queued again with the same id and the next attempt
+  kCancel,   ///< stopped and CANCELLED
+  kSuspend,  ///< SIGSTOP, SIGCONT once the preemptor ends; frees no GPU memory
+};
+[[nodiscard]] std::string_view PreemptModeName(PreemptMode mode);  ///< OFF, REQUEUE, …
+
+/// One node, as its `NodeName=` line declares it (hostlists already expanded).
+struct NodeSpec {
+  std::string name;
+  int cpus = 1;
+  std::int64_t memory_mb = 1;
+  int gpus = 0;
+  /// GpuNuma=: the NUMA node of each GPU, by GPU index; empty when unknown.
+  std::vector<int> gpu_numa;
+  /// GpuFiles=: the device file of each GPU, by GPU index (gres.conf's
+  /// File=), that the agent keeps other jobs' launches from opening; empty:
+  /// /dev/nvidia<N> for GPU N (or the file hwloc found it by).
+  std::vector<std::string> gpu_files;
+  /// Sockets=, CoresPerSocket=, ThreadsPerCore= as `cohort-agent --print-node`
+  /// (and `slurmd -C`) print them; 0 when not given. Not used for placement.
+  int sockets = 0;
+  int cores_per_socket = 0;
+  int threads_per_core = 0;
+  std::vector<std::string> features;
+  std::string gpu_type;  ///< Gres=gpu:TYPE:N; empty: not said
+  SourceLocation defined_at;
+};
+
+struct PartitionSpec {
+  std::string name;
+  std::vector<std::string> nodes;  ///< expanded, in configuration order
+  bool is_default = false;
+  std::chrono::seconds max_time = kUnlimited;
+  std::optional<std::chrono::seconds> default_time;  ///< none: the job's limit is max_time
+  std::optional<int> max_nodes;                      ///< none: unlimited
+  int priority_tier = 1;
+  std::vector<std::string> allow_accounts;  ///< empty: every account
+  std::vector<std::string> allow_users;     ///< AllowUsers=: empty: every user
+  std::vector<std::string> allow_qos;       ///< AllowQos=: empty: every QOS
+  /// PreemptMode= of this partition's jobs when they are preempted; none:
+  /// the cluster's PreemptMode.
+  std::optional<PreemptMode> preempt_mode;
+  std::optional<std::chrono::seconds> grace_time;  ///< GraceTime=; none: PreemptGraceTime
+  std::optional<int> preempt_signal;  ///< PreemptSignal= (a number); none: the cluster's
+  SourceLocation defined_at;
+};
+
+/// `QOSName=` lines: a quality of service a job asks for with --qos.
+struct QosSpec {
+  std::string name;
+  int priority = 0;  ///< Priority=: the QOS factor is priority ÷ the highest QOS priority
+  std::optional<int> max_jobs_per_user;          ///< MaxJobsPerUser=: running at once
+  std::optional<int> max_submit_jobs_per_user;   ///< MaxSubmitJobsPerUser=: pending + running
+  std::optional<int> max_gpus_per_user;          ///< MaxGpusPerUser=: GPUs held at once
+  std::optional<int> max_gpus_per_account;       ///< MaxGpusPerAccount=
+  std::optional<std::chrono::seconds> max_wall;  ///< MaxWall=: time limit per job
+  std::vector<std::string> preempt;         ///< Preempt=: QOS names whose jobs this one may preempt
+  std::optional<PreemptMode> preempt_mode;  ///< PreemptMode= for its jobs as victims
+  std::optional<std::chrono::seconds> grace_time;  ///< GraceTime= for its jobs as victims
+  std::optional<int> preempt_signal;               ///< PreemptSignal= for its jobs as victims
+  /// AllowAccounts=, AllowUsers=: who may ask for this QOS (a job passes
+  /// when its account or its user is listed); both empty: everyone.
+  std::vector<std::string> allow_accounts;
+  std::vector<std::string> allow_users;
+  SourceLocation defined_at;
+};
+
+/// `AccountName=` lines: an account's fair share of the cluster, and
+/// optionally its users' shares within it.
+struct AccountSpec {
+  std::string name;
+  int shares = 1;  ///< Shares=
+  /// UserShares=alice:2,bob:1 — a user not listed has 1 share in the account.
+  std::vector<std::pair<std::string, int>> user_shares;
+  /// Users=: the users who may charge jobs to the account (-A); empty: any
+  /// user (an account without members, as before Users= existed).
+  std::vector<std::string> users;
+  SourceLocation defined_at;
+};
+
+/// AuthType=: how a caller over TCP proves who it is.
+enum class AuthType : std::uint8_t {
+  kAuto,   ///< unset: MUNGE when munged answers on its socket, else none
+  kMunge,  ///< a MUNGE credential with every call and on every agent's stream
+  kNone,   ///< no credential: TCP users are anonymous; agents show AuthKeyFile's key
+};
+[[nodiscard]] std::string_view AuthTypeName(AuthType type);  ///< auto, munge, none
+
+/// PrivateData=: what users other than operators may not see of others.
+struct PrivateData {
+  bool jobs = false;   ///< other users' jobs (queue, show, history)
+  bool usage = false;  ///< other users' fair-share usage (shares)
+};
+
+/// The multifactor priority's weights and shapes (Slurm's PriorityWeight*).
+struct PriorityWeights {
+  int age = 1000;                                       ///< PriorityWeightAge=
+  int fairshare = 10000;                                ///< PriorityWeightFairshare=
+  int job_size = 1000;                                  ///< PriorityWeightJobSize=
+  int partition = 1000;                                 ///< PriorityWeightPartition=
+  int qos = 2000;                                       ///< PriorityWeightQOS=
+  std::chrono::seconds max_age{7 * 24 * 3600};          ///< PriorityMaxAge=: the age factor's cap
+  std::chrono::seconds decay_half_life{7 * 24 * 3600};  ///< PriorityDecayHalfLife=
+  bool favor_small = false;  ///< PriorityFavorSmall=YES: smaller jobs get the larger size factor
+};
+
+/// Which registered policy fills each seam of the scheduler
+/// (include/cohort/plugin.h), by the names plugins/builtin.cpp registers.
+/// The parser checks only their shape (`kind/name`); the registry refuses a
+/// name it does not know when the engine is built.
+struct PluginChoice {
+  std::string queue_order = "priority/multifactor";             ///< PriorityType=
+  std::vector<std::string> admission = {"admission/limits"};    ///< AdmissionPlugins=
+  std::vector<std::string> node_filter = {"filter/resources"};  ///< NodeFilterPlugins=
+  std::string node_score = "score/locality";                    ///< NodeScoreType=
+  std::string domain_score = "domain/tightest";                 ///< DomainScoreType=
+};
+
+struct ClusterConfig {
+  std::string cluster_name = "cohort";
+  /// ControllerAddr=: the host the controller listens on (the first entry
+  /// of the list, or the one --listen names)...
+  std::string controller_addr = "127.0.0.1";
+  /// ...and every entry as written (HOST, HOST:PORT, [IPV6]:PORT), in the
+  /// order clients and agents try them: one per controller of the cluster,
+  /// as Slurm's SlurmctldHost lines. ControllerTargets() gives them ports.
+  std::vector<std::string> controller_addrs;
+  int controller_port = 6820;
+  /// ControllerTimeout=: how long an active controller may go without
+  /// renewing its lease in the state database before a standby takes over
+  /// (StateBackend=postgresql; one whose database session ended is taken
+  /// over at once).
+  std::chrono::seconds controller_timeout{10};
+  /// HttpPort=: the controller's HTTP port (the dashboard, /metrics, the
+  /// REST API); -1: none.
+  int http_port = -1;
+  /// LogFile=: where the controller logs (reopened on SIGUSR2 and SIGHUP);
+  /// empty: stderr.
+  std::string log_file;
+  /// TokenKeyFile=: the key REST API tokens are signed with; empty:
+  /// StateDir/token.key, made at the first start.
+  std::string token_key_file;
+  std::string state_dir = "/var/lib/cohort";
+  std::string auth_key_file = "/etc/cohort/cohort.key";
+  AuthType auth_type = AuthType::kAuto;
+  /// AuthInfo=socket=PATH: munged's socket; empty: libmunge's default
+  /// (/run/munge/munge.socket.2).
+  std::string munge_socket;
+  /// CohortUser=: the user an agent may run as besides root (Slurm's
+  /// SlurmUser); an agent's MUNGE credential must be one of the two.
+  std::string cohort_user = "root";
+  /// Operators=: users who may hold, release, cancel and update any job and
+  /// drain and resume nodes, as root may.
+  std::vector<std::string> operators;
+  PrivateData private_data;
+  /// TLSCertFile=, TLSKeyFile=: the controller's certificate (PEM, chain
+  /// first) and key; set, TLS is on for its TCP port, and clients and agents
+  /// speak TLS to it. TLSCAFile=: the CA they verify the certificate with;
+  /// empty: the system's CAs. Paths resolved as AuthKeyFile's.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
+  /// AgentCertFile=, AgentKeyFile=: an agent's client certificate (signed
+  /// by TLSCAFile's CA, naming its nodes as DNS names) and key; with them an
+  /// agent proves itself by TLS instead of a MUNGE credential.
+  std::string agent_cert_file;
+  std::string agent_key_file;
+  [[nodiscard]] bool TlsOn() const { return !tls_cert_file.empty(); }
+  std::string topology_file;  ///< resolved against the config's folder; empty: none
+  std::chrono::seconds node_timeout{300};
+  /// HealthCheckProgram=: what each agent runs every HealthCheckInterval to
+  /// check its node; empty: none.
+  std::string health_check_program;
+  std::chrono::seconds health_check_interval{0};  ///< 0: never
+  /// Prolog= and Epilog=: what each agent runs before a job's first launch
+  /// on its node and after the job left it; empty: none.
+  std::string prolog;
+  std::string epilog;
+  std::chrono::seconds prolog_epilog_timeout{300};  ///< PrologEpilogTimeout=
+  std::chrono::seconds kill_wait{30};
+  /// How commits to the state database wait for the disk: "full" (fsync
+  /// every commit), "normal" (survives a controller crash, not a power
+  /// loss) or "off".
+  std::string state_sync = "full";
+  /// StateBackend=: "sqlite" (StateDir/state.db, one controller) or
+  /// "postgresql" (StateDatabase=, any number of controllers, one active).
+  std::string state_backend = "sqlite";
+  /// StateDatabase=: libpq's connection string (key=value words or a
+  /// postgresql:// URI) for StateBackend=postgresql.
+  std::string state_database;
+  int history_days = 30;  ///< finished jobs kept this long; 0: forever
+  PriorityWeights priority;
+  /// PreemptMode=: the default for victims; OFF (the default) turns
+  /// preemption off for the whole cluster.
+  PreemptMode preempt_mode = PreemptMode::kOff;
+  std::chrono::seconds preempt_grace_time{60};  ///< PreemptGraceTime=: warning to kill
+  std::chrono::seconds preempt_exempt_time{0};  ///< PreemptExemptTime=: no preemption this young
+  int preempt_signal = 10;                      ///< PreemptSignal=: SIGUSR1 by default
+  int backfill_depth = 100;            ///< BackfillDepth=: pending jobs that get a reservation
+  int max_array_size = 10001;          ///< MaxArraySize=: task ids are 0 … MaxArraySize-1
+  std::string default_qos = "normal";  ///< DefaultQOS=
+  std::vector<NodeSpec> nodes;
+  std::vector<PartitionSpec> partitions;
+  /// QOSName= lines; a QOS named by DefaultQOS= exists even when no line
+  /// declares it (Priority=0, no limits).
+  std::vector<QosSpec> qos;
+  std::vector<AccountSpec> accounts;  ///< AccountName= lines
+  PluginChoice plugins;
+
+  /// The partition with Default=YES, else the first one; null when none.
+  [[nodiscard]] const PartitionSpec* DefaultPartition() const;
+  [[nodiscard]] const PartitionSpec* FindPartition(std::string_view name) const;
+  /// The QOS of that name (case-sensitive); DefaultQOS= even when undeclared
+  /// (ParseClusterConfig appends it to `qos`; a config built in code without
+  /// it gets a shared entry with Priority=0, no limits and an empty name).
+  [[nodiscard]] const QosSpec* FindQos(std::string_view name) const;
+  [[nodiscard]] const AccountSpec* FindAccount(std::string_view name) const;
+};
+
+/// Reads a file for `Include=` lines. The shell passes one that reads the
+/// disk; tests pass one that serves strings. Returns NotFound or another
+/// error status when the file cannot be read.
+using FileLoader = std::function<absl::StatusOr<std::string>(const std::string& path)>;
+
+struct ConfigResult {
+  ClusterConfig config;
+  Diagnostics diagnostics;  ///< every error and warning of the file and its includes
+};
+
+/// Parses cohort.conf text. `file` names it in diagnostics and anchors
+/// relative `Include=` and `TopologyFile=` paths. Keys are case-insensitive.
+/// Every problem is collected; the config is usable only when
+/// `!diagnostics.HasErrors()`.
+[[nodiscard]] ConfigResult ParseClusterConfig(std::string_view text, std::string_view file,
+                                              const FileLoader& loader);
+
+/// What a client needs of cohort.conf: the StateDir that holds the
+/// controller's socket and the AuthKeyFile a TCP client proves itself with
+/// (ClusterConfig's defaults where the file does not say). Reads the global
+/// keys of the file and of its Include= files and passes over every other
+/// line, so that a command does not pay for expanding and checking the nodes
+/// and partitions of a large cluster (a 16,384-node file takes tens of
+/// milliseconds in full). Reports nothing: errors are the daemons' and
+/// `cohort config check`'s to report.
+struct ClientSettings {
+  std::string state_dir;
+  std::string auth_key_file;
+  AuthType auth_type = AuthType::kAuto;
+  std::string munge_socket;  ///< AuthInfo=socket=
+  bool tls = false;          ///< TLSCertFile= is set: the TCP port speaks TLS
+  std::string tls_ca_file;   ///< TLSCAFile=
+  /// ControllerAddr= with ControllerPort=, as ControllerTargets gives them
+  /// (one entry for a single controller).
+  std::vector<std::string> controllers;
+};
+[[nodiscard]] ClientSettings ReadClientSettings(std::string_view text, std::string_view file,
+                                                const FileLoader& loader);
+
+/// The kinds of line of cohort.conf: global keys, and the lines that
+/// `NodeName=`, `PartitionName=`, `QOSName=` and `AccountName=` start.
+enum class LineKind : std::uint8_t { kGlobal, kNode, kPartition, kQos, kAccount };
+
+/// Every key a line of `kind` takes, as docs/configuration.md spells it: the
+/// global keys, or a line's own keys followed by the key that starts it. The
+/// parser and its "did you mean" hints read the same table. Static storage;
+/// any thread.
+[[nodiscard]] std::span<const std::string_view> KnownKeys(LineKind kind);
+
+/// The default node of topology-only use (`cohort config check -t`, `cohort
+/// place -t`): a typical 8-GPU node, stated in the output where it is used.
+[[nodiscard]] NodeSpec DefaultNodeSpec(std::string name);
+
+}  // namespace cohort::config

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "cohort/alloc/gang_allocator.h"
+#include "cohort/engine/job.h"
+#include "cohort/policy/fair_share.h"
+
+/// The engine's values: the commands it decides, the transitions and
+/// changes it reports (Effects), what agents report to it, and the views
+/// it gives. The engine (cohort/engine.h) and each of its parts speak them;
+/// a part that only reports effects includes this, not the engine.
+namespace cohort {
+
+using alloc::NodeId;
+
+/// Start one node's share of a gang. The shell adds the command, environment
+/// and files it keeps for the job.
+struct LaunchCommand {
+  JobId job = 0;
+  NodeId node = 0;
+  int node_rank = 0;
+  alloc::NodeGrant grant;     ///< for a step: what the step holds on the node
+  std::optional<int> step{};  ///< a step inside the allocation (Job::steps); none: the job's own
+};
+/// Which of a job's processes on a node a signal reaches.
+enum class SignalScope : std::uint8_t {
+  /// Everything of the job there: the batch script and every rank (suspend,
+  /// resume).
+  kAll,
+  /// Every rank: a command's ranks run as every rank, and every step's; not
+  /// the batch script, as Slurm's scancel and --signal leave it alone.
+  kRanks,
+  /// The batch script alone (--signal=B:, scancel --batch); for a command
+  /// run as every rank, global rank 0's process.
+  kBatch,
+};
+
+/// Send a signal to the job's processes on the node, as `scope` says, or
+/// to one step's ranks.
+struct SignalCommand {
+  JobId job = 0;
+  NodeId node = 0;
+  int signal = 0;
+  SignalScope scope = SignalScope::kRanks;
+  std::optional<int> step{};  ///< only that step's ranks; none: as `scope` says
+};
+/// Stop the job's ranks on the node: SIGTERM, SIGKILL after KillWait; the
+/// node answers with JobReleased. With a step, only that step's ranks stop,
+/// and the node answers with their exits.
+struct TerminateCommand {
+  JobId job = 0;
+  NodeId node = 0;
+  std::optional<int> step{};
+};
+using Command = std::variant<LaunchCommand, SignalCommand, TerminateCommand>;
+
+/// A job that changed state, and the event that moved it (job.h's table).
+struct JobTransition {
+  JobId job = 0;
+  std::optional<JobStatus> from;  ///< none: a new job (submitted, or an array task split off)
+  JobStatus to;
+  std::optional<JobEvent> event;  ///< none for a new job
+};
+
+/// What one call decided: commands for agents, and what changed (for
+/// watchers, logs and persistence).
+struct Effects {
+  std::vector<Command> commands;
+  /// Every change of state, in the order it happened.
+  std::vector<JobTransition> transitions;
+  std::vector<JobId> changed_jobs;
+  std::vector<NodeId> changed_nodes;
+  /// Finished jobs past their retention, which the engine no longer knows:
+  /// what the caller keeps of them can go too.
+  std::vector<JobId> forgotten_jobs;
+};
+
+/// A job with ranks still alive on a registering node.
+struct RunningReport {
+  JobId job = 0;
+  int attempt = 0;            ///< 0: not said (any attempt)
+  int ranks_ok = 0;           ///< ranks there that already exited 0
+  std::optional<int> step{};  ///< a created step's launch; none: the job's own
+};
+/// A job whose ranks on a registering node have all ended. Agents keep these
+/// for a while and report them in every registration, so an engine restored
+/// from an older state learns what it missed; applying one twice is harmless.
+struct FinishedReport {
+  JobId job = 0;
+  int attempt = 0;
+  int ranks_ok = 0;
+  bool failed = false;  ///< some rank failed; exit_code/signal are the first failure's
+  int exit_code = 0;
+  int signal = 0;
+  std::string launch_error;   ///< non-empty: the launch itself failed
+  std::optional<int> step{};  ///< a created step's launch; none: the job's own
+  int ranks = 0;              ///< ranks the launch started (steps: its node's count)
+};
+
+/// What an agent reports when it registers.
+struct NodeReport {
+  int cpus = 0;
+  std::int64_t memory_mb = 0;
+  int gpus = 0;
+  std::vector<std::uint64_t> gpu_groups;
+  std::vector<RunningReport> running;
+  std::vector<FinishedReport> finished;
+};
+
+/// What an operator set on a node, which outlives a controller restart.
+struct NodeAdmin {
+  bool drain = false;
+  std::string reason;
+};
+
+/// What a store keeps of an engine: every job not yet finished (and any
+/// finished ones it wants shown again), the next id, and operators' node
+/// settings by name.
+struct SavedState {
+  std::vector<Job> jobs;  ///< placement grants and released flags as they were
+  JobId next_id = 1;
+  std::vector<std::pair<NodeId, NodeAdmin>> nodes;
+  std::vector<policy::UsageRecord> usage;  ///< fair-share usage
+};
+
+/// A job as users name it: `12` (a job, or every task of array 12) or
+/// `12_3` (task 3 of array 12, created or not).
+struct JobRef {
+  JobId job = 0;
+  int task = -1;  ///< -1: the whole job
+};
+
+enum class NodeStatus : std::uint8_t {
+  kUnknown,  ///< no agent has registered
+  kIdle,
+  kMixed,
+  kAllocated,
+  kDraining,
+  kDrained,
+  kDown,
+};
+[[nodiscard]] std::string_view NodeStatusName(NodeStatus status);
+
+struct NodeView {
+  NodeStatus status = NodeStatus::kUnknown;
+  std::string reason;
+  std::vector<JobId> jobs;
+};
+
+/// Identity of a caller, as the shell established it.
+struct Caller {
+  std::uint32_t uid = 0;
+  bool operator_listed = false;  ///< a user of Operators= in cohort.conf
+  /// Root and Operators= may act on every job and node.
+  [[nodiscard]] bool IsOperator() const { return uid == 0 || operator_listed; }
+};
+
+/// The engine's inputs as values, one type for all (Engine::Apply): what a
+/// scenario script (`cohort-sim --script`) or a recorded run replays. Each
+/// is one of the engine's calls with its arguments.
+namespace input {
+struct Submit {
+  JobRequest request;
+};
+struct Cancel {
+  JobRef job;
+  int signal = 0;  ///< 0: cancel; else the signal for its ranks
+  Caller caller;
+};
+struct Hold {
+  JobRef job;
+  Caller caller;
+};
+struct Release {
+  JobRef job;
+  Caller caller;
+};
+struct Requeue {
+  JobRef job;
+  Caller caller;
+};
+struct CheckpointDone {
+  JobRef job;
+  Caller caller;
+};
+struct NodeRegistered {
+  NodeId node = 0;
+  NodeReport report;
+};
+struct Heartbeat {
+  NodeId node = 0;
+};
+struct Drain {
+  NodeId node = 0;
+  std::string reason;
+  Caller caller;
+};
+struct Resume {
+  NodeId node = 0;
+  Caller caller;
+};
+struct RankExited {
+  JobId job = 0;
+  NodeId node = 0;
+  int exit_code = 0;
+  int signal = 0;
+};
+struct JobReleased {
+  JobId job = 0;
+  NodeId node = 0;
+};
+struct Tick {};
+struct Schedule {};
+}  // namespace input
+
+using EngineInput = std::variant<input::Submit, input::Cancel, input::Hold, input::Release,
+                                 input::Requeue, input::CheckpointDone, input::NodeRegistered,
+                                 input::Heartbeat, input::Drain, input::Resume, input::RankExited,
+                                 input::JobReleased, input::Tick, input::Schedule>;
+
+}  // namespace cohort

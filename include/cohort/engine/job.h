@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/step_ledger.h"
+#include "cohort/text/array_spec.h"
+#include "cohort/text/dependency.h"
+
+/// Jobs as the core sees them, and the one table through which a job's state
+/// changes.
+namespace cohort {
+
+using JobId = std::int64_t;
+/// Wall-clock time as milliseconds since the Unix epoch. The core never reads
+/// a clock: the shell passes `now` into every call.
+using Millis = std::chrono::milliseconds;
+
+enum class JobState : std::uint8_t {
+  kPending,
+  kRunning,
+  kCompleting,
+  kCompleted,
+  kFailed,
+  kCancelled,
+  kTimeout,
+  kNodeFail,
+};
+inline constexpr int kJobStateCount = 8;
+
+/// Where a job is inside its state. Pending and running jobs have
+/// sub-states; a completing job stays kSuspended when it was stopped while
+/// suspended (its grants are already back in the pool); every other state
+/// has kNone only.
+enum class JobSubstate : std::uint8_t {
+  kNone,        ///< pending: waiting for its turn; running: running
+  kHeldUser,    ///< pending, held by its owner (--hold, cohort hold)
+  kHeldAdmin,   ///< pending, held by an operator: only an operator releases it
+  kPreempting,  ///< running, warned: stops at Job::preempt_deadline unless it ends first
+  kSuspended,   ///< running (or stopping), SIGSTOPped: its grants are lent to its preemptor
+};
+inline constexpr int kJobSubstateCount = 5;
+
+/// A job's state with its sub-state: what the table of Transition() maps.
+struct JobStatus {
+  JobState state = JobState::kPending;
+  JobSubstate sub = JobSubstate::kNone;
+  friend bool operator==(const JobStatus&, const JobStatus&) = default;
+};
+
+/// What happens to a job. Each (status, event) pair has one outcome in
+/// Transition(); nothing else changes a job's state or sub-state.
+enum class JobEvent : std::uint8_t {
+  kAllocated,         ///< the whole gang was placed and launched
+  kRanksSucceeded,    ///< every rank exited 0
+  kRankFailed,        ///< a rank exited non-zero or by a signal
+  kLaunchFailed,      ///< a node could not start its ranks
+  kCancelled,         ///< the owner or an operator cancelled it
+  kTimeLimit,         ///< it ran past its time limit
+  kNodeLost,          ///< a node of its gang stopped answering
+  kAllReleased,       ///< every node has confirmed its ranks are gone
+  kPreempted,         ///< preempted with PreemptMode=REQUEUE (CANCEL uses kCancelled)
+  kRequeued,          ///< its owner or an operator asked for it to run again
+  kInvalidated,       ///< restored after a configuration change that no longer admits it
+  kHeldByUser,        ///< its owner held it (cohort hold)
+  kHeldByOperator,    ///< an operator held it
+  kReleased,          ///< its hold was lifted (cohort release)
+  kPreemptWarned,     ///< chosen as a victim: warned, its grace time runs
+  kPreemptCalledOff,  ///< its preemptor no longer waits: it is spared
+  kSuspended,         ///< preempted with PreemptMode=SUSPEND: SIGSTOPped
+  kResumed,           ///< its preemptor released the resources: SIGCONTed
+};
+inline constexpr int kJobEventCount = 18;
+
+/// Why a pending job waits, in Slurm's words (PendingReasonName); the detail
+/// beside it (Job::reason_detail) says what exactly.
+enum class PendingReason : std::uint8_t {
+  kNone,                      ///< not tried yet, or released
+  kResources,                 ///< the gang does not fit what is free now
+  kPriority,                  ///< jobs ahead of it in its partition wait
+  kReqNodeNotAvail,           ///< it can never fit (nodes named, --switches, …)
+  kDependency,                ///< its --dependency does not hold yet
+  kDependencyNeverSatisfied,  ///< its --dependency can never hold
+  kJobHeldUser,               ///< held by its owner
+  kJobHeldAdmin,              ///< held by an operator
+  kQosMaxJobsPerUser,         ///< QOS MaxJobsPerUser reached
+  kQosMaxGpusPerUser,         ///< QOS MaxGpusPerUser would be passed
+  kQosMaxGpusPerAccount,      ///< QOS MaxGpusPerAccount would be passed
+  kJobArrayTaskLimit,         ///< its array runs %N tasks already
+  kRequeued,                  ///< back in the queue after a run (preempted, node lost, requeue)
+  kBeginTime,                 ///< its --begin time has not come
+};
+inline constexpr int kPendingReasonCount = 14;
+/// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
+[[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
+/// The reason of that name; none for any other text.
+[[nodiscard]] std::optional<PendingReason> ParsePendingReason(std::string_view name);
+
+/// Why a job that is stopping stops; decides its final state.
+enum class EndCause : std::uint8_t {
+  kNone,
+  kSuccess,
+  kRankFailed,
+  kLaunchFailed,
+  kCancelled,
+  kTimeLimit,
+  kNodeLost,
+  kNodeLostRequeue,
+  kPreemptRequeue,  ///< preempted with PreemptMode=REQUEUE: back to the queue
+  kRequeued,        ///< `cohort requeue`: back to the queue
+};
+
+/// The status after `event` in `status`, or nullopt when the event does not
+/// apply there (it is then ignored), or `status` is no status a job can
+/// have (a sub-state its state does not have). A stopping job (kCompleting)
+/// keeps the first cause that stopped it; kAllReleased then moves it to
+/// FinalState().
+[[nodiscard]] std::optional<JobStatus> Transition(JobStatus status, JobEvent event);
+/// Whether a job can have that status: the sub-states each state has.
+[[nodiscard]] bool IsValid(JobStatus status);
+/// The final state a stopping job reaches once released: kPending for a
+/// requeue.
+[[nodiscard]] JobState FinalState(EndCause cause);
+/// The cause an event records when it stops a running job.
+[[nodiscard]] EndCause CauseOf(JobEvent event);
+
+/// COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL.
+[[nodiscard]] bool IsFinished(JobState state);
+[[nodiscard]] std::string_view JobStateName(JobState state);      ///< PENDING, RUNNING, …
+[[nodiscard]] std::string_view JobEventName(JobEvent event);      ///< allocated, rank_failed, …
+[[nodiscard]] std::string_view JobSubstateName(JobSubstate sub);  ///< none, held_user, …
+/// "RUNNING", or with its sub-state "RUNNING/preempting".
+[[nodiscard]] std::string JobStatusName(JobStatus status);
+
+/// --signal: a signal the job's ranks get once per attempt, `before` its time
+/// limit, so that they can checkpoint. Sent only when the job has a time
+/// limit longer than `before`.
+struct TimeWarning {
+  int signal = 0;  ///< 0: no warning
+  std::chrono::seconds before{0};
+  bool batch_only = false;  ///< --signal=B:…: only the batch script (global rank 0's process)
+};
+/// What a job gets when it does not say: SIGUSR1 90 s before its limit.
+inline constexpr int kDefaultWarningSignal = 10;  // SIGUSR1 on Linux
+inline constexpr std::chrono::seconds kDefaultWarningLead{90};
+/// The longest lead a warning may have (as Slurm's sig_time).
+inline constexpr std::chrono::seconds kMaxWarningLead{65535};
+
+/// The most one job may ask for (docs/operations.md, "Resource bounds"):
+/// checked at submission, before anything sized by them is made.
+inline constexpr int kMaxJobNodes = 65536;
+inline constexpr int kMaxTasksPerNode = 4096;
+inline constexpr int kMaxCpusPerTask = 4096;
+inline constexpr int kMaxGpusPerNode = 64;
+
+/// What a job's own launch runs once its allocation is granted.
+enum class JobLaunch : std::uint8_t {
+  /// `cohort submit -- CMD`, `cohort run` outside a job: the command as every
+  /// rank of the gang, as the batch step running `srun CMD` would.
+  kEveryRank,
+  /// A batch script: once, on the allocation's first node (the batch step,
+  /// ID.batch); `cohort run` inside it starts steps on the allocation.
+  kBatchScript,
+  /// `cohort alloc`: nothing of its own runs on the nodes; the command on the
+  /// submit host starts steps, and ends the allocation (Engine::EndAllocation).
+  kAllocation,
+};
+
+/// What a user asked for, as the engine needs it. The shell keeps what only
+/// the launch needs (command, environment, files).
+struct JobRequest {
+  std::string name;
+  std::string partition;  ///< empty: the default partition
+  std::string account;
+  std::string user_name;
+  std::uint32_t uid = 0;
+  int nodes = 1;
+  int tasks_per_node = 1;
+  int cpus_per_task = 1;
+  int gpus_per_node = 0;
+  std::int64_t memory_mb = 0;
+  std::chrono::seconds time_limit{0};  ///< 0: the partition's DefaultTime, else MaxTime
+  alloc::Exclusivity exclusivity = alloc::Exclusivity::kShared;
+  int switches = 0;  ///< --switches=N; 0: no bound
+  std::chrono::seconds switches_wait{0};
+  bool requeue = false;
+  std::vector<std::string> features;
+  std::vector<std::string> nodelist;  ///< names that must be in the gang
+  std::vector<std::string> exclude;   ///< names that must not be
+  TimeWarning warning;                ///< default here: none (the shell applies kDefault…)
+  std::string qos;                    ///< empty: the cluster's DefaultQOS
+  ArraySpec array;                    ///< no tasks: not an array
+  Dependency dependency;
+  bool hold = false;                 ///< --hold: submitted held
+  bool kill_on_invalid_dep = false;  ///< cancel, rather than wait, when the dependency cannot hold
+  JobLaunch launch = JobLaunch::kEveryRank;
+  std::string gpu_type;  ///< --gres=gpu:TYPE:N: only nodes with GPUs of the type; empty: any
+  Millis begin{0};       ///< --begin: not tried before; 0: at once
+  Millis deadline{0};    ///< --deadline: cancelled once it cannot end by then; 0: none
+};
+
+/// One preemption of a job, as `cohort show job` lists it.
+struct PreemptionRecord {
+  Millis time{0};  ///< when it was chosen and warned
+  std::int64_t by_job = 0;
+  std::string by_display_id;
+  std::string mode;  ///< REQUEUE, CANCEL, SUSPEND
+  int attempt = 0;
+  int signal = 0;
+  std::chrono::seconds grace{0};
+  std::string detail;  ///< how it ended: "checkpoint done after 3 s", …
+};
+
+/// Where a job step is in its life.
+enum class StepState : std::uint8_t {
+  kRunning,    ///< its ranks run, or some of them are still stopping
+  kCompleted,  ///< every rank exited 0
+  kFailed,     ///< a rank exited non-zero or by a signal; the others were stopped
+  kCancelled,  ///< stopped by its owner, or its job ended first
+};
+/// "RUNNING", "COMPLETED", … as `cohort queue --steps` shows them.
+[[nodiscard]] std::string_view StepStateName(StepState state);
+
+/// One step of a running job (`cohort run` inside its allocation): ranks on
+/// some of the allocation's nodes, placed by its StepLedger.
+struct JobStep {
+  int id = 0;                      ///< from FirstStep(job) up
+  alloc::StepPlacement placement;  ///< node ranks of the allocation
+  StepState state = StepState::kRunning;
+  Millis start_time{0};
+  Millis end_time{0};
+  int ranks_exited = 0;  ///< over all its nodes
+  /// Ranks that exited, by node of the placement (an agent's report of a
+  /// finished launch sets its node's count whole, so reports apply once).
+  std::vector<int> node_exits;
+  std::string reason;  ///< why it failed, in words; empty when it did not
+  /// What `cohort run` named this step with (random), so that asking again
+  /// after a lost answer finds it rather than starting a second; empty: none.
+  std::string token;
+  std::int64_t max_rss_kb = 0;  ///< the largest peak resident memory of its ranks (MaxRSS)
+  std::int64_t cpu_ms = 0;      ///< their user and system CPU time together (TotalCPU)
+  int exit_code = 0;            ///< its first failing rank's; 0 when every rank exited 0
+  int exit_signal = 0;
+  bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
+  bool cancelled = false;  ///< by its owner: it ends CANCELLED, however its ranks exit
+  /// MASTER_PORT of its ranks: on its first node, one no other running job
+  /// or step there had when it started (a step of an older record: its
+  /// job's moved up by its id, as those ranks were given).
+  int master_port = 0;
+};
+
+/// A job and everything the engine knows of it.
+struct Job {
+  JobId id = 0;
+  JobRequest request;
+  alloc::GangRequest gang;             ///< resolved against the cluster at submit
+  std::chrono::seconds time_limit{0};  ///< in force
+  int priority_tier = 0;
+  /// Written by the job book alone (JobBook::SetState, through the table).
+  JobState state = JobState::kPending;
+  JobSubstate sub = JobSubstate::kNone;
+  EndCause cause = EndCause::kNone;
+  /// Pending: why it waits (the engine decides by this). `reason` is its
+  /// name while the job waits, and in words why it ended once finished.
+  PendingReason pending_reason = PendingReason::kNone;
+  std::string reason;
+  std::string reason_detail;
+  Millis submit_time{0};
+  Millis start_time{0};
+  Millis end_time{0};
+  int attempt = 1;
+  int exit_code = 0;
+  int exit_signal = 0;
+  alloc::Placement placement;          ///< grants by node rank while running or stopping
+  std::vector<std::uint8_t> released;  ///< by node rank: the node confirmed its ranks are gone
+  std::vector<int> exited_ok;          ///< by node rank: ranks there that exited 0
+  int master_port = 0;
+  int warned_attempt = 0;  ///< the attempt that got its TimeWarning; 0: none yet
+  /// The steps of this attempt, in the order they started; `next_step` is
+  /// the id the next one gets.
+  std::vector<JobStep> steps;
+  int next_step = 0;
+  /// What the ranks of the job's own launch used (the batch script's, or
+  /// the command's run as every rank), as for a step.
+  std::int64_t own_max_rss_kb = 0;
+  std::int64_t own_cpu_ms = 0;
+
+  std::string qos;          ///< resolved
+  Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)
+  /// Arrays. The array's own record (id == array_job_id, array_task_id -1)
+  /// holds the tasks not yet created in `array_pending`; each task split off
+  /// it is a job of its own with a new id. The last task takes the record.
+  JobId array_job_id = 0;
+  int array_task_id = -1;
+  std::vector<int> array_pending;
+  /// What is left of --dependency: the terms not yet satisfied.
+  Dependency dependency_left;
+  /// Preemption: a victim (kPreempting) stops at preempt_deadline unless it
+  /// ends or says checkpoint-done first.
+  std::vector<PreemptionRecord> preemptions;
+  Millis preempt_deadline{0};  ///< set while kPreempting, else 0
+  JobId preempted_by = 0;
+  Millis suspended_since{0};  ///< set while kSuspended, else 0
+  /// Runtime only (not persisted): the time up to which fair-share usage
+  /// has been charged, and the last backfill plan's start estimate.
+  Millis charged_until{0};
+  Millis expected_start{0};
+  std::int64_t priority = 0;  ///< the last pass's multifactor total
+  int share_slot = -1;        ///< the engine's number for (account, user)
+};
+
+[[nodiscard]] inline JobStatus StatusOf(const Job& job) { return {job.state, job.sub}; }
+/// Held by its owner or by an operator.
+[[nodiscard]] inline bool IsHeld(const Job& job) {
+  return job.sub == JobSubstate::kHeldUser || job.sub == JobSubstate::kHeldAdmin;
+}
+/// SIGSTOPped by a preemption, running or stopping: its grants are in the pool.
+[[nodiscard]] inline bool IsSuspended(const Job& job) { return job.sub == JobSubstate::kSuspended; }
+/// The GPUs the gang asks for, over all its nodes.
+[[nodiscard]] inline int GpusAsked(const Job& job) {
+  return job.gang.gpus_per_node * job.gang.nodes;
+}
+
+/// Whether the job runs a batch script once (JobLaunch::kBatchScript).
+[[nodiscard]] inline bool IsBatch(const Job& job) {
+  return job.request.launch == JobLaunch::kBatchScript;
+}
+/// The id of a job's first created step: 1 in a job whose command runs as
+/// every rank (that launch is step 0, as `srun CMD` in a batch step would
+/// be), else 0.
+[[nodiscard]] inline int FirstStep(const Job& job) {
+  return job.request.launch == JobLaunch::kEveryRank ? 1 : 0;
+}
+/// The ranks of the job's own launch on node rank `node_rank`: a command
+/// run as every rank has tasks_per_node everywhere, a batch script 1 on node
+/// rank 0, an allocation none.
+[[nodiscard]] inline int OwnRanksOn(const Job& job, int node_rank) {
+  switch (job.request.launch) {
+    case JobLaunch::kEveryRank:
+      return job.gang.tasks_per_node;
+    case JobLaunch::kBatchScript:
+      return node_rank == 0 ? 1 : 0;
+    case JobLaunch::kAllocation:
+      return 0;
+  }
+  return 0;
+}
+/// The ranks of the job's own launch over all its nodes.
+[[nodiscard]] inline int OwnRanks(const Job& job) {
+  switch (job.request.launch) {
+    case JobLaunch::kEveryRank:
+      return job.gang.nodes * job.gang.tasks_per_node;
+    case JobLaunch::kBatchScript:
+      return 1;
+    case JobLaunch::kAllocation:
+      return 0;
+  }
+  return 0;
+}
+
+/// How users write a job's id: "12", "12_3" for task 3 of array 12, and
+/// "12_[4-999%8]" for the tasks of array 12 not yet started.
+[[nodiscard]] std::string DisplayId(const Job& job);
+
+}  // namespace cohort

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "config/config_tables.h"
+#include "config/config_values.h"
+
+namespace cohort::config {
+namespace {
+
+template <typename T, std::size_t... kSizes>
+constexpr std::array<T, (kSizes + ...)> Concat(const std::array<T, kSizes>&... parts) {
+  std::array<T, (kSizes + ...)> out{};
+  std::size_t at = 0;
+  ((std::copy(parts.begin(), parts.end(), out.begin() + static_cast<std::ptrdiff_t>(at)),
+    at += kSizes),
+   ...);
+  return out;
+}
+
+// How a preempted job is warned and stopped: the cluster's defaults (global
+// keys) and a partition's or a QOS's own, for its jobs as victims. One block
+// of rows serves the three kinds of line; only the grace key's name differs
+// (PreemptGraceTime= globally, GraceTime= on a line, as in Slurm).
+template <typename Line, auto kMode, auto kGrace, auto kSignal>
+constexpr std::array<conf::KeyRow<Line>, 3> PreemptionRows(std::string_view grace_key) {
+  return {{{"PreemptMode", &conf::Set<Line, &ParsePreemptMode, kMode>},
+           {grace_key, &conf::Set<Line, &ParseGraceTime, kGrace>},
+           {"PreemptSignal", &conf::Set<Line, &ParseSignal, kSignal>}}};
+}
+
+using G = GlobalLine;
+
+// A path key: relative to the folder of the file that sets it.
+template <auto kField>
+bool SetPath(const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+  line.target.*kField = ResolvePath(line.file, word.value);
+  return true;
+}
+
+bool SetControllerAddr(const conf::Word& word, G& line, Diagnostics& diagnostics) {
+  return ParseControllerAddr(word, line.target, diagnostics);
+}
+
+using C = ClusterConfig;
+using W = PriorityWeights;
+using P = PluginChoice;
+constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
+    {"ClusterName", &conf::Set<G, &ParseText, &C::cluster_name>},
+    {"ControllerAddr", &SetControllerAddr},
+    {"ControllerTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::controller_timeout>},
+    {"ControllerPort", &conf::Set<G, &ParsePort, &C::controller_port>},
+    {"HttpPort", &conf::Set<G, &ParsePort, &C::http_port>},
+    {"LogFile", &SetPath<&C::log_file>},
+    {"TokenKeyFile", &SetPath<&C::token_key_file>},
+    {"StateDir", &conf::Set<G, &ParseText, &C::state_dir>},
+    {"AuthKeyFile", &SetPath<&C::auth_key_file>},
+    {"AuthType", &conf::Set<G, &ParseAuthType, &C::auth_type>},
+    {"AuthInfo", &conf::Set<G, &ParseAuthInfo, &C::munge_socket>},
+    {"CohortUser", &conf::Set<G, &ParseText, &C::cohort_user>},
+    {"Operators", &conf::Set<G, &ParseCommaList, &C::operators>},
+    {"PrivateData", &conf::Set<G, &ParsePrivateData, &C::private_data>},
+    {"TLSCertFile", &SetPath<&C::tls_cert_file>},
+    {"TLSKeyFile", &SetPath<&C::tls_key_file>},
+    {"TLSCAFile", &SetPath<&C::tls_ca_file>},
+    {"AgentCertFile", &SetPath<&C::agent_cert_file>},
+    {"AgentKeyFile", &SetPath<&C::agent_key_file>},
+    {"TopologyFile", &SetPath<&C::topology_file>},
+    {"NodeTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::node_timeout>},
+    {"HealthCheckProgram", &SetPath<&C::health_check_program>},
+    {"Prolog", &SetPath<&C::prolog>},
+    {"Epilog", &SetPath<&C::epilog>},
+    {"PrologEpilogTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
+    {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
+    {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
+    {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
+    {"StateBackend", &conf::Set<G, &ParseStateBackend, &C::state_backend>},
+    {"StateDatabase", &conf::Set<G, &ParseText, &C::state_database>},
+    {"HistoryDays", &conf::Set<G, &ParseHistoryDays, &C::history_days>},
+    {"PriorityWeightAge", &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::age>},
+    {"PriorityWeightFairshare",
+     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::fairshare>},
+    {"PriorityWeightJobSize",
+     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::job_size>},
+    {"PriorityWeightPartition",
+     &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::partition>},
+    {"PriorityWeightQOS", &conf::Set<G, &ParseIntFrom<0, kMaxCount>, &C::priority, &W::qos>},
+    {"PriorityMaxAge", &conf::Set<G, &ParseMaxAge, &C::priority, &W::max_age>},
+    {"PriorityDecayHalfLife", &conf::Set<G, &ParseHalfLife, &C::priority, &W::decay_half_life>},
+    {"PriorityFavorSmall", &conf::Set<G, &conf::ParseYesNo, &C::priority, &W::favor_small>},
+});
+constexpr auto kSchedulingRows = std::to_array<conf::KeyRow<G>>({
+    {"PreemptExemptTime", &conf::Set<G, &ParseFiniteTime, &C::preempt_exempt_time>},
+    {"BackfillDepth", &conf::Set<G, &ParseIntFrom<1, kMaxBackfillDepth>, &C::backfill_depth>},
+    {"MaxArraySize", &conf::Set<G, &ParseIntFrom<1, kMaxArraySizeLimit>, &C::max_array_size>},
+    {"DefaultQOS", &conf::Set<G, &ParseDefaultQos, &C::default_qos>},
+    {"Include",
+     [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
+       line.include(word);  // reports its own errors; the rest of the line still counts
+       return true;
+     }},
+    {"PriorityType", &conf::Set<G, &ParsePolicyOf<Seam::kQueueOrder>, &C::plugins, &P::queue_order>},
+    {"AdmissionPlugins", &conf::Set<G, &ParsePolicyListOf<Seam::kAdmission>, &C::plugins, &P::admission>},
+    {"NodeFilterPlugins",
+     &conf::Set<G, &ParsePolicyListOf<Seam::kNodeFilter>, &C::plugins, &P::node_filter>},
+    {"NodeScoreType", &conf::Set<G, &ParsePolicyOf<Seam::kNodeScore>, &C::plugins, &P::node_score>},
+    {"DomainScoreType", &conf::Set<G, &ParsePolicyOf<Seam::kDomainScore>, &C::plugins, &P::domain_score>},
+});
+constexpr auto kGlobalRows =
+    Concat(kDaemonAndPriorityRows,
+           PreemptionRows<G, &C::preempt_mode, &C::preempt_grace_time, &C::preempt_signal>(
+               "PreemptGraceTime"),
+           kSchedulingRows);
+
+constexpr std::array<std::string_view, 4> kLineKeys = {"NodeName", "PartitionName", "QOSName",
+                                                       "AccountName"};
+
+using N = NodeLine;
+constexpr auto kNodeRows = std::to_array<conf::KeyRow<N>>({
+    {"CPUs", &conf::Set<N, &ParsePositiveInt, &NodeSpec::cpus>},
+    {"MemoryMB", &conf::Set<N, &ParsePositiveInt64, &NodeSpec::memory_mb>},
+    {"RealMemory", &conf::Set<N, &ParsePositiveInt64, &NodeSpec::memory_mb>},  // Slurm's name
+    {"Gpus",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       line.gpus_word = &word;
+       return ParseGpuCount(word, line.target.gpus, diagnostics);
+     }},
+    {"Gres",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       // Checked against Gpus= once the whole line is read.
+       line.gres_word = &word;
+       return ParseNodeGres(word, line.gres_gpus, line.target.gpu_type, diagnostics);
+     }},
+    {"GpuNuma",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       // The count is checked against Gpus= once the whole line is read.
+       line.gpu_numa_word = &word;
+       return ParseGpuNuma(word, line.target.gpu_numa, diagnostics);
+     }},
+    {"GpuFiles",
+     [](const conf::Word& word, N& line, Diagnostics& diagnostics) {
+       // The count is checked against Gpus= once the whole line is read.
+       line.gpu_files_word = &word;
+       line.target.gpu_files.clear();
+       if (word.value.empty()) return true;  // the default, overriding a DEFAULT line
+       if (!conf::ExpandHostlistValue(word, line.target.gpu_files, diagnostics)) return false;
+       for (const std::string& file : line.target.gpu_files) {
+         if (file.starts_with('/')) continue;
+         diagnostics.Error(word.value_at,
+                           fmt::format("GpuFiles: \"{}\" is not an absolute path", file),
+                           "name each GPU's device file, in GPU order: "
+                           "GpuFiles=/dev/nvidia[0-7]");
+         return false;
+       }
+       return true;
+     }},
+    {"Features", &conf::Set<N, &ParseCommaList, &NodeSpec::features>},
+    {"Sockets", &conf::Set<N, &ParseShapeCount, &NodeSpec::sockets>},
+    {"CoresPerSocket", &conf::Set<N, &ParseShapeCount, &NodeSpec::cores_per_socket>},
+    {"ThreadsPerCore", &conf::Set<N, &ParseShapeCount, &NodeSpec::threads_per_core>},
+});
+
+using S = PartitionSpec;
+constexpr auto kPartitionOwnRows = std::to_array<conf::KeyRow<PartitionLine>>({
+    {"Nodes",
+     [](const conf::Word& word, PartitionLine& line, Diagnostics& diagnostics) {
+       // ALL is resolved once every node is known, included files too.
+       line.all_nodes = EqualsIgnoreCase(word.value, "ALL");
+       if (line.all_nodes) {
+         line.target.nodes.clear();
+         return true;
+       }
+       std::vector<std::string> names;
+       if (!conf::ExpandHostlistValue(word, names, diagnostics)) return false;
+       line.target.nodes = std::move(names);
+       line.nodes_at = word.value_at;
+       return true;
+     }},
+    {"Default", &conf::Set<PartitionLine, &conf::ParseYesNo, &S::is_default>},
+    {"MaxTime", &conf::Set<PartitionLine, &ParseTime, &S::max_time>},
+    {"DefaultTime", &conf::Set<PartitionLine, &ParseTime, &S::default_time>},
+    {"MaxNodes", &conf::Set<PartitionLine, &ParseNodeLimit, &S::max_nodes>},
+    {"PriorityTier", &conf::Set<PartitionLine, &ParseNonNegativeInt, &S::priority_tier>},
+    {"AllowAccounts", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_accounts>},
+    {"AllowUsers", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_users>},
+    {"AllowQos", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_qos>},
+});
+constexpr auto kPartitionRows =
+    Concat(kPartitionOwnRows,
+           PreemptionRows<PartitionLine, &S::preempt_mode, &S::grace_time, &S::preempt_signal>(
+               "GraceTime"));
+
+using Q = QosSpec;
+constexpr auto
+    kQosOwnRows =
+        std::to_array<conf::KeyRow<QosLine>>(
+            {
+                {"Priority", &conf::Set<QosLine, &ParseIntFrom<0, kMaxCount>, &Q::priority>},
+                {"MaxJobsPerUser", &conf::Set<QosLine, &ParseCountLimit, &Q::max_jobs_per_user>},
+                {"MaxSubmitJobsPerUser",
+                 &conf::Set<QosLine, &ParseCountLimit, &Q::max_submit_jobs_per_user>},
+                {"MaxGpusPerUser", &conf::Set<QosLine, &ParseCountLimit, &Q::max_gpus_per_user>},
+                {"MaxGpusPerAccount",
+                 &conf::Set<QosLine, &ParseCountLimit, &Q::max_gpus_per_account>},
+                {"MaxWall", &conf::Set<QosLine, &ParseMaxWall, &Q::max_wall>},
+                {"Preempt",
+                 [](const conf::Word& word, QosLine& line, Diagnostics& /*diagnostics*/) {
+                   // The names are checked once every QOS is known.
+                   line.target.preempt = conf::SplitCommas(word.value);
+                   line.preempt_at = word.value_at;
+                   return true;
+                 }},
+                {"AllowAccounts", &conf::Set<QosLine, &ParseListOrAll, &Q::allow_accounts>},
+                {"AllowUsers", &conf::Set<QosLine, &ParseListOrAll, &Q::allow_users>},
+            });
+constexpr auto kQosRows = Concat(
+    kQosOwnRows,
+    PreemptionRows<QosLine, &Q::preempt_mode, &Q::grace_time, &Q::preempt_signal>("GraceTime"));
+
+constexpr auto kAccountRows = std::to_array<conf::KeyRow<AccountLine>>({
+    {"Shares", &conf::Set<AccountLine, &ParseIntFrom<1, kMaxCount>, &AccountSpec::shares>},
+    {"UserShares", &conf::Set<AccountLine, &ParseUserShares, &AccountSpec::user_shares>},
+    {"Users", &conf::Set<AccountLine, &ParseCommaList, &AccountSpec::users>},
+});
+
+static_assert(conf::AllFilled(kGlobalRows));
+static_assert(conf::AllFilled(kNodeRows));
+static_assert(conf::AllFilled(kPartitionRows));
+static_assert(conf::AllFilled(kQosRows));
+static_assert(conf::AllFilled(kAccountRows));
+
+}  // namespace
+
+const conf::KeyTable<GlobalLine>& GlobalKeys() {
+  // A mistyped line key is a global key as far as the lexer can tell.
+  static const conf::KeyTable<GlobalLine> table("", "in cohort.conf", kGlobalRows, kLineKeys);
+  return table;
+}
+
+const conf::KeyTable<NodeLine>& NodeKeys() {
+  static const conf::KeyTable<NodeLine> table("NodeName", "in a NodeName line", kNodeRows);
+  return table;
+}
+
+const conf::KeyTable<PartitionLine>& PartitionKeys() {
+  static const conf::KeyTable<PartitionLine> table("PartitionName", "in a PartitionName line",
+                                                   kPartitionRows);
+  return table;
+}
+
+const conf::KeyTable<QosLine>& QosKeys() {
+  static const conf::KeyTable<QosLine> table("QOSName", "in a QOSName line", kQosRows);
+  return table;
+}
+
+const conf::KeyTable<AccountLine>& AccountKeys() {
+  static const conf::KeyTable<AccountLine> table("AccountName", "in an AccountName line",
+                                                 kAccountRows);
+  return table;
+}
+
+bool IsLineKey(std::string_view key) {
+  return std::any_of(kLineKeys.begin(), kLineKeys.end(),
+                     [&](std::string_view line_key) { return EqualsIgnoreCase(key, line_key); });
+}
+
+std::span<const std::string_view> KnownKeys(LineKind kind) {
+  switch (kind) {
+    case LineKind::kGlobal:
+      return GlobalKeys().Keys();
+    case LineKind::kNode:
+      return NodeKeys().Keys();
+    case LineKind::kPartition:
+      return PartitionKeys().Keys();
+    case LineKind::kQos:
+      return QosKeys().Keys();
+    case LineKind::kAccount:
+      return AccountKeys().Keys();
+  }
+  return {};
+}
+
+}  // namespace cohort::config

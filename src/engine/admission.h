@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cohort/alloc/node_pool.h"
+#include "cohort/config/cluster_config.h"
+#include "cohort/engine/job.h"
+#include "cohort/plugin.h"
+#include "engine/pass_state.h"
+
+namespace cohort {
+struct Effects;
+}
+
+namespace cohort::engine {
+
+class JobBook;
+class Lifecycle;
+class PassTriggers;
+
+/// Whether a job may be queued (at submission) and tried now (in a pass):
+/// partitions' and QOS' rules, holds, dependencies and array throttles, then
+/// the admission checks cohort.conf chooses (AdmissionPlugins=).
+class Admission {
+ public:
+  /// The parts it uses, each of which outlives it; `checks` are the
+  /// admission checks cohort.conf chooses, in order.
+  struct Parts {
+    const config::ClusterConfig& config;
+    const topology::Topology& topology;
+    const alloc::NodePool& pool;
+    const std::vector<std::shared_ptr<const plugin::AdmissionCheck>>& checks;
+    JobBook& book;
+    PassTriggers& triggers;
+    Lifecycle& life;
+  };
+  explicit Admission(const Parts& parts);
+
+  /// Resolves a request against the configuration: partition, account and
+  /// user rules, QOS, time limits, the gang. InvalidArgument names the field
+  /// and the fix; PermissionDenied and FailedPrecondition say why not.
+  [[nodiscard]] absl::StatusOr<Job> Resolve(JobRequest request) const;
+  /// What a resolved job must meet to be queued: dependencies on known jobs,
+  /// MaxSubmitJobsPerUser.
+  [[nodiscard]] absl::Status CheckQueueing(const Job& job) const;
+  /// The chosen admission checks' CheckSubmit for a resolved job, in order:
+  /// the first refusal, else OkStatus.
+  [[nodiscard]] absl::Status CheckSubmit(const Job& job, Millis now) const;
+  /// Whether some chosen check may make jobs wait under the config: passes
+  /// then count running totals and give up their shortcuts.
+  [[nodiscard]] bool ChecksMayWait() const { return !waiting_checks_.empty(); }
+
+  /// Whether the job may be tried now; sets its pending reason when not. A
+  /// job whose dependency can never hold and that asked to be killed then is
+  /// cancelled.
+  bool Eligible(Job& job, const PassCounts& counts, Millis now, Effects& effects);
+  /// Sets a held job's reason: who holds it and who may release it.
+  static void ShowHeld(Job& job, Effects& effects);
+
+ private:
+  /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
+  int DependencyStatus(Job& job, std::string& why);
+
+  const config::ClusterConfig& config_;
+  const topology::Topology& topology_;
+  const alloc::NodePool& pool_;
+  const std::vector<std::shared_ptr<const plugin::AdmissionCheck>>& checks_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Lifecycle& life_;
+  /// The chosen checks that may make jobs wait under the config, in order;
+  /// the only ones a pass asks.
+  std::vector<std::shared_ptr<const plugin::AdmissionCheck>> waiting_checks_;
+};
+
+}  // namespace cohort::engine

@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine's facade: each call goes to the part that owns what it changes
+// (src/engine/engine_core.h lists them).
+#include "cohort/engine/engine.h"
+
+#include <algorithm>
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "cohort/check.h"
+#include "cohort/fmt_absl.h"
+#include "cohort/plugin.h"
+#include "engine/engine_core.h"
+#include "engine/steps.h"
+
+namespace cohort {
+namespace {
+
+// Finished jobs stay visible to `cohort show job` this long, then leave
+// memory (history is kept by the store).
+constexpr Millis kFinishedRetention = std::chrono::minutes(5);
+
+// The default QOS exists whether or not a QOSName= line declares it.
+config::ClusterConfig WithDefaultQos(config::ClusterConfig config) {
+  if (std::none_of(config.qos.begin(), config.qos.end(),
+                   [&](const config::QosSpec& q) { return q.name == config.default_qos; })) {
+    config::QosSpec implicit;
+    implicit.name = config.default_qos;
+    config.qos.push_back(implicit);
+  }
+  return config;
+}
+
+// The policies the configuration chooses; the shell checked the choice when
+// it loaded the files (shell::LoadCluster), so a bad one here is a bug.
+plugin::PluginSet PluginsOf(const config::ClusterConfig& config) {
+  absl::StatusOr<plugin::PluginSet> plugins = plugin::MakePlugins(config.plugins);
+  COHORT_CHECK(plugins.ok(), "the plugin choice was validated before the engine was built");
+  return *std::move(plugins);
+}
+
+// A job's sub-state agrees with its state and with the data that goes with
+// it: a preemption deadline while preempting, a suspension time while
+// suspended, and a pending reason that names its hold.
+absl::Status CheckStatus(const Job& job) {
+  if (!IsValid(StatusOf(job))) {
+    return absl::InternalError(fmt::format("job {} is {}, a status no job can have", job.id,
+                                           JobStatusName(StatusOf(job))));
+  }
+  if ((job.sub == JobSubstate::kPreempting) != (job.preempt_deadline.count() != 0)) {
+    return absl::InternalError(fmt::format("job {} is {} with a preemption deadline of {} ms",
+                                           job.id, JobStatusName(StatusOf(job)),
+                                           job.preempt_deadline.count()));
+  }
+  if ((job.sub == JobSubstate::kSuspended) != (job.suspended_since.count() != 0)) {
+    return absl::InternalError(fmt::format("job {} is {} with a suspension time of {} ms", job.id,
+                                           JobStatusName(StatusOf(job)),
+                                           job.suspended_since.count()));
+  }
+  const bool held_reason = job.pending_reason == PendingReason::kJobHeldUser ||
+                           job.pending_reason == PendingReason::kJobHeldAdmin;
+  if (job.state == JobState::kPending && held_reason && !IsHeld(job)) {
+    return absl::InternalError(fmt::format("job {} is {} but waits as {}", job.id,
+                                           JobStatusName(StatusOf(job)),
+                                           PendingReasonName(job.pending_reason)));
+  }
+  return absl::OkStatus();
+}
+
+// A job's running steps hold only what its allocation holds, never one CPU
+// or GPU twice, and only while the job runs or stops.
+absl::Status CheckSteps(const Job& job) {
+  alloc::StepLedger ledger(job.placement.grants, job.gang.tasks_per_node, job.gang.cpus_per_task);
+  for (const JobStep& step : job.steps) {
+    if (step.id < FirstStep(job) || step.id >= job.next_step ||
+        step.node_exits.size() != step.placement.nodes.size()) {
+      return absl::InternalError(
+          fmt::format("job {} has step {}, next is {}", job.id, step.id, job.next_step));
+    }
+    if (step.state != StepState::kRunning) continue;
+    if (job.state != JobState::kRunning && job.state != JobState::kCompleting) {
+      return absl::InternalError(fmt::format("job {} is {} with step {} running", job.id,
+                                             JobStateName(job.state), step.id));
+    }
+    if (absl::Status held = ledger.Hold(step.placement); !held.ok()) {
+      return absl::InternalError(fmt::format("step {}.{}: {}", job.id, step.id, held.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+namespace engine {
+
+EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Topology& tree,
+                       alloc::NodePool nodes_pool)
+    : config(WithDefaultQos(cluster)),
+      plugins(PluginsOf(config)),
+      topology(tree),
+      pool(std::move(nodes_pool)),
+      allocator(tree, plugins.allocator),
+      priority(config, tree, plugins.queue_order),
+      life({tree, pool, book, triggers, priority}),
+      admission({config, tree, pool, plugins.admission, book, triggers, life}),
+      preemption({config, tree, pool, allocator, book, triggers, priority, life}),
+      nodes({config, tree, pool, book, triggers, life}),
+      planner({config, pool, allocator, book, triggers, priority, life, admission, preemption}) {
+  // A victim's rank that dies of the preemption warning was preempted, not
+  // failed: Preemption, above Lifecycle, says so.
+  life.OnSignalledExit([this](Job& job, NodeId node, int signal, Millis now, Effects& effects) {
+    return preemption.EndedOnWarning(job, node, signal, now, effects);
+  });
+  // No agent has spoken yet: nothing may land anywhere.
+  for (NodeId n = 0; n < tree.NodeCount(); ++n) nodes.UpdateCondition(n);
+}
+
+}  // namespace engine
+
+std::string_view NodeStatusName(NodeStatus status) {
+  switch (status) {
+    case NodeStatus::kUnknown:
+      return "UNKNOWN";
+    case NodeStatus::kIdle:
+      return "IDLE";
+    case NodeStatus::kMixed:
+      return "MIXED";
+    case NodeStatus::kAllocated:
+      return "ALLOCATED";
+    case NodeStatus::kDraining:
+      return "DRAINING";
+    case NodeStatus::kDrained:
+      return "DRAINED";
+    case NodeStatus::kDown:
+      return "DOWN";
+  }
+  return "UNKNOWN";
+}
+
+Engine::Engine(const config::ClusterConfig& config, const topology::Topology& topology,
+               alloc::NodePool pool)
+    : core_(std::make_unique<engine::EngineCore>(config, topology, std::move(pool))) {}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  absl::StatusOr<Job> resolved = core.admission.Resolve(std::move(request));
+  if (!resolved.ok()) return resolved.status();
+  // Refuse what can never run (the allocator remembers the answer by shape).
+  const alloc::PlacementResult probe = core.allocator.Feasible(resolved->gang, core.pool);
+  if (probe.outcome == alloc::Outcome::kInfeasible) {
+    return absl::FailedPreconditionError(
+        fmt::format("the job can never run here: {}", probe.reason));
+  }
+  Job job = *std::move(resolved);
+  if (absl::Status s = core.admission.CheckSubmit(job, now); !s.ok()) return s;
+  if (absl::Status s = core.admission.CheckQueueing(job); !s.ok()) return s;
+  job.id = core.book.TakeId();
+  job.submit_time = now;
+  job.eligible_time = now;
+  job.state = JobState::kPending;  // a new job enters the table pending, held if it asked
+  job.sub = job.request.hold ? JobSubstate::kHeldUser : JobSubstate::kNone;
+  job.pending_reason = job.request.hold ? PendingReason::kJobHeldUser : PendingReason::kNone;
+  job.reason = PendingReasonName(job.pending_reason);
+  job.dependency_left = job.request.dependency;
+  if (!job.request.array.tasks.empty()) {
+    job.array_job_id = job.id;
+    job.array_pending = job.request.array.tasks;
+  }
+  Job& queued = core.book.Add(std::move(job), effects);
+  Job* const ranked[] = {&queued};
+  core.priority.Rank(ranked, core.book, now);
+  core.triggers.Submitted(queued);
+  engine::Lifecycle::Changed(queued, effects);
+  return queued.id;
+}
+
+absl::StatusOr<Engine::Preview> Engine::TestSubmit(const JobRequest& request, Millis now) {
+  engine::EngineCore& core = *core_;
+  absl::StatusOr<Job> resolved = core.admission.Resolve(request);
+  if (!resolved.ok()) return resolved.status();
+  if (absl::Status s = core.admission.CheckSubmit(*resolved, now); !s.ok()) return s;
+  const alloc::PlacementResult result = core.allocator.Place(resolved->gang, core.pool);
+  Preview preview;
+  switch (result.outcome) {
+    case alloc::Outcome::kPlaced:
+      preview.would_run_on = engine::NodeNames(core.topology, result.placement);
+      break;
+    case alloc::Outcome::kBusy:
+      preview.reason = result.reason;
+      break;
+    case alloc::Outcome::kInfeasible:
+      return absl::FailedPreconditionError(
+          fmt::format("the job can never run here: {}", result.reason));
+  }
+  return preview;
+}
+
+policy::PriorityFactors Engine::PriorityOf(const Job& job, Millis now) const {
+  return core_->priority.Of(job, now);
+}
+const policy::FairShare& Engine::Usage() const { return core_->priority.Usage(); }
+
+absl::Status Engine::NodeRegistered(NodeId node, const NodeReport& report, Millis now,
+                                    Effects& effects) {
+  return core_->nodes.Registered(node, report, now, effects);
+}
+void Engine::NodeHeartbeat(NodeId node, Millis now) { core_->nodes.Heartbeat(node, now); }
+void Engine::RankExited(JobId job, NodeId node, int exit_code, int signal, Millis now,
+                        Effects& effects) {
+  core_->life.RankExited(job, node, exit_code, signal, now, effects);
+}
+void Engine::LaunchFailed(JobId job, NodeId node, const std::string& reason, Millis now,
+                          Effects& effects) {
+  core_->life.LaunchFailed(job, node, reason, now, effects);
+}
+bool Engine::Placed(JobId job, NodeId node) const {
+  const Job* found = core_->book.Find(job);
+  return found != nullptr && engine::NodeRankOf(*found, node) >= 0;
+}
+
+void Engine::JobReleased(JobId job, NodeId node, Millis now, Effects& effects) {
+  core_->life.JobReleased(job, node, now, effects);
+}
+absl::Status Engine::Drain(NodeId node, const std::string& reason, const Caller& caller,
+                           Effects& effects) {
+  return core_->nodes.Drain(node, reason, caller, effects);
+}
+absl::Status Engine::Resume(NodeId node, const Caller& caller, Effects& effects) {
+  return core_->nodes.Resume(node, caller, effects);
+}
+
+void Engine::Tick(Millis now, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  core.nodes.Tick(now, effects);
+  core.priority.ChargeActive(core.book, now);
+  core.planner.Tick(now);
+  core.preemption.Tick(now, effects);
+  core.life.Tick(now, effects);
+  std::vector<JobId> forgotten = core.book.ForgetFinished(now, kFinishedRetention);
+  effects.forgotten_jobs.insert(effects.forgotten_jobs.end(), forgotten.begin(), forgotten.end());
+  COHORT_DCHECK(CheckInvariants().ok(), "the engine's invariants hold after a tick");
+}
+
+namespace {
+template <class... Calls>
+struct Overloaded : Calls... {
+  using Calls::operator()...;
+};
+template <class... Calls>
+Overloaded(Calls...) -> Overloaded<Calls...>;
+}  // namespace
+
+absl::Status Engine::Apply(const EngineInput& input, Millis now, Effects& effects,
+                           JobId* submitted) {
+  return std::visit(
+      Overloaded{
+          [&](const input::Submit& in) -> absl::Status {
+            absl::StatusOr<JobId> id = Submit(in.request, now, effects);
+            if (id.ok() && submitted != nullptr) *submitted = *id;
+            return id.status();
+          },
+          [&](const input::Cancel& in) {
+            return Cancel(in.job, in.signal, in.caller, now, effects);
+          },
+          [&](const input::Hold& in) { return Hold(in.job, in.caller, now, effects); },
+          [&](const input::Release& in) { return Release(in.job, in.caller, now, effects); },
+          [&](const input::Requeue& in) { return Requeue(in.job, in.caller, now, effects); },
+          [&](const input::CheckpointDone& in) {
+            return CheckpointDone(in.job, in.caller, now, effects);
+          },
+          [&](const input::NodeRegistered& in) {
+            return NodeRegistered(in.node, in.report, now, effects);
+          },
+          [&](const input::Heartbeat& in) {
+            NodeHeartbeat(in.node, now);
+            return absl::OkStatus();
+          },
+          [&](const input::Drain& in) { return Drain(in.node, in.reason, in.caller, effects); },
+          [&](const input::Resume& in) { return Resume(in.node, in.caller, effects); },
+          [&](const input::RankExited& in) {
+            RankExited(in.job, in.node, in.exit_code, in.signal, now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::JobReleased& in) {
+            JobReleased(in.job, in.node, now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::Tick&) {
+            Tick(now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::Schedule&) {
+            Schedule(now, effects);
+            return absl::OkStatus();
+          },
+      },
+      input);
+}
+
+void Engine::Schedule(Millis now, Effects& effects) {
+  core_->planner.Schedule(now, effects);
+  // Debug builds check the whole state after every pass (the unit tests
+  // check it after every event); a pass already costs what the queue does.
+  COHORT_DCHECK(CheckInvariants().ok(), "the engine's invariants hold after a pass");
+}
+bool Engine::ScheduleNeeded() const { return core_->triggers.PassNeeded(); }
+std::string_view Engine::LastPassKind() const { return core_->planner.LastPassKind(); }
+std::vector<std::pair<std::string_view, std::uint64_t>> Engine::PassTriggerCounts() const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> out;
+  const auto& counts = core_->triggers.Counts();
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    out.emplace_back(engine::TriggerName(static_cast<engine::Trigger>(i)), counts[i]);
+  }
+  return out;
+}
+
+const Job* Engine::FindJob(JobId id) const { return core_->book.Find(id); }
+const std::map<JobId, Job>& Engine::Jobs() const { return core_->book.All(); }
+std::vector<JobId> Engine::Lookup(JobRef ref) const { return core_->book.Lookup(ref); }
+std::vector<JobId> Engine::PendingOrder() const { return core_->planner.PendingOrder(); }
+std::size_t Engine::PendingCount() const { return core_->book.Pending().size(); }
+int Engine::QueuePosition(JobId id) const {
+  const std::vector<JobId> order = PendingOrder();
+  const auto it = std::find(order.begin(), order.end(), id);
+  return it == order.end() ? 0 : static_cast<int>(it - order.begin()) + 1;
+}
+NodeView Engine::ViewNode(NodeId node) const { return core_->nodes.View(node); }
+NodeAdmin Engine::Admin(NodeId node) const { return core_->nodes.Admin(node); }
+JobId Engine::NextId() const { return core_->book.NextId(); }
+const alloc::NodePool& Engine::Pool() const { return core_->pool; }
+const topology::Topology& Engine::GetTopology() const { return core_->topology; }
+const config::ClusterConfig& Engine::Config() const { return core_->config; }
+
+void Engine::Restore(SavedState state, Millis now, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  COHORT_CHECK(core.book.All().empty() && core.book.NextId() == 1,
+               "Restore must come before any other call");
+  core.book.ReserveIdsBelow(state.next_id);
+  core.nodes.RestoreAdmin(state.nodes);
+  core.priority.Usage().Restore(state.usage);
+  for (Job& saved : state.jobs) {
+    Job* restored = core.book.Restore(std::move(saved));
+    if (restored == nullptr) continue;
+    Job& job = *restored;
+    job.charged_until = now;
+    // A step recorded before steps kept their port had its job's moved up
+    // by its id, which its ranks were given then.
+    for (JobStep& step : job.steps) {
+      if (step.master_port == 0) step.master_port = engine::StepPortBase(job.master_port, step.id);
+    }
+    // The store keeps the reason's name; the engine decides by the enum.
+    if (job.state == JobState::kPending) {
+      job.pending_reason = ParsePendingReason(job.reason).value_or(PendingReason::kNone);
+    }
+    const bool active = engine::IsActive(job);
+    absl::StatusOr<Job> resolved = core.admission.Resolve(job.request);
+    if (resolved.ok()) {
+      // Indexed again with today's gang (its shape, its --switches wait).
+      const auto adopt = [&](Job& j) {
+        j.gang = resolved->gang;
+        j.priority_tier = resolved->priority_tier;
+        j.qos = resolved->qos;
+      };
+      if (job.state == JobState::kPending) {
+        core.book.Reindex(job, [&](Job& j) {
+          adopt(j);
+          j.time_limit = resolved->time_limit;
+        });
+      } else {
+        adopt(job);
+      }
+    } else if (job.state == JobState::kPending) {
+      job.exit_code = 1;
+      job.reason = fmt::format("no longer valid after a configuration change: {}",
+                               resolved.status().message());
+      core.life.Apply(job, JobEvent::kInvalidated, now, effects);
+      continue;
+    } else if (active) {
+      // Its partition changed; keep what the running gang holds.
+      job.gang.nodes = static_cast<int>(job.placement.grants.size());
+      job.gang.tasks_per_node = job.request.tasks_per_node;
+      job.gang.cpus_per_task = job.request.cpus_per_task;
+      job.gang.gpus_per_node = job.request.gpus_per_node;
+      job.gang.memory_mb_per_node = job.request.memory_mb;
+    }
+    if (!active) continue;
+    const std::size_t size = job.placement.grants.size();
+    job.released.resize(size, 0);
+    job.exited_ok.resize(size, 0);
+    std::string lost;
+    for (std::size_t rank = 0; rank < size; ++rank) {
+      if (job.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.placement.grants[rank];
+      const bool known = g.node >= 0 && g.node < core.topology.NodeCount();
+      const alloc::NodeFree* free = known ? &core.pool.Free(g.node) : nullptr;
+      if (free == nullptr || free->cpus < g.cpus || free->memory_mb < g.memory_mb ||
+          (free->gpus & g.gpus) != g.gpus) {
+        job.released[rank] = 1;
+        if (lost.empty()) {
+          lost = known ? fmt::format("its share of {} no longer fits the node's configuration",
+                                     core.topology.NodeName(g.node))
+                       : "a node of its gang is no longer configured";
+        }
+        continue;
+      }
+      if (!IsSuspended(job)) core.pool.Commit({&g, 1});
+      core.book.Holds(g.node, job.id);
+      engine::NodeRuntime& runtime = core.nodes.At(g.node);
+      if (!runtime.registered) {
+        runtime.awaited = true;
+        runtime.last_heartbeat = now;
+      }
+    }
+    if (!lost.empty() && job.state == JobState::kRunning) {
+      job.exit_code = 1;
+      job.reason = lost;
+      core.life.Apply(job, JobEvent::kNodeLost, now, effects);
+    } else if (engine::AllReleased(job)) {
+      core.life.Apply(
+          job, job.state == JobState::kRunning ? JobEvent::kNodeLost : JobEvent::kAllReleased, now,
+          effects);
+    }
+  }
+  for (NodeId n = 0; n < core.topology.NodeCount(); ++n) core.nodes.UpdateCondition(n);
+  core.triggers.Note(engine::Trigger::kRestored);
+  COHORT_DCHECK(CheckInvariants().ok(), "a restored engine's invariants hold");
+}
+
+absl::Status Engine::CheckInvariants() const {
+  const engine::EngineCore& core = *core_;
+  struct Used {
+    int cpus = 0;
+    std::int64_t memory_mb = 0;
+    std::uint64_t gpus = 0;
+  };
+  std::vector<Used> used(static_cast<std::size_t>(core.topology.NodeCount()));
+  if (absl::Status indexes = core.book.CheckIndexes(); !indexes.ok()) return indexes;
+  for (const auto& [id, job] : core.book.All()) {
+    if (absl::Status status = CheckStatus(job); !status.ok()) return status;
+    if (absl::Status steps = CheckSteps(job); !steps.ok()) return steps;
+    if (IsSuspended(job)) continue;  // its grants are lent to its preemptor
+    if (job.state == JobState::kPending || IsFinished(job.state)) {
+      if (!job.placement.grants.empty() && job.state == JobState::kPending) {
+        return absl::InternalError(fmt::format("pending job {} holds nodes", id));
+      }
+      continue;
+    }
+    if (static_cast<int>(job.placement.grants.size()) != job.gang.nodes) {
+      return absl::InternalError(fmt::format("job {} holds {} nodes of {}", id,
+                                             job.placement.grants.size(), job.gang.nodes));
+    }
+    for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+      if (job.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.placement.grants[rank];
+      Used& u = used[static_cast<std::size_t>(g.node)];
+      if ((u.gpus & g.gpus) != 0) {
+        return absl::InternalError(
+            fmt::format("gpu of {} allocated twice (job {})", core.topology.NodeName(g.node), id));
+      }
+      if (job.state == JobState::kRunning && std::popcount(g.gpus) < job.gang.gpus_per_node) {
+        return absl::InternalError(fmt::format("job {} holds too few gpus", id));
+      }
+      u.cpus += g.cpus;
+      u.memory_mb += g.memory_mb;
+      u.gpus |= g.gpus;
+    }
+  }
+  for (NodeId n = 0; n < core.topology.NodeCount(); ++n) {
+    const Used& u = used[static_cast<std::size_t>(n)];
+    const alloc::NodeCapacity& c = core.pool.Capacity(n);
+    const alloc::NodeFree& f = core.pool.Free(n);
+    if (f.cpus != c.cpus - u.cpus || f.memory_mb != c.memory_mb - u.memory_mb ||
+        f.gpus != (alloc::AllGpus(c.gpus) & ~u.gpus)) {
+      return absl::InternalError(fmt::format(
+          "node {}: free resources disagree with the jobs holding it", core.topology.NodeName(n)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cohort

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/lifecycle.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cohort/check.h"
+#include "cohort/engine/engine_types.h"
+#include "cohort/text/slurm_time.h"
+#include "engine/engine_support.h"
+#include "engine/job_book.h"
+#include "engine/pass_triggers.h"
+#include "engine/prioritizer.h"
+#include "engine/steps.h"
+
+namespace cohort::engine {
+namespace {
+
+// Whether a running job is due its warning: its lead before a time limit
+// longer than the lead is reached. Never for an unlimited job, nor twice in
+// one attempt.
+bool WarningDue(const Job& job, Millis now) {
+  const TimeWarning& warning = job.request.warning;
+  if (job.state != JobState::kRunning || warning.signal == 0 || job.warned_attempt == job.attempt ||
+      job.time_limit == kUnlimited || job.time_limit <= warning.before) {
+    return false;
+  }
+  return now - job.start_time >=
+         std::chrono::duration_cast<Millis>(job.time_limit - warning.before);
+}
+
+}  // namespace
+
+void Lifecycle::Changed(const Job& job, Effects& effects) {
+  if (effects.changed_jobs.empty() || effects.changed_jobs.back() != job.id) {
+    effects.changed_jobs.push_back(job.id);
+  }
+}
+
+void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
+  const std::optional<JobStatus> next = Transition(StatusOf(job), event);
+  if (!next) return;
+  const JobState before = job.state;
+  if (before == JobState::kPending && IsFinished(next->state)) {
+    // Cancelled, or no longer admitted: it ends without having run.
+    job.cause = CauseOf(event);
+    job.end_time = now;
+    book_.SetState(job, *next, event, effects);
+    Changed(job, effects);
+    triggers_.Note(Trigger::kEndedPending);  // it may have been what the jobs behind it waited for
+    return;
+  }
+  if (before == JobState::kRunning && next->state == JobState::kCompleting) {
+    job.cause = CauseOf(event);
+    if (job.cause == EndCause::kNodeLost && job.request.requeue) {
+      job.cause = EndCause::kNodeLostRequeue;
+    }
+    job.preempt_deadline = Millis{0};  // a victim that ends by itself is preempted no more
+    book_.SetState(job, *next, event, effects);
+    // A gang whose ranks all exited 0 frees its nodes by itself; a batch
+    // job's other nodes, and steps still running, must be told.
+    if (job.cause != EndCause::kSuccess || job.request.launch != JobLaunch::kEveryRank ||
+        std::any_of(job.steps.begin(), job.steps.end(),
+                    [](const JobStep& s) { return s.state == StepState::kRunning; })) {
+      StopGang(job, effects);
+    }
+    Changed(job, effects);
+    // Every node may already have confirmed (a launch failure on all).
+    if (AllReleased(job)) {
+      Finish(job, now, effects);
+    }
+    return;
+  }
+  if (before == JobState::kCompleting && event == JobEvent::kAllReleased) {
+    Finish(job, now, effects);
+    return;
+  }
+  book_.SetState(job, *next, event, effects);
+  Changed(job, effects);
+}
+
+void Lifecycle::StopGang(Job& job, Effects& effects) {
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    if (job.released[rank] == 0) {
+      // Stopped ranks handle no SIGTERM: wake them to shut down cleanly.
+      if (IsSuspended(job)) {
+        effects.commands.emplace_back(
+            SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, SignalScope::kAll});
+      }
+      effects.commands.emplace_back(TerminateCommand{job.id, job.placement.grants[rank].node});
+    }
+  }
+}
+
+void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
+  const JobState final_state = FinalState(job.cause);
+  priority_.Charge(job, now);
+  job.end_time = now;
+  job.suspended_since = Millis{0};
+  Steps::EndWithJob(job, now);
+  if (final_state == JobState::kPending) {
+    // Requeued: back in the queue with the same id and the next attempt.
+    book_.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
+    job.pending_reason = PendingReason::kRequeued;
+    job.reason = PendingReasonName(PendingReason::kRequeued);
+    job.reason_detail =
+        job.cause == EndCause::kPreemptRequeue
+            ? fmt::format("preempted by job {}; runs again when resources allow", job.preempted_by)
+        : job.cause == EndCause::kRequeued ? "requeued by cohort requeue"
+                                           : "a node of its last attempt was lost";
+    job.preempted_by = 0;
+    job.eligible_time = now;
+    job.cause = EndCause::kNone;
+    job.placement = {};
+    job.released.clear();
+    job.exited_ok.clear();
+    job.steps.clear();  // the next attempt numbers its steps anew
+    job.next_step = FirstStep(job);
+    ++job.attempt;
+    triggers_.Note(Trigger::kRequeued);
+  } else {
+    book_.SetState(job, {final_state, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
+  }
+  Changed(job, effects);
+}
+
+int Lifecycle::MasterPort(const Job& job) const {
+  // From the job's id, spread over 20000-39999.
+  return FreePort(job.placement.grants.front().node, 20000 + static_cast<int>(job.id % 20000), job,
+                  nullptr);
+}
+
+int Lifecycle::FreePort(NodeId master, int preferred, const Job& job, const JobStep* step) const {
+  const auto first_node = [](const Job& j, const JobStep& s) {
+    return j.placement.grants[static_cast<std::size_t>(s.placement.nodes.front().node_rank)].node;
+  };
+  std::set<int> taken;
+  for (const JobId other : book_.JobsOn(master)) {
+    const Job& o = book_.At(other);
+    if (o.placement.grants.empty()) continue;
+    if (o.id != job.id && o.placement.grants.front().node == master) taken.insert(o.master_port);
+    for (const JobStep& s : o.steps) {
+      if (&s == step || s.state != StepState::kRunning || s.master_port == 0 ||
+          s.placement.nodes.empty() || first_node(o, s) != master) {
+        continue;
+      }
+      taken.insert(s.master_port);
+    }
+  }
+  int port = preferred;
+  while (taken.contains(port)) port = port == 39999 ? 20000 : port + 1;
+  return port;
+}
+
+void Lifecycle::ReleaseNode(Job& job, int node_rank, Effects& effects) {
+  if (job.released[static_cast<std::size_t>(node_rank)] != 0) return;
+  job.released[static_cast<std::size_t>(node_rank)] = 1;
+  const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node_rank)];
+  if (!IsSuspended(job)) pool_.Release({&grant, 1});
+  book_.LetGo(grant.node, job.id);
+  effects.changed_nodes.push_back(grant.node);
+  triggers_.Released(job, grant.node);
+}
+
+void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,
+                           Effects& effects) {
+  Job* found = book_.Find(id);
+  if (found == nullptr) return;
+  Job& job = *found;
+  const int rank = NodeRankOf(job, node);
+  if (rank < 0) return;
+  if (exit_code == 0 && signal == 0) {
+    CountOk(job, rank, job.exited_ok[static_cast<std::size_t>(rank)] + 1, now, effects);
+    return;
+  }
+  if (job.state == JobState::kRunning && signal != 0 && job.warned_attempt == job.attempt &&
+      signal == job.request.warning.signal) {
+    // A rank that does not handle the warning dies of it (USR1's default):
+    // the job met its time limit early; it did not fail.
+    job.exit_code = exit_code;
+    job.exit_signal = signal;
+    job.reason = fmt::format(
+        "time limit {} reached: a rank on {} ended on the warning signal {} sent {} s before it",
+        FormatSlurmTime(job.time_limit), topology_.NodeName(node), SignalName(signal),
+        job.request.warning.before.count());
+    Apply(job, JobEvent::kTimeLimit, now, effects);
+    return;
+  }
+  if (signalled_exit_ && signalled_exit_(job, node, signal, now, effects)) return;
+  if (job.state == JobState::kRunning) {
+    // The first failure names the job's exit; ranks killed by the gang stop
+    // that follows do not overwrite it.
+    job.exit_code = exit_code;
+    job.exit_signal = signal;
+    const std::string_view who = IsBatch(job) ? "the batch script" : "a rank";
+    job.reason =
+        signal != 0
+            ? fmt::format("{} on {} was killed by signal {}", who, topology_.NodeName(node), signal)
+            : fmt::format("{} on {} exited with code {}", who, topology_.NodeName(node), exit_code);
+  }
+  Apply(job, JobEvent::kRankFailed, now, effects);
+}
+
+void Lifecycle::LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now,
+                             Effects& effects) {
+  Job* found = book_.Find(id);
+  if (found == nullptr || NodeRankOf(*found, node) < 0) return;
+  Job& job = *found;
+  if (job.state == JobState::kRunning) {
+    job.exit_code = 1;
+    // Agents name their node first already; say it once.
+    const std::string& name = topology_.NodeName(node);
+    job.reason = reason.starts_with(name + ": ")
+                     ? fmt::format("launch failed on {}", reason)
+                     : fmt::format("launch failed on {}: {}", name, reason);
+  }
+  Apply(job, JobEvent::kLaunchFailed, now, effects);
+}
+
+void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects) {
+  Job* found = book_.Find(id);
+  if (found == nullptr) return;
+  Job& job = *found;
+  const int rank = NodeRankOf(job, node);
+  if (rank < 0 || IsFinished(job.state) || job.state == JobState::kPending) return;
+  // A job holds its allocation until its own launch ends: a node where only
+  // steps ran stays the job's for its next step.
+  if (job.state == JobState::kRunning && OwnRanksOn(job, rank) == 0) return;
+  ReleaseNode(job, rank, effects);
+  if (job.state == JobState::kRunning && IsBatch(job)) {
+    // The script's node is done: the script has ended, whether or not its
+    // exit was heard.
+    Apply(job, RanksOk(job) == OwnRanks(job) ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed,
+          now, effects);
+    return;
+  }
+  // A node can only run out of ranks while the job runs if each of them
+  // exited 0; the job runs on until every node is done.
+  if (AllReleased(job)) {
+    if (job.state == JobState::kRunning) {
+      // Released everywhere without every exit reported: treat as success
+      // only if all ranks said so.
+      Apply(job, RanksOk(job) == OwnRanks(job) ? JobEvent::kRanksSucceeded : JobEvent::kRankFailed,
+            now, effects);
+    } else {
+      Apply(job, JobEvent::kAllReleased, now, effects);
+    }
+  }
+}
+
+void Lifecycle::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects) {
+  int& count = job.exited_ok[static_cast<std::size_t>(node_rank)];
+  if (ranks_ok <= count) return;
+  // A batch job's own launch is its script, one process on node rank 0.
+  count = std::min(ranks_ok, OwnRanksOn(job, node_rank));
+  if (RanksOk(job) == OwnRanks(job)) {
+    Apply(job, JobEvent::kRanksSucceeded, now, effects);
+  }
+}
+
+void Lifecycle::ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report,
+                              Millis now, Effects& effects) {
+  if (!report.launch_error.empty()) {
+    LaunchFailed(job.id, node, report.launch_error, now, effects);
+  } else {
+    CountOk(job, node_rank, report.ranks_ok, now, effects);
+    if (report.failed) {
+      const bool named = report.exit_code != 0 || report.signal != 0;
+      RankExited(job.id, node, named ? report.exit_code : 1, report.signal, now, effects);
+    }
+  }
+  JobReleased(job.id, node, now, effects);
+}
+
+void Lifecycle::Warn(Job& job, Effects& effects) {
+  const TimeWarning& warning = job.request.warning;
+  job.warned_attempt = job.attempt;
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    // B: is for the batch script, which is global rank 0, on node rank 0.
+    if (warning.batch_only && rank > 0) break;
+    // A node whose ranks all exited 0 has nothing left to warn.
+    if (job.released[rank] != 0) continue;
+    effects.commands.emplace_back(
+        SignalCommand{job.id, job.placement.grants[rank].node, warning.signal,
+                      warning.batch_only ? SignalScope::kBatch : SignalScope::kRanks});
+  }
+  job.reason_detail = fmt::format("sent {} to {} {} s before the time limit {} (--signal)",
+                                  SignalName(warning.signal),
+                                  warning.batch_only ? "the batch script (rank 0)" : "every rank",
+                                  warning.before.count(), FormatSlurmTime(job.time_limit));
+  Changed(job, effects);
+}
+
+void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detail,
+                          Effects& effects) {
+  // A pending job's text is always its reason's name (every setter sets
+  // both), so the enum and the detail decide whether anything changed.
+  if (job.pending_reason == reason && job.reason_detail == detail) return;
+  job.pending_reason = reason;
+  job.reason = PendingReasonName(reason);
+  job.reason_detail = detail;
+  Changed(job, effects);
+}
+
+void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
+  triggers_.Started(job);
+  pool_.Commit(placement.grants);
+  job.placement = placement;
+  job.released.assign(job.placement.grants.size(), 0);
+  job.exited_ok.assign(job.placement.grants.size(), 0);
+  job.start_time = now;
+  job.charged_until = now;
+  job.expected_start = Millis{0};
+  job.pending_reason = PendingReason::kNone;
+  job.reason = PendingReasonName(PendingReason::kNone);
+  job.reason_detail.clear();
+  job.exit_code = 0;
+  job.exit_signal = 0;
+  job.master_port = MasterPort(job);
+  job.steps.clear();
+  job.next_step = FirstStep(job);
+  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+    const alloc::NodeGrant& grant = job.placement.grants[rank];
+    book_.Holds(grant.node, job.id);
+    effects.changed_nodes.push_back(grant.node);
+    // A batch script runs once, on the allocation's first node; an
+    // allocation runs nothing of its own. Steps start when asked.
+    if (OwnRanksOn(job, static_cast<int>(rank)) == 0) continue;
+    effects.commands.emplace_back(LaunchCommand{job.id, grant.node, static_cast<int>(rank), grant});
+  }
+  Apply(job, JobEvent::kAllocated, now, effects);
+}
+
+Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
+  COHORT_CHECK(!array.array_pending.empty(), "no task left to split off");
+  const int task = array.array_pending.front();
+  array.array_pending.erase(array.array_pending.begin());
+  if (array.array_pending.empty()) {
+    // The last task takes the array's record, as in Slurm.
+    array.array_task_id = task;
+    Changed(array, effects);
+    return array;
+  }
+  Job copy;
+  copy.id = book_.TakeId();
+  copy.request = array.request;
+  copy.request.array.tasks.clear();  // the record keeps the spec; tasks need only their id
+  copy.gang = array.gang;
+  copy.time_limit = array.time_limit;
+  copy.priority_tier = array.priority_tier;
+  copy.state = JobState::kPending;
+  copy.submit_time = array.submit_time;
+  copy.eligible_time = array.eligible_time;
+  copy.qos = array.qos;
+  copy.array_job_id = array.id;
+  copy.array_task_id = task;
+  copy.priority = array.priority;
+  copy.charged_until = now;
+  const JobId id = copy.id;
+  Job& split = book_.Add(std::move(copy), effects);
+  book_.AddArrayTask(array.id, id);
+  Changed(array, effects);
+  Changed(split, effects);
+  return split;
+}
+
+void Lifecycle::Tick(Millis now, Effects& effects) {
+  // Stopping or warning a job changes the index being walked: walk a copy.
+  const std::vector<Job*> active(book_.Active().begin(), book_.Active().end());
+  for (Job* entry : active) {
+    Job& job = *entry;
+    if (job.sub == JobSubstate::kPreempting && now >= job.preempt_deadline) {
+      continue;  // the end of its grace time is Preemption's (Preemption::Tick)
+    }
+    if (job.state == JobState::kRunning && !IsSuspended(job) && job.time_limit != kUnlimited &&
+        now - job.start_time >= ToMillis(job.time_limit)) {
+      job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
+      Apply(job, JobEvent::kTimeLimit, now, effects);
+    } else if (WarningDue(job, now)) {
+      Warn(job, effects);
+    }
+  }
+  const std::vector<Job*> waits(book_.SwitchWaits().begin(), book_.SwitchWaits().end());
+  for (Job* job : waits) {
+    if (now - job->submit_time >= ToMillis(job->request.switches_wait)) {
+      // --switches=N@wait: past the wait the job takes any leaves.
+      book_.EndSwitchWait(*job);
+      triggers_.Note(Trigger::kSwitchWaitOver);
+    }
+  }
+}
+
+}  // namespace cohort::engine

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "cohort/alloc/gang_allocator.h"
+#include "cohort/engine/job.h"
+
+namespace cohort {
+struct Effects;
+struct FinishedReport;
+}  // namespace cohort
+
+namespace cohort::engine {
+
+class JobBook;
+class PassTriggers;
+class Prioritizer;
+using alloc::NodeId;
+
+/// A job's life once it is queued: starting its gang, what its ranks and
+/// nodes report, stopping it, finishing or requeueing it, time limits and
+/// warnings. Every change of state goes through Apply and the transition
+/// table (job.h); the commands it decides go into Effects.
+class Lifecycle {
+ public:
+  /// The parts it uses, each of which outlives it.
+  struct Parts {
+    const topology::Topology& topology;
+    alloc::NodePool& pool;
+    JobBook& book;
+    PassTriggers& triggers;
+    Prioritizer& priority;
+  };
+  explicit Lifecycle(const Parts& parts)
+      : topology_(parts.topology),
+        pool_(parts.pool),
+        book_(parts.book),
+        triggers_(parts.triggers),
+        priority_(parts.priority) {}
+
+  /// Asked when a rank of a running job died of a signal that was not its
+  /// own time-limit warning, before the exit fails the job: true when a
+  /// part above this one sent that signal and has dealt with the exit (a
+  /// preemption victim's warning; Preemption::EndedOnWarning).
+  using SignalledExit =
+      std::function<bool(Job& job, NodeId node, int signal, Millis now, Effects& effects)>;
+  void OnSignalledExit(SignalledExit hook) { signalled_exit_ = std::move(hook); }
+
+  /// Applies an event through the transition table; ignored where it does
+  /// not apply.
+  void Apply(Job& job, JobEvent event, Millis now, Effects& effects);
+  /// Commits the placement and launches the gang.
+  void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
+  /// Splits the next task off an array's record (the last task takes the
+  /// record itself) and returns it.
+  Job& SplitTask(Job& array, Millis now, Effects& effects);
+
+  // What agents report. Unknown jobs and nodes outside the gang are ignored.
+  void RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now, Effects& effects);
+  void LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now, Effects& effects);
+  void JobReleased(JobId id, NodeId node, Millis now, Effects& effects);
+  /// `ranks_ok` ranks of the job on node rank `node_rank` exited 0 so far.
+  void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
+  /// What a registering node reports of a job whose ranks there ended.
+  void ApplyFinished(Job& job, NodeId node, int node_rank, const FinishedReport& report, Millis now,
+                     Effects& effects);
+
+  /// Time passes for active and waiting jobs: time limits, warnings,
+  /// --switches waits (the end of a victim's grace time is Preemption's).
+  void Tick(Millis now, Effects& effects);
+
+  /// Notes that the job changed (once per call, for watchers and the store).
+  static void Changed(const Job& job, Effects& effects);
+  /// Sets a pending job's reason and its detail; a change is reported.
+  static void SetReason(Job& job, PendingReason reason, std::string_view detail, Effects& effects);
+
+  /// A rendezvous port (MASTER_PORT) for `job`'s own launch (`step` null)
+  /// or one of its steps, whose first node is `master`: `preferred`, else
+  /// the next in 20000-39999 that no other running job or step whose first
+  /// node is `master` has.
+  [[nodiscard]] int FreePort(NodeId master, int preferred, const Job& job,
+                             const JobStep* step) const;
+
+ private:
+  void StopGang(Job& job, Effects& effects);
+  void Finish(Job& job, Millis now, Effects& effects);
+  void ReleaseNode(Job& job, int node_rank, Effects& effects);
+  void Warn(Job& job, Effects& effects);
+  [[nodiscard]] int MasterPort(const Job& job) const;
+
+  const topology::Topology& topology_;
+  alloc::NodePool& pool_;
+  JobBook& book_;
+  PassTriggers& triggers_;
+  Prioritizer& priority_;
+  SignalledExit signalled_exit_;
+};
+
+}  // namespace cohort::engine

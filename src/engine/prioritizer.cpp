@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/prioritizer.h"
+
+#include <algorithm>
+
+#include "engine/engine_support.h"
+#include "engine/job_book.h"
+
+namespace cohort::engine {
+namespace {
+
+// The resource-seconds (GPU-seconds, else CPU-seconds) a running job has
+// used since it was last charged; they count as charged from now on.
+double TakeUnbilled(Job& job, Millis now) {
+  if (!IsActive(job) || IsSuspended(job) || job.start_time.count() == 0) return 0;
+  const Millis from = std::max(job.charged_until, job.start_time);
+  if (now <= from) return 0;
+  const int gpus = GpusHeld(job);
+  const double units = gpus > 0 ? gpus : CpusHeld(job);
+  job.charged_until = now;
+  return units * static_cast<double>((now - from).count()) / 1000.0;
+}
+
+}  // namespace
+
+Prioritizer::Prioritizer(const config::ClusterConfig& config, const topology::Topology& topology,
+                         std::shared_ptr<const plugin::QueueOrder> order)
+    : config_(config),
+      scale_(policy::ScaleOf(config, topology.NodeCount())),
+      order_(std::move(order)),
+      fair_share_(config.priority.decay_half_life) {}
+
+policy::PriorityFactors Prioritizer::Of(const Job& job, Millis now) const {
+  return policy::JobPriority(
+      config_, scale_, job,
+      fair_share_.Factor(config_, job.request.account, job.request.user_name, now), now);
+}
+
+void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis now) const {
+  std::vector<double> shares(book.ShareOwners().size(), -1);
+  Rank(jobs, book, now, shares);
+}
+
+void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis now,
+                       std::span<double> shares) const {
+  const plugin::QueueContext context{config_, fair_share_, scale_, now, shares, book.ShareOwners()};
+  order_->Rank(context, jobs);
+}
+
+void Prioritizer::Charge(Job& job, Millis now) {
+  fair_share_.Charge(job.request.account, job.request.user_name, TakeUnbilled(job, now), now);
+}
+
+void Prioritizer::ChargeActive(const JobBook& book, Millis now) {
+  // Summed per (account, user) and charged once each: the same usage as one
+  // charge per job at the same instant, without a lookup per running job.
+  const auto& owners = book.ShareOwners();
+  std::vector<double> by_slot(owners.size(), 0);
+  for (Job* job : book.Active()) {
+    by_slot[static_cast<std::size_t>(job->share_slot)] += TakeUnbilled(*job, now);
+  }
+  for (std::size_t slot = 0; slot < by_slot.size(); ++slot) {
+    fair_share_.Charge(owners[slot].first, owners[slot].second, by_slot[slot], now);
+  }
+}
+
+}  // namespace cohort::engine

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "spec/job_option_table.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "spec/job_options.h"
+
+namespace cohort::cli {
+namespace {
+
+// Parses `words` as `cohort submit` would (CLI11 reads them from the back)
+// and returns the options Cohort does not implement that it saw, and
+// CheckNotImplemented's verdict.
+struct Seen {
+  std::vector<std::string> names;
+  absl::Status verdict;
+};
+Seen Parse(std::vector<std::string> words) {
+  CLI::App app;
+  JobOptions options;
+  const std::vector<UnsupportedOption> unsupported = AddJobOptions(app, options, words);
+  TakeCommandVerbatim(app, "SCRIPT", "");
+  std::vector<std::string> reversed(words.rbegin(), words.rend());
+  app.parse(reversed);
+  Seen seen;
+  for (const UnsupportedOption& u : unsupported) {
+    if (u.option->count() > 0) seen.names.push_back(u.name);
+  }
+  seen.verdict = CheckNotImplemented(unsupported);
+  return seen;
+}
+std::vector<std::string> UnsupportedGiven(std::vector<std::string> words) {
+  return Parse(std::move(words)).names;
+}
+
+TEST(JobOptionTableTest, UnsupportedOptionsAreRegisteredOnlyWhenTheWordsMayNameOne) {
+  using Names = std::vector<std::string>;
+  // Nothing that could name one: none registered, and the line still parses.
+  CLI::App app;
+  JobOptions options;
+  const std::vector<std::string> plain{"-N", "4",  "-o", "/dev/null", "--gpus-per-node=8",
+                                       "--", "sh", "-c", "echo -i"};
+  EXPECT_TRUE(AddJobOptions(app, options, plain).empty());
+  EXPECT_EQ(UnsupportedGiven(plain), Names{});
+  // Every way of giving one is still found.
+  EXPECT_EQ(UnsupportedGiven({"--licenses=a", "-N", "2", "x.sh"}), Names{"--licenses"});
+  EXPECT_EQ(UnsupportedGiven({"--licenses", "a", "x.sh"}), Names{"--licenses"});
+  EXPECT_EQ(UnsupportedGiven({"-La", "x.sh"}), Names{"--licenses"});
+  EXPECT_EQ(UnsupportedGiven({"-N", "1", "-Qv", "x.sh"}), (Names{"--quiet", "--verbose"}));
+  EXPECT_EQ(UnsupportedGiven({"--nice", "--", "true"}), Names{"--nice"});
+  // A word that only looks like one registers them, harmlessly.
+  EXPECT_EQ(UnsupportedGiven({"-N", "1", "x.sh", "--licenses"}), Names{});
+}
+
+TEST(JobOptionTableTest, OptionsThatChangeAJobAreRefusedWithTheAlternative) {
+  const Seen nice = Parse({"--nice=10", "x.sh"});
+  EXPECT_EQ(nice.verdict.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(nice.verdict.message(), "--nice is not supported; use -q/--qos for a lower priority");
+  // Harmless ones are taken and change nothing.
+  EXPECT_TRUE(Parse({"-Q", "--acctg-freq=30", "x.sh"}).verdict.ok());
+}
+
+TEST(JobOptionTableTest, EveryEntrySaysWhatToDoOrWhyItIsHarmless) {
+  for (const SbatchOption& option : NotImplementedOptions()) {
+    EXPECT_NE(std::string_view(option.text), "") << option.names;
+    EXPECT_TRUE(std::string_view(option.names).find("--") != std::string_view::npos)
+        << option.names;
+  }
+}
+
+}  // namespace
+}  // namespace cohort::cli

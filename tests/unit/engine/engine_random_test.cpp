@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: Apache-2.0
+// The whole engine driven by random events (submissions, cancels, holds,
+// requeues, preemption, rank exits, launch failures, node loss, drains,
+// restarts of agents, time passing) with its invariants checked after every
+// one, and a final phase that proves every job still ends.
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cohort/engine/engine.h"
+#include "cohort/fmt_absl.h"
+#include "test_support.h"
+
+namespace cohort {
+namespace {
+
+using testing::ClusterBuilder;
+
+constexpr int kSigterm = 15;
+
+// What the agents of the cluster hold: a job's ranks on a node, from its
+// launch until the node says they are gone.
+struct Run {
+  int attempt = 0;
+  int alive = 0;
+  bool terminating = false;
+};
+
+class RandomEngine {
+ public:
+  explicit RandomEngine(std::uint32_t seed) : random_(seed) {
+    cluster_ = ClusterBuilder().Leaves(2).NodesPerLeaf(4).GpusPerNode(4).CpusPerNode(16).Build();
+    config_.nodes = cluster_.nodes;
+    config::PartitionSpec low;
+    low.name = "low";
+    low.is_default = true;
+    low.nodes = cluster_.topology.NodeNames();
+    low.max_time = std::chrono::hours(2);
+    low.priority_tier = 1;
+    config::PartitionSpec high = low;
+    high.name = "high";
+    high.is_default = false;
+    high.priority_tier = 2;
+    high.preempt_mode = config::PreemptMode::kSuspend;
+    config_.partitions = {low, high};
+    config_.preempt_mode = config::PreemptMode::kRequeue;
+    config_.preempt_grace_time = std::chrono::seconds(30);
+    config_.node_timeout = std::chrono::seconds(60);
+    config::QosSpec normal;
+    normal.name = "normal";
+    config::QosSpec urgent;
+    urgent.name = "urgent";
+    urgent.priority = 100;
+    urgent.preempt = {"normal"};
+    urgent.grace_time = std::chrono::seconds(0);
+    urgent.max_jobs_per_user = 3;
+    config_.qos = {normal, urgent};
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster_.topology, config_.nodes, config_.partitions).value();
+    engine_ = std::make_unique<Engine>(config_, cluster_.topology, std::move(pool));
+    for (NodeId n = 0; n < Nodes(); ++n) Register(n, /*all_alive=*/true);
+  }
+
+  // One random event; Failure() says when an invariant broke.
+  void Step() {
+    if (Pick(20) == 0) {
+      StepEvent();
+      ++steps_;
+      return;
+    }
+    const int roll = Pick(100);
+    if (roll < 22) {
+      Submit();
+    } else if (roll < 36) {
+      Do([&](Effects& fx) { engine_->Schedule(now_, fx); });
+    } else if (roll < 50) {
+      ExitRank();
+    } else if (roll < 60) {
+      DeliverTermination();
+    } else if (roll < 68) {
+      PassTime();
+    } else if (roll < 72) {
+      ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
+        (void)engine_->Cancel(ref, 0, who, now_, fx);
+      });
+    } else if (roll < 76) {
+      ActOnJob(
+          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Hold(ref, who, now_, fx); });
+    } else if (roll < 80) {
+      ActOnJob(
+          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Release(ref, who, now_, fx); });
+    } else if (roll < 83) {
+      ActOnJob(
+          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Requeue(ref, who, now_, fx); });
+    } else if (roll < 86) {
+      ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
+        if (Pick(2) == 0) {
+          (void)engine_->CheckpointDone(ref, who, now_, fx);
+        } else {  // cohort alloc's command ends (refused for other jobs)
+          (void)engine_->EndAllocation(ref, Pick(4) == 0 ? 1 : 0, who, now_, fx);
+        }
+      });
+    } else if (roll < 89) {
+      FailLaunch();
+    } else if (roll < 92) {
+      const NodeId node = Pick(Nodes());
+      Do([&](Effects& fx) {
+        if (Pick(2) == 0) {
+          (void)engine_->Drain(node, "maintenance", Caller{0}, fx);
+        } else {
+          (void)engine_->Resume(node, Caller{0}, fx);
+        }
+      });
+    } else if (roll < 95) {
+      Register(Pick(Nodes()), /*all_alive=*/Pick(3) != 0);
+    } else {
+      silent_ = Pick(4) == 0 ? Pick(Nodes()) : -1;
+      PassTime();
+    }
+    ++steps_;
+  }
+
+  // Stops the chaos: every node back and resumed, holds released, ranks end
+  // well; every job must then end within a bound of rounds.
+  void Settle() {
+    silent_ = -1;
+    for (NodeId n = 0; n < Nodes(); ++n) {
+      Register(n, /*all_alive=*/true);
+      Do([&](Effects& fx) { (void)engine_->Resume(n, Caller{0}, fx); });
+    }
+    for (int round = 0; round < 5000 && !failure_; ++round) {
+      std::vector<JobId> open;
+      for (const auto& [id, job] : engine_->Jobs()) {
+        if (!IsFinished(job.state)) open.push_back(id);
+      }
+      if (open.empty()) return;
+      for (const JobId id : open) {
+        const Job* job = engine_->FindJob(id);
+        if (job != nullptr && job->state == JobState::kRunning &&
+            job->request.launch == JobLaunch::kAllocation) {
+          Do([&](Effects& fx) {
+            (void)engine_->EndAllocation(JobRef{id, -1}, 0, Caller{0}, now_, fx);
+          });
+          continue;
+        }
+        if (job == nullptr || job->state != JobState::kPending) continue;
+        if (IsHeld(*job)) {
+          Do([&](Effects& fx) { (void)engine_->Release(JobRef{id, -1}, Caller{0}, now_, fx); });
+        } else if (job->pending_reason == PendingReason::kDependencyNeverSatisfied) {
+          Do([&](Effects& fx) { (void)engine_->Cancel(id, 0, Caller{0}, now_, fx); });
+        }
+      }
+      Do([&](Effects& fx) { engine_->Schedule(now_, fx); });
+      while (!runs_.empty() && !failure_) {
+        if (Pick(2) == 0) {
+          DeliverTermination();
+        } else {
+          ExitRank(/*fail=*/false);
+        }
+      }
+      PassTime();
+    }
+    if (!failure_) {
+      for (const auto& [id, job] : engine_->Jobs()) {
+        if (!IsFinished(job.state)) {
+          failure_ = fmt::format("job {} is still {} ({}: {}) after the cluster settled", id,
+                                 JobStateName(job.state), job.reason, job.reason_detail);
+          return;
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] const std::optional<std::string>& Failure() const { return failure_; }
+  [[nodiscard]] int Steps() const { return steps_; }
+  [[nodiscard]] int Started() const { return started_; }
+  [[nodiscard]] int Preemptions() const { return preemptions_; }
+  [[nodiscard]] int StepsStarted() const { return steps_started_; }
+  /// The statuses (JobStatusName) some job entered.
+  [[nodiscard]] const std::set<std::string>& Visited() const { return visited_; }
+
+ private:
+  int Pick(int n) { return static_cast<int>(random_() % static_cast<std::uint32_t>(n)); }
+  [[nodiscard]] NodeId Nodes() const { return cluster_.topology.NodeCount(); }
+
+  template <typename Call>
+  void Do(Call call) {
+    if (failure_) return;
+    Effects fx;
+    call(fx);
+    Observe(fx);
+    if (absl::Status s = engine_->CheckInvariants(); !s.ok()) {
+      failure_ = fmt::format("step {}: {}", steps_, s.message());
+    } else if (std::optional<std::string> drift = FollowTransitions(fx)) {
+      failure_ = fmt::format("step {}: {}", steps_, *drift);
+    }
+  }
+
+  // The state of every job as its reported transitions tell it must be the
+  // state the engine holds (the controller logs and watches by them), and
+  // each transition must be one the table allows.
+  std::optional<std::string> FollowTransitions(const Effects& fx) {
+    for (const JobTransition& t : fx.transitions) {
+      const auto known = followed_.find(t.job);
+      if (!t.from) {
+        if (known != followed_.end()) return fmt::format("job {} is new twice", t.job);
+      } else if (known == followed_.end() || known->second != *t.from) {
+        return fmt::format("job {} left {} without having entered it", t.job,
+                           JobStatusName(*t.from));
+      } else if (!t.event) {
+        return fmt::format("job {} changed state without an event", t.job);
+      } else if (Transition(*t.from, *t.event) != t.to &&
+                 !(t.from->state == JobState::kCompleting && *t.event == JobEvent::kAllReleased &&
+                   t.to.sub == JobSubstate::kNone &&
+                   (IsFinished(t.to.state) || t.to.state == JobState::kPending))) {
+        return fmt::format("job {} went {} -> {} on {}, which the table does not allow", t.job,
+                           JobStatusName(*t.from), JobStatusName(t.to), JobEventName(*t.event));
+      }
+      followed_[t.job] = t.to;
+      visited_.insert(JobStatusName(t.to));
+    }
+    for (const JobId id : fx.forgotten_jobs) followed_.erase(id);
+    for (const auto& [id, job] : engine_->Jobs()) {
+      const auto known = followed_.find(id);
+      if (known == followed_.end() || known->second != StatusOf(job)) {
+        return fmt::format("job {} is {} but its transitions say {}", id,
+                           JobStatusName(StatusOf(job)),
+                           known == followed_.end() ? "nothing" : JobStatusName(known->second));
+      }
+    }
+    if (followed_.size() != engine_->Jobs().size()) return "a forgotten job was not reported";
+    return std::nullopt;
+  }
+
+  // Plays the agents' side of what the engine decided.
+  void Observe(const Effects& fx) {
+    for (const Command& command : fx.commands) {
+      if (const auto* launch = std::get_if<LaunchCommand>(&command)) {
+        const Job* job = engine_->FindJob(launch->job);
+        if (job == nullptr) continue;
+        if (launch->step) {
+          for (const JobStep& step : job->steps) {
+            if (step.id != *launch->step) continue;
+            for (const alloc::StepNode& node : step.placement.nodes) {
+              if (node.node_rank != launch->node_rank) continue;
+              if (node.node_rank == step.placement.nodes.front().node_rank) ++steps_started_;
+              step_ranks_[{launch->job, step.id}].emplace_back(launch->node, node.tasks);
+            }
+          }
+          continue;
+        }
+        // A batch script is one process on the allocation's first node.
+        runs_[{launch->job, launch->node}] =
+            Run{job->attempt, IsBatch(*job) ? 1 : job->gang.tasks_per_node, false};
+        if (launch->node_rank == 0) ++started_;
+      } else if (const auto* terminate = std::get_if<TerminateCommand>(&command)) {
+        if (terminate->step) continue;  // the step's ranks exit in StepEvent
+        const Job* job = engine_->FindJob(terminate->job);
+        auto it = runs_.find({terminate->job, terminate->node});
+        if (it != runs_.end()) {
+          it->second.terminating = true;
+        } else if (job != nullptr) {
+          // Nothing of the job runs there (a batch job's other nodes, or
+          // ranks that all exited): the agent answers that it is released.
+          runs_[{terminate->job, terminate->node}] = Run{job->attempt, 0, true};
+        }
+      } else if (const auto* signal = std::get_if<SignalCommand>(&command)) {
+        if (const Job* job = engine_->FindJob(signal->job);
+            job != nullptr && job->preempt_deadline.count() != 0) {
+          ++preemptions_;
+        }
+      }
+    }
+  }
+
+  void Submit() {
+    // A bounded queue keeps each step cheap: the walk is about the events,
+    // not about a long queue (bench/scale measures those).
+    if (engine_->PendingCount() >= 40) return;
+    JobRequest r;
+    r.name = fmt::format("job{}", Pick(5));
+    r.uid = 1000 + static_cast<std::uint32_t>(Pick(3));
+    r.user_name = fmt::format("user{}", r.uid);
+    r.nodes = 1 + Pick(4);
+    r.tasks_per_node = 1 + Pick(2);
+    r.gpus_per_node = Pick(5);
+    r.time_limit = std::chrono::seconds(60 * (1 + Pick(30)));
+    r.requeue = Pick(2) == 0;
+    r.hold = Pick(20) == 0;
+    if (Pick(4) == 0) r.launch = Pick(3) == 0 ? JobLaunch::kAllocation : JobLaunch::kBatchScript;
+    if (Pick(6) == 0) r.partition = "high";
+    if (Pick(8) == 0) r.qos = "urgent";
+    if (Pick(10) == 0) r.exclusivity = alloc::Exclusivity::kExclusive;
+    if (Pick(12) == 0) r.switches = 1;
+    if (Pick(10) == 0) {
+      r.array.tasks = {0, 1, 2, 3};
+      r.array.max_running = Pick(3);
+    }
+    if (Pick(8) == 0 && !engine_->Jobs().empty()) {
+      const auto& jobs = engine_->Jobs();
+      auto it = jobs.begin();
+      std::advance(it, Pick(static_cast<int>(jobs.size())));
+      const DependencyType types[] = {DependencyType::kAfter, DependencyType::kAfterAny,
+                                      DependencyType::kAfterOk, DependencyType::kAfterNotOk};
+      r.dependency.terms.push_back(DependencyTerm{types[Pick(4)], it->first, -1});
+      r.kill_on_invalid_dep = Pick(2) == 0;
+    }
+    Do([&](Effects& fx) { (void)engine_->Submit(r, now_, fx); });
+  }
+
+  // A rank of a random running gang exits (mostly 0).
+  void ExitRank(bool fail = true) {
+    if (runs_.empty()) return;
+    auto it = runs_.begin();
+    std::advance(it, Pick(static_cast<int>(runs_.size())));
+    const auto [job, node] = it->first;
+    Run& run = it->second;
+    const bool bad = fail && Pick(10) == 0;
+    Do([&](Effects& fx) {
+      if (run.alive > 0) {
+        engine_->RankExited(job, node, bad ? 1 : 0, 0, now_, fx);
+        --run.alive;
+      }
+      if (run.alive == 0) {
+        runs_.erase({job, node});
+        engine_->JobReleased(job, node, now_, fx);
+      }
+    });
+  }
+
+  // Job steps: one starts in a random running job, or a rank of a running
+  // step exits (now and then failing), or its owner signals or cancels it.
+  void StepEvent() {
+    if (!step_ranks_.empty() && Pick(3) != 0) {
+      auto it = step_ranks_.begin();
+      std::advance(it, Pick(static_cast<int>(step_ranks_.size())));
+      const auto [job, step] = it->first;
+      const Job* owner = engine_->FindJob(job);
+      if (owner == nullptr || owner->state != JobState::kRunning) {
+        step_ranks_.erase(it);  // it ended with its job
+        return;
+      }
+      if (Pick(8) == 0) {
+        Do([&](Effects& fx) {
+          (void)engine_->SignalStep(JobRef{job, -1}, step, Pick(2) == 0 ? 0 : SIGUSR1, Caller{0},
+                                    now_, fx);
+        });
+        return;
+      }
+      const bool bad = Pick(10) == 0;
+      std::vector<std::pair<NodeId, int>>& nodes = it->second;
+      const auto node = std::find_if(nodes.begin(), nodes.end(),
+                                     [](const std::pair<NodeId, int>& n) { return n.second > 0; });
+      if (node == nodes.end()) {
+        step_ranks_.erase(it);
+        return;
+      }
+      Do([&](Effects& fx) {
+        engine_->StepRankExited(job, step, node->first, bad ? 1 : 0, 0, now_, fx);
+      });
+      if (--node->second == 0 && std::next(node) == nodes.end()) step_ranks_.erase(it);
+      return;
+    }
+    std::vector<const Job*> running;
+    for (const auto& [id, job] : engine_->Jobs()) {
+      if (job.state == JobState::kRunning && job.array_job_id == 0) running.push_back(&job);
+    }
+    if (running.empty()) return;
+    const Job& job = *running[static_cast<std::size_t>(Pick(static_cast<int>(running.size())))];
+    alloc::StepRequest request;
+    request.nodes = Pick(job.gang.nodes + 2);
+    request.tasks = Pick(2) == 0 ? 0 : request.nodes + Pick(3);
+    request.gpus_per_node = Pick(4) - 1;
+    request.sharing = static_cast<alloc::StepSharing>(Pick(3));
+    const JobId id = job.id;
+    const Caller owner{job.request.uid};
+    Do([&](Effects& fx) { (void)engine_->StartStep(JobRef{id, -1}, request, owner, now_, fx); });
+  }
+
+  // A node stops the ranks the engine asked it to stop, and says so.
+  void DeliverTermination() {
+    for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+      if (!it->second.terminating || Pick(3) == 0) continue;
+      const auto [job, node] = it->first;
+      const bool ranks_left = it->second.alive > 0;
+      runs_.erase(it);
+      Do([&](Effects& fx) {
+        if (ranks_left) engine_->RankExited(job, node, 0, kSigterm, now_, fx);
+        engine_->JobReleased(job, node, now_, fx);
+      });
+      return;
+    }
+  }
+
+  void FailLaunch() {
+    if (runs_.empty()) return;
+    auto it = runs_.begin();
+    std::advance(it, Pick(static_cast<int>(runs_.size())));
+    const auto [job, node] = it->first;
+    runs_.erase(it);
+    Do([&](Effects& fx) {
+      engine_->LaunchFailed(job, node, "exec: no such file", now_, fx);
+      engine_->JobReleased(job, node, now_, fx);
+    });
+  }
+
+  // Time passes; every node but a silent one sends its heartbeat.
+  void PassTime() {
+    now_ += Millis(1000 * (1 + Pick(45)));
+    for (NodeId n = 0; n < Nodes(); ++n) {
+      if (n != silent_) engine_->NodeHeartbeat(n, now_);
+    }
+    Do([&](Effects& fx) { engine_->Tick(now_, fx); });
+  }
+
+  // An agent (re)registers: with the ranks it still runs, or having lost
+  // some of them in a restart.
+  void Register(NodeId node, bool all_alive) {
+    NodeReport report;
+    report.cpus = 16;
+    report.gpus = 4;
+    report.memory_mb = cluster_.nodes[static_cast<std::size_t>(node)].memory_mb;
+    for (auto it = runs_.begin(); it != runs_.end();) {
+      if (it->first.second != node) {
+        ++it;
+        continue;
+      }
+      if (all_alive || Pick(2) == 0) {
+        report.running.push_back({it->first.first, it->second.attempt, 0});
+        ++it;
+      } else {
+        it = runs_.erase(it);
+      }
+    }
+    Do([&](Effects& fx) { (void)engine_->NodeRegistered(node, report, now_, fx); });
+  }
+
+  // A user (or, one time in five, an operator) acts on a random job.
+  template <typename Act>
+  void ActOnJob(Act act) {
+    const auto& jobs = engine_->Jobs();
+    if (jobs.empty()) return;
+    auto it = jobs.begin();
+    std::advance(it, Pick(static_cast<int>(jobs.size())));
+    const Caller who{Pick(5) == 0 ? 0 : it->second.request.uid};
+    const JobRef ref{it->second.array_job_id != 0 ? it->second.array_job_id : it->first,
+                     it->second.array_task_id};
+    Do([&](Effects& fx) { act(ref, who, fx); });
+  }
+
+  std::mt19937 random_;
+  testing::Cluster cluster_;
+  config::ClusterConfig config_;
+  std::unique_ptr<Engine> engine_;
+  Millis now_{1'000'000};
+  std::map<std::pair<JobId, NodeId>, Run> runs_;
+  /// (job, step): its nodes and the ranks still running on each.
+  std::map<std::pair<JobId, int>, std::vector<std::pair<NodeId, int>>> step_ranks_;
+  std::set<std::string> visited_;
+  std::map<JobId, JobStatus> followed_;  ///< by the transitions Effects reported
+  NodeId silent_ = -1;
+  std::optional<std::string> failure_;
+  int steps_ = 0;
+  int started_ = 0;
+  int preemptions_ = 0;
+  int steps_started_ = 0;
+};
+
+// COHORT_RANDOM_STEPS and COHORT_RANDOM_SEED override the defaults, to run
+// longer or to replay a failure.
+int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? fallback : std::atoi(value);
+}
+
+TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
+  const int steps = EnvInt("COHORT_RANDOM_STEPS", 120'000);
+  const auto first_seed = static_cast<std::uint32_t>(EnvInt("COHORT_RANDOM_SEED", 1));
+  constexpr int kSeeds = 4;
+  for (std::uint32_t seed = first_seed; seed < first_seed + kSeeds; ++seed) {
+    SCOPED_TRACE(fmt::format("seed {} (replay with COHORT_RANDOM_SEED={})", seed, seed));
+    RandomEngine run(seed);
+    while (run.Steps() < steps / kSeeds && !run.Failure()) run.Step();
+    run.Settle();
+    ASSERT_FALSE(run.Failure()) << *run.Failure();
+    // The walk reached the interesting places, or it proves little.
+    EXPECT_GT(run.Started(), steps / kSeeds / 50);
+    EXPECT_GT(run.Preemptions(), 0);
+    EXPECT_GT(run.StepsStarted(), steps / kSeeds / 500);
+    for (const char* status :
+         {"PENDING/held_user", "PENDING/held_admin", "RUNNING/preempting", "RUNNING/suspended",
+          "COMPLETING/suspended", "CANCELLED", "TIMEOUT", "NODE_FAIL", "FAILED", "COMPLETED"}) {
+      EXPECT_TRUE(run.Visited().contains(status)) << "no job was ever " << status;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cohort

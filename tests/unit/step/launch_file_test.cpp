@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "launch_file.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace cohort::step {
+namespace {
+
+// The second node of a two-node, two-ranks-per-node job.
+LaunchPlan TwoByTwo() {
+  LaunchPlan plan;
+  launch::LaunchContext& context = plan.context;
+  context.job_id = 42;
+  context.job_name = "train";
+  context.user_name = "alice";
+  context.nodelist = "n[1-2]";
+  context.num_nodes = 2;
+  context.node_rank = 1;
+  context.node_name = "n2";
+  context.tasks_per_node = 2;
+  context.base_env = {{"PATH", "/opt/bin:/usr/bin"}, {"HOME", "/home/alice"}};
+  plan.argv = {"python", "train.py", "--lr", "0.1"};
+  plan.work_dir = "/home/alice/run";
+  plan.output = "out-%j-%t.txt";
+  plan.error = "/tmp/err-%t";
+  return plan;
+}
+
+bool HasEntry(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+TEST(LaunchFileTest, APlanBecomesOneEntryPerLocalRank) {
+  absl::StatusOr<LaunchFile> file = PlanLaunch(TwoByTwo(), 3, "/spool/n2/job-42.3/script", "/s");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->job_id, 42);
+  EXPECT_EQ(file->attempt, 3);
+  EXPECT_EQ(file->node, "n2");
+  EXPECT_EQ(file->search_path, "/opt/bin:/usr/bin");
+  EXPECT_TRUE(file->script_path.empty()) << "no script in the plan";
+  EXPECT_EQ(file->agent_socket, "/s");
+  ASSERT_EQ(file->ranks.size(), 2U);
+  EXPECT_EQ(file->ranks[0].rank, 2);
+  EXPECT_EQ(file->ranks[1].rank, 3);
+  EXPECT_EQ(file->ranks[1].output, "/home/alice/run/out-42-3.txt");
+  EXPECT_EQ(file->ranks[1].error, "/tmp/err-3");
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "RANK=3"));
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "LOCAL_RANK=1"));
+  EXPECT_TRUE(HasEntry(file->ranks[0].env, "HOME=/home/alice"));
+}
+
+TEST(LaunchFileTest, DefaultsWithoutPathOrOutputPatterns) {
+  LaunchPlan plan = TwoByTwo();
+  plan.context.base_env.clear();
+  plan.output.clear();
+  plan.error.clear();
+  plan.script = "#!/bin/sh\ntrue\n";
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "/spool/script", "");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->search_path, "/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(file->script_path, "/spool/script");
+  EXPECT_EQ(file->ranks[0].output, "/home/alice/run/cohort-42.out");
+  EXPECT_TRUE(file->ranks[0].error.empty()) << "stderr goes with stdout";
+}
+
+TEST(LaunchFileTest, PlansThatCannotRunAreRefusedNamingTheNode) {
+  const auto refused = [](LaunchPlan plan, const std::string& words) {
+    absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "", "");
+    ASSERT_FALSE(file.ok());
+    EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string message(file.status().message());
+    EXPECT_TRUE(message.starts_with("n2: ")) << message;
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  };
+  LaunchPlan plan = TwoByTwo();
+  plan.context.tasks_per_node = 0;
+  refused(plan, "ranks per node");
+  plan = TwoByTwo();
+  plan.context.tasks_per_node = kMaxRanksPerNode + 1;
+  refused(plan, "ranks per node");
+  plan = TwoByTwo();
+  plan.context.node_rank = 2;
+  refused(plan, "outside a gang of 2 nodes");
+  plan = TwoByTwo();
+  plan.argv.clear();
+  refused(plan, "nothing to run");
+  plan = TwoByTwo();
+  plan.work_dir.clear();
+  refused(plan, "no working directory");
+}
+
+TEST(LaunchFileTest, RoundTripsThroughJson) {
+  absl::StatusOr<LaunchFile> file = PlanLaunch(TwoByTwo(), 2, "", "/spool/agent.sock");
+  ASSERT_TRUE(file.ok());
+  file->argv.push_back("quote \" and \\ and ünïcode");
+  file->open_mode = OpenMode::kTruncate;
+  const std::string json = LaunchFileToJson(*file);
+  absl::StatusOr<LaunchFile> back = ParseLaunchFile(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->job_id, file->job_id);
+  EXPECT_EQ(back->attempt, 2);
+  EXPECT_EQ(back->node, file->node);
+  EXPECT_EQ(back->argv, file->argv);
+  EXPECT_EQ(back->script_path, file->script_path);
+  EXPECT_EQ(back->search_path, file->search_path);
+  EXPECT_EQ(back->work_dir, file->work_dir);
+  EXPECT_EQ(back->open_mode, OpenMode::kTruncate);
+  EXPECT_EQ(back->agent_socket, "/spool/agent.sock");
+  EXPECT_EQ(back->run_as, RunAs::kStepd);
+  ASSERT_EQ(back->ranks.size(), file->ranks.size());
+  for (std::size_t i = 0; i < back->ranks.size(); ++i) {
+    EXPECT_EQ(back->ranks[i].rank, file->ranks[i].rank);
+    EXPECT_EQ(back->ranks[i].env, file->ranks[i].env);
+    EXPECT_EQ(back->ranks[i].output, file->ranks[i].output);
+    EXPECT_EQ(back->ranks[i].error, file->ranks[i].error);
+    EXPECT_EQ(back->ranks[i].output_mode, file->ranks[i].output_mode);
+    EXPECT_EQ(back->ranks[i].error_mode, file->ranks[i].error_mode);
+  }
+}
+
+TEST(LaunchFileTest, OwnerMemoryAndCgroupRoundTrip) {
+  LaunchPlan plan = TwoByTwo();
+  plan.run_as = RunAs::kOwner;
+  plan.uid = 61001;
+  plan.memory_mb = 2048;
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->run_as, RunAs::kOwner);
+  EXPECT_EQ(file->uid, 61001U);
+  EXPECT_EQ(file->memory_mb, 2048);
+  file->cgroups = {"/sys/fs/cgroup/cpuset/n2/cohort-job-42.1",
+                   "/sys/fs/cgroup/memory/n2/cohort-job-42.1"};
+  file->cpus = {2, 3, 10, 11};
+  absl::StatusOr<LaunchFile> back = ParseLaunchFile(LaunchFileToJson(*file));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->run_as, RunAs::kOwner);
+  EXPECT_EQ(back->uid, 61001U);
+  EXPECT_EQ(back->memory_mb, 2048);
+  EXPECT_EQ(back->cgroups, file->cgroups);
+  EXPECT_EQ(back->cpus, file->cpus);
+}
+
+// --open-mode=truncate: each file is truncated once per launch, by the first
+// rank that writes to it, and never under a rank already writing.
+TEST(LaunchFileTest, TruncateIsDoneOncePerFileByItsFirstRank) {
+  launch::LaunchContext node0;
+  node0.num_nodes = 2;
+  node0.tasks_per_node = 2;
+  node0.node_rank = 0;
+  launch::LaunchContext node1 = node0;
+  node1.node_rank = 1;
+  constexpr OpenMode kT = OpenMode::kTruncate;
+  constexpr OpenMode kA = OpenMode::kAppend;
+  // One file for the whole job: rank 0 of node rank 0 only.
+  EXPECT_EQ(FileOpenMode(kT, "cohort-%j.out", node0, 0, 1), kT);
+  EXPECT_EQ(FileOpenMode(kT, "cohort-%j.out", node0, 1, 1), kA);
+  EXPECT_EQ(FileOpenMode(kT, "cohort-%j.out", node1, 0, 1), kA);
+  // One file per node: each node's first rank.
+  EXPECT_EQ(FileOpenMode(kT, "out-%N", node1, 0, 1), kT);
+  EXPECT_EQ(FileOpenMode(kT, "out-%n", node1, 0, 1), kT);
+  EXPECT_EQ(FileOpenMode(kT, "out-%n", node1, 1, 1), kA);
+  // One file per rank: its rank.
+  EXPECT_EQ(FileOpenMode(kT, "out-%t", node1, 1, 1), kT);
+  // %% escapes: "%%t" and "%%n" are literals, so the file is the job's.
+  EXPECT_EQ(FileOpenMode(kT, "out-%%t", node0, 1, 1), kA);
+  EXPECT_EQ(FileOpenMode(kT, "out-%%n", node1, 0, 1), kA);
+  // append never truncates; a requeued job's later attempt appends.
+  EXPECT_EQ(FileOpenMode(kA, "out-%t", node0, 0, 1), kA);
+  EXPECT_EQ(FileOpenMode(kT, "out-%t", node0, 0, 2), kA);
+
+  // PlanLaunch applies it to each rank's files.
+  LaunchPlan plan = TwoByTwo();  // node rank 1; -o with %t, -e with %t
+  plan.output = "shared.out";
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->ranks[0].output_mode, kA) << "node rank 1 appends to the job's file";
+  EXPECT_EQ(file->ranks[0].error_mode, kT);
+  EXPECT_EQ(file->ranks[1].error_mode, kT);
+  plan.context.node_rank = 0;
+  file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->ranks[0].output_mode, kT);
+  EXPECT_EQ(file->ranks[1].output_mode, kA);
+}
+
+TEST(LaunchFileTest, BrokenFilesAreRefused) {
+  EXPECT_FALSE(ParseLaunchFile("").ok());
+  EXPECT_FALSE(ParseLaunchFile("{\"version\": 1}").ok());
+  EXPECT_FALSE(ParseLaunchFile("[1, 2").ok());
+  absl::StatusOr<LaunchFile> file = PlanLaunch(TwoByTwo(), 1, "", "");
+  ASSERT_TRUE(file.ok());
+  std::string json = LaunchFileToJson(*file);
+  json.replace(json.find("\"version\":1"), 11, "\"version\":9");
+  absl::StatusOr<LaunchFile> later = ParseLaunchFile(json);
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(std::string(later.status().message()).find("same release"), std::string::npos);
+}
+
+TEST(LaunchFileTest, FolderNamesRoundTrip) {
+  EXPECT_EQ(LaunchFolderName({42, 3}), "job-42.3");
+  EXPECT_EQ(LaunchFolderName({42, 3, 0}), "job-42.3.0");
+  const std::optional<LaunchId> id = ParseLaunchFolderName("job-42.3");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(id->job_id, 42);
+  EXPECT_EQ(id->attempt, 3);
+  EXPECT_EQ(id->step, kOwnLaunch);
+  const std::optional<LaunchId> step = ParseLaunchFolderName("job-42.3.7");
+  ASSERT_TRUE(step);
+  EXPECT_EQ(*step, (LaunchId{42, 3, 7}));
+  for (const std::string_view name :
+       {"job-42", "job-.3", "job-42.", "job-x.1", "job-1.2.3.4", "job-1.2.", "job-1.2.-1",
+        "jobs-1.2", "job--1.2", "agent.sock"}) {
+    EXPECT_FALSE(ParseLaunchFolderName(name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace cohort::step
