@@ -54,14 +54,14 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
       environment_{.auth_type = settings_.auth_type,
                    .munge_socket = settings_.munge_socket,
                    .auth_key = settings_.auth_key,
-                   .cluster_name = settings_.cluster_name,
-                   .apply_binding = settings_.mode == NodeMode::kReal,
                    .fake_exec = settings_.fake_exec,
                    .health_program = settings_.health_program,
                    .health_interval = settings_.health_interval,
-                   .prolog = settings_.prolog,
-                   .epilog = settings_.epilog,
-                   .script_timeout = settings_.script_timeout},
+                   .stepd = {.cluster_name = settings_.cluster_name,
+                             .apply_binding = settings_.mode == NodeMode::kReal,
+                             .prolog = settings_.prolog,
+                             .epilog = settings_.epilog,
+                             .script_timeout = settings_.script_timeout}},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),
@@ -116,8 +116,9 @@ absl::Status Agent::Start() {
   ListenForStepds();
   nodes_.reserve(settings_.nodes.size());
   for (const NodeSetup& setup : settings_.nodes) {
-    nodes_.push_back(
-        std::make_unique<AgentNode>(loop_, *links_, environment_, setup, reaper_, launcher_));
+    nodes_.push_back(std::make_unique<AgentNode>(
+        environment_, setup,
+        AgentNodeParts(loop_, *links_, environment_, setup, reaper_, launcher_)));
     nodes_by_name_.emplace(setup.name, nodes_.back().get());
   }
   AgentLog().info("agent_started nodes={} count={} mode={} controller={} spool={} pid={}",

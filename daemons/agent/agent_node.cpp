@@ -2,127 +2,88 @@
 #include "agent_node.h"
 
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <iterator>
-#include <limits>
-#include <type_traits>
 #include <utility>
-#include <variant>
-#include <vector>
 
 #include "agent_log.h"
-#include "cohort/launch/binding.h"
-#include "cohort/fmt_absl.h"
-#include "cohort/text/hostlist.h"
-#include "cohort/launch/node_layout.h"
-#include "launch_isolation.h"
-#include "launch_tasks.h"
+#include "agent_session.h"
+#include "fake_runner.h"
 #include "munge_credential.h"
 
 namespace cohort::agent {
 namespace {
 
 constexpr std::uint32_t kProtocolVersion = 1;
-// A Terminate's grace period is capped: a nonsense value must not keep a
-// gang's resources held forever.
-constexpr std::int64_t kMaxKillWaitMs = 24LL * 3600 * 1000;
-// How long a stepd may take to write its first line before its launch is
-// given up (only for stepds that are not this agent's children).
-constexpr std::chrono::seconds kStepdStartTimeout{10};
-
-// Ranks as a hostlist-like range text for logs: 0-3, or 4,6.
-std::string RankText(const std::map<int, pid_t>& ranks) {
-  std::vector<std::string> names;
-  names.reserve(ranks.size());
-  for (const auto& [rank, pid] : ranks) names.push_back(fmt::format("r{}", rank));
-  std::string text = hostlist::Compress(names);
-  // r[0-3] reads better as 0-3.
-  if (text.starts_with("r[") && text.ends_with(']')) return text.substr(2, text.size() - 3);
-  return text.starts_with('r') ? text.substr(1) : text;
-}
-
-std::string WaitStatusText(int wait_status) {
-  if (WIFSIGNALED(wait_status)) return fmt::format("signal {}", SignalName(WTERMSIG(wait_status)));
-  return fmt::format("exit code {}", WEXITSTATUS(wait_status));
-}
 
 }  // namespace
 
-AgentNode::AgentNode(boost::asio::io_context& loop, ControllerLinks& links,
-                     const NodeEnvironment& environment, NodeSetup setup, ChildReaper& reaper,
-                     const StepLauncher& launcher)
-    : loop_(loop),
-      environment_(environment),
-      setup_(std::move(setup)),
-      reaper_(reaper),
-      launcher_(launcher),
-      gpu_devices_(GpuDevices(setup_.gpu_files)),
-      session_(loop, links, setup_.name,
-               AgentSession::Hooks{
-                   .make_register = [this] { return MakeRegister(); },
-                   .on_message = [this](const v1::ControllerMessage& m) { OnMessage(m); },
-               }) {
-  if (environment_.fake_exec) {
-    fake_ = std::make_unique<FakeRunner>(
-        loop, setup_.name, [this](v1::AgentMessage message) { session_.Send(std::move(message)); });
+NodeParts AgentNodeParts(boost::asio::io_context& loop, ControllerLinks& links,
+                         const NodeEnvironment& environment, const NodeSetup& setup,
+                         ChildReaper& reaper, const StepLauncher& launcher) {
+  NodeParts parts;
+  parts.link = [&loop, &links, name = setup.name](NodeLink::Hooks hooks) {
+    return std::make_unique<AgentSession>(loop, links, name, std::move(hooks));
+  };
+  if (environment.fake_exec) {
+    parts.runner = [&loop](const NodeSetup& node, SendToController send) {
+      return std::make_unique<FakeRunner>(loop, node, std::move(send));
+    };
+    return parts;  // no process runs, so no health check either
   }
+  parts.runner = [&loop, &environment, &reaper, &launcher](const NodeSetup& node,
+                                                           SendToController send) {
+    return std::make_unique<StepdRunner>(loop, environment.stepd, node, reaper, launcher,
+                                         std::move(send));
+  };
+  if (!environment.health_program.empty() && environment.health_interval.count() > 0) {
+    parts.health = [&loop, &environment, &reaper, &launcher,
+                    name = setup.name](HealthCheck::Verdict on_verdict) {
+      return std::make_unique<HealthCheck>(
+          loop, reaper, environment.health_program, environment.health_interval, name,
+          launcher.NodeFolder(name) + "/health.out", std::move(on_verdict));
+    };
+  }
+  return parts;
 }
 
+AgentNode::AgentNode(const NodeEnvironment& environment, NodeSetup setup, const NodeParts& parts)
+    : environment_(environment),
+      setup_(std::move(setup)),
+      link_(parts.link(NodeLink::Hooks{
+          .make_register = [this] { return MakeRegister(); },
+          .on_message = [this](const v1::ControllerMessage& m) { OnMessage(m); },
+      })),
+      runner_(parts.runner(setup_, [this](v1::AgentMessage message) { Send(std::move(message)); })),
+      make_health_(parts.health) {}
+
 void AgentNode::Start() {
-  // Fake launches leave nothing in the spool to adopt.
-  if (!fake_) Adopt();
-  session_.Start();
-  if (!fake_ && !environment_.health_program.empty() && environment_.health_interval.count() > 0) {
-    health_ = std::make_unique<HealthCheck>(loop_, reaper_, environment_.health_program,
-                                            environment_.health_interval, setup_.name,
-                                            launcher_.NodeFolder(setup_.name) + "/health.out",
-                                            [this](bool healthy, const std::string& reason) {
-                                              v1::AgentMessage message;
-                                              message.mutable_health()->set_healthy(healthy);
-                                              message.mutable_health()->set_reason(reason);
-                                              session_.Send(std::move(message));
-                                            });
-    health_->Start();
+  // What an earlier agent left is queued first, and sent once the
+  // controller has answered Register.
+  runner_->Start();
+  link_->Start();
+  if (make_health_) {
+    health_ = make_health_([this](bool healthy, const std::string& reason) {
+      v1::AgentMessage message;
+      message.mutable_health()->set_healthy(healthy);
+      message.mutable_health()->set_reason(reason);
+      Send(std::move(message));
+    });
   }
-  if (!fake_ && (!environment_.prolog.empty() || !environment_.epilog.empty())) {
-    scripts_ = std::make_unique<JobScripts>(loop_, reaper_, environment_.prolog,
-                                            environment_.epilog, environment_.script_timeout,
-                                            setup_.name, launcher_.NodeFolder(setup_.name));
-  }
+  if (health_) health_->Start();
 }
 
 void AgentNode::Stop(std::function<void()> on_stopped) {
   if (health_) health_->Stop();
-  if (scripts_) scripts_->Stop();
-  // The agent leaves the ranks running, and a pending SIGKILL would keep its
-  // loop alive.
-  for (auto& [id, launch] : launches_) {
-    if (launch.kill_timer) launch.kill_timer->cancel();
-  }
-  if (fake_) fake_->Stop();
-  session_.Stop(std::move(on_stopped));
-}
-
-std::size_t AgentNode::LiveRanks() const {
-  std::size_t count = 0;
-  for (const auto& [id, launch] : launches_) count += launch.tracker.Record().LiveRanks().size();
-  return count + (fake_ ? fake_->LiveRanks() : 0);
+  runner_->Stop();
+  link_->Stop(std::move(on_stopped));
 }
 
 NodeMetrics AgentNode::Metrics() const {
-  NodeMetrics out = metrics_;
+  NodeMetrics out;
   out.node = setup_.name;
   out.gpus = setup_.resources.gpus;
-  out.live_ranks = LiveRanks();
-  for (const auto& [id, launch] : launches_) {
-    if (!launch.tracker.Record().LiveRanks().empty()) out.gpus_allocated |= launch.gpus;
-  }
+  out.live_ranks = runner_->LiveRanks();
+  runner_->AddMetrics(out);
   return out;
 }
 
@@ -148,578 +109,27 @@ v1::Register AgentNode::MakeRegister() const {
   resources->set_cpus(setup_.resources.cpus);
   resources->set_memory_mb(setup_.resources.memory_mb);
   resources->set_gpus(setup_.resources.gpus);
-  for (const auto& [id, launch] : launches_) {
-    const step::LaunchRecord& record = launch.tracker.Record();
-    if (!record.Done()) {
-      // Listed even before its ranks run: the controller placed the job here.
-      v1::RunningJob* running = message.add_running();
-      running->set_job_id(id.job_id);
-      running->set_attempt(id.attempt);
-      if (id.step != step::kOwnLaunch) running->set_step(id.step);
-      for (const auto& [rank, pid] : record.LiveRanks()) running->add_ranks(rank);
-      running->set_ranks_ok(record.RanksOk());
-      continue;
-    }
-    v1::FinishedJob* finished = message.add_finished();
-    finished->set_job_id(id.job_id);
-    finished->set_attempt(id.attempt);
-    if (id.step != step::kOwnLaunch) finished->set_step(id.step);
-    finished->set_ranks(record.RanksStarted());
-    finished->set_ranks_ok(record.RanksOk());
-    if (const std::optional<step::RankExitEvent>& failure = record.FirstFailure()) {
-      finished->set_failed(true);
-      finished->set_exit_code(failure->exit_code);
-      finished->set_signal(failure->signal);
-    }
-    finished->set_launch_error(record.LaunchError());
-    finished->set_max_rss_kb(record.MaxRssKb());
-    finished->set_cpu_ms(record.CpuMs());
-  }
-  if (fake_) fake_->AddTo(message);
+  runner_->AddTo(message);
   return message;
 }
 
 void AgentNode::OnMessage(const v1::ControllerMessage& message) {
   switch (message.message_case()) {
     case v1::ControllerMessage::kLaunch:
-      OnLaunch(message.launch());
+      runner_->Launch(message.launch());
       break;
     case v1::ControllerMessage::kSignal:
-      OnSignal(message.signal());
+      runner_->Signal(message.signal());
       break;
     case v1::ControllerMessage::kTerminate:
-      OnTerminate(message.terminate());
+      runner_->Terminate(message.terminate());
       break;
-    case v1::ControllerMessage::kRegistered:  // the session handles it
+    case v1::ControllerMessage::kRegistered:  // the link handles it
     case v1::ControllerMessage::MESSAGE_NOT_SET:
       AgentLog().debug("controller_message_ignored node={} case={}", setup_.name,
                        static_cast<int>(message.message_case()));
       break;
   }
-}
-
-void AgentNode::Adopt() {
-  std::size_t running = 0;
-  std::size_t finished = 0;
-  for (auto& [id, folder] : launcher_.ListLaunches(setup_.name)) {
-    auto [it, inserted] = launches_.try_emplace(id, LaunchTracker(folder, id));
-    if (!inserted) continue;
-    Launch& launch = it->second;
-    launch.serial = ++serials_;
-    launch.seen = std::chrono::steady_clock::now();
-    // A job's own launch with a script is its batch script.
-    launch.batch = id.step == step::kOwnLaunch && ::access((folder + "/script").c_str(), F_OK) == 0;
-    launch.tracker.LoadReportedMark();
-    launch.cpus = AdoptedCpus(folder);
-    // What the earlier agent had not passed on yet is queued now, and sent
-    // once Register is answered.
-    Refresh(id, launch);
-    const step::LaunchRecord& record = launch.tracker.Record();
-    if (record.Done()) {
-      ++finished;
-      continue;
-    }
-    ++running;
-    const StepdState stepd = launch.tracker.CheckStepd();
-    LaunchLog().info(
-        "launch_adopted job={} node={} attempt={} stepd={} "
-        "ranks_alive={} ranks_ok={}",
-        id.job_id, setup_.name, id.attempt, record.StepdPid(), record.LiveRanks().size(),
-        record.RanksOk());
-    if (stepd == StepdState::kGone) {
-      Abandon(id, launch,
-              "cohort-stepd ended while the agent was away, without recording "
-              "the end");
-    }
-  }
-  if (running + finished > 0) {
-    AgentLog().info("spool_adopted node={} running={} finished={}", setup_.name, running, finished);
-  }
-}
-
-void AgentNode::OnLaunch(const v1::Launch& message) {
-  if (fake_) {
-    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message, {});
-    // A plan that cannot be made is reported with RanksStarted left bare:
-    // fake ranks bind to nothing.
-    fake_->Launch(message, bound.ok() ? ReportBindings(*bound, message, setup_.name)
-                                      : std::vector<v1::RankBinding>{});
-    return;
-  }
-  if (!scripts_) {
-    LaunchNow(message);
-    return;
-  }
-  // The job's prolog first, once per attempt; its failure drains the node
-  // and requeues the job (the controller does both).
-  scripts_->BeforeLaunch(message, [this, message](bool ok, const std::string& reason) {
-    if (ok) {
-      LaunchNow(message);
-    } else if (!message.has_step()) {
-      SendScriptFailed(message.job_id(), message.attempt(), "prolog", reason);
-    }
-  });
-}
-
-void AgentNode::SendScriptFailed(std::int64_t job_id, int attempt, std::string_view script,
-                                 const std::string& reason) {
-  v1::AgentMessage failed;
-  v1::ScriptFailed& e = *failed.mutable_script_failed();
-  e.set_job_id(job_id);
-  e.set_attempt(attempt);
-  e.set_script(std::string(script));
-  e.set_reason(reason);
-  session_.Send(std::move(failed));
-}
-
-void AgentNode::LaunchNow(const v1::Launch& message) {
-  const step::LaunchId id{message.job_id(), message.attempt(),
-                          message.has_step() ? message.step() : step::kOwnLaunch};
-  for (const auto* live : Unfinished(id.job_id)) {
-    if (live->first.step != id.step) continue;
-    LaunchLog().warn("launch_ignored job={} step={} node={} attempt={} reason={:?}", id.job_id,
-                     StepText(id), setup_.name, id.attempt,
-                     "the job already has ranks of that step on this node");
-    return;
-  }
-  const std::string folder = launcher_.LaunchFolder(setup_.name, id);
-  if (const auto old = launches_.find(id); old != launches_.end()) {
-    // The controller launches again what this node already ran and finished
-    // (its state was reset): the new launch is the one that counts.
-    LaunchLog().info("launch_replaces_finished job={} node={} attempt={}", id.job_id, setup_.name,
-                     id.attempt);
-    StepLauncher::RemoveLaunch(old->second.tracker.Folder());
-    launches_.erase(old);
-  }
-  absl::Status created = launcher_.CreateLaunchFolder(folder);
-  if (absl::IsAlreadyExists(created)) {
-    // A leftover this agent does not track (it failed to adopt it).
-    StepLauncher::RemoveLaunch(folder);
-    created = launcher_.CreateLaunchFolder(folder);
-  }
-  if (!created.ok()) {
-    // Without a folder nothing can be recorded: answer directly.
-    const std::string reason = fmt::format("{}: {}", setup_.name, created.message());
-    LaunchLog().warn("launch_failed job={} node={} attempt={} reason={:?}", id.job_id, setup_.name,
-                     id.attempt, reason);
-    v1::AgentMessage failed;
-    failed.mutable_launch_failed()->set_job_id(id.job_id);
-    failed.mutable_launch_failed()->set_attempt(id.attempt);
-    failed.mutable_launch_failed()->set_reason(reason);
-    if (id.step != step::kOwnLaunch) failed.mutable_launch_failed()->set_step(id.step);
-    session_.Send(std::move(failed));
-    ++metrics_.launches_failed;
-    if (id.step == step::kOwnLaunch) SendJobReleased(id.job_id, id.attempt);
-    return;
-  }
-  Launch& launch = launches_.try_emplace(id, LaunchTracker(folder, id)).first->second;
-  launch.serial = ++serials_;
-  launch.seen = std::chrono::steady_clock::now();
-  launch.program = message.spec().argv().empty() ? std::string("(script)") : message.spec().argv(0);
-  launch.batch = message.batch() && !message.has_step();
-  launch.gpus = message.gpus();
-  if (absl::Status started = StartLaunch(id, launch, message); !started.ok()) {
-    // Recorded like any failed launch, so that Register reports it.
-    Abandon(id, launch, std::string(started.message()));
-  }
-}
-
-absl::Status AgentNode::StartLaunch(step::LaunchId id, Launch& launch, const v1::Launch& message) {
-  step::LaunchPlan plan = MakePlan(message);
-  launch.cpus = GrantCpus(id, message);
-  // A batch script is no rank: it sees every GPU of the node and is bound to
-  // nothing, as Slurm's batch step; its steps' ranks are bound.
-  if (!launch.batch) {
-    absl::StatusOr<std::vector<binding::RankBinding>> bound = PlanBindings(message, launch.cpus);
-    if (!bound.ok()) {
-      return absl::Status(bound.status().code(),
-                          fmt::format("{}: {}", setup_.name, bound.status().message()));
-    }
-    plan.bindings = *bound;
-    plan.apply_binding = environment_.apply_binding;
-    launch.bindings = ReportBindings(*bound, message, setup_.name);
-  }
-  const std::string script_path = launch.tracker.Folder() + "/script";
-  absl::StatusOr<step::LaunchFile> file =
-      step::PlanLaunch(plan, id.attempt, script_path, launcher_.SocketPath());
-  if (!file.ok()) return file.status();
-  if (!plan.script.empty()) {
-    if (absl::Status written = StepLauncher::WriteScript(script_path, plan.script, setup_.name);
-        !written.ok()) {
-      return written;
-    }
-  }
-  file->cpus = launch.cpus;
-  // Emulated nodes' cores are not this host's: their cgroups keep the
-  // agent's cpuset.
-  const step::LaunchLimits limits{
-      .memory_mb = file->memory_mb,
-      .cpus = environment_.apply_binding ? launch.cpus : std::vector<int>{},
-      .denied_devices = DeniedGpus(gpu_devices_, message.gpus())};
-  absl::StatusOr<pid_t> stepd = launcher_.Start(launch.tracker.Folder(), *file, limits);
-  if (!stepd.ok()) return stepd.status();
-  launch.watch = StepdWatch::kReaper;
-  reaper_.Watch(*stepd, [this, id, serial = launch.serial](int wait_status) {
-    OnStepdExit(id, serial, wait_status);
-  });
-  LaunchLog().debug("stepd_started job={} node={} attempt={} pid={} folder={}", id.job_id,
-                    setup_.name, id.attempt, *stepd, launch.tracker.Folder());
-  return absl::OkStatus();
-}
-
-void AgentNode::OnStepNotice(step::LaunchId id) {
-  const auto it = launches_.find(id);
-  if (it == launches_.end()) return;
-  Refresh(id, it->second);
-}
-
-void AgentNode::OnStepdExit(step::LaunchId id, std::uint64_t serial, int wait_status) {
-  const auto it = launches_.find(id);
-  if (it == launches_.end() || it->second.serial != serial) return;
-  Launch& launch = it->second;
-  Refresh(id, launch);
-  if (launch.tracker.Record().Done()) return;
-  Abandon(id, launch,
-          fmt::format("cohort-stepd ended with {} before its ranks did; see {}/stepd.log",
-                      WaitStatusText(wait_status), launch.tracker.Folder()));
-}
-
-void AgentNode::Poll() {
-  if (fake_) {
-    fake_->Prune(std::chrono::steady_clock::now());
-    return;
-  }
-  const auto now = std::chrono::system_clock::now();
-  for (auto it = launches_.begin(); it != launches_.end();) {
-    const step::LaunchId id = it->first;
-    Launch& launch = it->second;
-    if (launch.tracker.Record().Done()) {
-      if (now - launch.ended_at >= kFinishedRetention) {
-        LaunchLog().debug("launch_forgotten job={} node={} attempt={}", id.job_id, setup_.name,
-                          id.attempt);
-        StepLauncher::RemoveLaunch(launch.tracker.Folder());
-        it = launches_.erase(it);
-        continue;
-      }
-      ++it;
-      continue;
-    }
-    // Datagrams can be lost (a full queue, an agent not yet listening).
-    Refresh(id, launch);
-    if (!launch.tracker.Record().Done() && launch.watch == StepdWatch::kPoll) {
-      switch (launch.tracker.CheckStepd()) {
-        case StepdState::kGone:
-          Refresh(id, launch);  // its last lines may have come since
-          Abandon(id, launch, "cohort-stepd ended without recording the end of its ranks");
-          break;
-        case StepdState::kUnknown:
-          if (std::chrono::steady_clock::now() - launch.seen > kStepdStartTimeout) {
-            Abandon(id, launch, "cohort-stepd did not start");
-          }
-          break;
-        case StepdState::kAlive:
-          break;
-      }
-    }
-    ++it;
-  }
-}
-
-void AgentNode::Refresh(step::LaunchId id, Launch& launch) {
-  for (const step::LaunchReport& report : launch.tracker.ReadEvents()) Forward(id, launch, report);
-  NoteEnd(launch);
-}
-
-void AgentNode::NoteEnd(Launch& launch) {
-  // Also for a launch adopted finished, whose `done` an earlier agent reported.
-  if (launch.tracker.Record().Done() &&
-      launch.ended_at == std::chrono::system_clock::time_point{}) {
-    launch.ended_at = launch.tracker.LastChange();
-  }
-}
-
-void AgentNode::Abandon(step::LaunchId id, Launch& launch, std::string_view reason) {
-  const step::LaunchRecord& record = launch.tracker.Record();
-  if (record.HasStepd() || record.RanksStarted() > 0) {
-    LaunchLog().warn("stepd_lost job={} node={} attempt={} ranks_killed={} reason={:?}", id.job_id,
-                     setup_.name, id.attempt, record.LiveRanks().size(), reason);
-  }
-  // A reason without the node's name (the stepd's) gets it, as every launch
-  // failure does.
-  const std::string text = std::string(reason).starts_with(setup_.name + ": ")
-                               ? std::string(reason)
-                               : fmt::format("{}: {}", setup_.name, reason);
-  for (const step::LaunchReport& report : launch.tracker.Abandon(text)) {
-    Forward(id, launch, report);
-  }
-  // The stepd that would have removed the launch's cgroup is gone.
-  launcher_.RemoveLaunchCgroup(setup_.name, id);
-  NoteEnd(launch);
-}
-
-void AgentNode::Forward(step::LaunchId id, Launch& launch, const step::LaunchReport& report) {
-  const bool own = id.step == step::kOwnLaunch;
-  std::visit(
-      [&](const auto& r) {
-        using T = std::decay_t<decltype(r)>;
-        v1::AgentMessage message;
-        if constexpr (std::is_same_v<T, step::RanksStartedReport>) {
-          v1::RanksStarted* ranks = message.mutable_ranks_started();
-          ranks->set_job_id(id.job_id);
-          ranks->set_attempt(id.attempt);
-          if (!own) ranks->set_step(id.step);
-          for (const v1::RankBinding& b : launch.bindings) *ranks->add_bindings() = b;
-          for (const auto& [rank, pid] : r.ranks) {
-            ranks->add_ranks(rank);
-            ranks->add_pids(pid);
-          }
-          session_.Send(std::move(message));
-          ++metrics_.launches_started;
-          if (!launch.program.empty()) {  // not adopted: this agent saw its order
-            metrics_.stepd_start.Observe(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - launch.seen)
-                    .count());
-          }
-          LaunchLog().info(
-              "launch_started job={} step={} node={} attempt={} ranks={} "
-              "pgid={} program={:?}",
-              id.job_id, StepText(id), setup_.name, id.attempt, RankText(r.ranks), r.pgid,
-              launch.program.empty() ? std::string("(adopted)") : launch.program);
-          // What came while the ranks were being started.
-          for (const int signal : std::exchange(launch.pending_signals, {})) {
-            ::killpg(r.pgid, signal);
-          }
-          for (const int signal : std::exchange(launch.pending_batch_signals, {})) {
-            if (const auto rank0 = r.ranks.find(0); rank0 != r.ranks.end()) {
-              ::kill(rank0->second, signal);
-            }
-          }
-          if (const auto at = std::exchange(launch.pending_kill_at, std::nullopt)) {
-            ::killpg(r.pgid, SIGTERM);
-            ArmKill(id, launch, *at);
-          }
-        } else if constexpr (std::is_same_v<T, step::RankExitedReport>) {
-          v1::RankExited* exited = message.mutable_rank_exited();
-          exited->set_job_id(id.job_id);
-          exited->set_attempt(id.attempt);
-          if (!own) exited->set_step(id.step);
-          exited->set_rank(r.rank);
-          exited->set_exit_code(r.exit_code);
-          exited->set_signal(r.signal);
-          exited->set_max_rss_kb(r.max_rss_kb);
-          exited->set_cpu_ms(r.cpu_ms);
-          session_.Send(std::move(message));
-          LaunchLog().log(
-              r.exit_code == 0 && r.signal == 0 ? spdlog::level::debug : spdlog::level::info,
-              "rank_exited job={} step={} node={} attempt={} rank={} exit_code={} "
-              "signal={} ranks_left={}",
-              id.job_id, StepText(id), setup_.name, id.attempt, r.rank, r.exit_code,
-              r.signal == 0 ? "0" : SignalName(r.signal),
-              launch.tracker.Record().LiveRanks().size());
-        } else if constexpr (std::is_same_v<T, step::LaunchFailedReport>) {
-          v1::LaunchFailed* failed = message.mutable_launch_failed();
-          failed->set_job_id(id.job_id);
-          failed->set_attempt(id.attempt);
-          if (!own) failed->set_step(id.step);
-          failed->set_reason(r.reason);
-          session_.Send(std::move(message));
-          ++metrics_.launches_failed;
-          LaunchLog().warn("launch_failed job={} step={} node={} attempt={} reason={:?}", id.job_id,
-                           StepText(id), setup_.name, id.attempt, r.reason);
-        } else {
-          if (launch.kill_timer) launch.kill_timer->cancel();
-          launch.pending_signals.clear();
-          launch.pending_batch_signals.clear();
-          launch.pending_kill_at.reset();
-          MaybeReleased(id.job_id, id.attempt);
-        }
-      },
-      report);
-}
-
-void AgentNode::MaybeReleased(std::int64_t job_id, int attempt) {
-  if (!Unfinished(job_id).empty()) return;  // the job still has ranks here
-  // The job's own launch ending frees the node; a step's ending frees it
-  // only once the controller has asked (Terminate): until the job ends its
-  // allocation keeps the node for its next step.
-  const bool own = launches_.contains(step::LaunchId{job_id, attempt, step::kOwnLaunch});
-  if (!own && !terminating_.contains(job_id)) return;
-  terminating_.erase(job_id);
-  SendJobReleased(job_id, attempt);
-}
-
-void AgentNode::SendJobReleased(std::int64_t job_id, int attempt) {
-  if (!scripts_) {
-    SendReleasedNow(job_id, attempt);
-    return;
-  }
-  // The node is the job's until its epilog has run.
-  scripts_->AfterJob(job_id, attempt, [this, job_id, attempt](bool ok, const std::string& reason) {
-    if (!ok) SendScriptFailed(job_id, attempt, "epilog", reason);
-    SendReleasedNow(job_id, attempt);
-  });
-}
-
-void AgentNode::SendReleasedNow(std::int64_t job_id, int attempt) {
-  LaunchLog().info("job_released job={} node={} attempt={}", job_id, setup_.name, attempt);
-  v1::AgentMessage message;
-  message.mutable_job_released()->set_job_id(job_id);
-  message.mutable_job_released()->set_attempt(attempt);
-  session_.Send(std::move(message));
-}
-
-std::vector<std::pair<const step::LaunchId, AgentNode::Launch>*> AgentNode::Unfinished(
-    std::int64_t job_id) {
-  std::vector<std::pair<const step::LaunchId, Launch>*> live;
-  // Launch ids sort by job first: the job's launches are adjacent.
-  for (auto it = launches_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min(),
-                                                      std::numeric_limits<int>::min()});
-       it != launches_.end() && it->first.job_id == job_id; ++it) {
-    if (!it->second.tracker.Record().Done()) live.push_back(&*it);
-  }
-  return live;
-}
-
-void AgentNode::OnSignal(const v1::Signal& message) {
-  if (fake_) {
-    fake_->Signal(message);
-    return;
-  }
-  const std::int64_t job_id = message.job_id();
-  const int signal = message.signal();
-  if (signal < 1 || signal >= NSIG) {
-    LaunchLog().warn("signal_ignored job={} node={} signal={} reason={:?}", job_id, setup_.name,
-                     signal, "not a signal number");
-    return;
-  }
-  int reached = 0;
-  for (auto* entry : Unfinished(job_id)) {
-    const step::LaunchId id = entry->first;
-    Launch& launch = entry->second;
-    if (message.has_step()) {
-      if (id.step != message.step()) continue;
-    } else if (message.scope() == v1::SIGNAL_BATCH) {
-      if (id.step != step::kOwnLaunch) continue;
-    } else if (message.scope() == v1::SIGNAL_RANKS && launch.batch) {
-      continue;  // as Slurm, a job's signals reach its steps, not its batch script
-    }
-    const bool only_first = !message.has_step() && message.scope() == v1::SIGNAL_BATCH;
-    if (SignalLaunch(id, launch, signal, only_first)) ++reached;
-  }
-  if (reached == 0) {
-    LaunchLog().debug("signal_ignored job={} node={} signal={} reason={:?}", job_id, setup_.name,
-                      SignalName(signal), "nothing of the job it is meant for runs on this node");
-  }
-}
-
-bool AgentNode::SignalLaunch(step::LaunchId id, Launch& launch, int signal, bool only_first) {
-  // Fresh news first: a group whose ranks were all reaped may be reused.
-  Refresh(id, launch);
-  const step::LaunchRecord& record = launch.tracker.Record();
-  if (record.Done()) return false;
-  if (!record.Running()) {
-    (only_first ? launch.pending_batch_signals : launch.pending_signals).push_back(signal);
-    LaunchLog().info("job_signal_pending job={} step={} node={} signal={} batch_only={}",
-                     id.job_id, StepText(id), setup_.name, SignalName(signal), only_first);
-    return true;
-  }
-  if (only_first) {
-    // --signal=B: the batch script (or a command's first rank) alone; its
-    // children and the steps are left alone, as Slurm leaves them.
-    const std::map<int, pid_t> live = record.LiveRanks();
-    const auto rank0 = live.find(0);
-    if (rank0 == live.end() || ::kill(rank0->second, signal) != 0) return false;
-    LaunchLog().info("job_signalled job={} step={} node={} signal={} ranks=0 batch_only=true",
-                     id.job_id, StepText(id), setup_.name, SignalName(signal));
-    return true;
-  }
-  if (::killpg(record.ProcessGroup(), signal) != 0) {
-    LaunchLog().debug("signal_failed job={} step={} node={} signal={} error={:?}", id.job_id,
-                      StepText(id), setup_.name, SignalName(signal), std::strerror(errno));
-    return false;
-  }
-  LaunchLog().info("job_signalled job={} step={} node={} signal={} ranks={}", id.job_id,
-                   StepText(id), setup_.name, SignalName(signal), record.LiveRanks().size());
-  return true;
-}
-
-void AgentNode::OnTerminate(const v1::Terminate& message) {
-  if (fake_) {
-    fake_->Terminate(message);
-    return;
-  }
-  const std::int64_t job_id = message.job_id();
-  // A prolog still running: the job ends before it started here.
-  if (scripts_ && !message.has_step() && scripts_->PrologRunning(job_id)) scripts_->Cancel(job_id);
-  const std::int64_t wait_ms = std::clamp<std::int64_t>(message.kill_wait_ms(), 0, kMaxKillWaitMs);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  const auto live = Unfinished(job_id);
-  if (!message.has_step()) {
-    if (live.empty()) {
-      // Nothing runs here: the controller may free the node now.
-      int attempt = 0;
-      for (auto found = launches_.lower_bound(step::LaunchId{
-               job_id, std::numeric_limits<int>::min(), std::numeric_limits<int>::min()});
-           found != launches_.end() && found->first.job_id == job_id; ++found) {
-        attempt = found->first.attempt;
-      }
-      LaunchLog().debug("terminate_unknown job={} node={}", job_id, setup_.name);
-      SendJobReleased(job_id, attempt);
-      return;
-    }
-    // Answered with JobReleased once every launch of the job here is done.
-    terminating_.insert(job_id);
-  }
-  for (auto* entry : live) {
-    if (message.has_step() && entry->first.step != message.step()) continue;
-    TerminateLaunch(entry->first, entry->second, deadline, wait_ms);
-  }
-}
-
-void AgentNode::TerminateLaunch(step::LaunchId id, Launch& launch,
-                                std::chrono::steady_clock::time_point deadline,
-                                std::int64_t wait_ms) {
-  Refresh(id, launch);
-  const step::LaunchRecord& record = launch.tracker.Record();
-  if (record.Done()) return;  // its end is on its way
-  if (!record.Running()) {
-    // The stepd is still starting the ranks (or killing a failed launch's).
-    if (!launch.pending_kill_at || *launch.pending_kill_at > deadline) {
-      launch.pending_kill_at = deadline;
-    }
-    LaunchLog().info("job_terminate_pending job={} step={} node={} kill_in_ms={}", id.job_id,
-                     StepText(id), setup_.name, wait_ms);
-    return;
-  }
-  ::killpg(record.ProcessGroup(), SIGTERM);
-  if (launch.kill_timer && launch.kill_timer->expiry() <= deadline) {
-    LaunchLog().info("job_terminating job={} step={} node={} signal=TERM kill_in_ms=unchanged",
-                     id.job_id, StepText(id), setup_.name);
-    return;  // an earlier Terminate's SIGKILL comes sooner
-  }
-  ArmKill(id, launch, deadline);
-  LaunchLog().info("job_terminating job={} step={} node={} signal=TERM ranks={} kill_in_ms={}",
-                   id.job_id, StepText(id), setup_.name, record.LiveRanks().size(), wait_ms);
-}
-
-void AgentNode::ArmKill(step::LaunchId id, Launch& launch,
-                        std::chrono::steady_clock::time_point at) {
-  if (!launch.kill_timer) launch.kill_timer = std::make_unique<boost::asio::steady_timer>(loop_);
-  launch.kill_timer->expires_at(at);
-  launch.kill_timer->async_wait(
-      [this, id, serial = launch.serial](const boost::system::error_code& error) {
-        if (error) return;
-        const auto found = launches_.find(id);
-        if (found == launches_.end() || found->second.serial != serial) return;
-        Refresh(id, found->second);
-        const step::LaunchRecord& record = found->second.tracker.Record();
-        if (record.Done() || record.ProcessGroup() <= 0) return;
-        ::killpg(record.ProcessGroup(), SIGKILL);
-        // And whatever the ranks started outside their process group.
-        launcher_.KillLaunchCgroup(setup_.name, id);
-        LaunchLog().info("job_killed job={} node={} signal=KILL ranks={}", id.job_id, setup_.name,
-                         record.LiveRanks().size());
-      });
 }
 
 }  // namespace cohort::agent

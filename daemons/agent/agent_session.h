@@ -15,6 +15,7 @@
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "controller_links.h"
 #include "controller_stream.h"
+#include "launch_runner.h"
 
 /// One node's link to the controller: its AgentGateway.Connect stream,
 /// kept open across failures.
@@ -31,30 +32,21 @@ namespace cohort::agent {
 /// the same way. With several controllers, a stream that failed goes to the
 /// next one, or straight to the active one a standby named (after 100 ms).
 /// Lives on, and is used only from, the agent's loop thread.
-class AgentSession {
+class AgentSession final : public NodeLink {
  public:
-  struct Hooks {
-    /// Builds the Register message for a new stream.
-    std::function<v1::Register()> make_register;
-    /// Receives every message but RegisterReply, in order.
-    std::function<void(const v1::ControllerMessage&)> on_message;
-  };
-
   AgentSession(boost::asio::io_context& loop, ControllerLinks& links, std::string node,
                Hooks hooks);
-  AgentSession(const AgentSession&) = delete;
-  AgentSession& operator=(const AgentSession&) = delete;
 
   /// Opens the first stream.
-  void Start();
+  void Start() override;
 
   /// Queues an event (RanksStarted, RankExited, LaunchFailed, JobReleased)
   /// for the controller.
-  void Send(v1::AgentMessage event);
+  void Send(v1::AgentMessage event) override;
 
   /// Ends the stream and stops reconnecting; calls `on_stopped` on the loop
   /// once gRPC is done with the stream. Unsent events are dropped.
-  void Stop(std::function<void()> on_stopped);
+  void Stop(std::function<void()> on_stopped) override;
 
   [[nodiscard]] std::size_t QueuedEvents() const { return events_.size(); }
 

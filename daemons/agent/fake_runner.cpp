@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "agent_log.h"
+#include "launch_plans.h"
 #include "launch_tasks.h"
 
 namespace cohort::agent {
@@ -125,8 +126,8 @@ absl::StatusOr<FakeOutcome> ReadFakeOutcome(const v1::JobSpec& spec) {
   return outcome;
 }
 
-FakeRunner::FakeRunner(boost::asio::io_context& loop, std::string node, Send send)
-    : loop_(loop), node_(std::move(node)), send_(std::move(send)) {}
+FakeRunner::FakeRunner(boost::asio::io_context& loop, const NodeSetup& node, SendToController send)
+    : loop_(loop), setup_(node), node_(setup_.name), send_(std::move(send)) {}
 
 void FakeRunner::Refuse(const v1::Launch& launch, const std::string& reason) {
   const std::string text = fmt::format("{}: {}", node_, reason);
@@ -145,7 +146,7 @@ void FakeRunner::Refuse(const v1::Launch& launch, const std::string& reason) {
   send_(std::move(released));
 }
 
-void FakeRunner::Launch(const v1::Launch& launch, std::vector<v1::RankBinding> bindings) {
+void FakeRunner::Launch(const v1::Launch& launch) {
   const std::int64_t job_id = launch.job_id();
   if (launch.has_step()) {
     // A fake batch script runs no `cohort run`; a step can only come from
@@ -181,7 +182,13 @@ void FakeRunner::Launch(const v1::Launch& launch, std::vector<v1::RankBinding> b
     run.live_ranks.push_back(rank);
     started->add_ranks(rank);
   }
-  for (v1::RankBinding& b : bindings) *started->add_bindings() = std::move(b);
+  if (absl::StatusOr<std::vector<binding::RankBinding>> bound =
+          PlanBindings(setup_.layout, launch, {});
+      bound.ok()) {
+    for (v1::RankBinding& b : ReportBindings(*bound, launch, node_)) {
+      *started->add_bindings() = std::move(b);
+    }
+  }
   send_(std::move(message));
   LaunchLog().debug("launch_started job={} node={} attempt={} ranks={} fake_runtime_ms={}", job_id,
                     node_, launch.attempt(), tasks, outcome->runtime.count());

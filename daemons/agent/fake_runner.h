@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent_options.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "launch_runner.h"
 
 /// Launches that run no process: the agent's fake execution (--fake-exec).
 namespace cohort::agent {
@@ -43,29 +45,34 @@ struct FakeOutcome {
 /// (CHLD, CONT, STOP, …) changes nothing. Terminate ends them by SIGTERM at
 /// once. No process, thread or file per node or launch: one timer per live
 /// launch. Lives on, and is used only from, the agent's loop thread.
-class FakeRunner {
+class FakeRunner final : public LaunchRunner {
  public:
-  using Send = std::function<void(v1::AgentMessage)>;
-
   /// How long a finished launch is kept and reported in Register.
   static constexpr std::chrono::minutes kFinishedRetention{10};
 
-  /// `send` queues a message on the node's stream.
-  FakeRunner(boost::asio::io_context& loop, std::string node, Send send);
-  FakeRunner(const FakeRunner&) = delete;
-  FakeRunner& operator=(const FakeRunner&) = delete;
+  /// `send` queues a message on the node's stream; `node` (its name and
+  /// layout, for the binding plan RanksStarted reports) must outlive it.
+  FakeRunner(boost::asio::io_context& loop, const NodeSetup& node, SendToController send);
 
-  /// Starts the ranks of `launch` (bindings as planned by the node).
-  void Launch(const v1::Launch& launch, std::vector<v1::RankBinding> bindings);
-  void Signal(const v1::Signal& signal);
-  void Terminate(const v1::Terminate& terminate);
+  /// Nothing to take on: fake launches leave nothing behind.
+  void Start() override {}
+  /// Starts the ranks of `launch`. A plan that cannot be made is reported
+  /// with RanksStarted left bare: fake ranks bind to nothing.
+  void Launch(const v1::Launch& launch) override;
+  void Signal(const v1::Signal& signal) override;
+  void Terminate(const v1::Terminate& terminate) override;
   /// Lists live launches (running) and finished ones (finished).
-  void AddTo(v1::Register& message) const;
+  void AddTo(v1::Register& message) const override;
   /// Forgets finished launches older than kFinishedRetention.
-  void Prune(std::chrono::steady_clock::time_point now);
+  void Poll() override { Prune(std::chrono::steady_clock::now()); }
+  void OnStepNotice(step::LaunchId /*id*/) override {}
   /// Cancels every timer: the agent stops and the ranks are "left running".
-  void Stop();
-  [[nodiscard]] std::size_t LiveRanks() const;
+  void Stop() override;
+  [[nodiscard]] std::size_t LiveRanks() const override;
+  void AddMetrics(NodeMetrics& /*metrics*/) const override {}
+
+  /// Forgets finished launches older than kFinishedRetention at `now`.
+  void Prune(std::chrono::steady_clock::time_point now);
 
  private:
   struct Run {
@@ -88,8 +95,9 @@ class FakeRunner {
   void Refuse(const v1::Launch& launch, const std::string& reason);
 
   boost::asio::io_context& loop_;
-  const std::string node_;
-  Send send_;
+  const NodeSetup& setup_;
+  const std::string& node_;  ///< setup_.name
+  SendToController send_;
   Runs runs_;  ///< by job id; at most one launch of a job per node
 };
 

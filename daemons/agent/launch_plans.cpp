@@ -1,41 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// AgentNode's planning of a launch: the cores it takes, its ranks'
-// bindings, and the plan cohort-stepd is handed (agent_node.h).
+// A launch as a node plans it: its ranks' bindings, how they are reported,
+// and the plan cohort-stepd is handed (launch_plans.h).
+#include "launch_plans.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <iterator>
 #include <vector>
 
-#include "agent_log.h"
-#include "agent_node.h"
 #include "cohort/launch/binding.h"
 #include "cohort/launch/node_layout.h"
 #include "launch_tasks.h"
 
 namespace cohort::agent {
 
-std::vector<int> AgentNode::GrantCpus(step::LaunchId id, const v1::Launch& launch) const {
-  std::vector<int> own;
-  std::vector<int> held;
-  for (const auto& [other_id, other] : launches_) {
-    if (other_id == id || other.tracker.Record().Done()) continue;
-    std::vector<int>& into = other_id.job_id == id.job_id ? own : held;
-    into.insert(into.end(), other.cpus.begin(), other.cpus.end());
-  }
-  const binding::CpuGrant grant =
-      binding::GrantCpus(setup_.layout, own, held, launch.gpus(), launch.cpus());
-  if (grant.shared_cores > 0) {
-    LaunchLog().warn("cores_shared job={} step={} node={} cores={} reason={:?}", id.job_id,
-                     StepText(id), setup_.name, grant.shared_cores,
-                     "the node has fewer free whole cores than the launch was granted CPUs");
-  }
-  return grant.pus;
-}
-
-absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
-    const v1::Launch& launch, std::span<const int> cpus) const {
+absl::StatusOr<std::vector<binding::RankBinding>> PlanBindings(const layout::NodeLayout& layout,
+                                                               const v1::Launch& launch,
+                                                               std::span<const int> cpus) {
   const v1::JobSpec& spec = launch.spec();
   binding::BindingRequest request;
   request.gpus = launch.gpus();
@@ -45,15 +29,14 @@ absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
       binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
   if (!options.ok()) return options.status();
   request.options = *options;
-  if (cpus.empty()) return binding::PlanBinding(setup_.layout, request);
+  if (cpus.empty()) return binding::PlanBinding(layout, request);
   absl::StatusOr<std::vector<binding::RankBinding>> kept =
-      binding::PlanBinding(binding::KeepCpus(setup_.layout, cpus), request);
+      binding::PlanBinding(binding::KeepCpus(layout, cpus), request);
   if (kept.ok()) return kept;
   // The granted cores cannot be split as the options ask (they lie on
   // another NUMA node than the GPUs, say): the node-wide plan, each rank
   // kept to the grant.
-  absl::StatusOr<std::vector<binding::RankBinding>> plan =
-      binding::PlanBinding(setup_.layout, request);
+  absl::StatusOr<std::vector<binding::RankBinding>> plan = binding::PlanBinding(layout, request);
   if (!plan.ok()) return plan;
   for (binding::RankBinding& rank : *plan) {
     if (rank.cpus.empty()) continue;
@@ -64,9 +47,8 @@ absl::StatusOr<std::vector<binding::RankBinding>> AgentNode::PlanBindings(
   return plan;
 }
 
-std::vector<v1::RankBinding> AgentNode::ReportBindings(
-    const std::vector<binding::RankBinding>& bindings, const v1::Launch& launch,
-    const std::string& node) {
+std::vector<v1::RankBinding> ReportBindings(const std::vector<binding::RankBinding>& bindings,
+                                            const v1::Launch& launch, const std::string& node) {
   const int tasks = launch.tasks_per_node() != 0 ? launch.tasks_per_node() : 1;
   const int first_rank =
       launch.has_step() ? launch.step_layout().first_rank() : launch.node_rank() * tasks;
@@ -84,7 +66,8 @@ std::vector<v1::RankBinding> AgentNode::ReportBindings(
   return out;
 }
 
-step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
+step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
+                          const std::string& cluster_name) {
   const v1::JobSpec& spec = launch.spec();
   step::LaunchPlan plan;
   launch::LaunchContext& context = plan.context;
@@ -92,14 +75,13 @@ step::LaunchPlan AgentNode::MakePlan(const v1::Launch& launch) const {
   context.job_name = spec.name();
   context.user_name = spec.user_name();
   context.partition = launch.partition().empty() ? spec.partition() : launch.partition();
-  context.cluster_name =
-      launch.cluster_name().empty() ? environment_.cluster_name : launch.cluster_name();
-  context.nodelist = launch.nodelist().empty() ? setup_.name : launch.nodelist();
+  context.cluster_name = launch.cluster_name().empty() ? cluster_name : launch.cluster_name();
+  context.nodelist = launch.nodelist().empty() ? node : launch.nodelist();
   // Zero is proto3's "unset"; a negative count is left for PlanLaunch to
   // refuse.
   context.num_nodes = launch.num_nodes() != 0 ? launch.num_nodes() : 1;
   context.node_rank = launch.node_rank();
-  context.node_name = setup_.name;
+  context.node_name = node;
   context.tasks_per_node = launch.tasks_per_node() != 0 ? launch.tasks_per_node()
                            : spec.tasks_per_node() != 0 ? spec.tasks_per_node()
                                                         : 1;
