@@ -290,6 +290,23 @@ absl::Status Engine::Apply(const EngineInput& input, Millis now, Effects& effect
             JobReleased(in.job, in.node, now, effects);
             return absl::OkStatus();
           },
+          [&](const input::LaunchFailed& in) {
+            LaunchFailed(in.job, in.node, in.reason, now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::StartStep& in) {
+            return StartStep(in.job, in.request, in.caller, now, effects).status();
+          },
+          [&](const input::SignalStep& in) {
+            return SignalStep(in.job, in.step, in.signal, in.caller, now, effects);
+          },
+          [&](const input::StepRankExited& in) {
+            StepRankExited(in.job, in.step, in.node, in.exit_code, in.signal, now, effects);
+            return absl::OkStatus();
+          },
+          [&](const input::EndAllocation& in) {
+            return EndAllocation(in.job, in.exit_code, in.caller, now, effects);
+          },
           [&](const input::Tick&) {
             Tick(now, effects);
             return absl::OkStatus();

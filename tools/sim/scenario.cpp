@@ -24,6 +24,7 @@
 #include "cohort/text/dependency.h"
 #include "cohort/text/hostlist.h"
 #include "cohort/text/slurm_time.h"
+#include "raw_inputs.h"
 
 namespace cohort::sim {
 namespace {
@@ -74,6 +75,9 @@ struct Script {
   std::string config;
   std::vector<Event> events;
   seconds horizon{0};
+  /// `agents: script`: the lines speak for the agents and the clock (a
+  /// recorded run); the runner plays nothing.
+  bool agents_scripted = false;
 };
 
 absl::StatusOr<Script> Read(std::string_view text, std::string_view origin) {
@@ -98,6 +102,17 @@ absl::StatusOr<Script> Read(std::string_view text, std::string_view origin) {
     }
     if (line.starts_with("config:")) {
       script.config += line.substr(7) + "\n";
+      continue;
+    }
+    if (line.starts_with("agents:")) {
+      const std::string who = line.substr(line.find_first_not_of(" \t", 7));
+      if (who != "script" && who != "runner") {
+        return LineError(origin, number,
+                         fmt::format("agents: {}: give `runner` (the runner plays the agents, "
+                                     "the default) or `script` (the lines do)",
+                                     who));
+      }
+      script.agents_scripted = who == "script";
       continue;
     }
     std::istringstream words(line);
@@ -145,13 +160,14 @@ absl::StatusOr<Script> Read(std::string_view text, std::string_view origin) {
 // The engine, a clock, and agents that do what it says.
 class Runner {
  public:
-  Runner(config::ClusterConfig config, std::unique_ptr<topology::Topology> topology,
-         alloc::NodePool pool)
-      : config_(std::move(config)),
-        topology_(std::move(topology)),
-        engine_(config_, *topology_, std::move(pool)) {}
+  Runner(ScenarioCluster cluster, bool agents_scripted)
+      : config_(std::move(cluster.config)),
+        topology_(std::move(cluster.topology)),
+        engine_(config_, *topology_, std::move(cluster.pool)),
+        agents_scripted_(agents_scripted) {}
 
   absl::Status Start() {
+    if (agents_scripted_) return absl::OkStatus();  // the script registers the nodes
     for (NodeId n = 0; n < topology_->NodeCount(); ++n) {
       const config::NodeSpec& spec = config_.nodes[static_cast<std::size_t>(n)];
       NodeReport report;
@@ -174,7 +190,14 @@ class Runner {
       now_ = kEpoch + t;
       for (; next < script.events.size() && script.events[next].at <= t; ++next) {
         if (absl::Status s = Do(script.events[next], origin); !s.ok()) return s;
+        if (!agents_scripted_) continue;
+        // A recorded run is checked after every input, as it was recorded.
+        if (absl::Status ok = engine_.CheckInvariants(); !ok.ok()) {
+          return absl::InternalError(fmt::format("{}:{}: the engine broke an invariant: {}", origin,
+                                                 script.events[next].line, ok));
+        }
       }
+      if (agents_scripted_) continue;
       Effects effects;
       for (auto it = ends_.begin(); it != ends_.end();) {
         if (it->second > now_) {
@@ -238,14 +261,15 @@ class Runner {
     }
   }
 
-  absl::StatusOr<JobId> JobOf(const Event& event, const Args& args, std::string_view origin) {
-    const std::optional<std::int64_t> id = Number(args.positional);
-    if (!id || *id <= 0) {
-      return LineError(
-          origin, event.line,
-          fmt::format("`{}` needs a job id first, as `at 10 {} 3`", event.verb, event.verb));
+  absl::StatusOr<JobRef> JobOf(const Event& event, const Args& args, std::string_view origin) {
+    const std::optional<JobRef> ref = ReadJobRef(args.positional);
+    if (!ref) {
+      return LineError(origin, event.line,
+                       fmt::format("`{}` needs a job id first, as `at 10 {} 3` (or 3_1, a task "
+                                   "of an array)",
+                                   event.verb, event.verb));
     }
-    return static_cast<JobId>(*id);
+    return *ref;
   }
 
   absl::StatusOr<NodeId> NodeOf(const Event& event, const Args& args, std::string_view origin) {
@@ -288,11 +312,11 @@ class Runner {
       if (id != 0) behaviour_[id] = job->second;
     } else if (verb == "cancel" || verb == "hold" || verb == "release" || verb == "requeue" ||
                verb == "checkpoint-done") {
-      absl::StatusOr<JobId> id = JobOf(event, args, origin);
-      if (!id.ok()) return id.status();
-      const JobRef ref{*id, -1};
+      absl::StatusOr<JobRef> job = JobOf(event, args, origin);
+      if (!job.ok()) return job.status();
+      const JobRef ref = *job;
       const Caller caller = CallerOf(args);
-      const std::string what = fmt::format("{} {}", verb, *id);
+      const std::string what = fmt::format("{} {}", verb, FormatJobRef(ref));
       if (verb == "cancel") {
         const int signal = static_cast<int>(Number(args.named["signal"]).value_or(0));
         Input(input::Cancel{ref, signal, caller}, effects, what);
@@ -308,15 +332,16 @@ class Runner {
     } else if (verb == "exit" || verb == "fail") {
       // Every rank of the job exits with `code` (and `signal`); a failing
       // job's other ranks are then stopped by the engine.
-      absl::StatusOr<JobId> id = JobOf(event, args, origin);
-      if (!id.ok()) return id.status();
+      absl::StatusOr<JobRef> job = JobOf(event, args, origin);
+      if (!job.ok()) return job.status();
+      const JobId id = job->job;
       const int code =
           static_cast<int>(Number(args.named["code"]).value_or(verb == "fail" ? 1 : 0));
       const int signal = static_cast<int>(Number(args.named["signal"]).value_or(0));
-      Log(fmt::format("job {} ranks exit with code {}{}", Name(*id), code,
+      Log(fmt::format("job {} ranks exit with code {}{}", Name(id), code,
                       signal != 0 ? fmt::format(" by signal {}", signal) : ""));
-      ends_.erase(*id);
-      ExitAll(*id, code, signal, effects);
+      ends_.erase(id);
+      ExitAll(id, code, signal, effects);
     } else if (verb == "drain" || verb == "resume" || verb == "lose" || verb == "return") {
       absl::StatusOr<NodeId> node = NodeOf(event, args, origin);
       if (!node.ok()) return node.status();
@@ -340,11 +365,18 @@ class Runner {
         report.gpus = spec.gpus;
         Input(input::NodeRegistered{*node, report}, effects, what);
       }
+    } else if (std::optional<absl::StatusOr<EngineInput>> raw =
+                   ReadInput(verb, event.args, *topology_)) {
+      if (!raw->ok()) return LineError(origin, event.line, std::string(raw->status().message()));
+      Input(**raw, effects, verb);
     } else {
       return LineError(origin, event.line,
                        fmt::format("no verb `{}`; the verbs: submit, cancel, hold, release, "
                                    "requeue, checkpoint-done, exit, fail, drain, resume, lose, "
-                                   "return",
+                                   "return, and for the agents and the clock register, "
+                                   "heartbeat, tick, schedule, rank-exited, released, "
+                                   "launch-failed, step, signal-step, step-rank-exited, "
+                                   "end-allocation",
                                    verb));
     }
     Play(effects);
@@ -367,10 +399,12 @@ class Runner {
         r.requeue = true;
       } else if (flag == "dies-on-warning") {
         b.dies_on_warning = true;
+      } else if (flag == "kill-on-invalid-dep") {
+        r.kill_on_invalid_dep = true;
       } else {
         return LineError(origin, event.line,
                          fmt::format("submit: no flag `{}`; the flags: hold, exclusive, requeue, "
-                                     "dies-on-warning",
+                                     "dies-on-warning, kill-on-invalid-dep",
                                      flag));
       }
     }
@@ -428,6 +462,17 @@ class Runner {
                            fmt::format("submit time={}: {}", value, limit.status().message()));
         }
         r.time_limit = *limit;
+      } else if (key == "launch") {
+        if (value == "batch") {
+          r.launch = JobLaunch::kBatchScript;
+        } else if (value == "allocation") {
+          r.launch = JobLaunch::kAllocation;
+        } else if (value != "ranks") {
+          return LineError(origin, event.line,
+                           fmt::format("submit launch={}: give ranks (the command on every "
+                                       "rank, the default), batch or allocation",
+                                       value));
+        }
       } else if (key == "name") {
         r.name = value;
       } else if (key == "user") {
@@ -462,7 +507,7 @@ class Runner {
                          fmt::format("submit: no key `{}`; the keys: nodes, gpus, tasks, cpus, "
                                      "runtime, time, name, user, uid, account, partition, qos, "
                                      "nodelist, exclude, after, array, switches, begin, "
-                                     "checkpoint",
+                                     "checkpoint, launch",
                                      key));
       }
     }
@@ -527,6 +572,10 @@ class Runner {
         Log(fmt::format("job {} waits: {}", DisplayId(*job), why));
       }
     }
+    if (agents_scripted_) {  // the script speaks for the agents
+      effects = {};
+      return;
+    }
     std::vector<JobId> stopped;
     std::vector<JobId> died;
     for (const Command& c : effects.commands) {
@@ -583,18 +632,19 @@ class Runner {
   std::map<JobId, std::string> reasons_;
   std::set<NodeId> silent_;
   std::string transcript_;
+  const bool agents_scripted_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::string> RunScenario(std::string_view text, std::string_view origin) {
-  absl::StatusOr<Script> script = Read(text, origin);
-  if (!script.ok()) return script.status();
+absl::StatusOr<ScenarioCluster> BuildCluster(std::string_view config_text,
+                                             std::string_view topology_text,
+                                             std::string_view origin) {
   const config::FileLoader no_files = [](const std::string& path) -> absl::StatusOr<std::string> {
     return absl::InvalidArgumentError(fmt::format(
         "{}: a scenario reads no other file; write its lines as `config:` lines", path));
   };
-  config::ConfigResult parsed = config::ParseClusterConfig(script->config, origin, no_files);
+  config::ConfigResult parsed = config::ParseClusterConfig(config_text, origin, no_files);
   if (parsed.diagnostics.HasErrors()) {
     return absl::InvalidArgumentError(
         fmt::format("{}: its config: lines have errors:\n{}", origin, parsed.diagnostics.Format()));
@@ -602,11 +652,11 @@ absl::StatusOr<std::string> RunScenario(std::string_view text, std::string_view 
   std::vector<std::string> names;
   for (const config::NodeSpec& node : parsed.config.nodes) names.push_back(node.name);
   std::unique_ptr<topology::Topology> topology;
-  if (script->topology.empty()) {
+  if (topology_text.empty()) {
     topology = std::make_unique<topology::Topology>(topology::FlatTopology(names));
   } else {
     topology::TopologyResult built =
-        topology::BuildTopology(script->topology, origin, names, topology::NodeSource::kConfig);
+        topology::BuildTopology(topology_text, origin, names, topology::NodeSource::kConfig);
     if (built.diagnostics.HasErrors()) {
       return absl::InvalidArgumentError(fmt::format("{}: its topology: lines have errors:\n{}",
                                                     origin, built.diagnostics.Format()));
@@ -616,7 +666,15 @@ absl::StatusOr<std::string> RunScenario(std::string_view text, std::string_view 
   absl::StatusOr<alloc::NodePool> pool =
       alloc::NodePool::Create(*topology, parsed.config.nodes, parsed.config.partitions);
   if (!pool.ok()) return pool.status();
-  Runner runner(std::move(parsed.config), std::move(topology), *std::move(pool));
+  return ScenarioCluster{std::move(parsed.config), std::move(topology), *std::move(pool)};
+}
+
+absl::StatusOr<std::string> RunScenario(std::string_view text, std::string_view origin) {
+  absl::StatusOr<Script> script = Read(text, origin);
+  if (!script.ok()) return script.status();
+  absl::StatusOr<ScenarioCluster> cluster = BuildCluster(script->config, script->topology, origin);
+  if (!cluster.ok()) return cluster.status();
+  Runner runner(*std::move(cluster), script->agents_scripted);
   if (absl::Status s = runner.Start(); !s.ok()) return s;
   if (absl::Status s = runner.Run(*script, origin); !s.ok()) return s;
   return runner.Transcript();

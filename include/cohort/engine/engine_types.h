@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/step_ledger.h"
 #include "cohort/engine/job.h"
 #include "cohort/policy/fair_share.h"
 
@@ -217,13 +218,43 @@ struct JobReleased {
   JobId job = 0;
   NodeId node = 0;
 };
+struct LaunchFailed {
+  JobId job = 0;
+  NodeId node = 0;
+  std::string reason;
+};
+struct StartStep {
+  JobRef job;
+  alloc::StepRequest request;
+  Caller caller;
+};
+struct SignalStep {
+  JobRef job;
+  int step = 0;
+  int signal = 0;  ///< 0: cancel the step
+  Caller caller;
+};
+struct StepRankExited {
+  JobId job = 0;
+  int step = 0;
+  NodeId node = 0;
+  int exit_code = 0;
+  int signal = 0;
+};
+struct EndAllocation {
+  JobRef job;
+  int exit_code = 0;
+  Caller caller;
+};
 struct Tick {};
 struct Schedule {};
 }  // namespace input
 
-using EngineInput = std::variant<input::Submit, input::Cancel, input::Hold, input::Release,
-                                 input::Requeue, input::CheckpointDone, input::NodeRegistered,
-                                 input::Heartbeat, input::Drain, input::Resume, input::RankExited,
-                                 input::JobReleased, input::Tick, input::Schedule>;
+using EngineInput =
+    std::variant<input::Submit, input::Cancel, input::Hold, input::Release, input::Requeue,
+                 input::CheckpointDone, input::NodeRegistered, input::Heartbeat, input::Drain,
+                 input::Resume, input::RankExited, input::JobReleased, input::LaunchFailed,
+                 input::StartStep, input::SignalStep, input::StepRankExited, input::EndAllocation,
+                 input::Tick, input::Schedule>;
 
 }  // namespace cohort

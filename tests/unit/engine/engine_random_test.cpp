@@ -2,26 +2,54 @@
 // The whole engine driven by random events (submissions, cancels, holds,
 // requeues, preemption, rank exits, launch failures, node loss, drains,
 // restarts of agents, time passing) with its invariants checked after every
-// one, and a final phase that proves every job still ends.
+// one, and a final phase that proves every job still ends. Every input is
+// recorded as a scenario line (tools/sim/raw_inputs.h): a failing run is
+// written out as a script that `cohort-sim --script` replays.
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cohort/engine/engine.h"
 #include "cohort/fmt_absl.h"
+#include "raw_inputs.h"
+#include "scenario.h"
 #include "test_support.h"
 
 namespace cohort {
 namespace {
 
-using testing::ClusterBuilder;
-
 constexpr int kSigterm = 15;
+
+// The cluster, as a scenario's lines give it: two leaves of four nodes, a
+// low and a high (suspending) partition, and a QOS that preempts.
+constexpr std::string_view kTopology =
+    "SwitchName=leaf0 Nodes=n[001-004]\n"
+    "SwitchName=leaf1 Nodes=n[005-008]\n"
+    "SwitchName=spine Switches=leaf[0-1]\n";
+constexpr std::string_view kConfig =
+    "NodeName=n[001-008] CPUs=16 Gpus=4 MemoryMB=1048576\n"
+    "PreemptMode=REQUEUE PreemptGraceTime=30 NodeTimeout=60\n"
+    "QOSName=normal\n"
+    "QOSName=urgent Priority=100 Preempt=normal GraceTime=0 MaxJobsPerUser=3\n"
+    "PartitionName=low Nodes=ALL Default=YES MaxTime=2:00:00 PriorityTier=1\n"
+    "PartitionName=high Nodes=ALL MaxTime=2:00:00 PriorityTier=2 PreemptMode=SUSPEND\n";
+
+// Lines of `text`, each with `prefix`.
+std::string Prefixed(std::string_view prefix, std::string_view text) {
+  std::string out;
+  std::istringstream lines{std::string(text)};
+  for (std::string line; std::getline(lines, line);) out += fmt::format("{}{}\n", prefix, line);
+  return out;
+}
 
 // What the agents of the cluster hold: a job's ranks on a node, from its
 // launch until the node says they are gone.
@@ -34,35 +62,14 @@ struct Run {
 class RandomEngine {
  public:
   explicit RandomEngine(std::uint32_t seed) : random_(seed) {
-    cluster_ = ClusterBuilder().Leaves(2).NodesPerLeaf(4).GpusPerNode(4).CpusPerNode(16).Build();
-    config_.nodes = cluster_.nodes;
-    config::PartitionSpec low;
-    low.name = "low";
-    low.is_default = true;
-    low.nodes = cluster_.topology.NodeNames();
-    low.max_time = std::chrono::hours(2);
-    low.priority_tier = 1;
-    config::PartitionSpec high = low;
-    high.name = "high";
-    high.is_default = false;
-    high.priority_tier = 2;
-    high.preempt_mode = config::PreemptMode::kSuspend;
-    config_.partitions = {low, high};
-    config_.preempt_mode = config::PreemptMode::kRequeue;
-    config_.preempt_grace_time = std::chrono::seconds(30);
-    config_.node_timeout = std::chrono::seconds(60);
-    config::QosSpec normal;
-    normal.name = "normal";
-    config::QosSpec urgent;
-    urgent.name = "urgent";
-    urgent.priority = 100;
-    urgent.preempt = {"normal"};
-    urgent.grace_time = std::chrono::seconds(0);
-    urgent.max_jobs_per_user = 3;
-    config_.qos = {normal, urgent};
-    alloc::NodePool pool =
-        alloc::NodePool::Create(cluster_.topology, config_.nodes, config_.partitions).value();
-    engine_ = std::make_unique<Engine>(config_, cluster_.topology, std::move(pool));
+    absl::StatusOr<sim::ScenarioCluster> built = sim::BuildCluster(kConfig, kTopology, "random");
+    if (!built.ok()) {
+      failure_ = std::string(built.status().message());
+      return;
+    }
+    cluster_ = *std::move(built);
+    engine_ =
+        std::make_unique<Engine>(cluster_.config, *cluster_.topology, std::move(cluster_.pool));
     for (NodeId n = 0; n < Nodes(); ++n) Register(n, /*all_alive=*/true);
   }
 
@@ -77,7 +84,7 @@ class RandomEngine {
     if (roll < 22) {
       Submit();
     } else if (roll < 36) {
-      Do([&](Effects& fx) { engine_->Schedule(now_, fx); });
+      Do(input::Schedule{});
     } else if (roll < 50) {
       ExitRank();
     } else if (roll < 60) {
@@ -85,37 +92,28 @@ class RandomEngine {
     } else if (roll < 68) {
       PassTime();
     } else if (roll < 72) {
-      ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
-        (void)engine_->Cancel(ref, 0, who, now_, fx);
-      });
+      ActOnJob([](JobRef ref, Caller who) -> EngineInput { return input::Cancel{ref, 0, who}; });
     } else if (roll < 76) {
-      ActOnJob(
-          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Hold(ref, who, now_, fx); });
+      ActOnJob([](JobRef ref, Caller who) -> EngineInput { return input::Hold{ref, who}; });
     } else if (roll < 80) {
-      ActOnJob(
-          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Release(ref, who, now_, fx); });
+      ActOnJob([](JobRef ref, Caller who) -> EngineInput { return input::Release{ref, who}; });
     } else if (roll < 83) {
-      ActOnJob(
-          [&](JobRef ref, Caller who, Effects& fx) { (void)engine_->Requeue(ref, who, now_, fx); });
+      ActOnJob([](JobRef ref, Caller who) -> EngineInput { return input::Requeue{ref, who}; });
     } else if (roll < 86) {
-      ActOnJob([&](JobRef ref, Caller who, Effects& fx) {
-        if (Pick(2) == 0) {
-          (void)engine_->CheckpointDone(ref, who, now_, fx);
-        } else {  // cohort alloc's command ends (refused for other jobs)
-          (void)engine_->EndAllocation(ref, Pick(4) == 0 ? 1 : 0, who, now_, fx);
-        }
+      ActOnJob([&](JobRef ref, Caller who) -> EngineInput {
+        if (Pick(2) == 0) return input::CheckpointDone{ref, who};
+        // cohort alloc's command ends (refused for other jobs)
+        return input::EndAllocation{ref, Pick(4) == 0 ? 1 : 0, who};
       });
     } else if (roll < 89) {
       FailLaunch();
     } else if (roll < 92) {
       const NodeId node = Pick(Nodes());
-      Do([&](Effects& fx) {
-        if (Pick(2) == 0) {
-          (void)engine_->Drain(node, "maintenance", Caller{0}, fx);
-        } else {
-          (void)engine_->Resume(node, Caller{0}, fx);
-        }
-      });
+      if (Pick(2) == 0) {
+        Do(input::Drain{node, "maintenance", Caller{0}});
+      } else {
+        Do(input::Resume{node, Caller{0}});
+      }
     } else if (roll < 95) {
       Register(Pick(Nodes()), /*all_alive=*/Pick(3) != 0);
     } else {
@@ -131,7 +129,7 @@ class RandomEngine {
     silent_ = -1;
     for (NodeId n = 0; n < Nodes(); ++n) {
       Register(n, /*all_alive=*/true);
-      Do([&](Effects& fx) { (void)engine_->Resume(n, Caller{0}, fx); });
+      Do(input::Resume{n, Caller{0}});
     }
     for (int round = 0; round < 5000 && !failure_; ++round) {
       std::vector<JobId> open;
@@ -143,19 +141,17 @@ class RandomEngine {
         const Job* job = engine_->FindJob(id);
         if (job != nullptr && job->state == JobState::kRunning &&
             job->request.launch == JobLaunch::kAllocation) {
-          Do([&](Effects& fx) {
-            (void)engine_->EndAllocation(JobRef{id, -1}, 0, Caller{0}, now_, fx);
-          });
+          Do(input::EndAllocation{JobRef{id, -1}, 0, Caller{0}});
           continue;
         }
         if (job == nullptr || job->state != JobState::kPending) continue;
         if (IsHeld(*job)) {
-          Do([&](Effects& fx) { (void)engine_->Release(JobRef{id, -1}, Caller{0}, now_, fx); });
+          Do(input::Release{JobRef{id, -1}, Caller{0}});
         } else if (job->pending_reason == PendingReason::kDependencyNeverSatisfied) {
-          Do([&](Effects& fx) { (void)engine_->Cancel(id, 0, Caller{0}, now_, fx); });
+          Do(input::Cancel{JobRef{id, -1}, 0, Caller{0}});
         }
       }
-      Do([&](Effects& fx) { engine_->Schedule(now_, fx); });
+      Do(input::Schedule{});
       while (!runs_.empty() && !failure_) {
         if (Pick(2) == 0) {
           DeliverTermination();
@@ -183,16 +179,36 @@ class RandomEngine {
   [[nodiscard]] int StepsStarted() const { return steps_started_; }
   /// The statuses (JobStatusName) some job entered.
   [[nodiscard]] const std::set<std::string>& Visited() const { return visited_; }
+  /// Every job the engine holds: its status (JobStatusName), by DisplayId.
+  [[nodiscard]] std::map<std::string, std::string> Statuses() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [id, job] : engine_->Jobs())
+      out[DisplayId(job)] = JobStatusName(StatusOf(job));
+    return out;
+  }
+  /// The run so far as a scenario that `cohort-sim --script` replays.
+  [[nodiscard]] std::string Script() const {
+    std::string text = "# A recorded run of engine_random_test.\n" +
+                       Prefixed("topology: ", kTopology) + Prefixed("config: ", kConfig) +
+                       "agents: script\n";
+    for (const std::string& line : script_) text += line + "\n";
+    const auto ran = std::chrono::duration_cast<std::chrono::seconds>(now_ - kStart);
+    text += fmt::format("run {}\n", std::max<std::int64_t>(1, ran.count()));
+    return text;
+  }
 
  private:
   int Pick(int n) { return static_cast<int>(random_() % static_cast<std::uint32_t>(n)); }
-  [[nodiscard]] NodeId Nodes() const { return cluster_.topology.NodeCount(); }
+  [[nodiscard]] NodeId Nodes() const { return cluster_.topology->NodeCount(); }
 
-  template <typename Call>
-  void Do(Call call) {
+  // Hands one input to the engine (a refusal is one of the outcomes), and
+  // records it.
+  void Do(const EngineInput& in) {
     if (failure_) return;
+    script_.push_back(sim::FormatInput(
+        in, std::chrono::duration_cast<std::chrono::seconds>(now_ - kStart), *cluster_.topology));
     Effects fx;
-    call(fx);
+    (void)engine_->Apply(in, now_, fx);
     Observe(fx);
     if (absl::Status s = engine_->CheckInvariants(); !s.ok()) {
       failure_ = fmt::format("step {}: {}", steps_, s.message());
@@ -310,7 +326,7 @@ class RandomEngine {
       r.dependency.terms.push_back(DependencyTerm{types[Pick(4)], it->first, -1});
       r.kill_on_invalid_dep = Pick(2) == 0;
     }
-    Do([&](Effects& fx) { (void)engine_->Submit(r, now_, fx); });
+    Do(input::Submit{r});
   }
 
   // A rank of a random running gang exits (mostly 0).
@@ -321,16 +337,14 @@ class RandomEngine {
     const auto [job, node] = it->first;
     Run& run = it->second;
     const bool bad = fail && Pick(10) == 0;
-    Do([&](Effects& fx) {
-      if (run.alive > 0) {
-        engine_->RankExited(job, node, bad ? 1 : 0, 0, now_, fx);
-        --run.alive;
-      }
-      if (run.alive == 0) {
-        runs_.erase({job, node});
-        engine_->JobReleased(job, node, now_, fx);
-      }
-    });
+    if (run.alive > 0) {
+      --run.alive;
+      Do(input::RankExited{job, node, bad ? 1 : 0, 0});
+    }
+    if (const auto left = runs_.find({job, node}); left != runs_.end() && left->second.alive == 0) {
+      runs_.erase(left);
+      Do(input::JobReleased{job, node});
+    }
   }
 
   // Job steps: one starts in a random running job, or a rank of a running
@@ -346,10 +360,7 @@ class RandomEngine {
         return;
       }
       if (Pick(8) == 0) {
-        Do([&](Effects& fx) {
-          (void)engine_->SignalStep(JobRef{job, -1}, step, Pick(2) == 0 ? 0 : SIGUSR1, Caller{0},
-                                    now_, fx);
-        });
+        Do(input::SignalStep{JobRef{job, -1}, step, Pick(2) == 0 ? 0 : SIGUSR1, Caller{0}});
         return;
       }
       const bool bad = Pick(10) == 0;
@@ -360,9 +371,7 @@ class RandomEngine {
         step_ranks_.erase(it);
         return;
       }
-      Do([&](Effects& fx) {
-        engine_->StepRankExited(job, step, node->first, bad ? 1 : 0, 0, now_, fx);
-      });
+      Do(input::StepRankExited{job, step, node->first, bad ? 1 : 0, 0});
       if (--node->second == 0 && std::next(node) == nodes.end()) step_ranks_.erase(it);
       return;
     }
@@ -379,7 +388,7 @@ class RandomEngine {
     request.sharing = static_cast<alloc::StepSharing>(Pick(3));
     const JobId id = job.id;
     const Caller owner{job.request.uid};
-    Do([&](Effects& fx) { (void)engine_->StartStep(JobRef{id, -1}, request, owner, now_, fx); });
+    Do(input::StartStep{JobRef{id, -1}, request, owner});
   }
 
   // A node stops the ranks the engine asked it to stop, and says so.
@@ -389,10 +398,8 @@ class RandomEngine {
       const auto [job, node] = it->first;
       const bool ranks_left = it->second.alive > 0;
       runs_.erase(it);
-      Do([&](Effects& fx) {
-        if (ranks_left) engine_->RankExited(job, node, 0, kSigterm, now_, fx);
-        engine_->JobReleased(job, node, now_, fx);
-      });
+      if (ranks_left) Do(input::RankExited{job, node, 0, kSigterm});
+      Do(input::JobReleased{job, node});
       return;
     }
   }
@@ -403,19 +410,17 @@ class RandomEngine {
     std::advance(it, Pick(static_cast<int>(runs_.size())));
     const auto [job, node] = it->first;
     runs_.erase(it);
-    Do([&](Effects& fx) {
-      engine_->LaunchFailed(job, node, "exec: no such file", now_, fx);
-      engine_->JobReleased(job, node, now_, fx);
-    });
+    Do(input::LaunchFailed{job, node, "exec: no such file"});
+    Do(input::JobReleased{job, node});
   }
 
   // Time passes; every node but a silent one sends its heartbeat.
   void PassTime() {
     now_ += Millis(1000 * (1 + Pick(45)));
     for (NodeId n = 0; n < Nodes(); ++n) {
-      if (n != silent_) engine_->NodeHeartbeat(n, now_);
+      if (n != silent_) Do(input::Heartbeat{n});
     }
-    Do([&](Effects& fx) { engine_->Tick(now_, fx); });
+    Do(input::Tick{});
   }
 
   // An agent (re)registers: with the ranks it still runs, or having lost
@@ -424,7 +429,7 @@ class RandomEngine {
     NodeReport report;
     report.cpus = 16;
     report.gpus = 4;
-    report.memory_mb = cluster_.nodes[static_cast<std::size_t>(node)].memory_mb;
+    report.memory_mb = cluster_.config.nodes[static_cast<std::size_t>(node)].memory_mb;
     for (auto it = runs_.begin(); it != runs_.end();) {
       if (it->first.second != node) {
         ++it;
@@ -437,12 +442,12 @@ class RandomEngine {
         it = runs_.erase(it);
       }
     }
-    Do([&](Effects& fx) { (void)engine_->NodeRegistered(node, report, now_, fx); });
+    Do(input::NodeRegistered{node, report});
   }
 
   // A user (or, one time in five, an operator) acts on a random job.
   template <typename Act>
-  void ActOnJob(Act act) {
+  void ActOnJob(Act input_of) {
     const auto& jobs = engine_->Jobs();
     if (jobs.empty()) return;
     auto it = jobs.begin();
@@ -450,14 +455,15 @@ class RandomEngine {
     const Caller who{Pick(5) == 0 ? 0 : it->second.request.uid};
     const JobRef ref{it->second.array_job_id != 0 ? it->second.array_job_id : it->first,
                      it->second.array_task_id};
-    Do([&](Effects& fx) { act(ref, who, fx); });
+    Do(input_of(ref, who));
   }
 
   std::mt19937 random_;
-  testing::Cluster cluster_;
-  config::ClusterConfig config_;
+  static constexpr Millis kStart{1'000'000};
+  sim::ScenarioCluster cluster_;
   std::unique_ptr<Engine> engine_;
-  Millis now_{1'000'000};
+  Millis now_ = kStart;
+  std::vector<std::string> script_;  ///< every input, as a scenario line
   std::map<std::pair<JobId, NodeId>, Run> runs_;
   /// (job, step): its nodes and the ranks still running on each.
   std::map<std::pair<JobId, int>, std::vector<std::pair<NodeId, int>>> step_ranks_;
@@ -478,6 +484,15 @@ int EnvInt(const char* name, int fallback) {
   return value == nullptr ? fallback : std::atoi(value);
 }
 
+// A failed run is written out as a scenario, and the failure says where.
+std::string WrittenOut(const RandomEngine& run, std::uint32_t seed) {
+  const std::filesystem::path path = std::filesystem::path(::testing::TempDir()) /
+                                     fmt::format("engine_random_seed{}.scenario", seed);
+  std::ofstream(path) << run.Script();
+  return fmt::format("{}\nthe run as a scenario: cohort-sim --script {}", *run.Failure(),
+                     path.string());
+}
+
 TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
   const int steps = EnvInt("COHORT_RANDOM_STEPS", 120'000);
   const auto first_seed = static_cast<std::uint32_t>(EnvInt("COHORT_RANDOM_SEED", 1));
@@ -487,7 +502,7 @@ TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
     RandomEngine run(seed);
     while (run.Steps() < steps / kSeeds && !run.Failure()) run.Step();
     run.Settle();
-    ASSERT_FALSE(run.Failure()) << *run.Failure();
+    ASSERT_FALSE(run.Failure()) << WrittenOut(run, seed);
     // The walk reached the interesting places, or it proves little.
     EXPECT_GT(run.Started(), steps / kSeeds / 50);
     EXPECT_GT(run.Preemptions(), 0);
@@ -498,6 +513,27 @@ TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
       EXPECT_TRUE(run.Visited().contains(status)) << "no job was ever " << status;
     }
   }
+}
+
+// The script of a run replays through cohort-sim's scenario runner to the
+// same end: each job's last status in the transcript is the one the run
+// left it in.
+TEST(EngineRandomTest, ARecordedRunReplaysAsAScenarioToTheSameEnd) {
+  RandomEngine run(7);
+  while (run.Steps() < 3000 && !run.Failure()) run.Step();
+  ASSERT_FALSE(run.Failure()) << *run.Failure();
+  const absl::StatusOr<std::string> replayed = sim::RunScenario(run.Script(), "recorded");
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  std::map<std::string, std::string> last;
+  const std::regex transition(R"(^t=\d+s job (\S+) (?:submitted: (\S+)|\S+ -> (\S+) \())");
+  std::istringstream lines(*replayed);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, transition)) last[m[1]] = m[2].matched ? m[2] : m[3];
+  }
+  const std::map<std::string, std::string> statuses = run.Statuses();
+  EXPECT_GT(statuses.size(), 20U) << "the run did too little to prove anything";
+  for (const auto& [job, status] : statuses) EXPECT_EQ(last[job], status) << "job " << job;
 }
 
 }  // namespace

@@ -64,7 +64,16 @@ TEST_F(ScenarioFilesTest, ALineItCannotReadIsNamedWithTheFix) {
   };
   EXPECT_EQ(error(RunScenario(cluster + "at 0 launch nodes=1\nrun 5\n", "s")),
             "s:3: no verb `launch`; the verbs: submit, cancel, hold, release, requeue, "
-            "checkpoint-done, exit, fail, drain, resume, lose, return");
+            "checkpoint-done, exit, fail, drain, resume, lose, return, and for the agents and "
+            "the clock register, heartbeat, tick, schedule, rank-exited, released, "
+            "launch-failed, step, signal-step, step-rank-exited, end-allocation");
+  EXPECT_EQ(error(RunScenario(cluster + "at 0 rank-exited 1 n9\nrun 5\n", "s")),
+            "s:3: rank-exited: give a node of the cluster as word 2");
+  EXPECT_EQ(error(RunScenario(cluster + "at 0 step x\nrun 5\n", "s")),
+            "s:3: step: give a job id as word 1, as 12 or 12_3");
+  EXPECT_EQ(error(RunScenario("agents: robots\n" + cluster + "run 5\n", "s")),
+            "s:1: agents: robots: give `runner` (the runner plays the agents, the default) or "
+            "`script` (the lines do)");
   EXPECT_EQ(error(RunScenario(cluster + "at 0 submit nodes=two\nrun 5\n", "s")),
             "s:3: submit nodes=two: give a whole number");
   EXPECT_EQ(error(RunScenario(cluster + "at 5 submit\nat 1 submit\nrun 5\n", "s")),
