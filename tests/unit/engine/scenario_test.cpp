@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Policy scenarios on the real engine in virtual time: a small harness plays
-// the agents (ranks run for their job's runtime, stop on SIGTERM, checkpoint
-// on the preemption warning when asked to) and writes a transcript of what
-// the engine decided. Transcripts that pin a decision are compared with
+// Policy scenarios on the real engine in virtual time that check more than
+// a transcript shows (shares over a week, reservations kept to the second,
+// an array's pending record, what `cohort why` says); scenarios a
+// transcript pins are files in tests/data/scenarios/ (docs/simulator.md).
+// A small harness plays the agents (ranks run for their job's runtime, stop
+// on SIGTERM, checkpoint on the preemption warning when asked to) and
+// writes a transcript of what the engine decided. Transcripts that pin a decision are compared with
 // golden files in tests/data/golden (COHORT_UPDATE_GOLDEN=1 rewrites them).
 #include <signal.h>
 
@@ -610,105 +613,7 @@ TEST(ScenarioTest, PreemptionTakesMinimalVictimsInOneLeaf) {
   for (const JobId id : sweep) EXPECT_EQ(sim.Seen(id).state, JobState::kCompleted);
 }
 
-// An array with %8 never has more than 8 tasks running.
-TEST(ScenarioTest, ArrayThrottleIsNeverExceeded) {
-  VirtualCluster sim(ClusterBuilder().Leaves(4).NodesPerLeaf(8).Build(), {});
-  JobRequest r = Request(1, 1, minutes(10));
-  for (int i = 0; i < 100; ++i) r.array.tasks.push_back(i);
-  r.array.max_running = 8;
-  const JobId array = sim.Submit(r, {minutes(3)}).value();
-  int most = 0;
-  for (int step = 0; step < 200; ++step) {
-    sim.RunUntil(sim.now() + seconds(10));
-    int running = 0;
-    for (const auto& [id, job] : sim.engine().Jobs()) {
-      if (job.array_job_id == array &&
-          (job.state == JobState::kRunning || job.state == JobState::kCompleting)) {
-        ++running;
-      }
-    }
-    most = std::max(most, running);
-  }
-  sim.Drain(hours(2), seconds(10));
-  EXPECT_EQ(most, 8);
-  std::set<int> done;
-  for (const auto& [id, job] : sim.AllSeen()) {
-    if (job.array_job_id == array && job.state == JobState::kCompleted)
-      done.insert(job.array_task_id);
-  }
-  EXPECT_EQ(done.size(), 100U);
-}
-
-// A chain afterok → afterany → afternotok runs in order; a dependency that
-// can no longer hold leaves its job pending with DependencyNeverSatisfied.
-TEST(ScenarioTest, DependencyChainRunsInOrder) {
-  VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
-  const JobId first = sim.Submit(Request(2, 8, hours(1)), {minutes(5)}).value();
-  JobRequest second_request = Request(2, 8, hours(1));
-  second_request.dependency = {{{DependencyType::kAfterOk, first, -1}}, false};
-  const JobId second = sim.Submit(second_request, {minutes(5)}).value();
-  JobRequest third_request = Request(8, 8, hours(1));
-  third_request.dependency = {{{DependencyType::kAfterAny, second, -1}}, false};
-  const JobId third = sim.Submit(third_request, {minutes(5)}).value();
-  JobRequest never_request = Request(1, 8, hours(1));
-  never_request.dependency = {{{DependencyType::kAfterNotOk, first, -1}}, false};
-  const JobId never = sim.Submit(never_request, {minutes(5)}).value();
-  sim.RunUntil(sim.now() + minutes(30), seconds(10));
-  const Job& a = sim.Seen(first);
-  const Job& b = sim.Seen(second);
-  const Job& c = sim.Seen(third);
-  EXPECT_EQ(c.state, JobState::kCompleted);
-  EXPECT_GE(b.start_time, a.end_time);
-  EXPECT_GE(c.start_time, b.end_time);
-  EXPECT_EQ(sim.Seen(never).reason, "DependencyNeverSatisfied");
-  ExpectGolden(sim.transcript(), "dependency_chain.txt");
-}
-
 // --- single rules, on the same harness
-
-TEST(PolicyTest, HeldJobsWaitUntilReleasedAndOperatorHoldsNeedAnOperator) {
-  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
-  JobRequest r = Request(1, 8, hours(1));
-  r.uid = 1000;
-  r.hold = true;
-  const JobId held = sim.Submit(r, {minutes(5)}).value();
-  sim.RunUntil(sim.now() + seconds(5));
-  EXPECT_EQ(sim.Seen(held).state, JobState::kPending);
-  EXPECT_EQ(sim.Seen(held).reason, "JobHeldUser");
-  Effects fx;
-  ASSERT_TRUE(sim.engine().Release(JobRef{held, -1}, Caller{1000}, sim.now(), fx).ok());
-  sim.Play(fx);
-  sim.RunUntil(sim.now() + seconds(2));
-  EXPECT_EQ(sim.engine().FindJob(held)->state, JobState::kRunning);
-
-  r.hold = false;
-  const JobId other = sim.Submit(r, {minutes(5)}).value();
-  ASSERT_TRUE(
-      sim.engine().Hold(JobRef{other, -1}, Caller{0}, sim.now(), fx).ok());  // by an operator
-  sim.Play(fx);
-  EXPECT_EQ(sim.engine().Release(JobRef{other, -1}, Caller{1000}, sim.now(), fx).code(),
-            absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(sim.engine().Hold(JobRef{held, -1}, Caller{1000}, sim.now(), fx).code(),
-            absl::StatusCode::kFailedPrecondition)
-      << "a running job cannot be held";
-  EXPECT_EQ(sim.engine().Hold(JobRef{other, -1}, Caller{2000}, sim.now(), fx).code(),
-            absl::StatusCode::kPermissionDenied)
-      << "another user's job";
-}
-
-TEST(PolicyTest, RequeueRunsTheJobAgainAsItsNextAttempt) {
-  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
-  const JobId id = sim.Submit(Request(2, 8, hours(1)), {minutes(30)}).value();
-  sim.RunUntil(sim.now() + seconds(2));
-  ASSERT_EQ(sim.engine().FindJob(id)->state, JobState::kRunning);
-  Effects fx;
-  ASSERT_TRUE(sim.engine().Requeue(JobRef{id, -1}, Caller{0}, sim.now(), fx).ok());
-  sim.Play(fx);
-  sim.RunUntil(sim.now() + seconds(3));
-  const Job& job = *sim.engine().FindJob(id);
-  EXPECT_EQ(job.attempt, 2);
-  EXPECT_EQ(job.state, JobState::kRunning) << "requeued, then started again: " << job.reason;
-}
 
 TEST(PolicyTest, ArrayTasksAreCancelledOneByOneOrAllTogether) {
   VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), {});
