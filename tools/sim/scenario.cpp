@@ -292,8 +292,16 @@ class Runner {
 
   absl::Status Do(const Event& event, std::string_view origin) {
     Args args;
-    for (const std::string& arg : event.args) {
+    for (auto it = event.args.begin(); it != event.args.end(); ++it) {
+      const std::string& arg = *it;
       const std::size_t eq = arg.find('=');
+      if (arg.starts_with("reason=")) {
+        // The rest of the line, spaces and all, as raw_inputs.h reads it.
+        std::string reason = arg.substr(eq + 1);
+        for (++it; it != event.args.end(); ++it) reason += " " + *it;
+        args.named["reason"] = std::move(reason);
+        break;
+      }
       if (eq != std::string::npos) {
         args.named[arg.substr(0, eq)] = arg.substr(eq + 1);
       } else if (args.positional.empty() && event.verb != "submit") {
