@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent_options.h"
+#include "cohort/engine/engine_types.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "launch_runner.h"
 
@@ -48,7 +49,7 @@ struct FakeOutcome {
 class FakeRunner final : public LaunchRunner {
  public:
   /// How long a finished launch is kept and reported in Register.
-  static constexpr std::chrono::minutes kFinishedRetention{10};
+  static constexpr std::chrono::minutes kFinishedRetention = kAgentKeepsFinishedLaunches;
 
   /// `send` queues a message on the node's stream; `node` (its name and
   /// layout, for the binding plan RanksStarted reports) must outlive it.

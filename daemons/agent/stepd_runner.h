@@ -20,6 +20,7 @@
 #include "agent_metrics.h"
 #include "agent_options.h"
 #include "child_reaper.h"
+#include "cohort/engine/engine_types.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "job_scripts.h"
 #include "launch_file.h"
@@ -62,7 +63,7 @@ struct StepdSettings {
 class StepdRunner final : public LaunchRunner {
  public:
   /// How long a finished launch is kept and reported in Register.
-  static constexpr std::chrono::minutes kFinishedRetention{10};
+  static constexpr std::chrono::minutes kFinishedRetention = kAgentKeepsFinishedLaunches;
 
   StepdRunner(boost::asio::io_context& loop, StepdSettings settings, const NodeSetup& setup,
               ChildReaper& reaper, const StepLauncher& launcher, SendToController send);

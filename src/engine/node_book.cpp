@@ -121,6 +121,15 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     // A batch job runs nothing of its own beyond its first node, an
     // allocation nowhere: the node stays the job's until the job ends.
     if (OwnRanksOn(job, rank) == 0 && job.state == JobState::kRunning) continue;
+    if (job.state == JobState::kRunning && rank >= 0 &&
+        now - job.start_time < kAgentKeepsFinishedLaunches) {
+      // The agent would list a launch it got since then, running or
+      // finished: this one never reached it (the stream, or the controller
+      // that sent it, went down in between). Send it again.
+      effects.commands.emplace_back(
+          LaunchCommand{id, node, rank, job.placement.grants[static_cast<std::size_t>(rank)]});
+      continue;
+    }
     if (job.state == JobState::kRunning) {
       job.exit_code = 1;
       job.reason = fmt::format("{} on {} vanished when the agent restarted",

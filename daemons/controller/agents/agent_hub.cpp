@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -347,6 +348,14 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
   link->Send(std::move(reply));
+  for (const Command& command : effects.commands) {
+    // Reconciling sends a launch again only where the node never got it.
+    if (const auto* launch = std::get_if<LaunchCommand>(&command)) {
+      Log("controller")
+          ->warn("launch_resent node={} job={} reason=\"the node never got it\"",
+                    message.node_name(), launch->job);
+    }
+  }
   sink_.Execute(effects);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -83,6 +84,13 @@ struct Effects {
   /// what the caller keeps of them can go too.
   std::vector<JobId> forgotten_jobs;
 };
+
+/// How long an agent keeps a finished launch and lists it when it registers,
+/// at least (a contract between agents and the engine): a launch an agent
+/// got is in its report, running or finished, for this long after its job
+/// started, so a registration that lists nothing of a job started less long
+/// ago means the launch never reached the node.
+inline constexpr std::chrono::minutes kAgentKeepsFinishedLaunches{10};
 
 /// A job with ranks still alive on a registering node.
 struct RunningReport {

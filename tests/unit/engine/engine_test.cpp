@@ -697,11 +697,12 @@ TEST_F(EngineTest, WarningIsNotSentAgainAfterARestart) {
 TEST_F(EngineTest, RequeuedJobIsWarnedAgainInItsNextAttempt) {
   using std::chrono::minutes;
   using std::chrono::seconds;
-  const JobId id = SubmitWarned(2, kUsr1At90, minutes(10), /*requeue=*/true);
+  const JobId id = SubmitWarned(2, kUsr1At90, minutes(20), /*requeue=*/true);
   Schedule();
   const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
-  EXPECT_EQ(Signals(TickAt(now_ + minutes(9))).size(), 2U);
-  // The first node's agent comes back without the job's ranks: lost, requeued.
+  EXPECT_EQ(Signals(TickAt(now_ + minutes(19))).size(), 2U);
+  // The first node's agent comes back without the job's ranks, which it
+  // would list had it ever had them: lost, requeued.
   Register(grants[0].node);
   Effects fx;
   engine_->JobReleased(id, grants[1].node, now_, fx);
@@ -709,7 +710,7 @@ TEST_F(EngineTest, RequeuedJobIsWarnedAgainInItsNextAttempt) {
   EXPECT_EQ(engine_->FindJob(id)->attempt, 2);
   Schedule();
   ASSERT_EQ(State(id), JobState::kRunning);
-  EXPECT_TRUE(Signals(TickAt(now_ + minutes(8))).empty());
+  EXPECT_TRUE(Signals(TickAt(now_ + minutes(18))).empty());
   EXPECT_EQ(Signals(TickAt(now_ + minutes(1))).size(), 2U);
   EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 2);
 }
@@ -1225,10 +1226,43 @@ TEST_F(EngineTest, ABatchJobsOtherNodesRegisterWithNothingAndStayItsOwn) {
   const JobId id = Submit(2, 0, 1000, JobLaunch::kBatchScript);
   Schedule();
   Restart();
+  now_ += kAgentKeepsFinishedLaunches;
   RegisterWith(NodeAt(id, 1), {}, {});
   EXPECT_EQ(State(id), JobState::kRunning) << "node rank 1 runs nothing until a step asks";
   RegisterWith(NodeAt(id, 0), {}, {});
   EXPECT_EQ(State(id), JobState::kCompleting) << "the script vanished with its node's agent";
+}
+
+// A controller that stopped between committing a start and sending the
+// launch: the node's agent registers with the next one knowing nothing of
+// the job, which it would list had it got it. The launch goes again; the
+// job does not fail.
+TEST_F(EngineTest, ALaunchThatNeverReachedItsNodeIsSentAgainWhenItRegisters) {
+  const JobId id = Submit(2);
+  Schedule();
+  Restart();
+  now_ += std::chrono::minutes(1);
+  const NodeId first = NodeAt(id, 0);
+  NodeReport report;
+  report.cpus = 64;
+  report.gpus = 8;
+  report.memory_mb = 1024 * 1024;
+  Effects fx;
+  ASSERT_TRUE(engine_->NodeRegistered(first, report, now_, fx).ok());
+  EXPECT_EQ(State(id), JobState::kRunning);
+  ASSERT_EQ(fx.commands.size(), 1U);
+  const auto* launch = std::get_if<LaunchCommand>(&fx.commands.front());
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->job, id);
+  EXPECT_EQ(launch->node, first);
+  EXPECT_EQ(launch->node_rank, 0);
+  EXPECT_FALSE(launch->step.has_value());
+  // The second node got its launch and runs it: nothing is sent again.
+  RegisterWith(NodeAt(id, 1), {{id, 0, 0}}, {});
+  EXPECT_EQ(State(id), JobState::kRunning);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
 }
 
 TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {
