@@ -22,6 +22,8 @@ packages=(
   libpq-dev postgresql-15
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
+  # MPI jobs as users run them: Open MPI's mpirun and mpicc (tests/integration/mpi_test.sh)
+  openmpi-bin libopenmpi-dev
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
   # headless Chromium loads its dashboard
   prometheus curl chromium

@@ -78,6 +78,17 @@ struct StepShape {
   std::optional<int> gpus_per_node;
   std::optional<int> cpus_per_task;
 };
+// The options a step's shape is read from. Without -N the step's nodes come
+// from the allocation and -n (the controller's step ledger takes as many as
+// the tasks need, as Slurm's srun does inside a job, and may run fewer on
+// the last): -n is checked against them there, not here against one node.
+JobOptions StepShapeOptions(const JobOptions& o) {
+  JobOptions shaped = o;
+  if (!o.nodes) shaped.ntasks.reset();
+  return shaped;
+}
+
+// `o`: StepShapeOptions of the command's.
 absl::StatusOr<StepShape> StepResources(const JobOptions& o) {
   if (o.gpus && !o.nodes) {
     return absl::InvalidArgumentError(
@@ -319,8 +330,9 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
     std::cerr << fmt::format("cohort: {}\n", checked);
     return 2;
   }
+  const JobOptions shaped = StepShapeOptions(options);
   absl::StatusOr<v1::JobSpec> spec =
-      BuildJobSpec(options, std::filesystem::path(command.front()).filename().string());
+      BuildJobSpec(shaped, std::filesystem::path(command.front()).filename().string());
   if (!spec.ok()) {
     std::cerr << fmt::format("cohort: {}\n", spec.status());
     return 2;
@@ -332,7 +344,7 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
                  "--ntasks-per-node, -o and -e (or give 1)\n";
     return 2;
   }
-  absl::StatusOr<StepShape> shape = StepResources(options);
+  absl::StatusOr<StepShape> shape = StepResources(shaped);
   if (!shape.ok()) {
     std::cerr << fmt::format("cohort: {}\n", shape.status().message());
     return 2;

@@ -156,6 +156,11 @@ absl::StatusOr<NodeShape> ResolveShape(const JobOptions& o) {
   NodeShape shape;
   shape.nodes = o.nodes.value_or(1);
   shape.tasks_per_node = o.tasks_per_node.value_or(1);
+  if (o.ntasks && o.tasks_per_node && !o.nodes && *o.tasks_per_node > 0) {
+    // -n with --ntasks-per-node and no -N: as many nodes as that makes, as
+    // Slurm takes them (`-n 8 --ntasks-per-node 4` is two nodes).
+    shape.nodes = std::max(1, (*o.ntasks + *o.tasks_per_node - 1) / *o.tasks_per_node);
+  }
   if (o.ntasks) {
     if (*o.ntasks % shape.nodes != 0) {
       return Refuse(fmt::format(
@@ -163,10 +168,13 @@ absl::StatusOr<NodeShape> ResolveShape(const JobOptions& o) {
           "number of ranks: ask for a multiple of -N, or use --ntasks-per-node",
           *o.ntasks, shape.nodes, Plural(shape.nodes)));
     }
-    if (o.tasks_per_node && *o.tasks_per_node != *o.ntasks / shape.nodes) {
+    // With -n, --ntasks-per-node is the most a node runs (Slurm's rule).
+    if (o.tasks_per_node && *o.tasks_per_node < *o.ntasks / shape.nodes) {
       return Refuse(fmt::format(
-          "-n/--ntasks {} and --ntasks-per-node {} disagree for {} node{}; give only one of them",
-          *o.ntasks, *o.tasks_per_node, shape.nodes, Plural(shape.nodes)));
+          "-n/--ntasks {} over {} node{} is {} per node, more than --ntasks-per-node {}: ask for "
+          "more nodes (-N) or fewer tasks",
+          *o.ntasks, shape.nodes, Plural(shape.nodes), *o.ntasks / shape.nodes,
+          *o.tasks_per_node));
     }
     shape.tasks_per_node = *o.ntasks / shape.nodes;
   }

@@ -75,6 +75,39 @@ TEST(JobResourcesTest, PerTaskPerGpuAndPerCpuBecomePerNode) {
   EXPECT_EQ(shape.memory_mb, 4000);
 }
 
+// Open MPI's mpirun starts its daemons with `srun --ntasks-per-node=1
+// --ntasks=2` and no -N; Slurm takes the node count from the two.
+TEST(JobResourcesTest, TasksAndTasksPerNodeWithoutNodesMakeTheNodeCount) {
+  JobOptions o;
+  o.ntasks = 2;
+  o.tasks_per_node = 1;
+  NodeShape shape = MustResolve(o);
+  EXPECT_EQ(shape.nodes, 2);
+  EXPECT_EQ(shape.tasks_per_node, 1);
+  o.ntasks = 8;
+  o.tasks_per_node = 4;
+  EXPECT_EQ(MustResolve(o).nodes, 2);
+  // With -n, --ntasks-per-node is the most per node: 6 over 2 nodes is 3.
+  o.ntasks = 6;
+  shape = MustResolve(o);
+  EXPECT_EQ(shape.nodes, 2);
+  EXPECT_EQ(shape.tasks_per_node, 3);
+  o.ntasks = 9;
+  o.tasks_per_node = 3;
+  EXPECT_EQ(MustResolve(o).nodes, 3);
+  o.ntasks = 10;
+  o.tasks_per_node = 4;
+  EXPECT_EQ(Refusal(o),
+            "-n/--ntasks 10 does not split evenly over 3 nodes; every node of a job runs the same "
+            "number of ranks: ask for a multiple of -N, or use --ntasks-per-node");
+  o.nodes = 1;
+  o.ntasks = 2;
+  o.tasks_per_node = 1;
+  EXPECT_EQ(Refusal(o),
+            "-n/--ntasks 2 over 1 node is 2 per node, more than --ntasks-per-node 1: ask for more "
+            "nodes (-N) or fewer tasks");
+}
+
 TEST(JobResourcesTest, TwoWaysOfSayingOneThingAreRefusedNamingBoth) {
   JobOptions o;
   o.gpus_per_node = 2;
