@@ -339,8 +339,11 @@ void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
   show->require_subcommand(1);
   auto o = std::make_shared<ShowOptions>();
   AddConnectionOptions(*show, o->connection, ConfigShortName::kNone);
-  CLI::App* job = show->add_subcommand("job", "a job, or every job")->alias("jobs");
+  // `jobid` and -d/-dd after it: Snakemake's `scontrol show jobid -dd 12`.
+  CLI::App* job =
+      show->add_subcommand("job", "a job, or every job")->alias("jobs")->alias("jobid");
   job->add_option("JOB", o->id, "the job: 12 or 12_3 (default: every job)");
+  job->add_flag("-d,--details")->description("accepted: the record is always in full");
   job->callback([o, &exit_code] { exit_code = o->id.empty() ? ShowAllJobs(*o) : ShowJob(*o); });
   CLI::App* node = show->add_subcommand("node", "a node, or every node")->alias("nodes");
   node->add_option("NAME", o->node, "the node, or a hostlist (default: every node)");

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <climits>
+#include <optional>
 #include <set>
 
 namespace cohort::binding {
@@ -388,12 +389,43 @@ absl::StatusOr<GpuBind> ParseGpuBind(std::string_view text) {
 }
 
 absl::StatusOr<CpuBind> ParseCpuBind(std::string_view text) {
-  const std::string value = Lower(text);
-  if (value == "cores") return CpuBind::kCores;
-  if (value == "threads") return CpuBind::kThreads;
-  if (value == "numa") return CpuBind::kNuma;
-  if (value == "none") return CpuBind::kNone;
-  return Invalid(fmt::format("--cpu-bind: '{}' is not cores, threads, numa or none", text));
+  // Slurm's form: [quiet|verbose,]TYPE, where q[uiet] and v[erbose] only say
+  // how much is printed and may stand alone (Snakemake runs `srun
+  // --cpu-bind=q`): the binding is then the default one.
+  std::optional<CpuBind> bind;
+  const std::string lowered = Lower(text);
+  std::string_view rest = lowered;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view word = rest.substr(0, comma);
+    if (word == "q" || word == "quiet") {
+      // Cohort prints nothing per rank: quiet already.
+    } else if (word == "v" || word == "verbose") {
+      return Invalid(fmt::format(
+          "--cpu-bind={}: verbose is not printed per rank; `cohort show job ID --ranks` lists "
+          "each rank's CPUs, GPUs and NUMA node",
+          text));
+    } else if (bind) {
+      return Invalid(fmt::format(
+          "--cpu-bind={}: give one binding type, with quiet (q) if you like: cores, threads, "
+          "numa or none",
+          text));
+    } else if (word == "cores") {
+      bind = CpuBind::kCores;
+    } else if (word == "threads") {
+      bind = CpuBind::kThreads;
+    } else if (word == "numa" || word == "ldoms") {
+      bind = CpuBind::kNuma;  // Slurm's locality domains are NUMA nodes
+    } else if (word == "none") {
+      bind = CpuBind::kNone;
+    } else {
+      return Invalid(fmt::format(
+          "--cpu-bind: '{}' is not cores, threads, numa (ldoms), none, or quiet (q)", word));
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return bind.value_or(BindingOptions{}.cpu);
 }
 
 absl::StatusOr<MemBind> ParseMemBind(std::string_view text) {

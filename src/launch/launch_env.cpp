@@ -247,6 +247,15 @@ std::string ExpandOutputPattern(std::string_view pattern, const LaunchContext& c
       case 'j':
         out += std::to_string(context.job_id);
         break;
+      case 'J':
+        // JOB.STEP, as Slurm writes it; a batch script's is the job's id.
+        out += std::to_string(context.job_id);
+        if (context.kind != LaunchKind::kBatch) out += fmt::format(".{}", context.step_id);
+        break;
+      case 's':
+        out += context.kind == LaunchKind::kBatch ? std::string("batch")
+                                                  : std::to_string(context.step_id);
+        break;
       case 'x':
         out += context.job_name;
         break;

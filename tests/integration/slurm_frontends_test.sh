@@ -187,6 +187,29 @@ wait_until 40 finished "$late" || fail "--deadline job $late was not ended"
 [ "$(job_state "$late")" = CANCELLED ] || fail "--deadline job is $(job_state "$late")"
 pass "GPU vocabulary and types, -W, --begin, --deadline"
 
+# --- Snakemake's and dask-jobqueue's lines, as they issue them
+# Snakemake 7's Slurm executor runs each rule as `srun -n1 --cpu-bind=q …`
+# inside its job, and reads the state with sacct and scontrol; dask-jobqueue
+# names each worker's log with %J.
+cat >"$WORK/snakemake.sh" <<SCRIPT
+#!/bin/bash
+#SBATCH -N 2 --ntasks-per-node=2
+#SBATCH -e $WORK/dask-worker-%J.err
+srun -n1 --cpu-bind=q sh -c 'echo "rule ran as \$SLURM_PROCID of \$SLURM_NTASKS"'
+echo "worker log" >&2
+SCRIPT
+snake=$(sbatch --parsable -o "$WORK/snakemake-%j.out" "$WORK/snakemake.sh")
+snake_done() { [ "$(sacct -P -n --format=JobIdRaw,State -j "$snake" | head -n1)" = "$snake|COMPLETED" ]; }
+wait_until 60 snake_done ||
+  fail "snakemake job $snake: $(sacct -P -n --format=JobIdRaw,State -j "$snake"): $(cat "$WORK/snakemake-$snake.out")"
+grep -qx "rule ran as 0 of 1" "$WORK/snakemake-$snake.out" ||
+  fail "srun -n1 --cpu-bind=q: $(cat "$WORK/snakemake-$snake.out")"
+grep -qx "worker log" "$WORK/dask-worker-$snake.err" 2>/dev/null ||
+  fail "-e dask-worker-%J.err: $(ls "$WORK" | grep dask-worker)"
+scontrol show jobid -dd "$snake" | grep -q "^JobId=$snake " ||
+  fail "scontrol show jobid -dd: $(scontrol show jobid -dd "$snake" 2>&1)"
+pass "Snakemake's srun -n1 --cpu-bind=q, sacct JobIdRaw and scontrol show jobid -dd; dask's %J"
+
 # --- options: unknown ones named, and docs/slurm.md's table, row by row
 sbatch --bogus --wrap true 2>"$WORK/bogus.err" && fail "--bogus was accepted"
 grep -q -- "--bogus" "$WORK/bogus.err" || fail "--bogus: $(cat "$WORK/bogus.err")"

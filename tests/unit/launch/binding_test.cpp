@@ -526,6 +526,12 @@ TEST(BindingTest, ParsesTheThreeOptions) {
   EXPECT_EQ(*ParseCpuBind("Threads"), CpuBind::kThreads);
   EXPECT_EQ(*ParseCpuBind("numa"), CpuBind::kNuma);
   EXPECT_EQ(*ParseCpuBind("none"), CpuBind::kNone);
+  // Slurm's quiet modifier alone (Snakemake's `srun --cpu-bind=q`), or
+  // before or after a type; ldoms are NUMA nodes.
+  EXPECT_EQ(*ParseCpuBind("q"), CpuBind::kCores);
+  EXPECT_EQ(*ParseCpuBind("quiet,threads"), CpuBind::kThreads);
+  EXPECT_EQ(*ParseCpuBind("none,q"), CpuBind::kNone);
+  EXPECT_EQ(*ParseCpuBind("ldoms"), CpuBind::kNuma);
   EXPECT_EQ(*ParseMemBind("local"), MemBind::kLocal);
   EXPECT_EQ(*ParseMemBind("none"), MemBind::kNone);
   EXPECT_EQ(ToString(CpuBind::kThreads), "threads");
@@ -542,7 +548,13 @@ TEST(BindingTest, OptionErrorsSayWhatIsAllowed) {
                   "least 1");
   }
   EXPECT_EQ(ParseCpuBind("sockets").status().message(),
-            "--cpu-bind: 'sockets' is not cores, threads, numa or none");
+            "--cpu-bind: 'sockets' is not cores, threads, numa (ldoms), none, or quiet (q)");
+  EXPECT_EQ(ParseCpuBind("cores,threads").status().message(),
+            "--cpu-bind=cores,threads: give one binding type, with quiet (q) if you like: cores, "
+            "threads, numa or none");
+  EXPECT_EQ(ParseCpuBind("v,cores").status().message(),
+            "--cpu-bind=v,cores: verbose is not printed per rank; `cohort show job ID --ranks` "
+            "lists each rank's CPUs, GPUs and NUMA node");
   EXPECT_EQ(ParseMemBind("").status().message(), "--mem-bind: '' is not local or none");
 }
 

@@ -255,9 +255,24 @@ TEST(ExpandOutputPatternTest, EveryCode) {
   EXPECT_EQ(ExpandOutputPattern("100%%-%j", context, 0), "100%-42");
 }
 
+// dask-jobqueue writes each worker's log to `-e DIR/dask-worker-%J.err`.
+TEST(ExpandOutputPatternTest, JobDotStepAndStep) {
+  LaunchContext context = TrainingJob();
+  context.kind = LaunchKind::kBatch;
+  EXPECT_EQ(ExpandOutputPattern("w-%J.err", context, 0), "w-42.err");
+  EXPECT_EQ(ExpandOutputPattern("%j.%s", context, 0), "42.batch");
+  context.kind = LaunchKind::kStep;
+  context.step_id = 3;
+  EXPECT_EQ(ExpandOutputPattern("w-%J.err", context, 0), "w-42.3.err");
+  EXPECT_EQ(ExpandOutputPattern("%s", context, 0), "3");
+  context.kind = LaunchKind::kGang;
+  context.step_id = 0;
+  EXPECT_EQ(ExpandOutputPattern("%J", context, 0), "42.0");
+}
+
 TEST(ExpandOutputPatternTest, UnknownCodesAndTrailingPercentStay) {
   const LaunchContext context = TrainingJob();
-  EXPECT_EQ(ExpandOutputPattern("%Z_%b-%s.out", context, 0), "%Z_%b-%s.out");
+  EXPECT_EQ(ExpandOutputPattern("%Z_%b-%y.out", context, 0), "%Z_%b-%y.out");
   EXPECT_EQ(ExpandOutputPattern("log%", context, 0), "log%");
   EXPECT_EQ(ExpandOutputPattern("", context, 0), "");
   EXPECT_EQ(ExpandOutputPattern("%%%j", context, 0), "%42");
