@@ -22,8 +22,9 @@ packages=(
   libpq-dev postgresql-15
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
-  # MPI jobs as users run them: Open MPI's mpirun and mpicc (tests/integration/mpi_test.sh)
-  openmpi-bin libopenmpi-dev
+  # MPI wire-up: OpenPMIx for cohort-stepd's PMIx server (srun --mpi=pmix); Open MPI's
+  # mpirun and mpicc, and mpi4py, for tests/integration/mpi_test.sh
+  libpmix-dev openmpi-bin libopenmpi-dev python3-mpi4py
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
   # headless Chromium loads its dashboard
   prometheus curl chromium

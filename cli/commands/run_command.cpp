@@ -17,12 +17,14 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "cohort/launch/mpi_type.h"
 #include "commands/commands.h"
 #include "commands/job_follow.h"
 #include "commands/run_step.h"
@@ -46,6 +48,7 @@ struct RunState {
   bool overlap = false;     ///< --overlap: a step shares with every other step
   std::string input = "0";  ///< --input: the step's rank that reads stdin, or none
   bool pty = false;         ///< --pty: one task of the step on a terminal
+  std::string mpi;          ///< --mpi (or SLURM_MPI_TYPE): canonical; empty: MpiDefault
 };
 
 // The job whose allocation `cohort run` runs in: --jobid, else the job it
@@ -58,6 +61,17 @@ std::string AllocationOf(const RunState& state) {
 }
 
 int Run(const RunState& state, const std::vector<std::string>& remaining) {
+  if (state.mpi == "list") {
+    // Slurm's words, which scripts grep.
+    std::cout << "MPI plugin types are...\n";
+    std::string_view types = launch::kMpiTypes;
+    while (!types.empty()) {
+      const std::size_t comma = types.find(", ");
+      std::cout << "\t" << types.substr(0, comma) << "\n";
+      types = comma == std::string_view::npos ? std::string_view() : types.substr(comma + 2);
+    }
+    return 0;
+  }
   absl::StatusOr<Command> command = SplitCommand(remaining, "run");
   if (!command.ok()) {
     std::cerr << fmt::format("cohort: {}\n", command.status());
@@ -95,8 +109,15 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
                                                                      : v1::STEP_WHOLE_NODES,
                        .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
                        .stdin_rank = stdin_rank,
-                       .terminal = state.pty ? StepTerminal::kPty : StepTerminal::kNone};
+                       .terminal = state.pty ? StepTerminal::kPty : StepTerminal::kNone,
+                       .mpi = state.mpi};
     return RunStep(*client, options, step, command->words);
+  }
+  if (state.mpi == "pmix") {
+    std::cerr << "cohort: --mpi=pmix wires up a step's ranks inside an allocation: run srun "
+                 "--mpi=pmix in a batch script or under salloc (salloc -N 2, then srun "
+                 "--mpi=pmix ...)\n";
+    return 2;
   }
   if (state.exact || state.overlap) {
     std::cerr << "cohort: run: --exact and --overlap shape steps inside a job; outside one, run "
@@ -232,17 +253,24 @@ void AddSrunCommand(CLI::App& app, int& exit_code, CommandWords words) {
   // A step is a gang: a rank that fails stops the others, as -K.
   app.add_flag("-K{1},--kill-on-bad-exit{1}")
       ->description("accepted: a failing rank always stops the step's others");
-  app.add_option_function<std::string>(
-         "--mpi",
-         [](const std::string& type) {
-           if (type != "none") {
-             throw CLI::ValidationError(
-                 "--mpi",
-                 "only none: run mpirun or torchrun inside the step instead of --mpi=" + type);
-           }
-         },
-         "none only")
-      ->type_name("none");
+  // Slurm's srun takes SLURM_MPI_TYPE when --mpi is not given.
+  const auto set_mpi = [state](const std::string& type) {
+    if (type == "list") {
+      state->mpi = type;
+      return;
+    }
+    const std::optional<std::string_view> canonical = launch::CanonicalMpiType(type);
+    if (!canonical) {
+      throw CLI::ValidationError(
+          "--mpi", fmt::format("{:?} is no MPI type; use one of {}", type, launch::kMpiTypes));
+    }
+    state->mpi = *canonical;
+  };
+  app.add_option_function<std::string>("--mpi", set_mpi,
+                                       "pmix: a PMIx server wires the ranks up (docs/mpi.md); "
+                                       "none: they find each other (mpirun, torchrun); list")
+      ->type_name("TYPE")
+      ->envname("SLURM_MPI_TYPE");
   RefuseFlags(app, "--multi-prog", "run a wrapper that dispatches on $SLURM_PROCID");
   app.footer(
       "Cohort's srun: inside a job (a batch script, salloc, or --jobid) starts a step over its\n"

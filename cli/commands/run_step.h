@@ -20,6 +20,7 @@ struct StepRun {
   RankLabels labels = RankLabels::kNone;
   int stdin_rank = 0;  ///< the step's rank that reads our stdin (--input); -1: none
   StepTerminal terminal = StepTerminal::kNone;  ///< --pty: one task, on a terminal
+  std::string mpi;  ///< --mpi: "pmix" or "none"; empty: the cluster's MpiDefault
 };
 
 /// Starts `command` as a step of `step.job` with the options that shape a

@@ -30,6 +30,9 @@ namespace {
 constexpr std::size_t kReadSize = 64 * 1024;
 // A line longer than this is printed in pieces rather than held.
 constexpr std::size_t kLongestLine = 64 * 1024;
+// Fences under way at once: PMIx runs them one after another; more is a
+// stepd gone wrong.
+constexpr std::size_t kMaxOpenFences = 64;
 
 absl::Status Errno(std::string_view what) {
   return absl::Status(absl::ErrnoToStatusCode(errno),
@@ -229,6 +232,42 @@ void StepIoServer::Serve() {
   sigaddset(&sigpipe, SIGPIPE);
   ::pthread_sigmask(SIG_BLOCK, &sigpipe, nullptr);
   std::vector<std::unique_ptr<Connection>> connections;
+  // The PMIx fences under way (--mpi=pmix), by number: every node's part,
+  // sent back to every node once all have come.
+  struct Fence {
+    int nodes = 0;
+    std::map<int, std::string> parts;  // by node index
+  };
+  std::map<int, Fence> fences;
+  // Takes a stepd's part of a fence; false for one that no stepd of this
+  // step would send (the connection is then closed).
+  auto take_part = [&](const io::Frame& frame) {
+    absl::StatusOr<io::FencePart> part = io::ParseFencePart(frame.data);
+    if (!part.ok() || frame.rank < 0 || fences.size() > kMaxOpenFences) return false;
+    Fence& fence = fences[frame.rank];
+    if (fence.nodes == 0) fence.nodes = part->nodes;
+    if (fence.nodes != part->nodes || fence.parts.contains(part->node_index)) return false;
+    fence.parts.emplace(part->node_index, std::move(part->data));
+    if (static_cast<int>(fence.parts.size()) < fence.nodes) return true;
+    std::size_t total = 1;
+    for (const auto& [index, data] : fence.parts) total += data.size();
+    absl::StatusOr<std::string> all = std::string();
+    if (total > io::kMaxFenceData) {
+      all = absl::ResourceExhaustedError(fmt::format(
+          "the fence's data from {} nodes is {} bytes, more than the {} one fence carries",
+          fence.nodes, total, io::kMaxFenceData));
+    } else {
+      all->reserve(total);
+      for (const auto& [index, data] : fence.parts) *all += data;
+    }
+    const std::string done = io::EncodeFrame(
+        {.kind = io::FrameKind::kFenceDone, .rank = frame.rank, .data = io::EncodeFenceDone(all)});
+    for (const auto& c : connections) {
+      if (c->hello) c->outbox += done;
+    }
+    fences.erase(frame.rank);
+    return true;
+  };
   std::string stdin_pending;
   bool stdin_open = stdin_rank_ >= 0;
   bool stdin_end_sent = false;
@@ -347,6 +386,11 @@ void StepIoServer::Serve() {
           }
           if (frame.kind == io::FrameKind::kStdout || frame.kind == io::FrameKind::kStderr) {
             Print(frame.rank, frame.kind == io::FrameKind::kStderr, frame.data);
+          } else if (frame.kind == io::FrameKind::kFencePart) {
+            if (!take_part(frame)) {
+              close = true;
+              break;
+            }
           } else if (frame.kind == io::FrameKind::kDone) {
             const std::lock_guard lock(mutex_);
             ++done_;

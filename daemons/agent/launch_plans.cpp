@@ -109,6 +109,7 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
                     .tasks = layout.tasks(),
                     .num_tasks = layout.num_tasks(),
                     .tasks_per_node = layout.tasks_per_node()};
+    context.mpi_type = spec.mpi().empty() ? "none" : spec.mpi();
   } else if (launch.batch()) {
     context.kind = launch::LaunchKind::kBatch;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cohort/text/hostlist.h"
 
 namespace cohort::step {
 namespace {
@@ -117,6 +118,35 @@ void SetVariable(std::vector<std::string>& env, std::string_view name, const std
 
 }  // namespace
 
+namespace {
+
+// The step's shape for its PMIx server, from its layout.
+absl::StatusOr<MpiSetup> MpiSetupOf(const launch::LaunchContext& context) {
+  const launch::StepLayout& layout = context.step;
+  const auto invalid = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: --mpi=pmix: the step's layout {}", context.node_name, why));
+  };
+  MpiSetup mpi;
+  mpi.type = context.mpi_type;
+  mpi.node_index = layout.node_index;
+  absl::StatusOr<std::vector<std::string>> nodes = hostlist::Expand(layout.nodelist);
+  if (!nodes.ok()) return invalid(std::string(nodes.status().message()));
+  absl::StatusOr<std::vector<int>> tasks =
+      launch::ParseCountsPerNode(layout.tasks_per_node, nodes->size());
+  if (!tasks.ok()) return invalid(std::string(tasks.status().message()));
+  if (tasks->size() != nodes->size() || layout.node_index < 0 ||
+      static_cast<std::size_t>(layout.node_index) >= nodes->size()) {
+    return invalid(fmt::format("names {} nodes, {} counts and node {}", nodes->size(),
+                               tasks->size(), layout.node_index));
+  }
+  mpi.nodes = *std::move(nodes);
+  mpi.tasks = *std::move(tasks);
+  return mpi;
+}
+
+}  // namespace
+
 absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
                                       const std::string& script_path,
                                       const std::string& agent_socket) {
@@ -138,6 +168,11 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   file.memory_mb = plan.memory_mb;
   if (context.kind == launch::LaunchKind::kStep) file.step = context.step_id;
   file.io = plan.io;
+  if (context.kind == launch::LaunchKind::kStep && context.mpi_type == "pmix") {
+    absl::StatusOr<MpiSetup> mpi = MpiSetupOf(context);
+    if (!mpi.ok()) return mpi.status();
+    file.mpi = *std::move(mpi);
+  }
   const std::string output_pattern =
       plan.output.empty() ? std::string(kDefaultOutput) : plan.output;
   const int local_tasks = launch::LocalTasks(context);
@@ -207,6 +242,10 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"io_key", file.io.key},
       {"stdin_rank", file.io.stdin_rank},
       {"pty", file.io.pty},
+      {"mpi", file.mpi.type},
+      {"mpi_nodes", file.mpi.nodes},
+      {"mpi_tasks", file.mpi.tasks},
+      {"mpi_node_index", file.mpi.node_index},
   };
   // Protobuf strings are UTF-8 already; replace guards against a bug, not
   // users.
@@ -236,6 +275,17 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.io.key = json.value("io_key", std::string());
     file.io.stdin_rank = json.value("stdin_rank", -1);
     file.io.pty = json.value("pty", false);
+    file.mpi.type = json.value("mpi", std::string());
+    file.mpi.nodes = json.value("mpi_nodes", std::vector<std::string>());
+    file.mpi.tasks = json.value("mpi_tasks", std::vector<int>());
+    file.mpi.node_index = json.value("mpi_node_index", 0);
+    if (!file.mpi.type.empty() &&
+        (file.mpi.nodes.empty() || file.mpi.nodes.size() != file.mpi.tasks.size() ||
+         file.mpi.node_index < 0 ||
+         static_cast<std::size_t>(file.mpi.node_index) >= file.mpi.nodes.size())) {
+      return absl::InvalidArgumentError("launch file: mpi_nodes, mpi_tasks and mpi_node_index "
+                                        "disagree");
+    }
     const auto mode = [](const nlohmann::json& object,
                          const char* key) -> absl::StatusOr<OpenMode> {
       // Files of an agent before per-rank modes: append, as it did.

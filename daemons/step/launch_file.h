@@ -39,6 +39,15 @@ struct StepIo {
   bool pty = false;     ///< that rank runs on a pseudo-terminal the stepd holds
 };
 
+/// A step's MPI wire-up through a PMIx server in its cohort-stepd
+/// (`srun --mpi=pmix`): the step's shape, as the server tells the ranks.
+struct MpiSetup {
+  std::string type;                ///< "pmix"; empty: none
+  std::vector<std::string> nodes;  ///< the step's nodes, in its order
+  std::vector<int> tasks;          ///< its tasks on each of them
+  int node_index = 0;              ///< this node among them
+};
+
 /// One job's launch on one node, in the agent's terms (the proto Launch,
 /// without the wire).
 struct LaunchPlan {
@@ -112,6 +121,7 @@ struct LaunchFile {
   std::vector<int> cpus;
   int step = -1;                  ///< the step's id, for its I/O Hello; -1: the job's own
   StepIo io;                      ///< set: the ranks' stdio goes over the network
+  MpiSetup mpi;                   ///< with io: the ranks' PMIx server; empty type: none
 };
 
 /// Checks a plan and turns it into a launch file: each local rank's

@@ -15,8 +15,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <span>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -25,8 +26,10 @@
 #include "cohort/fmt_absl.h"
 #include "job_cgroup.h"
 #include "launch_file.h"
+#include "pmix_host.h"
 #include "proc_stat.h"
 #include "rank_spawner.h"
+#include "run_as.h"
 #include "step_io.h"
 #include "step_events.h"
 
@@ -151,6 +154,62 @@ void ReapAll(std::map<pid_t, int> live, EventLog& events) {
   }
 }
 
+// The PMIx server of a step's launch (srun --mpi=pmix), its fences carried
+// by `io`, and each rank's environment given what reaches it.
+absl::StatusOr<std::unique_ptr<PmixHost>> StartPmix(const std::string& folder, LaunchFile& file,
+                                                      StepIoForwarder* io) {
+  if (io == nullptr) {
+    return absl::FailedPreconditionError(
+        "--mpi=pmix needs the step's output stream to srun, which carries its fences");
+  }
+  PmixStep step;
+  step.job_id = file.job_id;
+  step.step_id = file.step;
+  step.layout = file.mpi;
+  for (const RankLaunch& rank : file.ranks) step.local_ranks.push_back(rank.rank);
+  step.uid = ::geteuid();
+  step.gid = ::getegid();
+  if (file.run_as == RunAs::kOwner) {
+    absl::StatusOr<Account> owner = LookupAccount(file.uid, file.node);
+    if (!owner.ok()) return owner.status();
+    step.uid = owner->uid;
+    step.gid = owner->gid;
+  }
+  step.tmpdir = folder + "/pmix";
+  const int nodes = static_cast<int>(file.mpi.nodes.size());
+  const int index = file.mpi.node_index;
+  absl::StatusOr<std::unique_ptr<PmixHost>> server = PmixHost::Start(
+      std::move(step),
+      [io, nodes, index](int fence, std::string part) {
+        io->Queue({.kind = io::FrameKind::kFencePart,
+                   .rank = fence,
+                   .data = io::EncodeFencePart(
+                       {.node_index = index, .nodes = nodes, .data = std::move(part)})});
+      },
+      [io](int rank, int status, const std::string& message) {
+        io->Queue({.kind = io::FrameKind::kStderr,
+                   .rank = rank,
+                   .data = fmt::format("cohort-stepd: rank {} called PMIx_Abort with status {}{}{}\n",
+                                       rank, status, message.empty() ? "" : ": ", message)});
+      });
+  if (!server.ok()) return server.status();
+  io->OnFenceDone([pmix = server->get()](int fence, absl::StatusOr<std::string> parts) {
+    pmix->FenceDone(fence, std::move(parts));
+  });
+  for (RankLaunch& rank : file.ranks) {
+    absl::StatusOr<std::vector<std::string>> env = (*server)->Environment(rank.rank);
+    if (!env.ok()) return env.status();
+    for (const std::string& line : *env) {
+      const std::string_view name = std::string_view(line).substr(0, line.find('='));
+      std::erase_if(rank.env, [&](const std::string& have) {
+        return have.size() > name.size() && have.starts_with(name) && have[name.size()] == '=';
+      });
+      rank.env.push_back(line);
+    }
+  }
+  return server;
+}
+
 }  // namespace
 
 int RunStepDaemon(const std::string& folder) {
@@ -189,6 +248,20 @@ int RunStepDaemon(const std::string& folder) {
       return 0;
     }
     io = *std::move(opened);
+  }
+
+  // srun --mpi=pmix: the ranks' PMIx server, whose fences go over the I/O
+  // stream; each rank learns where it is from its environment.
+  std::unique_ptr<PmixHost> pmix;
+  if (!file->mpi.type.empty()) {
+    absl::StatusOr<std::unique_ptr<PmixHost>> started = StartPmix(folder, *file, io.get());
+    if (!started.ok()) {
+      Complain("{}", started.status().message());
+      events.Append(FailedEvent{fmt::format("{}: {}", file->node, started.status().message())});
+      events.Append(DoneEvent{});
+      return 0;
+    }
+    pmix = *std::move(started);
   }
 
   SpawnResult spawned = SpawnRanks(

@@ -147,6 +147,10 @@ absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const Lau
   ::fcntl(io->socket_, F_SETFL, ::fcntl(io->socket_, F_GETFL) & ~O_NONBLOCK);
   io->connected_ = true;
   io->stdin_rank_ = file.io.stdin_rank;
+  if (::pipe2(io->queue_wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
+  }
   const io::Hello hello{.key = file.io.key,
                         .job = file.job_id,
                         .step = file.step,
@@ -210,6 +214,28 @@ StepIoForwarder::~StepIoForwarder() {
   CloseChildEnds();
   for (const std::unique_ptr<Pipe>& pipe : pipes_) pipe->Close();
   if (socket_ >= 0) ::close(socket_);
+  for (const int fd : queue_wake_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void StepIoForwarder::Queue(io::Frame frame) {
+  {
+    const std::lock_guard lock(queue_mutex_);
+    queued_.push_back(std::move(frame));
+  }
+  if (queue_wake_[1] >= 0) (void)::write(queue_wake_[1], "q", 1);
+}
+
+void StepIoForwarder::SendQueued() {
+  std::vector<io::Frame> frames;
+  {
+    const std::lock_guard lock(queue_mutex_);
+    frames.swap(queued_);
+  }
+  for (const io::Frame& frame : frames) {
+    Send(static_cast<int>(frame.kind), frame.rank, frame.data);
+  }
 }
 
 void StepIoForwarder::CloseChildEnds() {
@@ -269,10 +295,15 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
       if (!drain_until) drain_until = Clock::now() + kDrainWait;
       if (Clock::now() >= *drain_until) break;
     }
+    SendQueued();
     std::vector<pollfd> fds;
-    std::vector<Pipe*> owners;  // null: the wake pipe or the socket
+    std::vector<Pipe*> owners;  // null: a wake pipe or the socket
     if (wake[0] >= 0) {
       fds.push_back({wake[0], POLLIN, 0});
+      owners.push_back(nullptr);
+    }
+    if (queue_wake_[0] >= 0) {
+      fds.push_back({queue_wake_[0], POLLIN, 0});
       owners.push_back(nullptr);
     }
     std::size_t stdin_backlog = 0;
@@ -293,8 +324,8 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       Pipe* pipe = owners[i];
-      if (pipe == nullptr && fds[i].fd == wake[0]) {
-        while (::read(wake[0], buffer, sizeof buffer) > 0) {
+      if (pipe == nullptr && (fds[i].fd == wake[0] || fds[i].fd == queue_wake_[0])) {
+        while (::read(fds[i].fd, buffer, sizeof buffer) > 0) {
         }
       } else if (pipe == nullptr) {
         // Everything decrypted: poll does not see what TLS holds.
@@ -312,6 +343,10 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
         std::vector<io::Frame> frames;
         if (!io::DecodeFrames(inbox, frames).ok()) connected_ = false;
         for (const io::Frame& frame : frames) {
+          if (frame.kind == io::FrameKind::kFenceDone && on_fence_done_) {
+            on_fence_done_(frame.rank, io::ParseFenceDone(frame.data));
+            continue;
+          }
           if (frame.kind == io::FrameKind::kWinsize && pty_master_ >= 0) {
             winsize size{};
             if (std::sscanf(frame.data.c_str(), "%hu %hu", &size.ws_row, &size.ws_col) == 2) {
@@ -349,6 +384,7 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
     ::close(wake[0]);
     ::close(wake[1]);
   }
+  SendQueued();
   Send(static_cast<int>(io::FrameKind::kDone), -1, {});
   if (socket_ >= 0) ::shutdown(socket_, SHUT_WR);
 }

@@ -6,10 +6,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cohort/launch/io_frame.h"
 #include "launch_file.h"
 #include "rank_spawner.h"
 #include "step_events.h"
@@ -49,10 +51,20 @@ class StepIoForwarder {
   /// then read and dropped, so the ranks never block on it.
   void Run(std::map<pid_t, int> live, const std::function<void(const RankExitEvent&)>& on_exit);
 
+  /// Sends `frame` from Run's thread; any thread may call it (the PMIx
+  /// server's, with a fence's part or a rank's abort message).
+  void Queue(io::Frame frame);
+  /// What Run does with each kFenceDone from `cohort run`: the fence's number
+  /// and every node's part, or why the fence failed. Set before Run.
+  void OnFenceDone(std::function<void(int, absl::StatusOr<std::string>)> handler) {
+    on_fence_done_ = std::move(handler);
+  }
+
  private:
   StepIoForwarder() = default;
   struct Pipe;
   void Send(int kind, int rank, std::string_view data);
+  void SendQueued();
 
   int socket_ = -1;
   std::unique_ptr<tls::TlsSession> tls_;  ///< the stream's TLS, keyed by the step's key
@@ -61,6 +73,10 @@ class StepIoForwarder {
   std::vector<std::unique_ptr<Pipe>> pipes_;  ///< the stepd's ends: output, then stdin
   int stdin_rank_ = -1;
   int pty_master_ = -1;  ///< --pty: the terminal's master (owned by its pipes)
+  std::mutex queue_mutex_;
+  std::vector<io::Frame> queued_;  ///< Queue's frames, for Run to send
+  int queue_wake_[2] = {-1, -1};   ///< Queue writes a byte to wake Run's poll
+  std::function<void(int, absl::StatusOr<std::string>)> on_fence_done_;
 };
 
 }  // namespace cohort::step

@@ -76,6 +76,7 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"PrologEpilogTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
     {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
+    {"MpiDefault", &conf::Set<G, &ParseMpiType, &C::mpi_default>},
     {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},
     {"StateBackend", &conf::Set<G, &ParseStateBackend, &C::state_backend>},
     {"StateDatabase", &conf::Set<G, &ParseText, &C::state_database>},

@@ -12,6 +12,7 @@
 
 #include "cohort/config/controller_addrs.h"
 #include "cohort/fmt_absl.h"
+#include "cohort/launch/mpi_type.h"
 #include "cohort/text/slurm_time.h"
 
 namespace cohort::config {
@@ -489,6 +490,17 @@ bool ParseStateSync(const conf::Word& word, std::string& out, Diagnostics& diagn
   out = word.value;
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return true;
+}
+
+bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
+  const std::optional<std::string_view> type = launch::CanonicalMpiType(word.value);
+  if (!type) {
+    diagnostics.Error(word.value_at, fmt::format("MpiDefault={} is no MPI type", word.value),
+                      fmt::format("use one of {}; see docs/mpi.md", launch::kMpiTypes));
+    return false;
+  }
+  out = *type;
   return true;
 }
 

@@ -20,7 +20,7 @@ std::uint32_t GetUint32(std::string_view bytes) {
 
 bool KnownKind(std::uint8_t kind) {
   return kind >= static_cast<std::uint8_t>(FrameKind::kHello) &&
-         kind <= static_cast<std::uint8_t>(FrameKind::kWinsize);
+         kind <= static_cast<std::uint8_t>(FrameKind::kFenceDone);
 }
 
 template <typename T>
@@ -30,6 +30,11 @@ bool ParseNumber(std::string_view text, T& out) {
 }
 
 }  // namespace
+
+std::uint32_t MaxFrameData(FrameKind kind) {
+  return kind == FrameKind::kFencePart || kind == FrameKind::kFenceDone ? kMaxFenceData
+                                                                         : kMaxFrameData;
+}
 
 std::string EncodeFrame(const Frame& frame) {
   std::string out;
@@ -50,9 +55,10 @@ absl::Status DecodeFrames(std::string& buffer, std::vector<Frame>& out) {
     if (!KnownKind(kind)) {
       return absl::InvalidArgumentError(fmt::format("frame of unknown kind {}", kind));
     }
-    if (length > kMaxFrameData) {
+    const std::uint32_t most = MaxFrameData(static_cast<FrameKind>(kind));
+    if (length > most) {
       return absl::InvalidArgumentError(
-          fmt::format("frame of {} bytes; frames carry at most {}", length, kMaxFrameData));
+          fmt::format("frame of {} bytes; frames of its kind carry at most {}", length, most));
     }
     if (buffer.size() - pos - kFrameHeaderSize < length) break;
     out.push_back(Frame{.kind = static_cast<FrameKind>(kind),
@@ -88,6 +94,36 @@ absl::StatusOr<Hello> ParseHello(std::string_view text) {
   hello.key = std::string(words[0]);
   hello.node = std::string(words[3]);
   return hello;
+}
+
+std::string EncodeFenceDone(const absl::StatusOr<std::string>& all) {
+  return all.ok() ? "0" + *all : "1" + std::string(all.status().message());
+}
+
+absl::StatusOr<std::string> ParseFenceDone(std::string_view text) {
+  if (text.starts_with('0')) return std::string(text.substr(1));
+  if (text.starts_with('1')) return absl::AbortedError(std::string(text.substr(1)));
+  return absl::InvalidArgumentError("fence done: neither \"0\" and data nor \"1\" and why");
+}
+
+std::string EncodeFencePart(const FencePart& part) {
+  return fmt::format("{} {}\n", part.node_index, part.nodes) + part.data;
+}
+
+absl::StatusOr<FencePart> ParseFencePart(std::string_view text) {
+  const std::size_t newline = text.find('\n');
+  const std::string_view head = text.substr(0, newline);
+  const std::size_t space = head.find(' ');
+  FencePart part;
+  if (newline == std::string_view::npos || space == std::string_view::npos ||
+      !ParseNumber(head.substr(0, space), part.node_index) ||
+      !ParseNumber(head.substr(space + 1), part.nodes) || part.nodes < 1 ||
+      part.node_index < 0 || part.node_index >= part.nodes) {
+    return absl::InvalidArgumentError(
+        "fence part: expected \"INDEX NODES\\n\" and the data from cohort-stepd");
+  }
+  part.data = std::string(text.substr(newline + 1));
+  return part;
 }
 
 bool SameKey(std::string_view a, std::string_view b) {

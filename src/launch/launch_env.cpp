@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -126,6 +127,7 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
     slurm.emplace_back("SLURM_STEP_NUM_NODES", world_nodes);
     slurm.emplace_back("SLURM_STEP_NUM_TASKS", std::to_string(world_size));
     slurm.emplace_back("SLURM_STEP_TASKS_PER_NODE", world_tasks_per_node);
+    if (!context.mpi_type.empty()) slurm.emplace_back("SLURM_MPI_TYPE", context.mpi_type);
   }
   if (!context.account.empty()) slurm.emplace_back("SLURM_JOB_ACCOUNT", context.account);
   if (context.cpus_on_node > 0) {
@@ -181,6 +183,40 @@ std::string FormatCountsPerNode(const std::vector<int>& counts) {
     i += run;
   }
   return out;
+}
+
+absl::StatusOr<std::vector<int>> ParseCountsPerNode(std::string_view text, std::size_t most) {
+  std::vector<int> counts;
+  const auto invalid = [&] {
+    return absl::InvalidArgumentError(fmt::format(
+        "tasks per node {:?}: expected counts such as \"2(x3),1\" for at most {} nodes", text,
+        most));
+  };
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    int count = 0;
+    std::size_t repeat = 1;
+    const std::size_t paren = item.find("(x");
+    const std::string_view number = item.substr(0, paren);
+    auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), count);
+    if (error != std::errc() || end != number.data() + number.size() || count < 0) return invalid();
+    if (paren != std::string_view::npos) {
+      const std::string_view times = item.substr(paren + 2);
+      if (!times.ends_with(')')) return invalid();
+      const std::string_view digits = times.substr(0, times.size() - 1);
+      auto [stop, bad] = std::from_chars(digits.data(), digits.data() + digits.size(), repeat);
+      if (bad != std::errc() || stop != digits.data() + digits.size() || repeat == 0) {
+        return invalid();
+      }
+    }
+    if (repeat > most - std::min(most, counts.size())) return invalid();
+    counts.insert(counts.end(), repeat, count);
+    if (comma != std::string_view::npos && text.empty()) return invalid();
+  }
+  if (counts.empty()) return invalid();
+  return counts;
 }
 
 int LocalTasks(const LaunchContext& context) {

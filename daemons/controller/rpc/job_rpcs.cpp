@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "cohort/launch/mpi_type.h"
 #include "cohort/text/hostlist.h"
 #include "controller_log.h"
 #include "store/records.h"
@@ -369,6 +370,28 @@ absl::StatusOr<alloc::StepRequest> StepRequestOf(const v1::StartStepRequest& req
   return step;
 }
 
+// The step's MPI type: what srun asked for, else the cluster's MpiDefault.
+// A PMIx server's fences travel on the step's output stream, so a step
+// whose output goes to files cannot have one.
+absl::StatusOr<std::string> StepMpiType(const v1::StartStepRequest& request,
+                                        const std::string& mpi_default) {
+  std::string type = mpi_default;
+  if (!request.mpi().empty()) {
+    const std::optional<std::string_view> asked = launch::CanonicalMpiType(request.mpi());
+    if (!asked) {
+      return absl::InvalidArgumentError(
+          fmt::format("--mpi={} is no MPI type; use one of {}", request.mpi(), launch::kMpiTypes));
+    }
+    type = *asked;
+  }
+  if (type == "pmix" && request.io().address().empty()) {
+    return absl::FailedPreconditionError(
+        "--mpi=pmix wires the ranks up over the step's output stream, which -o and -e send to "
+        "files instead: leave them out (the output still reaches srun's), or use --mpi=none");
+  }
+  return type;
+}
+
 }  // namespace
 
 void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
@@ -389,6 +412,11 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
       job == nullptr ? alloc::StepRequest{} : StepRequestOf(request, *job, *state_.topology);
   if (!step.ok()) {
     outbox_.Respond<v1::StartStepResponse>(std::move(reply), step.status());
+    return;
+  }
+  absl::StatusOr<std::string> mpi = StepMpiType(request, state_.config.mpi_default);
+  if (!mpi.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), mpi.status());
     return;
   }
   // The engine's refusals (not found, an array, not running, another
@@ -419,6 +447,7 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
     spec.set_error(request.error());
   }
   if (!request.name().empty()) spec.set_name(request.name());
+  spec.set_mpi(*mpi);
   if (!again) {
     state_.step_specs[{job_id, *id}] = {std::move(spec), std::move(*request.mutable_io())};
   }

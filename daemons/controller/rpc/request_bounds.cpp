@@ -42,6 +42,8 @@ constexpr std::array kOwnBounds{
     OwnBound{"cohort.v1.JobSpec.qos", {.bytes = 256}},
     OwnBound{"cohort.v1.JobSpec.gpu_type", {.bytes = 256}},
     OwnBound{"cohort.v1.JobSpec.open_mode", {.bytes = 16}},
+    OwnBound{"cohort.v1.JobSpec.mpi", {.bytes = 16}},
+    OwnBound{"cohort.v1.StartStepRequest.mpi", {.bytes = 16}},
     OwnBound{"cohort.v1.JobSpec.features", {.bytes = 256, .entries = 64}},
     OwnBound{"cohort.v1.JobSpec.script", {.bytes = 2048 * kKiB}},
     OwnBound{"cohort.v1.JobSpec.argv", {.bytes = 128 * kKiB, .entries = 4096}},

@@ -202,6 +202,8 @@ struct ClusterConfig {
   std::string epilog;
   std::chrono::seconds prolog_epilog_timeout{300};  ///< PrologEpilogTimeout=
   std::chrono::seconds kill_wait{30};
+  /// MpiDefault=: a step's MPI type when srun gives no --mpi ("none" or "pmix").
+  std::string mpi_default = "none";
   /// How commits to the state database wait for the disk: "full" (fsync
   /// every commit), "normal" (survives a controller crash, not a power
   /// loss) or "off".

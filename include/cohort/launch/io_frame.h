@@ -18,7 +18,10 @@
 /// again), then sends frames of output and, last, Done;
 /// `cohort run` sends stdin for the rank that takes it. A frame is a 9-byte
 /// header (kind: 1 byte; rank: int32; length: uint32; big-endian) and
-/// `length` bytes. The stepd links no protobuf, so the frame is this small
+/// `length` bytes. A step whose ranks use PMIx (`--mpi=pmix`) also carries
+/// its fences here: each stepd sends its part (kFencePart), `cohort run`
+/// sends every part back to every stepd once all have come (kFenceDone).
+/// The stepd links no protobuf, so the frame is this small
 /// fixed header rather than a message. Pure; any thread.
 namespace cohort::io {
 
@@ -30,6 +33,11 @@ enum class FrameKind : std::uint8_t {
   kStdinEnd = 5,  ///< run → stepd: the rank's stdin is at its end
   kDone = 6,      ///< stepd → run, last: every rank's output has been sent
   kWinsize = 7,   ///< run → stepd: the terminal's size, "ROWS COLS", for --pty
+  /// stepd → run: this node's part of a fence of the step's PMIx servers
+  /// (EncodeFencePart); `rank` is the fence's number, from 0.
+  kFencePart = 8,
+  /// run → stepd: every node's part of fence `rank`, in node order.
+  kFenceDone = 9,
 };
 
 struct Frame {
@@ -42,6 +50,10 @@ struct Frame {
 inline constexpr std::size_t kFrameHeaderSize = 9;
 /// The most bytes one frame carries; a longer one is refused as corrupt.
 inline constexpr std::uint32_t kMaxFrameData = 1U << 20;
+/// A fence's frames carry every rank's published data: at most this.
+inline constexpr std::uint32_t kMaxFenceData = 64U << 20;
+/// kMaxFenceData for the fence's kinds, kMaxFrameData for the others.
+[[nodiscard]] std::uint32_t MaxFrameData(FrameKind kind);
 
 /// The frame as bytes: header, then data (at most kMaxFrameData).
 [[nodiscard]] std::string EncodeFrame(const Frame& frame);
@@ -67,6 +79,24 @@ struct Hello {
 [[nodiscard]] std::string EncodeHello(const Hello& hello);
 /// InvalidArgument naming what is missing or malformed.
 [[nodiscard]] absl::StatusOr<Hello> ParseHello(std::string_view text);
+
+/// One node's part of a fence: the node's index in the step, the step's
+/// node count, and the bytes its PMIx server gave. "INDEX NODES\n" then the
+/// bytes.
+struct FencePart {
+  int node_index = 0;
+  int nodes = 0;
+  std::string data;
+  friend bool operator==(const FencePart&, const FencePart&) = default;
+};
+[[nodiscard]] std::string EncodeFencePart(const FencePart& part);
+/// A fence's end: "0" and every node's part, or "1" and why it failed.
+[[nodiscard]] std::string EncodeFenceDone(const absl::StatusOr<std::string>& all);
+/// The parts, or Aborted with why the fence failed; InvalidArgument when
+/// malformed.
+[[nodiscard]] absl::StatusOr<std::string> ParseFenceDone(std::string_view text);
+/// InvalidArgument for a malformed header or an index outside 0..nodes-1.
+[[nodiscard]] absl::StatusOr<FencePart> ParseFencePart(std::string_view text);
 
 /// Whether two keys are equal, in time that does not depend on where they
 /// differ (a peer must not learn the key byte by byte).

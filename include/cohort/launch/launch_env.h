@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 /// What a rank sees when it starts: its environment and the names of its
 /// output files. Pure functions of the launch; safe from any thread. The agent
@@ -67,6 +70,9 @@ struct LaunchContext {
   int step_id = 0;                ///< SLURM_STEP_ID: the job step the ranks belong to
   LaunchKind kind = LaunchKind::kGang;
   StepLayout step;  ///< for kStep
+  /// A step's MPI wire-up (srun --mpi): "pmix", or "none"; SLURM_MPI_TYPE.
+  /// Empty: not a step, or an agent's of a controller without it.
+  std::string mpi_type;
 };
 
 /// How many ranks the launch starts on this node: tasks_per_node for a
@@ -129,6 +135,10 @@ struct LaunchContext {
 /// writes them: runs of one count become `count(xN)`: {2,2,2,1} is
 /// "2(x3),1".
 [[nodiscard]] std::string FormatCountsPerNode(const std::vector<int>& counts);
+/// The counts of FormatCountsPerNode's text, for at most `most` nodes;
+/// InvalidArgument, naming the text, for anything else.
+[[nodiscard]] absl::StatusOr<std::vector<int>> ParseCountsPerNode(std::string_view text,
+                                                                  std::size_t most);
 
 /// Expands an output file pattern as sbatch does: `%j` job id, `%x` job name,
 /// `%u` user name, `%N` node name, `%n` node rank, `%t` the global rank

@@ -83,6 +83,7 @@ AuthKeyFile=keys/cohort.key
 TopologyFile=topology.conf
 NodeTimeout=120
 KillWait=10
+MpiDefault=PMIx_v4
 NodeName=DEFAULT CPUs=64 MemoryMB=512000 Gpus=8
 NodeName=gpu[001-004] Features=h100,ib
 NodeName=cpu[1-2] CPUs=128 Gpus=0 MemoryMB=256000
@@ -101,6 +102,7 @@ TEST(ClusterConfigTest, FullFileGlobals) {
   EXPECT_EQ(config.topology_file, "/etc/cohort/topology.conf");
   EXPECT_EQ(config.node_timeout, seconds(120));
   EXPECT_EQ(config.kill_wait, seconds(10));
+  EXPECT_EQ(config.mpi_default, "pmix");
 }
 
 TEST(ClusterConfigTest, FullFileNodesTakeDefaultsAndOwnValues) {
@@ -154,6 +156,7 @@ TEST(ClusterConfigTest, UnsetGlobalsKeepTheirDefaults) {
   EXPECT_TRUE(config.topology_file.empty());
   EXPECT_EQ(config.node_timeout, seconds(300));
   EXPECT_EQ(config.kill_wait, seconds(30));
+  EXPECT_EQ(config.mpi_default, "none");
   ASSERT_EQ(config.nodes.size(), 1U);
   EXPECT_EQ(config.nodes[0].cpus, 1);
   EXPECT_EQ(config.nodes[0].gpus, 0);
@@ -419,6 +422,7 @@ TEST(ClusterConfigErrorTest, BadInteger) {
 }
 
 TEST(ClusterConfigErrorTest, IntegerRanges) {
+  EXPECT_EQ(OnlyError("NodeName=n1\nMpiDefault=pmi3\n").message, "MpiDefault=pmi3 is no MPI type");
   EXPECT_EQ(OnlyError("NodeName=n1\nKillWait=-1\n").message,
             "KillWait must be a non-negative integer, found \"-1\"");
   EXPECT_EQ(OnlyError("NodeName=n1\nNodeTimeout=0\n").message,

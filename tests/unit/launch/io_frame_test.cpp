@@ -33,9 +33,9 @@ TEST(IoFrameTest, FramesComeBackWholeWhateverTheReadsCutThem) {
 
 TEST(IoFrameTest, AnUnknownKindOrAnOversizedFrameIsRefused) {
   std::string unknown = EncodeFrame({.kind = FrameKind::kStdout, .rank = 0, .data = "x"});
-  unknown[0] = 9;
+  unknown[0] = 10;
   std::vector<Frame> got;
-  EXPECT_EQ(DecodeFrames(unknown, got).message(), "frame of unknown kind 9");
+  EXPECT_EQ(DecodeFrames(unknown, got).message(), "frame of unknown kind 10");
   std::string huge = EncodeFrame({.kind = FrameKind::kStdout, .rank = 0, .data = ""});
   huge[5] = 0x7F;  // a length of about 2 GiB
   EXPECT_FALSE(DecodeFrames(huge, got).ok());
@@ -51,6 +51,16 @@ TEST(IoFrameTest, HelloRoundTripsAndMalformedOnesAreRefused) {
   for (const std::string_view bad :
        {"", "k 1 0 n 0", "k x 0 n 0 1", "k 1 0 n -1 1", "k 1 0 n 0 1 extra", " 1 0 n 0 1"}) {
     EXPECT_FALSE(ParseHello(bad).ok()) << bad;
+  }
+}
+
+TEST(IoFrameTest, FencePartsRoundTripWithBinaryDataAndBadHeadersAreRefused) {
+  const FencePart part{.node_index = 1, .nodes = 4, .data = std::string("a\0\nb", 4)};
+  absl::StatusOr<FencePart> back = ParseFencePart(EncodeFencePart(part));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, part);
+  for (const std::string_view bad : {"", "1 4", "x 4\n", "4 4\n", "-1 4\n", "0 0\n", "1\n"}) {
+    EXPECT_FALSE(ParseFencePart(bad).ok()) << bad;
   }
 }
 

@@ -240,6 +240,22 @@ TEST(BuildRankEnvironmentTest, HugeSizesDoNotOverflow) {
   EXPECT_EQ(Get(env, "RANK"), "9999999999");
 }
 
+// --- counts per node ---------------------------------------------------------
+
+TEST(CountsPerNodeTest, SlurmsCompressedFormRoundTripsAndIsBounded) {
+  const std::vector<int> counts = {2, 2, 2, 1};
+  EXPECT_EQ(FormatCountsPerNode(counts), "2(x3),1");
+  EXPECT_EQ(ParseCountsPerNode("2(x3),1", 16).value(), counts);
+  EXPECT_EQ(ParseCountsPerNode("4", 1).value(), std::vector<int>{4});
+  for (const std::string_view bad :
+       {"", "x", "2(x0)", "2(x3", "2(3)", "2,", ",2", "-1", "2(x-1)", "2(x99999999999999)"}) {
+    EXPECT_FALSE(ParseCountsPerNode(bad, 16).ok()) << bad;
+  }
+  EXPECT_EQ(ParseCountsPerNode("1(x17)", 16).status().message(),
+            "tasks per node \"1(x17)\": expected counts such as \"2(x3),1\" for at most 16 "
+            "nodes");
+}
+
 // --- output patterns ---------------------------------------------------------
 
 TEST(ExpandOutputPatternTest, EveryCode) {
