@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pmix_host.h"
 
+#include <dlfcn.h>
 #include <pmix.h>
 #include <pmix_server.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -17,28 +19,85 @@
 namespace cohort::step {
 namespace {
 
+// OpenPMIx, loaded when a step asks for it. cohort-stepd starts once per
+// launch and most launches need no PMIx: linked, libpmix and what it
+// links (libevent, hwloc, udev) cost every start about 1 ms of loading.
+struct PmixApi {
+  decltype(&PMIx_Error_string) error_string = nullptr;
+  decltype(&PMIx_Info_list_start) info_list_start = nullptr;
+  decltype(&PMIx_Info_list_add) info_list_add = nullptr;
+  decltype(&PMIx_Info_list_convert) info_list_convert = nullptr;
+  decltype(&PMIx_Info_list_release) info_list_release = nullptr;
+  decltype(&PMIx_Data_array_destruct) data_array_destruct = nullptr;
+  decltype(&PMIx_generate_regex) generate_regex = nullptr;
+  decltype(&PMIx_generate_ppn) generate_ppn = nullptr;
+  decltype(&PMIx_server_init) server_init = nullptr;
+  decltype(&PMIx_server_finalize) server_finalize = nullptr;
+  decltype(&PMIx_server_register_nspace) register_nspace = nullptr;
+  decltype(&PMIx_server_deregister_nspace) deregister_nspace = nullptr;
+  decltype(&PMIx_server_register_client) register_client = nullptr;
+  decltype(&PMIx_server_setup_fork) setup_fork = nullptr;
+};
+PmixApi pmix;
+
+absl::Status LoadPmix() {
+  static const absl::Status loaded = []() -> absl::Status {
+    void* library = ::dlopen(COHORT_PMIX_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+    if (library == nullptr) {
+      return absl::FailedPreconditionError(fmt::format(
+          "--mpi=pmix: cannot load OpenPMIx ({}); install libpmix2 on the node", ::dlerror()));
+    }
+    bool all = true;
+    const auto find = [&]<typename F>(F& function, const char* name) {
+      function = reinterpret_cast<F>(::dlsym(library, name));
+      all = all && function != nullptr;
+    };
+    find(pmix.error_string, "PMIx_Error_string");
+    find(pmix.info_list_start, "PMIx_Info_list_start");
+    find(pmix.info_list_add, "PMIx_Info_list_add");
+    find(pmix.info_list_convert, "PMIx_Info_list_convert");
+    find(pmix.info_list_release, "PMIx_Info_list_release");
+    find(pmix.data_array_destruct, "PMIx_Data_array_destruct");
+    find(pmix.generate_regex, "PMIx_generate_regex");
+    find(pmix.generate_ppn, "PMIx_generate_ppn");
+    find(pmix.server_init, "PMIx_server_init");
+    find(pmix.server_finalize, "PMIx_server_finalize");
+    find(pmix.register_nspace, "PMIx_server_register_nspace");
+    find(pmix.deregister_nspace, "PMIx_server_deregister_nspace");
+    find(pmix.register_client, "PMIx_server_register_client");
+    find(pmix.setup_fork, "PMIx_server_setup_fork");
+    if (!all) {
+      return absl::FailedPreconditionError(fmt::format(
+          "--mpi=pmix: {} lacks a function of OpenPMIx 4's server; install libpmix2 4.x",
+          COHORT_PMIX_LIBRARY));
+    }
+    return absl::OkStatus();
+  }();
+  return loaded;
+}
+
 // OpenPMIx hosts one server per process; its callbacks find it here.
 std::mutex server_mutex;
 PmixHost* server = nullptr;
 
 absl::Status PmixError(std::string_view what, pmix_status_t status) {
   return absl::InternalError(
-      fmt::format("--mpi=pmix: {}: {}", what, PMIx_Error_string(status)));
+      fmt::format("--mpi=pmix: {}: {}", what, pmix.error_string(status)));
 }
 
 // A list of keys and values for OpenPMIx (its Info_list), as one array.
 class InfoList {
  public:
-  InfoList() : list_(PMIx_Info_list_start()) {}
+  InfoList() : list_(pmix.info_list_start()) {}
   ~InfoList() {
-    if (converted_) PMIx_Data_array_destruct(&array_);
-    PMIx_Info_list_release(list_);
+    if (converted_) pmix.data_array_destruct(&array_);
+    pmix.info_list_release(list_);
   }
   InfoList(const InfoList&) = delete;
   InfoList& operator=(const InfoList&) = delete;
 
   void Add(const char* key, const void* value, pmix_data_type_t type) {
-    (void)PMIx_Info_list_add(list_, key, value, type);
+    (void)pmix.info_list_add(list_, key, value, type);
   }
   void Add(const char* key, const std::string& value) { Add(key, value.c_str(), PMIX_STRING); }
   void AddUint32(const char* key, std::uint32_t value) { Add(key, &value, PMIX_UINT32); }
@@ -46,8 +105,10 @@ class InfoList {
   /// The list as one info array (for a PMIX_DATA_ARRAY value, or a call).
   pmix_data_array_t* Array() {
     if (!converted_) {
-      PMIX_DATA_ARRAY_CONSTRUCT(&array_, 0, PMIX_INFO);
-      (void)PMIx_Info_list_convert(list_, &array_);
+      array_.type = PMIX_INFO;
+      array_.size = 0;
+      array_.array = nullptr;
+      (void)pmix.info_list_convert(list_, &array_);
       converted_ = true;
     }
     return &array_;
@@ -66,13 +127,21 @@ class InfoList {
 std::string Regex(const std::string& input, bool ranks) {
   char* regex = nullptr;
   const pmix_status_t status =
-      ranks ? PMIx_generate_ppn(input.c_str(), &regex) : PMIx_generate_regex(input.c_str(), &regex);
+      ranks ? pmix.generate_ppn(input.c_str(), &regex) : pmix.generate_regex(input.c_str(), &regex);
   if (status != PMIX_SUCCESS || regex == nullptr) return {};
   // The regex may hold NULs past its text only in raw form; OpenPMIx's
   // parsers take the string up to its first NUL.
   std::string out(regex);
   std::free(regex);
   return out;
+}
+
+// Rank `rank` of namespace `nspace` (shorter than PMIX_MAX_NSLEN).
+pmix_proc_t Proc(const std::string& nspace, int rank) {
+  pmix_proc_t proc{};
+  std::memcpy(proc.nspace, nspace.c_str(), std::min(nspace.size(), std::size_t{PMIX_MAX_NSLEN}));
+  proc.rank = static_cast<pmix_rank_t>(rank);
+  return proc;
 }
 
 std::string Join(const std::vector<int>& numbers, std::string_view separator) {
@@ -144,6 +213,7 @@ pmix_status_t DirectModex(const pmix_proc_t* /*proc*/, const pmix_info_t /*info*
 
 absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPart send_part,
                                                               OnAbort on_abort) {
+  if (absl::Status loaded = LoadPmix(); !loaded.ok()) return loaded;
   std::unique_ptr<PmixHost> self(new PmixHost(std::move(step)));
   const PmixStep& s = self->step_;
   const MpiSetup& layout = s.layout;
@@ -185,7 +255,7 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
   init.Add(PMIX_SYSTEM_TMPDIR, s.tmpdir);
   init.AddUint32(PMIX_USERID, s.uid);
   init.AddUint32(PMIX_GRPID, s.gid);
-  if (const pmix_status_t status = PMIx_server_init(&module, init.Infos(), init.Size());
+  if (const pmix_status_t status = pmix.server_init(&module, init.Infos(), init.Size());
       status != PMIX_SUCCESS) {
     const std::lock_guard lock(server_mutex);
     server = nullptr;
@@ -240,16 +310,15 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
     }
   }
   if (const pmix_status_t status =
-          PMIx_server_register_nspace(self->nspace_.c_str(), static_cast<int>(s.local_ranks.size()),
+          pmix.register_nspace(self->nspace_.c_str(), static_cast<int>(s.local_ranks.size()),
                                       job.Infos(), job.Size(), nullptr, nullptr);
       status != PMIX_SUCCESS && status != PMIX_OPERATION_SUCCEEDED) {
     return PmixError(fmt::format("cannot register namespace {}", self->nspace_), status);
   }
   for (const int rank : s.local_ranks) {
-    pmix_proc_t proc;
-    PMIX_PROC_LOAD(&proc, self->nspace_.c_str(), static_cast<pmix_rank_t>(rank));
+    const pmix_proc_t proc = Proc(self->nspace_, rank);
     if (const pmix_status_t status =
-            PMIx_server_register_client(&proc, s.uid, s.gid, nullptr, nullptr, nullptr);
+            pmix.register_client(&proc, s.uid, s.gid, nullptr, nullptr, nullptr);
         status != PMIX_SUCCESS && status != PMIX_OPERATION_SUCCEEDED) {
       return PmixError(fmt::format("cannot register rank {}", rank), status);
     }
@@ -259,8 +328,8 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
 
 PmixHost::~PmixHost() {
   if (started_) {
-    PMIx_server_deregister_nspace(nspace_.c_str(), nullptr, nullptr);
-    PMIx_server_finalize();
+    pmix.deregister_nspace(nspace_.c_str(), nullptr, nullptr);
+    pmix.server_finalize();
   }
   {
     const std::lock_guard lock(server_mutex);
@@ -272,10 +341,9 @@ PmixHost::~PmixHost() {
 }
 
 absl::StatusOr<std::vector<std::string>> PmixHost::Environment(int rank) const {
-  pmix_proc_t proc;
-  PMIX_PROC_LOAD(&proc, nspace_.c_str(), static_cast<pmix_rank_t>(rank));
+  const pmix_proc_t proc = Proc(nspace_, rank);
   char** env = nullptr;
-  if (const pmix_status_t status = PMIx_server_setup_fork(&proc, &env); status != PMIX_SUCCESS) {
+  if (const pmix_status_t status = pmix.setup_fork(&proc, &env); status != PMIX_SUCCESS) {
     return PmixError(fmt::format("cannot set up rank {}", rank), status);
   }
   std::vector<std::string> out;

@@ -185,13 +185,14 @@ std::string FormatCountsPerNode(const std::vector<int>& counts) {
   return out;
 }
 
-absl::StatusOr<std::vector<int>> ParseCountsPerNode(std::string_view text, std::size_t most) {
+absl::StatusOr<std::vector<int>> ParseCountsPerNode(std::string_view given, std::size_t most) {
   std::vector<int> counts;
   const auto invalid = [&] {
     return absl::InvalidArgumentError(fmt::format(
-        "tasks per node {:?}: expected counts such as \"2(x3),1\" for at most {} nodes", text,
+        "tasks per node {:?}: expected counts such as \"2(x3),1\" for at most {} nodes", given,
         most));
   };
+  std::string_view text = given;
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
     std::string_view item = text.substr(0, comma);

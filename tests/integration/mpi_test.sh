@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Open MPI's mpirun inside an allocation, as users run it under Slurm: it
-# reads the allocation from SLURM_* and starts its daemons (orted) with
-# `srun --ntasks-per-node=1 --kill-on-bad-exit --mpi=none --ntasks=N …`,
-# without -N. A tiny C program built here with mpicc all-reduces over
-# 2 nodes x 2 ranks inside an sbatch job and inside `salloc -N 2`; a rank
-# that calls MPI_Abort fails its job with the abort's status.
+# MPI jobs as users run them under Slurm, with Debian's Open MPI 4.1:
+# - `srun --mpi=pmix ./app` in a batch script: cohort-stepd's PMIx server
+#   wires the ranks up, fences between nodes over the step's I/O stream;
+#   the same for mpi4py; a rank's MPI_Abort and a rank killed before the
+#   first fence end the job FAILED, never hung.
+# - Open MPI's mpirun inside an allocation: it reads the allocation from
+#   SLURM_* and starts its daemons (orted) with `srun --ntasks-per-node=1
+#   --kill-on-bad-exit --mpi=none --ntasks=N …`, without -N; inside an
+#   sbatch job and inside `salloc -N 2`.
+# A tiny C program built here with mpicc all-reduces over 2 nodes x 2 ranks.
 #
 # Every node of the test cluster is an emulated one on this machine, so
 # Open MPI's shared-memory transport would see all four ranks as local to
@@ -19,9 +23,16 @@ command -v mpicc >/dev/null && command -v mpirun >/dev/null || {
 mpicc -O1 -o "$WORK/allreduce" "$ROOT/tests/data/mpi/allreduce.c" ||
   { fail "mpicc could not build tests/data/mpi/allreduce.c"; finish_test; }
 
+# The ranks' python3: the first on PATH, else the system's (a pyenv or venv
+# python3 before it lacks Debian's python3-mpi4py).
+mkdir -p "$WORK/bin"
+if ! python3 -c 'import mpi4py' 2>/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/null; then
+  ln -s /usr/bin/python3 "$WORK/bin/python3"
+fi
+
 SLURM_BIN=$BIN/cli/slurm
 [ -x "$SLURM_BIN/srun" ] || { fail "no $SLURM_BIN/srun: the build makes the links"; finish_test; }
-export PATH="$SLURM_BIN:$BIN/cli:$PATH"
+export PATH="$SLURM_BIN:$WORK/bin:$BIN/cli:$PATH"
 # Open MPI refuses root unless told twice; CI runs the tests as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
@@ -49,6 +60,68 @@ batch() {
   chmod +x "$script"
   submit -o "$WORK/$name-%j.out" "$script"
 }
+
+# ended NAME ID STATE: job ID ended STATE within two minutes; its output
+# in $out. Fails with the output otherwise.
+ended() {
+  local name=$1 id=$2 want=$3
+  out=""
+  if [ -z "$id" ]; then
+    fail "$name: the batch script was refused"
+    return 1
+  fi
+  if ! wait_until 120 finished "$id"; then
+    fail "$name: job $id did not end: $(cat "$WORK/$name-$id.out")"
+    return 1
+  fi
+  out=$(cat "$WORK/$name-$id.out")
+  if [ "$(job_state "$id")" != "$want" ]; then
+    fail "$name: job $id is $(job_state "$id"), not $want: $out"
+    return 1
+  fi
+}
+
+# --- srun --mpi=pmix
+id=$(batch pmix "srun --mpi=pmix $WORK/allreduce")
+if ended pmix "$id" COMPLETED && four_ranks "srun --mpi=pmix" "$out"; then
+  pass "srun --mpi=pmix: 4 ranks on 2 nodes wired up by the stepds' PMIx servers, all-reduced"
+fi
+
+id=$(batch mpi4py "srun --mpi=pmix python3 -c 'from mpi4py import MPI
+c = MPI.COMM_WORLD
+print(f\"mpi4py {c.rank}/{c.size} sum={c.allreduce(c.rank)}\")'")
+if ended mpi4py "$id" COMPLETED; then
+  if [ "$(grep -c '^mpi4py [0-3]/4 sum=6$' <<<"$out")" -eq 4 ]; then
+    pass "mpi4py under srun --mpi=pmix: 4 ranks all-reduced"
+  else
+    fail "mpi4py: not one line from each of 4 ranks: $out"
+  fi
+fi
+
+id=$(batch pmix-abort "MPI_TEST_ABORT=2 srun --mpi=pmix $WORK/allreduce")
+if ended pmix-abort "$id" FAILED; then
+  if grep -q "rank 2 aborts" <<<"$out" && grep -q "rank 2 called PMIx_Abort" <<<"$out"; then
+    pass "a rank's MPI_Abort under srun --mpi=pmix fails the job, its message in the output"
+  else
+    fail "srun --mpi=pmix MPI_Abort: the rank's messages are not in the output: $out"
+  fi
+fi
+
+# Rank 1 dies before MPI_Init: the others wait in the first fence until the
+# step stops them, as a failing rank stops every other (-K).
+id=$(batch pmix-killed "srun --mpi=pmix sh -c '[ \$SLURM_PROCID = 1 ] && kill -9 \$\$; exec $WORK/allreduce'")
+if ended pmix-killed "$id" FAILED; then
+  pass "a rank killed before the first fence fails the job; the others are not left waiting"
+fi
+
+id=$(batch pmix-files "srun --mpi=pmix -o $WORK/pmix-files-%t.out $WORK/allreduce")
+if ended pmix-files "$id" FAILED; then
+  if grep -q -- "--mpi=pmix wires the ranks up over the step's output stream" <<<"$out"; then
+    pass "srun --mpi=pmix -o FILE is refused saying why and what to do"
+  else
+    fail "srun --mpi=pmix -o: $out"
+  fi
+fi
 
 id=$(batch mpirun "mpirun -n 4 $WORK/allreduce")
 if [ -z "$id" ]; then

@@ -83,7 +83,6 @@ AuthKeyFile=keys/cohort.key
 TopologyFile=topology.conf
 NodeTimeout=120
 KillWait=10
-MpiDefault=PMIx_v4
 NodeName=DEFAULT CPUs=64 MemoryMB=512000 Gpus=8
 NodeName=gpu[001-004] Features=h100,ib
 NodeName=cpu[1-2] CPUs=128 Gpus=0 MemoryMB=256000
@@ -102,7 +101,8 @@ TEST(ClusterConfigTest, FullFileGlobals) {
   EXPECT_EQ(config.topology_file, "/etc/cohort/topology.conf");
   EXPECT_EQ(config.node_timeout, seconds(120));
   EXPECT_EQ(config.kill_wait, seconds(10));
-  EXPECT_EQ(config.mpi_default, "pmix");
+  EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\nMpiDefault=PMIx_v4\n").mpi_default,
+            "pmix");
 }
 
 TEST(ClusterConfigTest, FullFileNodesTakeDefaultsAndOwnValues) {

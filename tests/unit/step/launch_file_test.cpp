@@ -144,6 +144,39 @@ TEST(LaunchFileTest, OwnerMemoryAndCgroupRoundTrip) {
   EXPECT_EQ(back->cpus, file->cpus);
 }
 
+// srun --mpi=pmix: the step's shape for the node's PMIx server, from its
+// layout, and SLURM_MPI_TYPE for its ranks.
+TEST(LaunchFileTest, APmixStepCarriesItsShapeForTheServer) {
+  LaunchPlan plan = TwoByTwo();
+  launch::LaunchContext& context = plan.context;
+  context.kind = launch::LaunchKind::kStep;
+  context.step_id = 3;
+  context.mpi_type = "pmix";
+  context.step = {.nodelist = "n[1-3]",
+                  .num_nodes = 3,
+                  .node_index = 1,
+                  .first_rank = 2,
+                  .tasks = 2,
+                  .num_tasks = 5,
+                  .tasks_per_node = "2(x2),1"};
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 1, "", "");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->mpi.type, "pmix");
+  EXPECT_EQ(file->mpi.nodes, (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(file->mpi.tasks, (std::vector<int>{2, 2, 1}));
+  EXPECT_EQ(file->mpi.node_index, 1);
+  EXPECT_TRUE(HasEntry(file->ranks[0].env, "SLURM_MPI_TYPE=pmix"));
+  absl::StatusOr<LaunchFile> back = ParseLaunchFile(LaunchFileToJson(*file));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->mpi.nodes, file->mpi.nodes);
+  EXPECT_EQ(back->mpi.tasks, file->mpi.tasks);
+  EXPECT_EQ(back->mpi.node_index, 1);
+  // A layout whose counts do not cover its nodes cannot be served.
+  context.step.tasks_per_node = "2(x2)";
+  EXPECT_EQ(PlanLaunch(plan, 1, "", "").status().message(),
+            "n2: --mpi=pmix: the step's layout names 3 nodes, 2 counts and node 1");
+}
+
 // --open-mode=truncate: each file is truncated once per launch, by the first
 // rank that writes to it, and never under a rank already writing.
 TEST(LaunchFileTest, TruncateIsDoneOncePerFileByItsFirstRank) {
