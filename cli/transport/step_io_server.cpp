@@ -14,8 +14,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -79,6 +82,7 @@ struct StepIoServer::Connection {
   short wait = 0;        ///< what the last TLS step waits for besides reading
   std::string inbox{};
   bool hello = false;
+  std::string node{};  ///< as its Hello names it
   int first_rank = 0;
   int ranks = 0;
   std::string outbox{};  ///< stdin frames not yet sent
@@ -128,6 +132,17 @@ absl::StatusOr<std::unique_ptr<StepIoServer>> StepIoServer::Listen(const std::st
   server->pty_ = terminal == StepTerminal::kPty;
   server->stdin_rank_ = stdin_rank;
   server->key_ = RandomToken();
+  if (const char* timeout = std::getenv("SLURM_PMIX_TIMEOUT"); timeout != nullptr && *timeout) {
+    const std::string_view text = timeout;
+    std::int64_t seconds = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error != std::errc() || end != text.data() + text.size() || seconds < 1 ||
+        seconds > 86400) {
+      return absl::InvalidArgumentError(fmt::format(
+          "SLURM_PMIX_TIMEOUT={:?}: give the seconds a PMIx fence waits, 1 to 86400", text));
+    }
+    server->fence_timeout_ = std::chrono::seconds(seconds);
+  }
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
@@ -237,17 +252,32 @@ void StepIoServer::Serve() {
   struct Fence {
     int nodes = 0;
     std::map<int, std::string> parts;  // by node index
+    std::set<std::string> arrived;     // the nodes whose parts came
+    std::chrono::steady_clock::time_point began;
   };
   std::map<int, Fence> fences;
+  // Ends fence `number` for every stepd: with every part, or why not.
+  auto end_fence = [&](int number, const absl::StatusOr<std::string>& all) {
+    const std::string done = io::EncodeFrame(
+        {.kind = io::FrameKind::kFenceDone, .rank = number, .data = io::EncodeFenceDone(all)});
+    for (const auto& c : connections) {
+      if (c->hello) c->outbox += done;
+    }
+    fences.erase(number);
+  };
   // Takes a stepd's part of a fence; false for one that no stepd of this
   // step would send (the connection is then closed).
-  auto take_part = [&](const io::Frame& frame) {
+  auto take_part = [&](const Connection& from, const io::Frame& frame) {
     absl::StatusOr<io::FencePart> part = io::ParseFencePart(frame.data);
     if (!part.ok() || frame.rank < 0 || fences.size() > kMaxOpenFences) return false;
     Fence& fence = fences[frame.rank];
-    if (fence.nodes == 0) fence.nodes = part->nodes;
+    if (fence.nodes == 0) {
+      fence.nodes = part->nodes;
+      fence.began = std::chrono::steady_clock::now();
+    }
     if (fence.nodes != part->nodes || fence.parts.contains(part->node_index)) return false;
     fence.parts.emplace(part->node_index, std::move(part->data));
+    fence.arrived.insert(from.node);
     if (static_cast<int>(fence.parts.size()) < fence.nodes) return true;
     std::size_t total = 1;
     for (const auto& [index, data] : fence.parts) total += data.size();
@@ -260,13 +290,40 @@ void StepIoServer::Serve() {
       all->reserve(total);
       for (const auto& [index, data] : fence.parts) *all += data;
     }
-    const std::string done = io::EncodeFrame(
-        {.kind = io::FrameKind::kFenceDone, .rank = frame.rank, .data = io::EncodeFenceDone(all)});
-    for (const auto& c : connections) {
-      if (c->hello) c->outbox += done;
-    }
-    fences.erase(frame.rank);
+    end_fence(frame.rank, all);
     return true;
+  };
+  // A fence some node never joined fails, naming what is missing, once it
+  // has waited fence_timeout_: its ranks then fail their MPI_Init (or
+  // whatever fenced) rather than wait for good.
+  auto expire_fences = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<int> expired;
+    for (const auto& [number, fence] : fences) {
+      if (now - fence.began >= fence_timeout_) expired.push_back(number);
+    }
+    for (const int number : expired) {
+      const Fence& fence = fences[number];
+      std::vector<std::string> missing;
+      int connected = 0;
+      for (const auto& c : connections) {
+        if (!c->hello) continue;
+        ++connected;
+        if (!fence.arrived.contains(c->node)) {
+          missing.push_back(c->ranks == 1 ? fmt::format("{} (rank {})", c->node, c->first_rank)
+                                          : fmt::format("{} (ranks {}-{})", c->node, c->first_rank,
+                                                        c->first_rank + c->ranks - 1));
+        }
+      }
+      if (fence.nodes > connected) {
+        missing.push_back(fmt::format("{} node{} that never connected", fence.nodes - connected,
+                                      fence.nodes - connected == 1 ? "" : "s"));
+      }
+      end_fence(number, absl::DeadlineExceededError(fmt::format(
+                            "PMIx fence {} timed out after {} s (SLURM_PMIX_TIMEOUT): {} never "
+                            "arrived",
+                            number, fence_timeout_.count(), fmt::join(missing, ", "))));
+    }
   };
   std::string stdin_pending;
   bool stdin_open = stdin_rank_ >= 0;
@@ -380,6 +437,7 @@ void StepIoServer::Serve() {
               break;
             }
             c.hello = true;
+            c.node = hello->node;
             c.first_rank = hello->first_rank;
             c.ranks = hello->ranks;
             continue;
@@ -387,7 +445,7 @@ void StepIoServer::Serve() {
           if (frame.kind == io::FrameKind::kStdout || frame.kind == io::FrameKind::kStderr) {
             Print(frame.rank, frame.kind == io::FrameKind::kStderr, frame.data);
           } else if (frame.kind == io::FrameKind::kFencePart) {
-            if (!take_part(frame)) {
+            if (!take_part(c, frame)) {
               close = true;
               break;
             }
@@ -404,6 +462,7 @@ void StepIoServer::Serve() {
       }
     }
     std::erase_if(connections, [](const auto& c) { return c->fd < 0; });
+    expire_fences();
     if ((fds[0].revents & POLLIN) != 0) {
       while (::read(wake_[0], buffer, sizeof buffer) > 0) {
       }

@@ -65,6 +65,9 @@ class StepIoServer {
   std::string key_;
   int stdin_rank_ = -1;
   bool pty_ = false;
+  /// How long a PMIx fence waits for every node's part before it fails
+  /// (SLURM_PMIX_TIMEOUT, Slurm's PMIxTimeout: 300 s).
+  std::chrono::seconds fence_timeout_{300};
   RankLabels labels_ = RankLabels::kNone;
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -193,7 +193,15 @@ absl::StatusOr<std::unique_ptr<PmixHost>> StartPmix(const std::string& folder, L
                                        rank, status, message.empty() ? "" : ": ", message)});
       });
   if (!server.ok()) return server.status();
-  io->OnFenceDone([pmix = server->get()](int fence, absl::StatusOr<std::string> parts) {
+  // A fence that failed (srun timed it out) is said in the output of the
+  // node's first rank, once: its ranks' MPI library says only that it failed.
+  const int first = file.ranks.empty() ? 0 : file.ranks.front().rank;
+  io->OnFenceDone([pmix = server->get(), io, first](int fence, absl::StatusOr<std::string> parts) {
+    if (!parts.ok()) {
+      io->Queue({.kind = io::FrameKind::kStderr,
+                 .rank = first,
+                 .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
+    }
     pmix->FenceDone(fence, std::move(parts));
   });
   for (RankLaunch& rank : file.ranks) {

@@ -114,6 +114,19 @@ if ended pmix-killed "$id" FAILED; then
   pass "a rank killed before the first fence fails the job; the others are not left waiting"
 fi
 
+# Rank 3 is late for the first fence (it sleeps): after SLURM_PMIX_TIMEOUT
+# the fence fails on every node, naming the node that never arrived, and
+# the job fails rather than wait for it.
+id=$(batch pmix-late "export SLURM_PMIX_TIMEOUT=3
+srun --mpi=pmix sh -c '[ \$SLURM_PROCID = 3 ] && sleep 120; exec $WORK/allreduce'")
+if ended pmix-late "$id" FAILED; then
+  if grep -q "PMIx fence 0 timed out after 3 s (SLURM_PMIX_TIMEOUT): node02 (ranks 2-3) never arrived" <<<"$out"; then
+    pass "a fence a rank is late for fails after SLURM_PMIX_TIMEOUT, naming its node and ranks"
+  else
+    fail "srun --mpi=pmix, a late rank: the fence's failure is not said: $out"
+  fi
+fi
+
 id=$(batch pmix-files "srun --mpi=pmix -o $WORK/pmix-files-%t.out $WORK/allreduce")
 if ended pmix-files "$id" FAILED; then
   if grep -q -- "--mpi=pmix wires the ranks up over the step's output stream" <<<"$out"; then
