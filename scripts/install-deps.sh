@@ -22,9 +22,9 @@ packages=(
   libpq-dev postgresql-15
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
-  # MPI wire-up: OpenPMIx for cohort-stepd's PMIx server (srun --mpi=pmix); Open MPI's
-  # mpirun and mpicc, and mpi4py, for tests/integration/mpi_test.sh
-  libpmix-dev openmpi-bin libopenmpi-dev python3-mpi4py
+  # MPI wire-up: OpenPMIx for cohort-stepd's PMIx server (srun --mpi=pmix); Open MPI
+  # (mpirun, mpicc, mpi4py) and MPICH for tests/integration/mpi_test.sh
+  libpmix-dev openmpi-bin libopenmpi-dev python3-mpi4py mpich libmpich-dev
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
   # headless Chromium loads its dashboard
   prometheus curl chromium

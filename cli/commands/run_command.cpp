@@ -113,10 +113,11 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
                        .mpi = state.mpi};
     return RunStep(*client, options, step, command->words);
   }
-  if (state.mpi == "pmix") {
-    std::cerr << "cohort: --mpi=pmix wires up a step's ranks inside an allocation: run srun "
-                 "--mpi=pmix in a batch script or under salloc (salloc -N 2, then srun "
-                 "--mpi=pmix ...)\n";
+  if (launch::MpiTypeNeedsServer(state.mpi)) {
+    std::cerr << fmt::format(
+        "cohort: --mpi={0} wires up a step's ranks inside an allocation: run srun --mpi={0} in a "
+        "batch script or under salloc (salloc -N 2, then srun --mpi={0} ...)\n",
+        state.mpi);
     return 2;
   }
   if (state.exact || state.overlap) {
@@ -267,7 +268,7 @@ void AddSrunCommand(CLI::App& app, int& exit_code, CommandWords words) {
     state->mpi = *canonical;
   };
   app.add_option_function<std::string>("--mpi", set_mpi,
-                                       "pmix: a PMIx server wires the ranks up (docs/mpi.md); "
+                                       "pmix, pmi2: a PMIx or PMI server wires the ranks up (docs/mpi.md); "
                                        "none: they find each other (mpirun, torchrun); list")
       ->type_name("TYPE")
       ->envname("SLURM_MPI_TYPE");

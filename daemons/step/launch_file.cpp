@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cohort/launch/mpi_type.h"
 #include "cohort/text/hostlist.h"
 
 namespace cohort::step {
@@ -125,7 +126,7 @@ absl::StatusOr<MpiSetup> MpiSetupOf(const launch::LaunchContext& context) {
   const launch::StepLayout& layout = context.step;
   const auto invalid = [&](std::string_view why) {
     return absl::InvalidArgumentError(
-        fmt::format("{}: --mpi=pmix: the step's layout {}", context.node_name, why));
+        fmt::format("{}: --mpi={}: the step's layout {}", context.node_name, context.mpi_type, why));
   };
   MpiSetup mpi;
   mpi.type = context.mpi_type;
@@ -168,7 +169,7 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   file.memory_mb = plan.memory_mb;
   if (context.kind == launch::LaunchKind::kStep) file.step = context.step_id;
   file.io = plan.io;
-  if (context.kind == launch::LaunchKind::kStep && context.mpi_type == "pmix") {
+  if (context.kind == launch::LaunchKind::kStep && launch::MpiTypeNeedsServer(context.mpi_type)) {
     absl::StatusOr<MpiSetup> mpi = MpiSetupOf(context);
     if (!mpi.ok()) return mpi.status();
     file.mpi = *std::move(mpi);

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "pmi_host.h"
 #include "run_as.h"
 
 namespace cohort::step {
@@ -110,6 +111,7 @@ struct ChildError {
 // Where the child's report pipe ends up once stdio is in place; every
 // descriptor above it is closed.
 constexpr int kReportFd = STDERR_FILENO + 1;
+static_assert(kPmiFd == kReportFd + 1, "a rank's PMI socket follows the report pipe");
 
 // The binding plan, applied in the child between fork and exec: only
 // stack memory, no allocation.
@@ -256,13 +258,21 @@ int OpenOutput(const std::string& path, OpenMode mode) {
       ::dup2(err, STDERR_FILENO) < 0) {
     ChildFails(report_fd, ChildStep::kStdin);
   }
+  // The PMI socket out of the way of the report pipe's move, then to the
+  // descriptor after it, where PMI_FD says it is.
+  int pmi = plan.stdio != nullptr ? plan.stdio->pmi : -1;
+  if (pmi >= 0) {
+    pmi = ::fcntl(pmi, F_DUPFD_CLOEXEC, kReportFd + 16);
+    if (pmi < 0) ChildFails(report_fd, ChildStep::kStdin);
+  }
   if (report_fd != kReportFd) {
     // Whatever held kReportFd is closed below anyway.
     if (::dup3(report_fd, kReportFd, O_CLOEXEC) < 0) ChildFails(report_fd, ChildStep::kStdin);
   }
+  if (pmi >= 0 && ::dup2(pmi, kReportFd + 1) < 0) ChildFails(kReportFd, ChildStep::kStdin);
   // Nothing of the stepd's (the event file, the agent's socket) leaks into a
   // rank, close-on-exec or not; the report pipe closes on exec.
-  ::closefrom(kReportFd + 1);
+  ::closefrom(pmi >= 0 ? kReportFd + 2 : kReportFd + 1);
   ::execve(program.c_str(), plan.argv, plan.env);
   ChildFails(kReportFd, ChildStep::kExec);
 }

@@ -22,6 +22,9 @@ struct RankStdio {
   int in = -1;
   int out = -1;
   int err = -1;
+  /// The rank's end of its PMI socket (srun --mpi=pmi2), which it finds as
+  /// PMI_FD (pmi_host.h's kPmiFd); -1: none.
+  int pmi = -1;
   /// A pseudo-terminal's device (--pty): the rank starts a session of its
   /// own with it as its controlling terminal and its stdin, stdout and
   /// stderr; the other fields are unused.

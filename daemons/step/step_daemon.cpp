@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,6 +27,7 @@
 #include "cohort/fmt_absl.h"
 #include "job_cgroup.h"
 #include "launch_file.h"
+#include "pmi_host.h"
 #include "pmix_host.h"
 #include "proc_stat.h"
 #include "rank_spawner.h"
@@ -154,19 +156,125 @@ void ReapAll(std::map<pid_t, int> live, EventLog& events) {
   }
 }
 
-// The PMIx server of a step's launch (srun --mpi=pmix), its fences carried
-// by `io`, and each rank's environment given what reaches it.
-absl::StatusOr<std::unique_ptr<PmixHost>> StartPmix(const std::string& folder, LaunchFile& file,
-                                                      StepIoForwarder* io) {
+// This node's part of each fence of a step's MPI wire-up (srun --mpi=pmix
+// or pmi2), sent to `cohort run` on the step's I/O stream.
+std::function<void(int, std::string)> FenceSender(StepIoForwarder& io, const LaunchFile& file) {
+  const int nodes = static_cast<int>(file.mpi.nodes.size());
+  const int index = file.mpi.node_index;
+  return [&io, nodes, index](int fence, std::string part) {
+    io.Queue({.kind = io::FrameKind::kFencePart,
+              .rank = fence,
+              .data = io::EncodeFencePart(
+                  {.node_index = index, .nodes = nodes, .data = std::move(part)})});
+  };
+}
+
+// Every node's parts of each fence, back from `cohort run`, to `deliver`; a
+// fence's failure is said in the output of the node's first rank (the
+// ranks' MPI library says only that it failed).
+void DeliverFences(StepIoForwarder& io, const LaunchFile& file,
+                   std::function<void(int, absl::StatusOr<std::string>)> deliver) {
+  const int first = file.ranks.empty() ? 0 : file.ranks.front().rank;
+  io.OnFenceDone([&io, first, deliver = std::move(deliver)](int fence,
+                                                           absl::StatusOr<std::string> parts) {
+    if (!parts.ok()) {
+      io.Queue({.kind = io::FrameKind::kStderr,
+                .rank = first,
+                .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
+    }
+    deliver(fence, std::move(parts));
+  });
+}
+
+// The ranks that called their MPI server's abort, and the status each
+// asked to end with. A PMI-1 client waits for its process manager to end
+// it (MPICH's PMI_Abort returns, and the rank runs on, when nobody does):
+// the stepd kills the rank and reports its exit with the status.
+class Aborts {
+ public:
+  /// The ranks' pids, once they run.
+  void Started(const std::vector<RankStartedEvent>& started) {
+    const std::lock_guard lock(mutex_);
+    for (const RankStartedEvent& rank : started) {
+      pids_[rank.rank] = rank.pid;
+      // One that aborted before all were started.
+      if (statuses_.contains(rank.rank)) ::kill(rank.pid, SIGKILL);
+    }
+  }
+  /// Said in the rank's output (`api` names the call), then the rank is killed.
+  std::function<void(int, int, const std::string&)> Handler(StepIoForwarder& io,
+                                                            std::string_view api) {
+    return [this, &io, api](int rank, int status, const std::string& message) {
+      io.Queue({.kind = io::FrameKind::kStderr,
+                .rank = rank,
+                .data = fmt::format("cohort-stepd: rank {} called {} with status {}{}{}\n", rank,
+                                    api, status, message.empty() ? "" : ": ", message)});
+      const std::lock_guard lock(mutex_);
+      statuses_[rank] = status;
+      if (const auto it = pids_.find(rank); it != pids_.end()) ::kill(it->second, SIGKILL);
+    };
+  }
+  /// The rank's exit as its abort asked: its status, not the kill.
+  RankExitEvent Reported(RankExitEvent exit) const {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = statuses_.find(exit.rank); it != statuses_.end()) {
+      exit.exit_code = it->second != 0 ? it->second : 1;
+      exit.signal = 0;
+    }
+    return exit;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<int, pid_t> pids_;
+  std::map<int, int> statuses_;
+};
+
+// Adds `lines` (NAME=value) to the rank's environment, in place of any it had.
+void SetEnvironment(RankLaunch& rank, const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) {
+    const std::string_view name = std::string_view(line).substr(0, line.find('='));
+    std::erase_if(rank.env, [&](const std::string& have) {
+      return have.size() > name.size() && have.starts_with(name) && have[name.size()] == '=';
+    });
+    rank.env.push_back(line);
+  }
+}
+
+// The servers of a step's MPI wire-up, one of them or neither.
+struct MpiServers {
+  std::unique_ptr<PmixHost> pmix;
+  std::unique_ptr<PmiHost> pmi;
+};
+
+// Starts the step's MPI server (srun --mpi=pmix or pmi2), its fences carried
+// by `io`, and gives each rank the environment that reaches it.
+absl::StatusOr<MpiServers> StartMpi(const std::string& folder, LaunchFile& file,
+                                    StepIoForwarder* io, Aborts& aborts) {
   if (io == nullptr) {
-    return absl::FailedPreconditionError(
-        "--mpi=pmix needs the step's output stream to srun, which carries its fences");
+    return absl::FailedPreconditionError(fmt::format(
+        "--mpi={} needs the step's output stream to srun, which carries its fences", file.mpi.type));
+  }
+  std::vector<int> local_ranks;
+  for (const RankLaunch& rank : file.ranks) local_ranks.push_back(rank.rank);
+  MpiServers servers;
+  if (file.mpi.type == "pmi2") {
+    absl::StatusOr<std::unique_ptr<PmiHost>> pmi =
+        PmiHost::Start(file.job_id, file.step, file.mpi, std::move(local_ranks),
+                       FenceSender(*io, file), aborts.Handler(*io, "PMI_Abort"));
+    if (!pmi.ok()) return pmi.status();
+    servers.pmi = *std::move(pmi);
+    DeliverFences(*io, file, [pmi = servers.pmi.get()](int fence, absl::StatusOr<std::string> parts) {
+      pmi->FenceDone(fence, std::move(parts));
+    });
+    for (RankLaunch& rank : file.ranks) SetEnvironment(rank, servers.pmi->Environment(rank.rank));
+    return servers;
   }
   PmixStep step;
   step.job_id = file.job_id;
   step.step_id = file.step;
   step.layout = file.mpi;
-  for (const RankLaunch& rank : file.ranks) step.local_ranks.push_back(rank.rank);
+  step.local_ranks = std::move(local_ranks);
   step.uid = ::geteuid();
   step.gid = ::getegid();
   if (file.run_as == RunAs::kOwner) {
@@ -176,46 +284,19 @@ absl::StatusOr<std::unique_ptr<PmixHost>> StartPmix(const std::string& folder, L
     step.gid = owner->gid;
   }
   step.tmpdir = folder + "/pmix";
-  const int nodes = static_cast<int>(file.mpi.nodes.size());
-  const int index = file.mpi.node_index;
-  absl::StatusOr<std::unique_ptr<PmixHost>> server = PmixHost::Start(
-      std::move(step),
-      [io, nodes, index](int fence, std::string part) {
-        io->Queue({.kind = io::FrameKind::kFencePart,
-                   .rank = fence,
-                   .data = io::EncodeFencePart(
-                       {.node_index = index, .nodes = nodes, .data = std::move(part)})});
-      },
-      [io](int rank, int status, const std::string& message) {
-        io->Queue({.kind = io::FrameKind::kStderr,
-                   .rank = rank,
-                   .data = fmt::format("cohort-stepd: rank {} called PMIx_Abort with status {}{}{}\n",
-                                       rank, status, message.empty() ? "" : ": ", message)});
-      });
-  if (!server.ok()) return server.status();
-  // A fence that failed (srun timed it out) is said in the output of the
-  // node's first rank, once: its ranks' MPI library says only that it failed.
-  const int first = file.ranks.empty() ? 0 : file.ranks.front().rank;
-  io->OnFenceDone([pmix = server->get(), io, first](int fence, absl::StatusOr<std::string> parts) {
-    if (!parts.ok()) {
-      io->Queue({.kind = io::FrameKind::kStderr,
-                 .rank = first,
-                 .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
-    }
+  absl::StatusOr<std::unique_ptr<PmixHost>> pmix =
+      PmixHost::Start(std::move(step), FenceSender(*io, file), aborts.Handler(*io, "PMIx_Abort"));
+  if (!pmix.ok()) return pmix.status();
+  servers.pmix = *std::move(pmix);
+  DeliverFences(*io, file, [pmix = servers.pmix.get()](int fence, absl::StatusOr<std::string> parts) {
     pmix->FenceDone(fence, std::move(parts));
   });
   for (RankLaunch& rank : file.ranks) {
-    absl::StatusOr<std::vector<std::string>> env = (*server)->Environment(rank.rank);
+    absl::StatusOr<std::vector<std::string>> env = servers.pmix->Environment(rank.rank);
     if (!env.ok()) return env.status();
-    for (const std::string& line : *env) {
-      const std::string_view name = std::string_view(line).substr(0, line.find('='));
-      std::erase_if(rank.env, [&](const std::string& have) {
-        return have.size() > name.size() && have.starts_with(name) && have[name.size()] == '=';
-      });
-      rank.env.push_back(line);
-    }
+    SetEnvironment(rank, *env);
   }
-  return server;
+  return servers;
 }
 
 }  // namespace
@@ -258,24 +339,32 @@ int RunStepDaemon(const std::string& folder) {
     io = *std::move(opened);
   }
 
-  // srun --mpi=pmix: the ranks' PMIx server, whose fences go over the I/O
-  // stream; each rank learns where it is from its environment.
-  std::unique_ptr<PmixHost> pmix;
+  // srun --mpi=pmix or pmi2: the ranks' PMIx or PMI server, whose fences
+  // go over the I/O stream; each rank learns where it is from its
+  // environment (and a PMI rank finds its socket as PMI_FD).
+  Aborts aborts;
+  MpiServers mpi;
+  std::vector<RankStdio> stdio;
+  if (io) stdio = io->ChildEnds();
   if (!file->mpi.type.empty()) {
-    absl::StatusOr<std::unique_ptr<PmixHost>> started = StartPmix(folder, *file, io.get());
+    absl::StatusOr<MpiServers> started = StartMpi(folder, *file, io.get(), aborts);
     if (!started.ok()) {
       Complain("{}", started.status().message());
       events.Append(FailedEvent{fmt::format("{}: {}", file->node, started.status().message())});
       events.Append(DoneEvent{});
       return 0;
     }
-    pmix = *std::move(started);
+    mpi = *std::move(started);
+    for (std::size_t i = 0; mpi.pmi && i < stdio.size(); ++i) {
+      stdio[i].pmi = mpi.pmi->ChildEnd(file->ranks[i].rank);
+    }
   }
 
   SpawnResult spawned = SpawnRanks(
-      *file, [&](const RankStartedEvent& started) { events.Append(started); },
-      io ? std::span<const RankStdio>(io->ChildEnds()) : std::span<const RankStdio>());
+      *file, [&](const RankStartedEvent& started) { events.Append(started); }, stdio);
   if (io) io->CloseChildEnds();
+  if (mpi.pmi) mpi.pmi->CloseChildEnds();
+  aborts.Started(spawned.started);
   std::map<pid_t, int> live;
   for (const RankStartedEvent& started : spawned.started) live.emplace(started.pid, started.rank);
   if (!spawned.status.ok()) {
@@ -287,7 +376,8 @@ int RunStepDaemon(const std::string& folder) {
     events.Append(GroupEvent{spawned.process_group});
   }
   if (io) {
-    io->Run(std::move(live), [&](const RankExitEvent& exit) { events.Append(exit); });
+    io->Run(std::move(live),
+            [&](const RankExitEvent& exit) { events.Append(aborts.Reported(exit)); });
   } else {
     ReapAll(std::move(live), events);
   }

@@ -13,6 +13,7 @@ std::optional<std::string_view> CanonicalMpiType(std::string_view name) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower == "none") return "none";
   if (lower == "pmix" || lower == "pmix_v4" || lower == "pmix_v5") return "pmix";
+  if (lower == "pmi2") return "pmi2";
   return std::nullopt;
 }
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# MPI jobs as users run them under Slurm, with Debian's Open MPI 4.1:
+# MPI jobs as users run them under Slurm, with Debian's Open MPI 4.1 and
+# MPICH 4.0:
 # - `srun --mpi=pmix ./app` in a batch script: cohort-stepd's PMIx server
 #   wires the ranks up, fences between nodes over the step's I/O stream;
 #   the same for mpi4py; a rank's MPI_Abort and a rank killed before the
 #   first fence end the job FAILED, never hung.
+# - `srun --mpi=pmi2 ./app` with MPICH: a PMI server in each stepd.
 # - Open MPI's mpirun inside an allocation: it reads the allocation from
 #   SLURM_* and starts its daemons (orted) with `srun --ntasks-per-node=1
 #   --kill-on-bad-exit --mpi=none --ntasks=N …`, without -N; inside an
@@ -16,12 +18,17 @@
 # each other under four host names: the ranks talk over TCP on the loopback
 # (btl self,tcp) and its daemons call back over it too.
 source "$(dirname "$0")/lib.sh"
-command -v mpicc >/dev/null && command -v mpirun >/dev/null || {
-  fail "no mpicc or mpirun: run scripts/install-deps.sh (it installs openmpi-bin, libopenmpi-dev)"
-  finish_test
-}
-mpicc -O1 -o "$WORK/allreduce" "$ROOT/tests/data/mpi/allreduce.c" ||
-  { fail "mpicc could not build tests/data/mpi/allreduce.c"; finish_test; }
+# Both libraries are installed side by side: each by its own names.
+for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich; do
+  command -v "$tool" >/dev/null || {
+    fail "no $tool: run scripts/install-deps.sh (it installs openmpi-bin, libopenmpi-dev, mpich)"
+    finish_test
+  }
+done
+mpicc.openmpi -O1 -o "$WORK/allreduce" "$ROOT/tests/data/mpi/allreduce.c" ||
+  { fail "mpicc.openmpi could not build tests/data/mpi/allreduce.c"; finish_test; }
+mpicc.mpich -O1 -o "$WORK/allreduce_mpich" "$ROOT/tests/data/mpi/allreduce.c" ||
+  { fail "mpicc.mpich could not build tests/data/mpi/allreduce.c"; finish_test; }
 
 # The ranks' python3: the first on PATH, else the system's (a pyenv or venv
 # python3 before it lacks Debian's python3-mpi4py).
@@ -127,6 +134,36 @@ if ended pmix-late "$id" FAILED; then
   fi
 fi
 
+# --- srun --mpi=pmi2: MPICH's own PMI client (PMI-1's line protocol) over
+# PMI_FD, its barriers between nodes as PMIx's fences go.
+id=$(batch pmi2 "srun --mpi=pmi2 $WORK/allreduce_mpich")
+if ended pmi2 "$id" COMPLETED && four_ranks "srun --mpi=pmi2" "$out"; then
+  pass "srun --mpi=pmi2: MPICH's 4 ranks on 2 nodes wired up by the stepds' PMI servers"
+fi
+
+# Rank 1 sends a line no PMI client sends, reads the refusal, then starts
+# MPI as the others do: the server keeps serving every rank.
+id=$(batch pmi2-bogus "srun --mpi=pmi2 sh -c 'if [ \$SLURM_PROCID = 1 ]; then
+  printf \"cmd=bogus\\n\" >&\$PMI_FD; read -r reply <&\$PMI_FD; echo \"pmi said: \$reply\"; fi
+  exec $WORK/allreduce_mpich'")
+if ended pmi2-bogus "$id" COMPLETED && four_ranks "srun --mpi=pmi2, a bogus line" "$out"; then
+  if grep -q "^pmi said: cmd=bogus rc=-1 msg=cohort-stepd_serves_PMI-1" <<<"$out"; then
+    pass "a line no PMI client sends is refused with a message; every rank is still served"
+  else
+    fail "srun --mpi=pmi2, a bogus line: no refusal in the output: $out"
+  fi
+fi
+
+id=$(batch pmi2-abort "MPI_TEST_ABORT=1 srun --mpi=pmi2 $WORK/allreduce_mpich")
+if ended pmi2-abort "$id" FAILED; then
+  if grep -q "rank 1 aborts" <<<"$out" && grep -q "rank 1 called PMI_Abort with status 7" <<<"$out" &&
+    grep -q "failed with exit code 7" <<<"$out"; then
+    pass "MPICH's MPI_Abort under srun --mpi=pmi2 fails the job with its status and message"
+  else
+    fail "srun --mpi=pmi2 MPI_Abort: the rank's messages are not in the output: $out"
+  fi
+fi
+
 id=$(batch pmix-files "srun --mpi=pmix -o $WORK/pmix-files-%t.out $WORK/allreduce")
 if ended pmix-files "$id" FAILED; then
   if grep -q -- "--mpi=pmix wires the ranks up over the step's output stream" <<<"$out"; then
@@ -136,7 +173,7 @@ if ended pmix-files "$id" FAILED; then
   fi
 fi
 
-id=$(batch mpirun "mpirun -n 4 $WORK/allreduce")
+id=$(batch mpirun "mpirun.openmpi -n 4 $WORK/allreduce")
 if [ -z "$id" ]; then
   fail "mpirun: the batch script was refused"
 elif ! wait_until 120 finished "$id"; then
@@ -147,7 +184,7 @@ elif four_ranks mpirun "$out"; then
   pass "mpirun -n 4 in a 2-node sbatch job: its daemons started by srun, 4 ranks all-reduced"
 fi
 
-out=$(cd "$WORK" && timeout 120 salloc -N 2 --ntasks-per-node=2 mpirun -n 4 "$WORK/allreduce" 2>&1)
+out=$(cd "$WORK" && timeout 120 salloc -N 2 --ntasks-per-node=2 mpirun.openmpi -n 4 "$WORK/allreduce" 2>&1)
 status=$?
 if [ "$status" -ne 0 ]; then
   fail "salloc -N 2 mpirun: exit $status: $out"
@@ -155,7 +192,7 @@ elif four_ranks salloc "$out"; then
   pass "salloc -N 2 mpirun -n 4 from the submit host: 4 ranks on 2 nodes all-reduced"
 fi
 
-id=$(batch abort "MPI_TEST_ABORT=2 mpirun -x MPI_TEST_ABORT -n 4 $WORK/allreduce")
+id=$(batch abort "MPI_TEST_ABORT=2 mpirun.openmpi -x MPI_TEST_ABORT -n 4 $WORK/allreduce")
 if [ -z "$id" ]; then
   fail "MPI_Abort: the batch script was refused"
 elif ! wait_until 120 finished "$id"; then

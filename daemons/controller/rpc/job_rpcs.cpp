@@ -384,10 +384,11 @@ absl::StatusOr<std::string> StepMpiType(const v1::StartStepRequest& request,
     }
     type = *asked;
   }
-  if (type == "pmix" && request.io().address().empty()) {
-    return absl::FailedPreconditionError(
-        "--mpi=pmix wires the ranks up over the step's output stream, which -o and -e send to "
-        "files instead: leave them out (the output still reaches srun's), or use --mpi=none");
+  if (launch::MpiTypeNeedsServer(type) && request.io().address().empty()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "--mpi={} wires the ranks up over the step's output stream, which -o and -e send to "
+        "files instead: leave them out (the output still reaches srun's), or use --mpi=none",
+        type));
   }
   return type;
 }

@@ -8,14 +8,20 @@
 /// MpiDefault=. Pure.
 namespace cohort::launch {
 
-/// "none" (the ranks find each other themselves: mpirun, torchrun) or "pmix"
-/// (a PMIx server in each node's cohort-stepd); Slurm's pmix_v4 and pmix_v5
-/// name the same server (OpenPMIx 4 serves clients of v3, v4 and v5).
-/// Upper or lower case. None for anything else.
+/// "none" (the ranks find each other themselves: mpirun, torchrun), "pmix"
+/// (a PMIx server in each node's cohort-stepd; Slurm's pmix_v4 and pmix_v5
+/// name the same server: OpenPMIx 4 serves clients of v3, v4 and v5) or
+/// "pmi2" (a PMI server there, for MPICH). Upper or lower case. None for
+/// anything else.
 [[nodiscard]] std::optional<std::string_view> CanonicalMpiType(std::string_view name);
 
-/// What `srun --mpi=list` prints and refusals name: "none, pmix, pmix_v4,
-/// pmix_v5".
-inline constexpr std::string_view kMpiTypes = "none, pmix, pmix_v4, pmix_v5";
+/// What `srun --mpi=list` prints and refusals name.
+inline constexpr std::string_view kMpiTypes = "none, pmi2, pmix, pmix_v4, pmix_v5";
+
+/// Whether the type's server lives in the step's stepds and fences over
+/// the step's output stream ("pmix", "pmi2").
+[[nodiscard]] inline bool MpiTypeNeedsServer(std::string_view type) {
+  return type == "pmix" || type == "pmi2";
+}
 
 }  // namespace cohort::launch
