@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pmi_host.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cohort::step {
+namespace {
+
+// A rank's end of its PMI socket, as MPICH's client uses it: a line out,
+// a line back.
+std::string Ask(int fd, const std::string& line) {
+  EXPECT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  std::string reply;
+  char c = 0;
+  while (::read(fd, &c, 1) == 1 && c != '\n') reply += c;
+  return reply;
+}
+
+struct Sent {
+  int fence = 0;
+  std::string part;
+};
+
+// Ranks 2 and 3 of a step of 2 nodes x 2 ranks, on its second node.
+class PmiHostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MpiSetup layout{.type = "pmi2", .nodes = {"n1", "n2"}, .tasks = {2, 2}, .node_index = 1};
+    absl::StatusOr<std::unique_ptr<PmiHost>> host = PmiHost::Start(
+        12, 3, std::move(layout), {2, 3},
+        [this](int fence, std::string part) {
+          const std::lock_guard lock(mutex_);
+          sent_.push_back({fence, std::move(part)});
+        },
+        [this](int rank, int code, const std::string& /*message*/) {
+          aborted_.emplace_back(rank, code);
+        });
+    ASSERT_TRUE(host.ok()) << host.status();
+    host_ = *std::move(host);
+    two_ = host_->ChildEnd(2);
+    three_ = host_->ChildEnd(3);
+  }
+
+  std::unique_ptr<PmiHost> host_;
+  int two_ = -1;
+  int three_ = -1;
+  // What the host's thread sent, and what it told of aborts.
+  std::mutex mutex_;
+  std::vector<Sent> sent_;
+  std::vector<std::pair<int, int>> aborted_;
+};
+
+TEST_F(PmiHostTest, AnswersPmi1sQuestionsAboutTheStep) {
+  EXPECT_EQ(host_->Environment(3),
+            (std::vector<std::string>{"PMI_FD=4", "PMI_RANK=3", "PMI_SIZE=4",
+                                      "PMI_JOBID=cohort.12.3"}));
+  EXPECT_EQ(Ask(two_, "cmd=init pmi_version=1 pmi_subversion=1\n"),
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
+  EXPECT_EQ(Ask(two_, "cmd=get_maxes\n"),
+            "cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=4096 rc=0");
+  EXPECT_EQ(Ask(two_, "cmd=get_my_kvsname\n"), "cmd=my_kvsname kvsname=cohort.12.3 rc=0");
+  EXPECT_EQ(Ask(two_, "cmd=get_universe_size\n"), "cmd=universe_size size=4 rc=0");
+  EXPECT_EQ(Ask(two_, "cmd=get kvsname=cohort.12.3 key=PMI_process_mapping\n"),
+            "cmd=get_result rc=0 value=(vector,(0,2,2))");
+}
+
+TEST_F(PmiHostTest, ABarrierSendsTheNodesPutsAndEndsWithEveryNodes) {
+  EXPECT_EQ(Ask(two_, "cmd=put kvsname=cohort.12.3 key=addr-2 value=aa\n"), "cmd=put_result rc=0");
+  EXPECT_EQ(Ask(three_, "cmd=put kvsname=cohort.12.3 key=addr-3 value=bb\n"),
+            "cmd=put_result rc=0");
+  const std::string barrier = "cmd=barrier_in\n";
+  ASSERT_EQ(::write(two_, barrier.data(), barrier.size()), static_cast<ssize_t>(barrier.size()));
+  ASSERT_EQ(::write(three_, barrier.data(), barrier.size()), static_cast<ssize_t>(barrier.size()));
+  // The node's part goes out once both are in; the other node's comes back.
+  std::vector<Sent> sent;
+  for (int i = 0; i < 400 && sent.empty(); ++i) {
+    ::usleep(5000);
+    const std::lock_guard lock(mutex_);
+    sent = sent_;
+  }
+  ASSERT_EQ(sent.size(), 1U);
+  EXPECT_EQ(sent[0].fence, 0);
+  EXPECT_EQ(sent[0].part, "addr-2=aa\naddr-3=bb\n");
+  host_->FenceDone(0, "addr-0=x\naddr-1=y\n" + sent[0].part);
+  std::string reply;
+  char c = 0;
+  while (::read(two_, &c, 1) == 1 && c != '\n') reply += c;
+  EXPECT_EQ(reply, "cmd=barrier_out rc=0");
+  EXPECT_EQ(Ask(two_, "cmd=get kvsname=cohort.12.3 key=addr-1\n"), "cmd=get_result rc=0 value=y");
+  EXPECT_EQ(Ask(two_, "cmd=get kvsname=cohort.12.3 key=addr-9\n"),
+            "cmd=get_result rc=-1 msg=key_addr-9_not_found");
+}
+
+TEST_F(PmiHostTest, BadLinesAreRefusedAndTheRankIsStillServed) {
+  EXPECT_EQ(Ask(two_, "cmd=bogus\n"),
+            "cmd=bogus rc=-1 msg=cohort-stepd_serves_PMI-1;_this_line_is_none_of_its_commands");
+  EXPECT_EQ(Ask(two_, "cmd=put kvsname=other key=k value=v\n"),
+            "cmd=put_result rc=-1 msg=no_such_kvsname");
+  EXPECT_EQ(Ask(two_, "cmd=put kvsname=cohort.12.3 key=k value=" + std::string(5000, 'v') + "\n"),
+            "cmd=put_result rc=-1 msg=keys_take_1_to_256_bytes,_values_at_most_4096");
+  EXPECT_EQ(Ask(two_, "cmd=init pmi_version=2 pmi_subversion=0\n"),
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1");
+  EXPECT_EQ(Ask(two_, "cmd=get_appnum\n"), "cmd=appnum appnum=0 rc=0");
+}
+
+TEST_F(PmiHostTest, AnAbortIsReportedWithItsCode) {
+  const std::string line = "cmd=abort exitcode=7\n";
+  ASSERT_EQ(::write(three_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  char c = 0;
+  EXPECT_EQ(::read(three_, &c, 1), 0) << "the server ends the rank's socket";
+  ASSERT_EQ(aborted_.size(), 1U);
+  EXPECT_EQ(aborted_[0], std::make_pair(3, 7));
+}
+
+}  // namespace
+}  // namespace cohort::step
