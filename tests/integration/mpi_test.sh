@@ -173,14 +173,9 @@ if ended pmix-files "$id" FAILED; then
   fi
 fi
 
+# --- Open MPI's mpirun inside an allocation
 id=$(batch mpirun "mpirun.openmpi -n 4 $WORK/allreduce")
-if [ -z "$id" ]; then
-  fail "mpirun: the batch script was refused"
-elif ! wait_until 120 finished "$id"; then
-  fail "mpirun: job $id did not end: $(cat "$WORK/mpirun-$id.out")"
-elif out=$(cat "$WORK/mpirun-$id.out") && [ "$(job_state "$id")" != COMPLETED ]; then
-  fail "mpirun: job $id is $(job_state "$id"): $out"
-elif four_ranks mpirun "$out"; then
+if ended mpirun "$id" COMPLETED && four_ranks mpirun "$out"; then
   pass "mpirun -n 4 in a 2-node sbatch job: its daemons started by srun, 4 ranks all-reduced"
 fi
 
@@ -193,15 +188,11 @@ elif four_ranks salloc "$out"; then
 fi
 
 id=$(batch abort "MPI_TEST_ABORT=2 mpirun.openmpi -x MPI_TEST_ABORT -n 4 $WORK/allreduce")
-if [ -z "$id" ]; then
-  fail "MPI_Abort: the batch script was refused"
-elif ! wait_until 120 finished "$id"; then
-  fail "MPI_Abort: job $id did not end: $(cat "$WORK/abort-$id.out")"
-elif [ "$(job_state "$id")" != FAILED ]; then
-  fail "MPI_Abort: job $id is $(job_state "$id"), not FAILED: $(cat "$WORK/abort-$id.out")"
-elif ! grep -q "rank 2 aborts" "$WORK/abort-$id.out"; then
-  fail "MPI_Abort: rank 2's message is not in the output: $(cat "$WORK/abort-$id.out")"
-else
-  pass "a rank's MPI_Abort ends the job FAILED with its message in the output"
+if ended abort "$id" FAILED; then
+  if grep -q "rank 2 aborts" <<<"$out"; then
+    pass "a rank's MPI_Abort under mpirun ends the job FAILED with its message in the output"
+  else
+    fail "mpirun MPI_Abort: rank 2's message is not in the output: $out"
+  fi
 fi
 finish_test
