@@ -267,9 +267,10 @@ void AddSrunCommand(CLI::App& app, int& exit_code, CommandWords words) {
     }
     state->mpi = *canonical;
   };
-  app.add_option_function<std::string>("--mpi", set_mpi,
-                                       "pmix, pmi2: a PMIx or PMI server wires the ranks up (docs/mpi.md); "
-                                       "none: they find each other (mpirun, torchrun); list")
+  app.add_option_function<std::string>(
+         "--mpi", set_mpi,
+         "pmix, pmi2: a PMIx or PMI server wires the ranks up (docs/mpi.md); "
+         "none: they find each other (mpirun, torchrun); list")
       ->type_name("TYPE")
       ->envname("SLURM_MPI_TYPE");
   RefuseFlags(app, "--multi-prog", "run a wrapper that dispatches on $SLURM_PROCID");

@@ -340,8 +340,7 @@ void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
   auto o = std::make_shared<ShowOptions>();
   AddConnectionOptions(*show, o->connection, ConfigShortName::kNone);
   // `jobid` and -d/-dd after it: Snakemake's `scontrol show jobid -dd 12`.
-  CLI::App* job =
-      show->add_subcommand("job", "a job, or every job")->alias("jobs")->alias("jobid");
+  CLI::App* job = show->add_subcommand("job", "a job, or every job")->alias("jobs")->alias("jobid");
   job->add_option("JOB", o->id, "the job: 12 or 12_3 (default: every job)");
   job->add_flag("-d,--details")->description("accepted: the record is always in full");
   job->callback([o, &exit_code] { exit_code = o->id.empty() ? ShowAllJobs(*o) : ShowJob(*o); });

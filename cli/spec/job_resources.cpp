@@ -173,8 +173,7 @@ absl::StatusOr<NodeShape> ResolveShape(const JobOptions& o) {
       return Refuse(fmt::format(
           "-n/--ntasks {} over {} node{} is {} per node, more than --ntasks-per-node {}: ask for "
           "more nodes (-N) or fewer tasks",
-          *o.ntasks, shape.nodes, Plural(shape.nodes), *o.ntasks / shape.nodes,
-          *o.tasks_per_node));
+          *o.ntasks, shape.nodes, Plural(shape.nodes), *o.ntasks / shape.nodes, *o.tasks_per_node));
     }
     shape.tasks_per_node = *o.ntasks / shape.nodes;
   }

@@ -125,8 +125,8 @@ namespace {
 absl::StatusOr<MpiSetup> MpiSetupOf(const launch::LaunchContext& context) {
   const launch::StepLayout& layout = context.step;
   const auto invalid = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: --mpi={}: the step's layout {}", context.node_name, context.mpi_type, why));
+    return absl::InvalidArgumentError(fmt::format("{}: --mpi={}: the step's layout {}",
+                                                  context.node_name, context.mpi_type, why));
   };
   MpiSetup mpi;
   mpi.type = context.mpi_type;
@@ -284,8 +284,9 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
         (file.mpi.nodes.empty() || file.mpi.nodes.size() != file.mpi.tasks.size() ||
          file.mpi.node_index < 0 ||
          static_cast<std::size_t>(file.mpi.node_index) >= file.mpi.nodes.size())) {
-      return absl::InvalidArgumentError("launch file: mpi_nodes, mpi_tasks and mpi_node_index "
-                                        "disagree");
+      return absl::InvalidArgumentError(
+          "launch file: mpi_nodes, mpi_tasks and mpi_node_index "
+          "disagree");
     }
     const auto mode = [](const nlohmann::json& object,
                          const char* key) -> absl::StatusOr<OpenMode> {

@@ -58,10 +58,10 @@ struct LaunchPlan {
   std::string output;             ///< stdout pattern (ExpandOutputPattern); empty: cohort-%j.out
   std::string error;              ///< stderr pattern; empty: the same file as stdout
   OpenMode open_mode = OpenMode::kTruncate;  ///< the job's --open-mode
-  std::uint32_t umask = 022;      ///< the submitter's: the ranks' own and their files'
+  std::uint32_t umask = 022;                 ///< the submitter's: the ranks' own and their files'
   RunAs run_as = RunAs::kStepd;
-  std::uint32_t uid = 0;        ///< the job's owner
-  std::int64_t memory_mb = 0;   ///< the job's memory on this node; 0: no limit
+  std::uint32_t uid = 0;       ///< the job's owner
+  std::int64_t memory_mb = 0;  ///< the job's memory on this node; 0: no limit
   /// By local rank: GPUs (CUDA_VISIBLE_DEVICES), NICs (NCCL_IB_HCA), CPUs and
   /// NUMA memory (binding.h). Empty: no plan; ranks see every granted GPU.
   std::vector<binding::RankBinding> bindings;
@@ -73,10 +73,10 @@ struct LaunchPlan {
 
 /// One local rank of a launch.
 struct RankLaunch {
-  int rank = 0;                  ///< global
-  std::vector<std::string> env;  ///< NAME=value, ready for execve
-  std::string output;            ///< stdout file
-  std::string error;             ///< stderr file; empty: the stdout file
+  int rank = 0;                              ///< global
+  std::vector<std::string> env;              ///< NAME=value, ready for execve
+  std::string output;                        ///< stdout file
+  std::string error;                         ///< stderr file; empty: the stdout file
   OpenMode output_mode = OpenMode::kAppend;  ///< kTruncate: this rank truncates it (FileOpenMode)
   OpenMode error_mode = OpenMode::kAppend;
   std::vector<int> cpus;      ///< PU OS indices to bind to; empty: not bound
@@ -106,12 +106,12 @@ struct LaunchFile {
   std::string search_path;
   std::string work_dir;
   OpenMode open_mode = OpenMode::kAppend;  ///< the job's; each rank's files say who truncates
-  std::uint32_t umask = 022;      ///< set in each rank before its files are opened
-  std::vector<RankLaunch> ranks;  ///< in rank order
-  std::string agent_socket;       ///< the agent's datagram socket; empty: none
+  std::uint32_t umask = 022;               ///< set in each rank before its files are opened
+  std::vector<RankLaunch> ranks;           ///< in rank order
+  std::string agent_socket;                ///< the agent's datagram socket; empty: none
   RunAs run_as = RunAs::kStepd;
-  std::uint32_t uid = 0;          ///< the job's owner; used with RunAs::kOwner
-  std::int64_t memory_mb = 0;     ///< the job's memory limit on this node; 0: none
+  std::uint32_t uid = 0;       ///< the job's owner; used with RunAs::kOwner
+  std::int64_t memory_mb = 0;  ///< the job's memory limit on this node; 0: none
   /// The launch's cgroup folders (the agent's): one for cgroup v2, one per
   /// hierarchy for v1; empty: none.
   std::vector<std::string> cgroups;
@@ -119,9 +119,9 @@ struct LaunchFile {
   /// cgroup's cpuset, and what other jobs' launches keep off. Empty: none
   /// planned.
   std::vector<int> cpus;
-  int step = -1;                  ///< the step's id, for its I/O Hello; -1: the job's own
-  StepIo io;                      ///< set: the ranks' stdio goes over the network
-  MpiSetup mpi;                   ///< with io: the ranks' PMIx server; empty type: none
+  int step = -1;  ///< the step's id, for its I/O Hello; -1: the job's own
+  StepIo io;      ///< set: the ranks' stdio goes over the network
+  MpiSetup mpi;   ///< with io: the ranks' PMIx server; empty type: none
 };
 
 /// Checks a plan and turns it into a launch file: each local rank's

@@ -60,9 +60,9 @@ std::string ProcessMapping(const std::vector<int>& tasks) {
 }  // namespace
 
 struct PmiHost::Client {
-  int fd = -1;        ///< the stepd's end
-  int child = -1;     ///< the rank's end, until it has it
-  int rank = 0;       ///< the step's
+  int fd = -1;     ///< the stepd's end
+  int child = -1;  ///< the rank's end, until it has it
+  int rank = 0;    ///< the step's
   std::string inbox{};
   bool in_barrier = false;
   bool gone = false;
@@ -84,10 +84,12 @@ absl::StatusOr<std::unique_ptr<PmiHost>> PmiHost::Start(std::int64_t job_id, int
   for (const int rank : local_ranks) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-      return absl::Status(absl::ErrnoToStatusCode(errno),
-                          fmt::format("--mpi=pmi2: cannot make a socket: {}", std::strerror(errno)));
+      return absl::Status(
+          absl::ErrnoToStatusCode(errno),
+          fmt::format("--mpi=pmi2: cannot make a socket: {}", std::strerror(errno)));
     }
-    self->clients_.push_back(std::make_unique<Client>(Client{.fd = fds[0], .child = fds[1], .rank = rank}));
+    self->clients_.push_back(
+        std::make_unique<Client>(Client{.fd = fds[0], .child = fds[1], .rank = rank}));
   }
   if (::pipe2(self->wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::Status(absl::ErrnoToStatusCode(errno),
@@ -183,8 +185,8 @@ std::string PmiHost::Handle(Client& client, std::string_view line) {
     const std::string_view value = word("value");
     if (word("kvsname") != kvsname_) return refuse("put_result", "no such kvsname");
     if (key.empty() || key.size() > kKeyMax || value.size() > kValueMax) {
-      return refuse("put_result", fmt::format("keys take 1 to {} bytes, values at most {}",
-                                              kKeyMax, kValueMax));
+      return refuse("put_result",
+                    fmt::format("keys take 1 to {} bytes, values at most {}", kKeyMax, kValueMax));
     }
     if (put_bytes_ + key.size() + value.size() > kNodePutBytes) {
       return refuse("put_result", "too much put on this node since the last barrier");
@@ -259,13 +261,12 @@ void PmiHost::EndBarrier(const absl::StatusOr<std::string>& parts) {
   puts_.clear();
   put_bytes_ = 0;
   waiting_ = 0;
-  const std::string reply =
-      parts.ok() ? std::string("cmd=barrier_out rc=0\n")
-                 : fmt::format("cmd=barrier_out rc=-1 msg={}\n", [&] {
-                     std::string msg(parts.status().message());
-                     std::replace(msg.begin(), msg.end(), ' ', '_');
-                     return msg;
-                   }());
+  const std::string reply = parts.ok() ? std::string("cmd=barrier_out rc=0\n")
+                                       : fmt::format("cmd=barrier_out rc=-1 msg={}\n", [&] {
+                                           std::string msg(parts.status().message());
+                                           std::replace(msg.begin(), msg.end(), ' ', '_');
+                                           return msg;
+                                         }());
   for (const auto& client : clients_) {
     if (!client->in_barrier) continue;
     client->in_barrier = false;

@@ -36,9 +36,11 @@ class PmiHost {
 
   /// Makes one socket pair per local rank of `layout` (the step's ranks on
   /// this node: `local_ranks`) and starts the thread that serves them.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PmiHost>> Start(
-      std::int64_t job_id, int step_id, MpiSetup layout, std::vector<int> local_ranks,
-      SendPart send_part, OnAbort on_abort);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PmiHost>> Start(std::int64_t job_id,
+                                                                      int step_id, MpiSetup layout,
+                                                                      std::vector<int> local_ranks,
+                                                                      SendPart send_part,
+                                                                      OnAbort on_abort);
   /// Stops the thread and closes the sockets.
   ~PmiHost();
   PmiHost(const PmiHost&) = delete;
@@ -75,12 +77,12 @@ class PmiHost {
   SendPart send_part_;
   OnAbort on_abort_;
   std::vector<std::unique_ptr<Client>> clients_;
-  std::map<std::string, std::string> kvs_;    ///< the step's, as of the last barrier
-  std::map<std::string, std::string> puts_;   ///< this node's since the last barrier
+  std::map<std::string, std::string> kvs_;   ///< the step's, as of the last barrier
+  std::map<std::string, std::string> puts_;  ///< this node's since the last barrier
   std::size_t put_bytes_ = 0;
   int next_fence_ = 0;
-  int waiting_ = 0;                           ///< local ranks in the barrier
-  std::mutex mutex_;                          ///< done_ between threads
+  int waiting_ = 0;   ///< local ranks in the barrier
+  std::mutex mutex_;  ///< done_ between threads
   std::vector<std::pair<int, absl::StatusOr<std::string>>> done_;
   int wake_[2] = {-1, -1};
   bool stop_ = false;

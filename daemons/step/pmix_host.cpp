@@ -81,8 +81,7 @@ std::mutex server_mutex;
 PmixHost* server = nullptr;
 
 absl::Status PmixError(std::string_view what, pmix_status_t status) {
-  return absl::InternalError(
-      fmt::format("--mpi=pmix: {}: {}", what, pmix.error_string(status)));
+  return absl::InternalError(fmt::format("--mpi=pmix: {}: {}", what, pmix.error_string(status)));
 }
 
 // A list of keys and values for OpenPMIx (its Info_list), as one array.
@@ -197,7 +196,8 @@ pmix_status_t FenceNb(const pmix_proc_t /*procs*/[], size_t /*nprocs*/,
       return;
     }
     std::memcpy(bytes, parts->data(), parts->size());
-    done(PMIX_SUCCESS, bytes, parts->size(), done_data, [](void* p) { std::free(p); }, bytes);
+    done(
+        PMIX_SUCCESS, bytes, parts->size(), done_data, [](void* p) { std::free(p); }, bytes);
   });
   return PMIX_SUCCESS;
 }
@@ -212,20 +212,21 @@ pmix_status_t DirectModex(const pmix_proc_t* /*proc*/, const pmix_info_t /*info*
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPart send_part,
-                                                              OnAbort on_abort) {
+                                                          OnAbort on_abort) {
   if (absl::Status loaded = LoadPmix(); !loaded.ok()) return loaded;
   std::unique_ptr<PmixHost> self(new PmixHost(std::move(step)));
   const PmixStep& s = self->step_;
   const MpiSetup& layout = s.layout;
-  if (layout.nodes.empty() || layout.nodes.size() != layout.tasks.size() ||
-      layout.node_index < 0 || static_cast<std::size_t>(layout.node_index) >= layout.nodes.size()) {
+  if (layout.nodes.empty() || layout.nodes.size() != layout.tasks.size() || layout.node_index < 0 ||
+      static_cast<std::size_t>(layout.node_index) >= layout.nodes.size()) {
     return absl::InvalidArgumentError("--mpi=pmix: the step's layout does not hold together");
   }
   self->send_part_ = std::move(send_part);
   self->on_abort_ = std::move(on_abort);
   self->nspace_ = fmt::format("cohort.{}.{}", s.job_id, s.step_id);
   if (self->nspace_.size() >= PMIX_MAX_NSLEN) {
-    return absl::InvalidArgumentError(fmt::format("--mpi=pmix: namespace {} is too long", self->nspace_));
+    return absl::InvalidArgumentError(
+        fmt::format("--mpi=pmix: namespace {} is too long", self->nspace_));
   }
   // The server's rendezvous and shared-memory files: the ranks' owner's.
   if (::mkdir(s.tmpdir.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -233,8 +234,8 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
         fmt::format("--mpi=pmix: cannot make {}: {}", s.tmpdir, std::strerror(errno)));
   }
   if (::chown(s.tmpdir.c_str(), s.uid, s.gid) != 0 && ::geteuid() == 0) {
-    return absl::InternalError(
-        fmt::format("--mpi=pmix: cannot give {} to uid {}: {}", s.tmpdir, s.uid, std::strerror(errno)));
+    return absl::InternalError(fmt::format("--mpi=pmix: cannot give {} to uid {}: {}", s.tmpdir,
+                                           s.uid, std::strerror(errno)));
   }
   {
     const std::lock_guard lock(server_mutex);
@@ -292,7 +293,8 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
   job.Add(PMIX_NODE_MAP, Regex(hosts, false).c_str(), PMIX_REGEX);
   job.Add(PMIX_PROC_MAP, Regex(ranks_by_node, true).c_str(), PMIX_REGEX);
   job.Add(PMIX_LOCAL_PEERS, Join(s.local_ranks, ","));
-  job.AddUint32(PMIX_LOCALLDR, s.local_ranks.empty() ? 0 : static_cast<std::uint32_t>(s.local_ranks.front()));
+  job.AddUint32(PMIX_LOCALLDR,
+                s.local_ranks.empty() ? 0 : static_cast<std::uint32_t>(s.local_ranks.front()));
   job.Add(PMIX_HOSTNAME, layout.nodes[here]);
   job.AddUint32(PMIX_NODEID, static_cast<std::uint32_t>(layout.node_index));
   job.Add(PMIX_TMPDIR, s.tmpdir);
@@ -311,7 +313,7 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
   }
   if (const pmix_status_t status =
           pmix.register_nspace(self->nspace_.c_str(), static_cast<int>(s.local_ranks.size()),
-                                      job.Infos(), job.Size(), nullptr, nullptr);
+                               job.Infos(), job.Size(), nullptr, nullptr);
       status != PMIX_SUCCESS && status != PMIX_OPERATION_SUCCEEDED) {
     return PmixError(fmt::format("cannot register namespace {}", self->nspace_), status);
   }

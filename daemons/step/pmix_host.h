@@ -26,11 +26,11 @@ namespace cohort::step {
 struct PmixStep {
   std::int64_t job_id = 0;
   int step_id = 0;
-  MpiSetup layout;                  ///< the step's nodes and tasks on each
-  std::vector<int> local_ranks;     ///< the step's ranks on this node, ascending
-  uid_t uid = 0;                    ///< whose processes connect
+  MpiSetup layout;               ///< the step's nodes and tasks on each
+  std::vector<int> local_ranks;  ///< the step's ranks on this node, ascending
+  uid_t uid = 0;                 ///< whose processes connect
   gid_t gid = 0;
-  std::string tmpdir;               ///< the server's folder: made, given to uid, removed
+  std::string tmpdir;  ///< the server's folder: made, given to uid, removed
 };
 
 /// One per process: OpenPMIx hosts one server. Its callbacks come on
@@ -47,8 +47,8 @@ class PmixHost {
   /// with its job-level and per-rank facts, and each local rank as a client.
   /// The status names what failed.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<PmixHost>> Start(PmixStep step,
-                                                                         SendPart send_part,
-                                                                         OnAbort on_abort);
+                                                                       SendPart send_part,
+                                                                       OnAbort on_abort);
   /// Finalizes the server and removes its folder.
   ~PmixHost();
   PmixHost(const PmixHost&) = delete;

@@ -2,13 +2,13 @@
 #include "rank_spawner.h"
 
 #include <fcntl.h>
-#include <sys/ioctl.h>
-#include <grp.h>
 #include <fmt/format.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,7 +152,7 @@ struct ChildPlan {
   pid_t group = 0;
   const LaunchFile* file = nullptr;
   const RankLaunch* rank = nullptr;
-  const Account* account = nullptr;  // null: keep the stepd's identity
+  const Account* account = nullptr;      // null: keep the stepd's identity
   const std::string* program = nullptr;  // searched in the job's PATH unless a script
   bool search = false;
   char* const* argv = nullptr;
@@ -216,9 +216,8 @@ int OpenOutput(const std::string& path, OpenMode mode) {
         ::setgid(account->gid) != 0 || ::setuid(account->uid) != 0) {
       ChildFails(report_fd, ChildStep::kIdentity);
     }
-    if (::getuid() != account->uid || ::geteuid() != account->uid ||
-        ::getgid() != account->gid || ::getegid() != account->gid ||
-        (account->uid != 0 && ::setuid(0) == 0)) {
+    if (::getuid() != account->uid || ::geteuid() != account->uid || ::getgid() != account->gid ||
+        ::getegid() != account->gid || (account->uid != 0 && ::setuid(0) == 0)) {
       ChildFails(report_fd, ChildStep::kIdentity, EPERM);
     }
   }
@@ -288,9 +287,9 @@ absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const
                           fmt::format("cannot move rank {} into its cgroups {}", rank.rank,
                                       fmt::join(file.cgroups, ", ")));
     case ChildStep::kCpuBind:
-      return ErrnoFailure(error, node,
-                          fmt::format("cannot bind rank {} to CPUs {}", rank.rank,
-                                      fmt::join(rank.cpus, ",")));
+      return ErrnoFailure(
+          error, node,
+          fmt::format("cannot bind rank {} to CPUs {}", rank.rank, fmt::join(rank.cpus, ",")));
     case ChildStep::kMemBind:
       return ErrnoFailure(error, node,
                           fmt::format("cannot bind rank {}'s memory to NUMA node {}", rank.rank,
@@ -300,7 +299,8 @@ absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const
           error, node,
           fmt::format("cannot run as user {} (uid {})", account ? account->name : "?", file.uid));
     case ChildStep::kWorkDir:
-      return ErrnoFailure(error, node, fmt::format("cannot create working directory {}", file.work_dir));
+      return ErrnoFailure(error, node,
+                          fmt::format("cannot create working directory {}", file.work_dir));
     case ChildStep::kChdir:
       return ErrnoFailure(error, node, fmt::format("working directory {}", file.work_dir));
     case ChildStep::kOutput:

@@ -4,8 +4,8 @@
 #include <sys/types.h>
 
 #include <functional>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -62,8 +62,8 @@ struct SpawnResult {
 /// child may do anything before exec.
 /// With `stdio` (one per rank of the file, in order) the ranks' stdio are
 /// those pipes, and no output file is opened.
-[[nodiscard]] SpawnResult SpawnRanks(
-    const LaunchFile& file, const std::function<void(const RankStartedEvent&)>& on_started,
-    std::span<const RankStdio> stdio = {});
+[[nodiscard]] SpawnResult SpawnRanks(const LaunchFile& file,
+                                     const std::function<void(const RankStartedEvent&)>& on_started,
+                                     std::span<const RankStdio> stdio = {});
 
 }  // namespace cohort::step

@@ -32,8 +32,8 @@
 #include "proc_stat.h"
 #include "rank_spawner.h"
 #include "run_as.h"
-#include "step_io.h"
 #include "step_events.h"
+#include "step_io.h"
 
 namespace cohort::step {
 namespace {
@@ -175,15 +175,15 @@ std::function<void(int, std::string)> FenceSender(StepIoForwarder& io, const Lau
 void DeliverFences(StepIoForwarder& io, const LaunchFile& file,
                    std::function<void(int, absl::StatusOr<std::string>)> deliver) {
   const int first = file.ranks.empty() ? 0 : file.ranks.front().rank;
-  io.OnFenceDone([&io, first, deliver = std::move(deliver)](int fence,
-                                                           absl::StatusOr<std::string> parts) {
-    if (!parts.ok()) {
-      io.Queue({.kind = io::FrameKind::kStderr,
-                .rank = first,
-                .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
-    }
-    deliver(fence, std::move(parts));
-  });
+  io.OnFenceDone(
+      [&io, first, deliver = std::move(deliver)](int fence, absl::StatusOr<std::string> parts) {
+        if (!parts.ok()) {
+          io.Queue({.kind = io::FrameKind::kStderr,
+                    .rank = first,
+                    .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
+        }
+        deliver(fence, std::move(parts));
+      });
 }
 
 // The ranks that called their MPI server's abort, and the status each
@@ -252,8 +252,9 @@ struct MpiServers {
 absl::StatusOr<MpiServers> StartMpi(const std::string& folder, LaunchFile& file,
                                     StepIoForwarder* io, Aborts& aborts) {
   if (io == nullptr) {
-    return absl::FailedPreconditionError(fmt::format(
-        "--mpi={} needs the step's output stream to srun, which carries its fences", file.mpi.type));
+    return absl::FailedPreconditionError(
+        fmt::format("--mpi={} needs the step's output stream to srun, which carries its fences",
+                    file.mpi.type));
   }
   std::vector<int> local_ranks;
   for (const RankLaunch& rank : file.ranks) local_ranks.push_back(rank.rank);
@@ -264,9 +265,10 @@ absl::StatusOr<MpiServers> StartMpi(const std::string& folder, LaunchFile& file,
                        FenceSender(*io, file), aborts.Handler(*io, "PMI_Abort"));
     if (!pmi.ok()) return pmi.status();
     servers.pmi = *std::move(pmi);
-    DeliverFences(*io, file, [pmi = servers.pmi.get()](int fence, absl::StatusOr<std::string> parts) {
-      pmi->FenceDone(fence, std::move(parts));
-    });
+    DeliverFences(*io, file,
+                  [pmi = servers.pmi.get()](int fence, absl::StatusOr<std::string> parts) {
+                    pmi->FenceDone(fence, std::move(parts));
+                  });
     for (RankLaunch& rank : file.ranks) SetEnvironment(rank, servers.pmi->Environment(rank.rank));
     return servers;
   }
@@ -288,9 +290,10 @@ absl::StatusOr<MpiServers> StartMpi(const std::string& folder, LaunchFile& file,
       PmixHost::Start(std::move(step), FenceSender(*io, file), aborts.Handler(*io, "PMIx_Abort"));
   if (!pmix.ok()) return pmix.status();
   servers.pmix = *std::move(pmix);
-  DeliverFences(*io, file, [pmix = servers.pmix.get()](int fence, absl::StatusOr<std::string> parts) {
-    pmix->FenceDone(fence, std::move(parts));
-  });
+  DeliverFences(*io, file,
+                [pmix = servers.pmix.get()](int fence, absl::StatusOr<std::string> parts) {
+                  pmix->FenceDone(fence, std::move(parts));
+                });
   for (RankLaunch& rank : file.ranks) {
     absl::StatusOr<std::vector<std::string>> env = servers.pmix->Environment(rank.rank);
     if (!env.ok()) return env.status();

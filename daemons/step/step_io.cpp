@@ -2,11 +2,11 @@
 #include "step_io.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -78,7 +78,8 @@ absl::StatusOr<int> Dial(const std::string& address) {
     int error = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
     if (error == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kConnectWait).count()));
+      const int ready =
+          ::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kConnectWait).count()));
       socklen_t size = sizeof error;
       error = ready <= 0 ? ETIMEDOUT : 0;
       if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
@@ -163,19 +164,22 @@ absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const Lau
     for (const io::FrameKind kind : {io::FrameKind::kStdout, io::FrameKind::kStderr}) {
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0) {
-        return absl::Status(absl::ErrnoToStatusCode(errno),
-                            fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
+        return absl::Status(
+            absl::ErrnoToStatusCode(errno),
+            fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
       }
       (kind == io::FrameKind::kStdout ? ends.out : ends.err) = fds[1];
-      io->pipes_.push_back(std::make_unique<Pipe>(Pipe{.fd = fds[0], .rank = rank.rank, .kind = kind}));
+      io->pipes_.push_back(
+          std::make_unique<Pipe>(Pipe{.fd = fds[0], .rank = rank.rank, .kind = kind}));
     }
     if (rank.rank == file.io.stdin_rank && file.io.pty) {
       // --pty: the rank's stdin, stdout and stderr are a terminal whose
       // master the stepd reads (output) and writes (stdin) through.
       const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-      const char* slave = master < 0 ? nullptr : (::grantpt(master) == 0 && ::unlockpt(master) == 0
-                                                      ? ::ptsname(master)
-                                                      : nullptr);
+      const char* slave =
+          master < 0
+              ? nullptr
+              : (::grantpt(master) == 0 && ::unlockpt(master) == 0 ? ::ptsname(master) : nullptr);
       if (slave == nullptr) {
         return absl::Status(absl::ErrnoToStatusCode(errno),
                             fmt::format("{}: cannot make a pseudo-terminal for --pty: {}",
@@ -198,13 +202,14 @@ absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const Lau
     } else if (rank.rank == file.io.stdin_rank) {
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0) {
-        return absl::Status(absl::ErrnoToStatusCode(errno),
-                            fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
+        return absl::Status(
+            absl::ErrnoToStatusCode(errno),
+            fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
       }
       ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
       ends.in = fds[0];
-      io->pipes_.push_back(
-          std::make_unique<Pipe>(Pipe{.fd = fds[1], .rank = rank.rank, .kind = io::FrameKind::kStdin}));
+      io->pipes_.push_back(std::make_unique<Pipe>(
+          Pipe{.fd = fds[1], .rank = rank.rank, .kind = io::FrameKind::kStdin}));
     }
   }
   return io;

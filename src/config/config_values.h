@@ -99,8 +99,7 @@ template <long long kLo, long long kHi>
 [[nodiscard]] bool ParseStateSync(const conf::Word& word, std::string& out,
                                   Diagnostics& diagnostics);
 /// MpiDefault=: an MPI type (launch::CanonicalMpiType), stored canonical.
-[[nodiscard]] bool ParseMpiType(const conf::Word& word, std::string& out,
-                                Diagnostics& diagnostics);
+[[nodiscard]] bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics);
 /// StateBackend=: sqlite or postgresql, stored in lowercase.
 [[nodiscard]] bool ParseStateBackend(const conf::Word& word, std::string& out,
                                      Diagnostics& diagnostics);

@@ -106,7 +106,7 @@ std::string GpuBindText(const BindingOptions& options) {
   return fmt::format("--gpu-bind={}", ToString(options.gpu));
 }
 
-absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
 // InvalidArgument for a request no layout could bind: no rank, no CPU per
 // rank, or single:N with N below 1.

@@ -33,7 +33,7 @@ bool ParseNumber(std::string_view text, T& out) {
 
 std::uint32_t MaxFrameData(FrameKind kind) {
   return kind == FrameKind::kFencePart || kind == FrameKind::kFenceDone ? kMaxFenceData
-                                                                         : kMaxFrameData;
+                                                                        : kMaxFrameData;
 }
 
 std::string EncodeFrame(const Frame& frame) {
@@ -117,8 +117,8 @@ absl::StatusOr<FencePart> ParseFencePart(std::string_view text) {
   FencePart part;
   if (newline == std::string_view::npos || space == std::string_view::npos ||
       !ParseNumber(head.substr(0, space), part.node_index) ||
-      !ParseNumber(head.substr(space + 1), part.nodes) || part.nodes < 1 ||
-      part.node_index < 0 || part.node_index >= part.nodes) {
+      !ParseNumber(head.substr(space + 1), part.nodes) || part.nodes < 1 || part.node_index < 0 ||
+      part.node_index >= part.nodes) {
     return absl::InvalidArgumentError(
         "fence part: expected \"INDEX NODES\\n\" and the data from cohort-stepd");
   }

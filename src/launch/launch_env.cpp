@@ -188,9 +188,9 @@ std::string FormatCountsPerNode(const std::vector<int>& counts) {
 absl::StatusOr<std::vector<int>> ParseCountsPerNode(std::string_view given, std::size_t most) {
   std::vector<int> counts;
   const auto invalid = [&] {
-    return absl::InvalidArgumentError(fmt::format(
-        "tasks per node {:?}: expected counts such as \"2(x3),1\" for at most {} nodes", given,
-        most));
+    return absl::InvalidArgumentError(
+        fmt::format("tasks per node {:?}: expected counts such as \"2(x3),1\" for at most {} nodes",
+                    given, most));
   };
   std::string_view text = given;
   while (!text.empty()) {

@@ -353,7 +353,7 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
     if (const auto* launch = std::get_if<LaunchCommand>(&command)) {
       Log("controller")
           ->warn("launch_resent node={} job={} reason=\"the node never got it\"",
-                    message.node_name(), launch->job);
+                 message.node_name(), launch->job);
     }
   }
   sink_.Execute(effects);

@@ -58,9 +58,8 @@ class PmiHostTest : public ::testing::Test {
 };
 
 TEST_F(PmiHostTest, AnswersPmi1sQuestionsAboutTheStep) {
-  EXPECT_EQ(host_->Environment(3),
-            (std::vector<std::string>{"PMI_FD=4", "PMI_RANK=3", "PMI_SIZE=4",
-                                      "PMI_JOBID=cohort.12.3"}));
+  EXPECT_EQ(host_->Environment(3), (std::vector<std::string>{"PMI_FD=4", "PMI_RANK=3", "PMI_SIZE=4",
+                                                             "PMI_JOBID=cohort.12.3"}));
   EXPECT_EQ(Ask(two_, "cmd=init pmi_version=1 pmi_subversion=1\n"),
             "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
   EXPECT_EQ(Ask(two_, "cmd=get_maxes\n"),
