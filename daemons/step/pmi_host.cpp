@@ -144,10 +144,13 @@ void PmiHost::FenceDone(int fence, absl::StatusOr<std::string> parts) {
 
 void PmiHost::Send(Client& client, std::string_view text) {
   while (!text.empty() && !client.gone) {
-    const ssize_t wrote = ::send(client.fd, text.data(), text.size(), MSG_NOSIGNAL);
+    // Never blocking: a rank that asks without reading the answers (its
+    // socket's buffer full) is no longer served, and the others still are.
+    const ssize_t wrote = ::send(client.fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
-      client.gone = true;  // it exited; its exit is the stepd's to report
+      client.gone = true;  // it exited (its exit is the stepd's to report), or stopped reading
+      ::shutdown(client.fd, SHUT_RDWR);
       return;
     }
     text.remove_prefix(static_cast<std::size_t>(wrote));

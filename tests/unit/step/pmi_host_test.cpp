@@ -109,6 +109,18 @@ TEST_F(PmiHostTest, BadLinesAreRefusedAndTheRankIsStillServed) {
   EXPECT_EQ(Ask(two_, "cmd=get_appnum\n"), "cmd=appnum appnum=0 rc=0");
 }
 
+// A rank that asks and never reads the answers is dropped once its socket
+// is full; the server never blocks on it, and the other rank is served.
+TEST_F(PmiHostTest, ARankThatDoesNotReadIsDroppedAndTheOthersServed) {
+  const std::string ask = "cmd=get_maxes\n";
+  std::string many;
+  for (int i = 0; i < 2000; ++i) many += ask;
+  for (int round = 0; round < 200; ++round) {
+    if (::send(two_, many.data(), many.size(), MSG_NOSIGNAL) < 0) break;  // dropped
+  }
+  EXPECT_EQ(Ask(three_, "cmd=get_appnum\n"), "cmd=appnum appnum=0 rc=0");
+}
+
 TEST_F(PmiHostTest, AnAbortIsReportedWithItsCode) {
   const std::string line = "cmd=abort exitcode=7\n";
   ASSERT_EQ(::write(three_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
