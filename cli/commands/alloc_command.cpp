@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "commands/allocation.h"
 #include "commands/commands.h"
 #include "commands/job_follow.h"
 #include "commands/slurm_commands.h"
@@ -215,36 +217,9 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
     PrintTestOnlyAnswer(*answer, std::cout);
     return 0;
   }
-  // From here on an interrupt cancels the waiting allocation; once granted,
-  // the command handles its own.
-  CatchInterrupts();
-  absl::StatusOr<v1::SubmitJobResponse> submitted = client->SubmitJob(request);
-  if (!submitted.ok()) {
-    client->PrintError(submitted.status());
-    return 1;
-  }
-  const std::int64_t id = submitted->job_id();
-  std::cerr << fmt::format("cohort: pending job allocation {}\n", id);
-  Watch watch;
-  std::thread watcher([&] { WatchLoop(*client, id, watch); });
-  const std::optional<v1::Job> granted = WaitForGrant(*client, id, watch);
-  int exit_status = 1;
-  if (granted) {
-    std::cerr << fmt::format("cohort: granted job allocation {} on {}\n", id, granted->nodes());
-    exit_status = RunInAllocation(words, *granted, watch);
-    std::cerr << fmt::format("cohort: relinquishing job allocation {}\n", id);
-    v1::ControlJobsRequest end;
-    end.add_job_refs(std::to_string(id));
-    end.set_action(v1::JOB_COMPLETE);
-    end.set_exit_code(exit_status);
-    if (absl::StatusOr<v1::ControlJobsResponse> r = client->ControlJobs(end);
-        !r.ok() && !absl::IsFailedPrecondition(r.status())) {
-      client->PrintError(r.status());
-    }
-  }
-  StopWatch(watch);
-  watcher.join();
-  return exit_status;
+  return InAllocation(*client, request.spec(), [&](const v1::Job& granted, Watch& watch) {
+    return RunInAllocation(words, granted, watch);
+  });
 }
 
 // The options of `cohort alloc` and `salloc`, on `alloc`.
@@ -258,6 +233,43 @@ void ConfigureAlloc(CLI::App& alloc, AllocState& state, CommandWords words) {
 }
 
 }  // namespace
+
+int InAllocation(ControllerClient& client, v1::JobSpec spec,
+                 const std::function<int(const v1::Job&, Watch&)>& run) {
+  spec.set_allocation_only(true);
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = std::move(spec);
+  // From here on an interrupt cancels the waiting allocation; once granted,
+  // what runs handles its own.
+  CatchInterrupts();
+  absl::StatusOr<v1::SubmitJobResponse> submitted = client.SubmitJob(request);
+  if (!submitted.ok()) {
+    client.PrintError(submitted.status());
+    return 1;
+  }
+  const std::int64_t id = submitted->job_id();
+  std::cerr << fmt::format("cohort: pending job allocation {}\n", id);
+  Watch watch;
+  std::thread watcher([&] { WatchLoop(client, id, watch); });
+  const std::optional<v1::Job> granted = WaitForGrant(client, id, watch);
+  int exit_status = 1;
+  if (granted) {
+    std::cerr << fmt::format("cohort: granted job allocation {} on {}\n", id, granted->nodes());
+    exit_status = run(*granted, watch);
+    std::cerr << fmt::format("cohort: relinquishing job allocation {}\n", id);
+    v1::ControlJobsRequest end;
+    end.add_job_refs(std::to_string(id));
+    end.set_action(v1::JOB_COMPLETE);
+    end.set_exit_code(exit_status);
+    if (absl::StatusOr<v1::ControlJobsResponse> r = client.ControlJobs(end);
+        !r.ok() && !absl::IsFailedPrecondition(r.status())) {
+      client.PrintError(r.status());
+    }
+  }
+  StopWatch(watch);
+  watcher.join();
+  return exit_status;
+}
 
 void AddAllocCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<AllocState>();

@@ -25,6 +25,7 @@
 
 #include "cohort/fmt_absl.h"
 #include "cohort/launch/mpi_type.h"
+#include "commands/allocation.h"
 #include "commands/commands.h"
 #include "commands/job_follow.h"
 #include "commands/run_step.h"
@@ -86,21 +87,21 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     return 2;
   }
   const JobOptions& options = state.options;
+  int stdin_rank = -1;
+  if (state.input != "none") {
+    const auto [end, ec] =
+        std::from_chars(state.input.data(), state.input.data() + state.input.size(), stdin_rank);
+    if (ec != std::errc() || end != state.input.data() + state.input.size() || stdin_rank < 0) {
+      std::cerr << fmt::format("cohort: --input: {:?} is neither a rank (0, 1, ...) nor none\n",
+                               state.input);
+      return 2;
+    }
+  }
   if (const std::string allocation = AllocationOf(state); !allocation.empty()) {
     absl::StatusOr<ControllerClient> client = ControllerClient::Connect(state.connection);
     if (!client.ok()) {
       std::cerr << fmt::format("cohort: {}\n", client.status());
       return 2;
-    }
-    int stdin_rank = -1;
-    if (state.input != "none") {
-      const auto [end, ec] =
-          std::from_chars(state.input.data(), state.input.data() + state.input.size(), stdin_rank);
-      if (ec != std::errc() || end != state.input.data() + state.input.size() || stdin_rank < 0) {
-        std::cerr << fmt::format("cohort: --input: {:?} is neither a rank (0, 1, ...) nor none\n",
-                                 state.input);
-        return 2;
-      }
     }
     // Inside an allocation Slurm's --exclusive means --exact, as of 21.08.
     const StepRun step{.job = allocation,
@@ -114,11 +115,28 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     return RunStep(*client, options, step, command->words);
   }
   if (launch::MpiTypeNeedsServer(state.mpi)) {
-    std::cerr << fmt::format(
-        "cohort: --mpi={0} wires up a step's ranks inside an allocation: run srun --mpi={0} in a "
-        "batch script or under salloc (salloc -N 2, then srun --mpi={0} ...)\n",
-        state.mpi);
-    return 2;
+    // As Slurm's srun outside a job: an allocation of the options' shape,
+    // held from here, and the command as a step over all of it, whose
+    // servers wire the ranks up (the job's own launch has none).
+    absl::StatusOr<v1::JobSpec> spec =
+        BuildJobSpec(options, std::filesystem::path(command->words.front()).filename().string());
+    if (!spec.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", spec.status());
+      return 2;
+    }
+    for (const std::string& word : command->words) spec->add_argv(word);
+    absl::StatusOr<ControllerClient> client = ControllerClient::Connect(state.connection);
+    if (!client.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", client.status());
+      return 2;
+    }
+    return InAllocation(*client, *std::move(spec), [&](const v1::Job& job, Watch& /*watch*/) {
+      const StepRun step{.job = std::to_string(job.id()),
+                         .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
+                         .stdin_rank = stdin_rank,
+                         .mpi = state.mpi};
+      return RunStep(*client, options, step, command->words);
+    });
   }
   if (state.exact || state.overlap) {
     std::cerr << "cohort: run: --exact and --overlap shape steps inside a job; outside one, run "

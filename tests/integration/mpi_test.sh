@@ -173,6 +173,16 @@ if ended pmix-files "$id" FAILED; then
   fi
 fi
 
+# From the submit host, as on a login node: srun makes the allocation and
+# runs the command as a step of it, wired up by the stepds' servers.
+out=$(cd "$WORK" && timeout 120 srun -N 2 --ntasks-per-node=2 --mpi=pmix "$WORK/allreduce" 2>&1)
+status=$?
+if [ "$status" -ne 0 ]; then
+  fail "srun -N 2 --mpi=pmix from the submit host: exit $status: $out"
+elif four_ranks "srun --mpi=pmix outside a job" "$out"; then
+  pass "srun -N 2 --mpi=pmix from the submit host: an allocation, a step, 4 ranks wired up"
+fi
+
 # --- Open MPI's mpirun inside an allocation
 id=$(batch mpirun "mpirun.openmpi -n 4 $WORK/allreduce")
 if ended mpirun "$id" COMPLETED && four_ranks mpirun "$out"; then

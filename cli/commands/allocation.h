@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <functional>
+
+#include "cohort/v1/cohort.pb.h"
+#include "commands/job_follow.h"
+#include "transport/controller_client.h"
+
+/// An allocation held from the submit host for as long as something runs
+/// here: what `cohort alloc` (salloc) does around its command, and `srun`
+/// outside a job around a step that needs one (--mpi=pmix).
+namespace cohort::cli {
+
+/// Submits `spec` as an allocation (nothing of its own runs on the nodes),
+/// waits for it as salloc does, saying why it waits (an interrupt cancels
+/// it then), calls `run` with the granted job and the watch of its events,
+/// and ends the allocation with the status `run` returns. Returns that
+/// status, or 1 when the allocation was refused or never started.
+[[nodiscard]] int InAllocation(ControllerClient& client, v1::JobSpec spec,
+                               const std::function<int(const v1::Job&, Watch&)>& run);
+
+}  // namespace cohort::cli
