@@ -114,30 +114,6 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
                        .mpi = state.mpi};
     return RunStep(*client, options, step, command->words);
   }
-  if (launch::MpiTypeNeedsServer(state.mpi)) {
-    // As Slurm's srun outside a job: an allocation of the options' shape,
-    // held from here, and the command as a step over all of it, whose
-    // servers wire the ranks up (the job's own launch has none).
-    absl::StatusOr<v1::JobSpec> spec =
-        BuildJobSpec(options, std::filesystem::path(command->words.front()).filename().string());
-    if (!spec.ok()) {
-      std::cerr << fmt::format("cohort: {}\n", spec.status());
-      return 2;
-    }
-    for (const std::string& word : command->words) spec->add_argv(word);
-    absl::StatusOr<ControllerClient> client = ControllerClient::Connect(state.connection);
-    if (!client.ok()) {
-      std::cerr << fmt::format("cohort: {}\n", client.status());
-      return 2;
-    }
-    return InAllocation(*client, *std::move(spec), [&](const v1::Job& job, Watch& /*watch*/) {
-      const StepRun step{.job = std::to_string(job.id()),
-                         .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
-                         .stdin_rank = stdin_rank,
-                         .mpi = state.mpi};
-      return RunStep(*client, options, step, command->words);
-    });
-  }
   if (state.exact || state.overlap) {
     std::cerr << "cohort: run: --exact and --overlap shape steps inside a job; outside one, run "
                  "starts a job of its own (see --exclusive)\n";
@@ -177,6 +153,18 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
   if (!client.ok()) {
     std::cerr << fmt::format("cohort: {}\n", client.status());
     return 2;
+  }
+  if (launch::MpiTypeNeedsServer(state.mpi)) {
+    // As Slurm's srun outside a job: an allocation of the options' shape,
+    // held from here, and the command as a step over all of it, whose
+    // servers wire the ranks up (the job's own launch has none).
+    return InAllocation(*client, *std::move(spec), [&](const v1::Job& job, Watch& /*watch*/) {
+      const StepRun step{.job = std::to_string(job.id()),
+                         .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
+                         .stdin_rank = stdin_rank,
+                         .mpi = state.mpi};
+      return RunStep(*client, options, step, command->words);
+    });
   }
 
   // The ranks' output files, which FollowJob prints.
