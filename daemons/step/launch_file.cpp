@@ -106,18 +106,13 @@ OpenMode FileOpenMode(OpenMode job_mode, std::string_view pattern,
   return context.node_rank == 0 ? OpenMode::kTruncate : OpenMode::kAppend;
 }
 
-namespace {
-
-// Sets NAME=value in `env`, replacing an earlier NAME.
-void SetVariable(std::vector<std::string>& env, std::string_view name, const std::string& value) {
+void SetVariable(std::vector<std::string>& env, std::string_view name, std::string_view value) {
   std::erase_if(env, [&](const std::string& entry) {
     return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
            entry[name.size()] == '=';
   });
   env.push_back(fmt::format("{}={}", name, value));
 }
-
-}  // namespace
 
 namespace {
 

@@ -134,6 +134,10 @@ struct LaunchFile {
                                                     const std::string& script_path,
                                                     const std::string& agent_socket);
 
+/// Sets NAME=value in a rank's environment `env`, in place of an earlier
+/// NAME.
+void SetVariable(std::vector<std::string>& env, std::string_view name, std::string_view value);
+
 /// The launch file as JSON text.
 [[nodiscard]] std::string LaunchFileToJson(const LaunchFile& file);
 

@@ -43,6 +43,14 @@ std::map<std::string_view, std::string_view> Words(std::string_view line) {
   return words;
 }
 
+// A PMI-1 refusal: `reply`'s command, rc=-1 and why, in one word (the
+// protocol's messages hold no spaces: they become underscores).
+std::string Refusal(std::string_view reply, std::string_view why) {
+  std::string msg(why);
+  std::replace(msg.begin(), msg.end(), ' ', '_');
+  return fmt::format("cmd={} rc=-1 msg={}\n", reply, msg);
+}
+
 // MPICH's PMI_process_mapping: blocks of (first node, nodes, ranks per node)
 // for ranks numbered node by node: "(vector,(0,2,4))", or with uneven nodes
 // "(vector,(0,2,4),(2,1,3))".
@@ -164,12 +172,6 @@ std::string PmiHost::Handle(Client& client, std::string_view line) {
     return it == words.end() ? std::string_view() : it->second;
   };
   const std::string_view cmd = word("cmd");
-  const auto refuse = [&](std::string_view reply, std::string_view why) {
-    // PMI-1's messages are one word: spaces become underscores.
-    std::string msg(why);
-    std::replace(msg.begin(), msg.end(), ' ', '_');
-    return fmt::format("cmd={} rc=-1 msg={}\n", reply, msg);
-  };
   if (cmd == "init") {
     if (word("pmi_version") != "1") {
       return "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1\n";
@@ -186,13 +188,13 @@ std::string PmiHost::Handle(Client& client, std::string_view line) {
   if (cmd == "put") {
     const std::string_view key = word("key");
     const std::string_view value = word("value");
-    if (word("kvsname") != kvsname_) return refuse("put_result", "no such kvsname");
+    if (word("kvsname") != kvsname_) return Refusal("put_result", "no such kvsname");
     if (key.empty() || key.size() > kKeyMax || value.size() > kValueMax) {
-      return refuse("put_result",
-                    fmt::format("keys take 1 to {} bytes, values at most {}", kKeyMax, kValueMax));
+      return Refusal("put_result",
+                     fmt::format("keys take 1 to {} bytes, values at most {}", kKeyMax, kValueMax));
     }
     if (put_bytes_ + key.size() + value.size() > kNodePutBytes) {
-      return refuse("put_result", "too much put on this node since the last barrier");
+      return Refusal("put_result", "too much put on this node since the last barrier");
     }
     put_bytes_ += key.size() + value.size();
     puts_[std::string(key)] = std::string(value);
@@ -200,7 +202,7 @@ std::string PmiHost::Handle(Client& client, std::string_view line) {
   }
   if (cmd == "get") {
     const std::string key(word("key"));
-    if (word("kvsname") != kvsname_) return refuse("get_result", "no such kvsname");
+    if (word("kvsname") != kvsname_) return Refusal("get_result", "no such kvsname");
     if (key == "PMI_process_mapping") {
       return fmt::format("cmd=get_result rc=0 value={}\n", process_mapping_);
     }
@@ -209,7 +211,7 @@ std::string PmiHost::Handle(Client& client, std::string_view line) {
         return fmt::format("cmd=get_result rc=0 value={}\n", it->second);
       }
     }
-    return refuse("get_result", fmt::format("key {} not found", key.substr(0, kKeyMax)));
+    return Refusal("get_result", fmt::format("key {} not found", key.substr(0, kKeyMax)));
   }
   if (cmd == "barrier_in") {
     if (!client.in_barrier) {
@@ -240,12 +242,12 @@ std::string PmiHost::Handle(Client& client, std::string_view line) {
     return {};
   }
   if (cmd == "publish_name" || cmd == "unpublish_name" || cmd == "lookup_name" || cmd == "spawn") {
-    return refuse(fmt::format("{}_result", cmd), "not served by cohort-stepd");
+    return Refusal(fmt::format("{}_result", cmd), "not served by cohort-stepd");
   }
   // A line no PMI-1 client sends: said to the rank, and the others are
   // served as before.
-  return refuse(cmd.empty() ? std::string_view("error") : cmd,
-                fmt::format("cohort-stepd serves PMI-1; this line is none of its commands"));
+  return Refusal(cmd.empty() ? std::string_view("error") : cmd,
+                 fmt::format("cohort-stepd serves PMI-1; this line is none of its commands"));
 }
 
 void PmiHost::EndBarrier(const absl::StatusOr<std::string>& parts) {
@@ -264,12 +266,9 @@ void PmiHost::EndBarrier(const absl::StatusOr<std::string>& parts) {
   puts_.clear();
   put_bytes_ = 0;
   waiting_ = 0;
-  const std::string reply = parts.ok() ? std::string("cmd=barrier_out rc=0\n")
-                                       : fmt::format("cmd=barrier_out rc=-1 msg={}\n", [&] {
-                                           std::string msg(parts.status().message());
-                                           std::replace(msg.begin(), msg.end(), ' ', '_');
-                                           return msg;
-                                         }());
+  const std::string reply = parts.ok()
+                                ? std::string("cmd=barrier_out rc=0\n")
+                                : Refusal("barrier_out", std::string(parts.status().message()));
   for (const auto& client : clients_) {
     if (!client->in_barrier) continue;
     client->in_barrier = false;

@@ -232,12 +232,10 @@ class Aborts {
 
 // Adds `lines` (NAME=value) to the rank's environment, in place of any it had.
 void SetEnvironment(RankLaunch& rank, const std::vector<std::string>& lines) {
-  for (const std::string& line : lines) {
-    const std::string_view name = std::string_view(line).substr(0, line.find('='));
-    std::erase_if(rank.env, [&](const std::string& have) {
-      return have.size() > name.size() && have.starts_with(name) && have[name.size()] == '=';
-    });
-    rank.env.push_back(line);
+  for (const std::string_view line : lines) {
+    const std::size_t equals = line.find('=');
+    if (equals == std::string_view::npos) continue;
+    SetVariable(rank.env, line.substr(0, equals), line.substr(equals + 1));
   }
 }
 
