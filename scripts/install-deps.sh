@@ -25,6 +25,10 @@ packages=(
   # MPI wire-up: OpenPMIx for cohort-stepd's PMIx server (srun --mpi=pmix); Open MPI
   # (mpirun, mpicc, mpi4py) and MPICH for tests/integration/mpi_test.sh
   libpmix-dev openmpi-bin libopenmpi-dev python3-mpi4py mpich libmpich-dev
+  # containers: cohort-image pulls OCI images with libcurl and unpacks their
+  # layers with libarchive, and .sqsh images with unsquashfs; the tests push
+  # a busybox image to Debian's Distribution registry with htpasswd logins
+  libcurl4-openssl-dev libarchive-dev squashfs-tools docker-registry busybox-static apache2-utils
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
   # headless Chromium loads its dashboard
   prometheus curl chromium

@@ -154,10 +154,11 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     std::cerr << fmt::format("cohort: {}\n", client.status());
     return 2;
   }
-  if (launch::MpiTypeNeedsServer(state.mpi)) {
+  if (launch::MpiTypeNeedsServer(state.mpi) || spec->has_container()) {
     // As Slurm's srun outside a job: an allocation of the options' shape,
     // held from here, and the command as a step over all of it, whose
-    // servers wire the ranks up (the job's own launch has none).
+    // servers wire the ranks up and whose ranks run in the container (the
+    // job's own launch has neither).
     return InAllocation(*client, *std::move(spec), [&](const v1::Job& job, Watch& /*watch*/) {
       const StepRun step{.job = std::to_string(job.id()),
                          .labels = state.label ? RankLabels::kRank : RankLabels::kNone,

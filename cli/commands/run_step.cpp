@@ -361,6 +361,7 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
   request.set_sharing(step.sharing);
   request.set_name(spec->name());
   request.set_mpi(step.mpi);
+  if (spec->has_container()) *request.mutable_container() = spec->container();
   for (const std::string& word : command) request.add_argv(word);
   *request.mutable_env() = spec->env();
   request.set_work_dir(spec->work_dir());

@@ -158,6 +158,58 @@ void AddNodeCount(CLI::App& command, JobOptions& o, const std::string& group) {
       ->group(group);
 }
 
+// pyxis's options, with its names and words (docs/containers.md): they
+// shape the container of the job's steps; the batch script runs on the host.
+void AddContainerOptions(CLI::App& command, ContainerOptions& c) {
+  const std::string group = "Container options (as pyxis's)";
+  auto value = [&](std::string names, std::optional<std::string>& field, std::string type,
+                   std::string help) {
+    command.add_option(std::move(names), field, std::move(help))
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->type_name(std::move(type))
+        ->group(group);
+  };
+  // --x and --no-x set one field; the later on the line wins.
+  auto both = [&](const std::string& name, const std::string& no_name, std::optional<bool>& field,
+                  std::string help, std::string no_help) {
+    command
+        .add_flag_callback(
+            name, [&field] { field = true; }, std::move(help))
+        ->group(group);
+    command
+        .add_flag_callback(
+            no_name, [&field] { field = false; }, std::move(no_help))
+        ->group(group);
+  };
+  value("--container-image", c.image, "[USER@][REGISTRY#]IMAGE[:TAG]|PATH",
+        "run the steps' ranks in a container of this image: from a registry "
+        "(nvcr.io#nvidia/pytorch:24.07-py3, docker://ubuntu:24.04), a squashfs file (*.sqsh) "
+        "or an OCI layout; cached on each node");
+  value("--container-mounts", c.mounts, "SRC:DST[:FLAGS][,...]",
+        "bind mounts into the container, flags joined by + (ro, rw, bind, nosuid, ...): "
+        "/lustre/data:/data:ro,/scratch:/scratch");
+  value("--container-workdir", c.workdir, "PATH",
+        "working directory inside the container (default: the job's when the container has "
+        "it, else the image's)");
+  value("--container-name", c.name, "NAME[:auto|create|exec|no_exec]",
+        "keep the container under NAME on each node for the job's later steps (auto: reuse it "
+        "or make it; create: make it afresh; exec: reuse it only; no_exec: a fresh instance)");
+  value("--container-save", c.save, "PATH",
+        "save the container to a squashfs file (not supported yet: refused)");
+  value("--container-env", c.env, "NAME[,NAME...]",
+        "variables whose values on the host win over the image's (by default the image's win)");
+  both("--container-mount-home", "--no-container-mount-home", c.mount_home,
+       "mount your home directory in the container", "do not (the default)");
+  both("--container-remap-root", "--no-container-remap-root", c.remap_root,
+       "run as root inside the container (a user namespace: no more rights outside)",
+       "run as yourself inside (the default)");
+  both("--container-writable", "--container-readonly", c.writable,
+       "the container's files may be changed (the default; the image stays as it is)",
+       "the container's files are read-only");
+  both("--container-entrypoint", "--no-container-entrypoint", c.entrypoint,
+       "run the image's entrypoint before the command", "do not (the default)");
+}
+
 }  // namespace
 
 std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
@@ -265,6 +317,8 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
       "check the job and say where it would run now; submit nothing");
   flag(
       "--parsable", [&o] { o.parsable = true; }, "print only the job id");
+
+  AddContainerOptions(command, o.container);
 
   std::vector<UnsupportedOption> unsupported;
   if (!MayNameUnsupported(words)) return unsupported;

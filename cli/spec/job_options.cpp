@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -16,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "cohort/container/container_options.h"
+#include "cohort/container/image_ref.h"
 #include "cohort/diagnostics.h"
 #include "cohort/engine/job.h"
 #include "cohort/fmt_absl.h"
@@ -408,6 +411,18 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.mail_user, from.mail_user);
   fill(into.wrap, from.wrap);
   into.wait = into.wait || from.wait;
+  ContainerOptions& c = into.container;
+  const ContainerOptions& f = from.container;
+  for (auto [to, value] : {std::pair{&c.image, &f.image}, std::pair{&c.mounts, &f.mounts},
+                           std::pair{&c.workdir, &f.workdir}, std::pair{&c.name, &f.name},
+                           std::pair{&c.save, &f.save}, std::pair{&c.env, &f.env}}) {
+    fill(*to, *value);
+  }
+  for (auto [to, value] :
+       {std::pair{&c.mount_home, &f.mount_home}, std::pair{&c.remap_root, &f.remap_root},
+        std::pair{&c.writable, &f.writable}, std::pair{&c.entrypoint, &f.entrypoint}}) {
+    fill(*to, *value);
+  }
 }
 
 absl::Status ApplyDirectives(std::string_view script, const std::string& path,
@@ -506,6 +521,90 @@ absl::Status ReadDirectiveOptions(const std::vector<directives::Directive>& line
 
 }  // namespace
 
+namespace {
+
+// pyxis's PYXIS_CONTAINER_* variable for an option not given, as it reads
+// them: a boolean is 1, true, yes or y, or 0, false, no or n.
+std::optional<std::string> FromEnvironment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+absl::StatusOr<std::optional<bool>> BoolFromEnvironment(const char* name) {
+  const std::optional<std::string> value = FromEnvironment(name);
+  if (!value) return std::nullopt;
+  std::string lower = *value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "1" || lower == "true" || lower == "yes" || lower == "y") return true;
+  if (lower == "0" || lower == "false" || lower == "no" || lower == "n") return false;
+  return Invalid(fmt::format("{}={:?} is no boolean; set it to 1 or 0", name, *value));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ContainerSpec> BuildContainerSpec(const ContainerOptions& given) {
+  ContainerOptions o = given;
+  for (auto [field, variable] :
+       {std::pair{&o.image, "PYXIS_CONTAINER_IMAGE"},
+        std::pair{&o.mounts, "PYXIS_CONTAINER_MOUNTS"},
+        std::pair{&o.workdir, "PYXIS_CONTAINER_WORKDIR"},
+        std::pair{&o.name, "PYXIS_CONTAINER_NAME"}, std::pair{&o.save, "PYXIS_CONTAINER_SAVE"},
+        std::pair{&o.env, "PYXIS_CONTAINER_ENV"}}) {
+    if (!*field) *field = FromEnvironment(variable);
+  }
+  for (auto [field, variable] : {std::pair{&o.mount_home, "PYXIS_CONTAINER_MOUNT_HOME"},
+                                 std::pair{&o.remap_root, "PYXIS_CONTAINER_REMAP_ROOT"},
+                                 std::pair{&o.writable, "PYXIS_CONTAINER_WRITABLE"},
+                                 std::pair{&o.entrypoint, "PYXIS_CONTAINER_ENTRYPOINT"}}) {
+    if (*field) continue;
+    absl::StatusOr<std::optional<bool>> value = BoolFromEnvironment(variable);
+    if (!value.ok()) return value.status();
+    *field = *value;
+  }
+  if (!o.writable) {
+    absl::StatusOr<std::optional<bool>> readonly = BoolFromEnvironment("PYXIS_CONTAINER_READONLY");
+    if (!readonly.ok()) return readonly.status();
+    if (*readonly) o.writable = !**readonly;
+  }
+  v1::ContainerSpec spec;
+  if (o.image) {
+    absl::StatusOr<container::ImageSource> image = container::ParseImageReference(*o.image);
+    if (!image.ok()) return image.status();
+    spec.set_image(*o.image);
+  }
+  if (o.mounts) {
+    absl::StatusOr<std::vector<container::Mount>> mounts = container::ParseMounts(*o.mounts);
+    if (!mounts.ok()) return mounts.status();
+    spec.set_mounts(*o.mounts);
+  }
+  if (o.workdir) {
+    if (absl::Status workdir = container::CheckWorkdir(*o.workdir); !workdir.ok()) return workdir;
+    spec.set_workdir(*o.workdir);
+  }
+  if (o.name) {
+    absl::StatusOr<container::ContainerName> name = container::ParseContainerName(*o.name);
+    if (!name.ok()) return name.status();
+    spec.set_name(*o.name);
+  }
+  if (o.env) {
+    absl::StatusOr<std::vector<std::string>> env = container::ParseEnvNames(*o.env);
+    if (!env.ok()) return env.status();
+    spec.set_env(*o.env);
+  }
+  if (o.save) {
+    return Invalid(
+        "--container-save is not supported; save what the container made to a mounted "
+        "folder (--container-mounts) instead");
+  }
+  if (o.mount_home) spec.set_mount_home(*o.mount_home);
+  if (o.remap_root) spec.set_remap_root(*o.remap_root);
+  if (o.writable) spec.set_writable(*o.writable);
+  if (o.entrypoint) spec.set_entrypoint(*o.entrypoint);
+  return spec;
+}
+
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string& default_name) {
   if (absl::Status valid = CheckValues(o); !valid.ok()) return valid;
   absl::StatusOr<NodeShape> shape = ResolveShape(o);
@@ -552,6 +651,9 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
     spec.set_warn_seconds(warning.seconds);
     spec.set_warn_batch_only(warning.batch_only);
   }
+  absl::StatusOr<v1::ContainerSpec> container = BuildContainerSpec(o.container);
+  if (!container.ok()) return container.status();
+  if (container->ByteSizeLong() > 0) *spec.mutable_container() = *std::move(container);
   spec.set_gpu_bind(o.gpu_bind.value_or(""));
   spec.set_cpu_bind(o.cpu_bind.value_or(""));
   spec.set_mem_bind(o.mem_bind.value_or(""));

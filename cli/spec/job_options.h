@@ -17,6 +17,20 @@
 /// from the command line and from a script's #SBATCH / #COHORT directives.
 namespace cohort::cli {
 
+/// pyxis's --container-* options (docs/containers.md), as typed.
+struct ContainerOptions {
+  std::optional<std::string> image;
+  std::optional<std::string> mounts;
+  std::optional<std::string> workdir;
+  std::optional<std::string> name;
+  std::optional<std::string> save;
+  std::optional<std::string> env;
+  std::optional<bool> mount_home;
+  std::optional<bool> remap_root;
+  std::optional<bool> writable;
+  std::optional<bool> entrypoint;
+};
+
 /// What the user asked for; an option not given is absent, so that the
 /// command line can be laid over the directives.
 struct JobOptions {
@@ -67,7 +81,14 @@ struct JobOptions {
   std::optional<std::string> mail_user;
   std::optional<std::string> wrap;  ///< --wrap: the command a generated script runs
   bool wait = false;                ///< -W/--wait: return when the job ends, with its status
+  ContainerOptions container;       ///< the steps' container
 };
+
+/// The container the options ask for: their values checked
+/// (container_options.h, image_ref.h), then PYXIS_CONTAINER_* variables of
+/// this environment for the options not given, as pyxis reads them.
+/// InvalidArgument names the option and the accepted form.
+[[nodiscard]] absl::StatusOr<v1::ContainerSpec> BuildContainerSpec(const ContainerOptions& options);
 
 /// Sets every option that `into` lacks from `from`. Flags are or-ed.
 void FillUnset(JobOptions& into, const JobOptions& from);

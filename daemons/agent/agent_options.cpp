@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -25,7 +26,6 @@
 
 namespace cohort::agent {
 namespace {
-
 
 // Characters a node name cannot hold: they would break hostlists, file names
 // in the spool, or log lines.
@@ -306,11 +306,28 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   settings.prolog = config->prolog;
   settings.epilog = config->epilog;
   settings.script_timeout = config->prolog_epilog_timeout;
+  settings.container_cache_dir = config->container_cache_dir;
+  settings.container_cache_max_bytes = static_cast<std::int64_t>(config->container_cache_max_gb)
+                                       << 30;
+  settings.container_registry_ca_file = config->container_registry_ca_file;
+  settings.container_credentials_file = config->container_credentials_file;
   settings.http_port = options.http_port;
   settings.http_port_file = options.http_port_file;
   settings.http_address = options.http_address;
   settings.spool_dir = options.spool_dir.empty() ? fmt::format("/tmp/cohort-agent-{}", ::getuid())
                                                  : options.spool_dir;
+  {
+    // Absolute: the stepds and cohort-image run elsewhere.
+    std::error_code error;
+    const std::filesystem::path spool = std::filesystem::absolute(settings.spool_dir, error);
+    if (!error) settings.spool_dir = spool.lexically_normal().string();
+    while (settings.spool_dir.size() > 1 && settings.spool_dir.ends_with('/')) {
+      settings.spool_dir.pop_back();
+    }
+  }
+  if (settings.container_cache_dir.empty()) {
+    settings.container_cache_dir = settings.spool_dir + "/images";
+  }
 
   absl::StatusOr<layout::NodeLayout> host = HostLayout(options, settings.warnings);
   if (!host.ok()) return host.status();

@@ -63,26 +63,30 @@ struct AgentSettings {
   /// kMunge or kNone: AuthType, with an unset one resolved by whether
   /// munged answers.
   config::AuthType auth_type = config::AuthType::kMunge;
-  std::string munge_socket;       ///< AuthInfo=socket=
-  std::string auth_key;           ///< AuthType=none: the key file's text, whitespace trimmed
-  bool tls = false;               ///< the controller serves TLS (TLSCertFile is set)
-  std::string tls_ca_pem;         ///< TLSCAFile's certificates; empty: the system's CAs
-  std::string agent_cert_pem;     ///< AgentCertFile: a client certificate; empty: none
-  std::string agent_key_pem;      ///< AgentKeyFile
-  std::string cluster_name;       ///< the config's ClusterName; "cohort" without one
-  std::string spool_dir;          ///< where batch scripts are written
+  std::string munge_socket;    ///< AuthInfo=socket=
+  std::string auth_key;        ///< AuthType=none: the key file's text, whitespace trimmed
+  bool tls = false;            ///< the controller serves TLS (TLSCertFile is set)
+  std::string tls_ca_pem;      ///< TLSCAFile's certificates; empty: the system's CAs
+  std::string agent_cert_pem;  ///< AgentCertFile: a client certificate; empty: none
+  std::string agent_key_pem;   ///< AgentKeyFile
+  std::string cluster_name;    ///< the config's ClusterName; "cohort" without one
+  std::string spool_dir;       ///< where batch scripts are written
   NodeMode mode = NodeMode::kReal;
-  bool fake_exec = false;             ///< emulated nodes' launches run no process
-  std::vector<NodeSetup> nodes;       ///< one for a real node; one per emulated node
-  std::string health_program;         ///< HealthCheckProgram; empty: none
+  bool fake_exec = false;                   ///< emulated nodes' launches run no process
+  std::vector<NodeSetup> nodes;             ///< one for a real node; one per emulated node
+  std::string health_program;               ///< HealthCheckProgram; empty: none
   std::chrono::seconds health_interval{0};  ///< HealthCheckInterval; 0: never
   int http_port = -1;                       ///< the metrics' HTTP port; -1: none
   std::string http_port_file;
   std::string http_address;
-  std::string prolog;                       ///< Prolog=; empty: none
-  std::string epilog;                       ///< Epilog=; empty: none
-  std::chrono::seconds script_timeout{300};  ///< PrologEpilogTimeout=
-  std::vector<std::string> warnings;  ///< to log once logging is set up
+  std::string prolog;                          ///< Prolog=; empty: none
+  std::string epilog;                          ///< Epilog=; empty: none
+  std::chrono::seconds script_timeout{300};    ///< PrologEpilogTimeout=
+  std::string container_cache_dir;             ///< ContainerCacheDir=, else spool_dir/images
+  std::int64_t container_cache_max_bytes = 0;  ///< ContainerCacheMaxGB= in bytes; 0: no bound
+  std::string container_registry_ca_file;      ///< ContainerRegistryCAFile=
+  std::string container_credentials_file;      ///< ContainerCredentialsFile=
+  std::vector<std::string> warnings;           ///< to log once logging is set up
 };
 
 /// Resolves the options: reads cohort.conf (-c) and the auth key file,

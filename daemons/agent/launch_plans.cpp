@@ -110,6 +110,19 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
                     .num_tasks = layout.num_tasks(),
                     .tasks_per_node = layout.tasks_per_node()};
     context.mpi_type = spec.mpi().empty() ? "none" : spec.mpi();
+    // Only steps run in the job's container: its batch script stays on the
+    // host, as with pyxis.
+    const v1::ContainerSpec& c = spec.container();
+    step::ContainerSetup& container = plan.container;
+    container.image = c.image();
+    container.mounts = c.mounts();
+    container.workdir = c.workdir();
+    container.name = c.name();
+    container.env = c.env();
+    container.mount_home = c.mount_home();
+    container.remap_root = c.remap_root();
+    container.writable = !c.has_writable() || c.writable();
+    container.entrypoint = c.entrypoint();
   } else if (launch.batch()) {
     context.kind = launch::LaunchKind::kBatch;
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <type_traits>
@@ -266,6 +267,19 @@ void StepdRunner::LaunchNow(const v1::Launch& message) {
 absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Launch& message) {
   step::LaunchPlan plan = MakePlan(message, setup_.name, settings_.cluster_name);
   run.cpus = GrantCpus(id, message);
+  if (plan.container.Enabled()) {
+    step::ContainerSetup& container = plan.container;
+    container.cache_dir = settings_.container_cache_dir;
+    container.cache_max_bytes = settings_.container_cache_max_bytes;
+    container.registry_ca_file = settings_.container_registry_ca_file;
+    container.credentials_file = settings_.container_credentials_file;
+    container.state_dir = fmt::format("{}/job-{}", settings_.container_state_dir, id.job_id);
+    for (int gpu = 0; gpu < 64 && static_cast<std::size_t>(gpu) < setup_.gpu_files.size(); ++gpu) {
+      if (((message.gpus() >> gpu) & 1U) != 0 && !setup_.gpu_files[gpu].empty()) {
+        container.devices.push_back(setup_.gpu_files[gpu]);
+      }
+    }
+  }
   // A batch script is no rank: it sees every GPU of the node and is bound to
   // nothing, as Slurm's batch step; its steps' ranks are bound.
   if (!run.batch) {
@@ -493,6 +507,13 @@ void StepdRunner::SendJobReleased(std::int64_t job_id, int attempt) {
 }
 
 void StepdRunner::SendReleasedNow(std::int64_t job_id, int attempt) {
+  // The job's named containers (--container-name) live as long as it does.
+  const std::string containers = fmt::format("{}/job-{}", settings_.container_state_dir, job_id);
+  std::error_code error;
+  if (std::filesystem::remove_all(containers, error) > 0 || error) {
+    LaunchLog().info("containers_removed job={} node={} folder={}{}", job_id, setup_.name,
+                     containers, error ? fmt::format(" error={:?}", error.message()) : "");
+  }
   LaunchLog().info("job_released job={} node={} attempt={}", job_id, setup_.name, attempt);
   v1::AgentMessage message;
   message.mutable_job_released()->set_job_id(job_id);

@@ -43,6 +43,15 @@ struct StepdSettings {
   std::string prolog;
   std::string epilog;
   std::chrono::seconds script_timeout{300};
+  /// Where steps' containers come from and live (docs/containers.md): the
+  /// image cache, its bound and the registries' CA file (ContainerCacheDir=,
+  /// ContainerCacheMaxGB=, ContainerRegistryCAFile=), and the folder that
+  /// holds each job's named containers until the job leaves the node.
+  std::string container_cache_dir;
+  std::int64_t container_cache_max_bytes = 0;
+  std::string container_registry_ca_file;
+  std::string container_credentials_file;  ///< ContainerCredentialsFile=
+  std::string container_state_dir;
 };
 
 /// Runs each Launch as a spool folder and a cohort-stepd that starts and

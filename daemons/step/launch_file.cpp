@@ -164,6 +164,7 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
   file.memory_mb = plan.memory_mb;
   if (context.kind == launch::LaunchKind::kStep) file.step = context.step_id;
   file.io = plan.io;
+  file.container = plan.container;
   if (context.kind == launch::LaunchKind::kStep && launch::MpiTypeNeedsServer(context.mpi_type)) {
     absl::StatusOr<MpiSetup> mpi = MpiSetupOf(context);
     if (!mpi.ok()) return mpi.status();
@@ -215,7 +216,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
                      {"cpus", rank.cpus},
                      {"mem_numa", rank.mem_numa}});
   }
-  const nlohmann::json json = {
+  nlohmann::json json = {
       {"version", kLaunchFileVersion},
       {"job_id", file.job_id},
       {"attempt", file.attempt},
@@ -243,6 +244,24 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"mpi_tasks", file.mpi.tasks},
       {"mpi_node_index", file.mpi.node_index},
   };
+  if (file.container.Enabled()) {
+    const ContainerSetup& c = file.container;
+    json["container"] = {{"image", c.image},
+                         {"mounts", c.mounts},
+                         {"workdir", c.workdir},
+                         {"name", c.name},
+                         {"env", c.env},
+                         {"mount_home", c.mount_home},
+                         {"remap_root", c.remap_root},
+                         {"writable", c.writable},
+                         {"entrypoint", c.entrypoint},
+                         {"cache_dir", c.cache_dir},
+                         {"cache_max_bytes", c.cache_max_bytes},
+                         {"registry_ca_file", c.registry_ca_file},
+                         {"credentials_file", c.credentials_file},
+                         {"state_dir", c.state_dir},
+                         {"devices", c.devices}};
+  }
   // Protobuf strings are UTF-8 already; replace guards against a bug, not
   // users.
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -275,6 +294,24 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.mpi.nodes = json.value("mpi_nodes", std::vector<std::string>());
     file.mpi.tasks = json.value("mpi_tasks", std::vector<int>());
     file.mpi.node_index = json.value("mpi_node_index", 0);
+    if (const auto it = json.find("container"); it != json.end()) {
+      ContainerSetup& c = file.container;
+      c.image = it->at("image").get<std::string>();
+      c.mounts = it->at("mounts").get<std::string>();
+      c.workdir = it->at("workdir").get<std::string>();
+      c.name = it->at("name").get<std::string>();
+      c.env = it->at("env").get<std::string>();
+      c.mount_home = it->at("mount_home").get<bool>();
+      c.remap_root = it->at("remap_root").get<bool>();
+      c.writable = it->at("writable").get<bool>();
+      c.entrypoint = it->at("entrypoint").get<bool>();
+      c.cache_dir = it->at("cache_dir").get<std::string>();
+      c.cache_max_bytes = it->at("cache_max_bytes").get<std::int64_t>();
+      c.registry_ca_file = it->at("registry_ca_file").get<std::string>();
+      c.credentials_file = it->at("credentials_file").get<std::string>();
+      c.state_dir = it->at("state_dir").get<std::string>();
+      c.devices = it->at("devices").get<std::vector<std::string>>();
+    }
     if (!file.mpi.type.empty() &&
         (file.mpi.nodes.empty() || file.mpi.nodes.size() != file.mpi.tasks.size() ||
          file.mpi.node_index < 0 ||

@@ -48,6 +48,28 @@ struct MpiSetup {
   int node_index = 0;              ///< this node among them
 };
 
+/// A step's container (pyxis's --container-* options, docs/containers.md)
+/// and where the node keeps what it needs. Enabled() when it names an
+/// image or a container.
+struct ContainerSetup {
+  std::string image;    ///< as the user wrote it (image_ref.h); empty: the named container's
+  std::string mounts;   ///< --container-mounts (container_options.h's ParseMounts)
+  std::string workdir;  ///< --container-workdir; empty: the job's if there, else the image's
+  std::string name;     ///< --container-name NAME[:MODE]; empty: the step's own
+  std::string env;      ///< --container-env: names whose host values win
+  bool mount_home = false;
+  bool remap_root = false;
+  bool writable = true;
+  bool entrypoint = false;
+  std::string cache_dir;             ///< the node's image cache (cohort-image --cache)
+  std::int64_t cache_max_bytes = 0;  ///< 0: no bound
+  std::string registry_ca_file;      ///< empty: the system's CAs
+  std::string credentials_file;      ///< the node's logins, for owners without their own
+  std::string state_dir;             ///< the node's named containers of the job
+  std::vector<std::string> devices;  ///< the GPUs' device files the step may use
+  [[nodiscard]] bool Enabled() const { return !image.empty() || !name.empty(); }
+};
+
 /// One job's launch on one node, in the agent's terms (the proto Launch,
 /// without the wire).
 struct LaunchPlan {
@@ -68,7 +90,8 @@ struct LaunchPlan {
   /// Bind CPUs and memory as planned (real nodes); otherwise only the
   /// environment follows the plan (emulated nodes share one host).
   bool apply_binding = false;
-  StepIo io;  ///< a step's `cohort run` to stream output to; none: the files
+  StepIo io;                 ///< a step's `cohort run` to stream output to; none: the files
+  ContainerSetup container;  ///< a step's container; not Enabled(): none
 };
 
 /// One local rank of a launch.
@@ -119,9 +142,10 @@ struct LaunchFile {
   /// cgroup's cpuset, and what other jobs' launches keep off. Empty: none
   /// planned.
   std::vector<int> cpus;
-  int step = -1;  ///< the step's id, for its I/O Hello; -1: the job's own
-  StepIo io;      ///< set: the ranks' stdio goes over the network
-  MpiSetup mpi;   ///< with io: the ranks' PMIx server; empty type: none
+  int step = -1;             ///< the step's id, for its I/O Hello; -1: the job's own
+  StepIo io;                 ///< set: the ranks' stdio goes over the network
+  MpiSetup mpi;              ///< with io: the ranks' PMIx server; empty type: none
+  ContainerSetup container;  ///< the ranks' container; not Enabled(): the host
 };
 
 /// Checks a plan and turns it into a launch file: each local rank's

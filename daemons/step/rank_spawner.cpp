@@ -95,6 +95,8 @@ enum class ChildStep : int {
   kCpuBind,
   kMemBind,
   kIdentity,
+  kContainer,
+  kRemapRoot,
   kWorkDir,
   kChdir,
   kOutput,
@@ -157,7 +159,8 @@ struct ChildPlan {
   bool search = false;
   char* const* argv = nullptr;
   char* const* env = nullptr;
-  const RankStdio* stdio = nullptr;  // null: /dev/null and the rank's files
+  const RankStdio* stdio = nullptr;           // null: /dev/null and the rank's files
+  const ContainerEntry* container = nullptr;  // null: the node's own files
 };
 
 int OpenOutput(const std::string& path, OpenMode mode) {
@@ -166,6 +169,41 @@ int OpenOutput(const std::string& path, OpenMode mode) {
   const int how = O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC |
                   (mode == OpenMode::kTruncate ? O_TRUNC : 0);
   return ::open(path.c_str(), how, 0644);
+}
+
+// The rank's stdout and stderr files, opened in the child.
+void OpenRankFiles(const RankLaunch& rank, int report_fd, int& out, int& err) {
+  out = OpenOutput(rank.output, rank.output_mode);
+  if (out < 0) ChildFails(report_fd, ChildStep::kOutput);
+  err = out;
+  if (!rank.error.empty() && rank.error != rank.output) {
+    err = OpenOutput(rank.error, rank.error_mode);
+    if (err < 0) ChildFails(report_fd, ChildStep::kError);
+  }
+}
+
+// --container-remap-root: a user namespace of the rank's own, where it is
+// root and its own uid and gid outside (enroot's way; it gains no right on
+// the node). 0, or the errno.
+int WriteProcFile(const char* path, std::string_view text) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int error = errno;
+  ::close(fd);
+  return written ? 0 : error;
+}
+
+int RemapToRoot() {
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  if (::unshare(CLONE_NEWUSER) != 0) return errno;
+  if (const int error = WriteProcFile("/proc/self/setgroups", "deny"); error != 0) return error;
+  if (const int error = WriteProcFile("/proc/self/uid_map", fmt::format("0 {} 1", uid));
+      error != 0) {
+    return error;
+  }
+  return WriteProcFile("/proc/self/gid_map", fmt::format("0 {} 1", gid));
 }
 
 // Runs in the child between fork and exec. The stepd is single-threaded, so
@@ -209,6 +247,26 @@ int OpenOutput(const std::string& path, OpenMode mode) {
   if (!rank.mem_numa.empty() && !BindMemory(rank.mem_numa)) {
     ChildFails(report_fd, ChildStep::kMemBind);
   }
+  const ContainerEntry* container = plan.container;
+  int out = plan.stdio != nullptr ? plan.stdio->out : -1;
+  int err = plan.stdio != nullptr ? plan.stdio->err : -1;
+  int in = plan.stdio != nullptr ? plan.stdio->in : -1;
+  if (container != nullptr) {
+    // The output files are the node's: opened as the owner before the
+    // node's tree is left, with root's rights kept to enter the container.
+    const Account* account = plan.account;
+    if (account != nullptr && (::setgroups(account->groups.size(), account->groups.data()) != 0 ||
+                               ::setegid(account->gid) != 0 || ::seteuid(account->uid) != 0)) {
+      ChildFails(report_fd, ChildStep::kIdentity);
+    }
+    if (plan.stdio == nullptr) OpenRankFiles(rank, report_fd, out, err);
+    if (account != nullptr && (::seteuid(0) != 0 || ::setegid(0) != 0)) {
+      ChildFails(report_fd, ChildStep::kIdentity);
+    }
+    if (::setns(container->namespace_fd, CLONE_NEWNS) != 0 || ::chdir("/") != 0) {
+      ChildFails(report_fd, ChildStep::kContainer);
+    }
+  }
   if (const Account* account = plan.account) {
     // Groups first, then the group, then the user: each step needs the
     // privilege the next one drops.
@@ -221,32 +279,28 @@ int OpenOutput(const std::string& path, OpenMode mode) {
       ChildFails(report_fd, ChildStep::kIdentity, EPERM);
     }
   }
-  if (const int error = MakeFolders(file.work_dir); error != 0) {
+  if (container != nullptr && container->remap_root && ::getuid() != 0) {
+    if (const int error = RemapToRoot(); error != 0) {
+      ChildFails(report_fd, ChildStep::kRemapRoot, error);
+    }
+  }
+  const std::string& work_dir = container != nullptr ? container->work_dir : file.work_dir;
+  if (const int error = MakeFolders(work_dir); error != 0) {
     ChildFails(report_fd, ChildStep::kWorkDir, error);
   }
-  if (::chdir(file.work_dir.c_str()) != 0) ChildFails(report_fd, ChildStep::kChdir);
-  int out = plan.stdio != nullptr ? plan.stdio->out : -1;
-  int err = plan.stdio != nullptr ? plan.stdio->err : -1;
-  int in = plan.stdio != nullptr ? plan.stdio->in : -1;
+  if (::chdir(work_dir.c_str()) != 0) ChildFails(report_fd, ChildStep::kChdir);
   if (pty) {
     in = ::open(plan.stdio->pty.c_str(), O_RDWR | O_CLOEXEC);
     if (in < 0 || ::ioctl(in, TIOCSCTTY, 0) != 0) ChildFails(report_fd, ChildStep::kStdin);
     out = in;
     err = in;
   }
-  if (plan.stdio == nullptr) {
-    out = OpenOutput(rank.output, rank.output_mode);
-    if (out < 0) ChildFails(report_fd, ChildStep::kOutput);
-    err = out;
-    if (!rank.error.empty() && rank.error != rank.output) {
-      err = OpenOutput(rank.error, rank.error_mode);
-      if (err < 0) ChildFails(report_fd, ChildStep::kError);
-    }
-  }
+  if (plan.stdio == nullptr && container == nullptr) OpenRankFiles(rank, report_fd, out, err);
   std::string program = *plan.program;
   if (plan.search) {
-    if (const int error = FindProgram(*plan.program, file.search_path, file.work_dir, program);
-        error != 0) {
+    const std::string& search_path =
+        container != nullptr ? container->search_path : file.search_path;
+    if (const int error = FindProgram(*plan.program, search_path, work_dir, program); error != 0) {
       ChildFails(report_fd, ChildStep::kFind, error);
     }
   }
@@ -278,8 +332,10 @@ int OpenOutput(const std::string& path, OpenMode mode) {
 
 // The parent's words for what a child could not do.
 absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const RankLaunch& rank,
-                          const Account* account, const std::string& shown) {
+                          const Account* account, const std::string& shown,
+                          const ContainerEntry* container) {
   const std::string& node = file.node;
+  const std::string& work_dir = container != nullptr ? container->work_dir : file.work_dir;
   const int error = child.error;
   switch (child.step) {
     case ChildStep::kCgroup:
@@ -298,11 +354,20 @@ absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const
       return ErrnoFailure(
           error, node,
           fmt::format("cannot run as user {} (uid {})", account ? account->name : "?", file.uid));
-    case ChildStep::kWorkDir:
+    case ChildStep::kContainer:
       return ErrnoFailure(error, node,
-                          fmt::format("cannot create working directory {}", file.work_dir));
+                          fmt::format("rank {} cannot enter the step's container", rank.rank));
+    case ChildStep::kRemapRoot:
+      return ErrnoFailure(
+          error, node,
+          fmt::format("rank {} cannot be root in a user namespace "
+                      "(--container-remap-root; is kernel.unprivileged_userns_clone "
+                      "off?)",
+                      rank.rank));
+    case ChildStep::kWorkDir:
+      return ErrnoFailure(error, node, fmt::format("cannot create working directory {}", work_dir));
     case ChildStep::kChdir:
-      return ErrnoFailure(error, node, fmt::format("working directory {}", file.work_dir));
+      return ErrnoFailure(error, node, fmt::format("working directory {}", work_dir));
     case ChildStep::kOutput:
       return ErrnoFailure(error, node, fmt::format("cannot open output file {}", rank.output));
     case ChildStep::kError:
@@ -326,7 +391,7 @@ absl::Status ChildFailure(const ChildError& child, const LaunchFile& file, const
 
 SpawnResult SpawnRanks(const LaunchFile& file,
                        const std::function<void(const RankStartedEvent&)>& on_started,
-                       std::span<const RankStdio> stdio) {
+                       std::span<const RankStdio> stdio, const ContainerEntry* container) {
   SpawnResult result;
   const std::string& node = file.node;
 
@@ -381,6 +446,7 @@ SpawnResult SpawnRanks(const LaunchFile& file,
         .argv = argv_pointers.data(),
         .env = env_pointers.data(),
         .stdio = i < stdio.size() ? &stdio[i] : nullptr,
+        .container = container,
     };
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -411,7 +477,8 @@ SpawnResult SpawnRanks(const LaunchFile& file,
       // The child is gone: reap it here, it never ran as a rank.
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
-      result.status = ChildFailure(child_error, file, rank, account ? &*account : nullptr, shown);
+      result.status =
+          ChildFailure(child_error, file, rank, account ? &*account : nullptr, shown, container);
       return result;
     }
     if (result.process_group == 0) result.process_group = pid;

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "launch_file.h"
+#include "step_container.h"
 #include "step_events.h"
 
 /// Starting one launch's ranks as processes: cohort-stepd's fork and exec.
@@ -61,9 +62,14 @@ struct SpawnResult {
 /// Forks: call only from a single-threaded process (cohort-stepd), where the
 /// child may do anything before exec.
 /// With `stdio` (one per rank of the file, in order) the ranks' stdio are
-/// those pipes, and no output file is opened.
+/// those pipes, and no output file is opened. With `container`, each child
+/// opens its output files as the owner first, then enters the container's
+/// mount namespace (setns), becomes the owner (and root of a user namespace
+/// of its own with remap_root), and creates, enters and searches the
+/// container's working directory and PATH instead of the job's.
 [[nodiscard]] SpawnResult SpawnRanks(const LaunchFile& file,
                                      const std::function<void(const RankStartedEvent&)>& on_started,
-                                     std::span<const RankStdio> stdio = {});
+                                     std::span<const RankStdio> stdio = {},
+                                     const ContainerEntry* container = nullptr);
 
 }  // namespace cohort::step

@@ -32,6 +32,7 @@
 #include "proc_stat.h"
 #include "rank_spawner.h"
 #include "run_as.h"
+#include "step_container.h"
 #include "step_events.h"
 #include "step_io.h"
 
@@ -340,6 +341,29 @@ int RunStepDaemon(const std::string& folder) {
     io = *std::move(opened);
   }
 
+  // --container-image: the image pulled (or found in the node's cache) and
+  // the container made, before any thread starts, so that its holder may
+  // fork; the ranks enter it as they start.
+  std::unique_ptr<StepContainer> container;
+  if (file->container.Enabled()) {
+    absl::StatusOr<std::unique_ptr<StepContainer>> made = [&] {
+      std::optional<Account> owner;
+      if (file->run_as == RunAs::kOwner) {
+        absl::StatusOr<Account> found = LookupAccount(file->uid, file->node);
+        if (!found.ok()) return absl::StatusOr<std::unique_ptr<StepContainer>>(found.status());
+        owner = *std::move(found);
+      }
+      return StepContainer::Start(*file, folder, owner);
+    }();
+    if (!made.ok()) {
+      Complain("{}", made.status().message());
+      events.Append(FailedEvent{std::string(made.status().message())});
+      events.Append(DoneEvent{});
+      return 0;
+    }
+    container = *std::move(made);
+  }
+
   // srun --mpi=pmix or pmi2: the ranks' PMIx or PMI server, whose fences
   // go over the I/O stream; each rank learns where it is from its
   // environment (and a PMI rank finds its socket as PMI_FD).
@@ -362,7 +386,8 @@ int RunStepDaemon(const std::string& folder) {
   }
 
   SpawnResult spawned = SpawnRanks(
-      *file, [&](const RankStartedEvent& started) { events.Append(started); }, stdio);
+      *file, [&](const RankStartedEvent& started) { events.Append(started); }, stdio,
+      container ? &container->Entry() : nullptr);
   if (io) io->CloseChildEnds();
   if (mpi.pmi) mpi.pmi->CloseChildEnds();
   aborts.Started(spawned.started);

@@ -16,7 +16,8 @@ pass() { echo "ok: $*"; }
 DESTDIR="$WORK/root" cmake --install "$BUILD" --prefix /usr >"$WORK/install.log" 2>&1 ||
   { fail "cmake --install: $(tail -5 "$WORK/install.log")"; exit 1; }
 root=$WORK/root
-for file in usr/bin/cohort usr/bin/cohort-agent usr/bin/cohort-stepd usr/sbin/cohort-controller \
+for file in usr/bin/cohort usr/bin/cohort-agent usr/bin/cohort-stepd usr/bin/cohort-image \
+  usr/sbin/cohort-controller \
   etc/cohort/cohort.conf etc/cohort/topology.conf \
   usr/lib/systemd/system/cohort-controller.service usr/lib/systemd/system/cohort-agent.service \
   usr/share/man/man1/cohort.1.gz usr/share/man/man8/cohort-controller.8.gz \
@@ -78,6 +79,7 @@ holds cohort-controller usr/sbin/cohort-controller || fail "cohort-controller la
 holds cohort-controller usr/lib/systemd/system/cohort-controller.service ||
   fail "cohort-controller lacks its unit"
 holds cohort-agent usr/bin/cohort-stepd || fail "cohort-agent lacks cohort-stepd"
+holds cohort-agent usr/bin/cohort-image || fail "cohort-agent lacks cohort-image"
 holds cohort-agent usr/lib/systemd/system/cohort-agent.service || fail "cohort-agent lacks its unit"
 dpkg-deb -I "$(deb cohort-common)" conffiles >"$WORK/conffiles" 2>&1
 grep -qx /etc/cohort/cohort.conf "$WORK/conffiles" ||

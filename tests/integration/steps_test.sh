@@ -155,10 +155,14 @@ pass "cohort run --pty bash was a shell on a pseudo-terminal of a compute node"
 
 # An agent restarted under a running step: the stepd keeps the ranks and
 # their output stream; the new agent adopts the step and reports its end.
-"$BIN/cli/cohort" run --jobid "$alloc" -N 1 -- sh -c 'sleep 3; echo "after the agent restart"' \
+# The kill waits for the rank itself: a step the controller counts as
+# started may not have its stepd yet, and a launch the agent took but never
+# started is lost with it (the step fails, "cohort-stepd did not start").
+"$BIN/cli/cohort" run --jobid "$alloc" -N 1 -- \
+  sh -c 'touch "$0"; sleep 3; echo "after the agent restart"' "$WORK/adopted.ran" \
   >"$WORK/adopted.out" 2>"$WORK/adopted.err" &
 runner=$!
-wait_until 30 step_runs || fail "the step of job $alloc did not start"
+wait_until 30 test -e "$WORK/adopted.ran" || fail "the step of job $alloc did not start"
 kill -9 "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null
 start_agent

@@ -420,6 +420,10 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
     outbox_.Respond<v1::StartStepResponse>(std::move(reply), mpi.status());
     return;
   }
+  if (absl::Status container = CheckContainer(request.container()); !container.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), container);
+    return;
+  }
   // The engine's refusals (not found, an array, not running, another
   // user's, never fits, busy) come back as it words them.
   Effects effects;
@@ -449,6 +453,10 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   }
   if (!request.name().empty()) spec.set_name(request.name());
   spec.set_mpi(*mpi);
+  // pyxis's rule: each --container-* option of the step over the job's
+  // (sbatch's), as srun reads sbatch's from its environment; a step with no
+  // image or name from either runs on the host.
+  spec.mutable_container()->MergeFrom(request.container());
   if (!again) {
     state_.step_specs[{job_id, *id}] = {std::move(spec), std::move(*request.mutable_io())};
   }

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "cohort/container/container_options.h"
+#include "cohort/container/image_ref.h"
 #include "cohort/launch/binding.h"
 
 #include "cohort/fmt_absl.h"
@@ -48,9 +50,48 @@ absl::Status RequireTrusted(const Identity& who, std::string_view action) {
       action, who.anonymous_why.empty() ? "no credential" : who.anonymous_why));
 }
 
+absl::Status CheckContainer(const v1::ContainerSpec& c) {
+  // Options without an image or a name shape the container of the steps
+  // that give one (sbatch --container-mounts, srun --container-image).
+  if (!c.image().empty()) {
+    if (absl::StatusOr<container::ImageSource> image = container::ParseImageReference(c.image());
+        !image.ok()) {
+      return image.status();
+    }
+  }
+  if (!c.mounts().empty()) {
+    if (absl::StatusOr<std::vector<container::Mount>> mounts = container::ParseMounts(c.mounts());
+        !mounts.ok()) {
+      return mounts.status();
+    }
+  }
+  if (!c.workdir().empty()) {
+    if (absl::Status workdir = container::CheckWorkdir(c.workdir()); !workdir.ok()) return workdir;
+  }
+  if (!c.name().empty()) {
+    if (absl::StatusOr<container::ContainerName> name = container::ParseContainerName(c.name());
+        !name.ok()) {
+      return name.status();
+    }
+  }
+  if (!c.env().empty()) {
+    if (absl::StatusOr<std::vector<std::string>> env = container::ParseEnvNames(c.env());
+        !env.ok()) {
+      return env.status();
+    }
+  }
+  if (!c.save().empty()) {
+    return absl::InvalidArgumentError(
+        "--container-save is not supported; save what the container made to a mounted "
+        "folder (--container-mounts) instead");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
                                            int max_array_size) {
   auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
+  if (absl::Status container = CheckContainer(spec.container()); !container.ok()) return container;
   if (spec.argv().empty() && spec.script().empty() && !spec.allocation_only()) {
     return invalid("argv: nothing to run; give a script or -- COMMAND");
   }

@@ -54,6 +54,11 @@ struct Identity {
 
 /// The engine's request from a submitted spec. InvalidArgument names the
 /// field and the fix.
+/// Checks a job's or a step's container as a client sent it: the image
+/// reference, mounts, name, workdir and env names parse (container_options.h,
+/// image_ref.h). InvalidArgument, in the words a user can act on.
+[[nodiscard]] absl::Status CheckContainer(const v1::ContainerSpec& container);
+
 [[nodiscard]] absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec,
                                                          const Identity& who, int max_array_size);
 

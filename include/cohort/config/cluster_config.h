@@ -204,6 +204,18 @@ struct ClusterConfig {
   std::chrono::seconds kill_wait{30};
   /// MpiDefault=: a step's MPI type when srun gives no --mpi ("none" or "pmix").
   std::string mpi_default = "none";
+  /// ContainerCacheDir=: where each agent's node keeps the container images
+  /// it pulled (docs/containers.md); empty: `images` in its spool folder.
+  std::string container_cache_dir;
+  /// ContainerCacheMaxGB=: the most the cache holds before the least
+  /// recently used images not in use are removed; 0: no bound.
+  int container_cache_max_gb = 0;
+  /// ContainerRegistryCAFile=: the certificates registries' TLS is checked
+  /// against; empty: the system's.
+  std::string container_registry_ca_file;
+  /// ContainerCredentialsFile=: registry logins (enroot's .credentials
+  /// format) for users who keep none in ~/.config/enroot/.credentials.
+  std::string container_credentials_file;
   /// How commits to the state database wait for the disk: "full" (fsync
   /// every commit), "normal" (survives a controller crash, not a power
   /// loss) or "off".

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -188,6 +189,56 @@ TEST(JobOptionsTest, TestOnlyPrintsThePolicyOptions) {
   EXPECT_NE(out.str().find("dependency      afterok:5, cancelled if it can never be satisfied\n"),
             std::string::npos);
   EXPECT_NE(out.str().find("hold            no\n"), std::string::npos);
+}
+
+TEST(JobOptionsTest, ContainerOptionsBecomeTheJobsContainer) {
+  JobOptions options;
+  options.container.image = "nvcr.io#nvidia/pytorch:24.07-py3";
+  options.container.mounts = "/lustre/data:/data,/home/alice:/workspace";
+  options.container.workdir = "/workspace";
+  options.container.writable = false;
+  absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->container().image(), "nvcr.io#nvidia/pytorch:24.07-py3");
+  EXPECT_EQ(spec->container().mounts(), "/lustre/data:/data,/home/alice:/workspace");
+  EXPECT_EQ(spec->container().workdir(), "/workspace");
+  ASSERT_TRUE(spec->container().has_writable());
+  EXPECT_FALSE(spec->container().writable());
+  EXPECT_FALSE(spec->container().has_remap_root());
+  // No container option: no container.
+  absl::StatusOr<v1::JobSpec> bare = BuildJobSpec(JobOptions{}, "job");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE(bare->has_container());
+}
+
+TEST(JobOptionsTest, BadContainerOptionsAreRefusedByName) {
+  for (const auto& [set, words] :
+       std::vector<std::pair<std::function<void(ContainerOptions&)>, std::string>>{
+           {[](ContainerOptions& c) { c.image = "Bad#Image"; }, "lowercase"},
+           {[](ContainerOptions& c) {
+              c.image = "ubuntu";
+              c.mounts = "/a:b";
+            },
+            "--container-mounts"},
+           {[](ContainerOptions& c) {
+              c.image = "ubuntu";
+              c.name = "x:run";
+            },
+            "--container-name"},
+           {[](ContainerOptions& c) { c.workdir = "w"; }, "--container-workdir"},
+           {[](ContainerOptions& c) {
+              c.image = "ubuntu";
+              c.save = "/tmp/x.sqsh";
+            },
+            "--container-save"},
+       }) {
+    JobOptions options;
+    set(options.container);
+    absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+    ASSERT_FALSE(spec.ok()) << words;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(spec.status().message().find(words), std::string::npos) << spec.status().message();
+  }
 }
 
 }  // namespace

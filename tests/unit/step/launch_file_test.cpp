@@ -251,5 +251,48 @@ TEST(LaunchFileTest, FolderNamesRoundTrip) {
   }
 }
 
+TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
+  LaunchPlan plan = TwoByTwo();
+  plan.container = {.image = "127.0.0.1:5000#tiny:1",
+                    .mounts = "/data:/data:ro",
+                    .workdir = "/work",
+                    .name = "train:auto",
+                    .env = "PATH",
+                    .mount_home = true,
+                    .remap_root = true,
+                    .writable = false,
+                    .entrypoint = true,
+                    .cache_dir = "/spool/images",
+                    .cache_max_bytes = 1 << 30,
+                    .registry_ca_file = "/etc/ca.pem",
+                    .credentials_file = "/etc/cohort/credentials",
+                    .state_dir = "/spool/containers/job-42",
+                    .devices = {"/dev/nvidia0"}};
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 0, "/s/script", "/s");
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<LaunchFile> back = ParseLaunchFile(LaunchFileToJson(*file));
+  ASSERT_TRUE(back.ok()) << back.status();
+  const ContainerSetup& c = back->container;
+  EXPECT_TRUE(c.Enabled());
+  EXPECT_EQ(c.image, "127.0.0.1:5000#tiny:1");
+  EXPECT_EQ(c.mounts, "/data:/data:ro");
+  EXPECT_EQ(c.workdir, "/work");
+  EXPECT_EQ(c.name, "train:auto");
+  EXPECT_EQ(c.env, "PATH");
+  EXPECT_TRUE(c.mount_home && c.remap_root && c.entrypoint);
+  EXPECT_FALSE(c.writable);
+  EXPECT_EQ(c.cache_dir, "/spool/images");
+  EXPECT_EQ(c.cache_max_bytes, 1 << 30);
+  EXPECT_EQ(c.registry_ca_file, "/etc/ca.pem");
+  EXPECT_EQ(c.credentials_file, "/etc/cohort/credentials");
+  EXPECT_EQ(c.state_dir, "/spool/containers/job-42");
+  EXPECT_EQ(c.devices, std::vector<std::string>{"/dev/nvidia0"});
+  // None asked: none written, none read.
+  absl::StatusOr<LaunchFile> bare = PlanLaunch(TwoByTwo(), 0, "/s/script", "/s");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(LaunchFileToJson(*bare).find("container"), std::string::npos);
+  EXPECT_FALSE(ParseLaunchFile(LaunchFileToJson(*bare))->container.Enabled());
+}
+
 }  // namespace
 }  // namespace cohort::step

@@ -1,0 +1,648 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "step_container.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cohort/container/container_options.h"
+
+namespace cohort::step {
+namespace {
+
+// Devices every container has, bound from the host's /dev; and the NVIDIA
+// driver's control files, which every GPU process opens besides its GPUs'.
+constexpr std::string_view kBasicDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+constexpr std::string_view kGpuControlDevices[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                                   "nvidia-modeset"};
+
+absl::Status Failed(absl::StatusCode code, const std::string& node, std::string_view text) {
+  return absl::Status(code, fmt::format("{}: container: {}", node, text));
+}
+
+std::string ProgramNextToSelf(std::string_view name) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return std::string(name);
+  return (self.parent_path() / name).string();
+}
+
+std::string ReadAll(int fd) {
+  std::string text;
+  char buffer[8192];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+std::string LastLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const std::size_t newline = text.rfind('\n');
+  return newline == std::string::npos ? text : text.substr(newline + 1);
+}
+
+// Runs `cohort-image pull` for the image and reads what it printed: the
+// image's description, or its one line of why not.
+absl::StatusOr<ImageInfo> PullImage(const LaunchFile& file, const std::string& reference,
+                                    const std::optional<Account>& owner) {
+  const ContainerSetup& c = file.container;
+  std::vector<std::string> argv = {ProgramNextToSelf("cohort-image"), "pull", "--cache",
+                                   c.cache_dir};
+  if (!c.registry_ca_file.empty()) {
+    argv.insert(argv.end(), {"--ca-file", c.registry_ca_file});
+  }
+  if (c.cache_max_bytes > 0) {
+    argv.insert(argv.end(), {"--max-cache-bytes", std::to_string(c.cache_max_bytes)});
+  }
+  // enroot's place for a user's registry logins, read as the user
+  // (cohort-image drops to the uid to open it); else the node's.
+  const std::string own =
+      owner && !owner->home.empty() ? owner->home + "/.config/enroot/.credentials" : "";
+  struct stat own_info {};
+  if (!own.empty() && ::stat(own.c_str(), &own_info) == 0) {
+    argv.insert(argv.end(),
+                {"--credentials", own, "--credentials-uid", std::to_string(owner->uid)});
+  } else if (!c.credentials_file.empty()) {
+    argv.insert(argv.end(), {"--credentials", c.credentials_file});
+  }
+  argv.push_back(reference);
+  std::vector<char*> pointers;
+  for (std::string& word : argv) pointers.push_back(word.data());
+  pointers.push_back(nullptr);
+
+  int out[2];
+  int err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    return Failed(absl::StatusCode::kInternal, file.node,
+                  fmt::format("cannot make a pipe: {}", std::strerror(errno)));
+  }
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return Failed(absl::StatusCode::kInternal, file.node,
+                  fmt::format("cannot make a pipe: {}", std::strerror(errno)));
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execv(pointers.front(), pointers.data());
+    const std::string why =
+        fmt::format("cannot run {}: {}\n", pointers.front(), std::strerror(errno));
+    (void)!::write(STDERR_FILENO, why.data(), why.size());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return Failed(absl::StatusCode::kInternal, file.node,
+                  fmt::format("cannot start cohort-image: {}", std::strerror(errno)));
+  }
+  // Its description is small, and its errors one line: reading one pipe to
+  // its end before the other cannot fill the other.
+  const std::string printed = ReadAll(out[0]);
+  const std::string complaint = ReadAll(err[0]);
+  ::close(out[0]);
+  ::close(err[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    // cohort-image names the image itself: "cohort-image: REF: why".
+    std::string why = LastLine(complaint);
+    if (why.starts_with("cohort-image: ")) why.erase(0, std::string_view("cohort-image: ").size());
+    if (why.empty()) {
+      why = fmt::format("image {:?}: cohort-image ended with status {}", reference, status);
+    }
+    return Failed(absl::StatusCode::kUnavailable, file.node, why);
+  }
+  absl::StatusOr<ImageInfo> info = ParseImageInfo(printed);
+  if (!info.ok()) {
+    return Failed(absl::StatusCode::kInternal, file.node,
+                  fmt::format("image {:?}: {}", reference, std::string(info.status().message())));
+  }
+  return info;
+}
+
+// ------------------------------------------------------------------ holder
+// What the holder (a child of the stepd) does to make the container: it
+// runs before any thread, between fork and its pause, so it may allocate.
+
+struct HolderPlan {
+  std::string node;
+  std::string lower;  // the image's files
+  std::string base;   // upper, work and root folders
+  bool writable = true;
+  std::vector<container::Mount> mounts;
+  std::string work_dir;  // the job's, for relative mount sources
+  std::optional<Account> owner;
+  bool mount_home = false;
+  std::vector<std::string> devices;  // the step's GPUs
+  std::string pmix_folder;           // empty: none
+};
+
+// Reports `why` to the stepd and ends the holder.
+[[noreturn]] void HolderFails(int report, const std::string& why) {
+  (void)!::write(report, why.data(), why.size());
+  ::_exit(1);
+}
+
+std::string Errno(std::string_view what) {
+  return fmt::format("{}: {}", what, std::strerror(errno));
+}
+
+void MountOrFail(int report, const char* source, const std::string& target, const char* type,
+                 unsigned long flags, const char* data, std::string_view what) {
+  if (::mount(source, target.c_str(), type, flags, data) != 0) {
+    HolderFails(report, Errno(fmt::format("cannot mount {} at {}", what, target)));
+  }
+}
+
+// Makes `path` (inside the root, absolute) exist as a folder or a file
+// without following a symbolic link of the image's: a link there could point
+// at the node's own files, which the holder, still root in the node's tree,
+// would create or mount over.
+void MakeMountPoint(int report, const std::string& root, const std::string& path, bool folder) {
+  std::string at = root;
+  std::vector<std::string_view> parts;
+  for (std::size_t start = 1; start <= path.size();) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    if (slash > start) parts.push_back(std::string_view(path).substr(start, slash - start));
+    start = slash + 1;
+  }
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    at += "/";
+    at += parts[i];
+    const bool last = i + 1 == parts.size();
+    struct stat info {};
+    if (::lstat(at.c_str(), &info) == 0) {
+      if (S_ISLNK(info.st_mode)) {
+        HolderFails(report, fmt::format("{} is a symbolic link in the image; mount at the path "
+                                        "it points to instead",
+                                        at.substr(root.size())));
+      }
+      continue;
+    }
+    if (!last || folder) {
+      if (::mkdir(at.c_str(), 0755) != 0 && errno != EEXIST) {
+        HolderFails(report,
+                    Errno(fmt::format("cannot make {} in the container", at.substr(root.size()))));
+      }
+    } else {
+      const int fd = ::open(at.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        HolderFails(report,
+                    Errno(fmt::format("cannot make {} in the container", at.substr(root.size()))));
+      }
+      ::close(fd);
+    }
+  }
+}
+
+// Opens `path` as the job's owner would reach it (every folder on the way
+// searchable by them), so that a mount shows nothing they could not open
+// themselves; root keeps the stepd's identity.
+int OpenAsOwner(int report, const std::string& path, const std::optional<Account>& owner) {
+  if (owner && owner->uid != 0) {
+    if (::setgroups(owner->groups.size(), owner->groups.data()) != 0 ||
+        ::setegid(owner->gid) != 0 || ::seteuid(owner->uid) != 0) {
+      HolderFails(report, Errno(fmt::format("cannot act as uid {}", owner->uid)));
+    }
+  }
+  const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  const int error = errno;
+  if (owner && owner->uid != 0) {
+    if (::seteuid(0) != 0 || ::setegid(0) != 0 || ::setgroups(0, nullptr) != 0) {
+      HolderFails(report, Errno("cannot become root again"));
+    }
+  }
+  if (fd < 0) {
+    errno = error;
+    HolderFails(report, error == ENOENT
+                            ? fmt::format("mount source {} does not exist on this node", path)
+                            : Errno(fmt::format("cannot open mount source {}", path)));
+  }
+  return fd;
+}
+
+void BindInto(int report, const std::string& root, const std::string& source,
+              const std::string& target, const container::Mount& how,
+              const std::optional<Account>& owner) {
+  const int fd = OpenAsOwner(report, source, owner);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) HolderFails(report, Errno(fmt::format("cannot stat {}", source)));
+  MakeMountPoint(report, root, target, S_ISDIR(info.st_mode));
+  const std::string at = root + target;
+  const std::string from = fmt::format("/proc/self/fd/{}", fd);
+  MountOrFail(report, from.c_str(), at, nullptr, MS_BIND | (how.recursive ? MS_REC : 0), nullptr,
+              source);
+  ::close(fd);
+  const unsigned long flags = (how.read_only ? MS_RDONLY : 0) | (how.nosuid ? MS_NOSUID : 0) |
+                              (how.nodev ? MS_NODEV : 0) | (how.noexec ? MS_NOEXEC : 0);
+  if (flags != 0) {
+    MountOrFail(report, nullptr, at, nullptr, MS_REMOUNT | MS_BIND | flags, nullptr, source);
+  }
+  if (!how.propagation.empty()) {
+    const bool recursive = how.propagation.starts_with('r');
+    const std::string_view kind = std::string_view(how.propagation).substr(recursive ? 1 : 0);
+    const unsigned long type = kind == "private" ? MS_PRIVATE
+                               : kind == "slave" ? MS_SLAVE
+                                                 : MS_SHARED;
+    MountOrFail(report, nullptr, at, nullptr, type | (recursive ? MS_REC : 0), nullptr, source);
+  }
+}
+
+// A host device file at the same place in the container's /dev.
+void BindDevice(int report, const std::string& root, const std::string& device) {
+  struct stat info {};
+  if (::stat(device.c_str(), &info) != 0) return;  // not on this node
+  MakeMountPoint(report, root, device, false);
+  MountOrFail(report, device.c_str(), root + device, nullptr, MS_BIND, nullptr, device);
+}
+
+void BindHostFile(int report, const std::string& root, const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return;
+  struct stat inside {};
+  if (::lstat((root + path).c_str(), &inside) == 0 && S_ISLNK(inside.st_mode)) return;
+  MakeMountPoint(report, root, path, false);
+  MountOrFail(report, path.c_str(), root + path, nullptr, MS_BIND, nullptr, path);
+  MountOrFail(report, nullptr, root + path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr,
+              path);
+}
+
+// The owner in the image's /etc/passwd, as enroot adds them, so that `id`,
+// `whoami` and ssh know who they are.
+void AddOwner(const std::string& root, const Account& owner) {
+  const std::string passwd = root + "/etc/passwd";
+  struct stat info {};
+  if (::lstat(passwd.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return;
+  const int fd = ::open(passwd.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::string text = ReadAll(fd);
+  if (text.find(fmt::format("\n{}:", owner.name)) == std::string::npos &&
+      !text.starts_with(owner.name + ":")) {
+    const std::string line = fmt::format(
+        "{}{}:x:{}:{}::{}:{}\n", text.empty() || text.ends_with('\n') ? "" : "\n", owner.name,
+        owner.uid, owner.gid, owner.home, owner.shell.empty() ? "/bin/sh" : owner.shell);
+    (void)!::write(fd, line.data(), line.size());
+  }
+  ::close(fd);
+}
+
+[[noreturn]] void RunHolder(const HolderPlan& plan, int report) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::unshare(CLONE_NEWNS) != 0) HolderFails(report, Errno("cannot make a mount namespace"));
+  MountOrFail(report, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "/ private");
+  const std::string upper = plan.base + "/upper";
+  const std::string work = plan.base + "/work";
+  const std::string root = plan.base + "/root";
+  for (const std::string& folder : {upper, work, root}) {
+    if (::mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+      HolderFails(report, Errno(fmt::format("cannot make {}", folder)));
+    }
+  }
+  for (const std::string& path : {plan.lower, upper, work}) {
+    if (path.find_first_of(",:") != std::string::npos) {
+      HolderFails(report, fmt::format("{} holds , or :, which an overlay cannot take; move "
+                                      "ContainerCacheDir or the spool",
+                                      path));
+    }
+  }
+  const std::string overlay =
+      fmt::format("lowerdir={},upperdir={},workdir={}", plan.lower, upper, work);
+  MountOrFail(report, "overlay", root, "overlay", 0, overlay.c_str(), "the image");
+
+  MakeMountPoint(report, root, "/proc", true);
+  MountOrFail(report, "proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
+              "proc");
+  MakeMountPoint(report, root, "/sys", true);
+  MountOrFail(report, "/sys", root + "/sys", nullptr, MS_BIND | MS_REC, nullptr, "/sys");
+  MountOrFail(report, nullptr, root + "/sys", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr,
+              "/sys");
+
+  // /dev: only the basic devices and the step's GPUs exist.
+  MakeMountPoint(report, root, "/dev", true);
+  MountOrFail(report, "tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=1m",
+              "/dev");
+  for (const std::string_view name : kBasicDevices) {
+    BindDevice(report, root, fmt::format("/dev/{}", name));
+  }
+  if (!plan.devices.empty()) {
+    for (const std::string_view name : kGpuControlDevices) {
+      BindDevice(report, root, fmt::format("/dev/{}", name));
+    }
+  }
+  for (const std::string& device : plan.devices) BindDevice(report, root, device);
+  MakeMountPoint(report, root, "/dev/pts", true);
+  MountOrFail(report, "devpts", root + "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620", "/dev/pts");
+  MakeMountPoint(report, root, "/dev/shm", true);
+  MountOrFail(report, "tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777",
+              "/dev/shm");
+  for (const auto& [name, target] :
+       {std::pair{"/dev/ptmx", "pts/ptmx"}, std::pair{"/dev/fd", "/proc/self/fd"},
+        std::pair{"/dev/stdin", "/proc/self/fd/0"}, std::pair{"/dev/stdout", "/proc/self/fd/1"},
+        std::pair{"/dev/stderr", "/proc/self/fd/2"}}) {
+    (void)::symlink(target, (root + name).c_str());
+  }
+
+  for (const std::string_view file : {"/etc/hosts", "/etc/resolv.conf", "/etc/hostname"}) {
+    BindHostFile(report, root, std::string(file));
+  }
+  if (plan.owner && plan.owner->uid != 0) AddOwner(root, *plan.owner);
+  if (plan.mount_home && plan.owner && !plan.owner->home.empty()) {
+    BindInto(report, root, plan.owner->home, plan.owner->home, container::Mount{}, plan.owner);
+  }
+  for (const container::Mount& mount : plan.mounts) {
+    if (mount.source == "tmpfs") {
+      MakeMountPoint(report, root, mount.target, true);
+      MountOrFail(report, "tmpfs", root + mount.target, "tmpfs",
+                  MS_NOSUID | MS_NODEV | (mount.read_only ? MS_RDONLY : 0), "mode=1777", "tmpfs");
+      continue;
+    }
+    const std::string source =
+        mount.source.starts_with('/')
+            ? mount.source
+            : (std::filesystem::path(plan.work_dir) / mount.source).lexically_normal().string();
+    BindInto(report, root, source, mount.target, mount, plan.owner);
+  }
+  if (!plan.pmix_folder.empty()) {
+    MakeMountPoint(report, root, plan.pmix_folder, true);
+    MountOrFail(report, plan.pmix_folder.c_str(), root + plan.pmix_folder, nullptr, MS_BIND,
+                nullptr, "the PMIx server's folder");
+  }
+  if (!plan.writable) {
+    MountOrFail(report, nullptr, root, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr,
+                "the image read-only");
+  }
+
+  // Into it: the node's tree goes, the container's root stays.
+  if (::chdir(root.c_str()) != 0) HolderFails(report, Errno("cannot enter the root"));
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) HolderFails(report, Errno("cannot pivot_root"));
+  if (::umount2(".", MNT_DETACH) != 0) HolderFails(report, Errno("cannot leave the node's tree"));
+  (void)!::chdir("/");
+  // Ready: the pipe closes with nothing said.
+  ::close(report);
+  // Held until the stepd ends it, or dies.
+  while (true) ::pause();
+}
+
+// The named container's folder (--container-name) under the job's state
+// folder, locked for this step; or the launch's own.
+struct Base {
+  std::string path;
+  int lock_fd = -1;
+  bool existed = false;
+};
+
+absl::StatusOr<Base> ContainerBase(const LaunchFile& file, const std::string& folder) {
+  const ContainerSetup& c = file.container;
+  if (c.name.empty()) {
+    Base base{.path = folder + "/container"};
+    if (::mkdir(base.path.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Failed(absl::StatusCode::kInternal, file.node,
+                    Errno(fmt::format("cannot make {}", base.path)));
+    }
+    return base;
+  }
+  absl::StatusOr<container::ContainerName> name = container::ParseContainerName(c.name);
+  if (!name.ok())
+    return Failed(absl::StatusCode::kInvalidArgument, file.node,
+                  std::string(name.status().message()));
+  std::error_code error;
+  std::filesystem::create_directories(c.state_dir, error);
+  if (error) {
+    return Failed(absl::StatusCode::kInternal, file.node,
+                  fmt::format("cannot make {}: {}", c.state_dir, error.message()));
+  }
+  Base base{.path = fmt::format("{}/{}", c.state_dir, name->name)};
+  base.existed = std::filesystem::exists(base.path + "/upper", error);
+  if (name->mode == container::NameMode::kExec && !base.existed) {
+    return Failed(absl::StatusCode::kNotFound, file.node,
+                  fmt::format("no container {:?} of this job on this node; make it first in an "
+                              "earlier step (--container-name={} with --container-image)",
+                              name->name, name->name));
+  }
+  if (name->mode == container::NameMode::kCreate && base.existed) {
+    std::filesystem::remove_all(base.path, error);
+    base.existed = false;
+  }
+  std::filesystem::create_directories(base.path, error);
+  const std::string lock = base.path + "/lock";
+  base.lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (base.lock_fd < 0 || ::flock(base.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (base.lock_fd >= 0) ::close(base.lock_fd);
+    return Failed(absl::StatusCode::kFailedPrecondition, file.node,
+                  fmt::format("container {:?} is in use by another step of this job on this "
+                              "node; wait for it, or give this step another --container-name",
+                              name->name));
+  }
+  return base;
+}
+
+// The image a named container was made from, kept beside it for the job's
+// later steps that name only the container.
+std::string ImageOfNamed(const Base& base, const std::string& asked) {
+  const std::string path = base.path + "/image";
+  if (!asked.empty()) {
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      (void)!::write(fd, asked.data(), asked.size());
+      ::close(fd);
+    }
+    return asked;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return {};
+  std::string text = ReadAll(fd);
+  ::close(fd);
+  return text;
+}
+
+std::string PathOf(const std::vector<std::string>& env) {
+  for (const std::string& entry : env) {
+    if (entry.starts_with("PATH=")) return entry.substr(5);
+  }
+  return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
+}  // namespace
+
+absl::StatusOr<ImageInfo> ParseImageInfo(std::string_view json) {
+  try {
+    const nlohmann::json parsed = nlohmann::json::parse(json);
+    ImageInfo info;
+    info.digest = parsed.at("digest").get<std::string>();
+    info.rootfs = parsed.at("rootfs").get<std::string>();
+    info.env = parsed.value("env", std::vector<std::string>());
+    info.working_dir = parsed.value("working_dir", std::string());
+    info.entrypoint = parsed.value("entrypoint", std::vector<std::string>());
+    if (!info.rootfs.starts_with('/')) {
+      return absl::InvalidArgumentError("cohort-image gave a rootfs that is not absolute");
+    }
+    return info;
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(
+        fmt::format("cohort-image printed no image description ({})", e.what()));
+  }
+}
+
+void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std::string>& image,
+                           const std::vector<std::string>& keep) {
+  const std::set<std::string_view> kept(keep.begin(), keep.end());
+  for (const std::string_view entry : image) {
+    const std::size_t equals = entry.find('=');
+    if (equals == std::string_view::npos || equals == 0) continue;
+    const std::string_view name = entry.substr(0, equals);
+    if (kept.contains(name)) {
+      const bool on_host = std::any_of(env.begin(), env.end(), [&](const std::string& e) {
+        return e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=';
+      });
+      if (on_host) continue;
+    }
+    SetVariable(env, name, entry.substr(equals + 1));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
+    LaunchFile& file, const std::string& folder, const std::optional<Account>& owner) {
+  const ContainerSetup& c = file.container;
+  if (::geteuid() != 0) {
+    return Failed(absl::StatusCode::kFailedPrecondition, file.node,
+                  "containers need cohort-agent to run as root (it makes their mounts)");
+  }
+  absl::StatusOr<std::vector<container::Mount>> mounts =
+      c.mounts.empty() ? std::vector<container::Mount>{} : container::ParseMounts(c.mounts);
+  if (!mounts.ok()) {
+    return Failed(absl::StatusCode::kInvalidArgument, file.node,
+                  std::string(mounts.status().message()));
+  }
+  absl::StatusOr<std::vector<std::string>> keep =
+      c.env.empty() ? std::vector<std::string>{} : container::ParseEnvNames(c.env);
+  if (!keep.ok())
+    return Failed(absl::StatusCode::kInvalidArgument, file.node,
+                  std::string(keep.status().message()));
+
+  absl::StatusOr<Base> base = ContainerBase(file, folder);
+  if (!base.ok()) return base.status();
+  std::unique_ptr<StepContainer> made(new StepContainer());
+  made->lock_fd_ = base->lock_fd;
+  const std::string reference = c.name.empty() ? c.image : ImageOfNamed(*base, c.image);
+  if (reference.empty()) {
+    return Failed(
+        absl::StatusCode::kNotFound, file.node,
+        fmt::format("container {:?} has no image on this node; give --container-image", c.name));
+  }
+  absl::StatusOr<ImageInfo> image = PullImage(file, reference, owner);
+  if (!image.ok()) return image.status();
+
+  // The image is in use while the holder lives: the cache's eviction skips
+  // it (cohort-image's in-use lock, which the holder inherits).
+  const std::string in_use =
+      std::filesystem::path(image->rootfs).parent_path().string() + "/in-use.lock";
+  const int in_use_fd = ::open(in_use.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (in_use_fd >= 0) (void)::flock(in_use_fd, LOCK_SH);
+
+  HolderPlan plan{.node = file.node,
+                  .lower = image->rootfs,
+                  .base = base->path,
+                  .writable = c.writable,
+                  .mounts = *std::move(mounts),
+                  .work_dir = file.work_dir,
+                  .owner = owner,
+                  .mount_home = c.mount_home,
+                  .devices = c.devices,
+                  .pmix_folder = {}};
+  if (file.mpi.type == "pmix") {
+    plan.pmix_folder = folder + "/pmix";
+    if (::mkdir(plan.pmix_folder.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Failed(absl::StatusCode::kInternal, file.node,
+                    Errno(fmt::format("cannot make {}", plan.pmix_folder)));
+    }
+  }
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    return Failed(absl::StatusCode::kInternal, file.node, Errno("cannot make a pipe"));
+  }
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    ::close(report[0]);
+    RunHolder(plan, report[1]);
+  }
+  ::close(report[1]);
+  if (holder < 0) {
+    ::close(report[0]);
+    return Failed(absl::StatusCode::kInternal, file.node, Errno("cannot start the container"));
+  }
+  made->holder_ = holder;
+  const std::string why = ReadAll(report[0]);
+  ::close(report[0]);
+  if (in_use_fd >= 0) ::close(in_use_fd);  // the holder keeps its copy
+  if (!why.empty()) return Failed(absl::StatusCode::kFailedPrecondition, file.node, why);
+  made->entry_.namespace_fd =
+      ::open(fmt::format("/proc/{}/ns/mnt", holder).c_str(), O_RDONLY | O_CLOEXEC);
+  if (made->entry_.namespace_fd < 0) {
+    return Failed(absl::StatusCode::kInternal, file.node,
+                  Errno("cannot open the container's mount namespace"));
+  }
+
+  // The working directory: --container-workdir, else the job's when the
+  // container has it (a mounted folder), else the image's.
+  if (!c.workdir.empty()) {
+    made->entry_.work_dir = c.workdir;
+  } else {
+    struct stat info {};
+    const std::string job_dir = fmt::format("/proc/{}/root{}", holder, file.work_dir);
+    made->entry_.work_dir = ::stat(job_dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode)
+                                ? file.work_dir
+                            : image->working_dir.empty() ? "/"
+                                                         : image->working_dir;
+  }
+  made->entry_.remap_root = c.remap_root;
+  for (RankLaunch& rank : file.ranks) MergeImageEnvironment(rank.env, image->env, *keep);
+  made->entry_.search_path = PathOf(file.ranks.empty() ? image->env : file.ranks.front().env);
+  if (c.entrypoint && !image->entrypoint.empty()) {
+    file.argv.insert(file.argv.begin(), image->entrypoint.begin(), image->entrypoint.end());
+  }
+  return made;
+}
+
+StepContainer::~StepContainer() {
+  if (entry_.namespace_fd >= 0) ::close(entry_.namespace_fd);
+  if (holder_ > 0) {
+    ::kill(holder_, SIGKILL);
+    while (::waitpid(holder_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+}  // namespace cohort::step

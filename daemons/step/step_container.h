@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launch_file.h"
+#include "run_as.h"
+
+/// A step's container on one node (docs/containers.md): its image from the
+/// node's cache, a root made of it, and one mount namespace, held by a small
+/// child of the stepd, that every local rank of the step enters. All of a
+/// step's ranks on a node share it, so CUDA IPC and NCCL's shared memory
+/// work between them as on the host.
+namespace cohort::step {
+
+/// What a rank needs to enter the container (rank_spawner.h).
+struct ContainerEntry {
+  int namespace_fd = -1;    ///< the holder's mount namespace, for setns
+  std::string work_dir;     ///< inside the container
+  std::string search_path;  ///< the PATH a bare program name is looked up in, inside
+  bool remap_root = false;  ///< the rank runs as root in a user namespace of its own
+};
+
+/// The image as cohort-image described it.
+struct ImageInfo {
+  std::string digest;  ///< the manifest's
+  std::string rootfs;  ///< its files in the node's cache
+  std::vector<std::string> env;
+  std::string working_dir;
+  std::vector<std::string> entrypoint;
+};
+
+/// Parses what `cohort-image pull` prints. InvalidArgument for anything
+/// else. Pure.
+[[nodiscard]] absl::StatusOr<ImageInfo> ParseImageInfo(std::string_view json);
+
+/// The rank's environment inside a container of `image`: the image's
+/// variables over the host's (pyxis's rule), except those named by
+/// --container-env (`keep`), which keep their host values. Pure.
+void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std::string>& image,
+                           const std::vector<std::string>& keep);
+
+class StepContainer {
+ public:
+  /// Pulls the step's image into the node's cache (cohort-image, next to
+  /// this program), builds the container's root (an overlay over the image,
+  /// writable unless --container-readonly; a named container's changes kept
+  /// under its state folder), mounts /proc, /sys, a /dev with only the basic
+  /// devices and the step's GPUs, the user's mounts, the home when asked,
+  /// /etc/hosts and resolv.conf, and the launch's PMIx folder, then pivots a
+  /// holder process into it. Adjusts each rank of `file` (its environment,
+  /// and the entrypoint before its command when asked). `folder` is the
+  /// launch's spool folder. Call while the stepd is single-threaded. Errors
+  /// name the node and say what failed in the registry's or the system's
+  /// words: NotFound (no such image, mount source or named container),
+  /// PermissionDenied (a refused login), FailedPrecondition (the stepd is
+  /// not root), Unavailable (the registry), Internal.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepContainer>> Start(
+      LaunchFile& file, const std::string& folder, const std::optional<Account>& owner);
+
+  StepContainer(const StepContainer&) = delete;
+  StepContainer& operator=(const StepContainer&) = delete;
+  /// Ends the holder: the namespace, and every mount in it, goes with it
+  /// once the ranks are gone.
+  ~StepContainer();
+
+  [[nodiscard]] const ContainerEntry& Entry() const { return entry_; }
+
+ private:
+  StepContainer() = default;
+
+  ContainerEntry entry_;
+  pid_t holder_ = -1;
+  int lock_fd_ = -1;  ///< the named container's, held while the step runs
+};
+
+}  // namespace cohort::step

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Containers as pyxis runs them, from a real registry: Debian's Distribution
+# registry on 127.0.0.1 with TLS from the test CA and htpasswd logins,
+# holding a tiny busybox image in three layers (a marker file in the
+# second, whiteouts in the third) that the test builds and pushes itself.
+# - `srun --container-image=REGISTRY#tiny:1` over 2 nodes x 2 ranks: every
+#   rank sees the image's files and not the host's, the two ranks of a node
+#   share one mount namespace, SLURM_* and the image's variables are set.
+# - --container-mounts (read-only and writable), --container-workdir,
+#   --container-readonly against the default writable root, a named
+#   container that a job's second step finds as the first left it, sbatch
+#   --container-image (the script on the host, its srun in the container).
+# - A wrong password, a missing tag and a missing mount source fail the
+#   step with the registry's or the system's words; the cache keeps no
+#   half image and the agent keeps running.
+source "$(dirname "$0")/lib.sh"
+source "$ROOT/tests/integration/registry_lib.sh"
+for tool in /usr/bin/docker-registry /bin/busybox htpasswd; do
+  [ -x "$tool" ] || command -v "$tool" >/dev/null || {
+    fail "no $tool: run scripts/install-deps.sh (docker-registry, busybox-static, apache2-utils)"
+    finish_test
+  }
+done
+if [ "$(id -u)" != 0 ]; then
+  echo "skip: containers need the agent to run as root (mounts and namespaces)"
+  exit 77
+fi
+
+SLURM_BIN=$BIN/cli/slurm
+export PATH="$SLURM_BIN:$BIN/cli:$PATH"
+unset SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_CONF
+
+# The registry's logins, as a site keeps them for every user.
+CREDENTIALS=$WORK/credentials
+EXTRA_CONF="ContainerRegistryCAFile=$WORK/tls/ca.pem
+ContainerCredentialsFile=$CREDENTIALS"
+start_cluster
+start_registry "$WORK/registry" || { fail "the registry did not start"; finish_test; }
+push_tiny_image tiny 1 || { fail "could not push the tiny image"; finish_test; }
+printf 'machine %s login %s password %s\n' "$REGISTRY" "$REGISTRY_USER" "$REGISTRY_PASSWORD" \
+  >"$CREDENTIALS"
+chmod 600 "$CREDENTIALS"
+IMAGE="$REGISTRY#tiny:1"
+CACHE=$WORK/spool/images
+
+# --- 2 nodes x 2 ranks in the image
+out=$(timeout 120 srun -N 2 --ntasks-per-node=2 --container-image="$IMAGE" \
+  sh -c 'echo "rank=$SLURM_PROCID node=$SLURMD_NODENAME ntasks=$SLURM_NTASKS image=$COHORT_IMAGE" \
+    "marker=$(cat /cohort-marker)" "ns=$(readlink /proc/self/ns/mnt)" \
+    "doomed=$(test -e /etc/doomed && echo yes || echo no)" "old=$(ls /opt/old)" \
+    "host=$(test -e '"$ROOT"' && echo yes || echo no)"' 2>&1)
+status=$?
+lines=$(grep -c '^rank=' <<<"$out")
+if [ "$status" -ne 0 ] || [ "$lines" -ne 4 ]; then
+  fail "srun --container-image over 2x2: status $status, $lines rank lines: $out"
+else
+  pass "srun --container-image ran 4 ranks on 2 nodes"
+  good=$(grep -c 'ntasks=4 image=tiny marker=tiny image layer 2 .* doomed=no old=new host=no$' <<<"$out")
+  [ "$good" -eq 4 ] && pass "every rank sees the image's layers, whiteouts applied, and not the host" ||
+    fail "ranks saw the wrong files or variables: $out"
+  for r in 0 1 2 3; do grep -q "^rank=$r " <<<"$out" || fail "no rank $r: $out"; done
+  # One namespace per node, shared by its two ranks.
+  per_node=$(sed -n 's/.* node=\([^ ]*\) .* ns=\(mnt:\[[0-9]*\]\).*/\1 \2/p' <<<"$out" | sort -u)
+  if [ "$(wc -l <<<"$per_node")" -eq 2 ] && [ "$(cut -d' ' -f2 <<<"$per_node" | sort -u | wc -l)" -eq 2 ]; then
+    pass "the two ranks of each node share one mount namespace, each node its own"
+  else
+    fail "mount namespaces by node: $per_node"
+  fi
+fi
+ls "$CACHE/images" 2>/dev/null | grep -q . && pass "the image is in the node's cache" ||
+  fail "nothing under $CACHE/images"
+
+# --- mounts, workdir, read-only and writable roots
+mkdir -p "$WORK/data" "$WORK/results"
+echo "input data" >"$WORK/data/input"
+out=$(timeout 60 srun -N 1 --container-image="$IMAGE" \
+  --container-mounts="$WORK/data:/data:ro,$WORK/results:/results" --container-workdir=/data \
+  sh -c 'echo "pwd=$(pwd) input=$(cat input)"; touch /data/x 2>/dev/null && echo data-writable;
+    echo from-container >/results/r$SLURM_PROCID; touch /made && echo root-writable' 2>&1)
+grep -q "^pwd=/data input=input data$" <<<"$out" && pass "--container-workdir and a read-only mount" ||
+  fail "workdir or mount: $out"
+grep -q data-writable <<<"$out" && fail "a :ro mount was writable: $out"
+grep -q root-writable <<<"$out" && pass "the container's root is writable by default" ||
+  fail "the default root is not writable: $out"
+[ "$(cat "$WORK/results/r0" 2>/dev/null)" = from-container ] &&
+  pass "a writable mount's files reach the host" || fail "no $WORK/results/r0: $out"
+out=$(timeout 60 srun -N 1 --container-image="$IMAGE" --container-readonly \
+  sh -c 'touch /made 2>/dev/null && echo root-writable || echo root-readonly' 2>&1)
+grep -q root-readonly <<<"$out" && pass "--container-readonly" || fail "--container-readonly: $out"
+
+# --- sbatch: the script on the host, its steps in the container; a named
+# container that the second step finds as the first left it.
+cat >"$WORK/named.sh" <<EOF
+#!/bin/bash
+#SBATCH -N 1 --container-image=$IMAGE
+test -e "$ROOT" && echo "batch on the host"
+srun --container-name=keep sh -c 'echo kept-by-step-0 >/kept; cat /cohort-marker'
+srun --container-name=keep cat /kept
+srun --container-name=other:exec true || echo "no container other"
+EOF
+id=$(submit -o "$WORK/named-%j.out" "$WORK/named.sh")
+if [ -z "$id" ] || ! wait_until 120 finished "$id"; then
+  fail "the named-container batch job did not end: $(cohort show job "$id" 2>&1 | head -5)"
+else
+  out=$(cat "$WORK/named-$id.out")
+  grep -q "^batch on the host$" <<<"$out" && pass "sbatch --container-image: the script runs on the host" ||
+    fail "the batch script did not run on the host: $out"
+  grep -q "^tiny image layer 2$" <<<"$out" && pass "sbatch --container-image: srun runs in the image" ||
+    fail "the step did not run in the image: $out"
+  grep -q "^kept-by-step-0$" <<<"$out" && pass "a named container keeps its files for the next step" ||
+    fail "step 1 did not find step 0's file in container keep: $out"
+  grep -q 'no container "other"' <<<"$out" && grep -q "^no container other$" <<<"$out" &&
+    pass "--container-name=NAME:exec of no container says so" ||
+    fail "exec of a missing container: $out"
+fi
+[ -z "$(ls "$WORK/spool/containers" 2>/dev/null)" ] &&
+  pass "the job's named containers are gone once it left the node" ||
+  fail "left behind: $(ls -R "$WORK/spool/containers" | head)"
+
+# --- failures: the registry's and the system's words, a clean cache
+before=$(ls "$CACHE/images" | wc -l)
+out=$(timeout 60 srun -N 1 --container-image="$REGISTRY#tiny:nope" true 2>&1)
+[ $? -ne 0 ] && grep -qi "manifest" <<<"$out" && pass "a missing tag fails with the registry's words" ||
+  fail "a missing tag: $out"
+out=$(timeout 60 srun -N 1 --container-image="$IMAGE" --container-mounts=/no/such/folder:/x true 2>&1)
+[ $? -ne 0 ] && grep -q "/no/such/folder does not exist" <<<"$out" &&
+  pass "a missing mount source fails the step and says which" || fail "a missing mount source: $out"
+printf 'machine %s login %s password wrong\n' "$REGISTRY" "$REGISTRY_USER" >"$CREDENTIALS"
+push_random_image tiny fresh 1 >/dev/null || fail "could not push a second image"
+out=$(timeout 60 srun -N 1 --container-image="$REGISTRY#tiny:fresh" true 2>&1)
+[ $? -ne 0 ] && grep -qi "refused\|401\|unauthorized" <<<"$out" &&
+  pass "a wrong password fails with the registry's refusal" || fail "a wrong password: $out"
+[ "$(ls "$CACHE/images" | wc -l)" -eq "$before" ] && [ -z "$(ls "$CACHE/tmp" 2>/dev/null)" ] &&
+  pass "failed pulls leave the cache as it was" ||
+  fail "the cache changed: $(ls "$CACHE/images" "$CACHE/tmp" 2>&1)"
+kill -0 "$AGENT_PID" && wait_until 30 all_nodes_up && pass "the agent keeps running" ||
+  fail "the agent is gone or nodes are down: $(node_states)"
+
+finish_test
