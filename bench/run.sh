@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs the standard benchmarks against the default build and prints medians:
-# gang placement, durable submissions and restart, and Cohort side by side
+# gang placement, durable submissions and restart, a container's cost to a
+# step's start, and Cohort side by side
 # with Slurm 22.05 (installed by bench/peers/slurm/install.sh if missing).
 # Results and how to read them: docs/performance.md.
 #
@@ -25,6 +26,13 @@ echo "== placement: one 64-node gang at 50% occupancy (median of 10 repetitions)
 jobs=${BENCH_DURABILITY_JOBS:-20000}
 echo "== durability: durable submissions/s per backend and StateSync, restart and takeover with $jobs jobs"
 bash bench/durability.sh "$jobs" 4000 | tee "$out/durability.jsonl"
+
+echo "== containers: a step's start with --container-image (warm cache) against the host, 1 and 8 nodes; a cold pull"
+if [ "$(id -u)" = 0 ]; then
+  bash bench/container_start.sh "$PWD/$build" | grep -v '^20' | tee "$out/containers.txt"
+else
+  echo "(skipped: containers need the agent to run as root)"
+fi
 
 if [ "${BENCH_SIDE_BY_SIDE:-1}" != 0 ]; then
   echo "== side by side with Slurm 22.05: 64 nodes, 8 leaf switches"

@@ -148,6 +148,11 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                                : fmt::format("{}", fmt::join(spec.features(), ",")),
                            OrNull(spec.nodelist()), OrNull(spec.exclude()));
   if (!spec.gpu_type().empty()) std::cout << fmt::format("   GpuType={}\n", spec.gpu_type());
+  // pyxis's options, for the job's steps (its batch script runs on the host).
+  if (const v1::ContainerSpec& c = spec.container(); !c.image().empty() || !c.name().empty()) {
+    std::cout << fmt::format("   ContainerImage={} ContainerName={} ContainerMounts={}\n",
+                             OrNull(c.image()), OrNull(c.name()), OrNull(c.mounts()));
+  }
   if (spec.begin_time_s() > 0 || spec.deadline_s() > 0) {
     std::cout << fmt::format(
         "   BeginTime={} Deadline={}\n", FormatTimestamp(spec.begin_time_s() * 1000),

@@ -150,6 +150,60 @@ absl::StatusOr<ImageInfo> PullImage(const LaunchFile& file, const std::string& r
   return info;
 }
 
+// A job's steps on a node use the image its first one there resolved: the
+// tag is pinned to that digest in the job's state folder (which goes when
+// the job leaves the node), so a later step starts from the cache without
+// cohort-image or the registry. FNV-1a names the pin: stable, and short
+// enough for a file name whatever the reference.
+std::string PinPath(const ContainerSetup& c, std::string_view reference) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char ch : reference) {
+    hash ^= static_cast<unsigned char>(ch);
+    hash *= 1099511628211ULL;
+  }
+  return fmt::format("{}/pins/{:016x}", c.state_dir, hash);
+}
+
+// The pinned image's description from the cache; nullopt when there is no
+// pin or the image has left the cache (then cohort-image pulls it).
+std::optional<ImageInfo> PinnedImage(const ContainerSetup& c, std::string_view reference) {
+  if (c.state_dir.empty()) return std::nullopt;
+  const int pin = ::open(PinPath(c, reference).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (pin < 0) return std::nullopt;
+  const std::string text = ReadAll(pin);
+  ::close(pin);
+  // "REFERENCE\nDIGEST": the reference guards against a hash collision.
+  const std::size_t newline = text.find('\n');
+  if (newline == std::string::npos || text.substr(0, newline) != reference) return std::nullopt;
+  const std::string digest = text.substr(newline + 1);
+  if (!digest.starts_with("sha256:") || digest.find('/') != std::string::npos) return std::nullopt;
+  const std::string folder = fmt::format("{}/images/sha256-{}", c.cache_dir, digest.substr(7));
+  const int described = ::open((folder + "/image.json").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (described < 0) return std::nullopt;
+  const std::string json = ReadAll(described);
+  ::close(described);
+  absl::StatusOr<ImageInfo> info = ParseImageInfo(json);
+  if (!info.ok() || info->digest != digest) return std::nullopt;
+  // Used now, for the cache's least-recently-used order.
+  (void)::utimensat(AT_FDCWD, (folder + "/last-used").c_str(), nullptr, 0);
+  return *std::move(info);
+}
+
+void PinImage(const ContainerSetup& c, std::string_view reference, const ImageInfo& image) {
+  if (c.state_dir.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(c.state_dir + "/pins", error);
+  const std::string path = PinPath(c, reference);
+  const std::string temporary = path + ".new";
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  const std::string text = fmt::format("{}\n{}", reference, image.digest);
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (written) (void)::rename(temporary.c_str(), path.c_str());
+}
+
 // ------------------------------------------------------------------ holder
 // What the holder (a child of the stepd) does to make the container: it
 // runs before any thread, between fork and its pause, so it may allocate.
@@ -316,8 +370,20 @@ void AddOwner(const std::string& root, const Account& owner) {
   ::close(fd);
 }
 
-[[noreturn]] void RunHolder(const HolderPlan& plan, int report) {
+[[noreturn]] void RunHolder(const HolderPlan& plan, int report, int in_use) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Nothing of the stepd's (the step's output stream, its event file) may
+  // stay open here for the step's life: the report pipe goes to 3, the
+  // image's in-use lock to 4, and all else closes.
+  if (report != 3) {
+    if (in_use == 3) in_use = ::fcntl(in_use, F_DUPFD_CLOEXEC, 5);
+    if (::dup3(report, 3, O_CLOEXEC) < 0) ::_exit(1);
+    report = 3;
+  }
+  if (in_use >= 0 && in_use != 4 && ::dup3(in_use, 4, O_CLOEXEC) < 0) {
+    HolderFails(report, Errno("cannot keep the image's lock"));
+  }
+  ::closefrom(in_use >= 0 ? 5 : 4);
   if (::unshare(CLONE_NEWNS) != 0) HolderFails(report, Errno("cannot make a mount namespace"));
   MountOrFail(report, nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "/ private");
   const std::string upper = plan.base + "/upper";
@@ -533,7 +599,7 @@ void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std:
 }
 
 absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
-    LaunchFile& file, const std::string& folder, const std::optional<Account>& owner) {
+    const LaunchFile& file, const std::string& folder, const std::optional<Account>& owner) {
   const ContainerSetup& c = file.container;
   if (::geteuid() != 0) {
     return Failed(absl::StatusCode::kFailedPrecondition, file.node,
@@ -561,15 +627,36 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
         absl::StatusCode::kNotFound, file.node,
         fmt::format("container {:?} has no image on this node; give --container-image", c.name));
   }
-  absl::StatusOr<ImageInfo> image = PullImage(file, reference, owner);
-  if (!image.ok()) return image.status();
-
   // The image is in use while the holder lives: the cache's eviction skips
-  // it (cohort-image's in-use lock, which the holder inherits).
-  const std::string in_use =
-      std::filesystem::path(image->rootfs).parent_path().string() + "/in-use.lock";
-  const int in_use_fd = ::open(in_use.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (in_use_fd >= 0) (void)::flock(in_use_fd, LOCK_SH);
+  // it (cohort-image's in-use lock, which the holder keeps). Another
+  // step's pull may evict it between this pull and the lock: then once more.
+  absl::StatusOr<ImageInfo> image;
+  int in_use_fd = -1;
+  for (int attempt = 0; attempt < 2 && in_use_fd < 0; ++attempt) {
+    if (std::optional<ImageInfo> pinned = attempt == 0 ? PinnedImage(c, reference) : std::nullopt) {
+      image = *std::move(pinned);
+    } else {
+      image = PullImage(file, reference, owner);
+      if (!image.ok()) return image.status();
+      PinImage(c, reference, *image);
+    }
+    const std::string in_use =
+        std::filesystem::path(image->rootfs).parent_path().string() + "/in-use.lock";
+    in_use_fd = ::open(in_use.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat info {};
+    if (in_use_fd >= 0 &&
+        (::flock(in_use_fd, LOCK_SH) != 0 || ::stat(image->rootfs.c_str(), &info) != 0)) {
+      ::close(in_use_fd);
+      in_use_fd = -1;
+    }
+  }
+  made->in_use_fd_ = in_use_fd;  // closed with `made` on every path out
+  if (in_use_fd < 0) {
+    return Failed(absl::StatusCode::kUnavailable, file.node,
+                  fmt::format("image {:?} left the node's cache as soon as it was pulled; raise "
+                              "ContainerCacheMaxGB",
+                              reference));
+  }
 
   HolderPlan plan{.node = file.node,
                   .lower = image->rootfs,
@@ -595,7 +682,7 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
   const pid_t holder = ::fork();
   if (holder == 0) {
     ::close(report[0]);
-    RunHolder(plan, report[1]);
+    RunHolder(plan, report[1], in_use_fd);
   }
   ::close(report[1]);
   if (holder < 0) {
@@ -603,36 +690,44 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
     return Failed(absl::StatusCode::kInternal, file.node, Errno("cannot start the container"));
   }
   made->holder_ = holder;
-  const std::string why = ReadAll(report[0]);
-  ::close(report[0]);
-  if (in_use_fd >= 0) ::close(in_use_fd);  // the holder keeps its copy
+  made->report_fd_ = report[0];
+  made->image_ = *std::move(image);
+  made->keep_ = *std::move(keep);
+  return made;
+}
+
+absl::Status StepContainer::Ready(LaunchFile& file) {
+  const ContainerSetup& c = file.container;
+  const std::string why = ReadAll(report_fd_);
+  ::close(report_fd_);
+  report_fd_ = -1;
+  ::close(in_use_fd_);  // the holder keeps its copy
+  in_use_fd_ = -1;
   if (!why.empty()) return Failed(absl::StatusCode::kFailedPrecondition, file.node, why);
-  made->entry_.namespace_fd =
-      ::open(fmt::format("/proc/{}/ns/mnt", holder).c_str(), O_RDONLY | O_CLOEXEC);
-  if (made->entry_.namespace_fd < 0) {
+  entry_.namespace_fd =
+      ::open(fmt::format("/proc/{}/ns/mnt", holder_).c_str(), O_RDONLY | O_CLOEXEC);
+  if (entry_.namespace_fd < 0) {
     return Failed(absl::StatusCode::kInternal, file.node,
                   Errno("cannot open the container's mount namespace"));
   }
-
   // The working directory: --container-workdir, else the job's when the
   // container has it (a mounted folder), else the image's.
   if (!c.workdir.empty()) {
-    made->entry_.work_dir = c.workdir;
+    entry_.work_dir = c.workdir;
   } else {
     struct stat info {};
-    const std::string job_dir = fmt::format("/proc/{}/root{}", holder, file.work_dir);
-    made->entry_.work_dir = ::stat(job_dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode)
-                                ? file.work_dir
-                            : image->working_dir.empty() ? "/"
-                                                         : image->working_dir;
+    const std::string job_dir = fmt::format("/proc/{}/root{}", holder_, file.work_dir);
+    entry_.work_dir = ::stat(job_dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) ? file.work_dir
+                      : image_.working_dir.empty()                                 ? "/"
+                                                   : image_.working_dir;
   }
-  made->entry_.remap_root = c.remap_root;
-  for (RankLaunch& rank : file.ranks) MergeImageEnvironment(rank.env, image->env, *keep);
-  made->entry_.search_path = PathOf(file.ranks.empty() ? image->env : file.ranks.front().env);
-  if (c.entrypoint && !image->entrypoint.empty()) {
-    file.argv.insert(file.argv.begin(), image->entrypoint.begin(), image->entrypoint.end());
+  entry_.remap_root = c.remap_root;
+  for (RankLaunch& rank : file.ranks) MergeImageEnvironment(rank.env, image_.env, keep_);
+  entry_.search_path = PathOf(file.ranks.empty() ? image_.env : file.ranks.front().env);
+  if (c.entrypoint && !image_.entrypoint.empty()) {
+    file.argv.insert(file.argv.begin(), image_.entrypoint.begin(), image_.entrypoint.end());
   }
-  return made;
+  return absl::OkStatus();
 }
 
 StepContainer::~StepContainer() {
@@ -643,6 +738,8 @@ StepContainer::~StepContainer() {
     }
   }
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (in_use_fd_ >= 0) ::close(in_use_fd_);
+  if (report_fd_ >= 0) ::close(report_fd_);
 }
 
 }  // namespace cohort::step

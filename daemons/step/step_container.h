@@ -49,20 +49,28 @@ void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std:
 class StepContainer {
  public:
   /// Pulls the step's image into the node's cache (cohort-image, next to
-  /// this program), builds the container's root (an overlay over the image,
+  /// this program; a later step of the job on this node takes the digest
+  /// its first one pinned, from the cache, without it), then starts the
+  /// holder that builds the container, and returns while it works: Ready
+  /// waits for it. The holder makes the root (an overlay over the image,
   /// writable unless --container-readonly; a named container's changes kept
   /// under its state folder), mounts /proc, /sys, a /dev with only the basic
   /// devices and the step's GPUs, the user's mounts, the home when asked,
-  /// /etc/hosts and resolv.conf, and the launch's PMIx folder, then pivots a
-  /// holder process into it. Adjusts each rank of `file` (its environment,
-  /// and the entrypoint before its command when asked). `folder` is the
-  /// launch's spool folder. Call while the stepd is single-threaded. Errors
-  /// name the node and say what failed in the registry's or the system's
-  /// words: NotFound (no such image, mount source or named container),
-  /// PermissionDenied (a refused login), FailedPrecondition (the stepd is
-  /// not root), Unavailable (the registry), Internal.
+  /// /etc/hosts and resolv.conf, and the launch's PMIx folder, and pivots
+  /// into it. `folder` is the launch's spool folder. Call while the stepd is
+  /// single-threaded. Errors name the node and say what failed in the
+  /// registry's or the system's words: NotFound (no such image, or named
+  /// container), FailedPrecondition (the stepd is not root, the named
+  /// container is busy), Unavailable (the registry), Internal.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepContainer>> Start(
-      LaunchFile& file, const std::string& folder, const std::optional<Account>& owner);
+      const LaunchFile& file, const std::string& folder, const std::optional<Account>& owner);
+
+  /// Waits for the holder: OK once the container is made, else why not
+  /// (FailedPrecondition: a mount source missing or out of the owner's
+  /// reach, a symbolic link where a mount goes, ...). Then adjusts each rank
+  /// of `file` (the image's variables, the entrypoint before the command
+  /// when asked) and fills Entry().
+  [[nodiscard]] absl::Status Ready(LaunchFile& file);
 
   StepContainer(const StepContainer&) = delete;
   StepContainer& operator=(const StepContainer&) = delete;
@@ -77,7 +85,11 @@ class StepContainer {
 
   ContainerEntry entry_;
   pid_t holder_ = -1;
-  int lock_fd_ = -1;  ///< the named container's, held while the step runs
+  int lock_fd_ = -1;    ///< the named container's, held while the step runs
+  int in_use_fd_ = -1;  ///< the image's in-use lock until the holder has its own
+  int report_fd_ = -1;  ///< the holder's word: closed empty once the container is made
+  ImageInfo image_;
+  std::vector<std::string> keep_;  ///< --container-env
 };
 
 }  // namespace cohort::step

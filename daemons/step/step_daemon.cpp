@@ -327,23 +327,9 @@ int RunStepDaemon(const std::string& folder) {
   }
   events.SetAgentSocket(file->agent_socket);
 
-  // A step's output goes to its `cohort run` over the network: dialled
-  // before any rank starts, so that none of it is lost.
-  std::unique_ptr<StepIoForwarder> io;
-  if (!file->io.address.empty()) {
-    absl::StatusOr<std::unique_ptr<StepIoForwarder>> opened = StepIoForwarder::Open(*file);
-    if (!opened.ok()) {
-      Complain("{}", opened.status().message());
-      events.Append(FailedEvent{fmt::format("{}: {}", file->node, opened.status().message())});
-      events.Append(DoneEvent{});
-      return 0;
-    }
-    io = *std::move(opened);
-  }
-
   // --container-image: the image pulled (or found in the node's cache) and
-  // the container made, before any thread starts, so that its holder may
-  // fork; the ranks enter it as they start.
+  // the container's holder started, before any thread starts, so that it
+  // may fork; it builds the container while the output stream is dialled.
   std::unique_ptr<StepContainer> container;
   if (file->container.Enabled()) {
     absl::StatusOr<std::unique_ptr<StepContainer>> made = [&] {
@@ -362,6 +348,29 @@ int RunStepDaemon(const std::string& folder) {
       return 0;
     }
     container = *std::move(made);
+  }
+
+  // A step's output goes to its `cohort run` over the network: dialled
+  // before any rank starts, so that none of it is lost.
+  std::unique_ptr<StepIoForwarder> io;
+  if (!file->io.address.empty()) {
+    absl::StatusOr<std::unique_ptr<StepIoForwarder>> opened = StepIoForwarder::Open(*file);
+    if (!opened.ok()) {
+      Complain("{}", opened.status().message());
+      events.Append(FailedEvent{fmt::format("{}: {}", file->node, opened.status().message())});
+      events.Append(DoneEvent{});
+      return 0;
+    }
+    io = *std::move(opened);
+  }
+
+  if (container) {
+    if (absl::Status ready = container->Ready(*file); !ready.ok()) {
+      Complain("{}", ready.message());
+      events.Append(FailedEvent{std::string(ready.message())});
+      events.Append(DoneEvent{});
+      return 0;
+    }
   }
 
   // srun --mpi=pmix or pmi2: the ranks' PMIx or PMI server, whose fences

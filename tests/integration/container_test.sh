@@ -7,6 +7,8 @@
 # - `srun --container-image=REGISTRY#tiny:1` over 2 nodes x 2 ranks: every
 #   rank sees the image's files and not the host's, the two ranks of a node
 #   share one mount namespace, SLURM_* and the image's variables are set.
+# - The NGC line: srun --mpi=pmix with the image, mounts and workdir; the
+#   stepds' PMIx servers wire up the ranks inside their containers.
 # - --container-mounts (read-only and writable), --container-workdir,
 #   --container-readonly against the default writable root, a named
 #   container that a job's second step finds as the first left it, sbatch
@@ -71,6 +73,29 @@ fi
 ls "$CACHE/images" 2>/dev/null | grep -q . && pass "the image is in the node's cache" ||
   fail "nothing under $CACHE/images"
 
+# --- the NGC line: srun --mpi=pmix --container-image=... --container-mounts=...
+# --container-workdir=...: the stepds' PMIx servers wire up ranks inside the
+# containers (their socket's folder is mounted in). The tiny image has no
+# MPI: the host's Open MPI comes in read-only, as a site's driver libraries
+# would, and the program from a mounted folder.
+if command -v mpicc.openmpi >/dev/null; then
+  mkdir -p "$WORK/app"
+  mpicc.openmpi -O1 -o "$WORK/app/allreduce" "$ROOT/tests/data/mpi/allreduce.c" ||
+    fail "mpicc.openmpi could not build tests/data/mpi/allreduce.c"
+  host_mpi=/usr:/usr:ro,/lib:/lib:ro,/lib64:/lib64:ro,/etc/alternatives:/etc/alternatives:ro
+  host_mpi+=,/etc/openmpi:/etc/openmpi:ro
+  out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,tcp \
+    OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \
+    timeout 120 srun -N 2 --ntasks-per-node=2 --mpi=pmix --container-image="$IMAGE" \
+    --container-mounts="$host_mpi,$WORK/app:/workspace:ro" --container-workdir=/workspace \
+    ./allreduce 2>&1)
+  [ "$(grep -c '^rank [0-3]/4 on .* ok sum=6$' <<<"$out")" -eq 4 ] &&
+    pass "srun --mpi=pmix --container-image: 4 ranks in containers wired up and all-reduced" ||
+    fail "srun --mpi=pmix in containers: $out"
+else
+  fail "no mpicc.openmpi: run scripts/install-deps.sh (openmpi-bin, libopenmpi-dev)"
+fi
+
 # --- mounts, workdir, read-only and writable roots
 mkdir -p "$WORK/data" "$WORK/results"
 echo "input data" >"$WORK/data/input"
@@ -108,6 +133,9 @@ else
     fail "the batch script did not run on the host: $out"
   grep -q "^tiny image layer 2$" <<<"$out" && pass "sbatch --container-image: srun runs in the image" ||
     fail "the step did not run in the image: $out"
+  scontrol show job "$id" | grep -qF "ContainerImage=$IMAGE " &&
+    pass "scontrol show job shows the job's image" ||
+    fail "scontrol show job: $(scontrol show job "$id" | grep -i container)"
   grep -q "^kept-by-step-0$" <<<"$out" && pass "a named container keeps its files for the next step" ||
     fail "step 1 did not find step 0's file in container keep: $out"
   grep -q 'no container "other"' <<<"$out" && grep -q "^no container other$" <<<"$out" &&

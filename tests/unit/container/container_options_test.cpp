@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/container/container_options.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>

@@ -410,6 +410,11 @@ function renderJob() {
   fact(facts, 'asks', `${spec.nodes} nodes × ${spec.gpus_per_node} GPUs, ` +
     `${spec.tasks_per_node} tasks × ${spec.cpus_per_task} CPUs per node`);
   fact(facts, 'nodes', job.nodes);
+  const container = spec.container || {};
+  if (container.image || container.name) {
+    fact(facts, 'container', [container.image, container.name ? `named ${container.name}` : '',
+      container.mounts ? `mounts ${container.mounts}` : ''].filter(Boolean).join(' · '));
+  }
   fact(facts, 'leaves spanned', leavesOf(job).join(', '));
   fact(facts, 'submitted', num(job.submit_time_ms) ? clock(job.submit_time_ms) : '');
   if (num(job.start_time_ms)) fact(facts, 'started', `${clock(job.start_time_ms)} (elapsed ${duration((Date.now() - num(job.start_time_ms)) / 1000)})`);
