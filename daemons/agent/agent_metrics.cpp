@@ -6,7 +6,14 @@ namespace cohort::agent {
 using metrics::Exposition;
 using metrics::MetricType;
 
-NodeMetrics::NodeMetrics() : stepd_start(metrics::DurationBounds()) {}
+NodeMetrics::NodeMetrics()
+    : stepd_start(metrics::DurationBounds()), image_pull_time(metrics::DurationBounds()) {}
+
+void NodeMetrics::CountImage(const step::ImageEvent& image) {
+  ++image_pulls[static_cast<std::size_t>(image.outcome)];
+  image_pull_bytes += static_cast<std::uint64_t>(image.bytes);
+  image_pull_time.Observe(static_cast<double>(image.ms) / 1000.0);
+}
 
 std::string RenderAgentMetrics(std::span<const NodeMetrics> nodes) {
   Exposition out;
@@ -35,6 +42,28 @@ std::string RenderAgentMetrics(std::span<const NodeMetrics> nodes) {
       out.Sample("cohort_agent_gpu_allocated", {{"node", n.node}, {"gpu", std::to_string(gpu)}},
                  (n.gpus_allocated >> gpu) & 1U);
     }
+  }
+  out.Family("cohort_agent_container_images_total", MetricType::kCounter,
+             "Steps' container images on the node, by outcome: pulled from a registry, found in "
+             "the node's cache, or failed.");
+  for (const NodeMetrics& n : nodes) {
+    for (const step::ImageOutcome outcome :
+         {step::ImageOutcome::kPulled, step::ImageOutcome::kCached, step::ImageOutcome::kFailed}) {
+      out.Sample("cohort_agent_container_images_total",
+                 {{"node", n.node}, {"outcome", std::string(step::ImageOutcomeName(outcome))}},
+                 static_cast<double>(n.image_pulls[static_cast<std::size_t>(outcome)]));
+    }
+  }
+  out.Family("cohort_agent_container_pulled_bytes_total", MetricType::kCounter,
+             "The disk space of the images the node pulled, unpacked.");
+  for (const NodeMetrics& n : nodes) {
+    out.Sample("cohort_agent_container_pulled_bytes_total", {{"node", n.node}},
+               static_cast<double>(n.image_pull_bytes));
+  }
+  out.Family("cohort_agent_container_image_seconds", MetricType::kHistogram,
+             "How long a step waited for its container image: a pull, or reading the cache.");
+  for (const NodeMetrics& n : nodes) {
+    n.image_pull_time.Write(out, "cohort_agent_container_image_seconds", {{"node", n.node}});
   }
   return out.Take();
 }

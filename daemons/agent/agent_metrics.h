@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 
 #include "cohort/text/prometheus_text.h"
+#include "step_events.h"
 
 /// The agent's Prometheus metrics (`--http-port`, docs/operations.md#metrics):
 /// per node it speaks for, the launches it started and those that failed,
 /// how long a launch took from its order to its ranks running (the stepd's
-/// start), the ranks alive, and which GPUs jobs hold. Labels are bounded
-/// (node, GPU index, outcome); never a job.
+/// start), the ranks alive, which GPUs jobs hold, and how steps' container
+/// images were had (pulled, from the cache, failed: counts, bytes, seconds).
+/// Labels are bounded (node, GPU index, outcome); never a job or an image.
 namespace cohort::agent {
 
 /// One node's counts, kept by its AgentNode on the agent's loop thread.
@@ -26,6 +29,15 @@ struct NodeMetrics {
   int gpus = 0;
   std::uint64_t gpus_allocated = 0;  ///< mask: GPUs of launches alive now
   std::size_t live_ranks = 0;
+  /// Steps' container images, by ImageOutcome; the disk space of those
+  /// pulled;
+  /// the seconds each took (a cached one: reading the cache).
+  std::array<std::uint64_t, 3> image_pulls{};
+  std::uint64_t image_pull_bytes = 0;
+  metrics::Histogram image_pull_time;
+
+  /// Counts one step's image.
+  void CountImage(const step::ImageEvent& image);
 };
 
 /// The exposition of every node's metrics. Pure.

@@ -93,6 +93,9 @@ void StepdRunner::AddMetrics(NodeMetrics& metrics) const {
   metrics.launches_started += counters_.launches_started;
   metrics.launches_failed += counters_.launches_failed;
   metrics.stepd_start = counters_.stepd_start;
+  metrics.image_pulls = counters_.image_pulls;
+  metrics.image_pull_bytes = counters_.image_pull_bytes;
+  metrics.image_pull_time = counters_.image_pull_time;
   for (const auto& [id, run] : runs_) {
     if (!run.tracker.Record().LiveRanks().empty()) metrics.gpus_allocated |= run.gpus;
   }
@@ -472,7 +475,13 @@ void StepdRunner::Forward(step::LaunchId id, Run& run, const step::LaunchReport&
           ++counters_.launches_failed;
           LaunchLog().warn("launch_failed job={} step={} node={} attempt={} reason={:?}", id.job_id,
                            StepText(id), setup_.name, id.attempt, r.reason);
+        } else if constexpr (std::is_same_v<T, step::ImageReport>) {
+          counters_.CountImage(r.image);
+          LaunchLog().debug("container_image job={} step={} node={} outcome={} bytes={} ms={}",
+                            id.job_id, StepText(id), setup_.name,
+                            step::ImageOutcomeName(r.image.outcome), r.image.bytes, r.image.ms);
         } else {
+          static_assert(std::is_same_v<T, step::ReleasedReport>);
           if (run.kill_timer) run.kill_timer->cancel();
           run.pending_signals.clear();
           run.pending_batch_signals.clear();

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -571,6 +572,8 @@ absl::StatusOr<ImageInfo> ParseImageInfo(std::string_view json) {
     info.env = parsed.value("env", std::vector<std::string>());
     info.working_dir = parsed.value("working_dir", std::string());
     info.entrypoint = parsed.value("entrypoint", std::vector<std::string>());
+    info.cached = parsed.value("cached", false);
+    info.bytes = parsed.value("bytes", std::int64_t{0});
     if (!info.rootfs.starts_with('/')) {
       return absl::InvalidArgumentError("cohort-image gave a rootfs that is not absolute");
     }
@@ -599,7 +602,8 @@ void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std:
 }
 
 absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
-    const LaunchFile& file, const std::string& folder, const std::optional<Account>& owner) {
+    const LaunchFile& file, const std::string& folder, const std::optional<Account>& owner,
+    const std::function<void(const ImageEvent&)>& on_image) {
   const ContainerSetup& c = file.container;
   if (::geteuid() != 0) {
     return Failed(absl::StatusCode::kFailedPrecondition, file.node,
@@ -632,12 +636,22 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
   // step's pull may evict it between this pull and the lock: then once more.
   absl::StatusOr<ImageInfo> image;
   int in_use_fd = -1;
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed_ms = [&started] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 started)
+        .count();
+  };
   for (int attempt = 0; attempt < 2 && in_use_fd < 0; ++attempt) {
     if (std::optional<ImageInfo> pinned = attempt == 0 ? PinnedImage(c, reference) : std::nullopt) {
       image = *std::move(pinned);
+      image->cached = true;
     } else {
       image = PullImage(file, reference, owner);
-      if (!image.ok()) return image.status();
+      if (!image.ok()) {
+        on_image({.outcome = ImageOutcome::kFailed, .bytes = 0, .ms = elapsed_ms()});
+        return image.status();
+      }
       PinImage(c, reference, *image);
     }
     const std::string in_use =
@@ -651,6 +665,11 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
     }
   }
   made->in_use_fd_ = in_use_fd;  // closed with `made` on every path out
+  if (image.ok()) {
+    on_image({.outcome = image->cached ? ImageOutcome::kCached : ImageOutcome::kPulled,
+              .bytes = image->cached ? 0 : image->bytes,
+              .ms = elapsed_ms()});
+  }
   if (in_use_fd < 0) {
     return Failed(absl::StatusCode::kUnavailable, file.node,
                   fmt::format("image {:?} left the node's cache as soon as it was pulled; raise "

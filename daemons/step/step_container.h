@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "launch_file.h"
 #include "run_as.h"
+#include "step_events.h"
 
 /// A step's container on one node (docs/containers.md): its image from the
 /// node's cache, a root made of it, and one mount namespace, held by a small
@@ -34,6 +36,8 @@ struct ImageInfo {
   std::vector<std::string> env;
   std::string working_dir;
   std::vector<std::string> entrypoint;
+  bool cached = false;     ///< found in the cache: nothing was fetched
+  std::int64_t bytes = 0;  ///< its disk space, unpacked
 };
 
 /// Parses what `cohort-image pull` prints. InvalidArgument for anything
@@ -62,8 +66,10 @@ class StepContainer {
   /// registry's or the system's words: NotFound (no such image, or named
   /// container), FailedPrecondition (the stepd is not root, the named
   /// container is busy), Unavailable (the registry), Internal.
+  /// `on_image` hears how the image was had (for the agent's metrics).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepContainer>> Start(
-      const LaunchFile& file, const std::string& folder, const std::optional<Account>& owner);
+      const LaunchFile& file, const std::string& folder, const std::optional<Account>& owner,
+      const std::function<void(const ImageEvent&)>& on_image);
 
   /// Waits for the holder: OK once the container is made, else why not
   /// (FailedPrecondition: a mount source missing or out of the owner's

@@ -339,7 +339,8 @@ int RunStepDaemon(const std::string& folder) {
         if (!found.ok()) return absl::StatusOr<std::unique_ptr<StepContainer>>(found.status());
         owner = *std::move(found);
       }
-      return StepContainer::Start(*file, folder, owner);
+      return StepContainer::Start(*file, folder, owner,
+                                  [&](const ImageEvent& image) { events.Append(image); });
     }();
     if (!made.ok()) {
       Complain("{}", made.status().message());

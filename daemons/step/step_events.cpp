@@ -55,7 +55,10 @@ std::string FormatStepEvent(const StepEvent& event) {
           std::string reason = e.reason;
           std::replace(reason.begin(), reason.end(), '\n', ' ');
           return fmt::format("failed {}\n", reason);
+        } else if constexpr (std::is_same_v<T, ImageEvent>) {
+          return fmt::format("image {} {} {}\n", ImageOutcomeName(e.outcome), e.bytes, e.ms);
         } else {
+          static_assert(std::is_same_v<T, DoneEvent>);
           return "done\n";
         }
       },
@@ -103,9 +106,36 @@ absl::StatusOr<StepEvent> ParseStepEvent(std::string_view line) {
   } else if (word == "done") {
     event = DoneEvent{};
     ok = true;
+  } else if (word == "image") {
+    ImageEvent e;
+    const std::string_view outcome = NextWord(rest);
+    ok = true;
+    if (outcome == "pulled") {
+      e.outcome = ImageOutcome::kPulled;
+    } else if (outcome == "cached") {
+      e.outcome = ImageOutcome::kCached;
+    } else if (outcome == "failed") {
+      e.outcome = ImageOutcome::kFailed;
+    } else {
+      ok = false;
+    }
+    ok = ok && ParseNumber(rest, e.bytes) && ParseNumber(rest, e.ms) && e.bytes >= 0 && e.ms >= 0;
+    event = e;
   }
   if (!ok || !rest.empty()) return Malformed(line);
   return event;
+}
+
+std::string_view ImageOutcomeName(ImageOutcome outcome) {
+  switch (outcome) {
+    case ImageOutcome::kPulled:
+      return "pulled";
+    case ImageOutcome::kCached:
+      return "cached";
+    case ImageOutcome::kFailed:
+      return "failed";
+  }
+  return "failed";
 }
 
 CompleteLines SplitCompleteLines(std::string_view text) {
@@ -153,7 +183,10 @@ std::optional<LaunchReport> LaunchRecord::Apply(const StepEvent& event) {
           failed_ = true;
           launch_error_ = e.reason;
           return LaunchFailedReport{e.reason};
+        } else if constexpr (std::is_same_v<T, ImageEvent>) {
+          return ImageReport{e};
         } else {
+          static_assert(std::is_same_v<T, DoneEvent>);
           done_ = true;
           return ReleasedReport{};
         }

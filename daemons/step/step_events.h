@@ -28,6 +28,10 @@
 ///                         with what it used (older stepds wrote no usage)
 ///   failed REASON         not every rank could start; the started ones are
 ///                         killed, and their exits follow
+///   image OUTCOME BYTES MS
+///                         the step's container image: pulled (BYTES on
+///                         disk, unpacked), cached (found in the node's
+///                         cache) or failed, after MS milliseconds
 ///   done                  every rank started was reaped; the stepd exits
 /// The agent appends `failed`, `exit` and `done` itself, and only, when a
 /// launch has no stepd (it never started, or it died before `done`).
@@ -57,9 +61,19 @@ struct FailedEvent {
   std::string reason;  ///< one line; starts with the node's name
 };
 struct DoneEvent {};
+/// How a step's container image was had (docs/containers.md).
+enum class ImageOutcome { kPulled, kCached, kFailed };
+struct ImageEvent {
+  ImageOutcome outcome = ImageOutcome::kCached;
+  std::int64_t bytes = 0;  ///< a pulled image's disk space, unpacked
+  std::int64_t ms = 0;     ///< how long getting it took
+  friend bool operator==(const ImageEvent&, const ImageEvent&) = default;
+};
+/// "pulled", "cached", "failed".
+[[nodiscard]] std::string_view ImageOutcomeName(ImageOutcome outcome);
 
-using StepEvent =
-    std::variant<StepdEvent, RankStartedEvent, GroupEvent, RankExitEvent, FailedEvent, DoneEvent>;
+using StepEvent = std::variant<StepdEvent, RankStartedEvent, GroupEvent, RankExitEvent, FailedEvent,
+                               DoneEvent, ImageEvent>;
 
 /// The event as one line of the file, with its '\n'. Newlines in a reason
 /// become spaces.
@@ -97,8 +111,12 @@ struct LaunchFailedReport {
   std::string reason;
 };
 struct ReleasedReport {};
-using LaunchReport =
-    std::variant<RanksStartedReport, RankExitedReport, LaunchFailedReport, ReleasedReport>;
+/// For the agent's metrics only: the controller is told nothing.
+struct ImageReport {
+  ImageEvent image;
+};
+using LaunchReport = std::variant<RanksStartedReport, RankExitedReport, LaunchFailedReport,
+                                  ReleasedReport, ImageReport>;
 
 /// One launch's state, folded from its events in file order. The controller
 /// hears of ranks only once all of them run (`pgid`): RanksStarted, then one

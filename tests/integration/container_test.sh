@@ -37,7 +37,7 @@ unset SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_CONF
 CREDENTIALS=$WORK/credentials
 EXTRA_CONF="ContainerRegistryCAFile=$WORK/tls/ca.pem
 ContainerCredentialsFile=$CREDENTIALS"
-start_cluster
+IT_HTTP=on start_cluster
 start_registry "$WORK/registry" || { fail "the registry did not start"; finish_test; }
 push_tiny_image tiny 1 || { fail "could not push the tiny image"; finish_test; }
 printf 'machine %s login %s password %s\n' "$REGISTRY" "$REGISTRY_USER" "$REGISTRY_PASSWORD" \
@@ -162,6 +162,19 @@ out=$(timeout 60 srun -N 1 --container-image="$REGISTRY#tiny:fresh" true 2>&1)
 [ "$(ls "$CACHE/images" | wc -l)" -eq "$before" ] && [ -z "$(ls "$CACHE/tmp" 2>/dev/null)" ] &&
   pass "failed pulls leave the cache as it was" ||
   fail "the cache changed: $(ls "$CACHE/images" "$CACHE/tmp" 2>&1)"
+# The agent's metrics: images pulled, found in the cache, failed.
+metrics=$(curl -sf "http://127.0.0.1:$(cat "$WORK/agent-http-port")/metrics")
+total() {
+  sed -n "s/^cohort_agent_container_images_total{node=\"[a-z0-9]*\",outcome=\"$1\"} //p" <<<"$metrics" |
+    awk '{ sum += $1 } END { print sum + 0 }'
+}
+# The first step's two nodes pulled at once: one fetched, the other waited
+# for it and found it cached.
+[ "$(total pulled)" -ge 1 ] && [ "$(total cached)" -ge 4 ] && [ "$(total failed)" -ge 2 ] &&
+  grep -q '^cohort_agent_container_pulled_bytes_total{node="[a-z0-9]*"} [1-9]' <<<"$metrics" &&
+  pass "the agent counts images pulled, cached and failed, and the bytes pulled" ||
+  fail "container metrics: pulled $(total pulled) cached $(total cached) failed $(total failed):
+$(grep container <<<"$metrics" | grep -v bucket | head -12)"
 kill -0 "$AGENT_PID" && wait_until 30 all_nodes_up && pass "the agent keeps running" ||
   fail "the agent is gone or nodes are down: $(node_states)"
 

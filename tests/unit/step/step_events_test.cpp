@@ -34,6 +34,9 @@ TEST(StepEventsTest, EveryEventRoundTripsThroughItsLine) {
       RankExitEvent{3, 7, 0, 2048, 1500},
       RankExitEvent{4, 0, SIGKILL},
       FailedEvent{"n1: cannot run"},
+      ImageEvent{ImageOutcome::kPulled, 2000000, 150},
+      ImageEvent{ImageOutcome::kCached, 0, 1},
+      ImageEvent{ImageOutcome::kFailed, 0, 30},
       DoneEvent{},
   };
   std::string file;
@@ -41,7 +44,8 @@ TEST(StepEventsTest, EveryEventRoundTripsThroughItsLine) {
   EXPECT_EQ(file,
             "stepd 4242 987654321\nstarted 3 4300\npgid 4300\nexit 3 7 "
             "0 2048 1500\nexit 4 0 9 0 0\n"
-            "failed n1: cannot run\ndone\n");
+            "failed n1: cannot run\nimage pulled 2000000 150\nimage cached 0 1\n"
+            "image failed 0 30\ndone\n");
   const CompleteLines complete = SplitCompleteLines(file);
   ASSERT_EQ(complete.lines.size(), events.size());
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -72,10 +76,26 @@ TEST(StepEventsTest, AReasonStaysOnOneLine) {
 }
 
 TEST(StepEventsTest, MalformedLinesAreRefused) {
-  for (const std::string_view line :
-       {"", "exit", "exit 1 2", "exit 1 2 3 4", "exit -1 0 0", "exit 1 0 -9", "started 1",
-        "started 1 0", "pgid 0", "pgid x", "stepd 12", "done now", "finished 1", "exit 1 2 3x",
-        " done"}) {
+  for (const std::string_view line : {"",
+                                      "exit",
+                                      "exit 1 2",
+                                      "exit 1 2 3 4",
+                                      "exit -1 0 0",
+                                      "exit 1 0 -9",
+                                      "started 1",
+                                      "started 1 0",
+                                      "pgid 0",
+                                      "pgid x",
+                                      "stepd 12",
+                                      "done now",
+                                      "finished 1",
+                                      "exit 1 2 3x",
+                                      " done",
+                                      "image",
+                                      "image pulled 1",
+                                      "image lost 0 0",
+                                      "image cached -1 0",
+                                      "image cached 0 1 2"}) {
     EXPECT_FALSE(ParseStepEvent(line).ok()) << '"' << line << '"';
   }
 }
@@ -190,6 +210,17 @@ TEST(LaunchRecordTest, AnAbandonedStartingLaunchFails) {
 
   ApplyAll(empty, text);
   EXPECT_TRUE(empty.AbandonEvents("again").empty());
+}
+
+TEST(LaunchRecordTest, AnImageIsReportedForTheMetricsAndChangesNothing) {
+  LaunchRecord record;
+  const std::optional<LaunchReport> report = record.Apply(ImageEvent{ImageOutcome::kCached, 0, 3});
+  ASSERT_TRUE(report.has_value());
+  ASSERT_TRUE(std::holds_alternative<ImageReport>(*report));
+  EXPECT_EQ(std::get<ImageReport>(*report).image, (ImageEvent{ImageOutcome::kCached, 0, 3}));
+  EXPECT_FALSE(record.Running());
+  EXPECT_FALSE(record.Done());
+  EXPECT_TRUE(record.LaunchError().empty());
 }
 
 }  // namespace
