@@ -66,6 +66,7 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
                              .container_cache_max_bytes = settings_.container_cache_max_bytes,
                              .container_registry_ca_file = settings_.container_registry_ca_file,
                              .container_credentials_file = settings_.container_credentials_file,
+                             .container_registry_mirrors = settings_.container_registry_mirrors,
                              .container_state_dir = settings_.spool_dir + "/containers"}},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),

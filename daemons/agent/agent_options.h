@@ -86,7 +86,8 @@ struct AgentSettings {
   std::int64_t container_cache_max_bytes = 0;  ///< ContainerCacheMaxGB= in bytes; 0: no bound
   std::string container_registry_ca_file;      ///< ContainerRegistryCAFile=
   std::string container_credentials_file;      ///< ContainerCredentialsFile=
-  std::vector<std::string> warnings;           ///< to log once logging is set up
+  std::vector<std::string> container_registry_mirrors;  ///< ContainerRegistryMirrors=
+  std::vector<std::string> warnings;                    ///< to log once logging is set up
 };
 
 /// Resolves the options: reads cohort.conf (-c) and the auth key file,

@@ -50,7 +50,8 @@ struct StepdSettings {
   std::string container_cache_dir;
   std::int64_t container_cache_max_bytes = 0;
   std::string container_registry_ca_file;
-  std::string container_credentials_file;  ///< ContainerCredentialsFile=
+  std::string container_credentials_file;               ///< ContainerCredentialsFile=
+  std::vector<std::string> container_registry_mirrors;  ///< ContainerRegistryMirrors=
   std::string container_state_dir;
 };
 

@@ -259,6 +259,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
                          {"cache_max_bytes", c.cache_max_bytes},
                          {"registry_ca_file", c.registry_ca_file},
                          {"credentials_file", c.credentials_file},
+                         {"registry_mirrors", c.registry_mirrors},
                          {"state_dir", c.state_dir},
                          {"devices", c.devices}};
   }
@@ -309,6 +310,7 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
       c.cache_max_bytes = it->at("cache_max_bytes").get<std::int64_t>();
       c.registry_ca_file = it->at("registry_ca_file").get<std::string>();
       c.credentials_file = it->at("credentials_file").get<std::string>();
+      c.registry_mirrors = it->value("registry_mirrors", std::vector<std::string>());
       c.state_dir = it->at("state_dir").get<std::string>();
       c.devices = it->at("devices").get<std::vector<std::string>>();
     }

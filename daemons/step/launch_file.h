@@ -61,12 +61,13 @@ struct ContainerSetup {
   bool remap_root = false;
   bool writable = true;
   bool entrypoint = false;
-  std::string cache_dir;             ///< the node's image cache (cohort-image --cache)
-  std::int64_t cache_max_bytes = 0;  ///< 0: no bound
-  std::string registry_ca_file;      ///< empty: the system's CAs
-  std::string credentials_file;      ///< the node's logins, for owners without their own
-  std::string state_dir;             ///< the node's named containers of the job
-  std::vector<std::string> devices;  ///< the GPUs' device files the step may use
+  std::string cache_dir;                      ///< the node's image cache (cohort-image --cache)
+  std::int64_t cache_max_bytes = 0;           ///< 0: no bound
+  std::string registry_ca_file;               ///< empty: the system's CAs
+  std::string credentials_file;               ///< the node's logins, for owners without their own
+  std::vector<std::string> registry_mirrors;  ///< REGISTRY=URL, tried before REGISTRY
+  std::string state_dir;                      ///< the node's named containers of the job
+  std::vector<std::string> devices;           ///< the GPUs' device files the step may use
   [[nodiscard]] bool Enabled() const { return !image.empty() || !name.empty(); }
 };
 

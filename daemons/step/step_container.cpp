@@ -76,6 +76,9 @@ absl::StatusOr<ImageInfo> PullImage(const LaunchFile& file, const std::string& r
   if (!c.registry_ca_file.empty()) {
     argv.insert(argv.end(), {"--ca-file", c.registry_ca_file});
   }
+  for (const std::string& mirror : c.registry_mirrors) {
+    argv.insert(argv.end(), {"--mirror", mirror});
+  }
   if (c.cache_max_bytes > 0) {
     argv.insert(argv.end(), {"--max-cache-bytes", std::to_string(c.cache_max_bytes)});
   }

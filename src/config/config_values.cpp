@@ -586,6 +586,26 @@ bool ParsePrivateData(const conf::Word& word, PrivateData& out, Diagnostics& dia
   return true;
 }
 
+bool ParseRegistryMirrors(const conf::Word& word, std::vector<std::string>& out,
+                          Diagnostics& diagnostics) {
+  out = conf::SplitCommas(word.value);
+  for (const std::string& mirror : out) {
+    const std::size_t equals = mirror.find('=');
+    const std::string_view url = equals == std::string::npos
+                                     ? std::string_view()
+                                     : std::string_view(mirror).substr(equals + 1);
+    if (equals == 0 || equals == std::string::npos ||
+        !(url.starts_with("http://") || url.starts_with("https://")) || url.size() < 9) {
+      diagnostics.Error(word.value_at,
+                        fmt::format("ContainerRegistryMirrors: {:?} is not REGISTRY=URL", mirror),
+                        "write the registry as images name it and its mirror's http:// or "
+                        "https:// URL: nvcr.io=https://mirror.example:5000");
+      return false;
+    }
+  }
+  return true;
+}
+
 bool ParseCommaList(const conf::Word& word, std::vector<std::string>& out,
                     Diagnostics& /*diagnostics*/) {
   out = conf::SplitCommas(word.value);

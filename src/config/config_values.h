@@ -116,6 +116,9 @@ template <long long kLo, long long kHi>
 /// PrivateData=: a comma list of jobs and usage.
 [[nodiscard]] bool ParsePrivateData(const conf::Word& word, PrivateData& out,
                                     Diagnostics& diagnostics);
+/// ContainerRegistryMirrors=: REGISTRY=URL,... with http:// or https:// URLs.
+[[nodiscard]] bool ParseRegistryMirrors(const conf::Word& word, std::vector<std::string>& out,
+                                        Diagnostics& diagnostics);
 /// A comma list; empty items are dropped.
 [[nodiscard]] bool ParseCommaList(const conf::Word& word, std::vector<std::string>& out,
                                   Diagnostics& diagnostics);

@@ -103,6 +103,14 @@ pull "$WORK/cache-anon" "$REGISTRY#tiny:1"
 pull "$WORK/cache" "$REGISTRY#tiny:nope" --credentials "$WORK/credentials"
 [ "$RC" = 1 ] && grep -q "404 MANIFEST_UNKNOWN" "$WORK/err" && grep -q "check the tag" "$WORK/err" &&
   pass "a missing tag: $(cat "$WORK/err")" || fail "missing tag: status $RC, $(cat "$WORK/err")"
+# A mirror that does not answer (a port nothing listens on): the registry
+# itself serves the pull.
+dead_port=$(free_port)
+pull "$WORK/cache-mirror" "$REGISTRY#tiny:1" --credentials "$WORK/credentials" \
+  --mirror "$REGISTRY=http://127.0.0.1:$dead_port"
+[ "$RC" = 0 ] && [ -e "$(field rootfs)/cohort-marker" ] &&
+  pass "a dead mirror falls back to the registry" ||
+  fail "a dead mirror: status $RC, $(cat "$WORK/err")"
 pull "$WORK/cache" "$REGISTRY#Tiny:1"
 [ "$RC" = 2 ] && grep -q 'must be lowercase' "$WORK/err" &&
   pass "a malformed reference is a usage error: $(cat "$WORK/err")" ||

@@ -216,6 +216,9 @@ struct ClusterConfig {
   /// ContainerCredentialsFile=: registry logins (enroot's .credentials
   /// format) for users who keep none in ~/.config/enroot/.credentials.
   std::string container_credentials_file;
+  /// ContainerRegistryMirrors=: REGISTRY=URL pairs; a pull from REGISTRY
+  /// tries its mirrors first, then the registry itself.
+  std::vector<std::string> container_registry_mirrors;
   /// How commits to the state database wait for the disk: "full" (fsync
   /// every commit), "normal" (survives a controller crash, not a power
   /// loss) or "off".

@@ -103,6 +103,18 @@ TEST(ClusterConfigTest, FullFileGlobals) {
   EXPECT_EQ(config.kill_wait, seconds(10));
   EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\nMpiDefault=PMIx_v4\n").mpi_default,
             "pmix");
+  const ClusterConfig containers = MustParse(
+      "NodeName=n1\nPartitionName=p Nodes=ALL\nContainerCacheDir=/var/lib/cohort/images\n"
+      "ContainerCacheMaxGB=200\nContainerRegistryCAFile=/etc/ssl/site.pem\n"
+      "ContainerCredentialsFile=/etc/cohort/credentials\n"
+      "ContainerRegistryMirrors=nvcr.io=https://m1:5000,registry-1.docker.io=http://m2\n");
+  EXPECT_EQ(containers.container_cache_dir, "/var/lib/cohort/images");
+  EXPECT_EQ(containers.container_cache_max_gb, 200);
+  EXPECT_EQ(containers.container_registry_ca_file, "/etc/ssl/site.pem");
+  EXPECT_EQ(containers.container_credentials_file, "/etc/cohort/credentials");
+  EXPECT_EQ(
+      containers.container_registry_mirrors,
+      (std::vector<std::string>{"nvcr.io=https://m1:5000", "registry-1.docker.io=http://m2"}));
 }
 
 TEST(ClusterConfigTest, FullFileNodesTakeDefaultsAndOwnValues) {
@@ -423,6 +435,8 @@ TEST(ClusterConfigErrorTest, BadInteger) {
 
 TEST(ClusterConfigErrorTest, IntegerRanges) {
   EXPECT_EQ(OnlyError("NodeName=n1\nMpiDefault=pmi3\n").message, "MpiDefault=pmi3 is no MPI type");
+  EXPECT_EQ(OnlyError("NodeName=n1\nContainerRegistryMirrors=nvcr.io=ftp://m\n").message,
+            "ContainerRegistryMirrors: \"nvcr.io=ftp://m\" is not REGISTRY=URL");
   EXPECT_EQ(OnlyError("NodeName=n1\nKillWait=-1\n").message,
             "KillWait must be a non-negative integer, found \"-1\"");
   EXPECT_EQ(OnlyError("NodeName=n1\nNodeTimeout=0\n").message,
