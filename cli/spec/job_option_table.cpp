@@ -36,7 +36,6 @@ constexpr SbatchOption kNotImplemented[] = {
     {"-L,--licenses", Takes::kValue, Handling::kRefused, "use a QOS with a job limit (-q)"},
     {"-m,--distribution", Takes::kValue, Handling::kRefused,
      "ranks are placed in blocks, each next to its GPU; use --ntasks-per-node"},
-    {"--hint", Takes::kValue, Handling::kRefused, "use --cpu-bind=cores|threads|numa"},
     {"--threads-per-core", Takes::kValue, Handling::kRefused, "use --cpu-bind=cores or threads"},
     {"--cores-per-socket", Takes::kValue, Handling::kRefused,
      "use -c/--cpus-per-task and -C/--constraint"},
@@ -295,6 +294,8 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
   value("--cpu-bind", o.cpu_bind, "cores|threads|numa|none",
         "CPUs each rank is bound to, next to its GPU: whole cores (the default), threads, its "
         "whole NUMA node, or none");
+  value("--hint", o.hint, "nomultithread|multithread|compute_bound",
+        "as --cpu-bind: whole cores (nomultithread, compute_bound) or threads (multithread)");
   value("--mem-bind", o.mem_bind, "local|none",
         "memory of each rank on its GPU's NUMA node (local, the default) or anywhere (none)");
   value("-q,--qos", o.qos, "NAME",

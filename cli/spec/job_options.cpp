@@ -234,6 +234,24 @@ absl::StatusOr<std::vector<std::string>> ParseConstraint(const std::string& text
 
 // Checks each option's value on its own, so that a directive's mistake is
 // reported with its line; BuildJobSpec checks how they combine.
+// --hint as the --cpu-bind it stands for (Slurm's are mutually exclusive):
+// nomultithread and compute_bound, whole cores; multithread, threads.
+absl::StatusOr<std::string> CpuBindOf(const JobOptions& o) {
+  if (!o.hint) return o.cpu_bind.value_or("");
+  if (o.cpu_bind) {
+    return Invalid("--hint and --cpu-bind both say how ranks are bound; give one of them");
+  }
+  if (*o.hint == "nomultithread" || *o.hint == "compute_bound") return std::string("cores");
+  if (*o.hint == "multithread") return std::string("threads");
+  if (*o.hint == "memory_bound") {
+    return Invalid(
+        "--hint=memory_bound spreads ranks over sockets, and Cohort keeps each next to its GPU; "
+        "use --cpu-bind=numa for the whole NUMA node of its GPU");
+  }
+  return Invalid(fmt::format(
+      "--hint={:?} is not nomultithread, multithread, compute_bound or memory_bound", *o.hint));
+}
+
 absl::Status CheckValues(const JobOptions& o) {
   if (o.nodes && *o.nodes < 1) {
     return Invalid(fmt::format("-N/--nodes is {}; ask for at least 1 node", *o.nodes));
@@ -290,9 +308,10 @@ absl::Status CheckValues(const JobOptions& o) {
       return spec.status();
     }
   }
+  absl::StatusOr<std::string> cpu_bind = CpuBindOf(o);
+  if (!cpu_bind.ok()) return cpu_bind.status();
   if (absl::Status s =
-          binding::ParseBindingOptions(o.gpu_bind.value_or(""), o.cpu_bind.value_or(""),
-                                       o.mem_bind.value_or(""))
+          binding::ParseBindingOptions(o.gpu_bind.value_or(""), *cpu_bind, o.mem_bind.value_or(""))
               .status();
       !s.ok()) {
     return s;
@@ -394,6 +413,7 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.signal, from.signal);
   fill(into.gpu_bind, from.gpu_bind);
   fill(into.cpu_bind, from.cpu_bind);
+  fill(into.hint, from.hint);
   fill(into.mem_bind, from.mem_bind);
   fill(into.qos, from.qos);
   fill(into.array, from.array);
@@ -655,7 +675,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   if (!container.ok()) return container.status();
   if (container->ByteSizeLong() > 0) *spec.mutable_container() = *std::move(container);
   spec.set_gpu_bind(o.gpu_bind.value_or(""));
-  spec.set_cpu_bind(o.cpu_bind.value_or(""));
+  spec.set_cpu_bind(*CpuBindOf(o));
   spec.set_mem_bind(o.mem_bind.value_or(""));
   spec.set_nodelist(o.nodelist.value_or(""));
   spec.set_exclude(o.exclude.value_or(""));

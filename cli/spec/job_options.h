@@ -64,6 +64,7 @@ struct JobOptions {
   std::optional<std::string> signal;    ///< --signal=[R:|B:]SIG[@SECONDS] or none
   std::optional<std::string> gpu_bind;  ///< ordered | closest | single:N | none
   std::optional<std::string> cpu_bind;  ///< cores | threads | numa | none
+  std::optional<std::string> hint;      ///< --hint: nomultithread | multithread | compute_bound
   std::optional<std::string> mem_bind;  ///< local | none
   std::optional<std::string> qos;
   std::optional<std::string> array;       ///< --array as typed; the controller parses it

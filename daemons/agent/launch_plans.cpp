@@ -95,6 +95,7 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
   context.base_env.reserve(static_cast<std::size_t>(spec.env_size()));
   for (const v1::EnvVar& var : spec.env()) context.base_env.push_back({var.name(), var.value()});
   context.time_limit_s = launch.time_limit_s();
+  context.job_start_s = launch.job_start_time_ms() / 1000;
   context.account = spec.account();
   context.cpus_on_node = launch.cpus();
   context.memory_mb = spec.memory_mb();

@@ -117,6 +117,14 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
                                                ? std::to_string(local_tasks)
                                                : context.step.tasks_per_node;
   slurm.emplace_back("SLURM_TASKS_PER_NODE", world_tasks_per_node);
+  // When the job started and must end by: scripts checkpoint before it.
+  if (context.job_start_s > 0) {
+    slurm.emplace_back("SLURM_JOB_START_TIME", std::to_string(context.job_start_s));
+    if (context.time_limit_s > 0) {
+      slurm.emplace_back("SLURM_JOB_END_TIME",
+                         std::to_string(context.job_start_s + context.time_limit_s));
+    }
+  }
   if (!batch) {
     // A gang's ranks are one step over the whole gang, as `srun` inside the
     // allocation would start them; a step's are its own.

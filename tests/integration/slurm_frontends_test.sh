@@ -210,6 +210,21 @@ scontrol show jobid -dd "$snake" | grep -q "^JobId=$snake " ||
   fail "scontrol show jobid -dd: $(scontrol show jobid -dd "$snake" 2>&1)"
 pass "Snakemake's srun -n1 --cpu-bind=q, sacct JobIdRaw and scontrol show jobid -dd; dask's %J"
 
+# --- a stock template's --hint=nomultithread, and the job's start and end
+# times that checkpointing scripts read
+cat >"$WORK/times.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH -N 1 -t 10 --hint=nomultithread
+echo "limit=$((SLURM_JOB_END_TIME - SLURM_JOB_START_TIME))"
+SCRIPT
+times=$(sbatch --parsable -o "$WORK/times-%j.out" "$WORK/times.sh")
+times_done() { [ "$(sacct -P -n --format=JobIdRaw,State -j "$times" | head -n1)" = "$times|COMPLETED" ]; }
+if wait_until 60 times_done && grep -qx "limit=600" "$WORK/times-$times.out"; then
+  pass "--hint=nomultithread; SLURM_JOB_END_TIME is the start plus the time limit"
+else
+  fail "--hint or SLURM_JOB_*_TIME: $(cat "$WORK/times-$times.out" 2>&1)"
+fi
+
 # --- options: unknown ones named, and docs/slurm.md's table, row by row
 sbatch --bogus --wrap true 2>"$WORK/bogus.err" && fail "--bogus was accepted"
 grep -q -- "--bogus" "$WORK/bogus.err" || fail "--bogus: $(cat "$WORK/bogus.err")"

@@ -546,6 +546,7 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   l->set_cpus(launch.grant.cpus);
   l->set_gpus(launch.grant.gpus);
   l->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
+  l->set_job_start_time_ms(job.start_time.count());
   l->set_cluster_name(state_.config.cluster_name);
   l->set_partition(job.request.partition);
   SetArray(job, l);

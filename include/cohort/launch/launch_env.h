@@ -57,7 +57,10 @@ struct LaunchContext {
   int master_port = 0;  ///< 0: none given
   std::string submit_dir;
   std::vector<EnvVar> base_env;   ///< what the user exported, in order
-  std::int64_t time_limit_s = 0;  ///< in force; not exported (Slurm exports none either)
+  std::int64_t time_limit_s = 0;  ///< in force; 0: none
+  /// The job's start, seconds since the epoch (0: unknown): with the time
+  /// limit, SLURM_JOB_START_TIME and SLURM_JOB_END_TIME, as Slurm 23.02+.
+  std::int64_t job_start_s = 0;
   std::string account;            ///< SLURM_JOB_ACCOUNT; empty: not set
   int cpus_on_node = 0;           ///< CPUs granted on this node; 0: not set
   std::int64_t memory_mb = 0;     ///< memory per node asked for; 0: not set

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -237,6 +238,28 @@ TEST(JobOptionsTest, BadContainerOptionsAreRefusedByName) {
     absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
     ASSERT_FALSE(spec.ok()) << words;
     EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(spec.status().message().find(words), std::string::npos) << spec.status().message();
+  }
+}
+
+TEST(JobOptionsTest, HintIsTheCpuBindItStandsFor) {
+  for (const auto& [hint, bind] :
+       {std::pair{"nomultithread", "cores"}, std::pair{"compute_bound", "cores"},
+        std::pair{"multithread", "threads"}}) {
+    JobOptions options;
+    options.hint = hint;
+    absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+    ASSERT_TRUE(spec.ok()) << hint << ": " << spec.status();
+    EXPECT_EQ(spec->cpu_bind(), bind) << hint;
+  }
+  for (const auto& [hint, cpu_bind, words] :
+       {std::tuple{"memory_bound", "", "--cpu-bind=numa"}, std::tuple{"fast", "", "is not"},
+        std::tuple{"nomultithread", "cores", "give one of them"}}) {
+    JobOptions options;
+    options.hint = hint;
+    if (*cpu_bind != '\0') options.cpu_bind = cpu_bind;
+    absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+    ASSERT_FALSE(spec.ok()) << hint;
     EXPECT_NE(spec.status().message().find(words), std::string::npos) << spec.status().message();
   }
 }

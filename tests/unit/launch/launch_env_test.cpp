@@ -68,6 +68,19 @@ TEST(BuildRankEnvironmentTest, RanksFollowSlurmArithmetic) {
   for (const auto& [name, value] : expected) EXPECT_EQ(Get(env, name), value) << name;
 }
 
+TEST(BuildRankEnvironmentTest, TheJobsStartAndEndTimes) {
+  LaunchContext context = TrainingJob();
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_JOB_START_TIME"), std::nullopt);
+  context.job_start_s = 1764900000;
+  context.time_limit_s = 3600;
+  const std::vector<std::string> env = BuildRankEnvironment(context, 0);
+  EXPECT_EQ(Get(env, "SLURM_JOB_START_TIME"), "1764900000");
+  EXPECT_EQ(Get(env, "SLURM_JOB_END_TIME"), "1764903600");
+  // No limit: no end.
+  context.time_limit_s = 0;
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_JOB_END_TIME"), std::nullopt);
+}
+
 TEST(BuildRankEnvironmentTest, SlurmResourceVariablesInSlurmsForms) {
   LaunchContext context = TrainingJob();
   context.account = "vision";
