@@ -297,6 +297,12 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
     plan.apply_binding = settings_.apply_binding;
     run.bindings = ReportBindings(*bound, message, setup_.name);
   }
+  // CUDA numbers only the GPUs a rank can open: in a container (whose /dev
+  // has only the step's) or under the device cgroup, from 0.
+  if (plan.container.Enabled() ||
+      (launcher_.LimitsDevices() && !DeniedGpus(gpu_devices_, message.gpus()).empty())) {
+    plan.gpu_numbering = step::GpuNumbering::kConfined;
+  }
   const std::string script_path = run.tracker.Folder() + "/script";
   absl::StatusOr<step::LaunchFile> file =
       step::PlanLaunch(plan, id.attempt, script_path, launcher_.SocketPath());

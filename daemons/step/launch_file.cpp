@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <nlohmann/json.hpp>
@@ -106,6 +107,29 @@ OpenMode FileOpenMode(OpenMode job_mode, std::string_view pattern,
   return context.node_rank == 0 ? OpenMode::kTruncate : OpenMode::kAppend;
 }
 
+std::string ConfinedGpuIndices(std::string_view cuda_visible_devices,
+                               const std::vector<int>& granted) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= cuda_visible_devices.size()) {
+    const std::size_t comma =
+        std::min(cuda_visible_devices.find(',', start), cuda_visible_devices.size());
+    const std::string_view item = cuda_visible_devices.substr(start, comma - start);
+    start = comma + 1;
+    int index = -1;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), index);
+    const auto at = std::lower_bound(granted.begin(), granted.end(), index);
+    if (!out.empty()) out += ',';
+    if (error == std::errc() && end == item.data() + item.size() && at != granted.end() &&
+        *at == index) {
+      out += std::to_string(at - granted.begin());
+    } else {
+      out += item;
+    }
+  }
+  return out;
+}
+
 void SetVariable(std::vector<std::string>& env, std::string_view name, std::string_view value) {
   std::erase_if(env, [&](const std::string& entry) {
     return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
@@ -190,6 +214,16 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
       if (plan.apply_binding) {
         rank.cpus = bound.cpus;
         rank.mem_numa = bound.mem_numa;
+      }
+    }
+    if (plan.gpu_numbering == GpuNumbering::kConfined) {
+      for (std::string& entry : rank.env) {
+        constexpr std::string_view kCuda = "CUDA_VISIBLE_DEVICES=";
+        if (entry.starts_with(kCuda)) {
+          entry = fmt::format(
+              "{}{}", kCuda,
+              ConfinedGpuIndices(std::string_view(entry).substr(kCuda.size()), context.gpus));
+        }
       }
     }
     rank.output = JoinWorkPath(plan.work_dir,

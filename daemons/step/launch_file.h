@@ -71,6 +71,12 @@ struct ContainerSetup {
   [[nodiscard]] bool Enabled() const { return !image.empty() || !name.empty(); }
 };
 
+/// How CUDA will number the launch's GPUs: by the node's indices, or from 0
+/// over the GPUs the ranks can open, when the others' device files are
+/// denied (a device cgroup) or absent (a container's /dev), as CUDA then
+/// enumerates only those (Slurm sets them so under ConstrainDevices=yes).
+enum class GpuNumbering { kNode, kConfined };
+
 /// One job's launch on one node, in the agent's terms (the proto Launch,
 /// without the wire).
 struct LaunchPlan {
@@ -93,6 +99,8 @@ struct LaunchPlan {
   bool apply_binding = false;
   StepIo io;                 ///< a step's `cohort run` to stream output to; none: the files
   ContainerSetup container;  ///< a step's container; not Enabled(): none
+  /// kConfined: CUDA_VISIBLE_DEVICES counts from 0 over context.gpus.
+  GpuNumbering gpu_numbering = GpuNumbering::kNode;
 };
 
 /// One local rank of a launch.
@@ -148,6 +156,13 @@ struct LaunchFile {
   MpiSetup mpi;              ///< with io: the ranks' PMIx server; empty type: none
   ContainerSetup container;  ///< the ranks' container; not Enabled(): the host
 };
+
+/// `cuda_visible_devices` (node indices, comma-separated) as CUDA numbers
+/// the GPUs when only `granted` (ascending node indices) can be opened:
+/// each by its position among them. An index outside `granted` is kept.
+/// Pure.
+[[nodiscard]] std::string ConfinedGpuIndices(std::string_view cuda_visible_devices,
+                                             const std::vector<int>& granted);
 
 /// Checks a plan and turns it into a launch file: each local rank's
 /// environment (BuildRankEnvironment) and output files (patterns expanded,

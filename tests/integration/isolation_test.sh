@@ -48,7 +48,8 @@ if [ -d /sys/fs/cgroup/cpuset ]; then
 else
   echo "cpuset $(cat "/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)/cpuset.cpus.effective")"
 fi
-echo "gpu $CUDA_VISIBLE_DEVICES"
+echo "gpu $SLURM_JOB_GPUS"
+echo "cuda $CUDA_VISIBLE_DEVICES"
 for cpu in 0 1; do
   if taskset -c -p "$cpu" $$ >/dev/null 2>&1; then echo "cpu$cpu allowed"; else echo "cpu$cpu refused"; fi
 done
@@ -98,7 +99,10 @@ if grep -q 'cgroups_enabled.* devices="limited' "$WORK/agent.log"; then
     field $job "nvidia$other" | grep -q "Operation not permitted" ||
       fail "job $job opened the other job's GPU $other: $(field $job "nvidia$other")"
   done
-  pass "each job opens its own GPU's device file and not the other's (cgroup v$version)"
+  # CUDA sees only the GPU it can open, as its device 0.
+  [ "$(field a cuda)" = 0 ] && [ "$(field b cuda)" = 0 ] ||
+    fail "under the device cgroup CUDA_VISIBLE_DEVICES should count from 0: a '$(field a cuda)', b '$(field b cuda)'"
+  pass "each job opens its own GPU's device file and not the other's, as CUDA's device 0 (cgroup v$version)"
 else
   echo "skipped: device isolation: $(grep -o 'devices=.*' "$WORK/agent.log" | head -1)"
 fi

@@ -296,5 +296,31 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
   EXPECT_FALSE(ParseLaunchFile(LaunchFileToJson(*bare))->container.Enabled());
 }
 
+TEST(LaunchFileTest, ConfinedGpusAreNumberedFromZeroOverTheGrantedOnes) {
+  // Granted 4-7 of a node: CUDA sees four GPUs, 0-3.
+  EXPECT_EQ(ConfinedGpuIndices("4,5,6,7", {4, 5, 6, 7}), "0,1,2,3");
+  // --gpu-bind=ordered's own GPU first keeps its place in the list.
+  EXPECT_EQ(ConfinedGpuIndices("6,4,5,7", {4, 5, 6, 7}), "2,0,1,3");
+  EXPECT_EQ(ConfinedGpuIndices("3", {1, 3}), "1");
+  // What is not a granted index stays as it was.
+  EXPECT_EQ(ConfinedGpuIndices("2,x", {1, 3}), "2,x");
+  EXPECT_EQ(ConfinedGpuIndices("", {1}), "");
+
+  LaunchPlan plan = TwoByTwo();
+  plan.context.gpus = {4, 6};
+  plan.bindings.resize(2);
+  plan.bindings[0].cuda_visible_devices = "4,6";
+  plan.bindings[1].cuda_visible_devices = "6,4";
+  plan.gpu_numbering = GpuNumbering::kConfined;
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 0, "/s/script", "/s");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(HasEntry(file->ranks[0].env, "CUDA_VISIBLE_DEVICES=0,1"));
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "CUDA_VISIBLE_DEVICES=1,0"));
+  plan.gpu_numbering = GpuNumbering::kNode;
+  file = PlanLaunch(plan, 0, "/s/script", "/s");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "CUDA_VISIBLE_DEVICES=6,4"));
+}
+
 }  // namespace
 }  // namespace cohort::step
