@@ -67,6 +67,7 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
                              .container_registry_ca_file = settings_.container_registry_ca_file,
                              .container_credentials_file = settings_.container_credentials_file,
                              .container_registry_mirrors = settings_.container_registry_mirrors,
+                             .container_hooks_dir = settings_.container_hooks_dir,
                              .container_state_dir = settings_.spool_dir + "/containers"}},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),

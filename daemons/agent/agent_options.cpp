@@ -311,6 +311,7 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
                                        << 30;
   settings.container_registry_ca_file = config->container_registry_ca_file;
   settings.container_credentials_file = config->container_credentials_file;
+  settings.container_hooks_dir = config->container_hooks_dir;
   settings.container_registry_mirrors = config->container_registry_mirrors;
   settings.http_port = options.http_port;
   settings.http_port_file = options.http_port_file;

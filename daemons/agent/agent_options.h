@@ -86,6 +86,7 @@ struct AgentSettings {
   std::int64_t container_cache_max_bytes = 0;  ///< ContainerCacheMaxGB= in bytes; 0: no bound
   std::string container_registry_ca_file;      ///< ContainerRegistryCAFile=
   std::string container_credentials_file;      ///< ContainerCredentialsFile=
+  std::string container_hooks_dir;             ///< ContainerHooksDir=
   std::vector<std::string> container_registry_mirrors;  ///< ContainerRegistryMirrors=
   std::vector<std::string> warnings;                    ///< to log once logging is set up
 };

@@ -277,6 +277,7 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
     container.registry_ca_file = settings_.container_registry_ca_file;
     container.credentials_file = settings_.container_credentials_file;
     container.registry_mirrors = settings_.container_registry_mirrors;
+    container.hooks_dir = settings_.container_hooks_dir;
     container.state_dir = fmt::format("{}/job-{}", settings_.container_state_dir, id.job_id);
     for (int gpu = 0; gpu < 64 && static_cast<std::size_t>(gpu) < setup_.gpu_files.size(); ++gpu) {
       if (((message.gpus() >> gpu) & 1U) != 0 && !setup_.gpu_files[gpu].empty()) {

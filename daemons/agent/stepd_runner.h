@@ -52,6 +52,7 @@ struct StepdSettings {
   std::string container_registry_ca_file;
   std::string container_credentials_file;               ///< ContainerCredentialsFile=
   std::vector<std::string> container_registry_mirrors;  ///< ContainerRegistryMirrors=
+  std::string container_hooks_dir;                      ///< ContainerHooksDir=
   std::string container_state_dir;
 };
 

@@ -294,6 +294,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
                          {"registry_ca_file", c.registry_ca_file},
                          {"credentials_file", c.credentials_file},
                          {"registry_mirrors", c.registry_mirrors},
+                         {"hooks_dir", c.hooks_dir},
                          {"state_dir", c.state_dir},
                          {"devices", c.devices}};
   }
@@ -345,6 +346,7 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
       c.registry_ca_file = it->at("registry_ca_file").get<std::string>();
       c.credentials_file = it->at("credentials_file").get<std::string>();
       c.registry_mirrors = it->value("registry_mirrors", std::vector<std::string>());
+      c.hooks_dir = it->value("hooks_dir", std::string());
       c.state_dir = it->at("state_dir").get<std::string>();
       c.devices = it->at("devices").get<std::vector<std::string>>();
     }

@@ -66,8 +66,9 @@ struct ContainerSetup {
   std::string registry_ca_file;               ///< empty: the system's CAs
   std::string credentials_file;               ///< the node's logins, for owners without their own
   std::vector<std::string> registry_mirrors;  ///< REGISTRY=URL, tried before REGISTRY
-  std::string state_dir;                      ///< the node's named containers of the job
-  std::vector<std::string> devices;           ///< the GPUs' device files the step may use
+  std::string hooks_dir;  ///< programs the holder runs before the ranks enter; empty: none
+  std::string state_dir;  ///< the node's named containers of the job
+  std::vector<std::string> devices;  ///< the GPUs' device files the step may use
   [[nodiscard]] bool Enabled() const { return !image.empty() || !name.empty(); }
 };
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -223,7 +225,12 @@ struct HolderPlan {
   bool mount_home = false;
   std::vector<std::string> devices;  // the step's GPUs
   std::string pmix_folder;           // empty: none
+  std::string hooks_dir;             // empty: none
+  std::string gpu_indices;           // the step's GPUs by the node's indices ("0,1")
 };
+
+// How long one hook may take (nvidia-container-cli takes well under one).
+constexpr int kHookTimeoutMs = 60'000;
 
 // Reports `why` to the stepd and ends the holder.
 [[noreturn]] void HolderFails(int report, const std::string& why) {
@@ -355,6 +362,114 @@ void BindHostFile(int report, const std::string& root, const std::string& path) 
               path);
 }
 
+// Runs one hook of ContainerHooksDir (enroot's hooks.d) in the holder's
+// namespace, before the pivot, with enroot's variables so that its hooks
+// (the NVIDIA one: nvidia-container-cli configure --pid=$ENROOT_PID
+// $ENROOT_ROOTFS) run unchanged; fails the container with its last line of
+// stderr when it fails or outlives kHookTimeoutMs.
+void RunHook(int report, const HolderPlan& plan, const std::string& root, const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      fmt::format("COHORT_CONTAINER_ROOT={}", root), fmt::format("ENROOT_ROOTFS={}", root),
+      fmt::format("COHORT_CONTAINER_PID={}", ::getpid()), fmt::format("ENROOT_PID={}", ::getpid())};
+  if (!plan.gpu_indices.empty()) {
+    env.push_back(fmt::format("NVIDIA_VISIBLE_DEVICES={}", plan.gpu_indices));
+    env.emplace_back("NVIDIA_DRIVER_CAPABILITIES=compute,utility");
+  }
+  std::vector<char*> envp;
+  for (std::string& entry : env) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::string program = path;
+  char* argv[] = {program.data(), nullptr};
+  int err[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) HolderFails(report, Errno("cannot make a pipe"));
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execve(program.c_str(), argv, envp.data());
+    ::_exit(127);
+  }
+  ::close(err[1]);
+  if (pid < 0) HolderFails(report, Errno(fmt::format("cannot run hook {}", name)));
+  std::string said;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kHookTimeoutMs);
+  bool timed_out = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd ready{.fd = err[0], .events = POLLIN, .revents = 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(left));
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(err[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    said.append(buffer, static_cast<std::size_t>(n));
+    if (said.size() > 64 * 1024) said.erase(0, said.size() - 64 * 1024);
+  }
+  ::close(err[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    HolderFails(report,
+                fmt::format("hook {} took over {} s and was killed", path, kHookTimeoutMs / 1000));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string last = LastLine(said);
+    HolderFails(report, fmt::format("hook {} failed ({}){}{}", path,
+                                    WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status))
+                                                      : fmt::format("signal {}", WTERMSIG(status)),
+                                    last.empty() ? "" : ": ", last));
+  }
+}
+
+// Whether root alone could have put `path` there: hooks run as root.
+bool OnlyRootWrites(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && info.st_uid == 0 &&
+         (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+// The executable files of the hooks folder, in name order; the folder and
+// each hook must be root's and written by no one else.
+std::vector<std::string> Hooks(int report, const std::string& folder) {
+  if (!OnlyRootWrites(folder)) {
+    HolderFails(report, fmt::format("ContainerHooksDir {} must exist, be root's and be writable by "
+                                    "root alone: its hooks run as root",
+                                    folder));
+  }
+  std::vector<std::string> hooks;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string path = entry.path().string();
+    if (!entry.is_regular_file() || ::access(path.c_str(), X_OK) != 0) continue;
+    if (!OnlyRootWrites(path)) {
+      HolderFails(report,
+                  fmt::format("hook {} is writable by others than root; chmod go-w it", path));
+    }
+    hooks.push_back(path);
+  }
+  if (error) {
+    HolderFails(report,
+                fmt::format("cannot read ContainerHooksDir {}: {}", folder, error.message()));
+  }
+  std::sort(hooks.begin(), hooks.end());
+  return hooks;
+}
+
 // The owner in the image's /etc/passwd, as enroot adds them, so that `id`,
 // `whoami` and ssh know who they are.
 void AddOwner(const std::string& root, const Account& owner) {
@@ -467,6 +582,11 @@ void AddOwner(const std::string& root, const Account& owner) {
     MakeMountPoint(report, root, plan.pmix_folder, true);
     MountOrFail(report, plan.pmix_folder.c_str(), root + plan.pmix_folder, nullptr, MS_BIND,
                 nullptr, "the PMIx server's folder");
+  }
+  // The site's hooks last, on the finished tree: the GPU driver's
+  // libraries and tools come in this way.
+  if (!plan.hooks_dir.empty()) {
+    for (const std::string& hook : Hooks(report, plan.hooks_dir)) RunHook(report, plan, root, hook);
   }
   if (!plan.writable) {
     MountOrFail(report, nullptr, root, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr,
@@ -689,7 +809,15 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
                   .owner = owner,
                   .mount_home = c.mount_home,
                   .devices = c.devices,
-                  .pmix_folder = {}};
+                  .pmix_folder = {},
+                  .hooks_dir = c.hooks_dir,
+                  .gpu_indices = {}};
+  // The step's GPUs by the node's indices, for NVIDIA_VISIBLE_DEVICES.
+  if (!file.ranks.empty()) {
+    for (const std::string& entry : file.ranks.front().env) {
+      if (entry.starts_with("SLURM_JOB_GPUS=")) plan.gpu_indices = entry.substr(15);
+    }
+  }
   if (file.mpi.type == "pmix") {
     plan.pmix_folder = folder + "/pmix";
     if (::mkdir(plan.pmix_folder.c_str(), 0700) != 0 && errno != EEXIST) {

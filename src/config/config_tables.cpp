@@ -81,6 +81,7 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"ContainerCacheMaxGB", &conf::Set<G, &ParseIntFrom<0, 1 << 20>, &C::container_cache_max_gb>},
     {"ContainerRegistryCAFile", &SetPath<&C::container_registry_ca_file>},
     {"ContainerCredentialsFile", &SetPath<&C::container_credentials_file>},
+    {"ContainerHooksDir", &SetPath<&C::container_hooks_dir>},
     {"ContainerRegistryMirrors",
      &conf::Set<G, &ParseRegistryMirrors, &C::container_registry_mirrors>},
     {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},

@@ -35,8 +35,17 @@ unset SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_CONF
 
 # The registry's logins, as a site keeps them for every user.
 CREDENTIALS=$WORK/credentials
+# Two hooks, as a site's hooks.d brings the GPU driver in: each leaves its
+# name in the container's root; the second fails while $WORK/hook-fails
+# exists.
+mkdir -m 755 "$WORK/hooks.d"
+printf '#!/bin/sh\necho "10 pid=$ENROOT_PID" >"$COHORT_CONTAINER_ROOT/hooked"\n' >"$WORK/hooks.d/10-first"
+printf '#!/bin/sh\n[ -e %s/hook-fails ] && { echo "driver not found" >&2; exit 3; }\necho 20 >>"$ENROOT_ROOTFS/hooked"\n' \
+  "$WORK" >"$WORK/hooks.d/20-second"
+chmod 755 "$WORK/hooks.d/10-first" "$WORK/hooks.d/20-second"
 EXTRA_CONF="ContainerRegistryCAFile=$WORK/tls/ca.pem
-ContainerCredentialsFile=$CREDENTIALS"
+ContainerCredentialsFile=$CREDENTIALS
+ContainerHooksDir=$WORK/hooks.d"
 IT_HTTP=on start_cluster
 start_registry "$WORK/registry" || { fail "the registry did not start"; finish_test; }
 push_tiny_image tiny 1 || { fail "could not push the tiny image"; finish_test; }
@@ -95,6 +104,16 @@ if command -v mpicc.openmpi >/dev/null; then
 else
   fail "no mpicc.openmpi: run scripts/install-deps.sh (openmpi-bin, libopenmpi-dev)"
 fi
+
+# --- ContainerHooksDir: the hooks ran in order, in the container's namespace
+out=$(timeout 60 srun -N 1 --container-image="$IMAGE" cat /hooked 2>&1)
+grep -q "^10 pid=[0-9]*$" <<<"$out" && grep -q "^20$" <<<"$out" &&
+  pass "the site's hooks ran in name order on the container's root" || fail "hooks: $out"
+touch "$WORK/hook-fails"
+out=$(timeout 60 srun -N 1 --container-image="$IMAGE" true 2>&1)
+[ $? -ne 0 ] && grep -q "hook $WORK/hooks.d/20-second failed (exit 3): driver not found" <<<"$out" &&
+  pass "a failing hook fails the step with its words" || fail "a failing hook: $out"
+rm -f "$WORK/hook-fails"
 
 # --- mounts, workdir, read-only and writable roots
 mkdir -p "$WORK/data" "$WORK/results"

@@ -216,6 +216,10 @@ struct ClusterConfig {
   /// ContainerCredentialsFile=: registry logins (enroot's .credentials
   /// format) for users who keep none in ~/.config/enroot/.credentials.
   std::string container_credentials_file;
+  /// ContainerHooksDir=: programs each container's holder runs, in name
+  /// order, before the ranks enter (enroot's hooks.d: the GPU driver's
+  /// libraries); empty: none.
+  std::string container_hooks_dir;
   /// ContainerRegistryMirrors=: REGISTRY=URL pairs; a pull from REGISTRY
   /// tries its mirrors first, then the registry itself.
   std::vector<std::string> container_registry_mirrors;

@@ -267,6 +267,7 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
                     .registry_ca_file = "/etc/ca.pem",
                     .credentials_file = "/etc/cohort/credentials",
                     .registry_mirrors = {"nvcr.io=https://mirror:5000"},
+                    .hooks_dir = "/etc/cohort/hooks.d",
                     .state_dir = "/spool/containers/job-42",
                     .devices = {"/dev/nvidia0"}};
   absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 0, "/s/script", "/s");
@@ -287,6 +288,7 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
   EXPECT_EQ(c.registry_ca_file, "/etc/ca.pem");
   EXPECT_EQ(c.credentials_file, "/etc/cohort/credentials");
   EXPECT_EQ(c.registry_mirrors, std::vector<std::string>{"nvcr.io=https://mirror:5000"});
+  EXPECT_EQ(c.hooks_dir, "/etc/cohort/hooks.d");
   EXPECT_EQ(c.state_dir, "/spool/containers/job-42");
   EXPECT_EQ(c.devices, std::vector<std::string>{"/dev/nvidia0"});
   // None asked: none written, none read.
