@@ -300,8 +300,8 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
   }
   // CUDA numbers only the GPUs a rank can open: in a container (whose /dev
   // has only the step's) or under the device cgroup, from 0.
-  if (plan.container.Enabled() ||
-      (launcher_.LimitsDevices() && !DeniedGpus(gpu_devices_, message.gpus()).empty())) {
+  std::vector<dev_t> denied = DeniedGpus(gpu_devices_, message.gpus());
+  if (plan.container.Enabled() || (launcher_.LimitsDevices() && !denied.empty())) {
     plan.gpu_numbering = step::GpuNumbering::kConfined;
   }
   const std::string script_path = run.tracker.Folder() + "/script";
@@ -319,7 +319,7 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
   // agent's cpuset.
   const step::LaunchLimits limits{.memory_mb = file->memory_mb,
                                   .cpus = settings_.apply_binding ? run.cpus : std::vector<int>{},
-                                  .denied_devices = DeniedGpus(gpu_devices_, message.gpus())};
+                                  .denied_devices = std::move(denied)};
   absl::StatusOr<pid_t> stepd = launcher_.Start(run.tracker.Folder(), *file, limits);
   if (!stepd.ok()) return stepd.status();
   run.watch = StepdWatch::kReaper;
