@@ -128,6 +128,9 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
   if (job.state() == v1::JOB_PENDING && job.expected_start_ms() > 0) {
     std::cout << fmt::format("   ExpectedStart={}\n", FormatTimestamp(job.expected_start_ms()));
   }
+  if (!job.image_status().empty()) {
+    std::cout << fmt::format("   ImageAhead={}\n", job.image_status());
+  }
   std::cout << fmt::format("   ExitCode={}:{}\n", job.exit_code(), job.exit_signal());
   std::cout << fmt::format("   RunTime={} TimeLimit={} Signal={}\n",
                            FormatElapsed(TimeUsedSeconds(job, now)),

@@ -320,6 +320,7 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
   out["qos"] = job.qos().empty() ? spec.qos() : job.qos();
   out["priority"] = job.priority();
   out["expected_start_ms"] = NullIfZero(job.expected_start_ms());
+  out["image_status"] = job.image_status();
   out["held"] = job.held();
   out["dependency"] = job.dependency();
   out["kill_on_invalid_dep"] = spec.kill_on_invalid_dep();

@@ -192,6 +192,9 @@ std::string ExplainText(const v1::ExplainJobResponse& response, std::int64_t now
       out += fmt::format("\nExpected start: {} (in {})\n", FormatTimestamp(start),
                          FormatElapsed((start - now_ms) / 1000));
     }
+    if (!job.image_status().empty()) {
+      out += fmt::format("Container image: {}\n", job.image_status());
+    }
   }
   if (!words.suggestions.empty()) {
     out += "\nWhat would let it start sooner:\n";

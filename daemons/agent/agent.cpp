@@ -62,11 +62,7 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
                              .prolog = settings_.prolog,
                              .epilog = settings_.epilog,
                              .script_timeout = settings_.script_timeout,
-                             .container_cache_dir = settings_.container_cache_dir,
-                             .container_cache_max_bytes = settings_.container_cache_max_bytes,
-                             .container_registry_ca_file = settings_.container_registry_ca_file,
-                             .container_credentials_file = settings_.container_credentials_file,
-                             .container_registry_mirrors = settings_.container_registry_mirrors,
+                             .container_images = settings_.container_images,
                              .container_hooks_dir = settings_.container_hooks_dir,
                              .container_state_dir = settings_.spool_dir + "/containers"}},
       work_(boost::asio::make_work_guard(loop)),
@@ -74,6 +70,8 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
       stop_deadline_(loop),
       reaper_(loop),
       launcher_(settings_.spool_dir, StepdNextToAgent()),
+      images_(loop, reaper_, settings_.container_images, step::ImageProgram(), settings_.spool_dir,
+              ::geteuid() == 0),
       notices_(loop),
       poll_timer_(loop) {}
 
@@ -125,7 +123,7 @@ absl::Status Agent::Start() {
   for (const NodeSetup& setup : settings_.nodes) {
     nodes_.push_back(std::make_unique<AgentNode>(
         environment_, setup,
-        AgentNodeParts(loop_, *links_, environment_, setup, reaper_, launcher_)));
+        AgentNodeParts(loop_, *links_, environment_, setup, reaper_, launcher_, images_)));
     nodes_by_name_.emplace(setup.name, nodes_.back().get());
   }
   AgentLog().info("agent_started nodes={} count={} mode={} controller={} spool={} pid={}",
@@ -254,6 +252,7 @@ void Agent::Stop() {
   std::size_t ranks = 0;
   for (const std::unique_ptr<AgentNode>& node : nodes_) ranks += node->LiveRanks();
   AgentLog().info("agent_stopping ranks_left_running={}", ranks);
+  images_.Stop();  // pulls ahead are tried again at the jobs' starts
   stop_deadline_.expires_after(kStopDeadline);
   stop_deadline_.async_wait([](const boost::system::error_code& error) {
     if (error) return;

@@ -22,6 +22,7 @@
 #include "child_reaper.h"
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "http_server.h"
+#include "image_prefetcher.h"
 #include "step_launcher.h"
 
 /// The cohort-agent process.
@@ -69,6 +70,7 @@ class Agent {
   boost::asio::steady_timer stop_deadline_;
   ChildReaper reaper_;
   StepLauncher launcher_;
+  ImagePrefetcher images_;  ///< pulls ahead for every node (they share a cache)
   boost::asio::local::datagram_protocol::socket notices_;
   std::array<char, 4096> notice_buffer_{};
   boost::asio::steady_timer poll_timer_;

@@ -15,6 +15,14 @@ void NodeMetrics::CountImage(const step::ImageEvent& image) {
   image_pull_time.Observe(static_cast<double>(image.ms) / 1000.0);
 }
 
+void NodeMetrics::CountImageAhead(bool ok, bool cached, std::int64_t bytes) {
+  const step::ImageOutcome outcome = !ok      ? step::ImageOutcome::kFailed
+                                     : cached ? step::ImageOutcome::kCached
+                                              : step::ImageOutcome::kPulled;
+  ++images_ahead[static_cast<std::size_t>(outcome)];
+  if (outcome == step::ImageOutcome::kPulled) image_pull_bytes += static_cast<std::uint64_t>(bytes);
+}
+
 std::string RenderAgentMetrics(std::span<const NodeMetrics> nodes) {
   Exposition out;
   out.Family("cohort_agent_launches_total", MetricType::kCounter,
@@ -43,17 +51,27 @@ std::string RenderAgentMetrics(std::span<const NodeMetrics> nodes) {
                  (n.gpus_allocated >> gpu) & 1U);
     }
   }
-  out.Family("cohort_agent_container_images_total", MetricType::kCounter,
-             "Steps' container images on the node, by outcome: pulled from a registry, found in "
-             "the node's cache, or failed.");
-  for (const NodeMetrics& n : nodes) {
-    for (const step::ImageOutcome outcome :
-         {step::ImageOutcome::kPulled, step::ImageOutcome::kCached, step::ImageOutcome::kFailed}) {
-      out.Sample("cohort_agent_container_images_total",
-                 {{"node", n.node}, {"outcome", std::string(step::ImageOutcomeName(outcome))}},
-                 static_cast<double>(n.image_pulls[static_cast<std::size_t>(outcome)]));
+  const auto by_outcome = [&out, nodes](const char* name, const char* help,
+                                        std::array<std::uint64_t, 3> NodeMetrics::*counts) {
+    out.Family(name, MetricType::kCounter, help);
+    for (const NodeMetrics& n : nodes) {
+      for (const step::ImageOutcome outcome :
+           {step::ImageOutcome::kPulled, step::ImageOutcome::kCached,
+            step::ImageOutcome::kFailed}) {
+        out.Sample(name,
+                   {{"node", n.node}, {"outcome", std::string(step::ImageOutcomeName(outcome))}},
+                   static_cast<double>((n.*counts)[static_cast<std::size_t>(outcome)]));
+      }
     }
-  }
+  };
+  by_outcome("cohort_agent_container_images_total",
+             "Steps' container images on the node, by outcome: pulled from a registry, found in "
+             "the node's cache, or failed.",
+             &NodeMetrics::image_pulls);
+  by_outcome("cohort_agent_container_images_ahead_total",
+             "Images pulled ahead of a pending job's start on a node planned for it, by outcome: "
+             "pulled from a registry, found in the node's cache, or failed.",
+             &NodeMetrics::images_ahead);
   out.Family("cohort_agent_container_pulled_bytes_total", MetricType::kCounter,
              "The disk space of the images the node pulled, unpacked.");
   for (const NodeMetrics& n : nodes) {

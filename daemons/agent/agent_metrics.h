@@ -35,9 +35,14 @@ struct NodeMetrics {
   std::array<std::uint64_t, 3> image_pulls{};
   std::uint64_t image_pull_bytes = 0;
   metrics::Histogram image_pull_time;
+  /// Images pulled ahead of a job's start (PrepareImage), by ImageOutcome;
+  /// their bytes count in image_pull_bytes.
+  std::array<std::uint64_t, 3> images_ahead{};
 
   /// Counts one step's image.
   void CountImage(const step::ImageEvent& image);
+  /// Counts one pull ahead: `bytes` is the image's size when it was fetched.
+  void CountImageAhead(bool ok, bool cached, std::int64_t bytes);
 };
 
 /// The exposition of every node's metrics. Pure.

@@ -19,7 +19,8 @@ constexpr std::uint32_t kProtocolVersion = 1;
 
 NodeParts AgentNodeParts(boost::asio::io_context& loop, ControllerLinks& links,
                          const NodeEnvironment& environment, const NodeSetup& setup,
-                         ChildReaper& reaper, const StepLauncher& launcher) {
+                         ChildReaper& reaper, const StepLauncher& launcher,
+                         ImagePrefetcher& images) {
   NodeParts parts;
   parts.link = [&loop, &links, name = setup.name](NodeLink::Hooks hooks) {
     return std::make_unique<AgentSession>(loop, links, name, std::move(hooks));
@@ -30,9 +31,9 @@ NodeParts AgentNodeParts(boost::asio::io_context& loop, ControllerLinks& links,
     };
     return parts;  // no process runs, so no health check either
   }
-  parts.runner = [&loop, &environment, &reaper, &launcher](const NodeSetup& node,
-                                                           SendToController send) {
-    return std::make_unique<StepdRunner>(loop, environment.stepd, node, reaper, launcher,
+  parts.runner = [&loop, &environment, &reaper, &launcher, &images](const NodeSetup& node,
+                                                                    SendToController send) {
+    return std::make_unique<StepdRunner>(loop, environment.stepd, node, reaper, launcher, images,
                                          std::move(send));
   };
   if (!environment.health_program.empty() && environment.health_interval.count() > 0) {
@@ -120,6 +121,9 @@ void AgentNode::OnMessage(const v1::ControllerMessage& message) {
       break;
     case v1::ControllerMessage::kSignal:
       runner_->Signal(message.signal());
+      break;
+    case v1::ControllerMessage::kPrepareImage:
+      runner_->PrepareImage(message.prepare_image());
       break;
     case v1::ControllerMessage::kTerminate:
       runner_->Terminate(message.terminate());

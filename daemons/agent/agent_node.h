@@ -16,6 +16,7 @@
 #include "cohort/v1/cohort.grpc.pb.h"
 #include "controller_links.h"
 #include "health_check.h"
+#include "image_prefetcher.h"
 #include "launch_file.h"
 #include "launch_runner.h"
 #include "step_launcher.h"
@@ -53,12 +54,14 @@ struct NodeParts {
 };
 
 /// The parts of a node as cohort-agent runs it: an AgentSession over
-/// `links`; a StepdRunner, or a FakeRunner under fake execution; and the
-/// cluster's health check where it has one (never under fake execution).
-/// The loop, links, environment, reaper and launcher must outlive the node.
+/// `links`; a StepdRunner (pulling images ahead with `images`), or a
+/// FakeRunner under fake execution; and the cluster's health check where it
+/// has one (never under fake execution). The loop, links, environment,
+/// reaper, launcher and images must outlive the node.
 [[nodiscard]] NodeParts AgentNodeParts(boost::asio::io_context& loop, ControllerLinks& links,
                                        const NodeEnvironment& environment, const NodeSetup& setup,
-                                       ChildReaper& reaper, const StepLauncher& launcher);
+                                       ChildReaper& reaper, const StepLauncher& launcher,
+                                       ImagePrefetcher& images);
 
 /// One node the controller knows: registers it (name, resources, the
 /// launches its runner holds, a MUNGE credential or the cluster key) over

@@ -306,13 +306,13 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   settings.prolog = config->prolog;
   settings.epilog = config->epilog;
   settings.script_timeout = config->prolog_epilog_timeout;
-  settings.container_cache_dir = config->container_cache_dir;
-  settings.container_cache_max_bytes = static_cast<std::int64_t>(config->container_cache_max_gb)
-                                       << 30;
-  settings.container_registry_ca_file = config->container_registry_ca_file;
-  settings.container_credentials_file = config->container_credentials_file;
+  settings.container_images = {
+      .cache_dir = config->container_cache_dir,
+      .cache_max_bytes = static_cast<std::int64_t>(config->container_cache_max_gb) << 30,
+      .registry_ca_file = config->container_registry_ca_file,
+      .credentials_file = config->container_credentials_file,
+      .registry_mirrors = config->container_registry_mirrors};
   settings.container_hooks_dir = config->container_hooks_dir;
-  settings.container_registry_mirrors = config->container_registry_mirrors;
   settings.http_port = options.http_port;
   settings.http_port_file = options.http_port_file;
   settings.http_address = options.http_address;
@@ -327,8 +327,8 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
       settings.spool_dir.pop_back();
     }
   }
-  if (settings.container_cache_dir.empty()) {
-    settings.container_cache_dir = settings.spool_dir + "/images";
+  if (settings.container_images.cache_dir.empty()) {
+    settings.container_images.cache_dir = settings.spool_dir + "/images";
   }
 
   absl::StatusOr<layout::NodeLayout> host = HostLayout(options, settings.warnings);

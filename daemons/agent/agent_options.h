@@ -11,6 +11,7 @@
 #include "cohort/config/cluster_config.h"
 #include "cohort/launch/node_layout.h"
 #include "host_resources.h"
+#include "image_pull.h"
 
 /// The agent's command line and the settings it resolves to.
 namespace cohort::agent {
@@ -79,16 +80,15 @@ struct AgentSettings {
   int http_port = -1;                       ///< the metrics' HTTP port; -1: none
   std::string http_port_file;
   std::string http_address;
-  std::string prolog;                          ///< Prolog=; empty: none
-  std::string epilog;                          ///< Epilog=; empty: none
-  std::chrono::seconds script_timeout{300};    ///< PrologEpilogTimeout=
-  std::string container_cache_dir;             ///< ContainerCacheDir=, else spool_dir/images
-  std::int64_t container_cache_max_bytes = 0;  ///< ContainerCacheMaxGB= in bytes; 0: no bound
-  std::string container_registry_ca_file;      ///< ContainerRegistryCAFile=
-  std::string container_credentials_file;      ///< ContainerCredentialsFile=
-  std::string container_hooks_dir;             ///< ContainerHooksDir=
-  std::vector<std::string> container_registry_mirrors;  ///< ContainerRegistryMirrors=
-  std::vector<std::string> warnings;                    ///< to log once logging is set up
+  std::string prolog;                        ///< Prolog=; empty: none
+  std::string epilog;                        ///< Epilog=; empty: none
+  std::chrono::seconds script_timeout{300};  ///< PrologEpilogTimeout=
+  /// ContainerCacheDir= (else spool_dir/images), ContainerCacheMaxGB= in
+  /// bytes, ContainerRegistryCAFile=, ContainerCredentialsFile=,
+  /// ContainerRegistryMirrors=.
+  step::ImageStore container_images;
+  std::string container_hooks_dir;    ///< ContainerHooksDir=
+  std::vector<std::string> warnings;  ///< to log once logging is set up
 };
 
 /// Resolves the options: reads cohort.conf (-c) and the auth key file,

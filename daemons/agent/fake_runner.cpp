@@ -264,6 +264,15 @@ void FakeRunner::Signal(const v1::Signal& message) {
   End(it, ranks, 0, signal);
 }
 
+void FakeRunner::PrepareImage(const v1::PrepareImage& prepare) {
+  v1::AgentMessage message;
+  v1::ImagePrepared& prepared = *message.mutable_image_prepared();
+  prepared.set_job_id(prepare.job_id());
+  prepared.set_image(prepare.image());
+  prepared.set_error("the agent runs no processes (--fake-exec), so it pulls no image");
+  send_(std::move(message));
+}
+
 void FakeRunner::Terminate(const v1::Terminate& message) {
   if (message.has_step()) return;  // no step runs here
   const auto it = runs_.find(message.job_id());

@@ -62,6 +62,8 @@ class FakeRunner final : public LaunchRunner {
   void Launch(const v1::Launch& launch) override;
   void Signal(const v1::Signal& signal) override;
   void Terminate(const v1::Terminate& terminate) override;
+  /// No process runs, so no image is pulled: answered with that.
+  void PrepareImage(const v1::PrepareImage& prepare) override;
   /// Lists live launches (running) and finished ones (finished).
   void AddTo(v1::Register& message) const override;
   /// Forgets finished launches older than kFinishedRetention.

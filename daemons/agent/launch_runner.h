@@ -35,6 +35,9 @@ class LaunchRunner {
   virtual void Launch(const v1::Launch& launch) = 0;
   virtual void Signal(const v1::Signal& signal) = 0;
   virtual void Terminate(const v1::Terminate& terminate) = 0;
+  /// Pulls a pending job's image into the node's cache ahead of its start;
+  /// answers with ImagePrepared.
+  virtual void PrepareImage(const v1::PrepareImage& prepare) = 0;
   /// Lists the launches alive (running) and those finished lately
   /// (finished) for a new registration.
   virtual void AddTo(v1::Register& message) const = 0;

@@ -56,14 +56,35 @@ std::string WaitStatusText(int wait_status) {
 
 StepdRunner::StepdRunner(boost::asio::io_context& loop, StepdSettings settings,
                          const NodeSetup& setup, ChildReaper& reaper, const StepLauncher& launcher,
-                         SendToController send)
+                         ImagePrefetcher& images, SendToController send)
     : loop_(loop),
       settings_(std::move(settings)),
       setup_(setup),
       reaper_(reaper),
       launcher_(launcher),
       send_(std::move(send)),
-      gpu_devices_(GpuDevices(setup_.gpu_files)) {}
+      gpu_devices_(GpuDevices(setup_.gpu_files)),
+      images_(images) {}
+
+void StepdRunner::PrepareImage(const v1::PrepareImage& prepare) {
+  const std::int64_t job_id = prepare.job_id();
+  LaunchLog().info("image_ahead job={} node={} image={:?}", job_id, setup_.name, prepare.image());
+  images_.Pull(prepare.uid(), prepare.image(),
+               [this, alive = alive_, job_id,
+                image = prepare.image()](const ImagePrefetcher::Outcome& outcome) {
+                 if (!*alive) return;
+                 counters_.CountImageAhead(outcome.ok, outcome.cached, outcome.bytes);
+                 v1::AgentMessage message;
+                 v1::ImagePrepared& prepared = *message.mutable_image_prepared();
+                 prepared.set_job_id(job_id);
+                 prepared.set_image(image);
+                 prepared.set_ok(outcome.ok);
+                 prepared.set_error(outcome.error);
+                 prepared.set_digest(outcome.digest);
+                 prepared.set_bytes(outcome.cached ? 0 : outcome.bytes);
+                 send_(std::move(message));
+               });
+}
 
 void StepdRunner::Start() {
   Adopt();
@@ -75,6 +96,7 @@ void StepdRunner::Start() {
 }
 
 void StepdRunner::Stop() {
+  *alive_ = false;
   if (scripts_) scripts_->Stop();
   // The agent leaves the ranks running, and a pending SIGKILL would keep its
   // loop alive.
@@ -95,6 +117,7 @@ void StepdRunner::AddMetrics(NodeMetrics& metrics) const {
   metrics.stepd_start = counters_.stepd_start;
   metrics.image_pulls = counters_.image_pulls;
   metrics.image_pull_bytes = counters_.image_pull_bytes;
+  metrics.images_ahead = counters_.images_ahead;
   metrics.image_pull_time = counters_.image_pull_time;
   for (const auto& [id, run] : runs_) {
     if (!run.tracker.Record().LiveRanks().empty()) metrics.gpus_allocated |= run.gpus;
@@ -272,11 +295,7 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
   run.cpus = GrantCpus(id, message);
   if (plan.container.Enabled()) {
     step::ContainerSetup& container = plan.container;
-    container.cache_dir = settings_.container_cache_dir;
-    container.cache_max_bytes = settings_.container_cache_max_bytes;
-    container.registry_ca_file = settings_.container_registry_ca_file;
-    container.credentials_file = settings_.container_credentials_file;
-    container.registry_mirrors = settings_.container_registry_mirrors;
+    container.images = settings_.container_images;
     container.hooks_dir = settings_.container_hooks_dir;
     container.state_dir = fmt::format("{}/job-{}", settings_.container_state_dir, id.job_id);
     for (int gpu = 0; gpu < 64 && static_cast<std::size_t>(gpu) < setup_.gpu_files.size(); ++gpu) {

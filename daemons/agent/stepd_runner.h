@@ -22,6 +22,7 @@
 #include "child_reaper.h"
 #include "cohort/engine/engine_types.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "image_prefetcher.h"
 #include "job_scripts.h"
 #include "launch_file.h"
 #include "launch_runner.h"
@@ -47,12 +48,8 @@ struct StepdSettings {
   /// image cache, its bound and the registries' CA file (ContainerCacheDir=,
   /// ContainerCacheMaxGB=, ContainerRegistryCAFile=), and the folder that
   /// holds each job's named containers until the job leaves the node.
-  std::string container_cache_dir;
-  std::int64_t container_cache_max_bytes = 0;
-  std::string container_registry_ca_file;
-  std::string container_credentials_file;               ///< ContainerCredentialsFile=
-  std::vector<std::string> container_registry_mirrors;  ///< ContainerRegistryMirrors=
-  std::string container_hooks_dir;                      ///< ContainerHooksDir=
+  step::ImageStore container_images;  ///< and ContainerCredentialsFile=, ContainerRegistryMirrors=
+  std::string container_hooks_dir;    ///< ContainerHooksDir=
   std::string container_state_dir;
 };
 
@@ -77,12 +74,15 @@ class StepdRunner final : public LaunchRunner {
   static constexpr std::chrono::minutes kFinishedRetention = kAgentKeepsFinishedLaunches;
 
   StepdRunner(boost::asio::io_context& loop, StepdSettings settings, const NodeSetup& setup,
-              ChildReaper& reaper, const StepLauncher& launcher, SendToController send);
+              ChildReaper& reaper, const StepLauncher& launcher, ImagePrefetcher& images,
+              SendToController send);
+  ~StepdRunner() override { *alive_ = false; }
 
   void Start() override;
   void Launch(const v1::Launch& launch) override;
   void Signal(const v1::Signal& signal) override;
   void Terminate(const v1::Terminate& terminate) override;
+  void PrepareImage(const v1::PrepareImage& prepare) override;
   void AddTo(v1::Register& message) const override;
   void Poll() override;
   void OnStepNotice(step::LaunchId id) override;
@@ -167,6 +167,9 @@ class StepdRunner final : public LaunchRunner {
   std::uint64_t serials_ = 0;
   std::unique_ptr<JobScripts> scripts_;  ///< set when the cluster has a Prolog or an Epilog
   NodeMetrics counters_;                 ///< launches started and failed, stepd start times
+  ImagePrefetcher& images_;
+  /// Cleared when this goes: a pull ahead that ends later answers no one.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace cohort::agent

@@ -72,7 +72,17 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       outbox_(io_, records_, std::move(stores.writer), std::move(stores.checkpointer),
               static_cast<std::size_t>(state_.topology->NodeCount())),
       reader_(io_, std::move(stores.reader)),
-      agent_hub_(state_, outbox_, reader_, *this, AgentHub::Options{options_.heartbeat_interval}),
+      agent_hub_(state_, outbox_, reader_, *this,
+                 AgentHub::Options{.heartbeat_interval = options_.heartbeat_interval,
+                                   .on_image_prepared =
+                                       [this](NodeId node, const v1::ImagePrepared& prepared) {
+                                         image_prefetch_.OnPrepared(node, prepared,
+                                                                    ControllerState::Now());
+                                       }}),
+      image_prefetch_(state_,
+                      [this](NodeId node, v1::ControllerMessage message) {
+                        return agent_hub_.SendNow(node, std::move(message));
+                      }),
       job_rpcs_(io_, state_, outbox_, reader_, *this),
       node_rpcs_(io_, state_, outbox_, *this),
       priority_rpcs_(io_, state_, outbox_),
@@ -161,6 +171,13 @@ void Controller::Restore(LoadedState loaded) {
              std::count_if(loaded.nodes.begin(), loaded.nodes.end(),
                            [](const StateBatch::NodeRow& r) { return r.drain; }));
   Execute(effects);
+  // Pending jobs with an image, loaded: their pulls ahead start afresh.
+  std::vector<JobId> loaded_ids;
+  loaded_ids.reserve(state_.specs.size());
+  for (const auto& [id, spec] : state_.specs) {
+    if (spec.has_container()) loaded_ids.push_back(id);
+  }
+  image_prefetch_.Changed(loaded_ids);
 }
 
 void Controller::Shutdown() {
@@ -185,6 +202,7 @@ void Controller::ArmTick() {
 void Controller::Tick() {
   Effects effects;
   state_.engine.Tick(ControllerState::Now(), effects);
+  image_prefetch_.Review(ControllerState::Now());
   // Before Execute clears them.
   const std::vector<JobId> forgotten = std::move(effects.forgotten_jobs);
   Execute(effects);
@@ -240,6 +258,7 @@ void Controller::Execute(Effects& effects) {
     }
   }
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
+  image_prefetch_.Changed(effects.changed_jobs);
   for (const Command& command : effects.commands) agent_hub_.Send(command);
   LogTransitions(effects.transitions);
   metrics_.Count(effects.transitions);
@@ -290,7 +309,7 @@ void Controller::Notify(JobId id) {
   const bool finished = IsFinished(job->state);
   if (watch_hub_.Watched(id)) {
     v1::JobEvent event;
-    JobToWire(*job, state_.specs[id], engine, engine.QueuePosition(id), event.mutable_job());
+    state_.JobToWire(*job, engine.QueuePosition(id), event.mutable_job());
     watch_hub_.Publish(id, std::move(event),
                        finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
   }
@@ -323,8 +342,7 @@ void Controller::Watch(std::int64_t id, Identity who, JobWatcher* watcher, Reply
           return;
         }
         v1::JobEvent event;
-        JobToWire(*job, state_.specs[id], state_.engine, state_.engine.QueuePosition(id),
-                  event.mutable_job());
+        state_.JobToWire(*job, state_.engine.QueuePosition(id), event.mutable_job());
         const JobWatcher::Last last =
             IsFinished(job->state) ? JobWatcher::Last::kYes : JobWatcher::Last::kNo;
         watch_hub_.Watch(id, watcher, std::move(event), last, std::move(reply));

@@ -12,24 +12,25 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "rpc/admin_rpcs.h"
 #include "agents/agent_hub.h"
-#include "rpc/call_rate.h"
+#include "agents/image_prefetch.h"
 #include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
 #include "controller_state.h"
+#include "http/metrics.h"
+#include "outbox.h"
+#include "rpc/admin_rpcs.h"
+#include "rpc/call_rate.h"
 #include "rpc/history_rpcs.h"
 #include "rpc/job_rpcs.h"
-#include "http/metrics.h"
 #include "rpc/node_rpcs.h"
-#include "outbox.h"
 #include "rpc/priority_rpcs.h"
 #include "store/records.h"
 #include "store/store.h"
 #include "store/store_reader.h"
-#include "watch_hub.h"
 #include "store/wire.h"
+#include "watch_hub.h"
 #include "worker.h"
 
 namespace cohort::controller {
@@ -50,7 +51,7 @@ class Controller final : private EffectSink {
     std::string state_path;  ///< the SQLite database
     StateSync sync = StateSync::kFull;
     std::chrono::hours history_retention{24 * 30};  ///< 0: keep forever
-    std::optional<TokenSigner> tokens;  ///< signs REST API tokens; none: IssueToken refuses
+    std::optional<TokenSigner> tokens;    ///< signs REST API tokens; none: IssueToken refuses
     AdminRpcs::Reconfigurer reconfigure;  ///< `cohort reconfigure`; none: refused
   };
 
@@ -163,6 +164,7 @@ class Controller final : private EffectSink {
   StoreReader reader_;
   WatchHub watch_hub_{outbox_};
   AgentHub agent_hub_;
+  ImagePrefetch image_prefetch_;
   JobRpcs job_rpcs_;
   NodeRpcs node_rpcs_;
   PriorityRpcs priority_rpcs_;

@@ -44,6 +44,18 @@ struct ControllerState {
     v1::StepIo io;
   };
   std::map<std::pair<JobId, int>, StepOrder> step_specs;
+  /// Pending jobs' container images pulled ahead (ImagePrefetch): what to
+  /// tell of each, while there is something.
+  std::unordered_map<JobId, std::string> image_status;
+
+  /// The job as the API shows it (store/wire.h's JobToWire, with what only
+  /// the controller knows).
+  void JobToWire(const Job& job, int queue_position, v1::Job* out) {
+    controller::JobToWire(job, specs[job.id], engine, queue_position, out);
+    if (const auto it = image_status.find(job.id); it != image_status.end()) {
+      out->set_image_status(it->second);
+    }
+  }
 };
 
 /// Carries out what the engine decided (records, commands, events, the next

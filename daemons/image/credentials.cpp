@@ -3,17 +3,15 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "run_as.h"
+#include "open_as.h"
 #include "unique_fd.h"
 
 namespace cohort::image {
@@ -59,44 +57,6 @@ std::string Shown(std::string_view word) {
     out.push_back(byte < 0x20 || byte >= 0x7f ? '?' : c);
   }
   return word.size() > 40 ? out + "..." : out;
-}
-
-// Restores root's identity when it goes out of scope.
-class RootIdentity {
- public:
-  RootIdentity() : gid_(::getegid()) {
-    const int count = ::getgroups(0, nullptr);
-    groups_.resize(count > 0 ? static_cast<std::size_t>(count) : 0);
-    if (count > 0 && ::getgroups(count, groups_.data()) < 0) groups_.clear();
-  }
-  ~RootIdentity() {
-    // Without root back the program must not go on: whatever it did next
-    // would run as the user, or half as each.
-    if (::seteuid(0) != 0 || ::setegid(gid_) != 0 ||
-        ::setgroups(groups_.size(), groups_.data()) != 0) {
-      std::abort();
-    }
-  }
-  RootIdentity(const RootIdentity&) = delete;
-  RootIdentity& operator=(const RootIdentity&) = delete;
-
- private:
-  gid_t gid_;
-  std::vector<gid_t> groups_;
-};
-
-absl::StatusOr<UniqueFd> OpenAsCaller(const std::string& path) {
-  // O_NONBLOCK: a FIFO in the credentials file's place must not hang the pull.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd.valid()) {
-    const int error = errno;
-    const std::string text =
-        fmt::format("cannot open the credentials file {}: {}", path, std::strerror(error));
-    if (error == ENOENT) return absl::NotFoundError(text);
-    if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(text);
-    return absl::UnavailableError(text);
-  }
-  return fd;
 }
 
 }  // namespace
@@ -175,21 +135,7 @@ const Credential* FindCredential(const std::vector<Credential>& credentials, std
 
 absl::StatusOr<std::string> ReadCredentialsFile(const std::string& path,
                                                 std::optional<uid_t> as_uid) {
-  absl::StatusOr<UniqueFd> fd = absl::UnknownError("not opened");
-  if (as_uid.has_value() && ::geteuid() == 0) {
-    absl::StatusOr<step::Account> user = step::LookupAccount(*as_uid, "this node");
-    if (!user.ok()) return user.status();
-    RootIdentity root;
-    if (::setgroups(user->groups.size(), user->groups.data()) != 0 || ::setegid(user->gid) != 0 ||
-        ::seteuid(*as_uid) != 0) {
-      return absl::UnavailableError(
-          fmt::format("cannot take the identity of user {} to read {}: {}", *as_uid, path,
-                      std::strerror(errno)));
-    }
-    fd = OpenAsCaller(path);
-  } else {
-    fd = OpenAsCaller(path);
-  }
+  absl::StatusOr<UniqueFd> fd = OpenAsUser(path, as_uid, "the credentials file");
   if (!fd.ok()) return fd.status();
   struct stat info {};
   if (::fstat(fd->get(), &info) != 0) {

@@ -3,11 +3,13 @@
 
 #include <curl/curl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "cohort/container/image_ref.h"
 #include "cohort/fmt_absl.h"
 #include "image_puller.h"
+#include "run_as.h"
 
 namespace cohort::image {
 namespace {
@@ -25,11 +28,22 @@ struct PullCommand {
   std::string ca_file;
   std::string credentials;
   std::int64_t credentials_uid = -1;
+  std::int64_t owner = -1;
   std::int64_t max_cache_bytes = 0;
   std::vector<std::string> mirrors;
   std::string platform;
   std::int64_t limit_rate = 0;
 };
+
+// The owner's ~/.config/enroot/.credentials when it exists.
+std::optional<std::string> OwnCredentialsFile(uid_t owner) {
+  absl::StatusOr<step::Account> account = step::LookupAccount(owner, "this node");
+  if (!account.ok() || !account->home.starts_with('/')) return std::nullopt;
+  std::string path = account->home + "/.config/enroot/.credentials";
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return path;
+}
 
 int UsageError(const std::string& message) {
   std::fputs(fmt::format("cohort-image: {}\n", message).c_str(), stderr);
@@ -45,6 +59,15 @@ int Pull(const PullCommand& command) {
   options.credentials_path = command.credentials;
   if (command.credentials_uid >= 0) {
     options.credentials_uid = static_cast<uid_t>(command.credentials_uid);
+  }
+  // enroot's place for a user's own registry logins, read as the user;
+  // without one, --credentials (the node's) as given.
+  if (command.owner >= 0) {
+    options.owner = static_cast<uid_t>(command.owner);
+    if (std::optional<std::string> own = OwnCredentialsFile(static_cast<uid_t>(command.owner))) {
+      options.credentials_path = *std::move(own);
+      options.credentials_uid = static_cast<uid_t>(command.owner);
+    }
   }
   options.max_cache_bytes = command.max_cache_bytes;
   options.limit_rate = command.limit_rate;
@@ -108,6 +131,11 @@ int RunImageCommand(int argc, char** argv) {
                    "enroot's credentials file: `machine HOST login USER password PASS` entries");
   pull->add_option("--credentials-uid", command.credentials_uid,
                    "read the credentials file as this user (the job's owner)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{4294967294}));
+  pull->add_option("--owner", command.owner,
+                   "the job's owner: their own logins in ~/.config/enroot/.credentials, read as "
+                   "them, when they keep that file, else --credentials; a squashfs file or OCI "
+                   "layout is opened as them")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{4294967294}));
   pull->add_option("--max-cache-bytes", command.max_cache_bytes,
                    "after the pull, evict least recently used images not in use until the cache "

@@ -24,6 +24,7 @@
 #include "image_cache.h"
 #include "layer_extract.h"
 #include "oci_layout.h"
+#include "open_as.h"
 #include "registry_client.h"
 #include "sha256.h"
 #include "unique_fd.h"
@@ -250,6 +251,41 @@ absl::StatusOr<std::string> RealPath(const std::string& path) {
   return std::string(resolved.data());
 }
 
+// A squashfs file or OCI layout on the node, as it is read: by its path, or,
+// for a job's owner, through the descriptor the owner opened it by
+// (/proc/self/fd/N, inherited by unsquashfs), so that root reads nothing
+// the owner could not and a path swapped after the open changes nothing.
+struct LocalSource {
+  std::string read_path;
+  std::string key;  ///< its real path: what a lock is named by
+  UniqueFd fd;
+};
+
+absl::StatusOr<LocalSource> OpenLocal(const std::string& path, std::optional<uid_t> owner) {
+  LocalSource source;
+  if (!owner) {
+    absl::StatusOr<std::string> real = RealPath(path);
+    if (!real.ok()) return real.status();
+    source.read_path = *real;
+    source.key = *std::move(real);
+    return source;
+  }
+  absl::StatusOr<UniqueFd> fd = OpenAsUser(path, owner, "the image");
+  if (!fd.ok()) {
+    if (fd.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(fmt::format("{} does not exist; check the path", path));
+    }
+    return fd.status();
+  }
+  if (::fcntl(fd->get(), F_SETFD, 0) != 0) return Errno("keep open", path);
+  source.read_path = fmt::format("/proc/self/fd/{}", fd->get());
+  absl::StatusOr<std::string> real = RealPath(source.read_path);
+  if (!real.ok()) return real.status();
+  source.key = *std::move(real);
+  source.fd = *std::move(fd);
+  return source;
+}
+
 absl::Status RunUnsquashfs(const std::string& file, const std::string& rootfs,
                            const std::string& log) {
   std::vector<std::string> args = {"unsquashfs", "-no-progress", "-f", "-d", rootfs, file};
@@ -287,16 +323,15 @@ absl::Status RunUnsquashfs(const std::string& file, const std::string& rootfs,
       last.substr(0, 300)));
 }
 
-absl::StatusOr<PulledImage> PullSquashfs(const ImageCache& cache, const std::string& path,
+absl::StatusOr<PulledImage> PullSquashfs(const ImageCache& cache, const LocalSource& source,
                                          const std::string& reference) {
-  absl::StatusOr<std::string> file = RealPath(path);
-  if (!file.ok()) return file.status();
+  const std::string& file = source.read_path;
   struct stat info {};
-  if (::stat(file->c_str(), &info) != 0) return Errno("inspect", *file);
+  if (::stat(file.c_str(), &info) != 0) return Errno("inspect", source.key);
   if (!S_ISREG(info.st_mode)) {
-    return absl::FailedPreconditionError(fmt::format("{} is not a regular file", *file));
+    return absl::FailedPreconditionError(fmt::format("{} is not a regular file", source.key));
   }
-  absl::StatusOr<std::string> digest = Sha256OfFile(*file);
+  absl::StatusOr<std::string> digest = Sha256OfFile(file);
   if (!digest.ok()) return digest.status();
   if (std::optional<PulledImage> image = Cached(cache, *digest, reference))
     return *std::move(image);
@@ -307,7 +342,7 @@ absl::StatusOr<PulledImage> PullSquashfs(const ImageCache& cache, const std::str
   absl::StatusOr<StagingFolder> staging = cache.MakeStaging();
   if (!staging.ok()) return staging.status();
   const std::string log = staging->path() + "/unsquashfs.log";
-  if (absl::Status status = RunUnsquashfs(*file, staging->path() + "/rootfs", log); !status.ok()) {
+  if (absl::Status status = RunUnsquashfs(file, staging->path() + "/rootfs", log); !status.ok()) {
     return status;
   }
   ::unlink(log.c_str());
@@ -317,16 +352,15 @@ absl::StatusOr<PulledImage> PullSquashfs(const ImageCache& cache, const std::str
   return Land(cache, *staging, std::move(image));
 }
 
-absl::StatusOr<PulledImage> PullLayout(const ImageCache& cache, const std::string& path,
+absl::StatusOr<PulledImage> PullLayout(const ImageCache& cache, const LocalSource& source,
                                        const std::string& reference, const PullOptions& options,
                                        std::int64_t max_bytes) {
-  absl::StatusOr<std::string> where = RealPath(path);
-  if (!where.ok()) return where.status();
+  const std::string& where = source.read_path;
   struct stat info {};
-  if (::stat(where->c_str(), &info) != 0) return Errno("inspect", *where);
-  absl::StatusOr<UniqueFd> lock = cache.LockReference("oci:" + *where);
+  if (::stat(where.c_str(), &info) != 0) return Errno("inspect", source.key);
+  absl::StatusOr<UniqueFd> lock = cache.LockReference("oci:" + source.key);
   if (!lock.ok()) return lock.status();
-  std::string folder = *where;
+  std::string folder = where;
   StagingFolder unpacked;  // a tar archive's layout, removed at the end
   if (S_ISREG(info.st_mode)) {
     absl::StatusOr<StagingFolder> staging = cache.MakeStaging();
@@ -334,12 +368,12 @@ absl::StatusOr<PulledImage> PullLayout(const ImageCache& cache, const std::strin
     unpacked = *std::move(staging);
     folder = unpacked.path() + "/layout";
     if (::mkdir(folder.c_str(), 0700) != 0) return Errno("create", folder);
-    if (absl::Status status = ExtractLayer(*where, *where, folder, max_bytes); !status.ok()) {
+    if (absl::Status status = ExtractLayer(where, source.key, folder, max_bytes); !status.ok()) {
       return status;
     }
   } else if (!S_ISDIR(info.st_mode)) {
     return absl::FailedPreconditionError(fmt::format(
-        "{} is neither a folder nor a file; give an OCI image layout or a tar of one", *where));
+        "{} is neither a folder nor a file; give an OCI image layout or a tar of one", source.key));
   }
   absl::StatusOr<OciLayout> layout = OciLayout::Open(folder);
   if (!layout.ok()) return layout.status();
@@ -380,11 +414,14 @@ absl::StatusOr<PulledImage> PullImage(const container::ImageSource& source,
       image = PullRegistry(*cache, source.ref, options, max_bytes);
       break;
     case container::SourceKind::kSquashfs:
-      image = PullSquashfs(*cache, source.path, reference);
+    case container::SourceKind::kOciLayout: {
+      absl::StatusOr<LocalSource> local = OpenLocal(source.path, options.owner);
+      if (!local.ok()) return local.status();
+      image = source.kind == container::SourceKind::kSquashfs
+                  ? PullSquashfs(*cache, *local, reference)
+                  : PullLayout(*cache, *local, reference, options, max_bytes);
       break;
-    case container::SourceKind::kOciLayout:
-      image = PullLayout(*cache, source.path, reference, options, max_bytes);
-      break;
+    }
   }
   if (image.ok() && options.max_cache_bytes > 0) {
     // A failed eviction leaves the cache over its bound until the next pull;

@@ -24,6 +24,9 @@ struct PullOptions {
   /// Read the credentials file as this user (the job's owner); unset: as the
   /// process.
   std::optional<uid_t> credentials_uid;
+  /// The job's owner: a squashfs file or OCI layout is opened as them (only
+  /// what they may read is read); unset: as the process.
+  std::optional<uid_t> owner;
   std::int64_t max_cache_bytes = 0;  ///< evict down to this after the pull; 0: no bound
   /// Mirrors by registry (HOST[:PORT] → base URLs), tried before it.
   std::map<std::string, std::vector<std::string>> mirrors;

@@ -289,11 +289,11 @@ std::string LaunchFileToJson(const LaunchFile& file) {
                          {"remap_root", c.remap_root},
                          {"writable", c.writable},
                          {"entrypoint", c.entrypoint},
-                         {"cache_dir", c.cache_dir},
-                         {"cache_max_bytes", c.cache_max_bytes},
-                         {"registry_ca_file", c.registry_ca_file},
-                         {"credentials_file", c.credentials_file},
-                         {"registry_mirrors", c.registry_mirrors},
+                         {"cache_dir", c.images.cache_dir},
+                         {"cache_max_bytes", c.images.cache_max_bytes},
+                         {"registry_ca_file", c.images.registry_ca_file},
+                         {"credentials_file", c.images.credentials_file},
+                         {"registry_mirrors", c.images.registry_mirrors},
                          {"hooks_dir", c.hooks_dir},
                          {"state_dir", c.state_dir},
                          {"devices", c.devices}};
@@ -341,11 +341,11 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
       c.remap_root = it->at("remap_root").get<bool>();
       c.writable = it->at("writable").get<bool>();
       c.entrypoint = it->at("entrypoint").get<bool>();
-      c.cache_dir = it->at("cache_dir").get<std::string>();
-      c.cache_max_bytes = it->at("cache_max_bytes").get<std::int64_t>();
-      c.registry_ca_file = it->at("registry_ca_file").get<std::string>();
-      c.credentials_file = it->at("credentials_file").get<std::string>();
-      c.registry_mirrors = it->value("registry_mirrors", std::vector<std::string>());
+      c.images.cache_dir = it->at("cache_dir").get<std::string>();
+      c.images.cache_max_bytes = it->at("cache_max_bytes").get<std::int64_t>();
+      c.images.registry_ca_file = it->at("registry_ca_file").get<std::string>();
+      c.images.credentials_file = it->at("credentials_file").get<std::string>();
+      c.images.registry_mirrors = it->value("registry_mirrors", std::vector<std::string>());
       c.hooks_dir = it->value("hooks_dir", std::string());
       c.state_dir = it->at("state_dir").get<std::string>();
       c.devices = it->at("devices").get<std::vector<std::string>>();

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "cohort/launch/binding.h"
 #include "cohort/launch/launch_env.h"
+#include "image_pull.h"
 
 /// The launch file: everything cohort-stepd needs to start one job's ranks on
 /// one node, written by the agent as `launch.json` into the launch's spool
@@ -61,11 +62,7 @@ struct ContainerSetup {
   bool remap_root = false;
   bool writable = true;
   bool entrypoint = false;
-  std::string cache_dir;                      ///< the node's image cache (cohort-image --cache)
-  std::int64_t cache_max_bytes = 0;           ///< 0: no bound
-  std::string registry_ca_file;               ///< empty: the system's CAs
-  std::string credentials_file;               ///< the node's logins, for owners without their own
-  std::vector<std::string> registry_mirrors;  ///< REGISTRY=URL, tried before REGISTRY
+  ImageStore images;      ///< where the node's images come from and are kept
   std::string hooks_dir;  ///< programs the holder runs before the ranks enter; empty: none
   std::string state_dir;  ///< the node's named containers of the job
   std::vector<std::string> devices;  ///< the GPUs' device files the step may use

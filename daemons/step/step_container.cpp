@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/container/container_options.h"
+#include "image_pull.h"
 
 namespace cohort::step {
 namespace {
@@ -41,13 +42,6 @@ constexpr std::string_view kGpuControlDevices[] = {"nvidiactl", "nvidia-uvm", "n
 
 absl::Status Failed(absl::StatusCode code, const std::string& node, std::string_view text) {
   return absl::Status(code, fmt::format("{}: container: {}", node, text));
-}
-
-std::string ProgramNextToSelf(std::string_view name) {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return std::string(name);
-  return (self.parent_path() / name).string();
 }
 
 std::string ReadAll(int fd) {
@@ -72,30 +66,9 @@ std::string LastLine(std::string text) {
 // image's description, or its one line of why not.
 absl::StatusOr<ImageInfo> PullImage(const LaunchFile& file, const std::string& reference,
                                     const std::optional<Account>& owner) {
-  const ContainerSetup& c = file.container;
-  std::vector<std::string> argv = {ProgramNextToSelf("cohort-image"), "pull", "--cache",
-                                   c.cache_dir};
-  if (!c.registry_ca_file.empty()) {
-    argv.insert(argv.end(), {"--ca-file", c.registry_ca_file});
-  }
-  for (const std::string& mirror : c.registry_mirrors) {
-    argv.insert(argv.end(), {"--mirror", mirror});
-  }
-  if (c.cache_max_bytes > 0) {
-    argv.insert(argv.end(), {"--max-cache-bytes", std::to_string(c.cache_max_bytes)});
-  }
-  // enroot's place for a user's registry logins, read as the user
-  // (cohort-image drops to the uid to open it); else the node's.
-  const std::string own =
-      owner && !owner->home.empty() ? owner->home + "/.config/enroot/.credentials" : "";
-  struct stat own_info {};
-  if (!own.empty() && ::stat(own.c_str(), &own_info) == 0) {
-    argv.insert(argv.end(),
-                {"--credentials", own, "--credentials-uid", std::to_string(owner->uid)});
-  } else if (!c.credentials_file.empty()) {
-    argv.insert(argv.end(), {"--credentials", c.credentials_file});
-  }
-  argv.push_back(reference);
+  std::vector<std::string> argv =
+      ImagePullCommand(ImageProgram(), file.container.images, reference,
+                       owner ? std::optional<std::uint32_t>(owner->uid) : std::nullopt);
   std::vector<char*> pointers;
   for (std::string& word : argv) pointers.push_back(word.data());
   pointers.push_back(nullptr);
@@ -140,13 +113,8 @@ absl::StatusOr<ImageInfo> PullImage(const LaunchFile& file, const std::string& r
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    // cohort-image names the image itself: "cohort-image: REF: why".
-    std::string why = LastLine(complaint);
-    if (why.starts_with("cohort-image: ")) why.erase(0, std::string_view("cohort-image: ").size());
-    if (why.empty()) {
-      why = fmt::format("image {:?}: cohort-image ended with status {}", reference, status);
-    }
-    return Failed(absl::StatusCode::kUnavailable, file.node, why);
+    return Failed(absl::StatusCode::kUnavailable, file.node,
+                  ImagePullComplaint(complaint, reference, status));
   }
   absl::StatusOr<ImageInfo> info = ParseImageInfo(printed);
   if (!info.ok()) {
@@ -183,7 +151,8 @@ std::optional<ImageInfo> PinnedImage(const ContainerSetup& c, std::string_view r
   if (newline == std::string::npos || text.substr(0, newline) != reference) return std::nullopt;
   const std::string digest = text.substr(newline + 1);
   if (!digest.starts_with("sha256:") || digest.find('/') != std::string::npos) return std::nullopt;
-  const std::string folder = fmt::format("{}/images/sha256-{}", c.cache_dir, digest.substr(7));
+  const std::string folder =
+      fmt::format("{}/images/sha256-{}", c.images.cache_dir, digest.substr(7));
   const int described = ::open((folder + "/image.json").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (described < 0) return std::nullopt;
   const std::string json = ReadAll(described);
@@ -685,27 +654,6 @@ std::string PathOf(const std::vector<std::string>& env) {
 }
 
 }  // namespace
-
-absl::StatusOr<ImageInfo> ParseImageInfo(std::string_view json) {
-  try {
-    const nlohmann::json parsed = nlohmann::json::parse(json);
-    ImageInfo info;
-    info.digest = parsed.at("digest").get<std::string>();
-    info.rootfs = parsed.at("rootfs").get<std::string>();
-    info.env = parsed.value("env", std::vector<std::string>());
-    info.working_dir = parsed.value("working_dir", std::string());
-    info.entrypoint = parsed.value("entrypoint", std::vector<std::string>());
-    info.cached = parsed.value("cached", false);
-    info.bytes = parsed.value("bytes", std::int64_t{0});
-    if (!info.rootfs.starts_with('/')) {
-      return absl::InvalidArgumentError("cohort-image gave a rootfs that is not absolute");
-    }
-    return info;
-  } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(
-        fmt::format("cohort-image printed no image description ({})", e.what()));
-  }
-}
 
 void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std::string>& image,
                            const std::vector<std::string>& keep) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "image_pull.h"
 #include "launch_file.h"
 #include "run_as.h"
 #include "step_events.h"
@@ -28,21 +29,6 @@ struct ContainerEntry {
   std::string search_path;  ///< the PATH a bare program name is looked up in, inside
   bool remap_root = false;  ///< the rank runs as root in a user namespace of its own
 };
-
-/// The image as cohort-image described it.
-struct ImageInfo {
-  std::string digest;  ///< the manifest's
-  std::string rootfs;  ///< its files in the node's cache
-  std::vector<std::string> env;
-  std::string working_dir;
-  std::vector<std::string> entrypoint;
-  bool cached = false;     ///< found in the cache: nothing was fetched
-  std::int64_t bytes = 0;  ///< its disk space, unpacked
-};
-
-/// Parses what `cohort-image pull` prints. InvalidArgument for anything
-/// else. Pure.
-[[nodiscard]] absl::StatusOr<ImageInfo> ParseImageInfo(std::string_view json);
 
 /// The rank's environment inside a container of `image`: the image's
 /// variables over the host's (pyxis's rule), except those named by

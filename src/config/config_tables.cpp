@@ -82,6 +82,7 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"ContainerRegistryCAFile", &SetPath<&C::container_registry_ca_file>},
     {"ContainerCredentialsFile", &SetPath<&C::container_credentials_file>},
     {"ContainerHooksDir", &SetPath<&C::container_hooks_dir>},
+    {"ContainerPullAhead", &conf::Set<G, &ParseFiniteTime, &C::container_pull_ahead>},
     {"ContainerRegistryMirrors",
      &conf::Set<G, &ParseRegistryMirrors, &C::container_registry_mirrors>},
     {"StateSync", &conf::Set<G, &ParseStateSync, &C::state_sync>},

@@ -325,7 +325,7 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects&
                             ? JobEvent::kHeldByOperator
                             : JobEvent::kHeldByUser,
                         now, effects);
-        job.expected_start = Millis{0};
+        ForgetPlan(job);
         engine::Admission::ShowHeld(job, effects);
         return true;
       },

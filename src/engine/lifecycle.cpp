@@ -314,7 +314,7 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
   job.exited_ok.assign(job.placement.grants.size(), 0);
   job.start_time = now;
   job.charged_until = now;
-  job.expected_start = Millis{0};
+  ForgetPlan(job);
   job.pending_reason = PendingReason::kNone;
   job.reason = PendingReasonName(PendingReason::kNone);
   job.reason_detail.clear();

@@ -82,7 +82,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
         continue;
       }
     }
-    job.expected_start = Millis{0};
+    ForgetPlan(job);
     Lifecycle::SetReason(job, PendingReason::kPriority, kWaitingBehind, effects);
   }
   return true;
@@ -152,7 +152,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
   const bool behind = pass.blocked.contains(partition);
   if (behind && pass.backfill_tried >= config_.backfill_depth) {
     Lifecycle::SetReason(job, PendingReason::kPriority, kWaitingBehind, effects);
-    job.expected_start = Millis{0};
+    ForgetPlan(job);
     return;
   }
   bool started = false;
@@ -212,6 +212,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       // The victims' nodes are the preemptor's: nothing else may take
       // them as they free.
       if (const std::vector<NodeId>* plan = preemption_.PlanOf(job.id); plan != nullptr) {
+        job.planned_nodes = *plan;
         pass.Reserve(Reservation{job.id, now, *plan});
       }
     } else {
@@ -220,8 +221,13 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       if (static_cast<int>(pass.reservations.size()) < config_.backfill_depth) {
         r = PlanReservation(pool_, book_, allocator_, job, pass, now);
       }
-      job.expected_start = r ? r->start : Millis{0};
-      if (r) pass.Reserve(std::move(*r));
+      if (r) {
+        job.expected_start = r->start;
+        job.planned_nodes = r->nodes;
+        pass.Reserve(std::move(*r));
+      } else {
+        ForgetPlan(job);
+      }
       Lifecycle::SetReason(job, behind ? PendingReason::kPriority : PendingReason::kResources,
                            behind ? kWaitingBehind : std::string_view(result.reason), effects);
     }

@@ -13,6 +13,8 @@
 #   --container-readonly against the default writable root, a named
 #   container that a job's second step finds as the first left it, sbatch
 #   --container-image (the script on the host, its srun in the container).
+# - Pull-ahead: a 2-node job queued behind one holding every node has its
+#   image in the cache, and says so, before it starts.
 # - A wrong password, a missing tag and a missing mount source fail the
 #   step with the registry's or the system's words; the cache keeps no
 #   half image and the agent keeps running.
@@ -133,6 +135,38 @@ out=$(timeout 60 srun -N 1 --container-image="$IMAGE" --container-readonly \
   sh -c 'touch /made 2>/dev/null && echo root-writable || echo root-readonly' 2>&1)
 grep -q root-readonly <<<"$out" && pass "--container-readonly" || fail "--container-readonly: $out"
 
+# --- pull-ahead: a 2-node job queued behind one that holds every node has
+# its image pulled on the nodes planned for it before it starts. A new tag
+# (tiny's layers and one more) so that nothing of it is cached yet.
+build=$REGISTRY_DIR/build
+mkdir -p "$build/ahead" && echo "pulled ahead" >"$build/ahead/ahead-marker"
+make_layer "$build/ahead" "$build/ahead-layer" && echo "$LAYER_DIFF_ID" >"$build/ahead-layer.diff_id"
+push_image tiny ahead amd64 '["PATH=/bin:/usr/bin"]' "$build/tiny/layer1" "$build/tiny/layer2" \
+  "$build/tiny/layer3" "$build/ahead-layer" || fail "could not push tiny:ahead"
+AHEAD_DIR=$CACHE/images/sha256-${IMAGE_DIGEST#sha256:}
+blocker=$(submit -N 16 --exclusive --time=5 -o /dev/null --wrap 'sleep 300')
+wait_until 30 state_is "$blocker" RUNNING || fail "the 16-node job did not start: $(job_state "$blocker")"
+ahead=$(submit -N 2 --container-image="$REGISTRY#tiny:ahead" -o "$WORK/ahead-%j.out" \
+  --wrap 'srun cat /ahead-marker')
+image_ready() { cohort show job "$ahead" | grep -q "ImageAhead=image ready on its 2 planned nodes"; }
+if wait_until 90 image_ready; then
+  pass "show job: the image is ready on the 2 planned nodes while the job waits"
+  state_is "$ahead" PENDING && [ -d "$AHEAD_DIR/rootfs" ] &&
+    pass "the image is in the node's cache before its job starts" ||
+    fail "not in the cache ($AHEAD_DIR) or not pending: $(job_state "$ahead")"
+  cohort why "$ahead" | grep -q "^Container image: image ready on its 2 planned nodes$" &&
+    pass "cohort why tells of the image" || fail "cohort why: $(cohort why "$ahead")"
+else
+  fail "the image was not pulled ahead: $(cohort show job "$ahead" | grep -i -e image -e reason)"
+fi
+cohort cancel "$blocker" >/dev/null
+if wait_until 120 finished "$ahead" && state_is "$ahead" COMPLETED &&
+  grep -q "^pulled ahead$" "$WORK/ahead-$ahead.out"; then
+  pass "the job ran in the image pulled ahead"
+else
+  fail "the job after its pull ahead: $(job_state "$ahead"): $(cat "$WORK/ahead-$ahead.out" 2>&1)"
+fi
+
 # --- sbatch: the script on the host, its steps in the container; a named
 # container that the second step finds as the first left it.
 cat >"$WORK/named.sh" <<EOF
@@ -189,6 +223,10 @@ total() {
 }
 # The first step's two nodes pulled at once: one fetched, the other waited
 # for it and found it cached.
+ahead_pulled=$(sed -n 's/^cohort_agent_container_images_ahead_total{node="[a-z0-9]*",outcome="pulled"} //p' \
+  <<<"$metrics" | awk '{ sum += $1 } END { print sum + 0 }')
+[ "$ahead_pulled" -ge 1 ] && pass "the agent counts images pulled ahead" ||
+  fail "images pulled ahead: $(grep images_ahead <<<"$metrics")"
 [ "$(total pulled)" -ge 1 ] && [ "$(total cached)" -ge 4 ] && [ "$(total failed)" -ge 2 ] &&
   grep -q '^cohort_agent_container_pulled_bytes_total{node="[a-z0-9]*"} [1-9]' <<<"$metrics" &&
   pass "the agent counts images pulled, cached and failed, and the bytes pulled" ||

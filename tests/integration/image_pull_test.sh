@@ -119,6 +119,10 @@ pull "$WORK/cache" "$REGISTRY#tiny:1" --credentials "$WORK/credentials" --creden
 [ "$RC" = 1 ] && grep -q "Permission denied" "$WORK/err" &&
   pass "the credentials file is read as --credentials-uid: $(cat "$WORK/err")" ||
   fail "--credentials-uid 65534 read root's 0600 file: status $RC, $(cat "$WORK/err")"
+# An owner without enroot credentials of their own: the node's are used.
+pull "$WORK/cache" "$REGISTRY#tiny:1" --credentials "$WORK/credentials" --owner 65534
+[ "$RC" = 0 ] && pass "--owner without credentials of their own uses the node's" ||
+  fail "--owner 65534 with the node's credentials: status $RC, $(cat "$WORK/err")"
 
 # --- two pulls at once into a fresh cache: one download
 blob_gets() { grep -c "\"GET /v2/tiny/blobs/$TINY_LAYER2 " "$WORK/registry/registry.log"; }
@@ -167,6 +171,18 @@ if command -v mksquashfs >/dev/null && command -v unsquashfs >/dev/null; then
   pull "$WORK/cache-local" "$WORK/local.sqsh"
   [ "$RC" = 0 ] && [ "$(field cached)" = true ] && pass "a squashfs file is cached" ||
     fail "squashfs again: status $RC, $(cat "$WORK/err")"
+  # A file the job's owner names is opened as them: root's 0600 file is not
+  # theirs to read.
+  chmod 600 "$WORK/local.sqsh"
+  pull "$WORK/cache-owner" "$WORK/local.sqsh" --owner 65534
+  [ "$RC" = 1 ] && grep -q "cannot open the image $WORK/local.sqsh: Permission denied" "$WORK/err" &&
+    empty_cache "$WORK/cache-owner" &&
+    pass "a squashfs file is opened as --owner: $(cat "$WORK/err")" ||
+    fail "--owner 65534 read root's 0600 squashfs file: status $RC, $(cat "$WORK/err")"
+  pull "$WORK/cache-owner" "$WORK/local.sqsh" --owner 0
+  [ "$RC" = 0 ] && [ "$(cat "$(field rootfs)/marker" 2>/dev/null)" = "from squashfs" ] &&
+    pass "its owner's squashfs file is unpacked" ||
+    fail "--owner 0: status $RC, $(cat "$WORK/err")"
 fi
 LAYOUT=$WORK/layout
 mkdir -p "$LAYOUT/blobs/sha256"

@@ -281,6 +281,9 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
     case v1::AgentMessage::kScriptFailed:
       OnScriptFailed(node, message.script_failed(), now, effects);
       break;
+    case v1::AgentMessage::kImagePrepared:
+      if (options_.on_image_prepared) options_.on_image_prepared(node, message.image_prepared());
+      break;
     default:
       break;
   }
@@ -402,6 +405,13 @@ void AgentHub::Send(const Command& command) {
     node = terminate.node;
   }
   SendToNode(node, std::move(message));
+}
+
+bool AgentHub::SendNow(NodeId node, v1::ControllerMessage message) {
+  const auto it = links_.find(node);
+  if (it == links_.end()) return false;
+  it->second->Send(std::move(message));
+  return true;
 }
 
 void AgentHub::SendToNode(NodeId node, v1::ControllerMessage message) {

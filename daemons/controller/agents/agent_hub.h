@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -46,6 +47,8 @@ class AgentHub {
  public:
   struct Options {
     std::chrono::milliseconds heartbeat_interval{1000};
+    /// A node's answer to PrepareImage (ImagePrefetch); none: dropped.
+    std::function<void(NodeId, const v1::ImagePrepared&)> on_image_prepared;
   };
   AgentHub(ControllerState& state, Outbox& outbox, StoreReader& reader, EffectSink& sink,
            Options options);
@@ -66,6 +69,9 @@ class AgentHub {
   /// registering agent reports its jobs instead); a launch to a node
   /// without a stream fails (the gang cannot start whole).
   void Send(const Command& command);
+  /// Sends `message` to the node's agent now, not waiting for a commit (for
+  /// what depends on no state: PrepareImage). False when it has no stream.
+  bool SendNow(NodeId node, v1::ControllerMessage message);
 
  private:
   struct AwaitedLaunch {

@@ -117,8 +117,7 @@ void JobRpcs::GetJob(v1::GetJobRequest& request, const Identity& who,
     return;
   }
   v1::GetJobResponse response;
-  JobToWire(*job, state_.specs[job->id], engine, engine.QueuePosition(job->id),
-            response.mutable_job());
+  state_.JobToWire(*job, engine.QueuePosition(job->id), response.mutable_job());
   // A batch script may hold secrets: its owner and operators read it.
   if (!who.is_operator && job->request.uid != who.uid)
     response.mutable_job()->mutable_spec()->clear_script();
@@ -180,7 +179,7 @@ void JobRpcs::ListJobs(v1::ListJobsRequest& request, const Identity& who,
     if (!request.user_name().empty() && job.request.user_name != request.user_name()) continue;
     const auto at = positions.find(id);
     v1::Job* out = response.add_jobs();
-    JobToWire(job, state_.specs[id], engine, at == positions.end() ? 0 : at->second, out);
+    state_.JobToWire(job, at == positions.end() ? 0 : at->second, out);
     out->mutable_spec()->clear_script();  // a listing does not show it; show job does
   }
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::ListJobsResponse>(std::move(response)));
@@ -312,8 +311,7 @@ void JobRpcs::ExplainJob(v1::ExplainJobRequest& request, const Identity& who,
       outbox_.Respond<v1::ExplainJobResponse>(std::move(reply), HiddenJob(job->id));
       return;
     }
-    JobToWire(*job, state_.specs[job->id], engine, engine.QueuePosition(job->id),
-              response.mutable_job());
+    state_.JobToWire(*job, engine.QueuePosition(job->id), response.mutable_job());
   }
   ExplanationToWire(*why, &response);
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::ExplainJobResponse>(std::move(response)));

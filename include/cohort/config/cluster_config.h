@@ -220,6 +220,9 @@ struct ClusterConfig {
   /// order, before the ranks enter (enroot's hooks.d: the GPU driver's
   /// libraries); empty: none.
   std::string container_hooks_dir;
+  /// ContainerPullAhead=: how long before a pending job's planned start its
+  /// image is pulled on the nodes planned for it; 0: only at the start.
+  std::chrono::seconds container_pull_ahead{3600};
   /// ContainerRegistryMirrors=: REGISTRY=URL pairs; a pull from REGISTRY
   /// tries its mirrors first, then the registry itself.
   std::vector<std::string> container_registry_mirrors;

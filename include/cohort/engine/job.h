@@ -308,14 +308,22 @@ struct Job {
   JobId preempted_by = 0;
   Millis suspended_since{0};  ///< set while kSuspended, else 0
   /// Runtime only (not persisted): the time up to which fair-share usage
-  /// has been charged, and the last backfill plan's start estimate.
+  /// has been charged, and the last backfill plan's start estimate and
+  /// nodes (a preemptor's: its victims' nodes, with no estimate), which the
+  /// shell uses to make the nodes ready ahead (container images).
   Millis charged_until{0};
   Millis expected_start{0};
+  std::vector<alloc::NodeId> planned_nodes;
   std::int64_t priority = 0;  ///< the last pass's multifactor total
   int share_slot = -1;        ///< the engine's number for (account, user)
 };
 
 [[nodiscard]] inline JobStatus StatusOf(const Job& job) { return {job.state, job.sub}; }
+/// The job has no plan to start (it started, or waits with no reservation).
+inline void ForgetPlan(Job& job) {
+  job.expected_start = Millis{0};
+  job.planned_nodes.clear();
+}
 /// Held by its owner or by an operator.
 [[nodiscard]] inline bool IsHeld(const Job& job) {
   return job.sub == JobSubstate::kHeldUser || job.sub == JobSubstate::kHeldAdmin;

@@ -57,6 +57,9 @@ class RecordingRunner final : public LaunchRunner {
   void Terminate(const v1::Terminate& terminate) override {
     calls_.push_back("terminate " + std::to_string(terminate.job_id()));
   }
+  void PrepareImage(const v1::PrepareImage& prepare) override {
+    calls_.push_back("image " + prepare.image());
+  }
   void AddTo(v1::Register& message) const override { message.add_running()->set_job_id(77); }
   void Poll() override { calls_.push_back("poll"); }
   void OnStepNotice(step::LaunchId id) override {
@@ -149,15 +152,19 @@ TEST_F(AgentNodeTest, PassesTheControllersOrdersToItsRunnerInOrderAndIgnoresTheR
   terminate.mutable_terminate()->set_job_id(4);
   v1::ControllerMessage registered;
   registered.mutable_registered();
+  v1::ControllerMessage prepare;
+  prepare.mutable_prepare_image()->set_image("reg#tiny:1");
   link_->Deliver(LaunchOf(4, 1));
   link_->Deliver(signal);
   link_->Deliver(registered);               // the link's own business
   link_->Deliver(v1::ControllerMessage());  // nothing set
   link_->Deliver(terminate);
+  link_->Deliver(prepare);
   node.OnStepNotice(step::LaunchId{4, 0, step::kOwnLaunch});
   node.Poll();
-  EXPECT_EQ(calls_, (std::vector<std::string>{"launch 4", "signal " + std::to_string(SIGUSR1),
-                                              "terminate 4", "notice 4", "poll"}));
+  EXPECT_EQ(calls_,
+            (std::vector<std::string>{"launch 4", "signal " + std::to_string(SIGUSR1),
+                                      "terminate 4", "image reg#tiny:1", "notice 4", "poll"}));
   EXPECT_TRUE(link_->sent.empty());
 
   bool stopped = false;

@@ -106,8 +106,14 @@ TEST(ClusterConfigTest, FullFileGlobals) {
   const ClusterConfig containers = MustParse(
       "NodeName=n1\nPartitionName=p Nodes=ALL\nContainerCacheDir=/var/lib/cohort/images\n"
       "ContainerCacheMaxGB=200\nContainerRegistryCAFile=/etc/ssl/site.pem\n"
-      "ContainerCredentialsFile=/etc/cohort/credentials\n"
+      "ContainerCredentialsFile=/etc/cohort/credentials\nContainerPullAhead=2:30:00\n"
       "ContainerRegistryMirrors=nvcr.io=https://m1:5000,registry-1.docker.io=http://m2\n");
+  EXPECT_EQ(containers.container_pull_ahead, std::chrono::minutes(150));
+  EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\n").container_pull_ahead,
+            std::chrono::hours(1));
+  EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\nContainerPullAhead=0\n")
+                .container_pull_ahead.count(),
+            0);
   EXPECT_EQ(containers.container_cache_dir, "/var/lib/cohort/images");
   EXPECT_EQ(containers.container_cache_max_gb, 200);
   EXPECT_EQ(containers.container_registry_ca_file, "/etc/ssl/site.pem");
@@ -959,6 +965,8 @@ TEST(ClusterConfigPolicyErrorTest, EachBadValueIsReportedAtItsPlace) {
       {"PreemptSignal=19", 15,
        "PreemptSignal=19: SIGSTOP cannot be caught, so the job could not checkpoint", ""},
       {"BackfillDepth=0", 15, "BackfillDepth must be a positive integer, found \"0\"", ""},
+      {"ContainerPullAhead=UNLIMITED", 20, "ContainerPullAhead cannot be UNLIMITED",
+       "ContainerPullAhead=2-00:00:00"},
       {"MaxArraySize=4000002", 14, "MaxArraySize=4000002 is more than 4000001",
        "from 1 to 4000001"},
       {"DefaultQOS=", 12, "DefaultQOS is empty", "DefaultQOS=normal"},

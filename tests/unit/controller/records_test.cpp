@@ -31,7 +31,7 @@ consteval std::size_t FieldCount() {
 // A field added to Job or JobStep must be kept by the store or said not to
 // be: until then these fail, so that no field is lost at the first
 // restart for a line forgotten in FromRecord.
-static_assert(FieldCount<Job>() == 40,
+static_assert(FieldCount<Job>() == 41,
               "Job gained or lost a field: keep it in ToRecord and FromRecord "
               "(daemons/controller/store/records.cpp) or list it below as not kept, set it in "
               "AJobComesBackFromItsRecordAsItWas, then count it here");
@@ -176,12 +176,14 @@ TEST_F(RecordsTest, AJobComesBackFromItsRecordAsItWas) {
   // Not kept, each for its reason: the gang, its tier and the pending
   // reason's enum are resolved again at restore (Engine::Restore, from the
   // request and the reason's name); the charge mark, the expected start,
-  // the priority and the fair-share slot are the running engine's own.
+  // the planned nodes, the priority and the fair-share slot are the running
+  // engine's own.
   job.gang.nodes = 2;
   job.priority_tier = 1;
   job.pending_reason = PendingReason::kNone;
   job.charged_until = Millis(2600);
   job.expected_start = Millis(0);
+  job.planned_nodes.clear();
   job.priority = 12345;
   job.share_slot = 4;
 

@@ -9,6 +9,7 @@
 // golden files in tests/data/golden (COHORT_UPDATE_GOLDEN=1 rewrites them).
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -334,6 +335,11 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   const JobId wide = BusyClusterWithAWaitingGang(sim);
   const Millis promised = sim.engine().FindJob(wide)->expected_start;
   ASSERT_NE(promised.count(), 0);
+  // Its plan names the nodes it is to start on: all 8, each once.
+  std::vector<NodeId> planned = sim.engine().FindJob(wide)->planned_nodes;
+  std::sort(planned.begin(), planned.end());
+  EXPECT_EQ(planned.size(), 8U);
+  EXPECT_EQ(std::unique(planned.begin(), planned.end()), planned.end());
   // Short jobs fit before the reservation; long ones would delay it.
   const JobId short_one = sim.Submit(Request(1, 8, minutes(30)), {minutes(30)}).value();
   const JobId long_one = sim.Submit(Request(1, 8, hours(5)), {hours(5)}).value();
@@ -351,6 +357,9 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   const Job& started = *sim.engine().FindJob(wide);
   EXPECT_EQ(started.state, JobState::kRunning);
   EXPECT_LE(started.start_time, promised + seconds(1));
+  EXPECT_TRUE(started.planned_nodes.empty()) << "a started job has no plan";
+  EXPECT_EQ(sim.engine().FindJob(long_one)->planned_nodes.empty(),
+            sim.engine().FindJob(long_one)->expected_start.count() == 0);
 }
 
 // A submission ahead of the partition's waiting job gets a full pass, and

@@ -262,11 +262,11 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
                     .remap_root = true,
                     .writable = false,
                     .entrypoint = true,
-                    .cache_dir = "/spool/images",
-                    .cache_max_bytes = 1 << 30,
-                    .registry_ca_file = "/etc/ca.pem",
-                    .credentials_file = "/etc/cohort/credentials",
-                    .registry_mirrors = {"nvcr.io=https://mirror:5000"},
+                    .images = {.cache_dir = "/spool/images",
+                               .cache_max_bytes = 1 << 30,
+                               .registry_ca_file = "/etc/ca.pem",
+                               .credentials_file = "/etc/cohort/credentials",
+                               .registry_mirrors = {"nvcr.io=https://mirror:5000"}},
                     .hooks_dir = "/etc/cohort/hooks.d",
                     .state_dir = "/spool/containers/job-42",
                     .devices = {"/dev/nvidia0"}};
@@ -283,11 +283,11 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
   EXPECT_EQ(c.env, "PATH");
   EXPECT_TRUE(c.mount_home && c.remap_root && c.entrypoint);
   EXPECT_FALSE(c.writable);
-  EXPECT_EQ(c.cache_dir, "/spool/images");
-  EXPECT_EQ(c.cache_max_bytes, 1 << 30);
-  EXPECT_EQ(c.registry_ca_file, "/etc/ca.pem");
-  EXPECT_EQ(c.credentials_file, "/etc/cohort/credentials");
-  EXPECT_EQ(c.registry_mirrors, std::vector<std::string>{"nvcr.io=https://mirror:5000"});
+  EXPECT_EQ(c.images.cache_dir, "/spool/images");
+  EXPECT_EQ(c.images.cache_max_bytes, 1 << 30);
+  EXPECT_EQ(c.images.registry_ca_file, "/etc/ca.pem");
+  EXPECT_EQ(c.images.credentials_file, "/etc/cohort/credentials");
+  EXPECT_EQ(c.images.registry_mirrors, std::vector<std::string>{"nvcr.io=https://mirror:5000"});
   EXPECT_EQ(c.hooks_dir, "/etc/cohort/hooks.d");
   EXPECT_EQ(c.state_dir, "/spool/containers/job-42");
   EXPECT_EQ(c.devices, std::vector<std::string>{"/dev/nvidia0"});
