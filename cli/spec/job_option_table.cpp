@@ -194,7 +194,8 @@ void AddContainerOptions(CLI::App& command, ContainerOptions& c) {
         "keep the container under NAME on each node for the job's later steps (auto: reuse it "
         "or make it; create: make it afresh; exec: reuse it only; no_exec: a fresh instance)");
   value("--container-save", c.save, "PATH",
-        "save the container to a squashfs file (not supported yet: refused)");
+        "once the step's ranks have ended, save its container's root to this squashfs file "
+        "(made by the node of rank 0, as you)");
   value("--container-env", c.env, "NAME[,NAME...]",
         "variables whose values on the host win over the image's (by default the image's win)");
   both("--container-mount-home", "--no-container-mount-home", c.mount_home,

@@ -614,9 +614,8 @@ absl::StatusOr<v1::ContainerSpec> BuildContainerSpec(const ContainerOptions& giv
     spec.set_env(*o.env);
   }
   if (o.save) {
-    return Invalid(
-        "--container-save is not supported; save what the container made to a mounted "
-        "folder (--container-mounts) instead");
+    if (absl::Status save = container::CheckSavePath(*o.save); !save.ok()) return save;
+    spec.set_save(*o.save);
   }
   if (o.mount_home) spec.set_mount_home(*o.mount_home);
   if (o.remap_root) spec.set_remap_root(*o.remap_root);

@@ -120,6 +120,7 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
     container.workdir = c.workdir();
     container.name = c.name();
     container.env = c.env();
+    container.save = c.save();
     container.mount_home = c.mount_home();
     container.remap_root = c.remap_root();
     container.writable = !c.has_writable() || c.writable();

@@ -285,6 +285,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
                          {"workdir", c.workdir},
                          {"name", c.name},
                          {"env", c.env},
+                         {"save", c.save},
                          {"mount_home", c.mount_home},
                          {"remap_root", c.remap_root},
                          {"writable", c.writable},
@@ -337,6 +338,7 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
       c.workdir = it->at("workdir").get<std::string>();
       c.name = it->at("name").get<std::string>();
       c.env = it->at("env").get<std::string>();
+      c.save = it->value("save", std::string());
       c.mount_home = it->at("mount_home").get<bool>();
       c.remap_root = it->at("remap_root").get<bool>();
       c.writable = it->at("writable").get<bool>();

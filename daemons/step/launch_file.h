@@ -58,6 +58,10 @@ struct ContainerSetup {
   std::string workdir;  ///< --container-workdir; empty: the job's if there, else the image's
   std::string name;     ///< --container-name NAME[:MODE]; empty: the step's own
   std::string env;      ///< --container-env: names whose host values win
+  /// --container-save: the squashfs file the node of rank 0 makes of the
+  /// container's root once the ranks have ended (relative: to work_dir);
+  /// empty: none.
+  std::string save;
   bool mount_home = false;
   bool remap_root = false;
   bool writable = true;

@@ -828,6 +828,78 @@ absl::Status StepContainer::Ready(LaunchFile& file) {
   return absl::OkStatus();
 }
 
+absl::Status StepContainer::Save(const std::string& path, const std::string& work_dir,
+                                 const std::optional<Account>& owner,
+                                 const std::string& node) const {
+  if (holder_ <= 0) return Failed(absl::StatusCode::kInternal, node, "no container to save");
+  const std::string target = path.starts_with('/') ? path : work_dir + "/" + path;
+  // Everything the child uses is made before the fork: the stepd may have
+  // threads (the step's I/O, PMIx), and only exec is safe after it.
+  constexpr int kTargetFd = 3;
+  std::vector<std::string> args = {"mksquashfs",
+                                   fmt::format("/proc/{}/root/", holder_),
+                                   fmt::format("/proc/self/fd/{}", kTargetFd),
+                                   "-noappend",
+                                   "-no-progress",
+                                   "-quiet",
+                                   "-one-file-system"};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const bool as_owner = owner && owner->uid != 0;
+  int said[2];
+  if (::pipe2(said, O_CLOEXEC) != 0) {
+    return Failed(absl::StatusCode::kInternal, node, Errno("cannot make a pipe"));
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(said[1], STDOUT_FILENO);
+    ::dup2(said[1], STDERR_FILENO);
+    // The file is the owner's: created as them, where they may write.
+    if (as_owner && (::setgroups(owner->groups.size(), owner->groups.data()) != 0 ||
+                     ::setegid(owner->gid) != 0 || ::seteuid(owner->uid) != 0)) {
+      ::_exit(125);
+    }
+    const int fd =
+        ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY, 0644);
+    if (fd < 0) {
+      const char* why = std::strerror(errno);
+      (void)!::write(STDERR_FILENO, "cannot create ", 14);
+      (void)!::write(STDERR_FILENO, target.data(), target.size());
+      (void)!::write(STDERR_FILENO, ": ", 2);
+      (void)!::write(STDERR_FILENO, why, std::strlen(why));
+      ::_exit(126);
+    }
+    if (fd != kTargetFd && (::dup2(fd, kTargetFd) < 0 || ::close(fd) != 0)) ::_exit(125);
+    // Root again to read the container's every file.
+    if (as_owner && (::seteuid(0) != 0 || ::setegid(0) != 0 || ::setgroups(0, nullptr) != 0)) {
+      ::_exit(125);
+    }
+    ::execvp(argv.front(), argv.data());
+    (void)!::write(STDERR_FILENO, "cannot run mksquashfs; install squashfs-tools", 45);
+    ::_exit(127);
+  }
+  ::close(said[1]);
+  if (pid < 0) {
+    ::close(said[0]);
+    return Failed(absl::StatusCode::kInternal, node, Errno("cannot fork"));
+  }
+  const std::string output = ReadAll(said[0]);
+  ::close(said[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  const std::string last = LastLine(output);
+  return Failed(
+      absl::StatusCode::kFailedPrecondition, node,
+      fmt::format("--container-save {}: {}", target,
+                  !last.empty() ? last
+                  : WIFEXITED(status)
+                      ? fmt::format("mksquashfs exited with {}", WEXITSTATUS(status))
+                      : fmt::format("mksquashfs was killed by signal {}", WTERMSIG(status))));
+}
+
 StepContainer::~StepContainer() {
   if (entry_.namespace_fd >= 0) ::close(entry_.namespace_fd);
   if (holder_ > 0) {

@@ -72,6 +72,17 @@ class StepContainer {
 
   [[nodiscard]] const ContainerEntry& Entry() const { return entry_; }
 
+  /// --container-save: makes `path` (relative: to `work_dir`) a squashfs
+  /// file of the container's root as the ranks left it, with mksquashfs
+  /// (squashfs-tools) over the holder's root, crossing into no mount (the
+  /// user's, /proc, /sys, /dev: their mount points stay, empty). The file
+  /// is created as `owner`, where they may write; root reads the container.
+  /// Call once the ranks have ended, before this goes. FailedPrecondition
+  /// with mksquashfs's or the system's words, the node's name first.
+  [[nodiscard]] absl::Status Save(const std::string& path, const std::string& work_dir,
+                                  const std::optional<Account>& owner,
+                                  const std::string& node) const;
+
  private:
   StepContainer() = default;
 

@@ -9,10 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +24,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cohort/fmt_absl.h"
@@ -140,7 +143,7 @@ class EventLog {
 
 // Reaps the ranks of `live` (pid → rank) until none is left, logging each
 // exit. The stepd has no other children.
-void ReapAll(std::map<pid_t, int> live, EventLog& events) {
+void ReapAll(std::map<pid_t, int> live, const std::function<void(const RankExitEvent&)>& on_exit) {
   while (!live.empty()) {
     int status = 0;
     struct rusage usage {};
@@ -152,7 +155,7 @@ void ReapAll(std::map<pid_t, int> live, EventLog& events) {
     }
     const auto it = live.find(pid);
     if (it == live.end()) continue;
-    events.Append(ExitOf(it->second, status, usage));
+    on_exit(ExitOf(it->second, status, usage));
     live.erase(it);
   }
 }
@@ -331,9 +334,9 @@ int RunStepDaemon(const std::string& folder) {
   // the container's holder started, before any thread starts, so that it
   // may fork; it builds the container while the output stream is dialled.
   std::unique_ptr<StepContainer> container;
+  std::optional<Account> owner;
   if (file->container.Enabled()) {
     absl::StatusOr<std::unique_ptr<StepContainer>> made = [&] {
-      std::optional<Account> owner;
       if (file->run_as == RunAs::kOwner) {
         absl::StatusOr<Account> found = LookupAccount(file->uid, file->node);
         if (!found.ok()) return absl::StatusOr<std::unique_ptr<StepContainer>>(found.status());
@@ -411,11 +414,46 @@ int RunStepDaemon(const std::string& folder) {
   } else {
     events.Append(GroupEvent{spawned.process_group});
   }
+  // --container-save: the node of rank 0 saves the container as the ranks
+  // left it, before it goes. Their exits are told once it is saved, so that
+  // the step ends (and srun returns) with the file whole. A save that fails
+  // says why in rank 0's error output and fails it (exit code 1).
+  const bool saves = container && !file->container.save.empty() &&
+                     std::any_of(file->ranks.begin(), file->ranks.end(),
+                                 [](const RankLaunch& rank) { return rank.rank == 0; });
+  std::vector<RankExitEvent> held;
+  const auto exited = [&](const RankExitEvent& exit) {
+    if (saves) {
+      held.push_back(exit);
+    } else {
+      events.Append(exit);
+    }
+  };
+  bool save_failed = false;
+  const auto save = [&] {
+    if (!saves) return;
+    absl::Status saved = container->Save(file->container.save, file->work_dir, owner, file->node);
+    if (saved.ok()) return;
+    save_failed = true;
+    Complain("{}", saved.message());
+    if (io) {
+      io->Queue({.kind = io::FrameKind::kStderr,
+                 .rank = 0,
+                 .data = fmt::format("cohort-stepd: {}\n", saved.message())});
+    }
+  };
   if (io) {
-    io->Run(std::move(live),
-            [&](const RankExitEvent& exit) { events.Append(aborts.Reported(exit)); });
+    io->Run(
+        std::move(live), [&](const RankExitEvent& exit) { exited(aborts.Reported(exit)); }, save);
   } else {
-    ReapAll(std::move(live), events);
+    ReapAll(std::move(live), exited);
+    save();
+  }
+  for (RankExitEvent& exit : held) {
+    if (save_failed && exit.rank == 0 && exit.exit_code == 0 && exit.signal == 0) {
+      exit.exit_code = 1;
+    }
+    events.Append(exit);
   }
   // What the ranks left behind (a daemon that left their process group)
   // ends with the launch, before the node is reported free.

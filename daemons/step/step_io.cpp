@@ -269,7 +269,8 @@ void StepIoForwarder::Send(int kind, int rank, std::string_view data) {
 }
 
 void StepIoForwarder::Run(std::map<pid_t, int> live,
-                          const std::function<void(const RankExitEvent&)>& on_exit) {
+                          const std::function<void(const RankExitEvent&)>& on_exit,
+                          const std::function<void()>& before_done) {
   int wake[2] = {-1, -1};
   if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) == 0) {
     child_wake_fd = wake[1];
@@ -389,6 +390,7 @@ void StepIoForwarder::Run(std::map<pid_t, int> live,
     ::close(wake[0]);
     ::close(wake[1]);
   }
+  if (before_done) before_done();
   SendQueued();
   Send(static_cast<int>(io::FrameKind::kDone), -1, {});
   if (socket_ >= 0) ::shutdown(socket_, SHUT_WR);

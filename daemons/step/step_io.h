@@ -47,9 +47,12 @@ class StepIoForwarder {
   /// rank): each exit goes to `on_exit` as it is reaped. Returns once every
   /// rank is reaped and its output sent, or 2 s after the last one was
   /// reaped when something they started still holds their output open;
-  /// then says Done. A `cohort run` gone away is not waited for: output is
-  /// then read and dropped, so the ranks never block on it.
-  void Run(std::map<pid_t, int> live, const std::function<void(const RankExitEvent&)>& on_exit);
+  /// then runs `before_done` (when given: what the step does once its ranks
+  /// are gone, which may Queue output of its own) and says Done. A `cohort
+  /// run` gone away is not waited for: output is then read and dropped, so
+  /// the ranks never block on it.
+  void Run(std::map<pid_t, int> live, const std::function<void(const RankExitEvent&)>& on_exit,
+           const std::function<void()>& before_done = nullptr);
 
   /// Sends `frame` from Run's thread; any thread may call it (the PMIx
   /// server's, with a fence's part or a rank's abort message).

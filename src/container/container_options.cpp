@@ -209,4 +209,13 @@ absl::Status CheckWorkdir(std::string_view path) {
   return absl::OkStatus();
 }
 
+absl::Status CheckSavePath(std::string_view path) {
+  if (path.empty() || path.size() > kMaxPath || path.ends_with('/') ||
+      path.find('\0') != std::string_view::npos) {
+    return Invalid("--container-save", path.substr(0, 64), "is no file name",
+                   "write the squashfs file to make, such as /scratch/$USER/trained.sqsh");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace cohort::container

@@ -13,6 +13,8 @@
 #   --container-readonly against the default writable root, a named
 #   container that a job's second step finds as the first left it, sbatch
 #   --container-image (the script on the host, its srun in the container).
+# - --container-save: the node of rank 0 saves the container's root, without
+#   what was mounted into it, and the file runs as an image.
 # - Pull-ahead: a 2-node job queued behind one holding every node has its
 #   image in the cache, and says so, before it starts.
 # - A wrong password, a missing tag and a missing mount source fail the
@@ -134,6 +136,30 @@ grep -q root-writable <<<"$out" && pass "the container's root is writable by def
 out=$(timeout 60 srun -N 1 --container-image="$IMAGE" --container-readonly \
   sh -c 'touch /made 2>/dev/null && echo root-writable || echo root-readonly' 2>&1)
 grep -q root-readonly <<<"$out" && pass "--container-readonly" || fail "--container-readonly: $out"
+
+# --- --container-save: the step's container as its ranks left it, saved by
+# the node of rank 0 as a squashfs file, runs as an image of its own.
+out=$(cd "$WORK" && timeout 120 srun -N 2 --container-image="$IMAGE" --container-save=saved.sqsh \
+  sh -c 'echo "saved by rank $SLURM_PROCID" >/saved-marker' 2>&1)
+if [ $? -eq 0 ] && [ -s "$WORK/saved.sqsh" ]; then
+  pass "--container-save made a squashfs file, relative to the working directory"
+  listed=$(unsquashfs -l "$WORK/saved.sqsh")
+  grep -q "^squashfs-root/cohort-marker$" <<<"$listed" &&
+    ! grep -q -e "^squashfs-root/proc" -e "^squashfs-root/etc/hosts$" <<<"$listed" &&
+    pass "what is mounted into the container is not saved" ||
+    fail "the saved container holds mounts: $(grep -e proc -e hosts <<<"$listed" | head -3)"
+  out=$(timeout 120 srun -N 1 --container-image="$WORK/saved.sqsh" \
+    sh -c 'cat /saved-marker /cohort-marker; ls /proc/1 >/dev/null && echo proc-mounted' 2>&1)
+  grep -q "^saved by rank 0$" <<<"$out" && grep -q "^tiny image layer 2$" <<<"$out" &&
+    grep -q "^proc-mounted$" <<<"$out" &&
+    pass "a saved container runs as an image: the image's files and what rank 0's node wrote" ||
+    fail "running the saved container: $out"
+else
+  fail "--container-save: $out; $(ls -l "$WORK"/saved.sqsh 2>&1)"
+fi
+out=$(timeout 60 srun -N 1 --container-image="$IMAGE" --container-save=/no/such/folder/x.sqsh sh -c : 2>&1)
+[ $? -ne 0 ] && grep -q -- "--container-save /no/such/folder/x.sqsh: cannot create /no/such/folder/x.sqsh: No such file or directory" <<<"$out" &&
+  pass "a save that cannot be written fails the step and says why" || fail "a failed save: $out"
 
 # --- pull-ahead: a 2-node job queued behind one that holds every node has
 # its image pulled on the nodes planned for it before it starts. A new tag

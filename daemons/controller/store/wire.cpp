@@ -81,9 +81,7 @@ absl::Status CheckContainer(const v1::ContainerSpec& c) {
     }
   }
   if (!c.save().empty()) {
-    return absl::InvalidArgumentError(
-        "--container-save is not supported; save what the container made to a mounted "
-        "folder (--container-mounts) instead");
+    if (absl::Status save = container::CheckSavePath(c.save()); !save.ok()) return save;
   }
   return absl::OkStatus();
 }

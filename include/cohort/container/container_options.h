@@ -76,4 +76,9 @@ struct ContainerName {
 /// kMaxPath bytes. InvalidArgument otherwise.
 [[nodiscard]] absl::Status CheckWorkdir(std::string_view path);
 
+/// Checks --container-save: a file on the node (absolute, or relative to
+/// the step's working directory), not a folder (no trailing `/`), without
+/// a NUL, at most kMaxPath bytes. InvalidArgument otherwise.
+[[nodiscard]] absl::Status CheckSavePath(std::string_view path);
+
 }  // namespace cohort::container

@@ -198,9 +198,11 @@ TEST(JobOptionsTest, ContainerOptionsBecomeTheJobsContainer) {
   options.container.mounts = "/lustre/data:/data,/home/alice:/workspace";
   options.container.workdir = "/workspace";
   options.container.writable = false;
+  options.container.save = "trained.sqsh";
   absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->container().image(), "nvcr.io#nvidia/pytorch:24.07-py3");
+  EXPECT_EQ(spec->container().save(), "trained.sqsh");
   EXPECT_EQ(spec->container().mounts(), "/lustre/data:/data,/home/alice:/workspace");
   EXPECT_EQ(spec->container().workdir(), "/workspace");
   ASSERT_TRUE(spec->container().has_writable());
@@ -229,7 +231,7 @@ TEST(JobOptionsTest, BadContainerOptionsAreRefusedByName) {
            {[](ContainerOptions& c) { c.workdir = "w"; }, "--container-workdir"},
            {[](ContainerOptions& c) {
               c.image = "ubuntu";
-              c.save = "/tmp/x.sqsh";
+              c.save = "/tmp/sqsh/";
             },
             "--container-save"},
        }) {

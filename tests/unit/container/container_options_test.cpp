@@ -80,6 +80,14 @@ TEST(ContainerOptionsTest, EnvNamesAndWorkdirsAreChecked) {
   }
   EXPECT_TRUE(CheckWorkdir("/workspace").ok());
   for (const char* bad : {"", "workspace", "/a/../b"}) EXPECT_FALSE(CheckWorkdir(bad).ok()) << bad;
+  for (const char* good : {"/scratch/trained.sqsh", "trained.sqsh", "out/x.sqsh"}) {
+    EXPECT_TRUE(CheckSavePath(good).ok()) << good;
+  }
+  EXPECT_FALSE(CheckSavePath("").ok());
+  EXPECT_FALSE(CheckSavePath("/scratch/").ok());
+  EXPECT_FALSE(CheckSavePath(std::string_view("a\0b", 3)).ok());
+  EXPECT_FALSE(CheckSavePath(std::string(5000, 'x')).ok());
+  EXPECT_NE(CheckSavePath("/scratch/").message().find("--container-save"), std::string::npos);
 }
 
 }  // namespace

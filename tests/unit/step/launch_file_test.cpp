@@ -258,6 +258,7 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
                     .workdir = "/work",
                     .name = "train:auto",
                     .env = "PATH",
+                    .save = "out/trained.sqsh",
                     .mount_home = true,
                     .remap_root = true,
                     .writable = false,
@@ -281,6 +282,7 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
   EXPECT_EQ(c.workdir, "/work");
   EXPECT_EQ(c.name, "train:auto");
   EXPECT_EQ(c.env, "PATH");
+  EXPECT_EQ(c.save, "out/trained.sqsh");
   EXPECT_TRUE(c.mount_home && c.remap_root && c.entrypoint);
   EXPECT_FALSE(c.writable);
   EXPECT_EQ(c.images.cache_dir, "/spool/images");

@@ -415,6 +415,7 @@ function renderJob() {
     fact(facts, 'container', [container.image, container.name ? `named ${container.name}` : '',
       container.mounts ? `mounts ${container.mounts}` : ''].filter(Boolean).join(' · '));
   }
+  fact(facts, 'image ahead', job.image_status);
   fact(facts, 'leaves spanned', leavesOf(job).join(', '));
   fact(facts, 'submitted', num(job.submit_time_ms) ? clock(job.submit_time_ms) : '');
   if (num(job.start_time_ms)) fact(facts, 'started', `${clock(job.start_time_ms)} (elapsed ${duration((Date.now() - num(job.start_time_ms)) / 1000)})`);
