@@ -190,9 +190,10 @@ void AddContainerOptions(CLI::App& command, ContainerOptions& c) {
   value("--container-workdir", c.workdir, "PATH",
         "working directory inside the container (default: the job's when the container has "
         "it, else the image's)");
-  value("--container-name", c.name, "NAME[:auto|create|exec|no_exec]",
-        "keep the container under NAME on each node for the job's later steps (auto: reuse it "
-        "or make it; create: make it afresh; exec: reuse it only; no_exec: a fresh instance)");
+  value("--container-name", c.name, "NAME[:auto|create|exec|no_exec|no_create]",
+        "keep the container under NAME on each node for the job's later steps, which join it "
+        "while a step runs in it (auto: join, reuse or make it; create: make it afresh; exec: "
+        "join only; no_exec: never join; no_create: join or reuse only)");
   value("--container-save", c.save, "PATH",
         "once the step's ranks have ended, save its container's root to this squashfs file "
         "(made by the node of rank 0, as you)");

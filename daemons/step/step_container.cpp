@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -30,6 +31,7 @@
 
 #include "cohort/container/container_options.h"
 #include "image_pull.h"
+#include "proc_stat.h"
 
 namespace cohort::step {
 namespace {
@@ -579,7 +581,25 @@ struct Base {
   std::string path;
   int lock_fd = -1;
   bool existed = false;
+  /// Another step of the job runs in the named container: its holder, to
+  /// join (pid and start time, from the folder's `holder` file).
+  pid_t running = -1;
+  std::int64_t running_since = 0;
 };
+
+// The holder of the step that runs in a named container now, as that step
+// wrote it: "PID START_TIME"; nullopt when none is recorded or it is gone.
+std::optional<std::pair<pid_t, std::int64_t>> RunningHolder(const std::string& base) {
+  const int fd = ::open((base + "/holder").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  const std::string text = ReadAll(fd);
+  ::close(fd);
+  long long pid = 0;
+  long long since = 0;
+  if (std::sscanf(text.c_str(), "%lld %lld", &pid, &since) != 2 || pid <= 1) return std::nullopt;
+  if (!ProcessAlive(static_cast<pid_t>(pid), since)) return std::nullopt;
+  return std::pair{static_cast<pid_t>(pid), static_cast<std::int64_t>(since)};
+}
 
 absl::StatusOr<Base> ContainerBase(const LaunchFile& file, const std::string& folder) {
   const ContainerSetup& c = file.container;
@@ -601,28 +621,48 @@ absl::StatusOr<Base> ContainerBase(const LaunchFile& file, const std::string& fo
     return Failed(absl::StatusCode::kInternal, file.node,
                   fmt::format("cannot make {}: {}", c.state_dir, error.message()));
   }
+  using container::NameMode;
   Base base{.path = fmt::format("{}/{}", c.state_dir, name->name)};
   base.existed = std::filesystem::exists(base.path + "/upper", error);
-  if (name->mode == container::NameMode::kExec && !base.existed) {
+  if (name->mode == NameMode::kNoCreate && !base.existed) {
     return Failed(absl::StatusCode::kNotFound, file.node,
                   fmt::format("no container {:?} of this job on this node; make it first in an "
                               "earlier step (--container-name={} with --container-image)",
                               name->name, name->name));
   }
-  if (name->mode == container::NameMode::kCreate && base.existed) {
-    std::filesystem::remove_all(base.path, error);
-    base.existed = false;
-  }
   std::filesystem::create_directories(base.path, error);
+  // The step that makes the container holds its lock while it runs; a step
+  // that finds it taken joins that step's container (pyxis's exec), or is
+  // refused when its flag forbids joining.
   const std::string lock = base.path + "/lock";
   base.lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (base.lock_fd < 0 || ::flock(base.lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (base.lock_fd >= 0) ::close(base.lock_fd);
+  if (base.lock_fd >= 0 && ::flock(base.lock_fd, LOCK_EX | LOCK_NB) == 0) {
+    if (name->mode == NameMode::kExec) {
+      ::close(base.lock_fd);
+      return Failed(absl::StatusCode::kNotFound, file.node,
+                    fmt::format("no step of this job runs in container {:?} on this node, so "
+                                "there is none to join (:exec); drop :exec to start it",
+                                name->name));
+    }
+    if (name->mode == NameMode::kCreate && base.existed) {
+      std::filesystem::remove_all(base.path + "/upper", error);
+      std::filesystem::remove_all(base.path + "/work", error);
+      base.existed = false;
+    }
+    return base;
+  }
+  if (base.lock_fd >= 0) ::close(base.lock_fd);
+  base.lock_fd = -1;
+  const std::optional<std::pair<pid_t, std::int64_t>> running = RunningHolder(base.path);
+  if (name->mode == NameMode::kNoExec || name->mode == NameMode::kCreate || !running) {
     return Failed(absl::StatusCode::kFailedPrecondition, file.node,
                   fmt::format("container {:?} is in use by another step of this job on this "
-                              "node; wait for it, or give this step another --container-name",
-                              name->name));
+                              "node; join it (--container-name={}:exec), wait for it, or give "
+                              "this step another --container-name",
+                              name->name, name->name));
   }
+  base.running = running->first;
+  base.running_since = running->second;
   return base;
 }
 
@@ -695,6 +735,29 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
   absl::StatusOr<Base> base = ContainerBase(file, folder);
   if (!base.ok()) return base.status();
   std::unique_ptr<StepContainer> made(new StepContainer());
+  if (base->running > 0) {
+    // Another step of the job runs in the named container: this step's
+    // ranks join it, as it is (its mounts, its image, its changes).
+    const std::string named = ImageOfNamed(*base, "");
+    std::optional<ImageInfo> pinned = named.empty() ? std::nullopt : PinnedImage(c, named);
+    if (!pinned) {
+      return Failed(absl::StatusCode::kNotFound, file.node,
+                    fmt::format("container {:?} runs, but its image is not in this node's cache "
+                                "any more; run this step once the other has ended",
+                                c.name));
+    }
+    made->joined_ = base->running;
+    made->joined_since_ = base->running_since;
+    made->image_ = *std::move(pinned);
+    made->keep_ = *std::move(keep);
+    if (!c.mounts.empty() || c.mount_home || !c.image.empty()) {
+      made->notice_ = fmt::format(
+          "this step joins container {:?}, which another step of the job runs on {}: its "
+          "--container-image, --container-mounts and --container-mount-home are ignored",
+          container::ParseContainerName(c.name)->name, file.node);
+    }
+    return made;
+  }
   made->lock_fd_ = base->lock_fd;
   const std::string reference = c.name.empty() ? c.image : ImageOfNamed(*base, c.image);
   if (reference.empty()) {
@@ -789,6 +852,18 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
   }
   made->holder_ = holder;
   made->report_fd_ = report[0];
+  if (!c.name.empty()) {
+    // Where the job's later steps find the container while this one runs.
+    const std::optional<ProcessStat> stat = ReadProcessStat(holder);
+    const std::string text = fmt::format("{} {}", holder, stat ? stat->start_time : 0);
+    const std::string path = base->path + "/holder";
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      (void)!::write(fd, text.data(), text.size());
+      ::close(fd);
+    }
+  }
   made->image_ = *std::move(image);
   made->keep_ = *std::move(keep);
   return made;
@@ -796,14 +871,23 @@ absl::StatusOr<std::unique_ptr<StepContainer>> StepContainer::Start(
 
 absl::Status StepContainer::Ready(LaunchFile& file) {
   const ContainerSetup& c = file.container;
-  const std::string why = ReadAll(report_fd_);
-  ::close(report_fd_);
-  report_fd_ = -1;
-  ::close(in_use_fd_);  // the holder keeps its copy
-  in_use_fd_ = -1;
-  if (!why.empty()) return Failed(absl::StatusCode::kFailedPrecondition, file.node, why);
+  if (joined_ > 0) {
+    if (!ProcessAlive(joined_, joined_since_)) {
+      return Failed(absl::StatusCode::kFailedPrecondition, file.node,
+                    fmt::format("the step that ran container {:?} ended before this one joined "
+                                "it; run this step again",
+                                c.name));
+    }
+  } else {
+    const std::string why = ReadAll(report_fd_);
+    ::close(report_fd_);
+    report_fd_ = -1;
+    ::close(in_use_fd_);  // the holder keeps its copy
+    in_use_fd_ = -1;
+    if (!why.empty()) return Failed(absl::StatusCode::kFailedPrecondition, file.node, why);
+  }
   entry_.namespace_fd =
-      ::open(fmt::format("/proc/{}/ns/mnt", holder_).c_str(), O_RDONLY | O_CLOEXEC);
+      ::open(fmt::format("/proc/{}/ns/mnt", RootPid()).c_str(), O_RDONLY | O_CLOEXEC);
   if (entry_.namespace_fd < 0) {
     return Failed(absl::StatusCode::kInternal, file.node,
                   Errno("cannot open the container's mount namespace"));
@@ -814,7 +898,7 @@ absl::Status StepContainer::Ready(LaunchFile& file) {
     entry_.work_dir = c.workdir;
   } else {
     struct stat info {};
-    const std::string job_dir = fmt::format("/proc/{}/root{}", holder_, file.work_dir);
+    const std::string job_dir = fmt::format("/proc/{}/root{}", RootPid(), file.work_dir);
     entry_.work_dir = ::stat(job_dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) ? file.work_dir
                       : image_.working_dir.empty()                                 ? "/"
                                                    : image_.working_dir;
@@ -831,13 +915,13 @@ absl::Status StepContainer::Ready(LaunchFile& file) {
 absl::Status StepContainer::Save(const std::string& path, const std::string& work_dir,
                                  const std::optional<Account>& owner,
                                  const std::string& node) const {
-  if (holder_ <= 0) return Failed(absl::StatusCode::kInternal, node, "no container to save");
+  if (RootPid() <= 0) return Failed(absl::StatusCode::kInternal, node, "no container to save");
   const std::string target = path.starts_with('/') ? path : work_dir + "/" + path;
   // Everything the child uses is made before the fork: the stepd may have
   // threads (the step's I/O, PMIx), and only exec is safe after it.
   constexpr int kTargetFd = 3;
   std::vector<std::string> args = {"mksquashfs",
-                                   fmt::format("/proc/{}/root/", holder_),
+                                   fmt::format("/proc/{}/root/", RootPid()),
                                    fmt::format("/proc/self/fd/{}", kTargetFd),
                                    "-noappend",
                                    "-no-progress",

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,7 +39,10 @@ void MergeImageEnvironment(std::vector<std::string>& env, const std::vector<std:
 
 class StepContainer {
  public:
-  /// Pulls the step's image into the node's cache (cohort-image, next to
+  /// A named container that another step of the job runs on the node is
+  /// joined instead (--container-name's auto, exec and no_create): no pull
+  /// and no holder, the ranks enter that step's container as it is.
+  /// Otherwise: pulls the step's image into the node's cache (cohort-image, next to
   /// this program; a later step of the job on this node takes the digest
   /// its first one pinned, from the cache, without it), then starts the
   /// holder that builds the container, and returns while it works: Ready
@@ -71,6 +75,9 @@ class StepContainer {
   ~StepContainer();
 
   [[nodiscard]] const ContainerEntry& Entry() const { return entry_; }
+  /// What the step's user should be told (options ignored when joining a
+  /// running container); empty: nothing.
+  [[nodiscard]] const std::string& Notice() const { return notice_; }
 
   /// --container-save: makes `path` (relative: to `work_dir`) a squashfs
   /// file of the container's root as the ranks left it, with mksquashfs
@@ -86,8 +93,17 @@ class StepContainer {
  private:
   StepContainer() = default;
 
+  /// The process whose root and mount namespace are the container's: this
+  /// step's holder, or the one it joined.
+  [[nodiscard]] pid_t RootPid() const { return holder_ > 0 ? holder_ : joined_; }
+
   ContainerEntry entry_;
   pid_t holder_ = -1;
+  /// Another step's holder whose container this step joined (pyxis's
+  /// exec), and its start time; -1: none. Not this step's to end.
+  pid_t joined_ = -1;
+  std::int64_t joined_since_ = 0;
+  std::string notice_;
   int lock_fd_ = -1;    ///< the named container's, held while the step runs
   int in_use_fd_ = -1;  ///< the image's in-use lock until the holder has its own
   int report_fd_ = -1;  ///< the holder's word: closed empty once the container is made

@@ -368,6 +368,14 @@ int RunStepDaemon(const std::string& folder) {
     io = *std::move(opened);
   }
 
+  if (container && !container->Notice().empty()) {
+    Complain("{}", container->Notice());
+    if (io && !file->ranks.empty()) {
+      io->Queue({.kind = io::FrameKind::kStderr,
+                 .rank = file->ranks.front().rank,
+                 .data = fmt::format("cohort-stepd: {}\n", container->Notice())});
+    }
+  }
   if (container) {
     if (absl::Status ready = container->Ready(*file); !ready.ok()) {
       Complain("{}", ready.message());

@@ -139,7 +139,7 @@ std::string FormatMounts(const std::vector<Mount>& mounts) {
 
 absl::StatusOr<ContainerName> ParseContainerName(std::string_view text) {
   constexpr std::string_view kForm =
-      "write NAME[:auto|create|exec|no_exec], NAME of letters, digits, ., _ and - (e.g. "
+      "write NAME[:auto|create|exec|no_exec|no_create], NAME of letters, digits, ., _ and - (e.g. "
       "train:auto)";
   const std::size_t colon = text.find(':');
   ContainerName parsed;
@@ -159,6 +159,8 @@ absl::StatusOr<ContainerName> ParseContainerName(std::string_view text) {
     parsed.mode = NameMode::kExec;
   } else if (mode == "no_exec") {
     parsed.mode = NameMode::kNoExec;
+  } else if (mode == "no_create") {
+    parsed.mode = NameMode::kNoCreate;
   } else {
     return Invalid("--container-name", text, fmt::format("{:?} is no flag", mode), kForm);
   }
@@ -175,6 +177,8 @@ std::string_view NameModeText(NameMode mode) {
       return "exec";
     case NameMode::kNoExec:
       return "no_exec";
+    case NameMode::kNoCreate:
+      return "no_create";
   }
   return "auto";
 }

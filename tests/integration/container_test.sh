@@ -201,7 +201,21 @@ cat >"$WORK/named.sh" <<EOF
 test -e "$ROOT" && echo "batch on the host"
 srun --container-name=keep sh -c 'echo kept-by-step-0 >/kept; cat /cohort-marker'
 srun --container-name=keep cat /kept
-srun --container-name=other:exec true || echo "no container other"
+srun --container-name=other:exec sh -c : || echo "no container other"
+# A step that names a container another step runs in joins it (pyxis's
+# exec): the same mount namespace. Tried until the first step's is up.
+srun --container-name=keep sh -c 'readlink /proc/self/ns/mnt >/ns-a; sleep 8' &
+for i in \$(seq 60); do
+  out=\$(srun --overlap --container-name=keep:exec sh -c \
+    'test -s /ns-a && [ "\$(cat /ns-a)" = "\$(readlink /proc/self/ns/mnt)" ] && echo joined' 2>/dev/null)
+  case "\$out" in *joined*) echo "joined the running container"; break ;; esac
+  sleep 0.25
+done
+srun --overlap --container-name=keep:no_exec sh -c : 2>&1 | grep -q "is in use by another step" &&
+  echo "no_exec refused while it runs"
+wait
+srun --container-name=keep:no_create cat /kept
+srun --container-name=nope:no_create sh -c : || echo "no container nope"
 EOF
 id=$(submit -o "$WORK/named-%j.out" "$WORK/named.sh")
 if [ -z "$id" ] || ! wait_until 120 finished "$id"; then
@@ -217,9 +231,19 @@ else
     fail "scontrol show job: $(scontrol show job "$id" | grep -i container)"
   grep -q "^kept-by-step-0$" <<<"$out" && pass "a named container keeps its files for the next step" ||
     fail "step 1 did not find step 0's file in container keep: $out"
-  grep -q 'no container "other"' <<<"$out" && grep -q "^no container other$" <<<"$out" &&
-    pass "--container-name=NAME:exec of no container says so" ||
+  grep -q 'no step of this job runs in container "other"' <<<"$out" &&
+    grep -q "^no container other$" <<<"$out" &&
+    pass "--container-name=NAME:exec of no running container says so" ||
     fail "exec of a missing container: $out"
+  grep -q "^joined the running container$" <<<"$out" &&
+    pass "a step joins the named container another step runs in (:exec)" ||
+    fail "no step joined the running container: $out"
+  grep -q "^no_exec refused while it runs$" <<<"$out" &&
+    pass ":no_exec is refused while another step runs in the container" || fail ":no_exec: $out"
+  [ "$(grep -c "^kept-by-step-0$" <<<"$out")" -eq 2 ] && grep -q "^no container nope$" <<<"$out" &&
+    grep -q 'no container "nope"' <<<"$out" &&
+    pass ":no_create uses the container's files, and fails when there is none" ||
+    fail ":no_create: $out"
 fi
 [ -z "$(ls "$WORK/spool/containers" 2>/dev/null)" ] &&
   pass "the job's named containers are gone once it left the node" ||

@@ -48,19 +48,21 @@ struct Mount {
 /// Writes mounts back as ParseMounts reads them.
 [[nodiscard]] std::string FormatMounts(const std::vector<Mount>& mounts);
 
-/// What --container-name's flag asks (pyxis's): kAuto uses the job's
-/// container of that name on the node when there is one and creates it
-/// otherwise; kCreate always starts it afresh from the image; kExec needs it
-/// to exist; kNoExec creates it when missing, and starts the step in a
-/// fresh instance of it.
-enum class NameMode { kAuto, kCreate, kExec, kNoExec };
+/// What --container-name's flag asks (pyxis's): kAuto joins the job's
+/// container of that name on the node while another step runs in it, else
+/// uses its files when there are some, else creates it; kCreate starts it
+/// afresh from the image; kExec joins it, and fails when no step runs in
+/// it; kNoExec never joins (a fresh instance of its files; refused while
+/// another step runs in it); kNoCreate is kAuto that fails when there is
+/// no such container.
+enum class NameMode { kAuto, kCreate, kExec, kNoExec, kNoCreate };
 
 struct ContainerName {
   std::string name;
   NameMode mode = NameMode::kAuto;
 };
 
-/// Parses `NAME[:auto|create|exec|no_exec]`. NAME is 1 to 64 of letters,
+/// Parses `NAME[:auto|create|exec|no_exec|no_create]`. NAME is 1 to 64 of letters,
 /// digits, `.`, `_` and `-`, not starting with `.` (it names a folder on
 /// each node). InvalidArgument otherwise.
 [[nodiscard]] absl::StatusOr<ContainerName> ParseContainerName(std::string_view text);

@@ -60,7 +60,8 @@ TEST(ContainerOptionsTest, NamesTakePyxisFlags) {
   EXPECT_EQ(plain->mode, NameMode::kAuto);
   for (const auto& [text, mode] :
        {std::pair{"a:auto", NameMode::kAuto}, std::pair{"a:create", NameMode::kCreate},
-        std::pair{"a:exec", NameMode::kExec}, std::pair{"a:no_exec", NameMode::kNoExec}}) {
+        std::pair{"a:exec", NameMode::kExec}, std::pair{"a:no_exec", NameMode::kNoExec},
+        std::pair{"a:no_create", NameMode::kNoCreate}}) {
     absl::StatusOr<ContainerName> parsed = ParseContainerName(text);
     ASSERT_TRUE(parsed.ok()) << text;
     EXPECT_EQ(parsed->mode, mode) << text;
