@@ -504,6 +504,20 @@ bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnos
   return true;
 }
 
+bool ParseContainerRuntime(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
+  if (!EqualsIgnoreCase(word.value, "builtin") && !EqualsIgnoreCase(word.value, "none")) {
+    diagnostics.Error(
+        word.value_at, fmt::format("ContainerRuntime={} is not builtin or none", word.value),
+        "Cohort makes its containers itself (docs/containers.md says why): use "
+        "ContainerRuntime=builtin, or ContainerRuntime=none to run no containers on the cluster");
+    return false;
+  }
+  out = word.value;
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return true;
+}
+
 bool ParseStateBackend(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
   if (!EqualsIgnoreCase(word.value, "sqlite") && !EqualsIgnoreCase(word.value, "postgresql")) {
     diagnostics.Error(word.value_at,

@@ -101,6 +101,9 @@ template <long long kLo, long long kHi>
 /// MpiDefault=: an MPI type (launch::CanonicalMpiType), stored canonical.
 [[nodiscard]] bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics);
 /// StateBackend=: sqlite or postgresql, stored in lowercase.
+/// ContainerRuntime=: "builtin" or "none" (any case), lowercased.
+[[nodiscard]] bool ParseContainerRuntime(const conf::Word& word, std::string& out,
+                                         Diagnostics& diagnostics);
 [[nodiscard]] bool ParseStateBackend(const conf::Word& word, std::string& out,
                                      Diagnostics& diagnostics);
 /// ControllerAddr=: one or more controllers, HOST[:PORT] separated by

@@ -34,6 +34,11 @@ void JobRpcs::SubmitJob(v1::SubmitJobRequest& request, const Identity& who,
     outbox_.Respond<v1::SubmitJobResponse>(std::move(reply), bindable);
     return;
   }
+  if (absl::Status allowed = ContainersAllowed(state_.config, request.spec().container());
+      !allowed.ok()) {
+    outbox_.Respond<v1::SubmitJobResponse>(std::move(reply), allowed);
+    return;
+  }
   v1::SubmitJobResponse response;
   if (request.test_only()) {
     absl::StatusOr<Engine::Preview> preview = engine.TestSubmit(*job, ControllerState::Now());
@@ -420,6 +425,10 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   }
   if (absl::Status container = CheckContainer(request.container()); !container.ok()) {
     outbox_.Respond<v1::StartStepResponse>(std::move(reply), container);
+    return;
+  }
+  if (absl::Status allowed = ContainersAllowed(state_.config, request.container()); !allowed.ok()) {
+    outbox_.Respond<v1::StartStepResponse>(std::move(reply), allowed);
     return;
   }
   // The engine's refusals (not found, an array, not running, another

@@ -86,6 +86,17 @@ absl::Status CheckContainer(const v1::ContainerSpec& c) {
   return absl::OkStatus();
 }
 
+absl::Status ContainersAllowed(const config::ClusterConfig& config,
+                               const v1::ContainerSpec& container) {
+  if (config.container_runtime != "none" ||
+      (container.image().empty() && container.name().empty())) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      "this cluster runs no containers (ContainerRuntime=none in its cohort.conf); run without "
+      "--container-image and --container-name, or ask its operators");
+}
+
 absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
                                            int max_array_size) {
   auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };

@@ -58,6 +58,10 @@ struct Identity {
 /// reference, mounts, name, workdir and env names parse (container_options.h,
 /// image_ref.h). InvalidArgument, in the words a user can act on.
 [[nodiscard]] absl::Status CheckContainer(const v1::ContainerSpec& container);
+/// FailedPrecondition, saying why, for a container on a cluster with
+/// ContainerRuntime=none; OK otherwise.
+[[nodiscard]] absl::Status ContainersAllowed(const config::ClusterConfig& config,
+                                             const v1::ContainerSpec& container);
 
 [[nodiscard]] absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec,
                                                          const Identity& who, int max_array_size);

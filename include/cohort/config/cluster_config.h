@@ -204,6 +204,10 @@ struct ClusterConfig {
   std::chrono::seconds kill_wait{30};
   /// MpiDefault=: a step's MPI type when srun gives no --mpi ("none" or "pmix").
   std::string mpi_default = "none";
+  /// ContainerRuntime=: "builtin" (Cohort makes steps' containers itself,
+  /// docs/containers.md) or "none" (jobs and steps asking for a container
+  /// are refused at submission).
+  std::string container_runtime = "builtin";
   /// ContainerCacheDir=: where each agent's node keeps the container images
   /// it pulled (docs/containers.md); empty: `images` in its spool folder.
   std::string container_cache_dir;

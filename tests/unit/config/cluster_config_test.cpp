@@ -109,6 +109,10 @@ TEST(ClusterConfigTest, FullFileGlobals) {
       "ContainerCredentialsFile=/etc/cohort/credentials\nContainerPullAhead=2:30:00\n"
       "ContainerRegistryMirrors=nvcr.io=https://m1:5000,registry-1.docker.io=http://m2\n");
   EXPECT_EQ(containers.container_pull_ahead, std::chrono::minutes(150));
+  EXPECT_EQ(containers.container_runtime, "builtin");
+  EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\nContainerRuntime=None\n")
+                .container_runtime,
+            "none");
   EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\n").container_pull_ahead,
             std::chrono::hours(1));
   EXPECT_EQ(MustParse("NodeName=n1\nPartitionName=p Nodes=ALL\nContainerPullAhead=0\n")
@@ -967,6 +971,8 @@ TEST(ClusterConfigPolicyErrorTest, EachBadValueIsReportedAtItsPlace) {
       {"BackfillDepth=0", 15, "BackfillDepth must be a positive integer, found \"0\"", ""},
       {"ContainerPullAhead=UNLIMITED", 20, "ContainerPullAhead cannot be UNLIMITED",
        "ContainerPullAhead=2-00:00:00"},
+      {"ContainerRuntime=crun", 18, "ContainerRuntime=crun is not builtin or none",
+       "ContainerRuntime=none to run no containers"},
       {"MaxArraySize=4000002", 14, "MaxArraySize=4000002 is more than 4000001",
        "from 1 to 4000001"},
       {"DefaultQOS=", 12, "DefaultQOS is empty", "DefaultQOS=normal"},

@@ -37,6 +37,23 @@ config::ClusterConfig MixedCluster() {
   return config;
 }
 
+TEST(ContainersAllowedTest, AClusterWithContainerRuntimeNoneRefusesContainersAndSaysWhy) {
+  config::ClusterConfig config;
+  v1::ContainerSpec image;
+  image.set_image("ubuntu:24.04");
+  v1::ContainerSpec named;
+  named.set_name("train");
+  EXPECT_TRUE(ContainersAllowed(config, image).ok()) << "builtin, the default";
+  config.container_runtime = "none";
+  EXPECT_TRUE(ContainersAllowed(config, v1::ContainerSpec()).ok()) << "no container asked";
+  for (const v1::ContainerSpec& asked : {image, named}) {
+    const absl::Status refused = ContainersAllowed(config, asked);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.message().find("ContainerRuntime=none"), std::string_view::npos)
+        << refused.message();
+  }
+}
+
 TEST(NodeKindsTest, OneLayoutPerKindInTheOrderOfItsFirstNode) {
   const config::ClusterConfig config = MixedCluster();
   const NodeKinds kinds(config);
