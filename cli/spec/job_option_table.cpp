@@ -139,6 +139,17 @@ bool MayNameUnsupported(std::span<const std::string> words) {
   return false;
 }
 
+// An option that takes a value into `field`; as with sbatch, a later
+// occurrence wins over an earlier one.
+template <typename Field>
+void AddValue(CLI::App& command, const std::string& group, std::string names, Field& field,
+              std::string type, std::string help) {
+  command.add_option(std::move(names), field, std::move(help))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->type_name(std::move(type))
+      ->group(group);
+}
+
 // -N N or -N MIN-MAX, into nodes and nodes_max.
 void AddNodeCount(CLI::App& command, JobOptions& o, const std::string& group) {
   command
@@ -163,10 +174,7 @@ void AddContainerOptions(CLI::App& command, ContainerOptions& c) {
   const std::string group = "Container options (as pyxis's)";
   auto value = [&](std::string names, std::optional<std::string>& field, std::string type,
                    std::string help) {
-    command.add_option(std::move(names), field, std::move(help))
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-        ->type_name(std::move(type))
-        ->group(group);
+    AddValue(command, group, std::move(names), field, std::move(type), std::move(help));
   };
   // --x and --no-x set one field; the later on the line wins.
   auto both = [&](const std::string& name, const std::string& no_name, std::optional<bool>& field,
@@ -216,12 +224,8 @@ void AddContainerOptions(CLI::App& command, ContainerOptions& c) {
 std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
                                              std::span<const std::string> words) {
   const std::string group = "Job options (as sbatch's)";
-  // As with sbatch, a later occurrence of an option wins over an earlier one.
   auto value = [&](std::string names, auto& field, std::string type, std::string help) {
-    command.add_option(std::move(names), field, std::move(help))
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-        ->type_name(std::move(type))
-        ->group(group);
+    AddValue(command, group, std::move(names), field, std::move(type), std::move(help));
   };
   auto flag = [&](std::string names, auto&& set, std::string help) {
     command.add_flag_callback(std::move(names), std::forward<decltype(set)>(set), std::move(help))
