@@ -173,7 +173,6 @@ void Controller::Restore(LoadedState loaded) {
   Execute(effects);
   // Pending jobs with an image, loaded: their pulls ahead start afresh.
   std::vector<JobId> loaded_ids;
-  loaded_ids.reserve(state_.specs.size());
   for (const auto& [id, spec] : state_.specs) {
     if (spec.has_container()) loaded_ids.push_back(id);
   }
