@@ -7,6 +7,7 @@
 #include <charconv>
 #include <csignal>
 #include <filesystem>
+#include <initializer_list>
 
 #include <fmt/format.h>
 
@@ -479,18 +480,36 @@ bool ParseDefaultQos(const conf::Word& word, std::string& out, Diagnostics& diag
   return true;
 }
 
-bool ParseStateSync(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
-  if (!EqualsIgnoreCase(word.value, "full") && !EqualsIgnoreCase(word.value, "normal") &&
-      !EqualsIgnoreCase(word.value, "off")) {
-    diagnostics.Error(word.value_at,
-                      fmt::format("StateSync={} is not full, normal or off", word.value),
-                      "use StateSync=full (safest), normal or off; see docs/operations.md");
+namespace {
+
+// A value that is one of `choices`, in any case, stored in lowercase; else
+// an error at its place: "KEY=VALUE is not A, B or C", then `hint`.
+bool ParseChoice(const conf::Word& word, std::string_view key,
+                 std::initializer_list<std::string_view> choices, std::string_view hint,
+                 std::string& out, Diagnostics& diagnostics) {
+  if (std::none_of(choices.begin(), choices.end(),
+                   [&](std::string_view choice) { return EqualsIgnoreCase(word.value, choice); })) {
+    std::string listed;
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      if (i > 0) listed += i + 1 == choices.size() ? " or " : ", ";
+      listed += *(choices.begin() + i);
+    }
+    diagnostics.Error(word.value_at, fmt::format("{}={} is not {}", key, word.value, listed),
+                      std::string(hint));
     return false;
   }
   out = word.value;
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return true;
+}
+
+}  // namespace
+
+bool ParseStateSync(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
+  return ParseChoice(word, "StateSync", {"full", "normal", "off"},
+                     "use StateSync=full (safest), normal or off; see docs/operations.md", out,
+                     diagnostics);
 }
 
 bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
@@ -505,32 +524,19 @@ bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnos
 }
 
 bool ParseContainerRuntime(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
-  if (!EqualsIgnoreCase(word.value, "builtin") && !EqualsIgnoreCase(word.value, "none")) {
-    diagnostics.Error(
-        word.value_at, fmt::format("ContainerRuntime={} is not builtin or none", word.value),
-        "Cohort makes its containers itself (docs/containers.md says why): use "
-        "ContainerRuntime=builtin, or ContainerRuntime=none to run no containers on the cluster");
-    return false;
-  }
-  out = word.value;
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return true;
+  return ParseChoice(
+      word, "ContainerRuntime", {"builtin", "none"},
+      "Cohort makes its containers itself (docs/containers.md says why): use "
+      "ContainerRuntime=builtin, or ContainerRuntime=none to run no containers on the cluster",
+      out, diagnostics);
 }
 
 bool ParseStateBackend(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
-  if (!EqualsIgnoreCase(word.value, "sqlite") && !EqualsIgnoreCase(word.value, "postgresql")) {
-    diagnostics.Error(word.value_at,
-                      fmt::format("StateBackend={} is not sqlite or postgresql", word.value),
-                      "use StateBackend=sqlite (one controller, state in StateDir) or "
-                      "StateBackend=postgresql with StateDatabase= (a standby may take over); "
-                      "see docs/operations.md");
-    return false;
-  }
-  out = word.value;
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return true;
+  return ParseChoice(word, "StateBackend", {"sqlite", "postgresql"},
+                     "use StateBackend=sqlite (one controller, state in StateDir) or "
+                     "StateBackend=postgresql with StateDatabase= (a standby may take over); "
+                     "see docs/operations.md",
+                     out, diagnostics);
 }
 
 bool ParseControllerAddr(const conf::Word& word, ClusterConfig& out, Diagnostics& diagnostics) {
