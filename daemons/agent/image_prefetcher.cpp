@@ -16,18 +16,10 @@
 namespace cohort::agent {
 namespace {
 
-// cohort-image prints its description as its last line on success, and
-// one line of why on failure (stdout and stderr share the file here).
 ImagePrefetcher::Outcome Failed(std::string why) {
   ImagePrefetcher::Outcome outcome;
   outcome.error = std::move(why);
   return outcome;
-}
-
-std::string_view LastLine(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-  const std::size_t newline = text.rfind('\n');
-  return newline == std::string_view::npos ? text : text.substr(newline + 1);
 }
 
 }  // namespace
@@ -127,12 +119,14 @@ void ImagePrefetcher::StartNext() {
       outcome.ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now() - done.started)
                        .count();
+      // cohort-image's last line is its description, or why it failed
+      // (stdout and stderr share the file).
       if (done.timed_out) {
         outcome.error = fmt::format("the pull took over {} minutes and was stopped",
                                     std::chrono::minutes(kPullTimeout).count());
       } else if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
         outcome.error = step::ImagePullComplaint(text, done.key.second, wait_status);
-      } else if (absl::StatusOr<step::ImageInfo> info = step::ParseImageInfo(LastLine(text));
+      } else if (absl::StatusOr<step::ImageInfo> info = step::ParseImageInfo(step::LastLine(text));
                  !info.ok()) {
         outcome.error = std::string(info.status().message());
       } else {

@@ -32,14 +32,15 @@ std::vector<std::string> ImagePullCommand(const std::string& program, const Imag
   return argv;
 }
 
+std::string_view LastLine(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  const std::size_t newline = text.rfind('\n');
+  return newline == std::string_view::npos ? text : text.substr(newline + 1);
+}
+
 std::string ImagePullComplaint(std::string_view stderr_text, std::string_view reference,
                                int wait_status) {
-  while (!stderr_text.empty() && (stderr_text.back() == '\n' || stderr_text.back() == '\r')) {
-    stderr_text.remove_suffix(1);
-  }
-  const std::size_t newline = stderr_text.rfind('\n');
-  std::string_view why =
-      newline == std::string_view::npos ? stderr_text : stderr_text.substr(newline + 1);
+  std::string_view why = LastLine(stderr_text);
   // cohort-image names the image itself: "cohort-image: REF: why".
   constexpr std::string_view kPrefix = "cohort-image: ";
   if (why.starts_with(kPrefix)) why.remove_prefix(kPrefix.size());

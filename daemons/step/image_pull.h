@@ -50,6 +50,11 @@ struct ImageInfo {
 /// else. Pure.
 [[nodiscard]] absl::StatusOr<ImageInfo> ParseImageInfo(std::string_view json);
 
+/// The last line of `text` that has something after trailing newlines
+/// ("" for none), without its end of line: what a program's output says
+/// last. Pure.
+[[nodiscard]] std::string_view LastLine(std::string_view text);
+
 /// What a failed `cohort-image pull` said: the last line it wrote to
 /// stderr, without its "cohort-image: " prefix ("REF: why"), or how it
 /// ended when it said nothing. Pure.

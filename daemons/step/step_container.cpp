@@ -58,12 +58,6 @@ std::string ReadAll(int fd) {
   return text;
 }
 
-std::string LastLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  const std::size_t newline = text.rfind('\n');
-  return newline == std::string::npos ? text : text.substr(newline + 1);
-}
-
 // Runs `cohort-image pull` for the image and reads what it printed: the
 // image's description, or its one line of why not.
 absl::StatusOr<ImageInfo> PullImage(const LaunchFile& file, const std::string& reference,
@@ -399,7 +393,7 @@ void RunHook(int report, const HolderPlan& plan, const std::string& root, const 
                 fmt::format("hook {} took over {} s and was killed", path, kHookTimeoutMs / 1000));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const std::string last = LastLine(said);
+    const std::string last(LastLine(said));
     HolderFails(report, fmt::format("hook {} failed ({}){}{}", path,
                                     WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status))
                                                       : fmt::format("signal {}", WTERMSIG(status)),
@@ -974,7 +968,7 @@ absl::Status StepContainer::Save(const std::string& path, const std::string& wor
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-  const std::string last = LastLine(output);
+  const std::string last(LastLine(output));
   return Failed(
       absl::StatusCode::kFailedPrecondition, node,
       fmt::format("--container-save {}: {}", target,
