@@ -3,7 +3,8 @@
 # The standard set, Cohort and Slurm 22.05 side by side on the same 64-node,
 # 8-leaf cluster shape in one invocation (one cluster at a time, so that the
 # two never compete for the cores): dispatch latency, end-to-end throughput,
-# submission rate, a large queue, and placement quality. Prints one table
+# submission rate, a large queue, placement quality, and an MPI program's
+# start-up under `srun --mpi=pmix` (Open MPI). Prints one table
 # and writes $BENCH_OUT/side-by-side.json. How to read it: docs/performance.md.
 #
 #   bench/side_by_side.sh [BUILD_DIR (default build/default)]
@@ -15,8 +16,9 @@
 #   SBS_JOBS             jobs per throughput run (default 1000)
 #   SBS_QUEUE_JOBS       pending jobs of the large queue (default 5000)
 #   SBS_STEP_JOBS        batch jobs for the step start (default: SBS_DISPATCH_JOBS)
+#   SBS_MPI_RUNS         runs of the MPI program per rank count (default 5)
 #   SBS_PARTS            parts to measure (default "dispatch step throughput
-#                        placement queue"); a subset measures only those
+#                        placement queue mpi"); a subset measures only those
 #   SBS_GUIDE_FULL=1     the whole set in Slurm's guide profile too. By default
 #                        that profile measures dispatch and the submission
 #                        rates at full size but end-to-end throughput only for
@@ -34,7 +36,8 @@ dispatch_jobs=${SBS_DISPATCH_JOBS:-30}
 jobs=${SBS_JOBS:-1000}
 queue_jobs=${SBS_QUEUE_JOBS:-5000}
 step_jobs=${SBS_STEP_JOBS:-$dispatch_jobs}
-parts=${SBS_PARTS:-dispatch step throughput placement queue}
+mpi_runs=${SBS_MPI_RUNS:-5}
+parts=${SBS_PARTS:-dispatch step throughput placement queue mpi}
 wanted() { [[ " $parts " == *" $1 "* ]]; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -150,6 +153,14 @@ exec srun -N 8 --ntasks-per-node=1 sh -c 'date +%s%N >>"$STEP_FILE"'
 SCRIPT
   sbatch -N 8 --exclusive -o /dev/null "$WORK/step-job.sh" >/dev/null
 }
+
+# mpi_step ID NODES PROGRAM: `srun --mpi=pmix` of PROGRAM as a step of job
+# ID over NODES of its nodes, one rank each, to its end: Cohort's srun
+# front-end and Slurm's own, with the same arguments.
+cohort_mpi_step() {
+  "$BIN/cli/slurm/srun" --jobid="$1" -N "$2" --ntasks-per-node=1 --mpi=pmix "$3"
+}
+slurm_mpi_step() { srun --jobid="$1" -N "$2" --ntasks-per-node=1 --mpi=pmix "$3"; }
 
 # queue_empty: no job left in the queue (pending, running or ending).
 cohort_queue_empty() { local j; j=$(cohort queue --json) && ! grep -q '"id"' <<<"$j"; }
@@ -384,6 +395,39 @@ measure_placement() {
   "${SYS}_cancel_all"
 }
 
+# MPI start-up: inside a held 32-node allocation, `srun --mpi=pmix` of
+# tests/data/mpi/allreduce.c (Open MPI: init, all-reduce, barrier, finalize)
+# over 1, 8 and 32 nodes of one rank each, from srun's start to its exit:
+# the step's launch, the stepds' PMIx servers, the fences of MPI_Init and
+# MPI_Finalize, and the step's end. The emulated nodes share one machine,
+# so the ranks talk over TCP on the loopback (tests/integration/mpi_test.sh).
+measure_mpi() {
+  local per=$1 id n i s e out
+  command -v mpicc.openmpi >/dev/null || { record mpi n/a "no mpicc.openmpi"; return 0; }
+  [ -x "$WORK/mpi_allreduce" ] ||
+    mpicc.openmpi -O1 -o "$WORK/mpi_allreduce" "$root/tests/data/mpi/allreduce.c" || return 1
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,tcp \
+    OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+  say "MPI start-up: srun --mpi=pmix of an all-reduce, 1, 8 and 32 ranks, $per runs each"
+  id=$("${SYS}_submit_long" 32) || return 1
+  wait_until 120 job_running "$id" || return 1
+  for n in 1 8 32; do
+    : >"$WORK/mpi-$n"
+    for i in $(seq "$per"); do
+      now_ns s
+      out=$("${SYS}_mpi_step" "$id" "$n" "$WORK/mpi_allreduce" 2>&1)
+      now_ns e
+      if [ "$(grep -c ' ok sum=' <<<"$out")" -ne "$n" ]; then
+        echo "mpi: $SYS, $n ranks, run $i: not $n ok lines: $out" >&2
+        return 1
+      fi
+      echo $((e - s)) >>"$WORK/mpi-$n"
+    done
+    record "mpi_${n}r_p50_ms" "$(ms "$(median "$WORK/mpi-$n")")" "n=$per"
+  done
+  "${SYS}_cancel_all"
+}
+
 # run_set PARTS...: dispatch:JOBS; throughput:JOBS (every mode, both
 # figures); submit:JOBS (every mode, submission rate only); e2e:MODE:JOBS (one
 # mode, both figures); placement.
@@ -402,6 +446,7 @@ run_set() {
         for mode in seq 4c array; do measure_throughput "$mode" "${part#*:}" submit || return 1; done ;;
       e2e:*:*) mode=${part#e2e:}; measure_throughput "${mode%%:*}" "${mode#*:}" || return 1 ;;
       placement) measure_placement || return 1 ;;
+      mpi:*) measure_mpi "${part#*:}" || return 1 ;;
     esac
   done
 }
@@ -416,7 +461,7 @@ for system in $systems; do
       COHORT_UP=1
       { run_set $(wanted dispatch && echo "dispatch:$dispatch_jobs") \
           $(wanted step && echo "step:$step_jobs") $(wanted throughput && echo "throughput:$jobs") \
-          $(wanted placement && echo placement) &&
+          $(wanted placement && echo placement) $(wanted mpi && echo "mpi:$mpi_runs") &&
         { ! wanted queue || { fill_queue && measure_queue; }; }; } ||
         { echo "side by side: the Cohort set failed; logs in $WORK" >&2; KEEP_WORK=1; exit 1; }
       cohort_stop
@@ -448,6 +493,8 @@ for system in $systems; do
         else
           wanted throughput && set_parts+=("throughput:$jobs")
           wanted placement && set_parts+=(placement)
+          # A step's launch does not wait for the scheduler: one profile.
+          wanted mpi && set_parts+=("mpi:$mpi_runs")
         fi
         run_set "${set_parts[@]}" ||
           { echo "side by side: the Slurm set ($PROFILE) failed; logs in $WORK" >&2; KEEP_WORK=1; exit 1; }

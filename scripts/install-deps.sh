@@ -23,8 +23,9 @@ packages=(
   # tests and benchmarks; PyTorch for the distributed training test (CPU, gloo)
   libgtest-dev libgmock-dev libbenchmark-dev python3-torch
   # MPI wire-up: OpenPMIx for cohort-stepd's PMIx server (srun --mpi=pmix); Open MPI
-  # (mpirun, mpicc, mpi4py) and MPICH for tests/integration/mpi_test.sh
-  libpmix-dev openmpi-bin libopenmpi-dev python3-mpi4py mpich libmpich-dev
+  # (mpirun, mpicc, mpi4py), MPICH, and Slurm's PMI-2 client library (what
+  # Intel MPI loads) for tests/integration/mpi_test.sh
+  libpmix-dev openmpi-bin libopenmpi-dev python3-mpi4py mpich libmpich-dev libpmi2-0-dev
   # containers: cohort-image pulls OCI images with libcurl and unpacks their
   # layers with libarchive, and .sqsh images with unsquashfs; the tests push
   # a busybox image to Debian's Distribution registry with htpasswd logins

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "cohort/launch/mpi_type.h"
 #include "commands/job_follow.h"
 #include "format/job_format.h"
 #include "spec/job_resources.h"
@@ -367,19 +368,23 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
   request.set_work_dir(spec->work_dir());
 
   // The ranks' output: over the network unless -o or -e name files, which
-  // are then the ranks' (and FollowStep prints those in its folder).
+  // are then the ranks' (and FollowStep prints those in its folder). An
+  // MPI step's stream starts its wire-up, so it is there either way.
   std::unique_ptr<StepIoServer> server;
   std::optional<std::filesystem::path> folder;
-  if (!options.output && !options.error) {
-    absl::StatusOr<std::unique_ptr<StepIoServer>> listening = StepIoServer::Listen(
-        StepIoHost(client.Address()), step.labels, step.stdin_rank, step.terminal);
+  const bool files = options.output || options.error;
+  if (!files || launch::MpiTypeNeedsServer(step.mpi)) {
+    absl::StatusOr<std::unique_ptr<StepIoServer>> listening =
+        StepIoServer::Listen(StepIoHost(client.Address()), step.labels, step.stdin_rank,
+                             step.terminal, files ? StepOutput::kFiles : StepOutput::kStream);
     if (!listening.ok()) {
       std::cerr << fmt::format("cohort: {}\n", listening.status());
       return 1;
     }
     server = *std::move(listening);
     *request.mutable_io() = server->Io();
-  } else {
+  }
+  if (files) {
     absl::StatusOr<std::optional<std::filesystem::path>> taken = TakeOutput(options, *spec);
     if (!taken.ok()) {
       std::cerr << fmt::format("cohort: {}\n", taken.status());

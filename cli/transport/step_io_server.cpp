@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +24,7 @@
 
 #include "cohort/check.h"
 #include "cohort/launch/io_frame.h"
+#include "cohort/launch/mpi_type.h"
 #include "tls_session.h"
 
 namespace cohort::cli {
@@ -126,22 +126,18 @@ std::string StepIoHost(const std::string& target) {
 absl::StatusOr<std::unique_ptr<StepIoServer>> StepIoServer::Listen(const std::string& host,
                                                                    RankLabels labels,
                                                                    int stdin_rank,
-                                                                   StepTerminal terminal) {
+                                                                   StepTerminal terminal,
+                                                                   StepOutput output) {
   std::unique_ptr<StepIoServer> server(new StepIoServer());
   server->labels_ = labels;
   server->pty_ = terminal == StepTerminal::kPty;
   server->stdin_rank_ = stdin_rank;
+  server->files_ = output == StepOutput::kFiles;
   server->key_ = RandomToken();
   if (const char* timeout = std::getenv("SLURM_PMIX_TIMEOUT"); timeout != nullptr && *timeout) {
-    const std::string_view text = timeout;
-    std::int64_t seconds = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (error != std::errc() || end != text.data() + text.size() || seconds < 1 ||
-        seconds > 86400) {
-      return absl::InvalidArgumentError(fmt::format(
-          "SLURM_PMIX_TIMEOUT={:?}: give the seconds a PMIx fence waits, 1 to 86400", text));
-    }
-    server->fence_timeout_ = std::chrono::seconds(seconds);
+    absl::StatusOr<std::chrono::seconds> seconds = launch::ParseFenceTimeout(timeout);
+    if (!seconds.ok()) return seconds.status();
+    server->fence_timeout_ = *seconds;
   }
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -191,6 +187,7 @@ v1::StepIo StepIoServer::Io() const {
   io.set_key(key_);
   io.set_stdin_rank(stdin_rank_);
   io.set_pty(pty_);
+  io.set_files(files_);
   return io;
 }
 
@@ -320,9 +317,9 @@ void StepIoServer::Serve() {
                                       fence.nodes - connected == 1 ? "" : "s"));
       }
       end_fence(number, absl::DeadlineExceededError(fmt::format(
-                            "PMIx fence {} timed out after {} s (SLURM_PMIX_TIMEOUT): {} never "
-                            "arrived",
-                            number, fence_timeout_.count(), fmt::join(missing, ", "))));
+                            "the step's nodes did not all report for its MPI wire-up within {} s "
+                            "(SLURM_PMIX_TIMEOUT): {} never arrived",
+                            fence_timeout_.count(), fmt::join(missing, ", "))));
     }
   };
   std::string stdin_pending;

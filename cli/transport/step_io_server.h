@@ -26,6 +26,9 @@ namespace cohort::cli {
 
 /// Whether the step's stdin rank runs on a pseudo-terminal (--pty).
 enum class StepTerminal { kNone, kPty };
+/// Where the ranks' output goes: over the stream, or to -o/-e's files
+/// (with --mpi=pmix or pmi2, whose wire-up the stream still starts).
+enum class StepOutput { kStream, kFiles };
 
 class StepIoServer {
  public:
@@ -33,12 +36,14 @@ class StepIoServer {
   /// chosen by the system) and starts the thread that serves the stream.
   /// `stdin_rank` -1: stdin is not read. With StepTerminal::kPty that rank
   /// runs on a pseudo-terminal: its output is printed as it comes, not a
-  /// line at a time, and the terminal's size is sent to it. The errno's
+  /// line at a time, and the terminal's size is sent to it. With
+  /// StepOutput::kFiles the stepds send only what they say themselves. The errno's
   /// status when it cannot listen.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<StepIoServer>> Listen(const std::string& host,
                                                                             RankLabels labels,
                                                                             int stdin_rank,
-                                                                            StepTerminal terminal);
+                                                                            StepTerminal terminal,
+                                                                            StepOutput output);
   ~StepIoServer();
   StepIoServer(const StepIoServer&) = delete;
   StepIoServer& operator=(const StepIoServer&) = delete;
@@ -65,6 +70,7 @@ class StepIoServer {
   std::string key_;
   int stdin_rank_ = -1;
   bool pty_ = false;
+  bool files_ = false;  ///< StepOutput::kFiles
   /// How long a PMIx fence waits for every node's part before it fails
   /// (SLURM_PMIX_TIMEOUT, Slurm's PMIxTimeout: 300 s).
   std::chrono::seconds fence_timeout_{300};

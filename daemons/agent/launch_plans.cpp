@@ -156,7 +156,8 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
     plan.io = {.address = launch.step_io().address(),
                .key = launch.step_io().key(),
                .stdin_rank = launch.step_io().stdin_rank(),
-               .pty = launch.step_io().pty()};
+               .pty = launch.step_io().pty(),
+               .files = launch.step_io().files()};
   }
   return plan;
 }

@@ -273,6 +273,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"io_key", file.io.key},
       {"stdin_rank", file.io.stdin_rank},
       {"pty", file.io.pty},
+      {"io_files", file.io.files},
       {"mpi", file.mpi.type},
       {"mpi_nodes", file.mpi.nodes},
       {"mpi_tasks", file.mpi.tasks},
@@ -327,6 +328,7 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.io.key = json.value("io_key", std::string());
     file.io.stdin_rank = json.value("stdin_rank", -1);
     file.io.pty = json.value("pty", false);
+    file.io.files = json.value("io_files", false);
     file.mpi.type = json.value("mpi", std::string());
     file.mpi.nodes = json.value("mpi_nodes", std::vector<std::string>());
     file.mpi.tasks = json.value("mpi_tasks", std::vector<int>());

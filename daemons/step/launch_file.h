@@ -38,6 +38,10 @@ struct StepIo {
   std::string key;      ///< proves the stepd to `cohort run`
   int stdin_rank = -1;  ///< the step's rank that reads stdin; -1: none
   bool pty = false;     ///< that rank runs on a pseudo-terminal the stepd holds
+  /// The ranks' output goes to their files (-o/-e with --mpi=pmix or
+  /// pmi2): the stream starts the step's MPI wire-up and carries what the
+  /// stepd says, not the ranks' output.
+  bool files = false;
 };
 
 /// A step's MPI wire-up through a PMIx server in its cohort-stepd

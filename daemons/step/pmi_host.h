@@ -16,12 +16,15 @@
 #include "launch_file.h"
 
 /// The PMI server a step's cohort-stepd hosts for its ranks on the node
-/// (`srun --mpi=pmi2`), as Slurm's pmi2 plugin does: the line protocol of
-/// PMI-1 (`cmd=init pmi_version=1`, what MPICH's own client library speaks)
-/// over a socket each rank finds in PMI_FD. The key-value space is the
-/// step's: a rank's puts reach the other nodes at the next barrier, whose
-/// parts travel as a PMIx fence's do (io_frame.h's kFencePart and
-/// kFenceDone, through `cohort run`).
+/// (`srun --mpi=pmi2`), as Slurm's pmi2 plugin does, over a socket each
+/// rank finds in PMI_FD. Both wire protocols: PMI-1's lines (`cmd=init
+/// pmi_version=1`, what MPICH's own client library speaks) and PMI-2's
+/// length-prefixed messages (`cmd=init pmi_version=2`, then `fullinit`:
+/// what Slurm's libpmi2, Intel MPI and MPICH built for PMI-2 speak). The
+/// key-value space is the step's: a rank's puts reach the other nodes at
+/// the next barrier (PMI-2's kvs-fence), whose parts travel the step's
+/// fence tree as a PMIx fence's do (fence_tree.h). PMI-2's node attributes
+/// are the node's alone.
 namespace cohort::step {
 
 /// Where a rank finds its end of the PMI socket.
@@ -57,14 +60,18 @@ class PmiHost {
   /// Any thread.
   void FenceDone(int fence, absl::StatusOr<std::string> parts);
 
-  /// What a rank's line asks, and the lines to answer with; for the thread,
-  /// and for tests. `rank` is the step's rank on this node.
+  /// What a rank's line (PMI-1) or message (PMI-2, without its length
+  /// field) asks, and the bytes to answer with: none while it waits (a
+  /// barrier, a node attribute not put yet). For the thread, and for tests.
   struct Client;
-  std::string Handle(Client& client, std::string_view line);
+  std::string Handle(Client& client, std::string_view message);
 
  private:
   PmiHost() = default;
   void Serve();
+  void Drain(Client& client);
+  std::string HandlePmi2(Client& client, std::string_view body);
+  std::string Barrier(Client& client);
   void EndBarrier(const absl::StatusOr<std::string>& parts);
   void Send(Client& client, std::string_view text);
 
@@ -77,8 +84,9 @@ class PmiHost {
   SendPart send_part_;
   OnAbort on_abort_;
   std::vector<std::unique_ptr<Client>> clients_;
-  std::map<std::string, std::string> kvs_;   ///< the step's, as of the last barrier
-  std::map<std::string, std::string> puts_;  ///< this node's since the last barrier
+  std::map<std::string, std::string> kvs_;         ///< the step's, as of the last barrier
+  std::map<std::string, std::string> puts_;        ///< this node's since the last barrier
+  std::map<std::string, std::string> node_attrs_;  ///< PMI-2's info-putnodeattr, this node's
   std::size_t put_bytes_ = 0;
   int next_fence_ = 0;
   int waiting_ = 0;   ///< local ranks in the barrier

@@ -251,6 +251,8 @@ int RemapToRoot() {
   int out = plan.stdio != nullptr ? plan.stdio->out : -1;
   int err = plan.stdio != nullptr ? plan.stdio->err : -1;
   int in = plan.stdio != nullptr ? plan.stdio->in : -1;
+  // No stream's pipes (none given, or only a PMI socket): the rank's files.
+  const bool files = out < 0 && err < 0 && !pty;
   if (container != nullptr) {
     // The output files are the node's: opened as the owner before the
     // node's tree is left, with root's rights kept to enter the container.
@@ -259,7 +261,7 @@ int RemapToRoot() {
                                ::setegid(account->gid) != 0 || ::seteuid(account->uid) != 0)) {
       ChildFails(report_fd, ChildStep::kIdentity);
     }
-    if (plan.stdio == nullptr) OpenRankFiles(rank, report_fd, out, err);
+    if (files) OpenRankFiles(rank, report_fd, out, err);
     if (account != nullptr && (::seteuid(0) != 0 || ::setegid(0) != 0)) {
       ChildFails(report_fd, ChildStep::kIdentity);
     }
@@ -295,7 +297,7 @@ int RemapToRoot() {
     out = in;
     err = in;
   }
-  if (plan.stdio == nullptr && container == nullptr) OpenRankFiles(rank, report_fd, out, err);
+  if (files && container == nullptr) OpenRankFiles(rank, report_fd, out, err);
   std::string program = *plan.program;
   if (plan.search) {
     const std::string& search_path =

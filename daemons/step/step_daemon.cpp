@@ -30,8 +30,7 @@
 #include "cohort/fmt_absl.h"
 #include "job_cgroup.h"
 #include "launch_file.h"
-#include "pmi_host.h"
-#include "pmix_host.h"
+#include "mpi_wireup.h"
 #include "proc_stat.h"
 #include "rank_spawner.h"
 #include "run_as.h"
@@ -160,36 +159,6 @@ void ReapAll(std::map<pid_t, int> live, const std::function<void(const RankExitE
   }
 }
 
-// This node's part of each fence of a step's MPI wire-up (srun --mpi=pmix
-// or pmi2), sent to `cohort run` on the step's I/O stream.
-std::function<void(int, std::string)> FenceSender(StepIoForwarder& io, const LaunchFile& file) {
-  const int nodes = static_cast<int>(file.mpi.nodes.size());
-  const int index = file.mpi.node_index;
-  return [&io, nodes, index](int fence, std::string part) {
-    io.Queue({.kind = io::FrameKind::kFencePart,
-              .rank = fence,
-              .data = io::EncodeFencePart(
-                  {.node_index = index, .nodes = nodes, .data = std::move(part)})});
-  };
-}
-
-// Every node's parts of each fence, back from `cohort run`, to `deliver`; a
-// fence's failure is said in the output of the node's first rank (the
-// ranks' MPI library says only that it failed).
-void DeliverFences(StepIoForwarder& io, const LaunchFile& file,
-                   std::function<void(int, absl::StatusOr<std::string>)> deliver) {
-  const int first = file.ranks.empty() ? 0 : file.ranks.front().rank;
-  io.OnFenceDone(
-      [&io, first, deliver = std::move(deliver)](int fence, absl::StatusOr<std::string> parts) {
-        if (!parts.ok()) {
-          io.Queue({.kind = io::FrameKind::kStderr,
-                    .rank = first,
-                    .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
-        }
-        deliver(fence, std::move(parts));
-      });
-}
-
 // The ranks that called their MPI server's abort, and the status each
 // asked to end with. A PMI-1 client waits for its process manager to end
 // it (MPICH's PMI_Abort returns, and the rank runs on, when nobody does):
@@ -233,76 +202,6 @@ class Aborts {
   std::map<int, pid_t> pids_;
   std::map<int, int> statuses_;
 };
-
-// Adds `lines` (NAME=value) to the rank's environment, in place of any it had.
-void SetEnvironment(RankLaunch& rank, const std::vector<std::string>& lines) {
-  for (const std::string_view line : lines) {
-    const std::size_t equals = line.find('=');
-    if (equals == std::string_view::npos) continue;
-    SetVariable(rank.env, line.substr(0, equals), line.substr(equals + 1));
-  }
-}
-
-// The servers of a step's MPI wire-up, one of them or neither.
-struct MpiServers {
-  std::unique_ptr<PmixHost> pmix;
-  std::unique_ptr<PmiHost> pmi;
-};
-
-// Starts the step's MPI server (srun --mpi=pmix or pmi2), its fences carried
-// by `io`, and gives each rank the environment that reaches it.
-absl::StatusOr<MpiServers> StartMpi(const std::string& folder, LaunchFile& file,
-                                    StepIoForwarder* io, Aborts& aborts) {
-  if (io == nullptr) {
-    return absl::FailedPreconditionError(
-        fmt::format("--mpi={} needs the step's output stream to srun, which carries its fences",
-                    file.mpi.type));
-  }
-  std::vector<int> local_ranks;
-  for (const RankLaunch& rank : file.ranks) local_ranks.push_back(rank.rank);
-  MpiServers servers;
-  if (file.mpi.type == "pmi2") {
-    absl::StatusOr<std::unique_ptr<PmiHost>> pmi =
-        PmiHost::Start(file.job_id, file.step, file.mpi, std::move(local_ranks),
-                       FenceSender(*io, file), aborts.Handler(*io, "PMI_Abort"));
-    if (!pmi.ok()) return pmi.status();
-    servers.pmi = *std::move(pmi);
-    DeliverFences(*io, file,
-                  [pmi = servers.pmi.get()](int fence, absl::StatusOr<std::string> parts) {
-                    pmi->FenceDone(fence, std::move(parts));
-                  });
-    for (RankLaunch& rank : file.ranks) SetEnvironment(rank, servers.pmi->Environment(rank.rank));
-    return servers;
-  }
-  PmixStep step;
-  step.job_id = file.job_id;
-  step.step_id = file.step;
-  step.layout = file.mpi;
-  step.local_ranks = std::move(local_ranks);
-  step.uid = ::geteuid();
-  step.gid = ::getegid();
-  if (file.run_as == RunAs::kOwner) {
-    absl::StatusOr<Account> owner = LookupAccount(file.uid, file.node);
-    if (!owner.ok()) return owner.status();
-    step.uid = owner->uid;
-    step.gid = owner->gid;
-  }
-  step.tmpdir = folder + "/pmix";
-  absl::StatusOr<std::unique_ptr<PmixHost>> pmix =
-      PmixHost::Start(std::move(step), FenceSender(*io, file), aborts.Handler(*io, "PMIx_Abort"));
-  if (!pmix.ok()) return pmix.status();
-  servers.pmix = *std::move(pmix);
-  DeliverFences(*io, file,
-                [pmix = servers.pmix.get()](int fence, absl::StatusOr<std::string> parts) {
-                  pmix->FenceDone(fence, std::move(parts));
-                });
-  for (RankLaunch& rank : file.ranks) {
-    absl::StatusOr<std::vector<std::string>> env = servers.pmix->Environment(rank.rank);
-    if (!env.ok()) return env.status();
-    SetEnvironment(rank, *env);
-  }
-  return servers;
-}
 
 }  // namespace
 
@@ -386,14 +285,19 @@ int RunStepDaemon(const std::string& folder) {
   }
 
   // srun --mpi=pmix or pmi2: the ranks' PMIx or PMI server, whose fences
-  // go over the I/O stream; each rank learns where it is from its
+  // go over the step's fence tree; each rank learns where it is from its
   // environment (and a PMI rank finds its socket as PMI_FD).
   Aborts aborts;
-  MpiServers mpi;
+  std::unique_ptr<MpiWireUp> mpi;
   std::vector<RankStdio> stdio;
   if (io) stdio = io->ChildEnds();
   if (!file->mpi.type.empty()) {
-    absl::StatusOr<MpiServers> started = StartMpi(folder, *file, io.get(), aborts);
+    absl::StatusOr<std::unique_ptr<MpiWireUp>> started =
+        io ? MpiWireUp::Start(folder, *file, *io,
+                              [&](std::string_view api) { return aborts.Handler(*io, api); })
+           : absl::FailedPreconditionError(
+                 fmt::format("--mpi={} needs the step's stream to srun, which starts its wire-up",
+                             file->mpi.type));
     if (!started.ok()) {
       Complain("{}", started.status().message());
       events.Append(FailedEvent{fmt::format("{}: {}", file->node, started.status().message())});
@@ -401,8 +305,10 @@ int RunStepDaemon(const std::string& folder) {
       return 0;
     }
     mpi = *std::move(started);
-    for (std::size_t i = 0; mpi.pmi && i < stdio.size(); ++i) {
-      stdio[i].pmi = mpi.pmi->ChildEnd(file->ranks[i].rank);
+    // A PMI socket for each rank, beside its pipes or its files.
+    if (file->mpi.type == "pmi2") stdio.resize(file->ranks.size());
+    for (std::size_t i = 0; i < stdio.size(); ++i) {
+      if (const int end = mpi->PmiChildEnd(file->ranks[i].rank); end >= 0) stdio[i].pmi = end;
     }
   }
 
@@ -410,7 +316,7 @@ int RunStepDaemon(const std::string& folder) {
       *file, [&](const RankStartedEvent& started) { events.Append(started); }, stdio,
       container ? &container->Entry() : nullptr);
   if (io) io->CloseChildEnds();
-  if (mpi.pmi) mpi.pmi->CloseChildEnds();
+  if (mpi) mpi->CloseChildEnds();
   aborts.Started(spawned.started);
   std::map<pid_t, int> live;
   for (const RankStartedEvent& started : spawned.started) live.emplace(started.pid, started.rank);

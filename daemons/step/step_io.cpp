@@ -18,9 +18,11 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "cohort/launch/io_frame.h"
+#include "psk_link.h"
 #include "tls_session.h"
 
 namespace cohort::step {
@@ -53,69 +55,20 @@ absl::Status Unreachable(const std::string& address, const std::string& why) {
       address, why));
 }
 
-// A TCP connection to HOST:PORT within kConnectWait.
-absl::StatusOr<int> Dial(const std::string& address) {
-  const std::size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return Unreachable(address, "not HOST:PORT");
-  }
-  const std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int error = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); error != 0) {
-    return Unreachable(address, ::gai_strerror(error));
-  }
-  std::string why = "no address";
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    int error = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-    if (error == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      const int ready =
-          ::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kConnectWait).count()));
-      socklen_t size = sizeof error;
-      error = ready <= 0 ? ETIMEDOUT : 0;
-      if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
-    }
-    if (error != 0) {
-      why = std::strerror(error);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0) return Unreachable(address, why);
-  return fd;
-}
-
-// The stream's TLS on the non-blocking socket `fd`, keyed by the step's
-// key, within kConnectWait.
-absl::StatusOr<std::unique_ptr<tls::TlsSession>> Secure(int fd, const LaunchFile& file) {
+// The stream to `cohort run`, dialled and secured within kConnectWait.
+absl::StatusOr<std::pair<int, std::unique_ptr<tls::TlsSession>>> Connect(const LaunchFile& file) {
+  absl::StatusOr<int> fd = DialTcp(file.io.address, kConnectWait);
+  if (!fd.ok()) return Unreachable(file.io.address, std::string(fd.status().message()));
   absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
-      tls::TlsSession::StartPsk(fd, tls::TlsSide::kClient, file.io.key);
-  if (!session.ok()) return session.status();
-  const Clock::time_point deadline = Clock::now() + kConnectWait;
-  while (true) {
-    const tls::TlsSession::Step step = (*session)->Handshake();
-    if (step.bytes > 0) return session;
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (step.wait == 0 || left <= 0) {
-      return Unreachable(file.io.address,
-                         step.wait == 0 && !step.error.empty()
-                             ? step.error + " (is it the cohort run that started the step?)"
-                             : "the TLS handshake did not finish");
-    }
-    pollfd p{fd, step.wait, 0};
-    ::poll(&p, 1, static_cast<int>(left));
+      SecureWithKey(*fd, file.io.key, kConnectWait);
+  if (!session.ok()) {
+    ::close(*fd);
+    if (absl::IsInvalidArgument(session.status())) return session.status();
+    return Unreachable(file.io.address,
+                       fmt::format("{} (is it the cohort run that started the step?)",
+                                   std::string(session.status().message())));
   }
+  return std::pair{*fd, *std::move(session)};
 }
 
 }  // namespace
@@ -138,16 +91,16 @@ absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const Lau
   // TLS writes with write(2): a `cohort run` that has gone must not end the
   // stepd by SIGPIPE (ranks start with the default again).
   ::signal(SIGPIPE, SIG_IGN);
-  absl::StatusOr<int> socket = Dial(file.io.address);
-  if (!socket.ok()) return socket.status();
-  io->socket_ = *socket;
-  absl::StatusOr<std::unique_ptr<tls::TlsSession>> session = Secure(io->socket_, file);
-  if (!session.ok()) return session.status();
-  io->tls_ = *std::move(session);
+  absl::StatusOr<std::pair<int, std::unique_ptr<tls::TlsSession>>> link = Connect(file);
+  if (!link.ok()) return link.status();
+  io->socket_ = link->first;
+  io->tls_ = std::move(link->second);
   // Blocking from here: Send waits for `cohort run` to take the output.
   ::fcntl(io->socket_, F_SETFL, ::fcntl(io->socket_, F_GETFL) & ~O_NONBLOCK);
   io->connected_ = true;
-  io->stdin_rank_ = file.io.stdin_rank;
+  // -o/-e with --mpi: the ranks write their files; the stream is the
+  // wire-up's and the stepd's.
+  io->stdin_rank_ = file.io.files ? -1 : file.io.stdin_rank;
   if (::pipe2(io->queue_wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::Status(absl::ErrnoToStatusCode(errno),
                         fmt::format("{}: cannot make a pipe: {}", file.node, std::strerror(errno)));
@@ -159,7 +112,8 @@ absl::StatusOr<std::unique_ptr<StepIoForwarder>> StepIoForwarder::Open(const Lau
                         .first_rank = file.ranks.empty() ? 0 : file.ranks.front().rank,
                         .ranks = static_cast<int>(file.ranks.size())};
   io->Send(static_cast<int>(io::FrameKind::kHello), -1, io::EncodeHello(hello));
-  for (const RankLaunch& rank : file.ranks) {
+  for (const RankLaunch& rank :
+       file.io.files ? std::span<const RankLaunch>() : std::span<const RankLaunch>(file.ranks)) {
     RankStdio& ends = io->child_ends_.emplace_back();
     for (const io::FrameKind kind : {io::FrameKind::kStdout, io::FrameKind::kStderr}) {
       int fds[2];
@@ -223,6 +177,8 @@ StepIoForwarder::~StepIoForwarder() {
     if (fd >= 0) ::close(fd);
   }
 }
+
+std::string StepIoForwarder::Host() const { return LocalHost(socket_); }
 
 void StepIoForwarder::Queue(io::Frame frame) {
   {

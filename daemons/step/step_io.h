@@ -57,6 +57,9 @@ class StepIoForwarder {
   /// Sends `frame` from Run's thread; any thread may call it (the PMIx
   /// server's, with a fence's part or a rank's abort message).
   void Queue(io::Frame frame);
+  /// The address of this node that reached `cohort run` ("HOST"), which
+  /// the step's other nodes reach too.
+  [[nodiscard]] std::string Host() const;
   /// What Run does with each kFenceDone from `cohort run`: the fence's number
   /// and every node's part, or why the fence failed. Set before Run.
   void OnFenceDone(std::function<void(int, absl::StatusOr<std::string>)> handler) {

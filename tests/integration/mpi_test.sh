@@ -3,10 +3,12 @@
 # MPI jobs as users run them under Slurm, with Debian's Open MPI 4.1 and
 # MPICH 4.0:
 # - `srun --mpi=pmix ./app` in a batch script: cohort-stepd's PMIx server
-#   wires the ranks up, fences between nodes over the step's I/O stream;
+#   wires the ranks up, fences between nodes over the stepds' fence tree;
 #   the same for mpi4py; a rank's MPI_Abort and a rank killed before the
 #   first fence end the job FAILED, never hung.
-# - `srun --mpi=pmi2 ./app` with MPICH: a PMI server in each stepd.
+# - `srun --mpi=pmi2 ./app` with MPICH: a PMI server in each stepd; and
+#   PMI-2's own wire protocol through Slurm's libpmi2 (Intel MPI's client).
+# - -o with --mpi=pmix; 12 nodes, whose fences travel a two-level tree.
 # - Open MPI's mpirun inside an allocation: it reads the allocation from
 #   SLURM_* and starts its daemons (orted) with `srun --ntasks-per-node=1
 #   --kill-on-bad-exit --mpi=none --ntasks=N …`, without -N; inside an
@@ -29,6 +31,8 @@ mpicc.openmpi -O1 -o "$WORK/allreduce" "$ROOT/tests/data/mpi/allreduce.c" ||
   { fail "mpicc.openmpi could not build tests/data/mpi/allreduce.c"; finish_test; }
 mpicc.mpich -O1 -o "$WORK/allreduce_mpich" "$ROOT/tests/data/mpi/allreduce.c" ||
   { fail "mpicc.mpich could not build tests/data/mpi/allreduce.c"; finish_test; }
+cc -O1 -o "$WORK/pmi2_cards" "$ROOT/tests/data/mpi/pmi2_cards.c" -lpmi2 ||
+  { fail "cc could not build tests/data/mpi/pmi2_cards.c with libpmi2-0-dev"; finish_test; }
 
 # The ranks' python3: the first on PATH, else the system's (a pyenv or venv
 # python3 before it lacks Debian's python3-mpi4py).
@@ -141,6 +145,17 @@ if ended pmi2 "$id" COMPLETED && four_ranks "srun --mpi=pmi2" "$out"; then
   pass "srun --mpi=pmi2: MPICH's 4 ranks on 2 nodes wired up by the stepds' PMI servers"
 fi
 
+# PMI-2's own wire protocol (cmd=fullinit, kvs-fence, node attributes)
+# through Slurm's client library, which Intel MPI loads.
+id=$(batch pmi2-wire "srun --mpi=pmi2 $WORK/pmi2_cards")
+if ended pmi2-wire "$id" COMPLETED; then
+  if [ "$(grep -c '^pmi2 rank [0-3]/4 ok$' <<<"$out")" -eq 4 ]; then
+    pass "srun --mpi=pmi2 with Slurm's libpmi2: PMI-2's wire protocol, 4 ranks on 2 nodes"
+  else
+    fail "srun --mpi=pmi2 with libpmi2: not one ok line from each of 4 ranks: $out"
+  fi
+fi
+
 # Rank 1 sends a line no PMI client sends, reads the refusal, then starts
 # MPI as the others do: the server keeps serving every rank.
 id=$(batch pmi2-bogus "srun --mpi=pmi2 sh -c 'if [ \$SLURM_PROCID = 1 ]; then
@@ -164,12 +179,29 @@ if ended pmi2-abort "$id" FAILED; then
   fi
 fi
 
+# -o with --mpi=pmix: each rank writes its own file; the stream to srun
+# still starts the wire-up.
 id=$(batch pmix-files "srun --mpi=pmix -o $WORK/pmix-files-%t.out $WORK/allreduce")
-if ended pmix-files "$id" FAILED; then
-  if grep -q -- "--mpi=pmix wires the ranks up over the step's output stream" <<<"$out"; then
-    pass "srun --mpi=pmix -o FILE is refused saying why and what to do"
+if ended pmix-files "$id" COMPLETED; then
+  files=$(cat "$WORK"/pmix-files-[0-3].out 2>/dev/null)
+  if four_ranks "srun --mpi=pmix -o" "$files" && ! grep -q '^rank ' <<<"$out"; then
+    pass "srun --mpi=pmix -o FILE-%t: 4 ranks wired up, each rank's output in its own file"
+  elif grep -q '^rank ' <<<"$out"; then
+    fail "srun --mpi=pmix -o: the ranks' output reached srun's, not the files: $out"
+  fi
+fi
+
+# 12 nodes: the fences travel a tree of two levels (8 children under the
+# first node, 3 under the second), not a star.
+script=$WORK/pmix-tree.sh
+printf '#!/bin/bash\n#SBATCH -N 12 --ntasks-per-node=1\nsrun --mpi=pmix %s\n' \
+  "$WORK/allreduce" >"$script"
+id=$(submit -o "$WORK/pmix-tree-%j.out" "$script")
+if ended pmix-tree "$id" COMPLETED; then
+  if [ "$(grep -c '^rank [0-9]*/12 on .* ok sum=66$' <<<"$out")" -eq 12 ]; then
+    pass "srun --mpi=pmix over 12 nodes: fences through a two-level tree of stepds, all-reduced"
   else
-    fail "srun --mpi=pmix -o: $out"
+    fail "srun --mpi=pmix over 12 nodes: not 12 ok lines: $out"
   fi
 fi
 

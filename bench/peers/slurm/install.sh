@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages of the Slurm peer (bench/peers/slurm/) when
-# missing: munge, slurmctld, slurmd and the clients, Slurm 22.05 on Debian 12.
+# missing: munge, slurmctld, slurmd and the clients, Slurm 22.05 on Debian 12,
+# and its plugins package for `srun --mpi=pmix` (mpi_pmix_v4).
 # Called by `make bench` only; `make build` and `make test` never install Slurm.
 # Idempotent: apt is not touched when everything is installed.
 set -euo pipefail
-packages=(munge slurm-wlm slurmctld slurmd slurm-client)
+packages=(munge slurm-wlm slurmctld slurmd slurm-client slurm-wlm-plugins)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

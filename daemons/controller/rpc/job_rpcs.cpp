@@ -374,8 +374,9 @@ absl::StatusOr<alloc::StepRequest> StepRequestOf(const v1::StartStepRequest& req
 }
 
 // The step's MPI type: what srun asked for, else the cluster's MpiDefault.
-// A PMIx server's fences travel on the step's output stream, so a step
-// whose output goes to files cannot have one.
+// A PMIx or PMI server's wire-up starts on the step's stream to srun,
+// which an srun that sends the output to files opens only when it knows
+// the step's type.
 absl::StatusOr<std::string> StepMpiType(const v1::StartStepRequest& request,
                                         const std::string& mpi_default) {
   std::string type = mpi_default;
@@ -389,9 +390,9 @@ absl::StatusOr<std::string> StepMpiType(const v1::StartStepRequest& request,
   }
   if (launch::MpiTypeNeedsServer(type) && request.io().address().empty()) {
     return absl::FailedPreconditionError(fmt::format(
-        "--mpi={} wires the ranks up over the step's output stream, which -o and -e send to "
-        "files instead: leave them out (the output still reaches srun's), or use --mpi=none",
-        type));
+        "--mpi={} (the cluster's MpiDefault) starts its wire-up over the step's stream to srun, "
+        "which this srun did not open for -o/-e: give --mpi={} to srun as well, or use --mpi=none",
+        type, type));
   }
   return type;
 }

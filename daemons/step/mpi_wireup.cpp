@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "mpi_wireup.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <utility>
+#include <vector>
+
+#include "cohort/fmt_absl.h"
+#include "cohort/launch/io_frame.h"
+#include "cohort/launch/mpi_type.h"
+#include "run_as.h"
+
+namespace cohort::step {
+namespace {
+
+// Adds `lines` (NAME=value) to the rank's environment, in place of any it had.
+void SetEnvironment(RankLaunch& rank, const std::vector<std::string>& lines) {
+  for (const std::string_view line : lines) {
+    const std::size_t equals = line.find('=');
+    if (equals == std::string_view::npos) continue;
+    SetVariable(rank.env, line.substr(0, equals), line.substr(equals + 1));
+  }
+}
+
+// SLURM_PMIX_TIMEOUT from the ranks' environment, as Slurm's PMIx plugin
+// reads it from the job's: `cohort run` has refused a malformed one.
+std::chrono::seconds FenceTimeout(const LaunchFile& file) {
+  if (file.ranks.empty()) return launch::kDefaultFenceTimeout;
+  constexpr std::string_view kName = "SLURM_PMIX_TIMEOUT=";
+  for (const std::string& variable : file.ranks.front().env) {
+    if (!variable.starts_with(kName)) continue;
+    absl::StatusOr<std::chrono::seconds> seconds =
+        launch::ParseFenceTimeout(std::string_view(variable).substr(kName.size()));
+    if (seconds.ok()) return *seconds;
+  }
+  return launch::kDefaultFenceTimeout;
+}
+
+// Every node's tree address, from the exchange's parts ("ADDRESS\n" each).
+absl::StatusOr<std::vector<std::string>> Addresses(absl::StatusOr<std::string> parts) {
+  if (!parts.ok()) return parts.status();
+  std::vector<std::string> addresses;
+  std::string_view rest = *parts;
+  while (!rest.empty()) {
+    const std::size_t newline = rest.find('\n');
+    if (newline == std::string_view::npos) break;
+    addresses.emplace_back(rest.substr(0, newline));
+    rest.remove_prefix(newline + 1);
+  }
+  return addresses;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MpiWireUp>> MpiWireUp::Start(const std::string& folder,
+                                                            LaunchFile& file, StepIoForwarder& io,
+                                                            const AbortHandler& aborts) {
+  std::unique_ptr<MpiWireUp> wireup(
+      new MpiWireUp(io, file.ranks.empty() ? 0 : file.ranks.front().rank));
+  MpiWireUp* self = wireup.get();
+
+  // The tree first, listening where this node reached `cohort run`: the
+  // others reach it there too.
+  const int nodes = static_cast<int>(file.mpi.nodes.size());
+  const int index = file.mpi.node_index;
+  absl::StatusOr<std::unique_ptr<FenceTree>> tree =
+      FenceTree::Listen(io.Host(), {.key = file.io.key,
+                                    .nodes = file.mpi.nodes,
+                                    .tasks = file.mpi.tasks,
+                                    .node_index = index,
+                                    .width = kFenceTreeWidth,
+                                    .timeout = FenceTimeout(file),
+                                    .done = [self](int fence, absl::StatusOr<std::string> parts) {
+                                      self->Deliver(fence, std::move(parts));
+                                    }});
+  if (!tree.ok()) return tree.status();
+  wireup->tree_ = *std::move(tree);
+  FenceTree* joined = wireup->tree_.get();
+  if (nodes == 1) {
+    joined->Join(std::vector<std::string>{joined->Address()});
+  } else {
+    io.OnFenceDone([joined](int fence, absl::StatusOr<std::string> parts) {
+      if (fence == 0) joined->Join(Addresses(std::move(parts)));
+    });
+    io.Queue({.kind = io::FrameKind::kFencePart,
+              .rank = 0,
+              .data = io::EncodeFencePart(
+                  {.node_index = index, .nodes = nodes, .data = joined->Address() + "\n"})});
+  }
+  const auto send_part = [joined](int fence, std::string part) {
+    joined->Contribute(fence, std::move(part));
+  };
+
+  std::vector<int> local_ranks;
+  for (const RankLaunch& rank : file.ranks) local_ranks.push_back(rank.rank);
+  if (file.mpi.type == "pmi2") {
+    absl::StatusOr<std::unique_ptr<PmiHost>> pmi = PmiHost::Start(
+        file.job_id, file.step, file.mpi, std::move(local_ranks), send_part, aborts("PMI_Abort"));
+    if (!pmi.ok()) return pmi.status();
+    for (RankLaunch& rank : file.ranks) SetEnvironment(rank, (*pmi)->Environment(rank.rank));
+    const std::lock_guard lock(wireup->mutex_);
+    wireup->pmi_ = *std::move(pmi);
+    return wireup;
+  }
+  PmixStep step;
+  step.job_id = file.job_id;
+  step.step_id = file.step;
+  step.layout = file.mpi;
+  step.local_ranks = std::move(local_ranks);
+  step.uid = ::geteuid();
+  step.gid = ::getegid();
+  if (file.run_as == RunAs::kOwner) {
+    absl::StatusOr<Account> owner = LookupAccount(file.uid, file.node);
+    if (!owner.ok()) return owner.status();
+    step.uid = owner->uid;
+    step.gid = owner->gid;
+  }
+  step.tmpdir = folder + "/pmix";
+  absl::StatusOr<std::unique_ptr<PmixHost>> pmix =
+      PmixHost::Start(std::move(step), send_part, aborts("PMIx_Abort"));
+  if (!pmix.ok()) return pmix.status();
+  for (RankLaunch& rank : file.ranks) {
+    absl::StatusOr<std::vector<std::string>> env = (*pmix)->Environment(rank.rank);
+    if (!env.ok()) return env.status();
+    SetEnvironment(rank, *env);
+  }
+  const std::lock_guard lock(wireup->mutex_);
+  wireup->pmix_ = *std::move(pmix);
+  return wireup;
+}
+
+MpiWireUp::~MpiWireUp() {
+  // The tree's thread first: nothing it delivers may reach a server gone.
+  tree_.reset();
+}
+
+int MpiWireUp::PmiChildEnd(int rank) const { return pmi_ ? pmi_->ChildEnd(rank) : -1; }
+
+void MpiWireUp::CloseChildEnds() {
+  if (pmi_) pmi_->CloseChildEnds();
+}
+
+// A fence's end, to the node's server; its failure is said in the output of
+// the node's first rank too (the ranks' MPI library says only that it
+// failed).
+void MpiWireUp::Deliver(int fence, absl::StatusOr<std::string> parts) {
+  if (!parts.ok()) {
+    io_.Queue({.kind = io::FrameKind::kStderr,
+               .rank = first_rank_,
+               .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
+  }
+  const std::lock_guard lock(mutex_);
+  if (pmix_) pmix_->FenceDone(fence, std::move(parts));
+  if (pmi_) pmi_->FenceDone(fence, std::move(parts));
+}
+
+}  // namespace cohort::step

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fence_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cohort::step {
+namespace {
+
+using std::chrono_literals::operator""s;
+
+constexpr char kKey[] = "00112233445566778899aabbccddeeff";
+
+// A step's stepds in one process: one tree per node on 127.0.0.1, each
+// fence's end as each node saw it.
+class Step {
+ public:
+  Step(int nodes, int width, std::chrono::seconds timeout = 30s) {
+    std::vector<std::string> names;
+    for (int n = 0; n < nodes; ++n) names.push_back("node" + std::to_string(n));
+    for (int n = 0; n < nodes; ++n) {
+      absl::StatusOr<std::unique_ptr<FenceTree>> tree = FenceTree::Listen(
+          "127.0.0.1", {.key = kKey,
+                        .nodes = names,
+                        .tasks = std::vector<int>(static_cast<std::size_t>(nodes), 2),
+                        .node_index = n,
+                        .width = width,
+                        .timeout = timeout,
+                        .done = [this, n](int fence, absl::StatusOr<std::string> parts) {
+                          const std::lock_guard lock(mutex_);
+                          ended_[{n, fence}] = std::move(parts);
+                          changed_.notify_all();
+                        }});
+      EXPECT_TRUE(tree.ok()) << tree.status();
+      trees_.push_back(*std::move(tree));
+    }
+  }
+
+  void Join() {
+    std::vector<std::string> addresses;
+    for (const auto& tree : trees_) addresses.push_back(tree->Address());
+    for (const auto& tree : trees_) tree->Join(addresses);
+  }
+
+  FenceTree& operator[](int n) { return *trees_[static_cast<std::size_t>(n)]; }
+  void Drop(int n) { trees_[static_cast<std::size_t>(n)].reset(); }
+
+  // Node n's end of fence `fence`, waiting up to `limit` for it.
+  std::optional<absl::StatusOr<std::string>> Ended(int n, int fence,
+                                                   std::chrono::seconds limit = 20s) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, limit, [&] { return ended_.contains({n, fence}); })) {
+      return std::nullopt;
+    }
+    return ended_.at({n, fence});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::pair<int, int>, absl::StatusOr<std::string>> ended_;
+  std::vector<std::unique_ptr<FenceTree>> trees_;
+};
+
+TEST(FenceTreeTest, EveryNodeGetsEveryPartInNodeOrderThroughSeveralLevels) {
+  // Width 2 over 11 nodes: four levels, so parts pass through nodes that
+  // forward their children's with their own.
+  Step step(11, 2);
+  step.Join();
+  for (int fence = 0; fence < 2; ++fence) {
+    for (int n = 10; n >= 0; --n) {
+      step[n].Contribute(fence, "[" + std::to_string(n) + ":" + std::to_string(fence) + "]");
+    }
+    std::string want;
+    for (int n = 0; n < 11; ++n)
+      want += "[" + std::to_string(n) + ":" + std::to_string(fence) + "]";
+    for (int n = 0; n < 11; ++n) {
+      const auto ended = step.Ended(n, fence);
+      ASSERT_TRUE(ended.has_value()) << "node " << n << " fence " << fence;
+      ASSERT_TRUE(ended->ok()) << ended->status();
+      EXPECT_EQ(**ended, want) << "node " << n;
+    }
+  }
+}
+
+TEST(FenceTreeTest, AFenceEndsBelowEvenWhenTheRootGoesAsSoonAsItsOwnEnded) {
+  // The root's ranks finish first and its stepd leaves at once: the nodes
+  // below still get the fence's end.
+  Step step(9, 2);
+  step.Join();
+  for (int n = 0; n < 9; ++n) step[n].Contribute(0, std::to_string(n));
+  ASSERT_TRUE(step.Ended(0, 0).has_value());
+  step.Drop(0);
+  for (int n = 1; n < 9; ++n) {
+    const auto ended = step.Ended(n, 0);
+    ASSERT_TRUE(ended.has_value()) << "node " << n;
+    EXPECT_TRUE(ended->ok()) << "node " << n << ": " << ended->status();
+  }
+}
+
+TEST(FenceTreeTest, PartsGivenBeforeTheAddressesWaitForThem) {
+  Step step(3, 2);
+  for (int n = 0; n < 3; ++n) step[n].Contribute(0, std::string(1, static_cast<char>('a' + n)));
+  EXPECT_FALSE(step.Ended(0, 0, 1s).has_value());
+  step.Join();
+  for (int n = 0; n < 3; ++n) {
+    const auto ended = step.Ended(n, 0);
+    ASSERT_TRUE(ended.has_value() && ended->ok());
+    EXPECT_EQ(**ended, "abc");
+  }
+}
+
+TEST(FenceTreeTest, OneNodeEndsItsFenceAlone) {
+  Step step(1, 8);
+  step.Join();
+  step[0].Contribute(0, "only");
+  const auto ended = step.Ended(0, 0);
+  ASSERT_TRUE(ended.has_value() && ended->ok());
+  EXPECT_EQ(**ended, "only");
+}
+
+TEST(FenceTreeTest, AFenceANodeNeverJoinsFailsEverywhereNamingIt) {
+  // 7 nodes, width 2: node 4 is a leaf under node 1.
+  Step step(7, 2, 1s);
+  step.Join();
+  for (int n = 0; n < 7; ++n) {
+    if (n != 4) step[n].Contribute(0, "x");
+  }
+  for (int n = 0; n < 7; ++n) {
+    const auto ended = step.Ended(n, 0);
+    ASSERT_TRUE(ended.has_value()) << "node " << n << " was left waiting";
+    ASSERT_FALSE(ended->ok());
+    EXPECT_EQ(ended->status().message(),
+              "PMIx fence 0 timed out after 1 s (SLURM_PMIX_TIMEOUT): node4 (ranks 8-9) never "
+              "arrived")
+        << "node " << n;
+  }
+  // Its part, late, ends the same way at once.
+  step[4].Contribute(0, "x");
+  EXPECT_FALSE(step.Ended(4, 0)->ok());
+}
+
+TEST(FenceTreeTest, ALostStepdFailsTheFencesOfTheOthers) {
+  Step step(3, 2);
+  step.Join();
+  step[1].Contribute(0, "a");
+  // Node 2's stepd goes before it joins the fence: the link breaks.
+  ASSERT_FALSE(step.Ended(0, 0, 1s).has_value());
+  step.Drop(2);
+  step[0].Contribute(0, "b");
+  for (int n = 0; n < 2; ++n) {
+    const auto ended = step.Ended(n, 0);
+    ASSERT_TRUE(ended.has_value()) << "node " << n << " was left waiting";
+    ASSERT_FALSE(ended->ok());
+    EXPECT_NE(ended->status().message().find("lost its link to node2's cohort-stepd"),
+              std::string::npos)
+        << ended->status();
+  }
+}
+
+TEST(FenceTreeTest, AParentThatCannotBeReachedFailsTheFenceSayingWhere) {
+  Step step(2, 2);
+  std::vector<std::string> addresses = {"127.0.0.1:1", step[1].Address()};
+  step[1].Join(addresses);
+  step[1].Contribute(0, "a");
+  const auto ended = step.Ended(1, 0);
+  ASSERT_TRUE(ended.has_value());
+  ASSERT_FALSE(ended->ok());
+  EXPECT_NE(ended->status().message().find("cannot reach node0's cohort-stepd at 127.0.0.1:1"),
+            std::string::npos)
+      << ended->status();
+}
+
+TEST(FenceTreeTest, PartsOfASubtreeAreParsedWithBounds) {
+  const std::map<int, std::string> parts = {{3, "abc"}, {7, ""}, {8, "x\ny"}};
+  const std::string text = FenceTree::EncodeParts(parts);
+  const auto any = [](int) { return true; };
+  absl::StatusOr<std::map<int, std::string>> back = FenceTree::ParseParts(text, any);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, parts);
+  // Not the sender's subtree, twice, lengths past the data, no header.
+  EXPECT_FALSE(FenceTree::ParseParts(text, [](int n) { return n != 7; }).ok());
+  EXPECT_FALSE(FenceTree::ParseParts("1 1\na1 1\nb", any).ok());
+  EXPECT_FALSE(FenceTree::ParseParts("1 99\nabc", any).ok());
+  EXPECT_FALSE(FenceTree::ParseParts("1 -1\nabc", any).ok());
+  EXPECT_FALSE(FenceTree::ParseParts("abc", any).ok());
+  EXPECT_FALSE(FenceTree::ParseParts("1\n", any).ok());
+}
+
+TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
+  const auto done = [](int, absl::StatusOr<std::string>) {};
+  EXPECT_FALSE(FenceTree::Listen("127.0.0.1", {.key = kKey,
+                                               .nodes = {},
+                                               .tasks = {},
+                                               .node_index = 0,
+                                               .width = 8,
+                                               .timeout = 1s,
+                                               .done = done})
+                   .ok());
+  EXPECT_FALSE(FenceTree::Listen("127.0.0.1", {.key = kKey,
+                                               .nodes = {"a"},
+                                               .tasks = {1},
+                                               .node_index = 1,
+                                               .width = 8,
+                                               .timeout = 1s,
+                                               .done = done})
+                   .ok());
+  EXPECT_FALSE(FenceTree::Listen("not-an-address", {.key = kKey,
+                                                    .nodes = {"a"},
+                                                    .tasks = {1},
+                                                    .node_index = 0,
+                                                    .width = 8,
+                                                    .timeout = 1s,
+                                                    .done = done})
+                   .ok());
+}
+
+}  // namespace
+}  // namespace cohort::step
