@@ -31,6 +31,8 @@ constexpr std::chrono::seconds kLevelGrace{2};
 // Fences under way at once: the ranks call them one after another; a peer
 // that opens more is not a stepd of the step.
 constexpr std::size_t kMaxOpenFences = 64;
+// Requests of Ask awaiting their answers at once.
+constexpr std::size_t kMaxAsks = 65536;
 // Failed fences kept for a part that comes after the failure.
 constexpr std::size_t kKeptFailures = 64;
 // Nodes a timeout names one by one; the rest are counted.
@@ -58,12 +60,22 @@ struct FenceTree::Link {
   short wait = 0;
   std::string inbox{};
   std::string outbox{};
-  int index = -1;  ///< the node at the other end, once known
+  int index = -1;      ///< the node at the other end, once known
+  bool asker = false;  ///< dialled by another node to ask this one (Ask)
+  bool peer = false;   ///< dialled by this node to ask another
+  std::uint64_t serial = 0;
 
   void Close() {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
+};
+
+struct FenceTree::Replies {
+  std::mutex mutex;
+  bool open = true;  ///< false once the tree has gone
+  int wake = -1;
+  std::vector<std::tuple<std::uint64_t, int, absl::StatusOr<std::string>>> answered;
 };
 
 struct FenceTree::Pending {
@@ -127,6 +139,8 @@ absl::StatusOr<std::unique_ptr<FenceTree>> FenceTree::Listen(const std::string& 
     return absl::Status(absl::ErrnoToStatusCode(errno),
                         fmt::format("fence tree: cannot make a pipe: {}", std::strerror(errno)));
   }
+  tree->replies_ = std::make_shared<Replies>();
+  tree->replies_->wake = tree->wake_[1];
   tree->thread_ = std::thread([t = tree.get()] { t->Serve(); });
   return tree;
 }
@@ -136,10 +150,15 @@ FenceTree::~FenceTree() {
     const std::lock_guard lock(mutex_);
     stop_ = true;
   }
+  if (replies_) {
+    const std::lock_guard lock(replies_->mutex);
+    replies_->open = false;
+  }
   if (wake_[1] >= 0) (void)::write(wake_[1], "x", 1);
   if (thread_.joinable()) thread_.join();
   if (parent_) parent_->Close();
   for (const auto& link : links_) link->Close();
+  for (const auto& [node, link] : peers_) link->Close();
   for (const int fd : {listener_, wake_[0], wake_[1]}) {
     if (fd >= 0) ::close(fd);
   }
@@ -157,6 +176,14 @@ void FenceTree::Contribute(int fence, std::string part) {
   {
     const std::lock_guard lock(mutex_);
     contributed_.emplace_back(fence, std::move(part));
+  }
+  (void)::write(wake_[1], "x", 1);
+}
+
+void FenceTree::Ask(int node, std::string request, Reply done) {
+  {
+    const std::lock_guard lock(mutex_);
+    asking_.emplace_back(node, std::move(request), std::move(done));
   }
   (void)::write(wake_[1], "x", 1);
 }
@@ -253,6 +280,7 @@ void FenceTree::Serve() {
     std::vector<Link*> polled;
     if (parent_) polled.push_back(parent_.get());
     for (const auto& link : links_) polled.push_back(link.get());
+    for (const auto& [node, link] : peers_) polled.push_back(link.get());
     std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
     for (Link* link : polled) {
       const bool write = (link->secured && !link->outbox.empty()) || link->wait == POLLOUT;
@@ -274,11 +302,36 @@ void FenceTree::Serve() {
       parent_.reset();
     }
     for (const auto& link : links_) {
-      if (link->fd < 0 && link->index >= 0) {
+      if (link->fd < 0 && link->index >= 0 && !link->asker) {
         lost.push_back(options_.nodes[static_cast<std::size_t>(link->index)]);
       }
     }
     std::erase_if(links_, [](const auto& link) { return link->fd < 0; });
+    // A link dialled to ask that broke: its questions get no answer.
+    for (auto it = peers_.begin(); it != peers_.end();) {
+      if (it->second->fd >= 0) {
+        ++it;
+        continue;
+      }
+      const int node = it->first;
+      const std::string why =
+          it->second->secured
+              ? fmt::format("the link to {}'s cohort-stepd broke before it answered",
+                            options_.nodes[static_cast<std::size_t>(node)])
+              : fmt::format("cannot reach {}'s cohort-stepd at {}",
+                            options_.nodes[static_cast<std::size_t>(node)],
+                            known_[static_cast<std::size_t>(node)]);
+      it = peers_.erase(it);
+      for (auto ask = asked_.begin(); ask != asked_.end();) {
+        if (ask->second.node != node) {
+          ++ask;
+          continue;
+        }
+        Reply done = std::move(ask->second.done);
+        ask = asked_.erase(ask);
+        done(absl::UnavailableError(why));
+      }
+    }
     for (const std::string& node : lost) {
       Broke(fmt::format("the step's fence tree lost its link to {}'s cohort-stepd", node));
     }
@@ -292,6 +345,7 @@ void FenceTree::Serve() {
     std::vector<Link*> waiting;
     if (parent_) waiting.push_back(parent_.get());
     for (const auto& link : links_) waiting.push_back(link.get());
+    for (const auto& [node, link] : peers_) waiting.push_back(link.get());
     std::erase_if(waiting, [](const Link* link) {
       return link->fd < 0 || !link->secured || link->outbox.empty();
     });
@@ -329,10 +383,17 @@ void FenceTree::Send(Link& link, std::string_view bytes) {
 void FenceTree::Take() {
   std::optional<absl::StatusOr<std::vector<std::string>>> addresses;
   std::vector<std::pair<int, std::string>> contributed;
+  std::vector<std::tuple<int, std::string, Reply>> asking;
+  std::vector<std::tuple<std::uint64_t, int, absl::StatusOr<std::string>>> answered;
   {
     const std::lock_guard lock(mutex_);
     addresses.swap(addresses_);
     contributed.swap(contributed_);
+    asking.swap(asking_);
+  }
+  {
+    const std::lock_guard lock(replies_->mutex);
+    answered.swap(replies_->answered);
   }
   if (addresses) {
     const int parent = (options_.node_index - 1) / options_.width;
@@ -341,25 +402,45 @@ void FenceTree::Take() {
     } else if (addresses->value().size() != options_.nodes.size()) {
       Broke(fmt::format("the step's fence tree: {} addresses for {} nodes",
                         addresses->value().size(), options_.nodes.size()));
-    } else if (options_.node_index > 0) {
-      const std::string& address = addresses->value()[static_cast<std::size_t>(parent)];
-      const std::string& name = options_.nodes[static_cast<std::size_t>(parent)];
-      absl::StatusOr<int> fd = DialTcp(address, kDialWait);
-      absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
-          fd.ok() ? SecureWithKey(*fd, options_.key, kDialWait)
-                  : absl::StatusOr<std::unique_ptr<tls::TlsSession>>(fd.status());
-      if (!session.ok()) {
-        if (fd.ok()) ::close(*fd);
-        Broke(fmt::format("cannot reach {}'s cohort-stepd at {} for the step's fences: {}", name,
-                          address, std::string(session.status().message())));
-      } else {
-        parent_ = std::make_unique<Link>(
-            Link{.fd = *fd, .tls = *std::move(session), .secured = true, .index = parent});
-        Send(*parent_, Encode(io::FrameKind::kHello, options_.node_index, ""));
-        std::vector<int> open;
-        for (const auto& [number, pending] : fences_) open.push_back(number);
-        for (const int number : open) Advance(number);
+    } else {
+      known_ = addresses->value();
+      if (options_.node_index > 0) {
+        absl::StatusOr<std::unique_ptr<Link>> link = Dial(parent);
+        if (!link.ok()) {
+          Broke(fmt::format("{} for the step's fences", std::string(link.status().message())));
+        } else {
+          parent_ = *std::move(link);
+          Send(*parent_, Encode(io::FrameKind::kHello, options_.node_index, ""));
+          std::vector<int> open;
+          for (const auto& [number, pending] : fences_) open.push_back(number);
+          for (const int number : open) Advance(number);
+        }
       }
+    }
+    // Questions asked before the addresses came go now, or fail as the
+    // fences do.
+    for (auto& [node, request, done] : unsent_) {
+      if (known_.empty()) {
+        done(broken_.ok() ? absl::UnavailableError("the step's addresses never came") : broken_);
+      } else {
+        SendAsk(node, std::move(request), std::move(done));
+      }
+    }
+    unsent_.clear();
+  }
+  for (auto& [node, request, done] : asking) {
+    if (known_.empty() && broken_.ok()) {
+      unsent_.emplace_back(node, std::move(request), std::move(done));
+    } else if (known_.empty()) {
+      done(broken_);
+    } else {
+      SendAsk(node, std::move(request), std::move(done));
+    }
+  }
+  for (auto& [serial, number, answer] : answered) {
+    for (const auto& link : links_) {
+      if (link->serial != serial || link->fd < 0) continue;
+      Send(*link, Encode(io::FrameKind::kAnswer, number, io::EncodeFenceDone(answer)));
     }
   }
   for (auto& [fence, part] : contributed) {
@@ -385,6 +466,104 @@ void FenceTree::Take() {
   }
 }
 
+absl::StatusOr<std::unique_ptr<FenceTree::Link>> FenceTree::Dial(int node) {
+  const std::string& address = known_[static_cast<std::size_t>(node)];
+  const std::string& name = options_.nodes[static_cast<std::size_t>(node)];
+  absl::StatusOr<int> fd = DialTcp(address, kDialWait);
+  absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
+      fd.ok() ? SecureWithKey(*fd, options_.key, kDialWait)
+              : absl::StatusOr<std::unique_ptr<tls::TlsSession>>(fd.status());
+  if (!session.ok()) {
+    if (fd.ok()) ::close(*fd);
+    return absl::UnavailableError(fmt::format("cannot reach {}'s cohort-stepd at {}: {}", name,
+                                              address, std::string(session.status().message())));
+  }
+  return std::make_unique<Link>(Link{.fd = *fd,
+                                     .tls = *std::move(session),
+                                     .secured = true,
+                                     .index = node,
+                                     .serial = next_serial_++});
+}
+
+// Sends a question to `node`'s stepd on the link dialled to it, dialling
+// it first when there is none.
+void FenceTree::SendAsk(int node, std::string request, Reply done) {
+  if (node < 0 || node >= static_cast<int>(options_.nodes.size()) || node == options_.node_index) {
+    done(absl::InvalidArgumentError(fmt::format("no other node {} in the step", node)));
+    return;
+  }
+  if (asked_.size() >= kMaxAsks) {
+    done(absl::ResourceExhaustedError(fmt::format("more than {} questions at once", kMaxAsks)));
+    return;
+  }
+  auto peer = peers_.find(node);
+  if (peer == peers_.end()) {
+    // Not waited for here: the node asked may be dialling this one at
+    // the same time, and each must go on serving its listener.
+    const std::string& address = known_[static_cast<std::size_t>(node)];
+    absl::StatusOr<int> fd = BeginTcp(address);
+    absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
+        fd.ok() ? tls::TlsSession::StartPsk(*fd, tls::TlsSide::kClient, options_.key)
+                : absl::StatusOr<std::unique_ptr<tls::TlsSession>>(fd.status());
+    if (!session.ok()) {
+      if (fd.ok()) ::close(*fd);
+      done(absl::UnavailableError(fmt::format("cannot reach {}'s cohort-stepd at {}: {}",
+                                              options_.nodes[static_cast<std::size_t>(node)],
+                                              address, std::string(session.status().message()))));
+      return;
+    }
+    auto link = std::make_unique<Link>(Link{.fd = *fd,
+                                            .tls = *std::move(session),
+                                            .wait = POLLOUT,  // connected: the handshake begins
+                                            .index = node,
+                                            .peer = true,
+                                            .serial = next_serial_++});
+    peer = peers_.emplace(node, std::move(link)).first;
+    Send(*peer->second, Encode(io::FrameKind::kHello, options_.node_index, "ask"));
+  }
+  const int number = next_ask_++;
+  asked_.emplace(number, Asked{.node = node, .done = std::move(done), .began = Clock::now()});
+  Send(*peer->second, Encode(io::FrameKind::kAsk, number, std::move(request)));
+}
+
+// What a link of questions carries: asked of this node (an asker's), or
+// answers to this node's (a peer's).
+void FenceTree::HeardAsk(Link& link, int kind, int number, std::string data) {
+  if (link.asker && kind == static_cast<int>(io::FrameKind::kAsk)) {
+    if (!options_.answer) {
+      Send(link, Encode(io::FrameKind::kAnswer, number,
+                        io::EncodeFenceDone(absl::StatusOr<std::string>(
+                            absl::FailedPreconditionError("this stepd answers no questions")))));
+      return;
+    }
+    std::weak_ptr<Replies> replies = replies_;
+    options_.answer(link.index, std::move(data),
+                    [replies, serial = link.serial, number](absl::StatusOr<std::string> answer) {
+                      const std::shared_ptr<Replies> to = replies.lock();
+                      if (!to) return;
+                      const std::lock_guard lock(to->mutex);
+                      if (!to->open) return;
+                      to->answered.emplace_back(serial, number, std::move(answer));
+                      (void)::write(to->wake, "x", 1);
+                    });
+    return;
+  }
+  const auto asked = asked_.find(number);
+  if (!link.peer || kind != static_cast<int>(io::FrameKind::kAnswer) || asked == asked_.end() ||
+      asked->second.node != link.index) {
+    link.Close();
+    return;
+  }
+  absl::StatusOr<std::string> answer = io::ParseFenceDone(data);
+  if (absl::IsInvalidArgument(answer.status())) {
+    link.Close();
+    return;
+  }
+  Reply done = std::move(asked->second.done);
+  asked_.erase(asked);
+  done(std::move(answer));
+}
+
 void FenceTree::Accept() {
   while (true) {
     const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -393,11 +572,13 @@ void FenceTree::Accept() {
         tls::TlsSession::StartPsk(fd, tls::TlsSide::kServer, options_.key);
     // A node has at most `width` children; anyone else who dials is not
     // heard past the handshake, and no more than that wait at once.
-    if (!session.ok() || links_.size() >= children_.size() + kMaxOpenFences) {
+    if (!session.ok() ||
+        links_.size() >= children_.size() + options_.nodes.size() + kMaxOpenFences) {
       ::close(fd);
       continue;
     }
-    links_.push_back(std::make_unique<Link>(Link{.fd = fd, .tls = *std::move(session)}));
+    links_.push_back(std::make_unique<Link>(
+        Link{.fd = fd, .tls = *std::move(session), .serial = next_serial_++}));
   }
 }
 
@@ -429,24 +610,40 @@ void FenceTree::Step(Link& link) {
     got = true;
   }
   if (got) {
+    // Heard even when the peer has gone: its last frames (a fence's end,
+    // sent as its ranks finished) came with the end.
     std::vector<io::Frame> frames;
-    if (!io::DecodeFrames(link.inbox, frames).ok()) close = true;
+    const bool garbled = !io::DecodeFrames(link.inbox, frames).ok();
     for (io::Frame& frame : frames) {
-      if (close || link.fd < 0) break;
+      if (link.fd < 0) break;  // refused by Heard
       Heard(link, static_cast<int>(frame.kind), frame.rank, std::move(frame.data));
     }
+    close = close || garbled;
   }
   if (close) link.Close();
 }
 
 void FenceTree::Heard(Link& link, int kind, int fence, std::string data) {
   const auto refuse = [&link] { link.Close(); };
+  if (link.asker || link.peer) return HeardAsk(link, kind, fence, std::move(data));
   if (&link != parent_.get() && link.index < 0) {
-    // A child says which node it is, first.
+    // Who dialled says which node it is, first: a child, or a node that
+    // will ask questions ("ask").
+    if (kind != static_cast<int>(io::FrameKind::kHello)) return refuse();
+    if (data == "ask") {
+      if (fence < 0 || fence >= static_cast<int>(options_.nodes.size()) ||
+          fence == options_.node_index) {
+        return refuse();
+      }
+      link.asker = true;
+      link.index = fence;
+      return;
+    }
     const bool known = std::find(children_.begin(), children_.end(), fence) != children_.end();
-    const bool taken = std::any_of(links_.begin(), links_.end(),
-                                   [fence](const auto& l) { return l->index == fence; });
-    if (kind != static_cast<int>(io::FrameKind::kHello) || !known || taken) return refuse();
+    const bool taken = std::any_of(links_.begin(), links_.end(), [fence](const auto& l) {
+      return l->index == fence && !l->asker;
+    });
+    if (!known || taken) return refuse();
     link.index = fence;
     return;
   }
@@ -548,6 +745,18 @@ void FenceTree::Broke(const std::string& why) {
 
 void FenceTree::Expire() {
   const Clock::time_point now = Clock::now();
+  for (auto ask = asked_.begin(); ask != asked_.end();) {
+    if (now - ask->second.began < options_.timeout) {
+      ++ask;
+      continue;
+    }
+    Reply done = std::move(ask->second.done);
+    const std::string& node = options_.nodes[static_cast<std::size_t>(ask->second.node)];
+    ask = asked_.erase(ask);
+    done(absl::DeadlineExceededError(
+        fmt::format("{}'s cohort-stepd did not answer within {} s (SLURM_PMIX_TIMEOUT)", node,
+                    options_.timeout.count())));
+  }
   const auto limit = options_.timeout + kLevelGrace * Height();
   std::vector<std::pair<int, std::string>> expired;
   for (const auto& [number, pending] : fences_) {

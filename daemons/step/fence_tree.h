@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,10 @@
 /// below the node, so that the node nearest the missing one says so first),
 /// naming the nodes whose parts never came; a link that breaks fails every
 /// fence under way and every later one, so no rank waits for good.
+///
+/// Beside the fences, a stepd may ask another a question (Ask: a PMIx
+/// direct-modex get of a rank's data), on a link of the same kind that it
+/// dials to that node once and keeps; the other's `answer` replies.
 namespace cohort::step {
 
 inline constexpr int kFenceTreeWidth = 8;
@@ -41,15 +47,21 @@ class FenceTree {
   /// A fence ended on this node: its number, and every node's part in node
   /// order (concatenated), or why it failed. On the tree's thread.
   using Done = std::function<void(int fence, absl::StatusOr<std::string> parts)>;
+  /// An answer to Ask, or why none came.
+  using Reply = std::function<void(absl::StatusOr<std::string>)>;
+  /// Serves a request another node's stepd asked (`from`: its index):
+  /// `reply` may be called later, from any thread, once.
+  using Answer = std::function<void(int from, std::string request, Reply reply)>;
 
   struct Options {
-    std::string key;                 ///< the step's key (hex)
-    std::vector<std::string> nodes;  ///< the step's nodes, in its order
-    std::vector<int> tasks;          ///< the step's ranks on each, in block order
-    int node_index = 0;              ///< this node among them
-    int width = kFenceTreeWidth;     ///< children of each node, at most
-    std::chrono::seconds timeout{300};
+    std::string key;                    ///< the step's key (hex)
+    std::vector<std::string> nodes;     ///< the step's nodes, in its order
+    std::vector<int> tasks;             ///< the step's ranks on each, in block order
+    int node_index = 0;                 ///< this node among them
+    int width = kFenceTreeWidth;        ///< children of each node, at most
+    std::chrono::seconds timeout{300};  ///< for a fence, and for an answer
     Done done;
+    Answer answer;  ///< none: other nodes' requests are refused
   };
 
   /// Listens on `host` (an address of this node the others reach; the
@@ -74,6 +86,12 @@ class FenceTree {
   /// ranks call fences, the same on every node). Any thread.
   void Contribute(int fence, std::string part);
 
+  /// Asks node `node`'s stepd `request` (its Options::answer serves it);
+  /// `done` gets the answer, on the tree's thread, or why none came: the
+  /// node cannot be reached, its link broke, or `timeout` passed. Any
+  /// thread; requests made before Join wait for it.
+  void Ask(int node, std::string request, Reply done);
+
   /// The parts of a subtree as they travel up: "INDEX LENGTH\n" then the
   /// part, for each node. ParseParts refuses what a stepd of the step
   /// would not send: a malformed header, a length past the data, a node
@@ -85,9 +103,17 @@ class FenceTree {
  private:
   struct Link;
   struct Pending;
+  struct Asked {
+    int node = 0;
+    Reply done;
+    std::chrono::steady_clock::time_point began;
+  };
   explicit FenceTree(Options options);
   void Serve();
   void Take();
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Link>> Dial(int node);
+  void SendAsk(int node, std::string request, Reply done);
+  void HeardAsk(Link& link, int kind, int number, std::string data);
   void Accept();
   void Step(Link& link);
   void Send(Link& link, std::string_view bytes);
@@ -112,7 +138,13 @@ class FenceTree {
   std::mutex mutex_;  ///< what other threads hand the tree's thread
   std::vector<std::pair<int, std::string>> contributed_;
   std::optional<absl::StatusOr<std::vector<std::string>>> addresses_;
+  std::vector<std::tuple<int, std::string, Reply>> asking_;
   bool stop_ = false;
+  /// Answers this node's `answer` gave (by link serial and request number),
+  /// for the thread to send; shared with the replies, which may outlive
+  /// the tree (a server answering late) and then drop theirs.
+  struct Replies;
+  std::shared_ptr<Replies> replies_;
 
   // The tree's thread's own.
   std::unique_ptr<Link> parent_;
@@ -120,6 +152,12 @@ class FenceTree {
   std::map<int, Pending> fences_;
   std::map<int, absl::Status> failed_;  ///< fences that failed here, for parts that come late
   absl::Status broken_;                 ///< a link broke: every later fence fails so
+  std::vector<std::string> known_;      ///< every node's address, once joined
+  std::vector<std::tuple<int, std::string, Reply>> unsent_;  ///< asked before Join
+  std::map<int, std::unique_ptr<Link>> peers_;               ///< links dialled to ask, by node
+  std::map<int, Asked> asked_;                               ///< by request number
+  int next_ask_ = 0;
+  std::uint64_t next_serial_ = 0;
 };
 
 }  // namespace cohort::step

@@ -65,16 +65,19 @@ absl::StatusOr<std::unique_ptr<MpiWireUp>> MpiWireUp::Start(const std::string& f
   // others reach it there too.
   const int nodes = static_cast<int>(file.mpi.nodes.size());
   const int index = file.mpi.node_index;
+  FenceTree::Options options{
+      .key = file.io.key,
+      .nodes = file.mpi.nodes,
+      .tasks = file.mpi.tasks,
+      .node_index = index,
+      .width = kFenceTreeWidth,
+      .timeout = FenceTimeout(file),
+      .done = [self](int fence,
+                     absl::StatusOr<std::string> parts) { self->Deliver(fence, std::move(parts)); },
+      .answer = [self](int /*from*/, std::string request,
+                       FenceTree::Reply reply) { self->Answer(request, std::move(reply)); }};
   absl::StatusOr<std::unique_ptr<FenceTree>> tree =
-      FenceTree::Listen(io.Host(), {.key = file.io.key,
-                                    .nodes = file.mpi.nodes,
-                                    .tasks = file.mpi.tasks,
-                                    .node_index = index,
-                                    .width = kFenceTreeWidth,
-                                    .timeout = FenceTimeout(file),
-                                    .done = [self](int fence, absl::StatusOr<std::string> parts) {
-                                      self->Deliver(fence, std::move(parts));
-                                    }});
+      FenceTree::Listen(io.Host(), std::move(options));
   if (!tree.ok()) return tree.status();
   wireup->tree_ = *std::move(tree);
   FenceTree* joined = wireup->tree_.get();
@@ -118,8 +121,12 @@ absl::StatusOr<std::unique_ptr<MpiWireUp>> MpiWireUp::Start(const std::string& f
     step.gid = owner->gid;
   }
   step.tmpdir = folder + "/pmix";
-  absl::StatusOr<std::unique_ptr<PmixHost>> pmix =
-      PmixHost::Start(std::move(step), send_part, aborts("PMIx_Abort"));
+  absl::StatusOr<std::unique_ptr<PmixHost>> pmix = PmixHost::Start(
+      std::move(step), send_part,
+      [joined](int node, std::string request, PmixHost::ModexEnd end) {
+        joined->Ask(node, std::move(request), std::move(end));
+      },
+      aborts("PMIx_Abort"));
   if (!pmix.ok()) return pmix.status();
   for (RankLaunch& rank : file.ranks) {
     absl::StatusOr<std::vector<std::string>> env = (*pmix)->Environment(rank.rank);
@@ -154,6 +161,16 @@ void MpiWireUp::Deliver(int fence, absl::StatusOr<std::string> parts) {
   const std::lock_guard lock(mutex_);
   if (pmix_) pmix_->FenceDone(fence, std::move(parts));
   if (pmi_) pmi_->FenceDone(fence, std::move(parts));
+}
+
+// Another node's stepd asks for a rank's data (PMIx's direct modex).
+void MpiWireUp::Answer(std::string_view request, FenceTree::Reply reply) {
+  const std::lock_guard lock(mutex_);
+  if (!pmix_) {
+    reply(absl::FailedPreconditionError("this node's PMIx server is not running"));
+    return;
+  }
+  pmix_->AnswerModex(request, std::move(reply));
 }
 
 }  // namespace cohort::step

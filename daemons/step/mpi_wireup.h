@@ -48,6 +48,7 @@ class MpiWireUp {
  private:
   MpiWireUp(StepIoForwarder& io, int first_rank) : io_(io), first_rank_(first_rank) {}
   void Deliver(int fence, absl::StatusOr<std::string> parts);
+  void Answer(std::string_view request, FenceTree::Reply reply);
 
   StepIoForwarder& io_;
   int first_rank_ = 0;  ///< the node's first rank, whose output says a fence failed

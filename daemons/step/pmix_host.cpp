@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -37,6 +38,7 @@ struct PmixApi {
   decltype(&PMIx_server_deregister_nspace) deregister_nspace = nullptr;
   decltype(&PMIx_server_register_client) register_client = nullptr;
   decltype(&PMIx_server_setup_fork) setup_fork = nullptr;
+  decltype(&PMIx_server_dmodex_request) dmodex_request = nullptr;
 };
 PmixApi pmix;
 
@@ -66,6 +68,7 @@ absl::Status LoadPmix() {
     find(pmix.deregister_nspace, "PMIx_server_deregister_nspace");
     find(pmix.register_client, "PMIx_server_register_client");
     find(pmix.setup_fork, "PMIx_server_setup_fork");
+    find(pmix.dmodex_request, "PMIx_server_dmodex_request");
     if (!all) {
       return absl::FailedPreconditionError(fmt::format(
           "--mpi=pmix: {} lacks a function of OpenPMIx 4's server; install libpmix2 4.x",
@@ -174,45 +177,71 @@ pmix_status_t Abort(const pmix_proc_t* proc, void* /*object*/, int status, const
   return PMIX_OPERATION_SUCCEEDED;
 }
 
-// Every fence is the step's whole namespace (what MPI_Init and
-// MPI_Finalize ask); its data is each node's part, as OpenPMIx packed it,
-// handed back whole to every node's server.
-pmix_status_t FenceNb(const pmix_proc_t /*procs*/[], size_t /*nprocs*/,
-                      const pmix_info_t /*info*/[], size_t /*ninfo*/, char* data, size_t size,
-                      pmix_modex_cbfunc_t done, void* done_data) {
+// Hands OpenPMIx the bytes of a fence or a direct-modex get, or `failed`
+// with none. OpenPMIx reads the bytes after `done` returns, and frees them
+// through the release function.
+void Deliver(pmix_modex_cbfunc_t done, void* done_data, const absl::StatusOr<std::string>& bytes,
+             pmix_status_t failed) {
+  if (done == nullptr) return;
+  if (!bytes.ok()) {
+    done(failed, nullptr, 0, done_data, nullptr, nullptr);
+    return;
+  }
+  char* copy = static_cast<char*>(std::malloc(std::max<std::size_t>(bytes->size(), 1)));
+  if (copy == nullptr) {
+    done(PMIX_ERR_NOMEM, nullptr, 0, done_data, nullptr, nullptr);
+    return;
+  }
+  std::memcpy(copy, bytes->data(), bytes->size());
+  done(
+      PMIX_SUCCESS, copy, bytes->size(), done_data, [](void* p) { std::free(p); }, copy);
+}
+
+// A fence is the step's whole namespace (what MPI_Init and MPI_Finalize
+// ask: the namespace's wildcard, or every rank by name); its data is each
+// node's part, as OpenPMIx packed it, handed back whole to every node's
+// server. A fence over some ranks only is refused.
+pmix_status_t FenceNb(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t /*info*/[],
+                      size_t /*ninfo*/, char* data, size_t size, pmix_modex_cbfunc_t done,
+                      void* done_data) {
   const std::lock_guard lock(server_mutex);
   if (server == nullptr) return PMIX_ERR_INIT;
+  if (!server->WholeStep(procs, nprocs)) return PMIX_ERR_NOT_SUPPORTED;
   server->Fence(std::string(data, size), [done, done_data](absl::StatusOr<std::string> parts) {
-    if (done == nullptr) return;
-    if (!parts.ok()) {
-      done(PMIX_ERROR, nullptr, 0, done_data, nullptr, nullptr);
-      return;
-    }
-    // OpenPMIx reads the bytes after `done` returns, and frees them through
-    // the release function.
-    char* bytes = static_cast<char*>(std::malloc(std::max<std::size_t>(parts->size(), 1)));
-    if (bytes == nullptr) {
-      done(PMIX_ERR_NOMEM, nullptr, 0, done_data, nullptr, nullptr);
-      return;
-    }
-    std::memcpy(bytes, parts->data(), parts->size());
-    done(
-        PMIX_SUCCESS, bytes, parts->size(), done_data, [](void* p) { std::free(p); }, bytes);
+    Deliver(done, done_data, parts, PMIX_ERROR);
   });
   return PMIX_SUCCESS;
 }
 
-// Every fence collects every rank's data, so a rank never asks for another's
-// through its server.
-pmix_status_t DirectModex(const pmix_proc_t* /*proc*/, const pmix_info_t /*info*/[],
-                          size_t /*ninfo*/, pmix_modex_cbfunc_t /*done*/, void* /*data*/) {
-  return PMIX_ERR_NOT_SUPPORTED;
+// A local rank's get of a remote rank's data that no fence brought: asked
+// of the node that holds the rank.
+pmix_status_t DirectModex(const pmix_proc_t* proc, const pmix_info_t /*info*/[], size_t /*ninfo*/,
+                          pmix_modex_cbfunc_t done, void* done_data) {
+  const std::lock_guard lock(server_mutex);
+  if (server == nullptr) return PMIX_ERR_INIT;
+  if (!server->Ours(*proc)) return PMIX_ERR_NOT_FOUND;
+  server->Modex(static_cast<int>(proc->rank), [done, done_data](absl::StatusOr<std::string> data) {
+    Deliver(done, done_data, data, PMIX_ERR_NOT_FOUND);
+  });
+  return PMIX_SUCCESS;
+}
+
+// OpenPMIx's answer to a direct-modex request of another node: the rank's
+// committed data, to the reply the request carried.
+void ModexAnswered(pmix_status_t status, char* data, size_t size, void* context) {
+  std::unique_ptr<PmixHost::ModexEnd> reply(static_cast<PmixHost::ModexEnd*>(context));
+  if (status == PMIX_SUCCESS) {
+    (*reply)(std::string(data != nullptr ? data : "", data != nullptr ? size : 0));
+  } else {
+    (*reply)(
+        absl::NotFoundError(fmt::format("no data of the rank: {}", pmix.error_string(status))));
+  }
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPart send_part,
-                                                          OnAbort on_abort) {
+                                                          AskNode ask_node, OnAbort on_abort) {
   if (absl::Status loaded = LoadPmix(); !loaded.ok()) return loaded;
   std::unique_ptr<PmixHost> self(new PmixHost(std::move(step)));
   const PmixStep& s = self->step_;
@@ -222,6 +251,7 @@ absl::StatusOr<std::unique_ptr<PmixHost>> PmixHost::Start(PmixStep step, SendPar
     return absl::InvalidArgumentError("--mpi=pmix: the step's layout does not hold together");
   }
   self->send_part_ = std::move(send_part);
+  self->ask_node_ = std::move(ask_node);
   self->on_abort_ = std::move(on_abort);
   self->nspace_ = fmt::format("cohort.{}.{}", s.job_id, s.step_id);
   if (self->nspace_.size() >= PMIX_MAX_NSLEN) {
@@ -385,6 +415,62 @@ void PmixHost::FenceDone(int fence, absl::StatusOr<std::string> parts) {
 
 void PmixHost::Abort(int rank, int status, const std::string& message) const {
   on_abort_(rank, status, message);
+}
+
+bool PmixHost::Ours(const pmix_proc_t& proc) const {
+  return std::strncmp(proc.nspace, nspace_.c_str(), PMIX_MAX_NSLEN) == 0;
+}
+
+bool PmixHost::WholeStep(const pmix_proc_t procs[], std::size_t count) const {
+  int size = 0;
+  for (const int tasks : step_.layout.tasks) size += tasks;
+  std::vector<bool> named(static_cast<std::size_t>(size), false);
+  std::size_t distinct = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!Ours(procs[i])) return false;
+    if (procs[i].rank == PMIX_RANK_WILDCARD) return true;
+    if (procs[i].rank >= static_cast<pmix_rank_t>(size)) return false;
+    if (!named[procs[i].rank]) {
+      named[procs[i].rank] = true;
+      ++distinct;
+    }
+  }
+  return distinct == static_cast<std::size_t>(size);
+}
+
+void PmixHost::Modex(int rank, ModexEnd end) const {
+  int node = 0;
+  for (int first = 0; node < static_cast<int>(step_.layout.tasks.size()); ++node) {
+    first += step_.layout.tasks[static_cast<std::size_t>(node)];
+    if (rank < first) break;
+  }
+  if (rank < 0 || node >= static_cast<int>(step_.layout.tasks.size()) ||
+      node == step_.layout.node_index) {
+    // A rank of this node is this server's to know; none is out of the step.
+    end(absl::NotFoundError(fmt::format("rank {} is no remote rank of the step", rank)));
+    return;
+  }
+  ask_node_(node, std::to_string(rank), std::move(end));
+}
+
+void PmixHost::AnswerModex(std::string_view request, ModexEnd reply) const {
+  int rank = -1;
+  const auto [end, error] = std::from_chars(request.data(), request.data() + request.size(), rank);
+  if (error != std::errc() || end != request.data() + request.size() ||
+      std::find(step_.local_ranks.begin(), step_.local_ranks.end(), rank) ==
+          step_.local_ranks.end()) {
+    reply(absl::NotFoundError(fmt::format("{:?} is no rank of this node", request)));
+    return;
+  }
+  const pmix_proc_t proc = Proc(nspace_, rank);
+  auto context = std::make_unique<ModexEnd>(std::move(reply));
+  if (const pmix_status_t status = pmix.dmodex_request(&proc, ModexAnswered, context.get());
+      status != PMIX_SUCCESS) {
+    (*context)(absl::NotFoundError(
+        fmt::format("no data of rank {}: {}", rank, pmix.error_string(status))));
+    return;
+  }
+  (void)context.release();  // ModexAnswered owns it now
 }
 
 }  // namespace cohort::step

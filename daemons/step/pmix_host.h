@@ -9,17 +9,22 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "launch_file.h"
 
+struct pmix_proc;
+using pmix_proc_t = struct pmix_proc;
+
 /// The PMIx server a step's cohort-stepd hosts for its ranks on the node
 /// (`srun --mpi=pmix`), built on OpenPMIx: the ranks' PMIx clients (Open
 /// MPI, MPICH, NVSHMEM, ...) connect to it and learn the step's shape from
-/// it, and their fences across nodes go through the host: each node's part
-/// to `cohort run`, every node's parts back (io_frame.h's kFencePart and
-/// kFenceDone, on the step's I/O stream, which TLS keys with the step's key).
+/// it. Their fences across nodes go through the host (each node's part out,
+/// every node's parts back: the step's fence tree, fence_tree.h), and so
+/// does a rank's get of a remote rank's data outside a fence (PMIx's direct
+/// modex): asked of the node that holds the rank, whose server answers.
 namespace cohort::step {
 
 /// What the server tells the ranks, and whose they are.
@@ -42,12 +47,17 @@ class PmixHost {
   using SendPart = std::function<void(int fence, std::string part)>;
   /// A rank called PMIx_Abort: its step rank, status and message.
   using OnAbort = std::function<void(int rank, int status, const std::string& message)>;
+  /// What a direct-modex get ends with: the rank's data, or why not.
+  using ModexEnd = std::function<void(absl::StatusOr<std::string>)>;
+  /// Asks node `node`'s stepd `request` (AnswerModex there); any thread.
+  using AskNode = std::function<void(int node, std::string request, ModexEnd end)>;
 
   /// Starts the server, registers the step's namespace ("cohort.JOB.STEP")
   /// with its job-level and per-rank facts, and each local rank as a client.
   /// The status names what failed.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<PmixHost>> Start(PmixStep step,
                                                                        SendPart send_part,
+                                                                       AskNode ask_node,
                                                                        OnAbort on_abort);
   /// Finalizes the server and removes its folder.
   ~PmixHost();
@@ -67,6 +77,17 @@ class PmixHost {
   using FenceEnd = std::function<void(absl::StatusOr<std::string>)>;
   void Fence(std::string part, FenceEnd end);
   void Abort(int rank, int status, const std::string& message) const;
+  /// A local rank asked for remote rank `rank`'s data outside a fence.
+  void Modex(int rank, ModexEnd end) const;
+  /// Whether `proc` is of the step's namespace; whether `procs` name the
+  /// whole step (its wildcard, or every rank).
+  [[nodiscard]] bool Ours(const pmix_proc_t& proc) const;
+  [[nodiscard]] bool WholeStep(const pmix_proc_t procs[], std::size_t count) const;
+
+  /// Another node's stepd asks for the data of a rank of this node
+  /// (`request`: its number): `reply` gets what the rank committed, once
+  /// it has (OpenPMIx holds the request until then), from any thread.
+  void AnswerModex(std::string_view request, ModexEnd reply) const;
 
  private:
   explicit PmixHost(PmixStep step) : step_(std::move(step)) {}
@@ -74,6 +95,7 @@ class PmixHost {
   PmixStep step_;
   std::string nspace_;
   SendPart send_part_;
+  AskNode ask_node_;
   OnAbort on_abort_;
   mutable std::mutex mutex_;
   int next_fence_ = 0;

@@ -15,7 +15,10 @@ namespace cohort::step {
 
 using Clock = std::chrono::steady_clock;
 
-absl::StatusOr<int> DialTcp(const std::string& address, std::chrono::milliseconds wait) {
+namespace {
+
+// HOST:PORT's addresses (a name or an IP address, IPv6 in brackets).
+absl::StatusOr<addrinfo*> Resolve(const std::string& address) {
   const std::size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
     return absl::UnavailableError("not HOST:PORT");
@@ -31,6 +34,30 @@ absl::StatusOr<int> DialTcp(const std::string& address, std::chrono::millisecond
   if (const int error = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); error != 0) {
     return absl::UnavailableError(::gai_strerror(error));
   }
+  return found;
+}
+
+}  // namespace
+
+absl::StatusOr<int> BeginTcp(const std::string& address) {
+  absl::StatusOr<addrinfo*> found = Resolve(address);
+  if (!found.ok()) return found.status();
+  addrinfo* a = *found;
+  const int fd =
+      ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+  const int error = fd < 0 ? errno : (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno);
+  ::freeaddrinfo(a);
+  if (error != 0 && error != EINPROGRESS) {
+    if (fd >= 0) ::close(fd);
+    return absl::UnavailableError(std::strerror(error));
+  }
+  return fd;
+}
+
+absl::StatusOr<int> DialTcp(const std::string& address, std::chrono::milliseconds wait) {
+  absl::StatusOr<addrinfo*> resolved = Resolve(address);
+  if (!resolved.ok()) return resolved.status();
+  addrinfo* found = *resolved;
   std::string why = "no address";
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {

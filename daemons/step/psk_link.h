@@ -20,6 +20,12 @@ namespace cohort::step {
 [[nodiscard]] absl::StatusOr<int> DialTcp(const std::string& address,
                                           std::chrono::milliseconds wait);
 
+/// A TCP connection to HOST:PORT begun and not waited for: a non-blocking
+/// socket whose connect may be in progress (poll it for POLLOUT; a TLS
+/// handshake on it then goes on, or fails with the connect's error).
+/// Unavailable with the reason when it cannot even begin.
+[[nodiscard]] absl::StatusOr<int> BeginTcp(const std::string& address);
+
 /// The client end of TLS keyed by `key_hex` on the non-blocking socket
 /// `fd`, its handshake done within `wait`; Unavailable with the reason.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<tls::TlsSession>> SecureWithKey(

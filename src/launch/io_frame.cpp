@@ -20,7 +20,7 @@ std::uint32_t GetUint32(std::string_view bytes) {
 
 bool KnownKind(std::uint8_t kind) {
   return kind >= static_cast<std::uint8_t>(FrameKind::kHello) &&
-         kind <= static_cast<std::uint8_t>(FrameKind::kFenceDone);
+         kind <= static_cast<std::uint8_t>(FrameKind::kAnswer);
 }
 
 template <typename T>
@@ -32,8 +32,10 @@ bool ParseNumber(std::string_view text, T& out) {
 }  // namespace
 
 std::uint32_t MaxFrameData(FrameKind kind) {
-  return kind == FrameKind::kFencePart || kind == FrameKind::kFenceDone ? kMaxFenceData
-                                                                        : kMaxFrameData;
+  return kind == FrameKind::kFencePart || kind == FrameKind::kFenceDone ||
+                 kind == FrameKind::kAnswer
+             ? kMaxFenceData
+             : kMaxFrameData;
 }
 
 std::string EncodeFrame(const Frame& frame) {

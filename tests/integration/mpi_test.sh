@@ -118,6 +118,15 @@ if ended pmix-abort "$id" FAILED; then
   fi
 fi
 
+# PMIx's direct modex: with Open MPI's asynchronous modex MPI_Init fences
+# without the ranks' data, and each rank's server gets a remote rank's
+# data from that rank's node when it first talks to it.
+id=$(batch pmix-dmodex "OMPI_MCA_pmix_base_async_modex=1 OMPI_MCA_pmix_base_collect_data=0 \
+srun --mpi=pmix $WORK/allreduce")
+if ended pmix-dmodex "$id" COMPLETED && four_ranks "srun --mpi=pmix, direct modex" "$out"; then
+  pass "srun --mpi=pmix with Open MPI's async modex: remote ranks' data by direct modex"
+fi
+
 # Rank 1 dies before MPI_Init: the others wait in the first fence until the
 # step stops them, as a failing rank stops every other (-K).
 id=$(batch pmix-killed "srun --mpi=pmix sh -c '[ \$SLURM_PROCID = 1 ] && kill -9 \$\$; exec $WORK/allreduce'")

@@ -44,6 +44,9 @@ CredType=cred/munge
 AuthInfo=socket=$SLURM_DIR/munge/munge.socket
 StateSaveLocation=$SLURM_DIR/state
 SlurmdSpoolDir=$SLURM_DIR/spool/%n
+# Each node's own temporary folder: the PMIx plugin makes its client folder
+# (spmix_appdir_UID_JOB.STEP) there, the same name on every node.
+TmpFS=$SLURM_DIR/tmp/%n
 SlurmctldPidFile=$SLURM_DIR/slurmctld.pid
 SlurmdPidFile=$SLURM_DIR/slurmd-%n.pid
 SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
@@ -101,6 +104,7 @@ slurm_start() {
     return 1
   fi
   mkdir -p "$SLURM_DIR"/{munge,state,spool,log}
+  for i in $(seq 1 64); do mkdir -p "$SLURM_DIR/tmp/$(printf n%03d "$i")"; done
   chmod 700 "$SLURM_DIR/munge"
   export SLURM_CONF=$SLURM_DIR/slurm.conf
   slurm_write_conf "$profile" || return 1

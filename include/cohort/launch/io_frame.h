@@ -36,8 +36,16 @@ enum class FrameKind : std::uint8_t {
   /// stepd → run: this node's part of a fence of the step's PMIx servers
   /// (EncodeFencePart); `rank` is the fence's number, from 0.
   kFencePart = 8,
-  /// run → stepd: every node's part of fence `rank`, in node order.
+  /// run → stepd: every node's part of fence `rank`, in node order. Also
+  /// between the stepds of a step's fence tree (fence_tree.h): down, the
+  /// fence's end; up, a subtree's failure.
   kFenceDone = 9,
+  /// stepd → stepd, on a link one stepd dials another by to ask it (a
+  /// PMIx direct-modex get): request number `rank`, and the request.
+  kAsk = 10,
+  /// stepd → stepd: the answer to request `rank`, as EncodeFenceDone writes
+  /// a fence's end ("0" and the data, or "1" and why not).
+  kAnswer = 11,
 };
 
 struct Frame {
@@ -50,7 +58,7 @@ struct Frame {
 inline constexpr std::size_t kFrameHeaderSize = 9;
 /// The most bytes one frame carries; a longer one is refused as corrupt.
 inline constexpr std::uint32_t kMaxFrameData = 1U << 20;
-/// A fence's frames carry every rank's published data: at most this.
+/// A fence's frames (and an answer's) carry ranks' published data: at most this.
 inline constexpr std::uint32_t kMaxFenceData = 64U << 20;
 /// kMaxFenceData for the fence's kinds, kMaxFrameData for the others.
 [[nodiscard]] std::uint32_t MaxFrameData(FrameKind kind);

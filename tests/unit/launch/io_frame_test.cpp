@@ -33,9 +33,9 @@ TEST(IoFrameTest, FramesComeBackWholeWhateverTheReadsCutThem) {
 
 TEST(IoFrameTest, AnUnknownKindOrAnOversizedFrameIsRefused) {
   std::string unknown = EncodeFrame({.kind = FrameKind::kStdout, .rank = 0, .data = "x"});
-  unknown[0] = 10;
+  unknown[0] = 12;
   std::vector<Frame> got;
-  EXPECT_EQ(DecodeFrames(unknown, got).message(), "frame of unknown kind 10");
+  EXPECT_EQ(DecodeFrames(unknown, got).message(), "frame of unknown kind 12");
   std::string huge = EncodeFrame({.kind = FrameKind::kStdout, .rank = 0, .data = ""});
   huge[5] = 0x7F;  // a length of about 2 GiB
   EXPECT_FALSE(DecodeFrames(huge, got).ok());

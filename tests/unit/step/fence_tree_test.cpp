@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fence_tree.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,11 +37,27 @@ class Step {
                         .node_index = n,
                         .width = width,
                         .timeout = timeout,
-                        .done = [this, n](int fence, absl::StatusOr<std::string> parts) {
-                          const std::lock_guard lock(mutex_);
-                          ended_[{n, fence}] = std::move(parts);
-                          changed_.notify_all();
-                        }});
+                        .done =
+                            [this, n](int fence, absl::StatusOr<std::string> parts) {
+                              const std::lock_guard lock(mutex_);
+                              ended_[{n, fence}] = std::move(parts);
+                              changed_.notify_all();
+                            },
+                        // "silent" is never answered; anything else at
+                        // once, or from another thread for "later".
+                        .answer =
+                            [this, n](int from, std::string request, FenceTree::Reply reply) {
+                              const std::string_view asked = request;
+                              if (asked == "silent") return;
+                              const std::string answer =
+                                  fmt::format("node{} answers {}: {}", n, from, request);
+                              if (asked != "later") {
+                                reply(answer);
+                                return;
+                              }
+                              const std::lock_guard lock(mutex_);
+                              repliers_.emplace_back([reply, answer] { reply(answer); });
+                            }});
       EXPECT_TRUE(tree.ok()) << tree.status();
       trees_.push_back(*std::move(tree));
     }
@@ -51,6 +70,26 @@ class Step {
   }
 
   FenceTree& operator[](int n) { return *trees_[static_cast<std::size_t>(n)]; }
+
+  // Node n's question to node `to`, and the answer (or "error: why"),
+  // waiting up to 20 s.
+  std::string AskText(int n, int to, const std::string& request) {
+    const absl::StatusOr<std::string> answer = Ask(n, to, request);
+    return answer.ok() ? *answer : "error: " + std::string(answer.status().message());
+  }
+  absl::StatusOr<std::string> Ask(int n, int to, const std::string& request) {
+    std::optional<absl::StatusOr<std::string>> got;
+    (*this)[n].Ask(to, request, [this, &got](absl::StatusOr<std::string> answer) {
+      const std::lock_guard lock(mutex_);
+      got = std::move(answer);
+      changed_.notify_all();
+    });
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, 20s, [&] { return got.has_value(); })) {
+      return absl::DeadlineExceededError("the test waited 20 s");
+    }
+    return *got;
+  }
   void Drop(int n) { trees_[static_cast<std::size_t>(n)].reset(); }
 
   // Node n's end of fence `fence`, waiting up to `limit` for it.
@@ -68,6 +107,7 @@ class Step {
   std::condition_variable changed_;
   std::map<std::pair<int, int>, absl::StatusOr<std::string>> ended_;
   std::vector<std::unique_ptr<FenceTree>> trees_;
+  std::vector<std::jthread> repliers_;  // joined before the trees go
 };
 
 TEST(FenceTreeTest, EveryNodeGetsEveryPartInNodeOrderThroughSeveralLevels) {
@@ -179,6 +219,57 @@ TEST(FenceTreeTest, AParentThatCannotBeReachedFailsTheFenceSayingWhere) {
       << ended->status();
 }
 
+TEST(FenceTreeTest, AQuestionReachesItsNodeAndTheAnswerComesBack) {
+  Step step(5, 2);
+  step.Join();
+  // A leaf asks a node of another branch, twice on the same link, then
+  // the root; an answer may come later from another thread.
+  EXPECT_EQ(step.AskText(4, 2, "rank 9"), "node2 answers 4: rank 9");
+  EXPECT_EQ(step.AskText(4, 2, "rank 10"), "node2 answers 4: rank 10");
+  EXPECT_EQ(step.AskText(4, 0, "later"), "node0 answers 4: later");
+  // Fences go on beside the questions.
+  for (int n = 0; n < 5; ++n) step[n].Contribute(0, std::to_string(n));
+  const auto ended = step.Ended(3, 0);
+  ASSERT_TRUE(ended.has_value() && ended->ok());
+  EXPECT_EQ(**ended, "01234");
+}
+
+TEST(FenceTreeTest, AQuestionAskedBeforeTheAddressesWaitsForThem) {
+  Step step(3, 2);
+  std::optional<absl::StatusOr<std::string>> got;
+  std::mutex mutex;
+  step[1].Ask(2, "early", [&](absl::StatusOr<std::string> answer) {
+    const std::lock_guard lock(mutex);
+    got = std::move(answer);
+  });
+  step.Join();
+  for (int i = 0; i < 400; ++i) {
+    {
+      const std::lock_guard lock(mutex);
+      if (got) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::lock_guard lock(mutex);
+  ASSERT_TRUE(got.has_value() && got->ok());
+  EXPECT_EQ(**got, "node2 answers 1: early");
+}
+
+TEST(FenceTreeTest, AQuestionWithoutAnAnswerFailsSayingWhy) {
+  Step step(3, 2, 1s);
+  step.Join();
+  const absl::StatusOr<std::string> silent = step.Ask(1, 2, "silent");
+  EXPECT_EQ(silent.status().message(),
+            "node2's cohort-stepd did not answer within 1 s (SLURM_PMIX_TIMEOUT)");
+  EXPECT_TRUE(absl::IsInvalidArgument(step.Ask(1, 1, "myself").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(step.Ask(1, 7, "nobody").status()));
+  // A node whose stepd has gone cannot be reached.
+  step.Drop(2);
+  const absl::StatusOr<std::string> gone = step.Ask(0, 2, "anyone?");
+  EXPECT_NE(gone.status().message().find("node2's cohort-stepd"), std::string::npos)
+      << gone.status();
+}
+
 TEST(FenceTreeTest, PartsOfASubtreeAreParsedWithBounds) {
   const std::map<int, std::string> parts = {{3, "abc"}, {7, ""}, {8, "x\ny"}};
   const std::string text = FenceTree::EncodeParts(parts);
@@ -203,7 +294,8 @@ TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
                                                .node_index = 0,
                                                .width = 8,
                                                .timeout = 1s,
-                                               .done = done})
+                                               .done = done,
+                                               .answer = nullptr})
                    .ok());
   EXPECT_FALSE(FenceTree::Listen("127.0.0.1", {.key = kKey,
                                                .nodes = {"a"},
@@ -211,7 +303,8 @@ TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
                                                .node_index = 1,
                                                .width = 8,
                                                .timeout = 1s,
-                                               .done = done})
+                                               .done = done,
+                                               .answer = nullptr})
                    .ok());
   EXPECT_FALSE(FenceTree::Listen("not-an-address", {.key = kKey,
                                                     .nodes = {"a"},
@@ -219,7 +312,8 @@ TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
                                                     .node_index = 0,
                                                     .width = 8,
                                                     .timeout = 1s,
-                                                    .done = done})
+                                                    .done = done,
+                                                    .answer = nullptr})
                    .ok());
 }
 
