@@ -18,9 +18,11 @@
 /// again), then sends frames of output and, last, Done;
 /// `cohort run` sends stdin for the rank that takes it. A frame is a 9-byte
 /// header (kind: 1 byte; rank: int32; length: uint32; big-endian) and
-/// `length` bytes. A step whose ranks use PMIx (`--mpi=pmix`) also carries
-/// its fences here: each stepd sends its part (kFencePart), `cohort run`
-/// sends every part back to every stepd once all have come (kFenceDone).
+/// `length` bytes. A step of `--mpi=pmix` or `pmi2` also starts its wire-up
+/// here, once: each stepd sends the address of its end of the step's fence
+/// tree (kFencePart), `cohort run` sends every node's back to every stepd
+/// once all have come (kFenceDone). The tree's links (fence_tree.h) speak
+/// the same frames, and kAsk and kAnswer.
 /// The stepd links no protobuf, so the frame is this small
 /// fixed header rather than a message. Pure; any thread.
 namespace cohort::io {
@@ -33,8 +35,9 @@ enum class FrameKind : std::uint8_t {
   kStdinEnd = 5,  ///< run → stepd: the rank's stdin is at its end
   kDone = 6,      ///< stepd → run, last: every rank's output has been sent
   kWinsize = 7,   ///< run → stepd: the terminal's size, "ROWS COLS", for --pty
-  /// stepd → run: this node's part of a fence of the step's PMIx servers
-  /// (EncodeFencePart); `rank` is the fence's number, from 0.
+  /// stepd → run: this node's part of a fence (EncodeFencePart); `rank` is
+  /// the fence's number, from 0. To `cohort run`, only the exchange of the
+  /// fence tree's addresses (fence 0); up the tree, a subtree's parts.
   kFencePart = 8,
   /// run → stepd: every node's part of fence `rank`, in node order. Also
   /// between the stepds of a step's fence tree (fence_tree.h): down, the
