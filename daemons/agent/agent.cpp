@@ -69,7 +69,7 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),
       reaper_(loop),
-      launcher_(settings_.spool_dir, StepdNextToAgent()),
+      launcher_(settings_.spool_dir, StepdNextToAgent(), settings_.host_topology_xml),
       images_(loop, reaper_, settings_.container_images, step::ImageProgram(), settings_.spool_dir,
               ::geteuid() == 0),
       notices_(loop),

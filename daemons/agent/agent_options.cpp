@@ -115,7 +115,8 @@ NodeResources Override(NodeResources resources, const AgentOptions& options) {
 // This host's layout: the --hwloc-xml file, else hwloc on this machine, else
 // (hwloc failing, with a warning) sysconf's counts on one NUMA node.
 absl::StatusOr<layout::NodeLayout> HostLayout(const AgentOptions& options,
-                                              std::vector<std::string>& warnings) {
+                                              std::vector<std::string>& warnings,
+                                              std::string* xml = nullptr) {
   if (!options.hwloc_xml.empty()) {
     absl::StatusOr<layout::NodeLayout> from_file = LoadLayoutFromXml(options.hwloc_xml);
     if (!from_file.ok()) {
@@ -125,7 +126,7 @@ absl::StatusOr<layout::NodeLayout> HostLayout(const AgentOptions& options,
     }
     return from_file;
   }
-  absl::StatusOr<layout::NodeLayout> discovered = DiscoverHostLayout();
+  absl::StatusOr<layout::NodeLayout> discovered = DiscoverHostLayout(xml);
   if (discovered.ok()) return discovered;
   warnings.push_back(fmt::format("hwloc_failed error=\"{}\" using=sysconf numa=unknown",
                                  std::string_view(discovered.status().message())));
@@ -331,8 +332,11 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
     settings.container_images.cache_dir = settings.spool_dir + "/images";
   }
 
-  absl::StatusOr<layout::NodeLayout> host = HostLayout(options, settings.warnings);
+  std::string xml;
+  absl::StatusOr<layout::NodeLayout> host = HostLayout(options, settings.warnings, &xml);
   if (!host.ok()) return host.status();
+  // The stepds of emulated nodes run on this machine too.
+  settings.host_topology_xml = std::move(xml);
   if (options.emulate == 0) {
     settings.mode = NodeMode::kReal;
     const config::NodeSpec* spec = FindNode(*config, names->front());

@@ -72,6 +72,10 @@ struct AgentSettings {
   std::string agent_key_pem;   ///< AgentKeyFile
   std::string cluster_name;    ///< the config's ClusterName; "cohort" without one
   std::string spool_dir;       ///< where batch scripts are written
+  /// hwloc's XML of this machine as the agent discovered it, for the PMIx
+  /// servers of its stepds; empty: none (--hwloc-xml, or hwloc could not
+  /// discover or write it).
+  std::string host_topology_xml;
   NodeMode mode = NodeMode::kReal;
   bool fake_exec = false;                   ///< emulated nodes' launches run no process
   std::vector<NodeSetup> nodes;             ///< one for a real node; one per emulated node

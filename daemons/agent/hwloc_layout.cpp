@@ -263,13 +263,24 @@ absl::StatusOr<NodeLayout> LoadLayoutFromXml(const std::string& path) {
   return LayoutReader(topology->get()).Read();
 }
 
-absl::StatusOr<NodeLayout> DiscoverHostLayout() {
+absl::StatusOr<NodeLayout> DiscoverHostLayout(std::string* xml) {
   absl::StatusOr<Topology> topology = NewTopology();
   if (!topology.ok()) return topology.status();
   if (hwloc_topology_load(topology->get()) != 0) {
     return absl::InternalError(
         fmt::format("hwloc cannot discover this machine: {}",
                     std::error_code(errno, std::generic_category()).message()));
+  }
+  if (xml != nullptr) {
+    xml->clear();
+    char* buffer = nullptr;
+    int length = 0;
+    if (hwloc_topology_export_xmlbuffer(topology->get(), &buffer, &length, 0) == 0 &&
+        buffer != nullptr) {
+      // The length counts the terminating NUL.
+      xml->assign(buffer, length > 0 ? static_cast<std::size_t>(length - 1) : 0);
+      hwloc_free_xmlbuffer(topology->get(), buffer);
+    }
   }
   NodeLayout layout = LayoutReader(topology->get()).Read();
   if (layout.gpus.empty()) {

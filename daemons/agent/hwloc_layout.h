@@ -24,7 +24,10 @@ namespace cohort::agent {
 /// Discovers this machine (the CPUs and memory this process may use, as
 /// cgroups allow). Without a GPU that hwloc sees, counts /dev/nvidia<N> as
 /// GPUs of unknown locality. Reads /sys, /proc and /dev: call at startup, not
-/// on the loop. Returns Internal when hwloc fails.
-[[nodiscard]] absl::StatusOr<layout::NodeLayout> DiscoverHostLayout();
+/// on the loop. Returns Internal when hwloc fails. With `xml`, also hwloc's
+/// XML of the machine (empty when hwloc cannot write it), which the node's
+/// stepds hand to a PMIx step's server so that it need not discover the
+/// machine again.
+[[nodiscard]] absl::StatusOr<layout::NodeLayout> DiscoverHostLayout(std::string* xml = nullptr);
 
 }  // namespace cohort::agent

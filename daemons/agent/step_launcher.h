@@ -32,7 +32,10 @@ namespace cohort::agent {
 class StepLauncher {
  public:
   /// `stepd_path`: the cohort-stepd to run (StepdNextToAgent()).
-  StepLauncher(std::string spool_dir, std::string stepd_path);
+  /// `host_topology_xml`: hwloc's XML of this machine (AgentSettings),
+  /// which PrepareSpool writes to the spool for the PMIx servers of `srun
+  /// --mpi=pmix` steps; empty: none, and they discover the machine.
+  StepLauncher(std::string spool_dir, std::string stepd_path, std::string host_topology_xml = {});
   StepLauncher(const StepLauncher&) = delete;
   StepLauncher& operator=(const StepLauncher&) = delete;
   ~StepLauncher();
@@ -118,6 +121,8 @@ class StepLauncher {
                                                        step::LaunchId id) const;
 
   std::string spool_dir_;
+  std::string host_topology_xml_;
+  std::string topology_file_;  ///< where PrepareSpool wrote it; empty: not written
   std::string stepd_path_;
   int lock_fd_ = -1;
   std::vector<step::CgroupTree> cgroup_trees_;

@@ -278,6 +278,7 @@ std::string LaunchFileToJson(const LaunchFile& file) {
       {"mpi_nodes", file.mpi.nodes},
       {"mpi_tasks", file.mpi.tasks},
       {"mpi_node_index", file.mpi.node_index},
+      {"mpi_topology_file", file.mpi.topology_file},
   };
   if (file.container.Enabled()) {
     const ContainerSetup& c = file.container;
@@ -333,6 +334,7 @@ absl::StatusOr<LaunchFile> ParseLaunchFile(std::string_view text) {
     file.mpi.nodes = json.value("mpi_nodes", std::vector<std::string>());
     file.mpi.tasks = json.value("mpi_tasks", std::vector<int>());
     file.mpi.node_index = json.value("mpi_node_index", 0);
+    file.mpi.topology_file = json.value("mpi_topology_file", std::string());
     if (const auto it = json.find("container"); it != json.end()) {
       ContainerSetup& c = file.container;
       c.image = it->at("image").get<std::string>();

@@ -51,6 +51,9 @@ struct MpiSetup {
   std::vector<std::string> nodes;  ///< the step's nodes, in its order
   std::vector<int> tasks;          ///< its tasks on each of them
   int node_index = 0;              ///< this node among them
+  /// hwloc's XML of this machine, which the PMIx server reads rather than
+  /// discovering it (the agent's spool); empty: it discovers.
+  std::string topology_file{};
 };
 
 /// A step's container (pyxis's --container-* options, docs/containers.md)

@@ -159,8 +159,11 @@ void MpiWireUp::Deliver(int fence, absl::StatusOr<std::string> parts) {
                .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
   }
   const std::lock_guard lock(mutex_);
-  if (pmix_) pmix_->FenceDone(fence, std::move(parts));
-  if (pmi_) pmi_->FenceDone(fence, std::move(parts));
+  if (pmix_) {
+    pmix_->FenceDone(fence, std::move(parts));
+  } else if (pmi_) {
+    pmi_->FenceDone(fence, std::move(parts));
+  }
 }
 
 // Another node's stepd asks for a rank's data (PMIx's direct modex).

@@ -21,7 +21,7 @@
 # (btl self,tcp) and its daemons call back over it too.
 source "$(dirname "$0")/lib.sh"
 # Both libraries are installed side by side: each by its own names.
-for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich; do
+for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich mpiexec.mpich; do
   command -v "$tool" >/dev/null || {
     fail "no $tool: run scripts/install-deps.sh (it installs openmpi-bin, libopenmpi-dev, mpich)"
     finish_test
@@ -228,6 +228,13 @@ fi
 id=$(batch mpirun "mpirun.openmpi -n 4 $WORK/allreduce")
 if ended mpirun "$id" COMPLETED && four_ranks mpirun "$out"; then
   pass "mpirun -n 4 in a 2-node sbatch job: its daemons started by srun, 4 ranks all-reduced"
+fi
+
+# MPICH's own launcher: Hydra sees the allocation and starts its proxies
+# with srun (its Slurm bootstrap), one per node.
+id=$(batch hydra "mpiexec.mpich -n 4 $WORK/allreduce_mpich")
+if ended hydra "$id" COMPLETED && four_ranks "mpiexec.mpich" "$out"; then
+  pass "mpiexec.mpich -n 4 in a 2-node sbatch job: Hydra's proxies started by srun, all-reduced"
 fi
 
 out=$(cd "$WORK" && timeout 120 salloc -N 2 --ntasks-per-node=2 mpirun.openmpi -n 4 "$WORK/allreduce" 2>&1)

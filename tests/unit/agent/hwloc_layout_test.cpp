@@ -332,11 +332,23 @@ TEST(HwlocLayoutTest, BadFilesAreErrors) {
 }
 
 TEST(HwlocLayoutTest, DiscoversThisMachine) {
-  absl::StatusOr<NodeLayout> layout = DiscoverHostLayout();
+  std::string xml;
+  absl::StatusOr<NodeLayout> layout = DiscoverHostLayout(&xml);
   ASSERT_TRUE(layout.ok()) << layout.status();
   EXPECT_GE(layout->PuCount(), 1);
   EXPECT_GE(layout->numa_nodes.size(), 1U);
   EXPECT_GE(layout->MemoryMb(), 1);
+  // Its XML, for the PMIx servers, reads back as the same machine.
+  ASSERT_FALSE(xml.empty());
+  const std::string path = ::testing::TempDir() + "/host-topology.xml";
+  {
+    std::ofstream out(path);
+    out << xml;
+  }
+  absl::StatusOr<NodeLayout> again = LoadLayoutFromXml(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->PuCount(), layout->PuCount());
+  EXPECT_EQ(again->numa_nodes.size(), layout->numa_nodes.size());
 }
 
 }  // namespace

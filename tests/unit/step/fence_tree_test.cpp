@@ -18,15 +18,13 @@
 namespace cohort::step {
 namespace {
 
-using std::chrono_literals::operator""s;
-
 constexpr char kKey[] = "00112233445566778899aabbccddeeff";
 
 // A step's stepds in one process: one tree per node on 127.0.0.1, each
 // fence's end as each node saw it.
 class Step {
  public:
-  Step(int nodes, int width, std::chrono::seconds timeout = 30s) {
+  Step(int nodes, int width, std::chrono::seconds timeout = std::chrono::seconds(30)) {
     std::vector<std::string> names;
     for (int n = 0; n < nodes; ++n) names.push_back("node" + std::to_string(n));
     for (int n = 0; n < nodes; ++n) {
@@ -85,7 +83,7 @@ class Step {
       changed_.notify_all();
     });
     std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, 20s, [&] { return got.has_value(); })) {
+    if (!changed_.wait_for(lock, std::chrono::seconds(20), [&] { return got.has_value(); })) {
       return absl::DeadlineExceededError("the test waited 20 s");
     }
     return *got;
@@ -93,8 +91,8 @@ class Step {
   void Drop(int n) { trees_[static_cast<std::size_t>(n)].reset(); }
 
   // Node n's end of fence `fence`, waiting up to `limit` for it.
-  std::optional<absl::StatusOr<std::string>> Ended(int n, int fence,
-                                                   std::chrono::seconds limit = 20s) {
+  std::optional<absl::StatusOr<std::string>> Ended(
+      int n, int fence, std::chrono::seconds limit = std::chrono::seconds(20)) {
     std::unique_lock lock(mutex_);
     if (!changed_.wait_for(lock, limit, [&] { return ended_.contains({n, fence}); })) {
       return std::nullopt;
@@ -149,7 +147,7 @@ TEST(FenceTreeTest, AFenceEndsBelowEvenWhenTheRootGoesAsSoonAsItsOwnEnded) {
 TEST(FenceTreeTest, PartsGivenBeforeTheAddressesWaitForThem) {
   Step step(3, 2);
   for (int n = 0; n < 3; ++n) step[n].Contribute(0, std::string(1, static_cast<char>('a' + n)));
-  EXPECT_FALSE(step.Ended(0, 0, 1s).has_value());
+  EXPECT_FALSE(step.Ended(0, 0, std::chrono::seconds(1)).has_value());
   step.Join();
   for (int n = 0; n < 3; ++n) {
     const auto ended = step.Ended(n, 0);
@@ -169,7 +167,7 @@ TEST(FenceTreeTest, OneNodeEndsItsFenceAlone) {
 
 TEST(FenceTreeTest, AFenceANodeNeverJoinsFailsEverywhereNamingIt) {
   // 7 nodes, width 2: node 4 is a leaf under node 1.
-  Step step(7, 2, 1s);
+  Step step(7, 2, std::chrono::seconds(1));
   step.Join();
   for (int n = 0; n < 7; ++n) {
     if (n != 4) step[n].Contribute(0, "x");
@@ -193,7 +191,7 @@ TEST(FenceTreeTest, ALostStepdFailsTheFencesOfTheOthers) {
   step.Join();
   step[1].Contribute(0, "a");
   // Node 2's stepd goes before it joins the fence: the link breaks.
-  ASSERT_FALSE(step.Ended(0, 0, 1s).has_value());
+  ASSERT_FALSE(step.Ended(0, 0, std::chrono::seconds(1)).has_value());
   step.Drop(2);
   step[0].Contribute(0, "b");
   for (int n = 0; n < 2; ++n) {
@@ -256,7 +254,7 @@ TEST(FenceTreeTest, AQuestionAskedBeforeTheAddressesWaitsForThem) {
 }
 
 TEST(FenceTreeTest, AQuestionWithoutAnAnswerFailsSayingWhy) {
-  Step step(3, 2, 1s);
+  Step step(3, 2, std::chrono::seconds(1));
   step.Join();
   const absl::StatusOr<std::string> silent = step.Ask(1, 2, "silent");
   EXPECT_EQ(silent.status().message(),
@@ -293,7 +291,7 @@ TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
                                                .tasks = {},
                                                .node_index = 0,
                                                .width = 8,
-                                               .timeout = 1s,
+                                               .timeout = std::chrono::seconds(1),
                                                .done = done,
                                                .answer = nullptr})
                    .ok());
@@ -302,7 +300,7 @@ TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
                                                .tasks = {1},
                                                .node_index = 1,
                                                .width = 8,
-                                               .timeout = 1s,
+                                               .timeout = std::chrono::seconds(1),
                                                .done = done,
                                                .answer = nullptr})
                    .ok());
@@ -311,7 +309,7 @@ TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
                                                     .tasks = {1},
                                                     .node_index = 0,
                                                     .width = 8,
-                                                    .timeout = 1s,
+                                                    .timeout = std::chrono::seconds(1),
                                                     .done = done,
                                                     .answer = nullptr})
                    .ok());

@@ -166,11 +166,14 @@ TEST(LaunchFileTest, APmixStepCarriesItsShapeForTheServer) {
   EXPECT_EQ(file->mpi.tasks, (std::vector<int>{2, 2, 1}));
   EXPECT_EQ(file->mpi.node_index, 1);
   EXPECT_TRUE(HasEntry(file->ranks[0].env, "SLURM_MPI_TYPE=pmix"));
+  // The agent names the machine's topology for the server (StepLauncher).
+  file->mpi.topology_file = "/var/spool/cohort/hwloc-topology.xml";
   absl::StatusOr<LaunchFile> back = ParseLaunchFile(LaunchFileToJson(*file));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->mpi.nodes, file->mpi.nodes);
   EXPECT_EQ(back->mpi.tasks, file->mpi.tasks);
   EXPECT_EQ(back->mpi.node_index, 1);
+  EXPECT_EQ(back->mpi.topology_file, "/var/spool/cohort/hwloc-topology.xml");
   // A layout whose counts do not cover its nodes cannot be served.
   context.step.tasks_per_node = "2(x2)";
   EXPECT_EQ(PlanLaunch(plan, 1, "", "").status().message(),
