@@ -285,34 +285,21 @@ TEST(FenceTreeTest, PartsOfASubtreeAreParsedWithBounds) {
 }
 
 TEST(FenceTreeTest, OptionsThatAreNoStepAreRefused) {
-  const auto done = [](int, absl::StatusOr<std::string>) {};
-  EXPECT_FALSE(FenceTree::Listen("127.0.0.1", {.key = kKey,
-                                               .nodes = {},
-                                               .tasks = {},
-                                               .node_index = 0,
-                                               .width = 8,
-                                               .timeout = std::chrono::seconds(1),
-                                               .done = done,
-                                               .answer = nullptr})
-                   .ok());
-  EXPECT_FALSE(FenceTree::Listen("127.0.0.1", {.key = kKey,
-                                               .nodes = {"a"},
-                                               .tasks = {1},
-                                               .node_index = 1,
-                                               .width = 8,
-                                               .timeout = std::chrono::seconds(1),
-                                               .done = done,
-                                               .answer = nullptr})
-                   .ok());
-  EXPECT_FALSE(FenceTree::Listen("not-an-address", {.key = kKey,
-                                                    .nodes = {"a"},
-                                                    .tasks = {1},
-                                                    .node_index = 0,
-                                                    .width = 8,
-                                                    .timeout = std::chrono::seconds(1),
-                                                    .done = done,
-                                                    .answer = nullptr})
-                   .ok());
+  // Options of `nodes` (one rank each) for node `index`.
+  const auto options = [](std::vector<std::string> nodes, int index) {
+    return FenceTree::Options{.key = kKey,
+                              .nodes = nodes,
+                              .tasks = std::vector<int>(nodes.size(), 1),
+                              .node_index = index,
+                              .width = 8,
+                              .timeout = std::chrono::seconds(1),
+                              .done = [](int, absl::StatusOr<std::string>) {},
+                              .answer = nullptr};
+  };
+  EXPECT_FALSE(FenceTree::Listen("127.0.0.1", options({}, 0)).ok());
+  EXPECT_FALSE(FenceTree::Listen("127.0.0.1", options({"a"}, 1)).ok());
+  EXPECT_FALSE(FenceTree::Listen("not-an-address", options({"a"}, 0)).ok());
+  EXPECT_TRUE(FenceTree::Listen("127.0.0.1", options({"a"}, 0)).ok());
 }
 
 }  // namespace
