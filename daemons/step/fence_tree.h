@@ -21,11 +21,11 @@
 /// A step's fences across its nodes (`srun --mpi=pmix` or `pmi2`), carried
 /// by a tree of the step's cohort-stepds, as Slurm's PMIx plugin carries
 /// them between its slurmstepds: node i's parent is node (i - 1) / width,
-/// so a fence over N nodes takes 2 log_width(N) hops and no stepd hears
-/// from more than `width` others. Each link is TCP inside TLS keyed by the
-/// step's key, as the step's I/O stream is (psk_link.h): a child dials its
-/// parent, whose address every stepd learns once, as the step starts, from
-/// the step's `cohort run` (Join).
+/// so a fence over N nodes takes twice the tree's depth (about log_width N)
+/// in hops and no stepd hears from more than `width` others. Each link is
+/// TCP inside TLS keyed by the step's key, as the step's I/O stream is
+/// (psk_link.h): a child dials its parent, whose address every stepd learns
+/// once, as the step starts, from the step's `cohort run` (Join).
 ///
 /// Up the tree each node sends its own part with its subtree's once all of
 /// them are there; the root, once it has every node's, sends them all down,
