@@ -64,6 +64,7 @@ struct FenceTree::Link {
   bool asker = false;  ///< dialled by another node to ask this one (Ask)
   bool peer = false;   ///< dialled by this node to ask another
   std::uint64_t serial = 0;
+  std::chrono::steady_clock::time_point since{};  ///< accepted at
 
   void Close() {
     if (fd >= 0) ::close(fd);
@@ -570,15 +571,30 @@ void FenceTree::Accept() {
     if (fd < 0) return;
     absl::StatusOr<std::unique_ptr<tls::TlsSession>> session =
         tls::TlsSession::StartPsk(fd, tls::TlsSide::kServer, options_.key);
-    // A node has at most `width` children; anyone else who dials is not
-    // heard past the handshake, and no more than that wait at once.
-    if (!session.ok() ||
-        links_.size() >= children_.size() + options_.nodes.size() + kMaxOpenFences) {
+    if (!session.ok()) {
       ::close(fd);
       continue;
     }
-    links_.push_back(std::make_unique<Link>(
-        Link{.fd = fd, .tls = *std::move(session), .serial = next_serial_++}));
+    // A node hears its children and the nodes that ask it; anyone else who
+    // dials is not heard past the handshake. When the links are at their
+    // bound, the oldest that has not said who it is makes room, so that
+    // strangers holding connections open cannot shut the step's stepds out.
+    if (links_.size() >= children_.size() + options_.nodes.size() + kMaxOpenFences) {
+      Link* stranger = nullptr;
+      for (const auto& link : links_) {
+        if (link->index < 0 && link->fd >= 0 &&
+            (stranger == nullptr || link->since < stranger->since)) {
+          stranger = link.get();
+        }
+      }
+      if (stranger == nullptr) {
+        ::close(fd);
+        continue;
+      }
+      stranger->Close();
+    }
+    links_.push_back(std::make_unique<Link>(Link{
+        .fd = fd, .tls = *std::move(session), .serial = next_serial_++, .since = Clock::now()}));
   }
 }
 
@@ -745,6 +761,11 @@ void FenceTree::Broke(const std::string& why) {
 
 void FenceTree::Expire() {
   const Clock::time_point now = Clock::now();
+  // A dialler that has not said who it is within kDialWait is no stepd of
+  // the step (those say it with their handshake's first flight).
+  for (const auto& link : links_) {
+    if (link->index < 0 && link->fd >= 0 && now - link->since > kDialWait) link->Close();
+  }
   for (auto ask = asked_.begin(); ask != asked_.end();) {
     if (now - ask->second.began < options_.timeout) {
       ++ask;

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fence_tree.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -266,6 +270,34 @@ TEST(FenceTreeTest, AQuestionWithoutAnAnswerFailsSayingWhy) {
   const absl::StatusOr<std::string> gone = step.Ask(0, 2, "anyone?");
   EXPECT_NE(gone.status().message().find("node2's cohort-stepd"), std::string::npos)
       << gone.status();
+}
+
+TEST(FenceTreeTest, StrangersHoldingConnectionsOpenDoNotShutTheStepOut) {
+  Step step(2, 2);
+  // More connections than node 0 keeps, none of which says a word.
+  const std::string address = step[0].Address();
+  const std::size_t colon = address.rfind(':');
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
+  ASSERT_EQ(::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr), 1);
+  std::vector<int> strangers;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+    strangers.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  step.Join();
+  for (int n = 0; n < 2; ++n) step[n].Contribute(0, std::to_string(n));
+  for (int n = 0; n < 2; ++n) {
+    const auto ended = step.Ended(n, 0);
+    ASSERT_TRUE(ended.has_value()) << "node " << n;
+    ASSERT_TRUE(ended->ok()) << ended->status();
+    EXPECT_EQ(**ended, "01");
+  }
+  for (const int fd : strangers) ::close(fd);
 }
 
 TEST(FenceTreeTest, PartsOfASubtreeAreParsedWithBounds) {
