@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,10 @@ constexpr std::size_t kLongestLine = 64 * 1024;
 // Fences under way at once: PMIx runs them one after another; more is a
 // stepd gone wrong.
 constexpr std::size_t kMaxOpenFences = 64;
+// Connections that have not said Hello: how many are kept at once, and for
+// how long (a stepd says it in its first flight, at once).
+constexpr std::size_t kMaxStrangers = 256;
+constexpr std::chrono::seconds kHelloWait{10};
 
 absl::Status Errno(std::string_view what) {
   return absl::Status(absl::ErrnoToStatusCode(errno),
@@ -85,7 +90,8 @@ struct StepIoServer::Connection {
   std::string node{};  ///< as its Hello names it
   int first_rank = 0;
   int ranks = 0;
-  std::string outbox{};  ///< stdin frames not yet sent
+  std::string outbox{};                           ///< stdin frames not yet sent
+  std::chrono::steady_clock::time_point since{};  ///< accepted at
 };
 
 std::string StepIoHost(const std::string& target) {
@@ -351,8 +357,21 @@ void StepIoServer::Serve() {
           fd < 0 ? absl::UnavailableError("no connection")
                  : tls::TlsSession::StartPsk(fd, tls::TlsSide::kServer, key_);
       if (session.ok()) {
-        connections.push_back(
-            std::make_unique<Connection>(Connection{.fd = fd, .tls = *std::move(session)}));
+        // Anyone may dial: those that have not said Hello are bounded, the
+        // oldest making room, so that strangers cannot keep a stepd out.
+        std::vector<Connection*> strangers;
+        for (const auto& c : connections) {
+          if (!c->hello && c->fd >= 0) strangers.push_back(c.get());
+        }
+        if (strangers.size() >= kMaxStrangers) {
+          Connection* oldest = *std::min_element(
+              strangers.begin(), strangers.end(),
+              [](const Connection* a, const Connection* b) { return a->since < b->since; });
+          ::close(oldest->fd);
+          oldest->fd = -1;
+        }
+        connections.push_back(std::make_unique<Connection>(Connection{
+            .fd = fd, .tls = *std::move(session), .since = std::chrono::steady_clock::now()}));
       } else if (fd >= 0) {
         ::close(fd);
       }
@@ -456,6 +475,13 @@ void StepIoServer::Serve() {
       if (close) {
         ::close(c.fd);
         c.fd = -1;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& c : connections) {
+      if (!c->hello && c->fd >= 0 && now - c->since > kHelloWait) {
+        ::close(c->fd);
+        c->fd = -1;
       }
     }
     std::erase_if(connections, [](const auto& c) { return c->fd < 0; });
