@@ -63,7 +63,8 @@ inline constexpr std::size_t kFrameHeaderSize = 9;
 inline constexpr std::uint32_t kMaxFrameData = 1U << 20;
 /// A fence's frames (and an answer's) carry ranks' published data: at most this.
 inline constexpr std::uint32_t kMaxFenceData = 64U << 20;
-/// kMaxFenceData for the fence's kinds, kMaxFrameData for the others.
+/// kMaxFenceData for the kinds that carry ranks' data (kFencePart, kFenceDone,
+/// kAnswer), kMaxFrameData for the others.
 [[nodiscard]] std::uint32_t MaxFrameData(FrameKind kind);
 
 /// The frame as bytes: header, then data (at most kMaxFrameData).
