@@ -2,24 +2,18 @@
 // cohort-controller: the cluster's controller service. The service is
 // ControllerServer (controller_server.h); this parses its flags and, when a
 // run asks it, executes the program again.
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <iostream>
 #include <string>
-#include <string_view>
-#include <vector>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "controller_server.h"
+#include "exec_again.h"
 
 namespace {
 
+using cohort::controller::ExecuteAgain;
+using cohort::controller::FlushLogs;
 using cohort::controller::ServerExit;
 using cohort::controller::ServerFlags;
 
@@ -47,38 +41,6 @@ void AddFlags(CLI::App& app, ServerFlags& flags) {
                "then exit");
 }
 
-// The command line of the controller again, listening where it listens now.
-std::vector<std::string> ArgumentsAgain(int argc, char** argv, const ServerExit& reload) {
-  std::vector<std::string> out{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--port" || arg == "--http-port") {
-      ++i;  // and its value
-      continue;
-    }
-    if (arg.starts_with("--port=") || arg.starts_with("--http-port=")) continue;
-    out.emplace_back(arg);
-  }
-  out.insert(out.end(), {"--port", std::to_string(reload.port)});
-  if (reload.http_port >= 0)
-    out.insert(out.end(), {"--http-port", std::to_string(reload.http_port)});
-  return out;
-}
-
-// Runs this program again in this process, listening where it listens now.
-int ExecuteAgain(int argc, char** argv, const ServerExit& reload, std::string_view why) {
-  std::vector<std::string> again = ArgumentsAgain(argc, argv, reload);
-  std::vector<char*> pointers;
-  for (std::string& arg : again) pointers.push_back(arg.data());
-  pointers.push_back(nullptr);
-  spdlog::info("controller_restarting reason=\"{}\"", why);
-  spdlog::shutdown();
-  ::execv("/proc/self/exe", pointers.data());
-  std::cerr << fmt::format("cohort-controller: cannot execute itself again ({}); start it again\n",
-                           std::strerror(errno));
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,11 +51,11 @@ int main(int argc, char** argv) {
   // Where a run cannot return (its servers were left running), it leaves
   // through here.
   cohort::controller::ControllerServer server(flags, [&](const ServerExit& end) {
-    if (!end.again_because.empty()) (void)ExecuteAgain(argc, argv, end, end.again_because);
-    spdlog::shutdown();
+    if (!end.again_because.empty()) (void)ExecuteAgain(argc, argv, end);
+    FlushLogs();
     std::_Exit(end.again_because.empty() ? end.status : 1);
   });
   const ServerExit end = server.Run();
-  if (!end.again_because.empty()) return ExecuteAgain(argc, argv, end, end.again_because);
+  if (!end.again_because.empty()) return ExecuteAgain(argc, argv, end);
   return end.status;
 }
