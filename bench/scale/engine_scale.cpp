@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
     const cohort::Job* job = engine.FindJob(holders[static_cast<std::size_t>(i)]);
     if (job == nullptr) return 1;
     std::vector<cohort::NodeId> held;
-    for (const auto& g : job->placement.grants) held.push_back(g.node);
+    for (const auto& g : job->run.placement.grants) held.push_back(g.node);
     const int tasks = job->gang.tasks_per_node;
     Effects e;
     for (const cohort::NodeId n : held) {

@@ -143,7 +143,7 @@ void Controller::Restore(LoadedState loaded) {
   saved.jobs.reserve(loaded.jobs.size());
   state_.specs.reserve(loaded.jobs.size());
   for (v1::JobRecord& record : loaded.jobs) {
-    absl::StatusOr<Job> job = FromRecord(record, *state_.topology);
+    absl::StatusOr<SavedJob> job = FromRecord(record, *state_.topology);
     if (!job.ok()) {
       // Kept in the database for the operator; the engine cannot run it.
       Log("controller")->error("job_unreadable job={} reason=\"{}\"", record.id(), job.status());
@@ -252,8 +252,8 @@ void Controller::Execute(Effects& effects) {
     // A task split off an array: it runs the array's spec.
     if (state_.specs.contains(id)) continue;
     const Job* job = state_.engine.FindJob(id);
-    if (job != nullptr && job->array_job_id != 0 && job->array_job_id != id) {
-      state_.specs[id] = state_.specs[job->array_job_id];
+    if (job != nullptr && job->array.job_id != 0 && job->array.job_id != id) {
+      state_.specs[id] = state_.specs[job->array.job_id];
     }
   }
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
@@ -288,7 +288,7 @@ void Controller::LogTransitions(const std::vector<JobTransition>& transitions) {
     const Job* job = state_.engine.FindJob(t.job);
     std::vector<std::string> nodes;
     if (job != nullptr) {
-      for (const alloc::NodeGrant& g : job->placement.grants) {
+      for (const alloc::NodeGrant& g : job->run.placement.grants) {
         nodes.push_back(state_.topology->NodeName(g.node));
       }
     }
@@ -296,7 +296,7 @@ void Controller::LogTransitions(const std::vector<JobTransition>& transitions) {
         ->info("job_state job={} from={} to={} event={} nodes={} leaves={} reason=\"{}\"", t.job,
                t.from ? JobStatusName(*t.from) : "none", JobStatusName(t.to),
                t.event ? JobEventName(*t.event) : "submitted", hostlist::Compress(nodes),
-               job == nullptr ? 0 : job->placement.leaves.size(),
+               job == nullptr ? 0 : job->run.placement.leaves.size(),
                job == nullptr ? "" : job->reason);
   }
 }
@@ -320,9 +320,9 @@ void Controller::Notify(JobId id) {
   for (auto it = state_.step_specs.lower_bound({id, std::numeric_limits<int>::min()});
        it != state_.step_specs.end() && it->first.first == id;) {
     const int step = it->first.second;
-    const bool running = std::any_of(job->steps.begin(), job->steps.end(), [&](const JobStep& s) {
-      return s.id == step && s.state == StepState::kRunning;
-    });
+    const bool running = std::any_of(
+        job->run.steps.begin(), job->run.steps.end(),
+        [&](const JobStep& s) { return s.id == step && s.state == StepState::kRunning; });
     it = running ? std::next(it) : state_.step_specs.erase(it);
   }
 }
@@ -373,7 +373,7 @@ std::vector<std::string> Controller::CheckReload(const config::ClusterConfig& ne
           "until its jobs have ended (cancel them, or wait)",
           id, JobStateName(job.state), partition));
     }
-    for (const alloc::NodeGrant& grant : job.placement.grants) {
+    for (const alloc::NodeGrant& grant : job.run.placement.grants) {
       const std::string& node = state_.topology->NodeName(grant.node);
       if (!next_topology.FindNode(node)) {
         errors.push_back(fmt::format(

@@ -41,7 +41,7 @@ struct QueueContext {
   const policy::FairShare& usage;  ///< charged up to `now`
   const policy::PriorityScale& scale;
   Millis now{0};
-  /// Fair-share factor by Job::share_slot, kept for the whole ordering
+  /// Fair-share factor by Job::cache.share_slot, kept for the whole ordering
   /// (-1: not computed yet), and the (account, user) of each slot.
   std::span<double> shares;
   std::span<const std::pair<std::string, std::string>> share_owners;

@@ -4,7 +4,7 @@
 namespace cohort::plugin {
 
 void FifoOrder::Rank(const QueueContext& /*context*/, std::span<Job* const> jobs) const {
-  for (Job* job : jobs) job->priority = 0;
+  for (Job* job : jobs) job->cache.priority = 0;
 }
 
 }  // namespace cohort::plugin

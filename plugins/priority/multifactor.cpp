@@ -9,12 +9,13 @@ void MultifactorOrder::Rank(const QueueContext& context, std::span<Job* const> j
   for (Job* job : jobs) {
     // Each (account, user)'s fair share once per ordering: it is the
     // costliest factor and the same for all of their jobs.
-    double& share = context.shares[static_cast<std::size_t>(job->share_slot)];
+    double& share = context.shares[static_cast<std::size_t>(job->cache.share_slot)];
     if (share < 0) {
-      const auto& [account, user] = context.share_owners[static_cast<std::size_t>(job->share_slot)];
+      const auto& [account, user] =
+          context.share_owners[static_cast<std::size_t>(job->cache.share_slot)];
       share = context.usage.Factor(context.config, account, user, context.now);
     }
-    job->priority =
+    job->cache.priority =
         policy::JobPriority(context.config, context.scale, *job, share, context.now).total;
   }
 }

@@ -269,7 +269,7 @@ absl::Status Admission::CheckQueueing(const Job& job) const {
   for (const auto* index : {&book_.Pending(), &book_.Active()}) {
     for (const Job* other : *index) {
       if (other->qos == job.qos && other->request.uid == job.request.uid) {
-        queued += other->array_pending.empty() ? 1 : other->array_pending.size();
+        queued += other->array.pending.empty() ? 1 : other->array.pending.size();
       }
     }
   }
@@ -295,7 +295,7 @@ absl::Status Admission::CheckSubmit(const Job& job, Millis now) const {
 }
 
 int Admission::DependencyStatus(Job& job, std::string& why) {
-  Dependency& dep = job.dependency_left;
+  Dependency& dep = job.wait.dependency_left;
   if (dep.terms.empty()) return 1;
   std::vector<DependencyTerm> left;
   bool any_satisfied = false;
@@ -329,8 +329,8 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
         const Job& t = book_.At(id);
         state = std::string(JobStateName(t.state));
         // An array's record with tasks not yet created has not ended.
-        if (t.state != JobState::kPending || t.start_time.count() != 0) started = true;
-        if (!IsFinished(t.state) || (t.id == t.array_job_id && !t.array_pending.empty())) {
+        if (t.state != JobState::kPending || t.run.start_time.count() != 0) started = true;
+        if (!IsFinished(t.state) || (t.id == t.array.job_id && !t.array.pending.empty())) {
           ended = false;
         }
         if (IsFinished(t.state) && t.state != JobState::kCompleted) ok = false;
@@ -394,7 +394,7 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     ShowHeld(job, effects);
     return false;
   }
-  if (!job.dependency_left.terms.empty()) {
+  if (!job.wait.dependency_left.terms.empty()) {
     std::string why;
     const int status = DependencyStatus(job, why);
     if (status == 0) {
@@ -405,13 +405,13 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
       if (job.request.kill_on_invalid_dep) {
         job.reason = fmt::format("its dependency can never be satisfied: {}", why);
         life_.Apply(job, JobEvent::kCancelled, now, effects);
-        job.array_pending.clear();
+        job.array.pending.clear();
       } else {
         Lifecycle::SetReason(job, PendingReason::kDependencyNeverSatisfied, why, effects);
       }
       return false;
     }
-    job.eligible_time = std::max(job.eligible_time, now);
+    job.wait.eligible_time = std::max(job.wait.eligible_time, now);
     Lifecycle::Changed(job, effects);
   }
   if (job.request.deadline.count() > 0 && job.time_limit != kUnlimited &&
@@ -420,7 +420,7 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
     job.reason = fmt::format("its time limit {} no longer ends before its --deadline",
                              FormatSlurmTime(job.time_limit));
     life_.Apply(job, JobEvent::kCancelled, now, effects);
-    job.array_pending.clear();
+    job.array.pending.clear();
     return false;
   }
   if (job.request.begin > now) {
@@ -433,8 +433,8 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
         effects);
     return false;
   }
-  if (!job.array_pending.empty() && job.request.array.max_running > 0) {
-    const auto it = counts.array_running.find(job.array_job_id);
+  if (!job.array.pending.empty() && job.request.array.max_running > 0) {
+    const auto it = counts.array_running.find(job.array.job_id);
     if (it != counts.array_running.end() && it->second >= job.request.array.max_running) {
       Lifecycle::SetReason(
           job, PendingReason::kJobArrayTaskLimit,

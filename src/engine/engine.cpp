@@ -48,22 +48,22 @@ absl::Status CheckStatus(const Job& job) {
     return absl::InternalError(fmt::format("job {} is {}, a status no job can have", job.id,
                                            JobStatusName(StatusOf(job))));
   }
-  if ((job.sub == JobSubstate::kPreempting) != (job.preempt_deadline.count() != 0)) {
+  if ((job.sub == JobSubstate::kPreempting) != (job.preemption.deadline.count() != 0)) {
     return absl::InternalError(fmt::format("job {} is {} with a preemption deadline of {} ms",
                                            job.id, JobStatusName(StatusOf(job)),
-                                           job.preempt_deadline.count()));
+                                           job.preemption.deadline.count()));
   }
-  if ((job.sub == JobSubstate::kSuspended) != (job.suspended_since.count() != 0)) {
+  if ((job.sub == JobSubstate::kSuspended) != (job.preemption.suspended_since.count() != 0)) {
     return absl::InternalError(fmt::format("job {} is {} with a suspension time of {} ms", job.id,
                                            JobStatusName(StatusOf(job)),
-                                           job.suspended_since.count()));
+                                           job.preemption.suspended_since.count()));
   }
-  const bool held_reason = job.pending_reason == PendingReason::kJobHeldUser ||
-                           job.pending_reason == PendingReason::kJobHeldAdmin;
+  const bool held_reason = job.wait.reason == PendingReason::kJobHeldUser ||
+                           job.wait.reason == PendingReason::kJobHeldAdmin;
   if (job.state == JobState::kPending && held_reason && !IsHeld(job)) {
     return absl::InternalError(fmt::format("job {} is {} but waits as {}", job.id,
                                            JobStatusName(StatusOf(job)),
-                                           PendingReasonName(job.pending_reason)));
+                                           PendingReasonName(job.wait.reason)));
   }
   return absl::OkStatus();
 }
@@ -71,12 +71,13 @@ absl::Status CheckStatus(const Job& job) {
 // A job's running steps hold only what its allocation holds, never one CPU
 // or GPU twice, and only while the job runs or stops.
 absl::Status CheckSteps(const Job& job) {
-  alloc::StepLedger ledger(job.placement.grants, job.gang.tasks_per_node, job.gang.cpus_per_task);
-  for (const JobStep& step : job.steps) {
-    if (step.id < FirstStep(job) || step.id >= job.next_step ||
+  alloc::StepLedger ledger(job.run.placement.grants, job.gang.tasks_per_node,
+                           job.gang.cpus_per_task);
+  for (const JobStep& step : job.run.steps) {
+    if (step.id < FirstStep(job) || step.id >= job.run.next_step ||
         step.node_exits.size() != step.placement.nodes.size()) {
       return absl::InternalError(
-          fmt::format("job {} has step {}, next is {}", job.id, step.id, job.next_step));
+          fmt::format("job {} has step {}, next is {}", job.id, step.id, job.run.next_step));
     }
     if (step.state != StepState::kRunning) continue;
     if (job.state != JobState::kRunning && job.state != JobState::kCompleting) {
@@ -161,17 +162,17 @@ absl::StatusOr<JobId> Engine::Submit(JobRequest request, Millis now, Effects& ef
   if (absl::Status s = core.admission.CheckQueueing(job); !s.ok()) return s;
   job.id = core.book.TakeId();
   job.submit_time = now;
-  job.eligible_time = now;
-  job.state = JobState::kPending;  // a new job enters the table pending, held if it asked
-  job.sub = job.request.hold ? JobSubstate::kHeldUser : JobSubstate::kNone;
-  job.pending_reason = job.request.hold ? PendingReason::kJobHeldUser : PendingReason::kNone;
-  job.reason = PendingReasonName(job.pending_reason);
-  job.dependency_left = job.request.dependency;
+  job.wait.eligible_time = now;
+  job.wait.reason = job.request.hold ? PendingReason::kJobHeldUser : PendingReason::kNone;
+  job.reason = PendingReasonName(job.wait.reason);
+  job.wait.dependency_left = job.request.dependency;
   if (!job.request.array.tasks.empty()) {
-    job.array_job_id = job.id;
-    job.array_pending = job.request.array.tasks;
+    job.array.job_id = job.id;
+    job.array.pending = job.request.array.tasks;
   }
-  Job& queued = core.book.Add(std::move(job), effects);
+  // A new job enters the table pending, held if it asked.
+  const JobSubstate sub = job.request.hold ? JobSubstate::kHeldUser : JobSubstate::kNone;
+  Job& queued = core.book.Add(std::move(job), sub, effects);
   Job* const ranked[] = {&queued};
   core.priority.Rank(ranked, core.book, now);
   core.triggers.Submitted(queued);
@@ -360,19 +361,20 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
   core.book.ReserveIdsBelow(state.next_id);
   core.nodes.RestoreAdmin(state.nodes);
   core.priority.Usage().Restore(state.usage);
-  for (Job& saved : state.jobs) {
+  for (SavedJob& saved : state.jobs) {
     Job* restored = core.book.Restore(std::move(saved));
     if (restored == nullptr) continue;
     Job& job = *restored;
-    job.charged_until = now;
+    job.cache.charged_until = now;
     // A step recorded before steps kept their port had its job's moved up
     // by its id, which its ranks were given then.
-    for (JobStep& step : job.steps) {
-      if (step.master_port == 0) step.master_port = engine::StepPortBase(job.master_port, step.id);
+    for (JobStep& step : job.run.steps) {
+      if (step.master_port == 0)
+        step.master_port = engine::StepPortBase(job.run.master_port, step.id);
     }
     // The store keeps the reason's name; the engine decides by the enum.
     if (job.state == JobState::kPending) {
-      job.pending_reason = ParsePendingReason(job.reason).value_or(PendingReason::kNone);
+      job.wait.reason = ParsePendingReason(job.reason).value_or(PendingReason::kNone);
     }
     const bool active = engine::IsActive(job);
     absl::StatusOr<Job> resolved = core.admission.Resolve(job.request);
@@ -392,32 +394,32 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         adopt(job);
       }
     } else if (job.state == JobState::kPending) {
-      job.exit_code = 1;
+      job.run.exit_code = 1;
       job.reason = fmt::format("no longer valid after a configuration change: {}",
                                resolved.status().message());
       core.life.Apply(job, JobEvent::kInvalidated, now, effects);
       continue;
     } else if (active) {
       // Its partition changed; keep what the running gang holds.
-      job.gang.nodes = static_cast<int>(job.placement.grants.size());
+      job.gang.nodes = static_cast<int>(job.run.placement.grants.size());
       job.gang.tasks_per_node = job.request.tasks_per_node;
       job.gang.cpus_per_task = job.request.cpus_per_task;
       job.gang.gpus_per_node = job.request.gpus_per_node;
       job.gang.memory_mb_per_node = job.request.memory_mb;
     }
     if (!active) continue;
-    const std::size_t size = job.placement.grants.size();
-    job.released.resize(size, 0);
-    job.exited_ok.resize(size, 0);
+    const std::size_t size = job.run.placement.grants.size();
+    job.run.released.resize(size, 0);
+    job.run.exited_ok.resize(size, 0);
     std::string lost;
     for (std::size_t rank = 0; rank < size; ++rank) {
-      if (job.released[rank] != 0) continue;
-      const alloc::NodeGrant& g = job.placement.grants[rank];
+      if (job.run.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.run.placement.grants[rank];
       const bool known = g.node >= 0 && g.node < core.topology.NodeCount();
       const alloc::NodeFree* free = known ? &core.pool.Free(g.node) : nullptr;
       if (free == nullptr || free->cpus < g.cpus || free->memory_mb < g.memory_mb ||
           (free->gpus & g.gpus) != g.gpus) {
-        job.released[rank] = 1;
+        job.run.released[rank] = 1;
         if (lost.empty()) {
           lost = known ? fmt::format("its share of {} no longer fits the node's configuration",
                                      core.topology.NodeName(g.node))
@@ -434,7 +436,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
       }
     }
     if (!lost.empty() && job.state == JobState::kRunning) {
-      job.exit_code = 1;
+      job.run.exit_code = 1;
       job.reason = lost;
       core.life.Apply(job, JobEvent::kNodeLost, now, effects);
     } else if (engine::AllReleased(job)) {
@@ -462,18 +464,18 @@ absl::Status Engine::CheckInvariants() const {
     if (absl::Status steps = CheckSteps(job); !steps.ok()) return steps;
     if (IsSuspended(job)) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {
-      if (!job.placement.grants.empty() && job.state == JobState::kPending) {
+      if (!job.run.placement.grants.empty() && job.state == JobState::kPending) {
         return absl::InternalError(fmt::format("pending job {} holds nodes", id));
       }
       continue;
     }
-    if (static_cast<int>(job.placement.grants.size()) != job.gang.nodes) {
+    if (static_cast<int>(job.run.placement.grants.size()) != job.gang.nodes) {
       return absl::InternalError(fmt::format("job {} holds {} nodes of {}", id,
-                                             job.placement.grants.size(), job.gang.nodes));
+                                             job.run.placement.grants.size(), job.gang.nodes));
     }
-    for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-      if (job.released[rank] != 0) continue;
-      const alloc::NodeGrant& g = job.placement.grants[rank];
+    for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+      if (job.run.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.run.placement.grants[rank];
       Used& u = used[static_cast<std::size_t>(g.node)];
       if ((u.gpus & g.gpus) != 0) {
         return absl::InternalError(

@@ -56,7 +56,7 @@ absl::StatusOr<Job*> OneJob(engine::JobBook& book, JobRef ref, const Caller& cal
   if (ids.size() > 1) {
     return absl::InvalidArgumentError(
         fmt::format("job {} is an array of {} jobs; name one task, as {}_{}", ref.job, ids.size(),
-                    ref.job, book.At(ids.back()).array_task_id));
+                    ref.job, book.At(ids.back()).array.task_id));
   }
   Job& job = book.At(ids.front());
   if (absl::Status s = CheckOwner(job, caller, verb); !s.ok()) return s;
@@ -71,13 +71,13 @@ absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& requ
   absl::StatusOr<Job*> job = OneJob(core_->book, ref, caller, "start steps in");
   if (!job.ok()) return job.status();
   if (!token.empty()) {
-    for (const JobStep& step : (*job)->steps) {
+    for (const JobStep& step : (*job)->run.steps) {
       if (step.token == token) return step.id;
     }
   }
   // After a controller restart the allocation's nodes report back one by
   // one: a step launched to one not yet back would fail at once.
-  for (const alloc::NodeGrant& grant : (*job)->placement.grants) {
+  for (const alloc::NodeGrant& grant : (*job)->run.placement.grants) {
     if (!core_->nodes.At(grant.node).registered) {
       return absl::ResourceExhaustedError(fmt::format(
           "job {}: node {} has not reported back since the controller restarted; the step "
@@ -87,17 +87,17 @@ absl::StatusOr<int> Engine::StartStep(JobRef ref, const alloc::StepRequest& requ
   }
   absl::StatusOr<int> started = engine::Steps::Start(**job, request, now, effects);
   if (!started.ok()) return started;
-  JobStep& step = (*job)->steps.back();
+  JobStep& step = (*job)->run.steps.back();
   step.token = token;
   // Each step's own rendezvous port: the job's moved by the step's id, then
   // on to one that no other job or step on its first node has (two jobs'
   // steps sharing a node would otherwise meet on one port).
   const NodeId master =
       (*job)
-          ->placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
+          ->run.placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
           .node;
   step.master_port = core_->life.FreePort(
-      master, engine::StepPortBase((*job)->master_port, step.id), **job, &step);
+      master, engine::StepPortBase((*job)->run.master_port, step.id), **job, &step);
   return started;
 }
 
@@ -124,7 +124,7 @@ absl::Status Engine::EndAllocation(JobRef ref, int exit_code, const Caller& call
         fmt::format("job {} is {}; only a running allocation ends this way", DisplayId(job),
                     JobStateName(job.state)));
   }
-  job.exit_code = exit_code;
+  job.run.exit_code = exit_code;
   if (exit_code != 0) {
     job.reason = fmt::format("its command (cohort alloc) exited with code {}", exit_code);
   }
@@ -154,12 +154,12 @@ void Engine::AddUsage(JobId id, std::optional<int> step, std::int64_t max_rss_kb
   // would overflow the sum.
   constexpr std::int64_t kMostCpuMs = std::int64_t{1} << 52;
   if (job == nullptr || max_rss_kb < 0 || cpu_ms < 0 || cpu_ms > kMostCpuMs) return;
-  std::int64_t* peak = &job->own_max_rss_kb;
-  std::int64_t* cpu = &job->own_cpu_ms;
+  std::int64_t* peak = &job->run.own_max_rss_kb;
+  std::int64_t* cpu = &job->run.own_cpu_ms;
   if (step) {
-    const auto it = std::find_if(job->steps.begin(), job->steps.end(),
+    const auto it = std::find_if(job->run.steps.begin(), job->run.steps.end(),
                                  [&](const JobStep& s) { return s.id == *step; });
-    if (it == job->steps.end()) return;
+    if (it == job->run.steps.end()) return;
     peak = &it->max_rss_kb;
     cpu = &it->cpu_ms;
   }
@@ -200,7 +200,7 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
       return absl::FailedPreconditionError(fmt::format(
           "job {} is {}; only running jobs can be signalled", id, JobStateName(job.state)));
     }
-    for (const alloc::NodeGrant& g : job.placement.grants) {
+    for (const alloc::NodeGrant& g : job.run.placement.grants) {
       effects.commands.emplace_back(SignalCommand{id, g.node, signal, SignalScope::kRanks});
     }
     return absl::OkStatus();
@@ -208,7 +208,7 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
   job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "cancelled by an operator"
                                                                     : "cancelled by its owner";
   core.life.Apply(job, JobEvent::kCancelled, now, effects);
-  if (job.array_job_id == job.id && job.array_task_id < 0) job.array_pending.clear();
+  if (job.array.job_id == job.id && job.array.task_id < 0) job.array.pending.clear();
   return absl::OkStatus();
 }
 
@@ -222,7 +222,7 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
     return absl::NotFoundError(fmt::format("job {} not found; see cohort queue", name));
   if (ref.task >= 0) {
     Job& job = core.book.At(ids.front());
-    if (job.array_task_id == ref.task || job.array_job_id != job.id) {
+    if (job.array.task_id == ref.task || job.array.job_id != job.id) {
       return Cancel(job.id, signal, caller, now, effects);
     }
     // A task not yet created: drop it from the array.
@@ -231,8 +231,8 @@ absl::Status Engine::Cancel(JobRef ref, int signal, const Caller& caller, Millis
       return absl::FailedPreconditionError(
           fmt::format("job {} is pending; only running jobs can be signalled", name));
     }
-    std::erase(job.array_pending, ref.task);
-    if (job.array_pending.empty() && job.array_task_id < 0) {
+    std::erase(job.array.pending, ref.task);
+    if (job.array.pending.empty() && job.array.task_id < 0) {
       job.reason = "every task was cancelled before it started";
       core.life.Apply(job, JobEvent::kCancelled, now, effects);
     }
@@ -349,7 +349,7 @@ absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effec
               "job {} was held by an operator; ask an operator to release it", DisplayId(job)));
         }
         core.life.Apply(job, JobEvent::kReleased, now, effects);
-        job.eligible_time = now;
+        job.wait.eligible_time = now;
         engine::Lifecycle::SetReason(job, PendingReason::kNone, "", effects);
         return true;
       },
@@ -388,7 +388,7 @@ absl::Status Engine::CheckpointDone(JobRef ref, const Caller& caller, Millis now
       [&](Job& job) -> absl::StatusOr<bool> {
         if (job.sub != JobSubstate::kPreempting) return false;
         const Millis since =
-            job.preemptions.empty() ? Millis{0} : now - job.preemptions.back().time;
+            job.preemption.records.empty() ? Millis{0} : now - job.preemption.records.back().time;
         core.preemption.StopVictim(
             job, fmt::format("checkpoint done after {:.1f} s", since.count() / 1000.0), now,
             effects);

@@ -17,35 +17,36 @@ namespace cohort::engine {
 
 int GpusHeld(const Job& job) {
   int gpus = 0;
-  for (const alloc::NodeGrant& g : job.placement.grants) gpus += std::popcount(g.gpus);
+  for (const alloc::NodeGrant& g : job.run.placement.grants) gpus += std::popcount(g.gpus);
   return gpus;
 }
 
 int CpusHeld(const Job& job) {
   int cpus = 0;
-  for (const alloc::NodeGrant& g : job.placement.grants) cpus += g.cpus;
+  for (const alloc::NodeGrant& g : job.run.placement.grants) cpus += g.cpus;
   return cpus;
 }
 
 int RanksOk(const Job& job) {
   int ok = 0;
-  for (const int n : job.exited_ok) ok += n;
+  for (const int n : job.run.exited_ok) ok += n;
   return ok;
 }
 
 bool AllReleased(const Job& job) {
-  return std::all_of(job.released.begin(), job.released.end(), [](std::uint8_t r) { return r; });
+  return std::all_of(job.run.released.begin(), job.run.released.end(),
+                     [](std::uint8_t r) { return r; });
 }
 
 int NodeRankOf(const Job& job, NodeId node) {
-  for (std::size_t i = 0; i < job.placement.grants.size(); ++i) {
-    if (job.placement.grants[i].node == node) return static_cast<int>(i);
+  for (std::size_t i = 0; i < job.run.placement.grants.size(); ++i) {
+    if (job.run.placement.grants[i].node == node) return static_cast<int>(i);
   }
   return -1;
 }
 
 bool Touches(const Job& job, const alloc::Placement& placement) {
-  for (const alloc::NodeGrant& mine : job.placement.grants) {
+  for (const alloc::NodeGrant& mine : job.run.placement.grants) {
     for (const alloc::NodeGrant& theirs : placement.grants) {
       if (mine.node == theirs.node) return true;
     }
@@ -56,7 +57,7 @@ bool Touches(const Job& job, const alloc::Placement& placement) {
 Millis EndBound(const Job& job, Millis now) {
   if (job.state == JobState::kCompleting) return now;
   if (job.time_limit == kUnlimited) return Millis::max();
-  return std::max(job.start_time + ToMillis(job.time_limit), now);
+  return std::max(job.run.start_time + ToMillis(job.time_limit), now);
 }
 
 bool MayFit(const alloc::GangRequest& gang, const alloc::NodePool& pool, NodeId node) {

@@ -55,8 +55,8 @@ using alloc::NodeId;
 template <typename Visit>
 void ForEachHeldGrant(const Job& job, Visit visit) {
   if (IsSuspended(job)) return;
-  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-    if (job.released[rank] == 0) visit(job.placement.grants[rank]);
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+    if (job.run.released[rank] == 0) visit(job.run.placement.grants[rank]);
   }
 }
 [[nodiscard]] std::vector<alloc::NodeGrant> HeldGrants(const Job& job);

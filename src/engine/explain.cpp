@@ -93,13 +93,14 @@ void ExplainWait(engine::EngineCore& core, const Job& job, Explanation& e) {
     if (other_id == job.id) break;
     const Job& other = core.book.At(other_id);
     if (other.gang.partition.value_or(-1) != partition || IsHeld(other) ||
-        other.pending_reason == PendingReason::kDependency ||
-        other.pending_reason == PendingReason::kDependencyNeverSatisfied) {
+        other.wait.reason == PendingReason::kDependency ||
+        other.wait.reason == PendingReason::kDependencyNeverSatisfied) {
       continue;
     }
     if (++wait.ahead_count <= 3) {
-      wait.ahead.push_back(
-          {.display_id = DisplayId(other), .priority = other.priority, .nodes = other.gang.nodes});
+      wait.ahead.push_back({.display_id = DisplayId(other),
+                            .priority = other.cache.priority,
+                            .nodes = other.gang.nodes});
     }
   }
   const alloc::PlacementResult now_result = core.allocator.Place(job.gang, core.pool);
@@ -133,10 +134,10 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
   Explanation e;
   e.job = job.id;
   e.status = StatusOf(job);
-  e.expected_start = job.expected_start;
+  e.expected_start = job.cache.expected_start;
   e.explained_at = now;
   if (job.state != JobState::kPending) return e;
-  e.reason = job.pending_reason;
+  e.reason = job.wait.reason;
   switch (e.reason) {
     case PendingReason::kNone:
     case PendingReason::kResources:

@@ -209,10 +209,10 @@ std::string JobStatusName(JobStatus status) {
 }
 
 std::string DisplayId(const Job& job) {
-  if (job.array_task_id >= 0) return fmt::format("{}_{}", job.array_job_id, job.array_task_id);
-  if (!job.array_pending.empty()) {
+  if (job.array.task_id >= 0) return fmt::format("{}_{}", job.array.job_id, job.array.task_id);
+  if (!job.array.pending.empty()) {
     return fmt::format("{}_[{}]", job.id,
-                       FormatArrayTasks(job.array_pending, job.request.array.max_running));
+                       FormatArrayTasks(job.array.pending, job.request.array.max_running));
   }
   return std::to_string(job.id);
 }

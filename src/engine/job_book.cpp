@@ -33,8 +33,11 @@ const Job& JobBook::At(JobId id) const {
   return *job;
 }
 
-Job& JobBook::Add(Job&& job, Effects& effects) {
+Job& JobBook::Add(Job&& job, JobSubstate sub, Effects& effects) {
   const JobId id = job.id;
+  COHORT_CHECK(IsValid({JobState::kPending, sub}), "a new job is pending");
+  job.state.Set(JobState::kPending, StatusKey());
+  job.sub.Set(sub, StatusKey());
   auto [it, inserted] = jobs_.emplace(id, std::move(job));
   COHORT_CHECK(inserted, "job id reused");
   Insert(it->second);
@@ -42,15 +45,18 @@ Job& JobBook::Add(Job&& job, Effects& effects) {
   return it->second;
 }
 
-Job* JobBook::Restore(Job&& job) {
-  next_id_ = std::max(next_id_, job.id + 1);
-  const JobId id = job.id;
-  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+Job* JobBook::Restore(SavedJob&& saved) {
+  next_id_ = std::max(next_id_, saved.job.id + 1);
+  const JobId id = saved.job.id;
+  auto [it, inserted] = jobs_.emplace(id, std::move(saved.job));
   if (!inserted) return nullptr;
-  it->second.share_slot = -1;  // numbered by this book
+  Job& job = it->second;
+  job.state.Set(saved.status.state, StatusKey());
+  job.sub.Set(IsValid(saved.status) ? saved.status.sub : JobSubstate::kNone, StatusKey());
+  job.cache.share_slot = -1;  // numbered by this book
   Insert(it->second);
-  if (it->second.array_task_id >= 0 && id != it->second.array_job_id) {
-    array_tasks_[it->second.array_job_id].push_back(id);
+  if (it->second.array.task_id >= 0 && id != it->second.array.job_id) {
+    array_tasks_[it->second.array.job_id].push_back(id);
   }
   return &it->second;
 }
@@ -62,10 +68,10 @@ void JobBook::SetState(Job& job, JobStatus next, JobEvent event, Effects& effect
   if (now == next) return;
   COHORT_CHECK(IsValid(next), "a sub-state its state does not have");
   effects.transitions.push_back({job.id, now, next, event});
-  job.sub = next.sub;
+  job.sub.Set(next.sub, StatusKey());
   if (next.state == now.state) return;  // the indexes follow the state alone
   Unindex(job);
-  job.state = next.state;
+  job.state.Set(next.state, StatusKey());
   Insert(job);
 }
 
@@ -75,11 +81,11 @@ void JobBook::EndSwitchWait(Job& job) {
 }
 
 void JobBook::Insert(Job& job) {
-  if (job.share_slot < 0) {
+  if (job.cache.share_slot < 0) {
     auto key = std::pair{job.request.account, job.request.user_name};
     auto [it, fresh] = share_slots_.try_emplace(key, static_cast<int>(share_owners_.size()));
     if (fresh) share_owners_.push_back(std::move(key));
-    job.share_slot = it->second;
+    job.cache.share_slot = it->second;
   }
   if (job.state == JobState::kPending) {
     pending_.insert(&job);
@@ -88,7 +94,7 @@ void JobBook::Insert(Job& job) {
   } else if (IsActive(job)) {
     active_.insert(&job);
   } else {
-    finished_.emplace(job.end_time, job.id);
+    finished_.emplace(job.run.end_time, job.id);
   }
 }
 
@@ -105,7 +111,7 @@ void JobBook::Unindex(Job& job) {
   } else if (IsActive(job)) {
     active_.erase(&job);
   } else {
-    finished_.erase({job.end_time, job.id});
+    finished_.erase({job.run.end_time, job.id});
   }
 }
 
@@ -116,12 +122,12 @@ std::vector<JobId> JobBook::Lookup(const JobRef& ref) const {
   if (ref.task >= 0) {
     if (tasks != array_tasks_.end()) {
       for (const JobId id : tasks->second) {
-        if (At(id).array_task_id == ref.task) return {id};
+        if (At(id).array.task_id == ref.task) return {id};
       }
     }
-    if (record != nullptr && record->array_job_id == ref.job &&
-        (record->array_task_id == ref.task ||
-         std::binary_search(record->array_pending.begin(), record->array_pending.end(),
+    if (record != nullptr && record->array.job_id == ref.job &&
+        (record->array.task_id == ref.task ||
+         std::binary_search(record->array.pending.begin(), record->array.pending.end(),
                             ref.task))) {
       return {ref.job};
     }
@@ -139,8 +145,8 @@ std::vector<JobId> JobBook::ForgetFinished(Millis now, Millis retention) {
     const JobId id = finished_.begin()->second;
     finished_.erase(finished_.begin());
     const Job& job = At(id);
-    if (job.array_job_id != 0 && job.array_job_id != id) {
-      auto it = array_tasks_.find(job.array_job_id);
+    if (job.array.job_id != 0 && job.array.job_id != id) {
+      auto it = array_tasks_.find(job.array.job_id);
       if (it != array_tasks_.end()) {
         std::erase(it->second, id);
         if (it->second.empty()) array_tasks_.erase(it);
@@ -157,7 +163,7 @@ absl::Status JobBook::CheckIndexes() const {
   for (const auto& [id, job] : jobs_) {
     const bool in_pending = pending_.contains(&job);
     const bool in_active = active_.contains(&job);
-    const bool in_finished = finished_.contains({job.end_time, id});
+    const bool in_finished = finished_.contains({job.run.end_time, id});
     const bool want_pending = job.state == JobState::kPending;
     const bool want_active = IsActive(job);
     if (in_pending != want_pending || in_active != want_active ||

@@ -15,6 +15,7 @@
 namespace cohort {
 struct Effects;
 struct JobRef;
+struct SavedJob;
 }  // namespace cohort
 
 namespace cohort::engine {
@@ -49,11 +50,14 @@ class JobBook {
   /// Restore: ids below `next` are taken.
   void ReserveIdsBelow(JobId next) { next_id_ = std::max(next_id_, next); }
 
-  /// Adds a new job under its id (which must be fresh), indexes it and
-  /// reports it in `effects`.
-  Job& Add(Job&& job, Effects& effects);
-  /// Adds a saved job; null when its id is already taken (the first wins).
-  Job* Restore(Job&& job);
+  /// Adds a new job under its id (which must be fresh), pending with `sub`
+  /// (kNone, or kHeldUser for a job submitted held), indexes it and reports
+  /// it in `effects`.
+  Job& Add(Job&& job, JobSubstate sub, Effects& effects);
+  /// Adds a saved job in the status it was saved in (a status no job can
+  /// have becomes the state alone); null when its id is already taken (the
+  /// first wins).
+  Job* Restore(SavedJob&& saved);
   /// Records an array task split off `array_id` (Lookup finds it by task).
   void AddArrayTask(JobId array_id, JobId task);
 
@@ -85,7 +89,7 @@ class JobBook {
   [[nodiscard]] const Index& SwitchWaits() const { return switch_waits_; }
   /// How many pending jobs have each gang shape.
   [[nodiscard]] const std::map<GangShape, int>& PendingShapes() const { return pending_shapes_; }
-  /// (account, user) by Job::share_slot.
+  /// (account, user) by Job::cache.share_slot.
   [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& ShareOwners() const {
     return share_owners_;
   }

@@ -25,11 +25,12 @@ namespace {
 // one attempt.
 bool WarningDue(const Job& job, Millis now) {
   const TimeWarning& warning = job.request.warning;
-  if (job.state != JobState::kRunning || warning.signal == 0 || job.warned_attempt == job.attempt ||
-      job.time_limit == kUnlimited || job.time_limit <= warning.before) {
+  if (job.state != JobState::kRunning || warning.signal == 0 ||
+      job.run.warned_attempt == job.run.attempt || job.time_limit == kUnlimited ||
+      job.time_limit <= warning.before) {
     return false;
   }
-  return now - job.start_time >=
+  return now - job.run.start_time >=
          std::chrono::duration_cast<Millis>(job.time_limit - warning.before);
 }
 
@@ -47,24 +48,24 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
   const JobState before = job.state;
   if (before == JobState::kPending && IsFinished(next->state)) {
     // Cancelled, or no longer admitted: it ends without having run.
-    job.cause = CauseOf(event);
-    job.end_time = now;
+    job.run.cause = CauseOf(event);
+    job.run.end_time = now;
     book_.SetState(job, *next, event, effects);
     Changed(job, effects);
     triggers_.Note(Trigger::kEndedPending);  // it may have been what the jobs behind it waited for
     return;
   }
   if (before == JobState::kRunning && next->state == JobState::kCompleting) {
-    job.cause = CauseOf(event);
-    if (job.cause == EndCause::kNodeLost && job.request.requeue) {
-      job.cause = EndCause::kNodeLostRequeue;
+    job.run.cause = CauseOf(event);
+    if (job.run.cause == EndCause::kNodeLost && job.request.requeue) {
+      job.run.cause = EndCause::kNodeLostRequeue;
     }
-    job.preempt_deadline = Millis{0};  // a victim that ends by itself is preempted no more
+    job.preemption.deadline = Millis{0};  // a victim that ends by itself is preempted no more
     book_.SetState(job, *next, event, effects);
     // A gang whose ranks all exited 0 frees its nodes by itself; a batch
     // job's other nodes, and steps still running, must be told.
-    if (job.cause != EndCause::kSuccess || job.request.launch != JobLaunch::kEveryRank ||
-        std::any_of(job.steps.begin(), job.steps.end(),
+    if (job.run.cause != EndCause::kSuccess || job.request.launch != JobLaunch::kEveryRank ||
+        std::any_of(job.run.steps.begin(), job.run.steps.end(),
                     [](const JobStep& s) { return s.state == StepState::kRunning; })) {
       StopGang(job, effects);
     }
@@ -84,43 +85,43 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
 }
 
 void Lifecycle::StopGang(Job& job, Effects& effects) {
-  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-    if (job.released[rank] == 0) {
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+    if (job.run.released[rank] == 0) {
       // Stopped ranks handle no SIGTERM: wake them to shut down cleanly.
       if (IsSuspended(job)) {
         effects.commands.emplace_back(
-            SignalCommand{job.id, job.placement.grants[rank].node, SIGCONT, SignalScope::kAll});
+            SignalCommand{job.id, job.run.placement.grants[rank].node, SIGCONT, SignalScope::kAll});
       }
-      effects.commands.emplace_back(TerminateCommand{job.id, job.placement.grants[rank].node});
+      effects.commands.emplace_back(TerminateCommand{job.id, job.run.placement.grants[rank].node});
     }
   }
 }
 
 void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
-  const JobState final_state = FinalState(job.cause);
+  const JobState final_state = FinalState(job.run.cause);
   priority_.Charge(job, now);
-  job.end_time = now;
-  job.suspended_since = Millis{0};
+  job.run.end_time = now;
+  job.preemption.suspended_since = Millis{0};
   Steps::EndWithJob(job, now);
   if (final_state == JobState::kPending) {
     // Requeued: back in the queue with the same id and the next attempt.
     book_.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
-    job.pending_reason = PendingReason::kRequeued;
+    job.wait.reason = PendingReason::kRequeued;
     job.reason = PendingReasonName(PendingReason::kRequeued);
     job.reason_detail =
-        job.cause == EndCause::kPreemptRequeue
-            ? fmt::format("preempted by job {}; runs again when resources allow", job.preempted_by)
-        : job.cause == EndCause::kRequeued ? "requeued by cohort requeue"
-                                           : "a node of its last attempt was lost";
-    job.preempted_by = 0;
-    job.eligible_time = now;
-    job.cause = EndCause::kNone;
-    job.placement = {};
-    job.released.clear();
-    job.exited_ok.clear();
-    job.steps.clear();  // the next attempt numbers its steps anew
-    job.next_step = FirstStep(job);
-    ++job.attempt;
+        job.run.cause == EndCause::kPreemptRequeue
+            ? fmt::format("preempted by job {}; runs again when resources allow", job.preemption.by)
+        : job.run.cause == EndCause::kRequeued ? "requeued by cohort requeue"
+                                               : "a node of its last attempt was lost";
+    job.preemption.by = 0;
+    job.wait.eligible_time = now;
+    job.run.cause = EndCause::kNone;
+    job.run.placement = {};
+    job.run.released.clear();
+    job.run.exited_ok.clear();
+    job.run.steps.clear();  // the next attempt numbers its steps anew
+    job.run.next_step = FirstStep(job);
+    ++job.run.attempt;
     triggers_.Note(Trigger::kRequeued);
   } else {
     book_.SetState(job, {final_state, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
@@ -130,20 +131,22 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
 
 int Lifecycle::MasterPort(const Job& job) const {
   // From the job's id, spread over 20000-39999.
-  return FreePort(job.placement.grants.front().node, 20000 + static_cast<int>(job.id % 20000), job,
-                  nullptr);
+  return FreePort(job.run.placement.grants.front().node, 20000 + static_cast<int>(job.id % 20000),
+                  job, nullptr);
 }
 
 int Lifecycle::FreePort(NodeId master, int preferred, const Job& job, const JobStep* step) const {
   const auto first_node = [](const Job& j, const JobStep& s) {
-    return j.placement.grants[static_cast<std::size_t>(s.placement.nodes.front().node_rank)].node;
+    return j.run.placement.grants[static_cast<std::size_t>(s.placement.nodes.front().node_rank)]
+        .node;
   };
   std::set<int> taken;
   for (const JobId other : book_.JobsOn(master)) {
     const Job& o = book_.At(other);
-    if (o.placement.grants.empty()) continue;
-    if (o.id != job.id && o.placement.grants.front().node == master) taken.insert(o.master_port);
-    for (const JobStep& s : o.steps) {
+    if (o.run.placement.grants.empty()) continue;
+    if (o.id != job.id && o.run.placement.grants.front().node == master)
+      taken.insert(o.run.master_port);
+    for (const JobStep& s : o.run.steps) {
       if (&s == step || s.state != StepState::kRunning || s.master_port == 0 ||
           s.placement.nodes.empty() || first_node(o, s) != master) {
         continue;
@@ -157,9 +160,9 @@ int Lifecycle::FreePort(NodeId master, int preferred, const Job& job, const JobS
 }
 
 void Lifecycle::ReleaseNode(Job& job, int node_rank, Effects& effects) {
-  if (job.released[static_cast<std::size_t>(node_rank)] != 0) return;
-  job.released[static_cast<std::size_t>(node_rank)] = 1;
-  const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node_rank)];
+  if (job.run.released[static_cast<std::size_t>(node_rank)] != 0) return;
+  job.run.released[static_cast<std::size_t>(node_rank)] = 1;
+  const alloc::NodeGrant& grant = job.run.placement.grants[static_cast<std::size_t>(node_rank)];
   if (!IsSuspended(job)) pool_.Release({&grant, 1});
   book_.LetGo(grant.node, job.id);
   effects.changed_nodes.push_back(grant.node);
@@ -174,15 +177,15 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
   const int rank = NodeRankOf(job, node);
   if (rank < 0) return;
   if (exit_code == 0 && signal == 0) {
-    CountOk(job, rank, job.exited_ok[static_cast<std::size_t>(rank)] + 1, now, effects);
+    CountOk(job, rank, job.run.exited_ok[static_cast<std::size_t>(rank)] + 1, now, effects);
     return;
   }
-  if (job.state == JobState::kRunning && signal != 0 && job.warned_attempt == job.attempt &&
+  if (job.state == JobState::kRunning && signal != 0 && job.run.warned_attempt == job.run.attempt &&
       signal == job.request.warning.signal) {
     // A rank that does not handle the warning dies of it (USR1's default):
     // the job met its time limit early; it did not fail.
-    job.exit_code = exit_code;
-    job.exit_signal = signal;
+    job.run.exit_code = exit_code;
+    job.run.exit_signal = signal;
     job.reason = fmt::format(
         "time limit {} reached: a rank on {} ended on the warning signal {} sent {} s before it",
         FormatSlurmTime(job.time_limit), topology_.NodeName(node), SignalName(signal),
@@ -194,8 +197,8 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
   if (job.state == JobState::kRunning) {
     // The first failure names the job's exit; ranks killed by the gang stop
     // that follows do not overwrite it.
-    job.exit_code = exit_code;
-    job.exit_signal = signal;
+    job.run.exit_code = exit_code;
+    job.run.exit_signal = signal;
     const std::string_view who = IsBatch(job) ? "the batch script" : "a rank";
     job.reason =
         signal != 0
@@ -211,7 +214,7 @@ void Lifecycle::LaunchFailed(JobId id, NodeId node, const std::string& reason, M
   if (found == nullptr || NodeRankOf(*found, node) < 0) return;
   Job& job = *found;
   if (job.state == JobState::kRunning) {
-    job.exit_code = 1;
+    job.run.exit_code = 1;
     // Agents name their node first already; say it once.
     const std::string& name = topology_.NodeName(node);
     job.reason = reason.starts_with(name + ": ")
@@ -253,7 +256,7 @@ void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects)
 }
 
 void Lifecycle::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects) {
-  int& count = job.exited_ok[static_cast<std::size_t>(node_rank)];
+  int& count = job.run.exited_ok[static_cast<std::size_t>(node_rank)];
   if (ranks_ok <= count) return;
   // A batch job's own launch is its script, one process on node rank 0.
   count = std::min(ranks_ok, OwnRanksOn(job, node_rank));
@@ -278,14 +281,14 @@ void Lifecycle::ApplyFinished(Job& job, NodeId node, int node_rank, const Finish
 
 void Lifecycle::Warn(Job& job, Effects& effects) {
   const TimeWarning& warning = job.request.warning;
-  job.warned_attempt = job.attempt;
-  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
+  job.run.warned_attempt = job.run.attempt;
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
     // B: is for the batch script, which is global rank 0, on node rank 0.
     if (warning.batch_only && rank > 0) break;
     // A node whose ranks all exited 0 has nothing left to warn.
-    if (job.released[rank] != 0) continue;
+    if (job.run.released[rank] != 0) continue;
     effects.commands.emplace_back(
-        SignalCommand{job.id, job.placement.grants[rank].node, warning.signal,
+        SignalCommand{job.id, job.run.placement.grants[rank].node, warning.signal,
                       warning.batch_only ? SignalScope::kBatch : SignalScope::kRanks});
   }
   job.reason_detail = fmt::format("sent {} to {} {} s before the time limit {} (--signal)",
@@ -299,8 +302,8 @@ void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detai
                           Effects& effects) {
   // A pending job's text is always its reason's name (every setter sets
   // both), so the enum and the detail decide whether anything changed.
-  if (job.pending_reason == reason && job.reason_detail == detail) return;
-  job.pending_reason = reason;
+  if (job.wait.reason == reason && job.reason_detail == detail) return;
+  job.wait.reason = reason;
   job.reason = PendingReasonName(reason);
   job.reason_detail = detail;
   Changed(job, effects);
@@ -309,22 +312,22 @@ void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detai
 void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
   triggers_.Started(job);
   pool_.Commit(placement.grants);
-  job.placement = placement;
-  job.released.assign(job.placement.grants.size(), 0);
-  job.exited_ok.assign(job.placement.grants.size(), 0);
-  job.start_time = now;
-  job.charged_until = now;
+  job.run.placement = placement;
+  job.run.released.assign(job.run.placement.grants.size(), 0);
+  job.run.exited_ok.assign(job.run.placement.grants.size(), 0);
+  job.run.start_time = now;
+  job.cache.charged_until = now;
   ForgetPlan(job);
-  job.pending_reason = PendingReason::kNone;
+  job.wait.reason = PendingReason::kNone;
   job.reason = PendingReasonName(PendingReason::kNone);
   job.reason_detail.clear();
-  job.exit_code = 0;
-  job.exit_signal = 0;
-  job.master_port = MasterPort(job);
-  job.steps.clear();
-  job.next_step = FirstStep(job);
-  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-    const alloc::NodeGrant& grant = job.placement.grants[rank];
+  job.run.exit_code = 0;
+  job.run.exit_signal = 0;
+  job.run.master_port = MasterPort(job);
+  job.run.steps.clear();
+  job.run.next_step = FirstStep(job);
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+    const alloc::NodeGrant& grant = job.run.placement.grants[rank];
     book_.Holds(grant.node, job.id);
     effects.changed_nodes.push_back(grant.node);
     // A batch script runs once, on the allocation's first node; an
@@ -336,12 +339,12 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
 }
 
 Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
-  COHORT_CHECK(!array.array_pending.empty(), "no task left to split off");
-  const int task = array.array_pending.front();
-  array.array_pending.erase(array.array_pending.begin());
-  if (array.array_pending.empty()) {
+  COHORT_CHECK(!array.array.pending.empty(), "no task left to split off");
+  const int task = array.array.pending.front();
+  array.array.pending.erase(array.array.pending.begin());
+  if (array.array.pending.empty()) {
     // The last task takes the array's record, as in Slurm.
-    array.array_task_id = task;
+    array.array.task_id = task;
     Changed(array, effects);
     return array;
   }
@@ -352,16 +355,15 @@ Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
   copy.gang = array.gang;
   copy.time_limit = array.time_limit;
   copy.priority_tier = array.priority_tier;
-  copy.state = JobState::kPending;
   copy.submit_time = array.submit_time;
-  copy.eligible_time = array.eligible_time;
+  copy.wait.eligible_time = array.wait.eligible_time;
   copy.qos = array.qos;
-  copy.array_job_id = array.id;
-  copy.array_task_id = task;
-  copy.priority = array.priority;
-  copy.charged_until = now;
+  copy.array.job_id = array.id;
+  copy.array.task_id = task;
+  copy.cache.priority = array.cache.priority;
+  copy.cache.charged_until = now;
   const JobId id = copy.id;
-  Job& split = book_.Add(std::move(copy), effects);
+  Job& split = book_.Add(std::move(copy), JobSubstate::kNone, effects);
   book_.AddArrayTask(array.id, id);
   Changed(array, effects);
   Changed(split, effects);
@@ -373,11 +375,11 @@ void Lifecycle::Tick(Millis now, Effects& effects) {
   const std::vector<Job*> active(book_.Active().begin(), book_.Active().end());
   for (Job* entry : active) {
     Job& job = *entry;
-    if (job.sub == JobSubstate::kPreempting && now >= job.preempt_deadline) {
+    if (job.sub == JobSubstate::kPreempting && now >= job.preemption.deadline) {
       continue;  // the end of its grace time is Preemption's (Preemption::Tick)
     }
     if (job.state == JobState::kRunning && !IsSuspended(job) && job.time_limit != kUnlimited &&
-        now - job.start_time >= ToMillis(job.time_limit)) {
+        now - job.run.start_time >= ToMillis(job.time_limit)) {
       job.reason = fmt::format("time limit {} reached", FormatSlurmTime(job.time_limit));
       Apply(job, JobEvent::kTimeLimit, now, effects);
     } else if (WarningDue(job, now)) {

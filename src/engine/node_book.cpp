@@ -54,8 +54,9 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   for (const RunningReport& running : report.running) {
     Job* it = book_.Find(running.job);
     const int rank = it == nullptr ? -1 : NodeRankOf(*it, node);
-    const bool current = rank >= 0 && (running.attempt == 0 || running.attempt == it->attempt) &&
-                         IsActive(*it) && it->released[static_cast<std::size_t>(rank)] == 0;
+    const bool current = rank >= 0 &&
+                         (running.attempt == 0 || running.attempt == it->run.attempt) &&
+                         IsActive(*it) && it->run.released[static_cast<std::size_t>(rank)] == 0;
     if (running.step) {
       const std::vector<int> live = current && it->state == JobState::kRunning
                                         ? Steps::RunningOn(*it, rank)
@@ -81,8 +82,8 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     if (found == nullptr || (!finished.step && accounted.contains(finished.job))) continue;
     Job& job = *found;
     const int rank = NodeRankOf(job, node);
-    if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.attempt) || !IsActive(job) ||
-        job.released[static_cast<std::size_t>(rank)] != 0) {
+    if (rank < 0 || (finished.attempt != 0 && finished.attempt != job.run.attempt) ||
+        !IsActive(job) || job.run.released[static_cast<std::size_t>(rank)] != 0) {
       continue;
     }
     if (finished.step) {
@@ -122,16 +123,16 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     // allocation nowhere: the node stays the job's until the job ends.
     if (OwnRanksOn(job, rank) == 0 && job.state == JobState::kRunning) continue;
     if (job.state == JobState::kRunning && rank >= 0 &&
-        now - job.start_time < kAgentKeepsFinishedLaunches) {
+        now - job.run.start_time < kAgentKeepsFinishedLaunches) {
       // The agent would list a launch it got since then, running or
       // finished: this one never reached it (the stream, or the controller
       // that sent it, went down in between). Send it again.
       effects.commands.emplace_back(
-          LaunchCommand{id, node, rank, job.placement.grants[static_cast<std::size_t>(rank)]});
+          LaunchCommand{id, node, rank, job.run.placement.grants[static_cast<std::size_t>(rank)]});
       continue;
     }
     if (job.state == JobState::kRunning) {
-      job.exit_code = 1;
+      job.run.exit_code = 1;
       job.reason = fmt::format("{} on {} vanished when the agent restarted",
                                IsBatch(job) ? "its batch script" : "its ranks", name);
       life_.Apply(job, JobEvent::kNodeLost, now, effects);
@@ -154,7 +155,7 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
   for (const JobId id : jobs) {
     Job& job = book_.At(id);
     if (job.state == JobState::kRunning) {
-      job.exit_code = 1;
+      job.run.exit_code = 1;
       job.reason = fmt::format("node {} was lost: {}", topology_.NodeName(node), reason);
     }
     life_.Apply(job, JobEvent::kNodeLost, now, effects);

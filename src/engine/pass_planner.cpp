@@ -46,7 +46,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
   for (const QueueKey& key : fresh) {
     const Job& job = *key.job;
     // Holds, dependencies and arrays take the full pass's rules.
-    if (IsHeld(job) || !job.dependency_left.terms.empty() || !job.array_pending.empty() ||
+    if (IsHeld(job) || !job.wait.dependency_left.terms.empty() || !job.array.pending.empty() ||
         job.request.begin > now || job.request.deadline.count() > 0) {
       return false;
     }
@@ -177,7 +177,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       result.reason = "the free nodes are reserved for higher-priority jobs";
     }
     if (result.outcome == alloc::Outcome::kPlaced) {
-      Job& target = job.array_pending.empty() ? job : life_.SplitTask(job, now, effects);
+      Job& target = job.array.pending.empty() ? job : life_.SplitTask(job, now, effects);
       Start(target, result.placement, now, effects);
       pass.may_fit.clear();
       if (pass.shadow) pass.shadow->Commit(result.placement.grants);
@@ -187,7 +187,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       }
       pass.counts.Count(target, 1);
       started = true;
-      if (job.state == JobState::kPending && !job.array_pending.empty() &&
+      if (job.state == JobState::kPending && !job.array.pending.empty() &&
           admission_.Eligible(job, pass.counts, now, effects)) {
         continue;  // the array's next task
       }
@@ -212,7 +212,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       // The victims' nodes are the preemptor's: nothing else may take
       // them as they free.
       if (const std::vector<NodeId>* plan = preemption_.PlanOf(job.id); plan != nullptr) {
-        job.planned_nodes = *plan;
+        job.cache.planned_nodes = *plan;
         pass.Reserve(Reservation{job.id, now, *plan});
       }
     } else {
@@ -222,8 +222,8 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
         r = PlanReservation(pool_, book_, allocator_, job, pass, now);
       }
       if (r) {
-        job.expected_start = r->start;
-        job.planned_nodes = r->nodes;
+        job.cache.expected_start = r->start;
+        job.cache.planned_nodes = r->nodes;
         pass.Reserve(std::move(*r));
       } else {
         ForgetPlan(job);

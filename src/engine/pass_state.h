@@ -34,7 +34,7 @@ struct QueueKey {
   JobId id = 0;
   Job* job = nullptr;
   static QueueKey Of(Job& job) {
-    return {job.priority_tier, job.gang.partition.value_or(-1), job.priority, job.id, &job};
+    return {job.priority_tier, job.gang.partition.value_or(-1), job.cache.priority, job.id, &job};
   }
   bool operator<(const QueueKey& o) const {
     if (tier != o.tier) return tier > o.tier;
@@ -54,7 +54,7 @@ struct PassCounts {
 
   /// A job starts (+1) or is counted as running at the start of the pass.
   void Count(const Job& job, int sign) {
-    if (job.array_job_id != 0 && job.array_task_id >= 0) array_running[job.array_job_id] += sign;
+    if (job.array.job_id != 0 && job.array.task_id >= 0) array_running[job.array.job_id] += sign;
     if (checks_may_wait) running.Count(job, sign);
   }
 };

@@ -55,7 +55,7 @@ void PassTriggers::Submitted(const Job& job) {
 
 void PassTriggers::Released(const Job& job, NodeId node) {
   released_nodes_.push_back(node);
-  if (job.array_job_id != 0) released_array_task_ = true;
+  if (job.array.job_id != 0) released_array_task_ = true;
   if (IsDependencyTarget(job)) {
     Note(Trigger::kDependency);
     return;
@@ -79,7 +79,7 @@ void PassTriggers::Tick(Millis now) {
 }
 
 void PassTriggers::NoteDependencies(const Job& job) {
-  for (const DependencyTerm& term : job.dependency_left.terms) {
+  for (const DependencyTerm& term : job.wait.dependency_left.terms) {
     if (term.type == DependencyType::kSingleton) {
       singleton_waits_ = true;
     } else {
@@ -90,7 +90,7 @@ void PassTriggers::NoteDependencies(const Job& job) {
 
 bool PassTriggers::IsDependencyTarget(const Job& job) const {
   return singleton_waits_ || dependency_targets_.contains(job.id) ||
-         (job.array_job_id != 0 && dependency_targets_.contains(job.array_job_id));
+         (job.array.job_id != 0 && dependency_targets_.contains(job.array.job_id));
 }
 
 void PassTriggers::PassBegun() {

@@ -100,7 +100,7 @@ bool Preemption::MayPreempt(const Job& preemptor, const Job& victim, Millis now)
   if (config.preempt_mode == config::PreemptMode::kOff) return false;
   if (StatusOf(victim) != JobStatus{JobState::kRunning, JobSubstate::kNone}) return false;
   if (ModeOf(victim) == config::PreemptMode::kOff) return false;
-  if (now - victim.start_time < ToMillis(config.preempt_exempt_time)) return false;
+  if (now - victim.run.start_time < ToMillis(config.preempt_exempt_time)) return false;
   if (victim.priority_tier < preemptor.priority_tier) return true;
   const config::QosSpec* qos = config.FindQos(preemptor.qos);
   return qos != nullptr &&
@@ -121,9 +121,9 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
     const int gpus = GpusHeld(other);
     const double units = gpus > 0 ? gpus : CpusHeld(other);
     std::vector<NodeId> nodes;
-    for (const alloc::NodeGrant& g : other.placement.grants) nodes.push_back(g.node);
+    for (const alloc::NodeGrant& g : other.run.placement.grants) nodes.push_back(g.node);
     candidates.push_back(
-        {&other, units * static_cast<double>((now - other.start_time).count()) / 1000.0,
+        {&other, units * static_cast<double>((now - other.run.start_time).count()) / 1000.0,
          topology.HasSwitchTree() ? topology.LowestCommonSwitch(nodes) : topology::kNone});
   }
   if (candidates.empty()) return std::nullopt;
@@ -190,22 +190,22 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
 void Preemption::Warn(Job& victim, const Job& preemptor, Millis now, Effects& effects) {
   const std::chrono::seconds grace = GraceOf(victim);
   const int signal = SignalOf(victim);
-  victim.preempted_by = preemptor.id;
-  victim.preempt_deadline = now + ToMillis(grace);
+  victim.preemption.by = preemptor.id;
+  victim.preemption.deadline = now + ToMillis(grace);
   PreemptionRecord record;
   record.time = now;
   record.by_job = preemptor.id;
   record.by_display_id = DisplayId(preemptor);
   record.mode = std::string(config::PreemptModeName(ModeOf(victim)));
-  record.attempt = victim.attempt;
+  record.attempt = victim.run.attempt;
   record.signal = signal;
   record.grace = grace;
-  victim.preemptions.push_back(std::move(record));
+  victim.preemption.records.push_back(std::move(record));
   victim.reason_detail = fmt::format(
       "being preempted by job {} ({}): sent {}, stops at {} unless it ends or runs cohort "
       "checkpoint-done first",
-      DisplayId(preemptor), victim.preemptions.back().mode, SignalName(signal),
-      Hms(victim.preempt_deadline));
+      DisplayId(preemptor), victim.preemption.records.back().mode, SignalName(signal),
+      Hms(victim.preemption.deadline));
   if (signal != 0) {
     for (const alloc::NodeGrant& g : HeldGrants(victim)) {
       // The batch script too: it is what requeues or checkpoints a job that
@@ -224,7 +224,7 @@ bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
   Millis deadline{0};
   for (Job* victim : best->victims) {
     Warn(*victim, job, now, effects);
-    deadline = std::max(deadline, victim->preempt_deadline);
+    deadline = std::max(deadline, victim->preemption.deadline);
     names.push_back(DisplayId(*victim));
     if (GraceOf(*victim).count() == 0) {
       StopVictim(*victim, "stopped at once (no grace time)", now, effects);
@@ -245,24 +245,24 @@ bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
 void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects) {
   if (victim.sub != JobSubstate::kPreempting) return;
   const config::PreemptMode mode = ModeOf(victim);
-  if (!victim.preemptions.empty()) victim.preemptions.back().detail = detail;
-  victim.preempt_deadline = Millis{0};
-  const std::string by = fmt::format("preempted by job {}", victim.preempted_by);
+  if (!victim.preemption.records.empty()) victim.preemption.records.back().detail = detail;
+  victim.preemption.deadline = Millis{0};
+  const std::string by = fmt::format("preempted by job {}", victim.preemption.by);
   switch (mode) {
     case config::PreemptMode::kRequeue:
       victim.reason = by;
       life_.Apply(victim, JobEvent::kPreempted, now, effects);
       break;
     case config::PreemptMode::kSuspend:
-      for (std::size_t rank = 0; rank < victim.placement.grants.size(); ++rank) {
-        if (victim.released[rank] != 0) continue;
-        const alloc::NodeGrant& g = victim.placement.grants[rank];
+      for (std::size_t rank = 0; rank < victim.run.placement.grants.size(); ++rank) {
+        if (victim.run.released[rank] != 0) continue;
+        const alloc::NodeGrant& g = victim.run.placement.grants[rank];
         effects.commands.emplace_back(SignalCommand{victim.id, g.node, SIGSTOP, SignalScope::kAll});
         pool_.Release({&g, 1});
         effects.changed_nodes.push_back(g.node);
       }
       priority_.Charge(victim, now);
-      victim.suspended_since = now;
+      victim.preemption.suspended_since = now;
       victim.reason_detail = fmt::format("suspended (SIGSTOP): {}", by);
       triggers_.Note(Trigger::kSuspended);
       life_.Apply(victim, JobEvent::kSuspended, now, effects);
@@ -277,8 +277,8 @@ void Preemption::StopVictim(Job& victim, const std::string& detail, Millis now, 
 
 bool Preemption::EndedOnWarning(Job& victim, NodeId node, int signal, Millis now,
                                 Effects& effects) {
-  if (victim.sub != JobSubstate::kPreempting || signal == 0 || victim.preemptions.empty() ||
-      signal != victim.preemptions.back().signal ||
+  if (victim.sub != JobSubstate::kPreempting || signal == 0 || victim.preemption.records.empty() ||
+      signal != victim.preemption.records.back().signal ||
       ModeOf(victim) == config::PreemptMode::kSuspend) {
     return false;
   }
@@ -296,31 +296,31 @@ void Preemption::ResumeSuspended(Millis now, Effects& effects) {
     Job& job = *entry;
     if (StatusOf(job) != JobStatus{JobState::kRunning, JobSubstate::kSuspended}) continue;
     // Its preemptor waits for exactly these resources: not yet.
-    if (const Job* preemptor = book_.Find(job.preempted_by);
+    if (const Job* preemptor = book_.Find(job.preemption.by);
         preemptor != nullptr && preemptor->state == JobState::kPending) {
       continue;
     }
     bool fits = true;
-    for (std::size_t rank = 0; rank < job.placement.grants.size() && fits; ++rank) {
-      if (job.released[rank] != 0) continue;
-      const alloc::NodeGrant& g = job.placement.grants[rank];
+    for (std::size_t rank = 0; rank < job.run.placement.grants.size() && fits; ++rank) {
+      if (job.run.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.run.placement.grants[rank];
       const alloc::NodeFree& free = pool_.Free(g.node);
       fits = free.cpus >= g.cpus && free.memory_mb >= g.memory_mb && (free.gpus & g.gpus) == g.gpus;
     }
     if (!fits) continue;
-    for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-      if (job.released[rank] != 0) continue;
-      const alloc::NodeGrant& g = job.placement.grants[rank];
+    for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+      if (job.run.released[rank] != 0) continue;
+      const alloc::NodeGrant& g = job.run.placement.grants[rank];
       pool_.Commit({&g, 1});
       effects.commands.emplace_back(SignalCommand{job.id, g.node, SIGCONT, SignalScope::kAll});
       effects.changed_nodes.push_back(g.node);
     }
     // Suspended time does not count against its limit.
-    job.start_time += now - job.suspended_since;
-    job.charged_until = now;
-    job.suspended_since = Millis{0};
-    if (!job.preemptions.empty()) {
-      job.preemptions.back().detail += fmt::format("; resumed at {}", Hms(now));
+    job.run.start_time += now - job.preemption.suspended_since;
+    job.cache.charged_until = now;
+    job.preemption.suspended_since = Millis{0};
+    if (!job.preemption.records.empty()) {
+      job.preemption.records.back().detail += fmt::format("; resumed at {}", Hms(now));
     }
     job.reason_detail = "resumed (SIGCONT) after its preemptor released the resources";
     life_.Apply(job, JobEvent::kResumed, now, effects);
@@ -333,9 +333,9 @@ void Preemption::Review(std::set<JobId>& preemptors, Millis now, Effects& effect
   for (const Job* job : book_.Active()) {
     // Victims still in their grace time, or stopping: their preemptor
     // waits for them and chooses no more.
-    if (job->preempted_by != 0 &&
+    if (job->preemption.by != 0 &&
         (job->sub == JobSubstate::kPreempting || job->state == JobState::kCompleting)) {
-      preemptors.insert(job->preempted_by);
+      preemptors.insert(job->preemption.by);
     }
   }
   std::erase_if(plans_, [this](const auto& entry) {
@@ -346,11 +346,11 @@ void Preemption::Review(std::set<JobId>& preemptors, Millis now, Effects& effect
   for (Job* entry : book_.Active()) {
     Job& job = *entry;
     if (job.sub != JobSubstate::kPreempting) continue;
-    const Job* preemptor = book_.Find(job.preempted_by);
+    const Job* preemptor = book_.Find(job.preemption.by);
     if (preemptor == nullptr || preemptor->state != JobState::kPending) {
-      job.preempt_deadline = Millis{0};
-      if (!job.preemptions.empty()) {
-        job.preemptions.back().detail = "called off: the preemptor no longer waits";
+      job.preemption.deadline = Millis{0};
+      if (!job.preemption.records.empty()) {
+        job.preemption.records.back().detail = "called off: the preemptor no longer waits";
       }
       job.reason_detail.clear();
       life_.Apply(job, JobEvent::kPreemptCalledOff, now, effects);
@@ -362,7 +362,7 @@ void Preemption::Tick(Millis now, Effects& effects) {
   // Stopping a victim changes the index being walked: walk a copy.
   const std::vector<Job*> active(book_.Active().begin(), book_.Active().end());
   for (Job* job : active) {
-    if (job->sub != JobSubstate::kPreempting || now < job->preempt_deadline) continue;
+    if (job->sub != JobSubstate::kPreempting || now < job->preemption.deadline) continue;
     StopVictim(*job,
                fmt::format("stopped at the end of its {} s grace time", GraceOf(*job).count()), now,
                effects);

@@ -12,12 +12,12 @@ namespace {
 // The resource-seconds (GPU-seconds, else CPU-seconds) a running job has
 // used since it was last charged; they count as charged from now on.
 double TakeUnbilled(Job& job, Millis now) {
-  if (!IsActive(job) || IsSuspended(job) || job.start_time.count() == 0) return 0;
-  const Millis from = std::max(job.charged_until, job.start_time);
+  if (!IsActive(job) || IsSuspended(job) || job.run.start_time.count() == 0) return 0;
+  const Millis from = std::max(job.cache.charged_until, job.run.start_time);
   if (now <= from) return 0;
   const int gpus = GpusHeld(job);
   const double units = gpus > 0 ? gpus : CpusHeld(job);
-  job.charged_until = now;
+  job.cache.charged_until = now;
   return units * static_cast<double>((now - from).count()) / 1000.0;
 }
 
@@ -57,7 +57,7 @@ void Prioritizer::ChargeActive(const JobBook& book, Millis now) {
   const auto& owners = book.ShareOwners();
   std::vector<double> by_slot(owners.size(), 0);
   for (Job* job : book.Active()) {
-    by_slot[static_cast<std::size_t>(job->share_slot)] += TakeUnbilled(*job, now);
+    by_slot[static_cast<std::size_t>(job->cache.share_slot)] += TakeUnbilled(*job, now);
   }
   for (std::size_t slot = 0; slot < by_slot.size(); ++slot) {
     fair_share_.Charge(owners[slot].first, owners[slot].second, by_slot[slot], now);

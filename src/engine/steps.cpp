@@ -11,7 +11,7 @@ namespace cohort::engine {
 namespace {
 
 JobStep* FindStep(Job& job, int step) {
-  for (JobStep& s : job.steps) {
+  for (JobStep& s : job.run.steps) {
     if (s.id == step) return &s;
   }
   return nullptr;
@@ -21,7 +21,8 @@ JobStep* FindStep(Job& job, int step) {
 template <typename Make>
 void ToEachNode(const Job& job, const JobStep& step, Effects& effects, Make make) {
   for (const alloc::StepNode& node : step.placement.nodes) {
-    const alloc::NodeGrant& grant = job.placement.grants[static_cast<std::size_t>(node.node_rank)];
+    const alloc::NodeGrant& grant =
+        job.run.placement.grants[static_cast<std::size_t>(node.node_rank)];
     effects.commands.emplace_back(make(grant.node, node));
   }
 }
@@ -80,8 +81,9 @@ void CountExits(JobStep& step, std::size_t index, int exited) {
 }  // namespace
 
 alloc::StepLedger Steps::LedgerOf(const Job& job) {
-  alloc::StepLedger ledger(job.placement.grants, job.gang.tasks_per_node, job.gang.cpus_per_task);
-  for (const JobStep& step : job.steps) {
+  alloc::StepLedger ledger(job.run.placement.grants, job.gang.tasks_per_node,
+                           job.gang.cpus_per_task);
+  for (const JobStep& step : job.run.steps) {
     if (step.state == StepState::kRunning) ledger.Take(step.placement);
   }
   return ledger;
@@ -108,8 +110,8 @@ absl::StatusOr<int> Steps::Start(Job& job, const alloc::StepRequest& request, Mi
       return absl::FailedPreconditionError(
           fmt::format("job {}: {}", DisplayId(job), placed.reason));
   }
-  JobStep& step = job.steps.emplace_back();
-  step.id = job.next_step++;
+  JobStep& step = job.run.steps.emplace_back();
+  step.id = job.run.next_step++;
   step.placement = placed.placement;
   step.node_exits.assign(step.placement.nodes.size(), 0);
   step.start_time = now;
@@ -117,7 +119,7 @@ absl::StatusOr<int> Steps::Start(Job& job, const alloc::StepRequest& request, Mi
     const alloc::NodeGrant held{
         .node = node,
         .cpus = on.cpus,
-        .memory_mb = job.placement.grants[static_cast<std::size_t>(on.node_rank)].memory_mb,
+        .memory_mb = job.run.placement.grants[static_cast<std::size_t>(on.node_rank)].memory_mb,
         .gpus = on.gpus};
     return LaunchCommand{
         .job = job.id, .node = node, .node_rank = on.node_rank, .grant = held, .step = step.id};
@@ -161,7 +163,7 @@ void Steps::NodeEnded(Job& job, int step_id, int node_rank, const NodeEnd& end, 
 
 std::vector<int> Steps::RunningOn(const Job& job, int node_rank) {
   std::vector<int> ids;
-  for (const JobStep& step : job.steps) {
+  for (const JobStep& step : job.run.steps) {
     if (step.state == StepState::kRunning && IndexOf(step, node_rank) >= 0) ids.push_back(step.id);
   }
   return ids;
@@ -194,7 +196,7 @@ absl::Status Steps::Signal(Job& job, int step_id, int signal, Millis /*now*/, Ef
 }
 
 void Steps::EndWithJob(Job& job, Millis now) {
-  for (JobStep& step : job.steps) {
+  for (JobStep& step : job.run.steps) {
     if (step.state != StepState::kRunning) continue;
     step.state = StepState::kCancelled;
     step.end_time = now;

@@ -19,7 +19,7 @@ namespace cohort::engine {
 /// over some of its nodes, itself a gang (every rank of the step starts, or
 /// none does). What each step holds is the allocation's, never the pool's:
 /// the job's grants stay committed for its whole run. Stateless: a job's
-/// steps live in the job (Job::steps) and its ledger is rebuilt from them.
+/// steps live in the job (Job::run.steps) and its ledger is rebuilt from them.
 class Steps {
  public:
   /// What the job's allocation holds, less what its running steps hold.

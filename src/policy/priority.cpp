@@ -67,7 +67,7 @@ PriorityFactors JobPriority(const config::ClusterConfig& config, const PriorityS
                             const Job& job, double fairshare, std::chrono::milliseconds now) {
   PriorityInputs in;
   in.age = job.state == JobState::kPending
-               ? std::max(std::chrono::milliseconds{0}, now - job.eligible_time)
+               ? std::max(std::chrono::milliseconds{0}, now - job.wait.eligible_time)
                : std::chrono::milliseconds{0};
   in.nodes = job.gang.nodes;
   in.cluster_nodes = scale.cluster_nodes;

@@ -12,8 +12,22 @@
 #include "cohort/alloc/node_pool.h"
 #include "cohort/alloc/topology.h"
 #include "cohort/config/cluster_config.h"
+#include "cohort/engine/job.h"
 
 /// Builders and file access shared by the unit tests.
+namespace cohort {
+
+/// Tests build jobs in a status the job book would have given them (only
+/// the job book, and this, hold a StatusKey).
+struct JobStatusForTests {
+  static void Set(Job& job, JobStatus status) {
+    job.state.Set(status.state, StatusKey());
+    job.sub.Set(status.sub, StatusKey());
+  }
+};
+
+}  // namespace cohort
+
 namespace cohort::testing {
 
 /// Path of a file under tests/data.

@@ -527,7 +527,7 @@ class Runner {
     if (job == nullptr) return;
     // A silent node's agent reports nothing (the engine counts its ranks
     // lost with the node).
-    std::vector<alloc::NodeGrant> grants = job->placement.grants;
+    std::vector<alloc::NodeGrant> grants = job->run.placement.grants;
     std::erase_if(grants, [&](const alloc::NodeGrant& g) { return silent_.contains(g.node); });
     const int ranks = OwnRanksOn(*job, 0);
     for (const alloc::NodeGrant& g : grants) {
@@ -554,7 +554,7 @@ class Runner {
       if (job != nullptr && t.to.state == JobState::kRunning &&
           t.from->state == JobState::kPending) {
         std::vector<std::string> nodes;
-        for (const alloc::NodeGrant& g : job->placement.grants) {
+        for (const alloc::NodeGrant& g : job->run.placement.grants) {
           nodes.push_back(topology_->NodeName(g.node));
         }
         line += fmt::format(" on {}", hostlist::Compress(nodes));
@@ -568,7 +568,7 @@ class Runner {
     for (const JobId id : effects.changed_jobs) {
       const Job* job = engine_.FindJob(id);
       if (job == nullptr || job->state != JobState::kPending ||
-          job->pending_reason == PendingReason::kNone) {
+          job->wait.reason == PendingReason::kNone) {
         continue;
       }
       const std::string why = job->reason_detail.empty()
@@ -591,7 +591,7 @@ class Runner {
         if (launch->node_rank != 0 || launch->step) continue;
         const Job* job = engine_.FindJob(launch->job);
         if (job == nullptr) continue;
-        const JobId spec = job->array_job_id != 0 ? job->array_job_id : job->id;
+        const JobId spec = job->array.job_id != 0 ? job->array.job_id : job->id;
         ends_[launch->job] = now_ + behaviour_[spec].runtime;
       } else if (const auto* sig = std::get_if<SignalCommand>(&c)) {
         const std::string_view name = sig->signal == SIGUSR1   ? "USR1"
@@ -602,7 +602,7 @@ class Runner {
                         name.empty() ? std::to_string(sig->signal) : std::string(name),
                         Name(sig->job), topology_->NodeName(sig->node)));
         const Job* job = engine_.FindJob(sig->job);
-        const JobId spec = job != nullptr && job->array_job_id != 0 ? job->array_job_id : sig->job;
+        const JobId spec = job != nullptr && job->array.job_id != 0 ? job->array.job_id : sig->job;
         const Behaviour& b = behaviour_[spec];
         if (sig->signal == SIGUSR1 && b.checkpoint_after >= 0 && !checkpoints_.contains(sig->job)) {
           checkpoints_[sig->job] = now_ + seconds(b.checkpoint_after);

@@ -147,7 +147,7 @@ void Replay::Launched(const LaunchCommand& launch, Millis now) {
   const Job* job = engine_.FindJob(launch.job);
   if (job == nullptr) return;
   Live& live = live_[launch.job];
-  if (live.attempt != job->attempt) live = Live{job->attempt, {}};
+  if (live.attempt != job->run.attempt) live = Live{job->run.attempt, {}};
   live.nodes.emplace_back(launch.node, false);
   if (live.nodes.size() != 1) return;
   const auto index = index_of_.find(launch.job);
@@ -155,14 +155,14 @@ void Replay::Launched(const LaunchCommand& launch, Millis now) {
   const std::chrono::seconds runtime = trace_[index->second].runtime;
   if (job->time_limit == kUnlimited || runtime < job->time_limit) {
     Push(now + std::chrono::duration_cast<Millis>(runtime), EventKind::kFinish, launch.job,
-         job->attempt);
+         job->run.attempt);
   }
 }
 
 void Replay::Finish(JobId id, int attempt, Millis now) {
   const Job* job = engine_.FindJob(id);
   const auto it = live_.find(id);
-  if (job == nullptr || job->attempt != attempt || job->state != JobState::kRunning ||
+  if (job == nullptr || job->run.attempt != attempt || job->state != JobState::kRunning ||
       it == live_.end()) {
     return;
   }
@@ -222,14 +222,14 @@ void Replay::Observe(JobId id) {
   if (index == index_of_.end() || job == nullptr) return;
   JobOutcome& outcome = outcomes_[index->second];
   outcome.state = job->state;
-  outcome.attempts = job->attempt;
+  outcome.attempts = job->run.attempt;
   if (job->state == JobState::kRunning && outcome.start.count() < 0) {
-    outcome.start = std::chrono::duration_cast<std::chrono::seconds>(job->start_time - kEpoch);
-    outcome.leaves = static_cast<int>(job->placement.leaves.size());
-    outcome.level = job->placement.level;
+    outcome.start = std::chrono::duration_cast<std::chrono::seconds>(job->run.start_time - kEpoch);
+    outcome.leaves = static_cast<int>(job->run.placement.leaves.size());
+    outcome.level = job->run.placement.level;
   }
   if (IsFinished(job->state) && outcome.end.count() < 0) {
-    outcome.end = std::chrono::duration_cast<std::chrono::seconds>(job->end_time - kEpoch);
+    outcome.end = std::chrono::duration_cast<std::chrono::seconds>(job->run.end_time - kEpoch);
     outcome.reason = job->reason;
     --open_;
     live_.erase(id);

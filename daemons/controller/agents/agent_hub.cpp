@@ -47,9 +47,9 @@ NodeReport ReportOf(const v1::Register& message) {
 
 // Min, max, count and step describe the whole array, as Slurm's do.
 void SetArray(const Job& job, v1::Launch* l) {
-  if (job.array_job_id == 0 || job.array_task_id < 0) return;
-  l->set_array_job_id(job.array_job_id);
-  l->set_array_task_id(job.array_task_id);
+  if (job.array.job_id == 0 || job.array.task_id < 0) return;
+  l->set_array_job_id(job.array.job_id);
+  l->set_array_task_id(job.array.task_id);
   if (absl::StatusOr<ArraySpec> array =
           ParseArraySpec(l->spec().array(), std::numeric_limits<int>::max());
       array.ok() && !array->tasks.empty()) {
@@ -94,7 +94,7 @@ std::optional<ReportedRun> ReportedJob(const v1::AgentMessage& message) {
 }
 
 const JobStep* FindStep(const Job& job, int id) {
-  for (const JobStep& step : job.steps) {
+  for (const JobStep& step : job.run.steps) {
     if (step.id == id) return &step;
   }
   return nullptr;
@@ -111,7 +111,7 @@ NodeId SetStepLayout(const Job& job, const JobStep& step, int node_rank,
     const alloc::StepNode& node = step.placement.nodes[i];
     counts.push_back(node.tasks);
     names.push_back(
-        topology.NodeName(job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+        topology.NodeName(job.run.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
     if (node.node_rank < node_rank) first_rank += node.tasks;
     if (node.node_rank == node_rank) {
       out->set_node_index(static_cast<int>(i));
@@ -123,7 +123,7 @@ NodeId SetStepLayout(const Job& job, const JobStep& step, int node_rank,
   out->set_num_nodes(static_cast<int>(step.placement.nodes.size()));
   out->set_num_tasks(step.placement.tasks);
   out->set_tasks_per_node(launch::FormatCountsPerNode(counts));
-  return job.placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
+  return job.run.placement.grants[static_cast<std::size_t>(step.placement.nodes.front().node_rank)]
       .node;
 }
 
@@ -181,7 +181,7 @@ void AgentHub::OnScriptFailed(NodeId node, const v1::ScriptFailed& failed, Milli
   }
   if (script != "prolog") return;
   const Job* job = engine.FindJob(failed.job_id());
-  if (job == nullptr || job->state != JobState::kRunning || job->attempt != failed.attempt())
+  if (job == nullptr || job->state != JobState::kRunning || job->run.attempt != failed.attempt())
     return;
   if (absl::Status requeued = engine.Requeue(JobRef{failed.job_id()}, root, now, effects);
       !requeued.ok()) {
@@ -224,10 +224,11 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
     // Of an attempt the job has left (ranks stopped after a requeue): not
     // news of the attempt that runs now.
     if (const Job* job = engine.FindJob(run->job);
-        run->attempt != 0 && job->attempt != run->attempt) {
+        run->attempt != 0 && job->run.attempt != run->attempt) {
       Log("controller")
           ->debug("agent_report_stale node={} job={} report={} attempt={} current={}",
-                  state_.topology->NodeName(node), run->job, report, run->attempt, job->attempt);
+                  state_.topology->NodeName(node), run->job, report, run->attempt,
+                  job->run.attempt);
       return;
     }
   }
@@ -240,7 +241,7 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
       const Job* job = engine.FindJob(started.job_id());
       // `show job --ranks` shows where the job's own ranks run.
       if (job != nullptr && job->state == JobState::kRunning && !started.has_step() &&
-          (started.attempt() == 0 || started.attempt() == job->attempt)) {
+          (started.attempt() == 0 || started.attempt() == job->run.attempt)) {
         std::vector<v1::RankBinding>& ranks = state_.bindings[started.job_id()];
         for (const v1::RankBinding& b : started.bindings()) ranks.push_back(b);
         std::sort(
@@ -461,15 +462,15 @@ void AgentHub::SendLaunch(const LaunchCommand& launch) {
     return;
   }
   std::vector<AwaitedLaunch>& waiting = awaiting_env_[job->id];
-  waiting.push_back({launch, job->attempt});
+  waiting.push_back({launch, job->run.attempt});
   if (waiting.size() == 1) ReadEnvironment(*job);  // else one read is on its way
 }
 
 const v1::JobSpec* AgentHub::KnownEnvironment(const Job& job) {
   if (const auto it = state_.envs.find(job.id); it != state_.envs.end()) return &it->second;
   // An array's tasks share the environment kept with the array.
-  if (job.array_job_id != 0 && job.array_job_id != job.id) {
-    if (const auto it = state_.envs.find(job.array_job_id); it != state_.envs.end()) {
+  if (job.array.job_id != 0 && job.array.job_id != job.id) {
+    if (const auto it = state_.envs.find(job.array.job_id); it != state_.envs.end()) {
       return &state_.envs.emplace(job.id, it->second).first->second;
     }
   }
@@ -481,7 +482,7 @@ void AgentHub::ReadEnvironment(const Job& job) {
   // its array). Read on the reader's thread: a read of the database must
   // not hold up the state thread.
   const JobId id = job.id;
-  const JobId array = job.array_job_id != id ? job.array_job_id : 0;
+  const JobId array = job.array.job_id != id ? job.array.job_id : 0;
   reader_.Read(
       [id, array](Store& store) {
         std::optional<v1::JobSpec> env = StoredEnvironment(store, id);
@@ -501,7 +502,7 @@ void AgentHub::EnvironmentRead(JobId id, v1::JobSpec env) {
   for (const AwaitedLaunch& awaited : waiting.mapped()) {
     // Looked up again each time: a failed launch changes the job.
     job = state_.engine.FindJob(id);
-    if (job == nullptr || job->state != JobState::kRunning || job->attempt != awaited.attempt) {
+    if (job == nullptr || job->state != JobState::kRunning || job->run.attempt != awaited.attempt) {
       continue;  // cancelled, requeued or failed meanwhile: this launch is stale
     }
     if (!links_.contains(awaited.launch.node)) {
@@ -517,7 +518,7 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   v1::ControllerMessage message;
   v1::Launch* l = message.mutable_launch();
   l->set_job_id(job.id);
-  l->set_attempt(job.attempt);
+  l->set_attempt(job.run.attempt);
   if (launch.step) {
     *l->mutable_spec() = env;  // the step's own spec, environment included
   } else {
@@ -530,12 +531,13 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   l->set_uid(job.request.uid);
   l->set_node_rank(launch.node_rank);
   std::vector<std::string> names;
-  for (const alloc::NodeGrant& g : job.placement.grants) names.push_back(topology.NodeName(g.node));
+  for (const alloc::NodeGrant& g : job.run.placement.grants)
+    names.push_back(topology.NodeName(g.node));
   l->set_nodelist(hostlist::Compress(names));
-  l->set_num_nodes(static_cast<int>(job.placement.grants.size()));
+  l->set_num_nodes(static_cast<int>(job.run.placement.grants.size()));
   l->set_tasks_per_node(job.gang.tasks_per_node);
-  NodeId master = job.placement.grants.front().node;
-  int master_port = job.master_port;
+  NodeId master = job.run.placement.grants.front().node;
+  int master_port = job.run.master_port;
   if (launch.step) {
     if (const JobStep* step = FindStep(job, *launch.step); step != nullptr) {
       master = SetStepLayout(job, *step, launch.node_rank, topology, l->mutable_step_layout());
@@ -556,7 +558,7 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   l->set_cpus(launch.grant.cpus);
   l->set_gpus(launch.grant.gpus);
   l->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
-  l->set_job_start_time_ms(job.start_time.count());
+  l->set_job_start_time_ms(job.run.start_time.count());
   l->set_cluster_name(state_.config.cluster_name);
   l->set_partition(job.request.partition);
   SetArray(job, l);

@@ -62,8 +62,9 @@ void ImagePrefetch::Review(Millis now) {
       continue;
     }
     Wanted& followed = it->second;
-    const bool due = !job->planned_nodes.empty() &&
-                     (job->expected_start.count() == 0 || job->expected_start - now <= ahead);
+    const bool due =
+        !job->cache.planned_nodes.empty() &&
+        (job->cache.expected_start.count() == 0 || job->cache.expected_start - now <= ahead);
     if (!due) {
       state_.image_status.erase(it->first);
       ++it;
@@ -71,7 +72,7 @@ void ImagePrefetch::Review(Millis now) {
     }
     int ready = 0;
     std::vector<std::pair<std::string, std::string>> failed;
-    for (const NodeId node : job->planned_nodes) {
+    for (const NodeId node : job->cache.planned_nodes) {
       const auto asked = followed.nodes.find(node);
       if (asked == followed.nodes.end() ||
           (asked->second.state == Asked::kFailed && now - asked->second.at >= kRetryAfter) ||
@@ -86,7 +87,7 @@ void ImagePrefetch::Review(Millis now) {
       }
     }
     state_.image_status[it->first] =
-        ImageStatusLine(ready, static_cast<int>(job->planned_nodes.size()), failed);
+        ImageStatusLine(ready, static_cast<int>(job->cache.planned_nodes.size()), failed);
     ++it;
   }
 }

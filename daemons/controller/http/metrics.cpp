@@ -36,7 +36,7 @@ void JobGauges(Exposition& out, const Engine& engine) {
   for (const auto& [id, job] : engine.Jobs()) {
     if (IsFinished(job.state)) continue;
     const std::string reason = job.state == JobState::kPending
-                                   ? std::string(PendingReasonName(job.pending_reason))
+                                   ? std::string(PendingReasonName(job.wait.reason))
                                    : std::string();
     ++jobs[{std::string(JobStateName(job.state)), PartitionOf(job, engine.Config()), reason}];
   }

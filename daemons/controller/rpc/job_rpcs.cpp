@@ -358,7 +358,7 @@ absl::StatusOr<alloc::StepRequest> StepRequestOf(const v1::StartStepRequest& req
   absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(request.nodelist());
   if (!names.ok()) return absl::InvalidArgumentError(fmt::format("nodelist: {}", names.status()));
   std::vector<std::string> allocation;
-  for (const alloc::NodeGrant& g : job.placement.grants) {
+  for (const alloc::NodeGrant& g : job.run.placement.grants) {
     allocation.push_back(topology.NodeName(g.node));
   }
   for (const std::string& name : *names) {
@@ -436,7 +436,7 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   // user's, never fits, busy) come back as it words them.
   Effects effects;
   const Millis now = ControllerState::Now();
-  const std::size_t steps_before = job == nullptr ? 0 : job->steps.size();
+  const std::size_t steps_before = job == nullptr ? 0 : job->run.steps.size();
   absl::StatusOr<int> id =
       engine.StartStep(*ref, *step, who.AsCaller(), now, effects, request.token());
   if (!id.ok()) {
@@ -445,9 +445,9 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   }
   const JobId job_id = ids.front();
   const Job& started = *engine.FindJob(job_id);
-  const auto it = std::find_if(started.steps.begin(), started.steps.end(),
+  const auto it = std::find_if(started.run.steps.begin(), started.run.steps.end(),
                                [&](const JobStep& s) { return s.id == *id; });
-  const bool again = started.steps.size() == steps_before;  // the token's step, asked again
+  const bool again = started.run.steps.size() == steps_before;  // the token's step, asked again
   // The step runs the job's spec with the caller's command, environment and
   // files: what srun inside sbatch passes on.
   v1::JobSpec spec = state_.specs[job_id];
@@ -474,7 +474,7 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   std::vector<std::string> names;
   for (const alloc::StepNode& node : it->placement.nodes) {
     names.push_back(state_.topology->NodeName(
-        started.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+        started.run.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
   }
   response.set_nodes(hostlist::Compress(names));
   Log("rpc")->info("{} job={} step={} nodes={} tasks={} user={}",

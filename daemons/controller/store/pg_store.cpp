@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store/pg_store.h"
 
+#include <type_traits>
+
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
 
 #include "cohort/check.h"
+#include "store/job_record.h"
 #include "store/pg_conn.h"
 
 namespace cohort::controller {
@@ -263,7 +266,7 @@ absl::StatusOr<LoadedState> PgStore::Load() {
   if (!jobs.ok()) return jobs.status();
   for (int row = 0; row < PQntuples(jobs->get()); ++row) {
     const std::string_view bytes = pg::Value(jobs->get(), row, 0);
-    if (!state.jobs.emplace_back().ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    if (!ParseJobRecord(bytes, state.jobs.emplace_back())) {
       return Unreadable("a job record");
     }
   }
@@ -310,12 +313,12 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
                    Text(finished ? "true" : "false"), Utf8(r.spec().name()), Number(r.uid()),
                    Utf8(r.user_name()), Utf8(r.account()), Utf8(r.partition()), Utf8(r.qos()),
                    Number(r.spec().nodes()), Number(r.spec().gpus_per_node()),
-                   Number(r.exit_code()), Number(r.submit_time_ms()), Number(r.start_time_ms()),
-                   Number(r.end_time_ms()), Bytes(bytes)},
+                   Number(r.run().exit_code()), Number(r.submit_time_ms()),
+                   Number(r.run().start_time_ms()), Number(r.run().end_time_ms()), Bytes(bytes)},
                   "writing a job");
     if (row.env && !finished) {
       pipeline.Send("insert_env", {Number(r.id()), Bytes(*row.env)}, "writing a job's environment");
-    } else if (finished && !(r.array_job_id() == r.id() && r.array_task_id() >= 0)) {
+    } else if (finished && !(r.array().job_id() == r.id() && r.array().task_id() >= 0)) {
       // As SQLite's store: history keeps no environment, but an array's
       // record that became its last task keeps it for requeued tasks.
       pipeline.Send("delete_env", {Number(r.id())}, "dropping a job's environment");
@@ -354,6 +357,7 @@ absl::StatusOr<std::optional<Message>> PgStore::FindOne(const char* sql, std::in
   if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return Unreadable(fmt::format("job {}'s {}", id, what));
   }
+  if constexpr (std::is_same_v<Message, v1::JobRecord>) UpgradeJobRecord(message);
   return message;
 }
 
@@ -391,7 +395,7 @@ absl::StatusOr<std::vector<v1::JobRecord>> PgStore::History(const HistoryQuery& 
   std::vector<v1::JobRecord> records;
   for (int row = 0; row < PQntuples(rows->get()); ++row) {
     const std::string_view bytes = pg::Value(rows->get(), row, 0);
-    if (!records.emplace_back().ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    if (!ParseJobRecord(bytes, records.emplace_back())) {
       return Unreadable("a job record");
     }
   }
@@ -485,6 +489,12 @@ BEGIN
   END IF;
 END
 $$;
+)sql",
+      // 2: job records keep the engine job's groups in messages of their
+      // own (as SQLite's version 4); the columns are unchanged.
+      R"sql(
+COMMENT ON COLUMN cohort.jobs.record IS
+  'cohort.v1.JobRecord, its groups in messages of their own (schema version 2)';
 )sql",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kPgSchemaVersion,

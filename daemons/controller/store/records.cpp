@@ -47,7 +47,7 @@ JobSubstate SubstateOf(const v1::JobRecord& record, JobState state) {
       return record.held() ? JobSubstate::kHeldUser : JobSubstate::kNone;
     case JobState::kRunning:
       if (record.suspended()) return JobSubstate::kSuspended;
-      return record.preempt_deadline_ms() != 0 ? JobSubstate::kPreempting : JobSubstate::kNone;
+      return record.preemption().deadline_ms() != 0 ? JobSubstate::kPreempting : JobSubstate::kNone;
     case JobState::kCompleting:
       return record.suspended() ? JobSubstate::kSuspended : JobSubstate::kNone;
     default:
@@ -55,57 +55,110 @@ JobSubstate SubstateOf(const v1::JobRecord& record, JobState state) {
   }
 }
 
-void StepsToRecord(const Job& job, v1::JobRecord& r) {
-  for (const JobStep& step : job.steps) {
-    v1::StepRecord& out = *r.add_steps();
-    out.set_id(step.id);
-    for (std::size_t i = 0; i < step.placement.nodes.size(); ++i) {
-      const alloc::StepNode& node = step.placement.nodes[i];
-      v1::StepNodeRecord& n = *out.add_nodes();
-      n.set_node_rank(node.node_rank);
-      n.set_tasks(node.tasks);
-      n.set_cpus(node.cpus);
-      n.set_gpus(node.gpus);
-      if (i < step.node_exits.size()) n.set_exited(step.node_exits[i]);
-    }
-    out.set_reason(step.reason);
-    out.set_token(step.token);
-    out.set_master_port(step.master_port);
-    out.set_max_rss_kb(step.max_rss_kb);
-    out.set_cpu_ms(step.cpu_ms);
-    out.set_tasks(step.placement.tasks);
-    out.set_sharing(static_cast<int>(step.placement.sharing));
-    out.set_state(static_cast<int>(step.state));
-    out.set_start_time_ms(step.start_time.count());
-    out.set_end_time_ms(step.end_time.count());
-    out.set_ranks_exited(step.ranks_exited);
-    out.set_exit_code(step.exit_code);
-    out.set_exit_signal(step.exit_signal);
-    out.set_stopping(step.stopping);
-    out.set_cancelled(step.cancelled);
+// One mapping per group of the job: each writes its group's every field,
+// and reads it back.
+
+void StepToRecord(const JobStep& step, v1::StepRecord& out) {
+  out.set_id(step.id);
+  for (std::size_t i = 0; i < step.placement.nodes.size(); ++i) {
+    const alloc::StepNode& node = step.placement.nodes[i];
+    v1::StepNodeRecord& n = *out.add_nodes();
+    n.set_node_rank(node.node_rank);
+    n.set_tasks(node.tasks);
+    n.set_cpus(node.cpus);
+    n.set_gpus(node.gpus);
+    if (i < step.node_exits.size()) n.set_exited(step.node_exits[i]);
   }
-  r.set_next_step(job.next_step);
-  r.set_own_max_rss_kb(job.own_max_rss_kb);
-  r.set_own_cpu_ms(job.own_cpu_ms);
+  out.set_reason(step.reason);
+  out.set_token(step.token);
+  out.set_master_port(step.master_port);
+  out.set_max_rss_kb(step.max_rss_kb);
+  out.set_cpu_ms(step.cpu_ms);
+  out.set_tasks(step.placement.tasks);
+  out.set_sharing(static_cast<int>(step.placement.sharing));
+  out.set_state(static_cast<int>(step.state));
+  out.set_start_time_ms(step.start_time.count());
+  out.set_end_time_ms(step.end_time.count());
+  out.set_ranks_exited(step.ranks_exited);
+  out.set_exit_code(step.exit_code);
+  out.set_exit_signal(step.exit_signal);
+  out.set_stopping(step.stopping);
+  out.set_cancelled(step.cancelled);
 }
 
-// The steps of a record, refused when they could not have been the
-// engine's: an unknown state or sharing, or running steps holding more than
-// the allocation has.
-absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
-  alloc::StepLedger ledger(job.placement.grants, 1, 1);
-  job.next_step = std::max(record.next_step(), FirstStep(job));
-  job.own_max_rss_kb = record.own_max_rss_kb();
-  job.own_cpu_ms = record.own_cpu_ms();
-  for (const v1::StepRecord& s : record.steps()) {
-    JobStep& step = job.steps.emplace_back();
+void RunToRecord(const JobRun& run, const topology::Topology& topology, v1::JobRunRecord& r) {
+  r.set_cause(static_cast<int>(run.cause));
+  r.set_start_time_ms(run.start_time.count());
+  r.set_end_time_ms(run.end_time.count());
+  r.set_attempt(run.attempt);
+  r.set_exit_code(run.exit_code);
+  r.set_exit_signal(run.exit_signal);
+  for (std::size_t rank = 0; rank < run.placement.grants.size(); ++rank) {
+    const alloc::NodeGrant& g = run.placement.grants[rank];
+    v1::GrantRecord* out = r.add_grants();
+    out->set_node(topology.NodeName(g.node));
+    out->set_cpus(g.cpus);
+    out->set_memory_mb(g.memory_mb);
+    out->set_gpus(g.gpus);
+    out->set_released(rank < run.released.size() && run.released[rank] != 0);
+    out->set_ranks_ok(rank < run.exited_ok.size() ? run.exited_ok[rank] : 0);
+  }
+  r.set_master_port(run.master_port);
+  r.set_warned_attempt(run.warned_attempt);
+  for (const JobStep& step : run.steps) StepToRecord(step, *r.add_steps());
+  r.set_next_step(run.next_step);
+  r.set_own_max_rss_kb(run.own_max_rss_kb);
+  r.set_own_cpu_ms(run.own_cpu_ms);
+}
+
+// The grants of a run and the placement's shape (for display and for the
+// invariants). Nodes no longer in the topology become grants on
+// topology::kNone.
+void GrantsFromRecord(const v1::JobRunRecord& r, const topology::Topology& topology, JobRun& run) {
+  std::vector<NodeId> nodes;
+  for (const v1::GrantRecord& g : r.grants()) {
+    const std::optional<NodeId> node = topology.FindNode(g.node());
+    alloc::NodeGrant& grant = run.placement.grants.emplace_back();
+    grant.node = node.value_or(topology::kNone);
+    grant.cpus = g.cpus();
+    grant.memory_mb = g.memory_mb();
+    grant.gpus = g.gpus();
+    run.released.push_back(g.released() ? 1 : 0);
+    run.exited_ok.push_back(g.ranks_ok());
+    if (node) nodes.push_back(*node);
+  }
+  alloc::Placement& placement = run.placement;
+  for (const NodeId n : nodes) {
+    if (topology.LeafOf(n) != topology::kNone) placement.leaves.push_back(topology.LeafOf(n));
+    if (topology.GroupOf(n) != topology::kNone) placement.groups.push_back(topology.GroupOf(n));
+  }
+  for (auto* ids : {&placement.leaves, &placement.groups}) {
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  }
+  if (!nodes.empty()) {
+    placement.domain = topology.LowestCommonSwitch(nodes);
+    if (placement.domain != topology::kNone) {
+      placement.level = topology.GetSwitch(placement.domain).level;
+    }
+  }
+}
+
+// The steps of a run, refused when they could not have been the engine's:
+// an unknown state or sharing, or running steps holding more than the
+// allocation has.
+absl::Status StepsFromRecord(JobId id, const v1::JobRunRecord& r, int first_step, JobRun& run) {
+  alloc::StepLedger ledger(run.placement.grants, 1, 1);
+  run.next_step = std::max(r.next_step(), first_step);
+  for (const v1::StepRecord& s : r.steps()) {
+    JobStep& step = run.steps.emplace_back();
     step.id = s.id();
     if (s.state() < 0 || s.state() > static_cast<int>(StepState::kCancelled) || s.sharing() < 0 ||
-        s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() < FirstStep(job) ||
-        s.id() >= job.next_step) {
+        s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() < first_step ||
+        s.id() >= run.next_step) {
       return absl::InvalidArgumentError(fmt::format(
-          "job {}: step {} has state {}, sharing {} and next step {}, which no step can have",
-          record.id(), s.id(), s.state(), s.sharing(), job.next_step));
+          "job {}: step {} has state {}, sharing {} and next step {}, which no step can have", id,
+          s.id(), s.state(), s.sharing(), run.next_step));
     }
     step.state = static_cast<StepState>(s.state());
     step.placement.sharing = static_cast<alloc::StepSharing>(s.sharing());
@@ -130,10 +183,75 @@ absl::Status StepsFromRecord(const v1::JobRecord& record, Job& job) {
     if (step.state != StepState::kRunning) continue;
     if (absl::Status held = ledger.Hold(step.placement); !held.ok()) {
       return absl::InvalidArgumentError(
-          fmt::format("job {}: step {}: {}", record.id(), s.id(), held.message()));
+          fmt::format("job {}: step {}: {}", id, s.id(), held.message()));
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status RunFromRecord(JobId id, const v1::JobRunRecord& r, const topology::Topology& topology,
+                           int first_step, JobRun& run) {
+  run.cause =
+      static_cast<EndCause>(std::clamp(r.cause(), 0, static_cast<int>(EndCause::kRequeued)));
+  run.start_time = Millis(r.start_time_ms());
+  run.end_time = Millis(r.end_time_ms());
+  run.attempt = std::max(r.attempt(), 1);
+  run.exit_code = r.exit_code();
+  run.exit_signal = r.exit_signal();
+  GrantsFromRecord(r, topology, run);
+  run.master_port = r.master_port();
+  run.warned_attempt = r.warned_attempt();
+  run.own_max_rss_kb = r.own_max_rss_kb();
+  run.own_cpu_ms = r.own_cpu_ms();
+  return StepsFromRecord(id, r, first_step, run);
+}
+
+void WaitToRecord(const JobWait& wait, v1::JobWaitRecord& r) {
+  // The reason's enum is not kept: Engine::Restore reads it back from the
+  // job's reason, its name.
+  r.set_eligible_time_ms(wait.eligible_time.count());
+  r.set_dependency_left(FormatDependency(wait.dependency_left));
+}
+
+void WaitFromRecord(const v1::JobWaitRecord& r, Millis submit_time, JobWait& wait) {
+  wait.eligible_time = r.eligible_time_ms() != 0 ? Millis(r.eligible_time_ms()) : submit_time;
+  if (!r.dependency_left().empty()) {
+    absl::StatusOr<Dependency> left = ParseDependency(r.dependency_left());
+    if (left.ok()) wait.dependency_left = *std::move(left);
+  }
+}
+
+void ArrayToRecord(const JobArray& array, v1::JobArrayRecord& r) {
+  r.set_job_id(array.job_id);
+  r.set_task_id(array.task_id);
+  r.mutable_pending()->Assign(array.pending.begin(), array.pending.end());
+}
+
+void ArrayFromRecord(const v1::JobArrayRecord& r, JobArray& array) {
+  array.job_id = r.job_id();
+  array.task_id = r.job_id() == 0 ? -1 : r.task_id();
+  array.pending.assign(r.pending().begin(), r.pending().end());
+}
+
+void PreemptionToRecord(const JobPreemption& preemption, v1::JobPreemptionRecord& r) {
+  for (const PreemptionRecord& p : preemption.records) PreemptionToWire(p, r.add_records());
+  r.set_deadline_ms(preemption.deadline.count());
+  r.set_by(preemption.by);
+  r.set_suspended_since_ms(preemption.suspended_since.count());
+}
+
+// Only a victim in its grace time has a deadline, only a suspended job a
+// suspension time (records of older versions kept them after the end).
+void PreemptionFromRecord(const v1::JobPreemptionRecord& r, JobSubstate sub,
+                          JobPreemption& preemption) {
+  for (const v1::Preemption& p : r.records()) {
+    preemption.records.push_back(PreemptionFromWire(p));
+  }
+  preemption.by = r.by();
+  if (sub == JobSubstate::kPreempting) preemption.deadline = Millis(r.deadline_ms());
+  if (sub == JobSubstate::kSuspended) {
+    preemption.suspended_since = Millis(std::max<std::int64_t>(r.suspended_since_ms(), 1));
+  }
 }
 
 }  // namespace
@@ -149,46 +267,23 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
   r.set_account(job.request.account);
   r.set_partition(job.request.partition);
   r.set_state(ToWire(job.state));
-  r.set_cause(static_cast<int>(job.cause));
   r.set_reason(job.reason);
   r.set_reason_detail(job.reason_detail);
   r.set_submit_time_ms(job.submit_time.count());
-  r.set_start_time_ms(job.start_time.count());
-  r.set_end_time_ms(job.end_time.count());
-  r.set_attempt(job.attempt);
-  r.set_exit_code(job.exit_code);
-  r.set_exit_signal(job.exit_signal);
   r.set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
-  r.set_master_port(job.master_port);
-  r.set_warned_attempt(job.warned_attempt);
   r.set_qos(job.qos);
   r.set_held(IsHeld(job));
   r.set_held_by_operator(job.sub == JobSubstate::kHeldAdmin);
-  r.set_array_job_id(job.array_job_id);
-  r.set_array_task_id(job.array_task_id);
-  r.mutable_array_pending()->Assign(job.array_pending.begin(), job.array_pending.end());
-  for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, r.add_preemptions());
-  r.set_preempt_deadline_ms(job.preempt_deadline.count());
-  r.set_preempted_by(job.preempted_by);
   r.set_suspended(IsSuspended(job));
-  r.set_suspended_since_ms(job.suspended_since.count());
-  r.set_eligible_time_ms(job.eligible_time.count());
-  r.set_dependency_left(FormatDependency(job.dependency_left));
-  for (std::size_t rank = 0; rank < job.placement.grants.size(); ++rank) {
-    const alloc::NodeGrant& g = job.placement.grants[rank];
-    v1::GrantRecord* out = r.add_grants();
-    out->set_node(topology.NodeName(g.node));
-    out->set_cpus(g.cpus);
-    out->set_memory_mb(g.memory_mb);
-    out->set_gpus(g.gpus);
-    out->set_released(rank < job.released.size() && job.released[rank] != 0);
-    out->set_ranks_ok(rank < job.exited_ok.size() ? job.exited_ok[rank] : 0);
-  }
-  StepsToRecord(job, r);
+  RunToRecord(job.run, topology, *r.mutable_run());
+  WaitToRecord(job.wait, *r.mutable_wait());
+  ArrayToRecord(job.array, *r.mutable_array());
+  PreemptionToRecord(job.preemption, *r.mutable_preemption());
   return r;
 }
 
-absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topology& topology) {
+absl::StatusOr<SavedJob> FromRecord(const v1::JobRecord& record,
+                                    const topology::Topology& topology) {
   const std::optional<JobState> state = FromWire(record.state());
   if (!state) {
     return absl::InvalidArgumentError(
@@ -199,8 +294,8 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
   owner.user_name = record.user_name();
   // An array task's spec still names the array; the record says which task.
   v1::JobSpec spec = record.spec();
-  if (record.array_task_id() >= 0 && record.array_job_id() != 0 &&
-      record.array_job_id() != record.id()) {
+  if (record.array().task_id() >= 0 && record.array().job_id() != 0 &&
+      record.array().job_id() != record.id()) {
     spec.clear_array();
   }
   // What was accepted once stays readable whatever MaxArraySize is now.
@@ -209,90 +304,43 @@ absl::StatusOr<Job> FromRecord(const v1::JobRecord& record, const topology::Topo
     return absl::InvalidArgumentError(
         fmt::format("job {}: {}", record.id(), request.status().message()));
   }
-  Job job;
+  SavedJob saved;
+  saved.status = {.state = *state, .sub = SubstateOf(record, *state)};
+  Job& job = saved.job;
   job.id = record.id();
   job.request = *std::move(request);
   job.request.account = record.account();
   job.request.partition = record.partition();
-  job.state = *state;
-  job.cause =
-      static_cast<EndCause>(std::clamp(record.cause(), 0, static_cast<int>(EndCause::kRequeued)));
-  job.reason = record.reason();
-  job.reason_detail = record.reason_detail();
-  job.submit_time = Millis(record.submit_time_ms());
-  job.start_time = Millis(record.start_time_ms());
-  job.end_time = Millis(record.end_time_ms());
-  job.attempt = std::max(record.attempt(), 1);
-  job.exit_code = record.exit_code();
-  job.exit_signal = record.exit_signal();
+  job.request.qos = record.qos();
   job.time_limit =
       record.time_limit_s() == 0 ? kUnlimited : std::chrono::seconds(record.time_limit_s());
-  job.master_port = record.master_port();
-  job.warned_attempt = record.warned_attempt();
   job.qos = record.qos();
-  job.request.qos = record.qos();
-  job.array_job_id = record.array_job_id();
-  job.array_task_id = record.array_job_id() == 0 ? -1 : record.array_task_id();
-  job.array_pending.assign(record.array_pending().begin(), record.array_pending().end());
-  for (const v1::Preemption& p : record.preemptions()) {
-    job.preemptions.push_back(PreemptionFromWire(p));
+  job.submit_time = Millis(record.submit_time_ms());
+  job.reason = record.reason();
+  job.reason_detail = record.reason_detail();
+  if (absl::Status run =
+          RunFromRecord(record.id(), record.run(), topology, FirstStep(job), job.run);
+      !run.ok()) {
+    return run;
   }
-  job.preempted_by = record.preempted_by();
-  job.sub = SubstateOf(record, job.state);
-  // Only a victim in its grace time has a deadline, only a suspended job a
-  // suspension time (records of older versions kept them after the end).
-  if (job.sub == JobSubstate::kPreempting)
-    job.preempt_deadline = Millis(record.preempt_deadline_ms());
-  if (job.sub == JobSubstate::kSuspended) {
-    job.suspended_since = Millis(std::max<std::int64_t>(record.suspended_since_ms(), 1));
-  }
-  job.eligible_time =
-      Millis(record.eligible_time_ms() != 0 ? record.eligible_time_ms() : record.submit_time_ms());
-  if (!record.dependency_left().empty()) {
-    absl::StatusOr<Dependency> left = ParseDependency(record.dependency_left());
-    if (left.ok()) job.dependency_left = *std::move(left);
-  }
-  std::vector<NodeId> nodes;
-  for (const v1::GrantRecord& g : record.grants()) {
-    const std::optional<NodeId> node = topology.FindNode(g.node());
-    alloc::NodeGrant& grant = job.placement.grants.emplace_back();
-    grant.node = node.value_or(topology::kNone);
-    grant.cpus = g.cpus();
-    grant.memory_mb = g.memory_mb();
-    grant.gpus = g.gpus();
-    job.released.push_back(g.released() ? 1 : 0);
-    job.exited_ok.push_back(g.ranks_ok());
-    if (node) nodes.push_back(*node);
-  }
-  // The placement's shape, for display and for the invariants.
-  for (const NodeId n : nodes) {
-    if (topology.LeafOf(n) != topology::kNone) job.placement.leaves.push_back(topology.LeafOf(n));
-    if (topology.GroupOf(n) != topology::kNone) job.placement.groups.push_back(topology.GroupOf(n));
-  }
-  for (auto* ids : {&job.placement.leaves, &job.placement.groups}) {
-    std::sort(ids->begin(), ids->end());
-    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
-  }
-  if (!nodes.empty()) {
-    job.placement.domain = topology.LowestCommonSwitch(nodes);
-    if (job.placement.domain != topology::kNone) {
-      job.placement.level = topology.GetSwitch(job.placement.domain).level;
-    }
-  }
-  if (absl::Status steps = StepsFromRecord(record, job); !steps.ok()) return steps;
-  return job;
+  WaitFromRecord(record.wait(), job.submit_time, job.wait);
+  ArrayFromRecord(record.array(), job.array);
+  PreemptionFromRecord(record.preemption(), saved.status.sub, job.preemption);
+  return saved;
 }
 
 double GpuHours(const v1::JobRecord& record, std::int64_t now_ms) {
-  if (record.start_time_ms() == 0 || record.grants().empty()) return 0;
-  const std::int64_t end = record.end_time_ms() > 0 ? record.end_time_ms() : now_ms;
+  const v1::JobRunRecord& run = record.run();
+  if (run.start_time_ms() == 0 || run.grants().empty()) return 0;
+  const std::int64_t end = run.end_time_ms() > 0 ? run.end_time_ms() : now_ms;
   int gpus = 0;
-  for (const v1::GrantRecord& g : record.grants()) gpus += std::popcount(g.gpus());
-  return gpus * static_cast<double>(std::max<std::int64_t>(end - record.start_time_ms(), 0)) /
-         3.6e6;
+  for (const v1::GrantRecord& g : run.grants()) gpus += std::popcount(g.gpus());
+  return gpus * static_cast<double>(std::max<std::int64_t>(end - run.start_time_ms(), 0)) / 3.6e6;
 }
 
 void RecordToWire(const v1::JobRecord& record, const topology::Topology& topology, v1::Job* out) {
+  const v1::JobRunRecord& run = record.run();
+  const v1::JobArrayRecord& array = record.array();
   out->set_id(record.id());
   *out->mutable_spec() = record.spec();
   out->mutable_spec()->set_partition(record.partition());
@@ -303,11 +351,11 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   out->set_reason(record.reason());
   out->set_reason_detail(record.reason_detail());
   out->set_submit_time_ms(record.submit_time_ms());
-  out->set_start_time_ms(record.start_time_ms());
-  out->set_end_time_ms(record.end_time_ms());
+  out->set_start_time_ms(run.start_time_ms());
+  out->set_end_time_ms(run.end_time_ms());
   std::vector<std::string> nodes;
   std::vector<std::string> leaves;
-  for (const v1::GrantRecord& g : record.grants()) {
+  for (const v1::GrantRecord& g : run.grants()) {
     nodes.push_back(g.node());
     const std::optional<NodeId> node = topology.FindNode(g.node());
     if (node && topology.LeafOf(*node) != topology::kNone) {
@@ -317,24 +365,24 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   }
   out->set_nodes(hostlist::Compress(nodes));
   out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
-  out->set_exit_code(record.exit_code());
-  out->set_exit_signal(record.exit_signal());
-  out->set_attempt(record.attempt());
+  out->set_exit_code(run.exit_code());
+  out->set_exit_signal(run.exit_signal());
+  out->set_attempt(run.attempt());
   out->set_time_limit_s(record.time_limit_s());
-  out->set_gpu_hours(GpuHours(record, record.end_time_ms()));
-  out->set_array_job_id(record.array_job_id());
-  out->set_array_task_id(record.array_job_id() == 0 ? -1 : record.array_task_id());
-  out->set_display_id(record.array_job_id() != 0 && record.array_task_id() >= 0
-                          ? fmt::format("{}_{}", record.array_job_id(), record.array_task_id())
+  out->set_gpu_hours(GpuHours(record, run.end_time_ms()));
+  out->set_array_job_id(array.job_id());
+  out->set_array_task_id(array.job_id() == 0 ? -1 : array.task_id());
+  out->set_display_id(array.job_id() != 0 && array.task_id() >= 0
+                          ? fmt::format("{}_{}", array.job_id(), array.task_id())
                           : std::to_string(record.id()));
   out->set_qos(record.qos());
-  *out->mutable_preemptions() = record.preemptions();
+  *out->mutable_preemptions() = record.preemption().records();
   // The steps as the engine's job has them; a record the engine could not
   // read shows none.
-  out->set_max_rss_kb(record.own_max_rss_kb());
-  out->set_total_cpu_ms(record.own_cpu_ms());
-  if (absl::StatusOr<Job> job = FromRecord(record, topology); job.ok()) {
-    StepsToWire(*job, topology, out);
+  out->set_max_rss_kb(run.own_max_rss_kb());
+  out->set_total_cpu_ms(run.own_cpu_ms());
+  if (absl::StatusOr<SavedJob> saved = FromRecord(record, topology); saved.ok()) {
+    StepsToWire(saved->job, saved->status.state, topology, out);
   }
 }
 

@@ -16,11 +16,12 @@ namespace cohort::controller {
 [[nodiscard]] v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
                                      const topology::Topology& topology);
 
-/// The engine's job from a record. Nodes no longer in the topology become
+/// The engine's job from a record (of this version: see ParseJobRecord),
+/// with the status it was saved in. Nodes no longer in the topology become
 /// grants on topology::kNone, which Engine::Restore treats as lost.
 /// InvalidArgument when the record's request no longer parses.
-[[nodiscard]] absl::StatusOr<Job> FromRecord(const v1::JobRecord& record,
-                                             const topology::Topology& topology);
+[[nodiscard]] absl::StatusOr<SavedJob> FromRecord(const v1::JobRecord& record,
+                                                  const topology::Topology& topology);
 
 /// GPU-hours a job has held: each node's GPUs × the time from start to end
 /// (or `now` while it runs).

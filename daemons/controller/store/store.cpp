@@ -10,11 +10,13 @@
 #include <cstring>
 
 #include <functional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "cohort/check.h"
 #include "cohort/fmt_absl.h"
+#include "store/job_record.h"
 
 namespace cohort::controller {
 namespace {
@@ -173,6 +175,11 @@ const std::vector<std::string>& Store::Migrations() {
       // 3: fair-share usage per account (user '') and per user in it.
       "CREATE TABLE usage(account TEXT NOT NULL, user TEXT NOT NULL, usage REAL NOT NULL, "
       "as_of_ms INTEGER NOT NULL, PRIMARY KEY(account, user)) WITHOUT ROWID;",
+      // 4: job records keep the engine job's groups (run, wait, array,
+      // preemption) in messages of their own. Records of version 3 are read
+      // as they are (ParseJobRecord); a controller of version 3 would read
+      // version 4's as jobs that never ran, so it is refused the database.
+      "SELECT 1;",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kSchemaVersion, "one migration per version");
   return migrations;
@@ -369,7 +376,9 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
   while ((rc = sqlite3_step(jobs.get())) == SQLITE_ROW) {
     v1::JobRecord& record = state.jobs.emplace_back();
     const void* data = sqlite3_column_blob(jobs.get(), 0);
-    if (!record.ParseFromArray(data, sqlite3_column_bytes(jobs.get(), 0))) {
+    if (!ParseJobRecord({static_cast<const char*>(data),
+                         static_cast<std::size_t>(sqlite3_column_bytes(jobs.get(), 0))},
+                        record)) {
       return absl::FailedPreconditionError(fmt::format(
           "state database {}: a job record cannot be read; the controller will not start on it: {}",
           path_, Recovery(path_)));
@@ -428,7 +437,7 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
     BindText(stmt, 6, r.account());
     BindText(stmt, 7, r.partition());
     sqlite3_bind_int64(stmt, 8, r.submit_time_ms());
-    sqlite3_bind_int64(stmt, 9, r.end_time_ms());
+    sqlite3_bind_int64(stmt, 9, r.run().end_time_ms());
     BindBlob(stmt, 10, bytes);
     if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a job");
     if (row.env && !finished) {
@@ -436,7 +445,7 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
       sqlite3_bind_int64(stmt, 1, r.id());
       BindBlob(stmt, 2, *row.env);
       if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a job's environment");
-    } else if (finished && !(r.array_job_id() == r.id() && r.array_task_id() >= 0)) {
+    } else if (finished && !(r.array().job_id() == r.id() && r.array().task_id() >= 0)) {
       // Only launches read the environment; history does not keep it. An
       // array's record that became its last task keeps it for the tasks
       // that may still be requeued.
@@ -489,7 +498,10 @@ absl::StatusOr<std::optional<Message>> FindOne(
   if (rc == SQLITE_DONE) return std::nullopt;
   if (rc != SQLITE_ROW) return error(fmt::format("reading {}", what));
   Message message;
-  const bool parsed = message.ParseFromString(ColumnBytes(stmt, 0));
+  bool parsed = message.ParseFromString(ColumnBytes(stmt, 0));
+  if constexpr (std::is_same_v<Message, v1::JobRecord>) {
+    if (parsed) UpgradeJobRecord(message);
+  }
   sqlite3_reset(stmt);
   if (!parsed) return absl::DataLossError(fmt::format("job {}'s {} cannot be read", id, what));
   return message;
@@ -541,7 +553,7 @@ absl::StatusOr<std::vector<v1::JobRecord>> SqliteStore::History(const HistoryQue
   std::vector<v1::JobRecord> records;
   int rc = 0;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    if (!records.emplace_back().ParseFromString(ColumnBytes(s, 0))) {
+    if (!ParseJobRecord(ColumnBytes(s, 0), records.emplace_back())) {
       return absl::DataLossError(fmt::format("a job record in {} cannot be read", path_));
     }
   }

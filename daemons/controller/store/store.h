@@ -27,7 +27,7 @@ enum class StateSync : std::uint8_t {
 
 /// The SQLite schema this build writes. Older databases are migrated on
 /// open; a newer one is refused.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// Everything one turn of the controller changed, committed as one
 /// transaction.

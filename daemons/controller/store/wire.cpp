@@ -330,8 +330,8 @@ v1::NodeState ToWire(NodeStatus status) {
 namespace {
 
 // The batch step's state follows its job's: it is the job's own launch.
-std::string_view BatchStepState(const Job& job) {
-  switch (job.state) {
+std::string_view BatchStepState(const Job& job, JobState state) {
+  switch (state) {
     case JobState::kRunning:
       return "RUNNING";
     case JobState::kCompleted:
@@ -340,9 +340,9 @@ std::string_view BatchStepState(const Job& job) {
     case JobState::kNodeFail:
       return "FAILED";
     case JobState::kCompleting:
-      return job.cause == EndCause::kSuccess      ? "COMPLETED"
-             : job.cause == EndCause::kRankFailed ? "FAILED"
-                                                  : "CANCELLED";
+      return job.run.cause == EndCause::kSuccess      ? "COMPLETED"
+             : job.run.cause == EndCause::kRankFailed ? "FAILED"
+                                                      : "CANCELLED";
     default:
       return "CANCELLED";
   }
@@ -350,34 +350,34 @@ std::string_view BatchStepState(const Job& job) {
 
 }  // namespace
 
-void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* out) {
-  if (job.placement.grants.empty()) return;  // not started (or requeued): no steps yet
+void StepsToWire(const Job& job, JobState state, const topology::Topology& topology, v1::Job* out) {
+  if (job.run.placement.grants.empty()) return;  // not started (or requeued): no steps yet
   if (IsBatch(job)) {
     v1::JobStep& batch = *out->add_steps();
     batch.set_step_id(-1);
     batch.set_name("batch");
-    batch.set_state(std::string(BatchStepState(job)));
-    batch.set_nodes(topology.NodeName(job.placement.grants.front().node));
+    batch.set_state(std::string(BatchStepState(job, state)));
+    batch.set_nodes(topology.NodeName(job.run.placement.grants.front().node));
     batch.set_tasks(1);
-    batch.set_start_time_ms(job.start_time.count());
-    batch.set_max_rss_kb(job.own_max_rss_kb);
-    batch.set_total_cpu_ms(job.own_cpu_ms);
-    if (job.state != JobState::kRunning) {
-      batch.set_exit_code(job.exit_code);
-      batch.set_exit_signal(job.exit_signal);
-      batch.set_end_time_ms(job.end_time.count());
-      batch.set_reason(job.state == JobState::kFailed ? job.reason : "");
+    batch.set_start_time_ms(job.run.start_time.count());
+    batch.set_max_rss_kb(job.run.own_max_rss_kb);
+    batch.set_total_cpu_ms(job.run.own_cpu_ms);
+    if (state != JobState::kRunning) {
+      batch.set_exit_code(job.run.exit_code);
+      batch.set_exit_signal(job.run.exit_signal);
+      batch.set_end_time_ms(job.run.end_time.count());
+      batch.set_reason(state == JobState::kFailed ? job.reason : "");
     }
   }
-  for (const JobStep& step : job.steps) {
+  for (const JobStep& step : job.run.steps) {
     v1::JobStep& s = *out->add_steps();
     s.set_step_id(step.id);
     s.set_name(std::to_string(step.id));
     s.set_state(std::string(StepStateName(step.state)));
     std::vector<std::string> names;
     for (const alloc::StepNode& node : step.placement.nodes) {
-      names.push_back(
-          topology.NodeName(job.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+      names.push_back(topology.NodeName(
+          job.run.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
     }
     s.set_nodes(hostlist::Compress(names));
     s.set_tasks(step.placement.tasks);
@@ -404,37 +404,40 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_reason(job.reason);
   out->set_reason_detail(job.reason_detail);
   out->set_submit_time_ms(job.submit_time.count());
-  out->set_start_time_ms(job.start_time.count());
-  out->set_end_time_ms(job.end_time.count());
+  out->set_start_time_ms(job.run.start_time.count());
+  out->set_end_time_ms(job.run.end_time.count());
   std::vector<std::string> nodes;
-  for (const alloc::NodeGrant& g : job.placement.grants) nodes.push_back(topology.NodeName(g.node));
+  for (const alloc::NodeGrant& g : job.run.placement.grants)
+    nodes.push_back(topology.NodeName(g.node));
   out->set_nodes(hostlist::Compress(nodes));
   std::vector<std::string> leaves;
-  for (const topology::SwitchId s : job.placement.leaves)
+  for (const topology::SwitchId s : job.run.placement.leaves)
     leaves.push_back(topology.GetSwitch(s).name);
   out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
-  out->set_exit_code(job.exit_code);
-  out->set_exit_signal(job.exit_signal);
-  out->set_attempt(job.attempt);
+  out->set_exit_code(job.run.exit_code);
+  out->set_exit_signal(job.run.exit_signal);
+  out->set_attempt(job.run.attempt);
   out->set_time_limit_s(job.time_limit == kUnlimited ? 0 : job.time_limit.count());
   out->set_queue_position(queue_position);
   out->set_display_id(DisplayId(job));
-  out->set_array_job_id(job.array_job_id);
-  out->set_array_task_id(job.array_task_id);
-  if (!job.array_pending.empty()) {
-    out->set_array_pending(FormatArrayTasks(job.array_pending, job.request.array.max_running));
+  out->set_array_job_id(job.array.job_id);
+  out->set_array_task_id(job.array.task_id);
+  if (!job.array.pending.empty()) {
+    out->set_array_pending(FormatArrayTasks(job.array.pending, job.request.array.max_running));
   }
-  out->set_priority(job.state == JobState::kPending ? job.priority : 0);
-  out->set_expected_start_ms(job.state == JobState::kPending ? job.expected_start.count() : 0);
-  for (const PreemptionRecord& p : job.preemptions) PreemptionToWire(p, out->add_preemptions());
+  out->set_priority(job.state == JobState::kPending ? job.cache.priority : 0);
+  out->set_expected_start_ms(job.state == JobState::kPending ? job.cache.expected_start.count()
+                                                             : 0);
+  for (const PreemptionRecord& p : job.preemption.records)
+    PreemptionToWire(p, out->add_preemptions());
   out->set_qos(job.qos);
   out->set_held(IsHeld(job));
-  out->set_dependency(FormatDependency(job.dependency_left));
+  out->set_dependency(FormatDependency(job.wait.dependency_left));
   out->set_suspended(IsSuspended(job));
-  out->set_preempt_deadline_ms(job.preempt_deadline.count());
-  out->set_max_rss_kb(job.own_max_rss_kb);
-  out->set_total_cpu_ms(job.own_cpu_ms);
-  StepsToWire(job, topology, out);
+  out->set_preempt_deadline_ms(job.preemption.deadline.count());
+  out->set_max_rss_kb(job.run.own_max_rss_kb);
+  out->set_total_cpu_ms(job.run.own_cpu_ms);
+  StepsToWire(job, job.state, topology, out);
 }
 
 void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out) {

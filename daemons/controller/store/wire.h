@@ -114,8 +114,9 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
                v1::Job* out);
 
 /// The job's steps: its batch step (from the job itself) once it started,
-/// then the steps of its attempt.
-void StepsToWire(const Job& job, const topology::Topology& topology, v1::Job* out);
+/// then the steps of its attempt. `state` is the job's (a job read from a
+/// record has it apart, in SavedJob).
+void StepsToWire(const Job& job, JobState state, const topology::Topology& topology, v1::Job* out);
 
 /// The facts of `cohort why` (everything but the job itself).
 void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out);

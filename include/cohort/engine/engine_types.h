@@ -30,7 +30,7 @@ struct LaunchCommand {
   NodeId node = 0;
   int node_rank = 0;
   alloc::NodeGrant grant;     ///< for a step: what the step holds on the node
-  std::optional<int> step{};  ///< a step inside the allocation (Job::steps); none: the job's own
+  std::optional<int> step{};  ///< a step inside the allocation (Job::run.steps); none: the job's own
 };
 /// Which of a job's processes on a node a signal reaches.
 enum class SignalScope : std::uint8_t {
@@ -133,8 +133,15 @@ struct NodeAdmin {
 /// What a store keeps of an engine: every job not yet finished (and any
 /// finished ones it wants shown again), the next id, and operators' node
 /// settings by name.
+/// A job as the store kept it, and the status it had: the job book sets
+/// that as the job enters it (JobBook::Restore).
+struct SavedJob {
+  Job job;
+  JobStatus status;
+};
+
 struct SavedState {
-  std::vector<Job> jobs;  ///< placement grants and released flags as they were
+  std::vector<SavedJob> jobs;  ///< placement grants and released flags as they were
   JobId next_id = 1;
   std::vector<std::pair<NodeId, NodeAdmin>> nodes;
   std::vector<policy::UsageRecord> usage;  ///< fair-share usage

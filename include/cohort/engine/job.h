@@ -42,7 +42,7 @@ enum class JobSubstate : std::uint8_t {
   kNone,        ///< pending: waiting for its turn; running: running
   kHeldUser,    ///< pending, held by its owner (--hold, cohort hold)
   kHeldAdmin,   ///< pending, held by an operator: only an operator releases it
-  kPreempting,  ///< running, warned: stops at Job::preempt_deadline unless it ends first
+  kPreempting,  ///< running, warned: stops at Job::preemption.deadline unless it ends first
   kSuspended,   ///< running (or stopping), SIGSTOPped: its grants are lent to its preemptor
 };
 inline constexpr int kJobSubstateCount = 5;
@@ -255,23 +255,38 @@ struct JobStep {
   int master_port = 0;
 };
 
-/// A job and everything the engine knows of it.
-struct Job {
-  JobId id = 0;
-  JobRequest request;
-  alloc::GangRequest gang;             ///< resolved against the cluster at submit
-  std::chrono::seconds time_limit{0};  ///< in force
-  int priority_tier = 0;
-  /// Written by the job book alone (JobBook::SetState, through the table).
-  JobState state = JobState::kPending;
-  JobSubstate sub = JobSubstate::kNone;
-  EndCause cause = EndCause::kNone;
-  /// Pending: why it waits (the engine decides by this). `reason` is its
-  /// name while the job waits, and in words why it ended once finished.
-  PendingReason pending_reason = PendingReason::kNone;
-  std::string reason;
-  std::string reason_detail;
-  Millis submit_time{0};
+namespace engine {
+class JobBook;
+}  // namespace engine
+struct JobStatusForTests;  ///< tests/unit/test_support.h
+
+/// The one key that changes a job's state and sub-state: only the job book
+/// (and tests that build jobs in a state) can make one.
+class StatusKey {
+ private:
+  StatusKey() = default;
+  friend class engine::JobBook;
+  friend struct JobStatusForTests;
+};
+
+/// A job's state or its sub-state: read anywhere as the value; changed with
+/// a StatusKey alone, so that nothing but the job book's table moves a job.
+template <typename T>
+class BookKept {
+ public:
+  constexpr BookKept() = default;
+  // NOLINTNEXTLINE(google-explicit-constructor): read as the value it keeps
+  constexpr operator T() const { return value_; }
+  constexpr void Set(T value, const StatusKey& /*key*/) { value_ = value; }
+
+ private:
+  T value_{};
+};
+
+/// The current attempt: from the allocation to the release of its nodes.
+/// Persisted (JobRunRecord).
+struct JobRun {
+  EndCause cause = EndCause::kNone;  ///< why it stops, once stopping
   Millis start_time{0};
   Millis end_time{0};
   int attempt = 1;
@@ -290,39 +305,78 @@ struct Job {
   /// the command's run as every rank), as for a step.
   std::int64_t own_max_rss_kb = 0;
   std::int64_t own_cpu_ms = 0;
+};
 
-  std::string qos;          ///< resolved
-  Millis eligible_time{0};  ///< when it last became eligible (submit, release, requeue)
-  /// Arrays. The array's own record (id == array_job_id, array_task_id -1)
-  /// holds the tasks not yet created in `array_pending`; each task split off
-  /// it is a job of its own with a new id. The last task takes the record.
-  JobId array_job_id = 0;
-  int array_task_id = -1;
-  std::vector<int> array_pending;
-  /// What is left of --dependency: the terms not yet satisfied.
-  Dependency dependency_left;
-  /// Preemption: a victim (kPreempting) stops at preempt_deadline unless it
-  /// ends or says checkpoint-done first.
-  std::vector<PreemptionRecord> preemptions;
-  Millis preempt_deadline{0};  ///< set while kPreempting, else 0
-  JobId preempted_by = 0;
-  Millis suspended_since{0};  ///< set while kSuspended, else 0
-  /// Runtime only (not persisted): the time up to which fair-share usage
-  /// has been charged, and the last backfill plan's start estimate and
-  /// nodes (a preemptor's: its victims' nodes, with no estimate), which the
-  /// shell uses to make the nodes ready ahead (container images).
+/// What a pending job waits on. Persisted (JobWaitRecord) but for the
+/// reason's enum, which is read back from the job's reason text.
+struct JobWait {
+  /// Why it waits (the engine decides by this); Job::reason is its name.
+  PendingReason reason = PendingReason::kNone;
+  Millis eligible_time{0};     ///< when it last became eligible (submit, release, requeue)
+  Dependency dependency_left;  ///< what is left of --dependency: the terms not yet satisfied
+};
+
+/// Arrays. The array's own record (id == job_id, task_id -1) holds the tasks
+/// not yet created in `pending`; each task split off it is a job of its own
+/// with a new id. The last task takes the record. Persisted (JobArrayRecord).
+struct JobArray {
+  JobId job_id = 0;  ///< 0: not an array
+  int task_id = -1;
+  std::vector<int> pending;
+};
+
+/// Preemption: a victim (kPreempting) stops at `deadline` unless it ends or
+/// says checkpoint-done first. Persisted (JobPreemptionRecord).
+struct JobPreemption {
+  std::vector<PreemptionRecord> records;  ///< every preemption, oldest first
+  Millis deadline{0};                     ///< set while kPreempting, else 0
+  JobId by = 0;                           ///< the preemptor, while preempted
+  Millis suspended_since{0};              ///< set while kSuspended, else 0
+};
+
+/// The running engine's own: never persisted, made again after a restart.
+struct JobCache {
+  /// The time up to which fair-share usage has been charged.
   Millis charged_until{0};
+  /// The last backfill plan's start estimate and nodes (a preemptor's: its
+  /// victims' nodes, with no estimate), which the shell uses to make the
+  /// nodes ready ahead (container images).
   Millis expected_start{0};
   std::vector<alloc::NodeId> planned_nodes;
   std::int64_t priority = 0;  ///< the last pass's multifactor total
   int share_slot = -1;        ///< the engine's number for (account, user)
 };
 
+/// A job and everything the engine knows of it, in groups: what was asked
+/// (fixed at submission), its status, and the run, the wait, the array, the
+/// preemption and the caches. Each persisted group has one record mapping
+/// (daemons/controller/store/records.cpp).
+struct Job {
+  JobId id = 0;
+  JobRequest request;
+  alloc::GangRequest gang;             ///< resolved against the cluster at submit
+  std::chrono::seconds time_limit{0};  ///< in force
+  int priority_tier = 0;
+  std::string qos;  ///< resolved
+  Millis submit_time{0};
+  /// Changed by the job book alone (JobBook::SetState, through the table).
+  BookKept<JobState> state;
+  BookKept<JobSubstate> sub;
+  /// Pending: the name of its wait reason; finished: in words, why it ended.
+  std::string reason;
+  std::string reason_detail;
+  JobRun run;
+  JobWait wait;
+  JobArray array;
+  JobPreemption preemption;
+  JobCache cache;
+};
+
 [[nodiscard]] inline JobStatus StatusOf(const Job& job) { return {job.state, job.sub}; }
 /// The job has no plan to start (it started, or waits with no reservation).
 inline void ForgetPlan(Job& job) {
-  job.expected_start = Millis{0};
-  job.planned_nodes.clear();
+  job.cache.expected_start = Millis{0};
+  job.cache.planned_nodes.clear();
 }
 /// Held by its owner or by an operator.
 [[nodiscard]] inline bool IsHeld(const Job& job) {

@@ -267,11 +267,11 @@ TEST_F(AgentHubTest, ReportsAboutAJobElsewhereAreDropped) {
   FakeAgentLink& liar = a.Launches().empty() ? a : b;
   const Job& job = *state_->engine.FindJob(id);
   ASSERT_EQ(job.state, JobState::kRunning);
-  const int attempt = job.attempt;
+  const int attempt = job.run.attempt;
 
   v1::AgentMessage prolog;
   prolog.mutable_script_failed()->set_job_id(id);
-  prolog.mutable_script_failed()->set_attempt(job.attempt);
+  prolog.mutable_script_failed()->set_attempt(job.run.attempt);
   prolog.mutable_script_failed()->set_script("prolog");
   prolog.mutable_script_failed()->set_reason("forged");
   v1::AgentMessage started;
@@ -288,8 +288,8 @@ TEST_F(AgentHubTest, ReportsAboutAJobElsewhereAreDropped) {
   }
   Drain();
   EXPECT_EQ(job.state, JobState::kRunning);
-  EXPECT_EQ(job.attempt, attempt) << "a prolog failure elsewhere requeued the job";
-  EXPECT_EQ(job.own_cpu_ms, 0);
+  EXPECT_EQ(job.run.attempt, attempt) << "a prolog failure elsewhere requeued the job";
+  EXPECT_EQ(job.run.own_cpu_ms, 0);
   EXPECT_FALSE(state_->bindings.contains(id));
   EXPECT_EQ(hub_->RefusedReports(), 4U);
   EXPECT_FALSE(state_->engine.Admin(&liar == &a ? 0 : 1).drain)

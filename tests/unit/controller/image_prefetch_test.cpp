@@ -107,7 +107,7 @@ TEST_F(ImagePrefetchTest, AsksEachPlannedNodeOnceAndTellsWhatTheyAnswered) {
   const JobId waiting = Submit("reg#tiny:1");
   const Job& job = *state_->engine.FindJob(waiting);
   ASSERT_EQ(job.state, JobState::kPending);
-  ASSERT_EQ(job.planned_nodes.size(), 2U);
+  ASSERT_EQ(job.cache.planned_nodes.size(), 2U);
   EXPECT_EQ(prefetch_.Followed(), 1U);
 
   prefetch_.Review(now_);
@@ -155,7 +155,7 @@ TEST_F(ImagePrefetchTest, AsksEachPlannedNodeOnceAndTellsWhatTheyAnswered) {
 TEST_F(ImagePrefetchTest, AsksAnUnreachableNodeAgainAtTheNextReview) {
   Submit("");
   const JobId waiting = Submit("reg#tiny:1");
-  const std::vector<NodeId> planned = state_->engine.FindJob(waiting)->planned_nodes;
+  const std::vector<NodeId> planned = state_->engine.FindJob(waiting)->cache.planned_nodes;
   ASSERT_EQ(planned.size(), 2U);
   unreachable_.insert(planned[0]);
   prefetch_.Review(now_);
@@ -172,7 +172,7 @@ TEST_F(ImagePrefetchTest, LeavesJobsPlannedBeyondTheWindowAndJobsWithoutAnImage)
   Submit("");
   const JobId waiting = Submit("reg#tiny:1");
   const JobId bare = Submit("");
-  ASSERT_FALSE(state_->engine.FindJob(waiting)->planned_nodes.empty());
+  ASSERT_FALSE(state_->engine.FindJob(waiting)->cache.planned_nodes.empty());
   EXPECT_EQ(prefetch_.Followed(), 1U) << "only the job with an image is followed";
   prefetch_.Review(now_);
   EXPECT_TRUE(sent_.empty());

@@ -24,7 +24,7 @@ inline StateBatch::JobRow JobRow(std::int64_t id, v1::JobState state, std::int64
   row.record.set_account(user);
   row.record.set_partition("gpu");
   row.record.set_submit_time_ms(1000 * id);
-  row.record.set_end_time_ms(end_ms);
+  row.record.mutable_run()->set_end_time_ms(end_ms);
   row.record.mutable_spec()->set_name(fmt::format("job{}", id));
   row.record.mutable_spec()->add_argv("train.py");
   v1::JobSpec env;

@@ -48,9 +48,8 @@ Job PendingJob(JobId id, int nodes) {
   job.gang.nodes = nodes;
   job.gang.tasks_per_node = 2;
   job.time_limit = std::chrono::minutes(10);
-  job.state = JobState::kPending;
   job.submit_time = kT0;
-  job.eligible_time = kT0;
+  job.wait.eligible_time = kT0;
   return job;
 }
 
@@ -81,7 +80,7 @@ TEST(PassTriggersTest, AReleaseCallsForAReleasePassUnlessOthersDependOnTheJob) {
 
   // Job 9 waits for job 3 (afterany:3): its end calls for a full pass.
   Job waiting = PendingJob(9, 1);
-  waiting.dependency_left.terms.push_back({DependencyType::kAfterAny, 3});
+  waiting.wait.dependency_left.terms.push_back({DependencyType::kAfterAny, 3});
   triggers.PassBegun();
   triggers.Submitted(waiting);
   triggers.PassBegun();
@@ -136,7 +135,7 @@ TEST(JobBookTest, KnowsWhichJobsHoldEachNode) {
 TEST(JobBookTest, MovesAJobBetweenItsIndexesOnlyThroughSetState) {
   JobBook book;
   Effects effects;
-  Job& job = book.Add(PendingJob(book.TakeId(), 2), effects);
+  Job& job = book.Add(PendingJob(book.TakeId(), 2), JobSubstate::kNone, effects);
   EXPECT_EQ(book.Pending().size(), 1U);
   book.SetState(job, {JobState::kRunning, JobSubstate::kNone}, JobEvent::kAllocated, effects);
   EXPECT_TRUE(book.Pending().empty());
@@ -177,7 +176,7 @@ class PartsTest : public ::testing::Test {
   // A pending job of `nodes` nodes in the book.
   Job& Queue(int nodes) {
     Effects effects;
-    return book_.Add(PendingJob(book_.TakeId(), nodes), effects);
+    return book_.Add(PendingJob(book_.TakeId(), nodes), JobSubstate::kNone, effects);
   }
 
   // Starts `job` on the first `nodes` nodes.
@@ -202,19 +201,19 @@ TEST_F(PartsTest, LifecycleStartsAGangOnItsNodesAndReleasesThemAtTheEnd) {
   Effects effects;
   StartOn(job, effects);
   EXPECT_EQ(job.state, JobState::kRunning);
-  const NodeId first = job.placement.grants[0].node;
+  const NodeId first = job.run.placement.grants[0].node;
   EXPECT_EQ(book_.JobsOn(first), std::set<JobId>{job.id});
   EXPECT_EQ(
       std::count_if(effects.commands.begin(), effects.commands.end(),
                     [](const Command& c) { return std::holds_alternative<LaunchCommand>(c); }),
       2);
   // Every rank exits 0, then each node lets go.
-  for (const alloc::NodeGrant& g : job.placement.grants) {
+  for (const alloc::NodeGrant& g : job.run.placement.grants) {
     life_.CountOk(job, NodeRankOf(job, g.node), 2, kT0, effects);
   }
   EXPECT_EQ(job.state, JobState::kCompleting);
   triggers_.PassBegun();
-  for (const alloc::NodeGrant& g : job.placement.grants) {
+  for (const alloc::NodeGrant& g : job.run.placement.grants) {
     life_.JobReleased(job.id, g.node, kT0, effects);
   }
   EXPECT_EQ(job.state, JobState::kCompleted);
@@ -228,7 +227,7 @@ TEST_F(PartsTest, LifecycleAsksTheHookAboutASignalledExitBeforeFailingTheJob) {
   Job& job = Queue(1);
   Effects effects;
   StartOn(job, effects);
-  const NodeId node = job.placement.grants[0].node;
+  const NodeId node = job.run.placement.grants[0].node;
   int asked = 0;
   life_.OnSignalledExit([&](Job&, NodeId, int signal, Millis, Effects&) {
     ++asked;
@@ -240,7 +239,7 @@ TEST_F(PartsTest, LifecycleAsksTheHookAboutASignalledExitBeforeFailingTheJob) {
   life_.RankExited(job.id, node, 0, SIGKILL, kT0, effects);
   EXPECT_EQ(asked, 2);
   EXPECT_EQ(job.state, JobState::kCompleting);
-  EXPECT_EQ(job.cause, EndCause::kRankFailed);
+  EXPECT_EQ(job.run.cause, EndCause::kRankFailed);
 }
 
 TEST_F(PartsTest, LifecycleEndsAJobAtItsTimeLimitAndLeavesAVictimsGraceToPreemption) {
@@ -251,13 +250,13 @@ TEST_F(PartsTest, LifecycleEndsAJobAtItsTimeLimitAndLeavesAVictimsGraceToPreempt
   EXPECT_EQ(job.state, JobState::kRunning);
   life_.Tick(kT0 + ToMillis(job.time_limit), effects);
   EXPECT_EQ(job.state, JobState::kCompleting);
-  EXPECT_EQ(job.cause, EndCause::kTimeLimit);
+  EXPECT_EQ(job.run.cause, EndCause::kTimeLimit);
 
   Job& victim = Queue(1);
   StartOn(victim, effects);
   book_.SetState(victim, {JobState::kRunning, JobSubstate::kPreempting}, JobEvent::kPreemptWarned,
                  effects);
-  victim.preempt_deadline = kT0 + Millis(10);
+  victim.preemption.deadline = kT0 + Millis(10);
   life_.Tick(kT0 + Millis(20), effects);
   EXPECT_EQ(victim.sub, JobSubstate::kPreempting);  // Preemption::Tick stops it, not Lifecycle
 }
@@ -267,7 +266,7 @@ TEST_F(PartsTest, ThePrioritizerRanksLargerJobsFirstAndChargesWhatRan) {
   Job& large = Queue(4);
   const std::vector<Job*> jobs{&small, &large};
   priority_.Rank(jobs, book_, kT0);
-  EXPECT_GT(large.priority, small.priority);  // multifactor's size factor
+  EXPECT_GT(large.cache.priority, small.cache.priority);  // multifactor's size factor
 
   Effects effects;
   StartOn(small, effects);
@@ -285,10 +284,10 @@ TEST_F(PartsTest, StepsRunInsideAJobsAllocationAndEndWithIt) {
   request.tasks = 1;
   const absl::StatusOr<int> step = Steps::Start(job, request, kT0, effects);
   ASSERT_TRUE(step.ok()) << step.status();
-  EXPECT_EQ(Steps::RunningOn(job, job.steps.back().placement.nodes.front().node_rank),
+  EXPECT_EQ(Steps::RunningOn(job, job.run.steps.back().placement.nodes.front().node_rank),
             std::vector<int>{*step});
   Steps::EndWithJob(job, kT0);
-  EXPECT_EQ(job.steps.back().state, StepState::kCancelled);
+  EXPECT_EQ(job.run.steps.back().state, StepState::kCancelled);
   EXPECT_TRUE(Steps::RunningOn(job, 0).empty());
 }
 
@@ -311,10 +310,10 @@ TEST_F(PartsTest, AdmissionRefusesAnUnknownPartitionAndWakesAPassAtABeginTime) {
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   resolved->id = book_.TakeId();
   Effects effects;
-  Job& job = book_.Add(*std::move(resolved), effects);
+  Job& job = book_.Add(*std::move(resolved), JobSubstate::kNone, effects);
   PassCounts counts;
   EXPECT_FALSE(admission.Eligible(job, counts, kT0, effects));
-  EXPECT_EQ(job.pending_reason, PendingReason::kBeginTime);
+  EXPECT_EQ(job.wait.reason, PendingReason::kBeginTime);
   triggers_.FullPassBegun();
   triggers_.Tick(kT0 + std::chrono::minutes(5));
   EXPECT_EQ(CountOf(triggers_, Trigger::kBeginTime), 1U);
@@ -330,15 +329,16 @@ TEST_F(PartsTest, PreemptionStopsAVictimAtTheEndOfItsGraceTime) {
   StartOn(victim, effects);
   book_.SetState(victim, {JobState::kRunning, JobSubstate::kPreempting}, JobEvent::kPreemptWarned,
                  effects);
-  victim.preempt_deadline = kT0 + Millis(100);
-  victim.preemptions.emplace_back();  // what Preemption's warning records
+  victim.preemption.deadline = kT0 + Millis(100);
+  victim.preemption.records.emplace_back();  // what Preemption's warning records
   preemption.Tick(kT0 + Millis(99), effects);
   EXPECT_EQ(victim.sub, JobSubstate::kPreempting);
   preemption.Tick(kT0 + Millis(100), effects);
   EXPECT_EQ(victim.state, JobState::kCompleting);
-  EXPECT_NE(victim.preemptions.back().detail.find("stopped at the end of its 60 s grace time"),
-            std::string::npos)
-      << victim.preemptions.back().detail;
+  EXPECT_NE(
+      victim.preemption.records.back().detail.find("stopped at the end of its 60 s grace time"),
+      std::string::npos)
+      << victim.preemption.records.back().detail;
 }
 
 TEST_F(PartsTest, TheNodeBookRequeuesTheJobsOfALostNodeAndCallsForAPassWhenOneComesUp) {
@@ -356,10 +356,10 @@ TEST_F(PartsTest, TheNodeBookRequeuesTheJobsOfALostNodeAndCallsForAPassWhenOneCo
   Job& job = Queue(1);
   job.request.requeue = true;
   StartOn(job, effects);
-  const NodeId node = job.placement.grants[0].node;
+  const NodeId node = job.run.placement.grants[0].node;
   nodes.Lost(node, "no heartbeat", kT0, effects);
   EXPECT_EQ(job.state, JobState::kPending);
-  EXPECT_EQ(job.pending_reason, PendingReason::kRequeued);
+  EXPECT_EQ(job.wait.reason, PendingReason::kRequeued);
   EXPECT_TRUE(book_.JobsOn(node).empty());
   EXPECT_EQ(nodes.View(node).status, NodeStatus::kDown);
   EXPECT_EQ(CountOf(triggers_, Trigger::kRequeued), 1U);

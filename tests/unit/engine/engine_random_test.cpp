@@ -146,7 +146,7 @@ class RandomEngine {
         if (job == nullptr || job->state != JobState::kPending) continue;
         if (IsHeld(*job)) {
           Do(input::Release{JobRef{id, -1}, Caller{0}});
-        } else if (job->pending_reason == PendingReason::kDependencyNeverSatisfied) {
+        } else if (job->wait.reason == PendingReason::kDependencyNeverSatisfied) {
           Do(input::Cancel{JobRef{id, -1}, 0, Caller{0}});
         }
       }
@@ -259,7 +259,7 @@ class RandomEngine {
         const Job* job = engine_->FindJob(launch->job);
         if (job == nullptr) continue;
         if (launch->step) {
-          for (const JobStep& step : job->steps) {
+          for (const JobStep& step : job->run.steps) {
             if (step.id != *launch->step) continue;
             for (const alloc::StepNode& node : step.placement.nodes) {
               if (node.node_rank != launch->node_rank) continue;
@@ -271,7 +271,7 @@ class RandomEngine {
         }
         // A batch script is one process on the allocation's first node.
         runs_[{launch->job, launch->node}] =
-            Run{job->attempt, IsBatch(*job) ? 1 : job->gang.tasks_per_node, false};
+            Run{job->run.attempt, IsBatch(*job) ? 1 : job->gang.tasks_per_node, false};
         if (launch->node_rank == 0) ++started_;
       } else if (const auto* terminate = std::get_if<TerminateCommand>(&command)) {
         if (terminate->step) continue;  // the step's ranks exit in StepEvent
@@ -282,11 +282,11 @@ class RandomEngine {
         } else if (job != nullptr) {
           // Nothing of the job runs there (a batch job's other nodes, or
           // ranks that all exited): the agent answers that it is released.
-          runs_[{terminate->job, terminate->node}] = Run{job->attempt, 0, true};
+          runs_[{terminate->job, terminate->node}] = Run{job->run.attempt, 0, true};
         }
       } else if (const auto* signal = std::get_if<SignalCommand>(&command)) {
         if (const Job* job = engine_->FindJob(signal->job);
-            job != nullptr && job->preempt_deadline.count() != 0) {
+            job != nullptr && job->preemption.deadline.count() != 0) {
           ++preemptions_;
         }
       }
@@ -376,7 +376,7 @@ class RandomEngine {
     }
     std::vector<const Job*> running;
     for (const auto& [id, job] : engine_->Jobs()) {
-      if (job.state == JobState::kRunning && job.array_job_id == 0) running.push_back(&job);
+      if (job.state == JobState::kRunning && job.array.job_id == 0) running.push_back(&job);
     }
     if (running.empty()) return;
     const Job& job = *running[static_cast<std::size_t>(Pick(static_cast<int>(running.size())))];
@@ -452,8 +452,8 @@ class RandomEngine {
     auto it = jobs.begin();
     std::advance(it, Pick(static_cast<int>(jobs.size())));
     const Caller who{Pick(5) == 0 ? 0 : it->second.request.uid};
-    const JobRef ref{it->second.array_job_id != 0 ? it->second.array_job_id : it->first,
-                     it->second.array_task_id};
+    const JobRef ref{it->second.array.job_id != 0 ? it->second.array.job_id : it->first,
+                     it->second.array.task_id};
     Do(input_of(ref, who));
   }
 

@@ -78,7 +78,7 @@ class EngineTest : public ::testing::Test {
   // then each node releases.
   void FinishEverywhere(JobId id, int code) {
     const Job& job = *engine_->FindJob(id);
-    const std::vector<alloc::NodeGrant> grants = job.placement.grants;
+    const std::vector<alloc::NodeGrant> grants = job.run.placement.grants;
     Effects fx;
     for (const alloc::NodeGrant& g : grants) {
       for (int r = 0; r < job.gang.tasks_per_node; ++r)
@@ -91,7 +91,7 @@ class EngineTest : public ::testing::Test {
   JobState State(JobId id) const { return engine_->FindJob(id)->state; }
   /// The node at node rank `rank` of a started job.
   NodeId NodeAt(JobId id, int rank) const {
-    return engine_->FindJob(id)->placement.grants[static_cast<std::size_t>(rank)].node;
+    return engine_->FindJob(id)->run.placement.grants[static_cast<std::size_t>(rank)].node;
   }
   /// Plays one node's agent: `ranks` ranks of the step exit there.
   void StepExits(JobId id, int step, int node_rank, int ranks, int code, int signal, Effects& fx) {
@@ -127,7 +127,7 @@ class EngineTest : public ::testing::Test {
   // No node has registered with the new one yet.
   void Restart() {
     SavedState saved;
-    for (const auto& [id, job] : engine_->Jobs()) saved.jobs.push_back(job);
+    for (const auto& [id, job] : engine_->Jobs()) saved.jobs.push_back({job, StatusOf(job)});
     saved.next_id = engine_->NextId();
     for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
       saved.nodes.emplace_back(n, engine_->Admin(n));
@@ -290,8 +290,8 @@ TEST_F(EngineTest, FailingRankStopsTheGang) {
   const JobId id = Submit(2);
   Schedule();
   const Job& job = *engine_->FindJob(id);
-  const NodeId first = job.placement.grants[0].node;
-  const NodeId second = job.placement.grants[1].node;
+  const NodeId first = job.run.placement.grants[0].node;
+  const NodeId second = job.run.placement.grants[1].node;
   Effects fx;
   engine_->RankExited(id, first, 3, 0, now_, fx);
   EXPECT_EQ(State(id), JobState::kCompleting);
@@ -304,15 +304,15 @@ TEST_F(EngineTest, FailingRankStopsTheGang) {
   EXPECT_EQ(State(id), JobState::kCompleting);  // holds the gang until every node confirms
   engine_->JobReleased(id, second, now_, fx);
   EXPECT_EQ(State(id), JobState::kFailed);
-  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  EXPECT_EQ(engine_->FindJob(id)->run.exit_code, 3);
   EXPECT_TRUE(engine_->CheckInvariants().ok());
 }
 
 TEST_F(EngineTest, LaunchFailureOnOneNodeFailsTheJob) {
   const JobId id = Submit(2);
   Schedule();
-  const NodeId first = engine_->FindJob(id)->placement.grants[0].node;
-  const NodeId second = engine_->FindJob(id)->placement.grants[1].node;
+  const NodeId first = engine_->FindJob(id)->run.placement.grants[0].node;
+  const NodeId second = engine_->FindJob(id)->run.placement.grants[1].node;
   Effects fx;
   engine_->LaunchFailed(id, second, "cannot run \"x\": No such file or directory", now_, fx);
   engine_->JobReleased(id, second, now_, fx);
@@ -323,7 +323,7 @@ TEST_F(EngineTest, LaunchFailureOnOneNodeFailsTheJob) {
                         cluster_->topology.NodeName(second)));
   const JobId again = Submit(1);
   Schedule();
-  const NodeId node = engine_->FindJob(again)->placement.grants[0].node;
+  const NodeId node = engine_->FindJob(again)->run.placement.grants[0].node;
   const std::string name = cluster_->topology.NodeName(node);
   engine_->LaunchFailed(again, node, name + ": cannot run \"y\": Permission denied", now_, fx);
   EXPECT_EQ(engine_->FindJob(again)->reason,
@@ -365,8 +365,8 @@ TEST_F(EngineTest, TimeLimitStopsTheJob) {
 TEST_F(EngineTest, SilentNodeGoesDownAndItsJobsFail) {
   const JobId id = Submit(2);
   Schedule();
-  const NodeId lost = engine_->FindJob(id)->placement.grants[0].node;
-  const NodeId other = engine_->FindJob(id)->placement.grants[1].node;
+  const NodeId lost = engine_->FindJob(id)->run.placement.grants[0].node;
+  const NodeId other = engine_->FindJob(id)->run.placement.grants[1].node;
   now_ += std::chrono::seconds(20);
   for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
     if (n != lost) engine_->NodeHeartbeat(n, now_);
@@ -397,8 +397,8 @@ TEST_F(EngineTest, RequeueOnNodeLoss) {
   Effects fx;
   const JobId id = engine_->Submit(r, now_, fx).value();
   Schedule();
-  const NodeId lost = engine_->FindJob(id)->placement.grants[0].node;
-  const NodeId other = engine_->FindJob(id)->placement.grants[1].node;
+  const NodeId lost = engine_->FindJob(id)->run.placement.grants[0].node;
+  const NodeId other = engine_->FindJob(id)->run.placement.grants[1].node;
   now_ += std::chrono::seconds(31);
   for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
     if (n != lost) engine_->NodeHeartbeat(n, now_);
@@ -406,10 +406,11 @@ TEST_F(EngineTest, RequeueOnNodeLoss) {
   engine_->Tick(now_, fx);
   engine_->JobReleased(id, other, now_, fx);
   EXPECT_EQ(State(id), JobState::kPending);
-  EXPECT_EQ(engine_->FindJob(id)->attempt, 2);
+  EXPECT_EQ(engine_->FindJob(id)->run.attempt, 2);
   Schedule();
   EXPECT_EQ(State(id), JobState::kRunning);
-  for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) EXPECT_NE(g.node, lost);
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->run.placement.grants)
+    EXPECT_NE(g.node, lost);
 }
 
 TEST_F(EngineTest, DrainKeepsNewWorkOffAndResumeBringsItBack) {
@@ -498,17 +499,16 @@ TEST_F(EngineTest, MasterPortsDifferOnASharedFirstNode) {
   const JobId first = Submit(1);
   Schedule();
   const Job running = *engine_->FindJob(first);
-  const NodeId node = running.placement.grants.front().node;
-  EXPECT_EQ(running.master_port, 20001);
+  const NodeId node = running.run.placement.grants.front().node;
+  EXPECT_EQ(running.run.master_port, 20001);
   Job twin = running;
   twin.id = 20001;
-  twin.state = JobState::kPending;
-  twin.placement = {};
-  twin.released.clear();
-  twin.exited_ok.clear();
+  twin.run.placement = {};
+  twin.run.released.clear();
+  twin.run.exited_ok.clear();
   twin.request.nodelist = {cluster_->topology.NodeName(node)};
   SavedState saved;
-  saved.jobs = {running, twin};
+  saved.jobs = {{running, StatusOf(running)}, {twin, {JobState::kPending, JobSubstate::kNone}}};
   saved.next_id = 20002;
   alloc::NodePool pool =
       alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
@@ -520,14 +520,14 @@ TEST_F(EngineTest, MasterPortsDifferOnASharedFirstNode) {
   }
   Schedule();
   ASSERT_EQ(State(20001), JobState::kRunning);
-  EXPECT_EQ(engine_->FindJob(20001)->placement.grants.front().node, node);
-  EXPECT_EQ(engine_->FindJob(20001)->master_port, 20002);
+  EXPECT_EQ(engine_->FindJob(20001)->run.placement.grants.front().node, node);
+  EXPECT_EQ(engine_->FindJob(20001)->run.master_port, 20002);
 }
 
 TEST_F(EngineTest, RestoredGangLearnsItsExitsFromTheAgents) {
   const JobId id = Submit(2);
   Schedule();
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   const JobId queued = Submit(8);
   Restart();
   ASSERT_EQ(State(id), JobState::kRunning);
@@ -550,22 +550,22 @@ TEST_F(EngineTest, RestoredGangLearnsItsExitsFromTheAgents) {
 TEST_F(EngineTest, RestoredGangFailsWithTheExitAnAgentReports) {
   const JobId id = Submit(2);
   Schedule();
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   Restart();
   RegisterWith(grants[0].node, {}, {{id, 1, 1, true, 3, 0, ""}});
   EXPECT_EQ(State(id), JobState::kCompleting);
-  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  EXPECT_EQ(engine_->FindJob(id)->run.exit_code, 3);
   // A report of another attempt is not this one's: the node has none of its
   // ranks left, so it is released and the job ends with the first failure.
   RegisterWith(grants[1].node, {}, {{id, 7, 2, false, 0, 0, ""}});
   EXPECT_EQ(State(id), JobState::kFailed);
-  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  EXPECT_EQ(engine_->FindJob(id)->run.exit_code, 3);
 }
 
 TEST_F(EngineTest, RestoredNodeThatNeverRegistersIsLost) {
   const JobId id = Submit(2);
   Schedule();
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   Restart();
   RegisterWith(grants[0].node, {{id, 1, 0}}, {});
   now_ += std::chrono::seconds(20);
@@ -609,7 +609,7 @@ TEST_F(EngineTest, WarningGoesToEveryNodeOnceBeforeTheTimeLimit) {
   const JobId id = SubmitWarned(2, kUsr1At90, minutes(10));
   Schedule();
   const Millis start = now_;
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   EXPECT_TRUE(Signals(TickAt(start + minutes(8) + seconds(29))).empty());
   const Effects fx = TickAt(start + minutes(8) + seconds(30));
   const std::vector<SignalCommand> sent = Signals(fx);
@@ -622,7 +622,7 @@ TEST_F(EngineTest, WarningGoesToEveryNodeOnceBeforeTheTimeLimit) {
   }
   EXPECT_EQ(fx.changed_jobs, std::vector<JobId>{id});  // persisted: a restart does not warn again
   EXPECT_EQ(State(id), JobState::kRunning);
-  EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 1);
+  EXPECT_EQ(engine_->FindJob(id)->run.warned_attempt, 1);
   EXPECT_EQ(engine_->FindJob(id)->reason_detail,
             "sent USR1 to every rank 90 s before the time limit 00:10:00 (--signal)");
   EXPECT_TRUE(Signals(TickAt(start + minutes(9))).empty());
@@ -635,7 +635,7 @@ TEST_F(EngineTest, WarningGoesToEveryNodeOnceBeforeTheTimeLimit) {
 TEST_F(EngineTest, BatchOnlyWarningGoesToNodeRankZero) {
   const JobId id = SubmitWarned(3, {12, std::chrono::seconds(30), true}, std::chrono::minutes(5));
   Schedule();
-  const NodeId first = engine_->FindJob(id)->placement.grants[0].node;
+  const NodeId first = engine_->FindJob(id)->run.placement.grants[0].node;
   const std::vector<SignalCommand> sent =
       Signals(TickAt(now_ + std::chrono::minutes(4) + std::chrono::seconds(30)));
   ASSERT_EQ(sent.size(), 1U);
@@ -654,9 +654,9 @@ TEST_F(EngineTest, NoWarningWhenDisabledOrWithoutATimeLimitLongerThanItsLead) {
     EXPECT_TRUE(Signals(TickAt(start + std::chrono::seconds(s))).empty()) << "at " << s << " s";
   }
   EXPECT_EQ(State(short_limit), JobState::kCompleting);  // stopped at its limit, unwarned
-  EXPECT_EQ(engine_->FindJob(short_limit)->warned_attempt, 0);
+  EXPECT_EQ(engine_->FindJob(short_limit)->run.warned_attempt, 0);
   EXPECT_EQ(State(disabled), JobState::kRunning);
-  EXPECT_EQ(engine_->FindJob(disabled)->warned_attempt, 0);
+  EXPECT_EQ(engine_->FindJob(disabled)->run.warned_attempt, 0);
 }
 
 TEST_F(EngineTest, NoWarningWithoutATimeLimit) {
@@ -676,7 +676,7 @@ TEST_F(EngineTest, WarningIsNotSentAgainAfterARestart) {
   const JobId id = SubmitWarned(2, kUsr1At90, minutes(10));
   Schedule();
   const Millis start = now_;
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   auto restart = [&] {
     Restart();
     for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
@@ -689,7 +689,7 @@ TEST_F(EngineTest, WarningIsNotSentAgainAfterARestart) {
   restart();
   EXPECT_EQ(Signals(TickAt(start + minutes(8) + seconds(45))).size(), 2U);
   restart();
-  EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 1);
+  EXPECT_EQ(engine_->FindJob(id)->run.warned_attempt, 1);
   EXPECT_TRUE(Signals(TickAt(start + minutes(8) + seconds(50))).empty());
   EXPECT_EQ(State(id), JobState::kRunning);
 }
@@ -699,7 +699,7 @@ TEST_F(EngineTest, RequeuedJobIsWarnedAgainInItsNextAttempt) {
   using std::chrono::seconds;
   const JobId id = SubmitWarned(2, kUsr1At90, minutes(20), /*requeue=*/true);
   Schedule();
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   EXPECT_EQ(Signals(TickAt(now_ + minutes(19))).size(), 2U);
   // The first node's agent comes back without the job's ranks, which it
   // would list had it ever had them: lost, requeued.
@@ -707,25 +707,25 @@ TEST_F(EngineTest, RequeuedJobIsWarnedAgainInItsNextAttempt) {
   Effects fx;
   engine_->JobReleased(id, grants[1].node, now_, fx);
   ASSERT_EQ(State(id), JobState::kPending);
-  EXPECT_EQ(engine_->FindJob(id)->attempt, 2);
+  EXPECT_EQ(engine_->FindJob(id)->run.attempt, 2);
   Schedule();
   ASSERT_EQ(State(id), JobState::kRunning);
   EXPECT_TRUE(Signals(TickAt(now_ + minutes(18))).empty());
   EXPECT_EQ(Signals(TickAt(now_ + minutes(1))).size(), 2U);
-  EXPECT_EQ(engine_->FindJob(id)->warned_attempt, 2);
+  EXPECT_EQ(engine_->FindJob(id)->run.warned_attempt, 2);
 }
 
 TEST_F(EngineTest, RankKilledByTheWarningEndsTheJobAsTimeout) {
   const JobId id = SubmitWarned(2, kUsr1At90, std::chrono::minutes(10));
   Schedule();
-  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->placement.grants;
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
   TickAt(now_ + std::chrono::minutes(9));
   Effects fx;
   engine_->RankExited(id, grants[1].node, 0, 10, now_, fx);
   EXPECT_EQ(State(id), JobState::kCompleting);
   FinishEverywhere(id, 0);
   EXPECT_EQ(State(id), JobState::kTimeout);
-  EXPECT_EQ(engine_->FindJob(id)->exit_signal, 10);
+  EXPECT_EQ(engine_->FindJob(id)->run.exit_signal, 10);
   EXPECT_EQ(
       engine_->FindJob(id)->reason,
       fmt::format("time limit 00:10:00 reached: a rank on {} ended on the warning signal USR1 "
@@ -737,7 +737,7 @@ TEST_F(EngineTest, RankKilledByTheWarningEndsTheJobAsTimeout) {
 TEST_F(EngineTest, RankKilledByTheWarningSignalBeforeTheWarningFails) {
   const JobId id = SubmitWarned(1, kUsr1At90, std::chrono::minutes(10));
   Schedule();
-  const NodeId node = engine_->FindJob(id)->placement.grants[0].node;
+  const NodeId node = engine_->FindJob(id)->run.placement.grants[0].node;
   Effects fx;
   engine_->RankExited(id, node, 0, 10, now_, fx);
   FinishEverywhere(id, 0);
@@ -869,7 +869,7 @@ TEST(AdmissionCheckTest, RequireTimeLimitRefusesASubmitWithoutOne) {
   }
   engine.Schedule(kT0, fx);
   EXPECT_EQ(engine.FindJob(*first)->state, JobState::kRunning);
-  EXPECT_EQ(engine.FindJob(*second)->pending_reason, PendingReason::kQosMaxJobsPerUser);
+  EXPECT_EQ(engine.FindJob(*second)->wait.reason, PendingReason::kQosMaxJobsPerUser);
   EXPECT_EQ(engine.FindJob(*second)->reason_detail,
             "QOS normal allows 1 running jobs per user (MaxJobsPerUser)");
 }
@@ -917,11 +917,11 @@ TEST_F(EngineTest, StepsShareTheAllocationAndEndWithTheirRanks) {
   // Step 1 has 2 nodes × 2 tasks; once all four exit it is COMPLETED and
   // its nodes take the next step.
   StepExits(id, 1, 0, 2, 0, 0, fx);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kRunning);
   StepExits(id, 1, 0, 1, 0, 0, fx);  // a node's count is never passed
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kRunning);
   StepExits(id, 1, 1, 2, 0, 0, fx);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCompleted);
   Effects next;
   absl::StatusOr<int> d = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, alice, now_, next);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -954,7 +954,7 @@ TEST_F(EngineTest, AFailingRankStopsItsStepButNotTheJob) {
   EXPECT_EQ(StepCommands(failed, 1), 2) << "the step's other ranks are stopped on both nodes";
   StepExits(id, 1, 0, 1, 0, SIGTERM, failed);
   StepExits(id, 1, 1, 2, 0, SIGTERM, failed);
-  const JobStep& step = engine_->FindJob(id)->steps[0];
+  const JobStep& step = engine_->FindJob(id)->run.steps[0];
   EXPECT_EQ(step.state, StepState::kFailed);
   EXPECT_EQ(step.exit_code, 3);
   EXPECT_EQ(step.exit_signal, 0);
@@ -974,7 +974,7 @@ TEST_F(EngineTest, ACancelledStepEndsCancelledAndSignalsReachOnlyItsRanks) {
   Effects cancel;
   ASSERT_TRUE(engine_->SignalStep(JobRef{id, -1}, 1, 0, {1000}, now_, cancel).ok());
   StepExits(id, 1, 0, 2, 0, SIGTERM, cancel);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCancelled);
   EXPECT_EQ(engine_->SignalStep(JobRef{id, -1}, 1, 0, {1000}, now_, cancel).message(),
             fmt::format("step {}.1 has already ended (CANCELLED)", id));
   EXPECT_EQ(engine_->SignalStep(JobRef{id, -1}, 7, 0, {1000}, now_, cancel).code(),
@@ -1076,14 +1076,14 @@ TEST_F(EngineTest, ARunningStepOutlivesAControllerRestart) {
     if (n == step_node) running.push_back({.job = id, .step = 1});
     RegisterWith(n, running, {});
   }
-  ASSERT_EQ(engine_->FindJob(id)->steps.size(), 1u);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  ASSERT_EQ(engine_->FindJob(id)->run.steps.size(), 1u);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kRunning);
   // Its node stays taken, and its ranks' exits still end it.
   Effects after;
   EXPECT_EQ(engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, {1000}, now_, after).status().code(),
             absl::StatusCode::kResourceExhausted);
   StepExits(id, 1, 0, 2, 0, 0, after);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCompleted);
   absl::StatusOr<int> next = engine_->StartStep(JobRef{id, -1}, {.nodes = 2}, {1000}, now_, after);
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(*next, 2);
@@ -1103,7 +1103,7 @@ TEST_F(EngineTest, AStepAskedAgainWithItsTokenIsTheSameStep) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(*second, *first);
   EXPECT_TRUE(again.commands.empty()) << "nothing is launched twice";
-  EXPECT_EQ(engine_->FindJob(id)->steps.size(), 1u);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps.size(), 1u);
   absl::StatusOr<int> other =
       engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, again, "c3d4");
   ASSERT_TRUE(other.ok()) << other.status();
@@ -1116,7 +1116,7 @@ TEST_F(EngineTest, AStepWhoseRanksVanishWithTheAgentFailsAndTheJobRunsOn) {
   Effects fx;
   ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {.nodes = 1}, {1000}, now_, fx).ok());
   RegisterWith(NodeAt(id, 0), {{.job = id}}, {});  // the job's ranks, not the step's
-  const JobStep& step = engine_->FindJob(id)->steps[0];
+  const JobStep& step = engine_->FindJob(id)->run.steps[0];
   EXPECT_EQ(step.state, StepState::kFailed);
   EXPECT_EQ(step.reason, fmt::format("its ranks on {} vanished when the agent restarted",
                                      cluster_->topology.NodeName(NodeAt(id, 0))));
@@ -1136,10 +1136,10 @@ TEST_F(EngineTest, AFinishedStepReportedAtRegistrationEndsItOnce) {
   done.ranks = 2;
   RegisterWith(NodeAt(id, 0), {{.job = id}}, {done});
   RegisterWith(NodeAt(id, 0), {{.job = id}}, {done});  // reported again: harmless
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].ranks_exited, 2);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kRunning);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].ranks_exited, 2);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kRunning);
   StepExits(id, 1, 1, 2, 0, 0, fx);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCompleted);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCompleted);
 }
 
 // Batch jobs: the script runs once, on the allocation's first node.
@@ -1165,7 +1165,7 @@ TEST_F(EngineTest, ABatchScriptRunsOnceAndItsStepsAreNumberedFromZero) {
   // A node whose step ranks are done stays the job's.
   StepExits(id, 0, 2, 2, 0, 0, fx);
   engine_->JobReleased(id, NodeAt(id, 2), now_, fx);
-  EXPECT_EQ(engine_->FindJob(id)->released[2], 0);
+  EXPECT_EQ(engine_->FindJob(id)->run.released[2], 0);
   // The script exits 0 while the step still runs on the other nodes: the
   // job completes, and every node is told to stop.
   Effects end;
@@ -1179,7 +1179,7 @@ TEST_F(EngineTest, ABatchScriptRunsOnceAndItsStepsAreNumberedFromZero) {
             4);
   for (int rank = 0; rank < 4; ++rank) engine_->JobReleased(id, NodeAt(id, rank), now_, end);
   EXPECT_EQ(State(id), JobState::kCompleted);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCancelled);
   EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
 }
 
@@ -1191,7 +1191,7 @@ TEST_F(EngineTest, ABatchScriptThatFailsFailsItsJob) {
   EXPECT_EQ(State(id), JobState::kCompleting);
   for (int rank = 0; rank < 2; ++rank) engine_->JobReleased(id, NodeAt(id, rank), now_, fx);
   EXPECT_EQ(State(id), JobState::kFailed);
-  EXPECT_EQ(engine_->FindJob(id)->exit_code, 7);
+  EXPECT_EQ(engine_->FindJob(id)->run.exit_code, 7);
   EXPECT_EQ(engine_->FindJob(id)->reason, fmt::format("the batch script on {} exited with code 7",
                                                       cluster_->topology.NodeName(NodeAt(id, 0))));
 }
@@ -1218,7 +1218,7 @@ TEST_F(EngineTest, AnAllocationRunsOnlyItsStepsAndEndsWithItsCommand) {
   EXPECT_EQ(State(id), JobState::kCompleting);
   for (int rank = 0; rank < 2; ++rank) engine_->JobReleased(id, NodeAt(id, rank), now_, fx);
   EXPECT_EQ(State(id), JobState::kFailed);
-  EXPECT_EQ(engine_->FindJob(id)->exit_code, 3);
+  EXPECT_EQ(engine_->FindJob(id)->run.exit_code, 3);
   EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
 }
 
@@ -1271,18 +1271,18 @@ TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {
   Effects fx;
   ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx).ok());
   ASSERT_TRUE(engine_->Requeue(JobRef{id, -1}, {1000}, now_, fx).ok());
-  for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) {
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->run.placement.grants) {
     engine_->JobReleased(id, g.node, now_, fx);
   }
   EXPECT_EQ(State(id), JobState::kPending);
-  EXPECT_TRUE(engine_->FindJob(id)->steps.empty());
+  EXPECT_TRUE(engine_->FindJob(id)->run.steps.empty());
   Schedule();
   ASSERT_EQ(State(id), JobState::kRunning);
   absl::StatusOr<int> again = engine_->StartStep(JobRef{id, -1}, {}, {1000}, now_, fx);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, 1);
   FinishEverywhere(id, 0);
-  EXPECT_EQ(engine_->FindJob(id)->steps[0].state, StepState::kCancelled);
+  EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCancelled);
 }
 
 // --- --begin, --deadline, scontrol update, GPU types
@@ -1297,7 +1297,7 @@ TEST_F(EngineTest, BeginTimeKeepsAJobPendingUntilItComes) {
   const JobId id = engine_->Submit(r, now_, fx).value();
   Schedule();
   EXPECT_EQ(State(id), JobState::kPending);
-  EXPECT_EQ(engine_->FindJob(id)->pending_reason, PendingReason::kBeginTime);
+  EXPECT_EQ(engine_->FindJob(id)->wait.reason, PendingReason::kBeginTime);
   EXPECT_EQ(engine_->FindJob(id)->reason, "BeginTime");
   TickAt(now_ + std::chrono::seconds(19));
   EXPECT_FALSE(engine_->ScheduleNeeded());
@@ -1383,13 +1383,13 @@ TEST_F(EngineTest, StepsOnOneFirstNodeGetRendezvousPortsOfTheirOwn) {
   const int a1 = engine_->StartStep(JobRef{a, -1}, overlap, alice, now_, fx).value();
   const int b0 = engine_->StartStep(JobRef{b, -1}, overlap, alice, now_, fx).value();
   const auto port = [&](JobId job, int step) {
-    for (const JobStep& s : engine_->FindJob(job)->steps) {
+    for (const JobStep& s : engine_->FindJob(job)->run.steps) {
       if (s.id == step) return s.master_port;
     }
     return -1;
   };
-  EXPECT_EQ(engine_->FindJob(a)->master_port, 20001);
-  EXPECT_EQ(engine_->FindJob(b)->master_port, 20002);
+  EXPECT_EQ(engine_->FindJob(a)->run.master_port, 20001);
+  EXPECT_EQ(engine_->FindJob(b)->run.master_port, 20002);
   EXPECT_EQ(port(a, a0), 20001);
   EXPECT_EQ(port(a, a1), 20003);
   EXPECT_EQ(port(b, b0), 20002);
@@ -1418,7 +1418,7 @@ TEST_F(EngineTest, AGpuTypeLandsOnlyOnNodesOfThatType) {
   const JobId id = engine_->Submit(r, now_, fx).value();
   Schedule();
   ASSERT_EQ(State(id), JobState::kRunning);
-  for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) EXPECT_GE(g.node, 4);
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->run.placement.grants) EXPECT_GE(g.node, 4);
   r.gpu_type = "v100";
   const absl::StatusOr<JobId> none = engine_->Submit(r, now_, fx);
   EXPECT_EQ(none.status().message(),

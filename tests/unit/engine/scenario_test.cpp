@@ -155,7 +155,7 @@ class VirtualCluster {
 
   std::string NodesOf(JobId id) const {
     std::vector<std::string> names;
-    for (const alloc::NodeGrant& g : engine_->FindJob(id)->placement.grants) {
+    for (const alloc::NodeGrant& g : engine_->FindJob(id)->run.placement.grants) {
       names.push_back(cluster_->topology.NodeName(g.node));
     }
     return hostlist::Compress(names);
@@ -178,7 +178,7 @@ class VirtualCluster {
   void ExitAll(JobId id, int code, int signal, Effects& fx) {
     const Job* job = engine_->FindJob(id);
     if (job == nullptr) return;
-    const std::vector<alloc::NodeGrant> grants = job->placement.grants;
+    const std::vector<alloc::NodeGrant> grants = job->run.placement.grants;
     const int tasks = job->gang.tasks_per_node;
     for (const alloc::NodeGrant& g : grants) {
       for (int r = 0; r < tasks; ++r) engine_->RankExited(id, g.node, code, signal, now_, fx);
@@ -196,10 +196,10 @@ class VirtualCluster {
       if (const auto* launch = std::get_if<LaunchCommand>(&c)) {
         if (launch->node_rank != 0) continue;
         const Job& job = *engine_->FindJob(launch->job);
-        Log(fmt::format("start job {} attempt {} on {}", DisplayId(job), job.attempt,
+        Log(fmt::format("start job {} attempt {} on {}", DisplayId(job), job.run.attempt,
                         NodesOf(launch->job)));
         ends_[launch->job] =
-            now_ + sims_[job.array_job_id != 0 ? job.array_job_id : job.id].runtime;
+            now_ + sims_[job.array.job_id != 0 ? job.array.job_id : job.id].runtime;
         if (on_start) on_start(launch->job, now_);
       } else if (const auto* sig = std::get_if<SignalCommand>(&c)) {
         Log(fmt::format("signal {} to job {} on {}",
@@ -333,10 +333,10 @@ JobId BusyClusterWithAWaitingGang(VirtualCluster& sim) {
 TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build(), {});
   const JobId wide = BusyClusterWithAWaitingGang(sim);
-  const Millis promised = sim.engine().FindJob(wide)->expected_start;
+  const Millis promised = sim.engine().FindJob(wide)->cache.expected_start;
   ASSERT_NE(promised.count(), 0);
   // Its plan names the nodes it is to start on: all 8, each once.
-  std::vector<NodeId> planned = sim.engine().FindJob(wide)->planned_nodes;
+  std::vector<NodeId> planned = sim.engine().FindJob(wide)->cache.planned_nodes;
   std::sort(planned.begin(), planned.end());
   EXPECT_EQ(planned.size(), 8U);
   EXPECT_EQ(std::unique(planned.begin(), planned.end()), planned.end());
@@ -351,15 +351,15 @@ TEST(ScenarioTest, BackfillNeverDelaysTheTopReservation) {
   // the waiting job: the pass after their submission tries only them. The
   // reservation stands; the long job's start is planned by the next full pass.
   EXPECT_EQ(sim.engine().FindJob(long_one)->reason, "Priority");
-  EXPECT_EQ(sim.engine().FindJob(long_one)->expected_start.count(), 0);
-  EXPECT_EQ(sim.engine().FindJob(wide)->expected_start, promised);
+  EXPECT_EQ(sim.engine().FindJob(long_one)->cache.expected_start.count(), 0);
+  EXPECT_EQ(sim.engine().FindJob(wide)->cache.expected_start, promised);
   sim.RunUntil(promised + seconds(2));
   const Job& started = *sim.engine().FindJob(wide);
   EXPECT_EQ(started.state, JobState::kRunning);
-  EXPECT_LE(started.start_time, promised + seconds(1));
-  EXPECT_TRUE(started.planned_nodes.empty()) << "a started job has no plan";
-  EXPECT_EQ(sim.engine().FindJob(long_one)->planned_nodes.empty(),
-            sim.engine().FindJob(long_one)->expected_start.count() == 0);
+  EXPECT_LE(started.run.start_time, promised + seconds(1));
+  EXPECT_TRUE(started.cache.planned_nodes.empty()) << "a started job has no plan";
+  EXPECT_EQ(sim.engine().FindJob(long_one)->cache.planned_nodes.empty(),
+            sim.engine().FindJob(long_one)->cache.expected_start.count() == 0);
 }
 
 // A submission ahead of the partition's waiting job gets a full pass, and
@@ -375,7 +375,7 @@ TEST(PolicyTest, ASubmissionAheadOfTheWaitingJobGetsAFullPass) {
   const Job& first = *sim.engine().FindJob(ahead);
   EXPECT_EQ(first.state, JobState::kPending);
   EXPECT_EQ(first.reason, "Resources");
-  EXPECT_NE(first.expected_start.count(), 0);
+  EXPECT_NE(first.cache.expected_start.count(), 0);
   EXPECT_EQ(sim.engine().PendingOrder().front(), ahead);
 }
 
@@ -450,11 +450,11 @@ JobId WaitBehindAFullCluster(VirtualCluster& sim) {
 TEST(PolicyTest, WhileJobsWaitTheQueueIsOrderedAfreshEveryThirtySeconds) {
   VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), AgeOnly());
   const JobId waiting = WaitBehindAFullCluster(sim);
-  const std::int64_t first = sim.engine().FindJob(waiting)->priority;
+  const std::int64_t first = sim.engine().FindJob(waiting)->cache.priority;
   sim.RunUntil(sim.now() + seconds(20));
-  EXPECT_EQ(sim.engine().FindJob(waiting)->priority, first);
+  EXPECT_EQ(sim.engine().FindJob(waiting)->cache.priority, first);
   sim.RunUntil(sim.now() + seconds(20));
-  EXPECT_GT(sim.engine().FindJob(waiting)->priority, first);
+  EXPECT_GT(sim.engine().FindJob(waiting)->cache.priority, first);
 }
 
 // A submission long after the last full pass is still tried alone: ordering
@@ -463,15 +463,15 @@ TEST(PolicyTest, WhileJobsWaitTheQueueIsOrderedAfreshEveryThirtySeconds) {
 TEST(PolicyTest, ASubmissionLongAfterTheLastFullPassIsTriedAlone) {
   VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build(), AgeOnly());
   const JobId waiting = WaitBehindAFullCluster(sim);
-  const std::int64_t first = sim.engine().FindJob(waiting)->priority;
+  const std::int64_t first = sim.engine().FindJob(waiting)->cache.priority;
   sim.Skip(minutes(2));
   const JobId late = sim.Submit(Request(1, 8, hours(1)), {hours(1)}).value();
   sim.Pass();
-  EXPECT_EQ(sim.engine().FindJob(waiting)->priority, first);
+  EXPECT_EQ(sim.engine().FindJob(waiting)->cache.priority, first);
   EXPECT_EQ(sim.engine().FindJob(late)->state, JobState::kPending);
   EXPECT_EQ(sim.engine().FindJob(late)->reason, "Priority");
   sim.RunUntil(sim.now() + seconds(1));  // the next tick
-  EXPECT_GT(sim.engine().FindJob(waiting)->priority, first);
+  EXPECT_GT(sim.engine().FindJob(waiting)->cache.priority, first);
 }
 
 // Once one partition's waiting job has spent the backfill depth, the jobs
@@ -586,15 +586,15 @@ TEST(ScenarioTest, PreemptionTakesMinimalVictimsInOneLeaf) {
   sim.RunUntil(sim.now() + seconds(60));
   const Job& job = *sim.engine().FindJob(big);
   ASSERT_EQ(job.state, JobState::kRunning) << job.reason << ": " << job.reason_detail;
-  EXPECT_EQ(job.placement.leaves.size(), 1U);
+  EXPECT_EQ(job.run.placement.leaves.size(), 1U);
   int preempted = 0;
   for (const JobId id : sweep) {
     const Job& victim = *sim.engine().FindJob(id);
-    if (victim.preemptions.empty()) continue;
+    if (victim.preemption.records.empty()) continue;
     ++preempted;
     EXPECT_EQ(victim.state, JobState::kPending);
-    EXPECT_EQ(victim.attempt, 2);
-    EXPECT_EQ(victim.preemptions.front().by_job, big);
+    EXPECT_EQ(victim.run.attempt, 2);
+    EXPECT_EQ(victim.preemption.records.front().by_job, big);
   }
   EXPECT_EQ(preempted, 16);
   // Every victim got USR1 before it was terminated.
@@ -736,9 +736,10 @@ TEST(PolicyTest, AVictimThatDiesOfThePreemptionWarningIsRequeuedNotFailed) {
   sim.RunUntil(sim.now() + seconds(10));
   const Job& requeued = *sim.engine().FindJob(victim);
   EXPECT_EQ(requeued.state, JobState::kPending) << requeued.reason;
-  EXPECT_EQ(requeued.attempt, 2);
-  ASSERT_EQ(requeued.preemptions.size(), 1u);
-  EXPECT_EQ(requeued.preemptions[0].detail, "a rank on n001 ended on the warning signal USR1");
+  EXPECT_EQ(requeued.run.attempt, 2);
+  ASSERT_EQ(requeued.preemption.records.size(), 1u);
+  EXPECT_EQ(requeued.preemption.records[0].detail,
+            "a rank on n001 ended on the warning signal USR1");
   EXPECT_EQ(sim.engine().FindJob(urgent)->state, JobState::kRunning);
 }
 
