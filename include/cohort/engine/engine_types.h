@@ -29,8 +29,9 @@ struct LaunchCommand {
   JobId job = 0;
   NodeId node = 0;
   int node_rank = 0;
-  alloc::NodeGrant grant;     ///< for a step: what the step holds on the node
-  std::optional<int> step{};  ///< a step inside the allocation (Job::run.steps); none: the job's own
+  alloc::NodeGrant grant;  ///< for a step: what the step holds on the node
+  std::optional<int>
+      step{};  ///< a step inside the allocation (Job::run.steps); none: the job's own
 };
 /// Which of a job's processes on a node a signal reaches.
 enum class SignalScope : std::uint8_t {
