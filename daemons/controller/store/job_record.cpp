@@ -30,16 +30,25 @@ void UpgradeJobRecord(v1::JobRecord& r) {
   v1::JobWaitRecord& wait = *r.mutable_wait();
   wait.set_eligible_time_ms(r.legacy_eligible_time_ms());
   wait.set_dependency_left(r.legacy_dependency_left());
-  v1::JobArrayRecord& array = *r.mutable_array();
-  array.set_job_id(r.legacy_array_job_id());
-  array.set_task_id(r.legacy_array_job_id() == 0 ? -1 : r.legacy_array_task_id());
-  array.mutable_pending()->Swap(r.mutable_legacy_array_pending());
-  v1::JobPreemptionRecord& preemption = *r.mutable_preemption();
-  preemption.mutable_records()->Swap(r.mutable_legacy_preemptions());
-  preemption.set_deadline_ms(r.legacy_preempt_deadline_ms());
-  preemption.set_by(r.legacy_preempted_by());
-  preemption.set_suspended_since_ms(r.legacy_suspended_since_ms());
-  // The repeated ones were swapped out above.
+  // As ToRecord writes them: the array and preemption groups only where
+  // the job has them.
+  if (r.legacy_array_job_id() != 0) {
+    v1::JobArrayRecord& array = *r.mutable_array();
+    array.set_job_id(r.legacy_array_job_id());
+    array.set_task_id(r.legacy_array_task_id());
+    array.mutable_pending()->Swap(r.mutable_legacy_array_pending());
+  }
+  if (r.legacy_preemptions_size() > 0 || r.legacy_preempted_by() != 0 ||
+      r.legacy_preempt_deadline_ms() != 0 || r.legacy_suspended_since_ms() != 0) {
+    v1::JobPreemptionRecord& preemption = *r.mutable_preemption();
+    preemption.mutable_records()->Swap(r.mutable_legacy_preemptions());
+    preemption.set_deadline_ms(r.legacy_preempt_deadline_ms());
+    preemption.set_by(r.legacy_preempted_by());
+    preemption.set_suspended_since_ms(r.legacy_suspended_since_ms());
+  }
+  // The repeated ones were swapped out above (an array's pending tasks
+  // with no array are none).
+  r.clear_legacy_array_pending();
   r.clear_legacy_cause();
   r.clear_legacy_start_time_ms();
   r.clear_legacy_end_time_ms();

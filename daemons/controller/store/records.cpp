@@ -277,8 +277,13 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
   r.set_suspended(IsSuspended(job));
   RunToRecord(job.run, topology, *r.mutable_run());
   WaitToRecord(job.wait, *r.mutable_wait());
-  ArrayToRecord(job.array, *r.mutable_array());
-  PreemptionToRecord(job.preemption, *r.mutable_preemption());
+  // Most jobs are in no array and were never preempted: their records
+  // carry no message for those groups (reading one back gives the same
+  // defaults), which keeps a restart's parsing to the groups a job has.
+  if (job.array.job_id != 0) ArrayToRecord(job.array, *r.mutable_array());
+  if (!job.preemption.records.empty() || job.preemption.by != 0) {
+    PreemptionToRecord(job.preemption, *r.mutable_preemption());
+  }
   return r;
 }
 

@@ -409,6 +409,24 @@ TEST_F(RecordsTest, ABatchJobsStepsAreNumberedFromZero) {
   EXPECT_FALSE(FromRecord(ToRecord(job, Spec(), cluster_.topology), cluster_.topology).ok());
 }
 
+// Most jobs are in no array and never preempted: their records carry no
+// message for those groups, read back as the defaults, in either version.
+TEST_F(RecordsTest, AJobOutsideArraysAndPreemptionsWritesNoSuchGroups) {
+  const Job job = RunningWithSteps();
+  const v1::JobRecord record = ToRecord(job, Spec(), cluster_.topology);
+  EXPECT_FALSE(record.has_array());
+  EXPECT_FALSE(record.has_preemption());
+  const absl::StatusOr<SavedJob> back = FromRecord(record, cluster_.topology);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->job.array.job_id, 0);
+  EXPECT_EQ(back->job.array.task_id, -1);
+  EXPECT_TRUE(back->job.preemption.records.empty());
+  v1::JobRecord read;
+  ASSERT_TRUE(ParseJobRecord(AsVersionThree(record).SerializeAsString(), read));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(read, record))
+      << "read:\n" << read.DebugString() << "\nwritten now:\n" << record.DebugString();
+}
+
 // History shows a finished job from its record alone: its batch step ended
 // as the job did, whose status the record keeps apart from the job.
 TEST_F(RecordsTest, AFinishedBatchJobsRecordShowsItsBatchStepAsItEnded) {
