@@ -424,7 +424,9 @@ TEST_F(RecordsTest, AJobOutsideArraysAndPreemptionsWritesNoSuchGroups) {
   v1::JobRecord read;
   ASSERT_TRUE(ParseJobRecord(AsVersionThree(record).SerializeAsString(), read));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(read, record))
-      << "read:\n" << read.DebugString() << "\nwritten now:\n" << record.DebugString();
+      << "read:\n"
+      << read.DebugString() << "\nwritten now:\n"
+      << record.DebugString();
 }
 
 // History shows a finished job from its record alone: its batch step ended
