@@ -66,8 +66,6 @@ absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place, Leadership& lea
   H2Guard guard(server.get(), peers, nullptr);
   local.Serve(guard);
   leadership.SetAddress(place.advertise(port));
-  if (!place.port_file.empty()) std::ofstream(place.port_file) << port << '\n';
-  Log("leader")->info("controller_standby listen={} socket={}", place.address, place.socket_path);
 
   StandbyEnd end{.why = StandbyEnd::Why::kStopped, .port = port};
   boost::asio::io_context io;
@@ -114,6 +112,13 @@ absl::StatusOr<StandbyEnd> RunStandby(const StandbyPlace& place, Leadership& lea
     });
   };
   poll();
+  // Announced (the port file, the log line) once the first look at the
+  // lease has learnt the active controller, so that whoever it brings here
+  // is told where that one is, not that none is active.
+  if (end.why != StandbyEnd::Why::kAcquired) {
+    if (!place.port_file.empty()) std::ofstream(place.port_file) << port << '\n';
+    Log("leader")->info("controller_standby listen={} socket={}", place.address, place.socket_path);
+  }
   io.run();
 
   local.Stop();
