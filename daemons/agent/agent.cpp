@@ -30,6 +30,13 @@ namespace {
 // unreachable for up to gRPC's default of two minutes.
 constexpr int kChannelMinBackoffMs = 100;
 constexpr int kChannelMaxBackoffMs = 5000;
+// How long one connection attempt (TCP and the TLS handshake) may take.
+// gRPC reads it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, which was the
+// 100 ms above: a controller busy with many agents' handshakes (after a
+// restart, or a takeover) made every attempt time out ("handshaker
+// shutdown"), and the agents went round the controllers again and again.
+// A refused connection still fails at once.
+constexpr int kConnectTimeoutMs = 3000;
 // A ping every 10 s while the stream is open, 5 s for its answer.
 constexpr int kKeepaliveMs = 10'000;
 constexpr int kKeepaliveTimeoutMs = 5'000;
@@ -97,7 +104,7 @@ absl::Status Agent::Start() {
 
   grpc::ChannelArguments arguments;
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kChannelMinBackoffMs);
-  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kChannelMinBackoffMs);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kConnectTimeoutMs);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kChannelMaxBackoffMs);
   // A controller whose machine vanished sends no reset: without pings the
   // stream would wait on it for TCP's retransmissions (a quarter of an
