@@ -3,6 +3,7 @@
 #include <charconv>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "cluster_files.h"
 #include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/placement_check.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/plugin.h"
 #include "cohort/text/hostlist.h"
@@ -40,6 +42,7 @@ struct PlaceOptions {
   bool exclusive = false;
   std::string switches;
   int segment = 0;
+  bool spread_segments = false;
   std::string busy;
   std::string down;
   std::string drained;
@@ -137,6 +140,7 @@ absl::StatusOr<alloc::GangRequest> BuildRequest(const PlaceOptions& o, const Loa
   request.gpus_per_node = o.gpus_per_node;
   request.exclusivity = o.exclusive ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
   if (o.segment != 0) request.segment = o.segment;
+  request.spread_segments = o.spread_segments;
   if (!o.memory.empty()) {
     absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(o.memory);
     if (!mb.ok()) return absl::InvalidArgumentError(fmt::format("--mem: {}", mb.status()));
@@ -209,12 +213,18 @@ std::vector<std::string> LeafNames(const topology::Topology& topo, const alloc::
   return leaves;
 }
 
-void PrintJson(const topology::Topology& topo, const alloc::PlacementResult& result) {
+void PrintJson(const topology::Topology& topo, const alloc::PlacementResult& result,
+               const alloc::PlacementReport* report) {
   const alloc::Placement& placement = result.placement;
   nlohmann::json out;
   out["outcome"] = OutcomeName(result.outcome);
   if (result.outcome == alloc::Outcome::kPlaced) {
     out["nodes"] = hostlist::Compress(NodeNames(topo, placement));
+    out["rank_order"] = hostlist::CompressInOrder(NodeNames(topo, placement));
+    if (report != nullptr) {
+      out["placement"] = alloc::FormatPlacement(topo, *report);
+      out["worst_hops"] = report->worst_hops;
+    }
     out["switch"] = topo.GetSwitch(placement.domain).name;
     out["level"] = placement.level;
     out["leaves"] = LeafNames(topo, placement);
@@ -232,7 +242,8 @@ void PrintJson(const topology::Topology& topo, const alloc::PlacementResult& res
   std::cout << out.dump(2) << '\n';
 }
 
-void PrintText(const topology::Topology& topo, const alloc::PlacementResult& result) {
+void PrintText(const topology::Topology& topo, const alloc::PlacementResult& result,
+               const alloc::PlacementReport* report) {
   if (result.outcome != alloc::Outcome::kPlaced) {
     std::cout << fmt::format("{}: {}\n", OutcomeName(result.outcome), result.reason);
     return;
@@ -243,6 +254,10 @@ void PrintText(const topology::Topology& topo, const alloc::PlacementResult& res
   const topology::Switch& domain = topo.GetSwitch(placement.domain);
   std::cout << fmt::format("placed {} node{}: {}\n", names.size(), names.size() == 1 ? "" : "s",
                            hostlist::Compress(names));
+  if (const std::string in_order = hostlist::CompressInOrder(names);
+      in_order != hostlist::Compress(names)) {
+    std::cout << fmt::format("  node ranks in topology order: {}\n", in_order);
+  }
   std::cout << fmt::format("  under switch {} (level {} of {})\n", domain.name, placement.level,
                            topo.MaxLevel());
   std::cout << fmt::format("  spans {} leaf switch{}: {}\n", leaves.size(),
@@ -255,6 +270,9 @@ void PrintText(const topology::Topology& topo, const alloc::PlacementResult& res
     }
     std::cout << fmt::format("  spans {} block{}: {}\n", blocks.size(),
                              blocks.size() == 1 ? "" : "s", fmt::join(blocks, ", "));
+  }
+  if (report != nullptr) {
+    std::cout << fmt::format("  placement: {}\n", alloc::FormatPlacement(topo, *report));
   }
   for (const alloc::NodeGrant& g : placement.grants) {
     std::cout << fmt::format("  {:<12} cpus {:<4} mem {:<8} gpus {}\n", topo.NodeName(g.node),
@@ -287,10 +305,22 @@ int Run(const PlaceOptions& o) {
   }
   alloc::GangAllocator allocator(loaded.topology, plugins->allocator);
   const alloc::PlacementResult result = allocator.Place(*request, *loaded.pool);
+  // The controller refuses a placement that breaks the request: so does this.
+  std::optional<alloc::PlacementReport> report;
+  if (result.outcome == alloc::Outcome::kPlaced) {
+    absl::StatusOr<alloc::PlacementReport> checked =
+        alloc::CheckPlacement(loaded.topology, *request, result.placement.grants);
+    if (!checked.ok()) {
+      std::cerr << fmt::format("cohort: {} (a bug; please report it)\n",
+                               checked.status().message());
+      return 3;
+    }
+    report = *std::move(checked);
+  }
   if (o.json) {
-    PrintJson(loaded.topology, result);
+    PrintJson(loaded.topology, result, report ? &*report : nullptr);
   } else {
-    PrintText(loaded.topology, result);
+    PrintText(loaded.topology, result, report ? &*report : nullptr);
   }
   return result.outcome == alloc::Outcome::kPlaced ? 0 : 1;
 }
@@ -315,6 +345,7 @@ void AddPlaceCommand(CLI::App& app, int& exit_code) {
   place->add_flag("--exclusive", o->exclusive, "whole nodes only");
   place->add_option("--switches", o->switches, "at most N leaf switches: N[@wait]");
   place->add_option("--segment", o->segment, "place in pieces of S nodes, each inside one block");
+  place->add_flag("--spread-segments", o->spread_segments, "each segment in a block of its own");
   place->add_option("--busy", o->busy, "nodes taken whole by other jobs (hostlist)");
   place->add_option("--down", o->down, "nodes that are down (hostlist)");
   place->add_option("--drained", o->drained, "nodes that are drained (hostlist)");

@@ -145,6 +145,17 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                            spec.memory_mb() > 0 ? fmt::format("{}M", spec.memory_mb()) : "(null)");
   std::cout << fmt::format("   Exclusive={} Requeue={} Switches={}\n", YesNo(spec.exclusive()),
                            YesNo(spec.requeue()), switches);
+  if (spec.segment() > 0) {
+    std::cout << fmt::format("   Segment={} SpreadSegments={}\n", spec.segment(),
+                             YesNo(spec.spread_segments()));
+  }
+  if (const v1::PlacementReport& p = job.placement(); !p.summary().empty()) {
+    std::cout << fmt::format("   Blocks={} WorstHops={} RankOrder={}\n",
+                             p.blocks().empty() ? std::string("(null)")
+                                                : fmt::format("{}", fmt::join(p.blocks(), ",")),
+                             p.worst_hops(), OrNull(p.rank_order()));
+    std::cout << fmt::format("   Placement={}\n", p.summary());
+  }
   std::cout << fmt::format("   Features={} ReqNodeList={} ExcNodeList={}\n",
                            spec.features().empty()
                                ? std::string("(null)")

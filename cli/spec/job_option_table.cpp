@@ -76,7 +76,6 @@ constexpr SbatchOption kNotImplemented[] = {
      "ranks are always placed next to their GPUs; leave it out"},
     {"--time-min", Takes::kValue, Handling::kRefused, "give -t/--time the shorter limit"},
     {"--export-file", Takes::kValue, Handling::kRefused, "use --export=ALL,NAME=VALUE,..."},
-    {"--segment", Takes::kValue, Handling::kRefused, "use --switches=N for how many leaf switches"},
     {"-B,--extra-node-info", Takes::kValue, Handling::kRefused,
      "use -c/--cpus-per-task and -C/--constraint"},
     {"-F,--nodefile", Takes::kValue, Handling::kRefused, "use -w/--nodelist with a hostlist"},
@@ -267,6 +266,12 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
       "--exclusive", [&o] { o.exclusive = true; }, "whole nodes only, shared with no other job");
   value("--switches", o.switches, "N[@TIME]",
         "at most N leaf switches; with @TIME, wait at most that long for them");
+  value("--segment", o.segment, "S",
+        "the gang in pieces of S nodes, each inside one NVLink block (-N a multiple of S); node "
+        "ranks of a piece are consecutive");
+  flag(
+      "--spread-segments", [&o] { o.spread_segments = true; },
+      "each --segment in a block of its own (default: as few blocks as possible)");
   flag(
       "--requeue", [&o] { o.requeue = true; },
       "start the job again if a node fails or it is preempted");

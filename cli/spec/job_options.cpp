@@ -289,6 +289,15 @@ absl::Status CheckValues(const JobOptions& o) {
   if (o.switches) {
     if (auto parsed = ParseSwitches(*o.switches); !parsed.ok()) return parsed.status();
   }
+  if (o.segment && *o.segment < 1) {
+    return Invalid(fmt::format(
+        "--segment={}: give the nodes per segment, at least 1 (such as --segment=18 for one "
+        "NVL72 rack per piece)",
+        *o.segment));
+  }
+  if (o.spread_segments && !o.segment) {
+    return Invalid("--spread-segments needs --segment=S: the size of the pieces to spread");
+  }
   if (o.constraint) {
     if (auto features = ParseConstraint(*o.constraint); !features.ok()) return features.status();
   }
@@ -405,6 +414,8 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.chdir, from.chdir);
   fill(into.open_mode, from.open_mode);
   fill(into.switches, from.switches);
+  fill(into.segment, from.segment);
+  into.spread_segments = into.spread_segments || from.spread_segments;
   fill(into.export_env, from.export_env);
   fill(into.constraint, from.constraint);
   fill(into.nodelist, from.nodelist);
@@ -659,6 +670,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
     spec.set_switches(switches.first);
     spec.set_switches_wait_s(switches.second);
   }
+  if (o.segment) spec.set_segment(*o.segment);
+  spec.set_spread_segments(o.spread_segments);
   if (o.constraint) {
     const std::vector<std::string> features = *ParseConstraint(*o.constraint);
     for (const std::string& feature : features) spec.add_features(feature);
@@ -745,6 +758,9 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
                        ? std::to_string(spec.switches())
                        : fmt::format("{}, waiting up to {}", spec.switches(),
                                      FormatSeconds(spec.switches_wait_s())));
+  line("segment", spec.segment() == 0 ? std::string("(none)")
+                  : fmt::format("{} nodes{}", spec.segment(),
+                                spec.spread_segments() ? ", each in a block of its own" : ""));
   line("requeue", spec.requeue() ? "yes" : "no");
   line("array", OrDefault(spec.array(), "(none)"));
   line("dependency", spec.dependency().empty() ? std::string("(none)")

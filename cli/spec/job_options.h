@@ -56,6 +56,8 @@ struct JobOptions {
   std::optional<std::string> chdir;
   std::optional<std::string> open_mode;  ///< append | truncate
   std::optional<std::string> switches;
+  std::optional<int> segment;  ///< --segment=S: nodes per segment
+  bool spread_segments = false;
   std::optional<std::string> export_env;
   std::optional<std::string> constraint;
   std::optional<std::string> nodelist;

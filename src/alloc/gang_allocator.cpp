@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <numeric>
 #include <span>
 
@@ -54,6 +55,8 @@ absl::Status ValidateGangRequest(const GangRequest& r) {
     if (!r.required_nodes.empty()) {
       return invalid("--segment cannot be combined with required nodes (--nodelist)");
     }
+  } else if (r.spread_segments) {
+    return invalid("--spread-segments needs --segment=S: the size of the pieces to spread");
   }
   if (static_cast<int>(r.required_nodes.size()) > r.nodes) {
     return invalid(fmt::format("{} required nodes but only {} nodes asked for; raise -N",
@@ -153,7 +156,8 @@ GangAllocator::GangAllocator(const topology::Topology& topology,
       required_(topology.NodeCount(), 0),
       group_fit_(topology.Groups().size(), 0),
       group_cap_(topology.Groups().size(), 0),
-      group_required_(topology.Groups().size(), 0) {
+      group_required_(topology.Groups().size(), 0),
+      masked_cap_(topology.Groups().size(), 0) {
   COHORT_CHECK(
       plugins_ && !plugins_->node_filters.empty() && plugins_->node_score && plugins_->domain_score,
       "GangAllocator needs the plugins of plugin::MakePlugins");
@@ -169,10 +173,11 @@ PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePo
   std::string key;
   const bool cacheable = request.required_nodes.empty() && request.excluded_nodes.empty();
   if (cacheable) {
-    key = fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.tasks_per_node,
-                      request.cpus_per_task, request.gpus_per_node, request.memory_mb_per_node,
-                      static_cast<int>(request.exclusivity), request.partition.value_or(-1),
-                      request.max_leaves.value_or(0), request.segment.value_or(0),
+    key = fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes,
+                      request.tasks_per_node, request.cpus_per_task, request.gpus_per_node,
+                      request.memory_mb_per_node, static_cast<int>(request.exclusivity),
+                      request.partition.value_or(-1), request.max_leaves.value_or(0),
+                      request.segment.value_or(0), request.spread_segments ? 1 : 0,
                       pool.CapacityId(), fmt::join(request.features, ","));
     if (const auto it = feasible_.find(key); it != feasible_.end()) return it->second;
   }
@@ -382,8 +387,10 @@ bool GangAllocator::CountGroups(Attempt& attempt) {
   const auto& groups = topology_.Groups();
   const int segment = attempt.need.segment;
   std::fill(group_required_.begin(), group_required_.end(), 0);
+  // --spread-segments: at most one segment from each group.
+  const int most = attempt.request.spread_segments ? segment : std::numeric_limits<int>::max();
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    group_cap_[g] = group_fit_[g] - group_fit_[g] % segment;
+    group_cap_[g] = std::min(group_fit_[g] - group_fit_[g] % segment, most);
   }
   for (const NodeId n : attempt.request.required_nodes) {
     const GroupId g = topology_.GroupOf(n);
@@ -404,19 +411,103 @@ bool GangAllocator::CountGroups(Attempt& attempt) {
   return true;
 }
 
-// 3. The domain and the groups in it: the domain score's choice.
+// 3. The domain and the groups in it: the domain score's choice, within one
+// aggregate of BlockSizes where the topology lists them.
 bool GangAllocator::ChooseDomain(Attempt& attempt) {
+  // Segments are placed block by block: BlockSizes bounds whole jobs only.
+  if (!topology_.BlockLevels().empty() && !attempt.request.segment) {
+    return ChooseBlockAggregate(attempt);
+  }
+  if (ChooseDomainIn(attempt, group_cap_)) return true;
+  ExplainNoDomain(attempt);
+  return false;
+}
+
+// BlockSizes: the job lies in one aggregate of the smallest level that can
+// hold it (the tightest one with room now, lowest id on a tie), else the next
+// level up; or in the nodes outside every block.
+bool GangAllocator::ChooseBlockAggregate(Attempt& attempt) {
+  const int wanted = attempt.request.nodes;
+  const std::vector<topology::BlockLevel>& levels = topology_.BlockLevels();
+  const std::vector<topology::Group>& groups = topology_.Groups();
+  const auto holds_forced = [&](const std::vector<topology::BlockId>& aggregate) {
+    return std::all_of(attempt.forced.begin(), attempt.forced.end(), [&](GroupId g) {
+      return groups[g].block != kNone &&
+             std::find(aggregate.begin(), aggregate.end(), groups[g].block) != aggregate.end();
+    });
+  };
+  int most = 0;
+  const std::vector<topology::BlockId>* most_at = nullptr;
+  for (const topology::BlockLevel& level : levels) {
+    if (level.size < wanted) continue;
+    const std::vector<topology::BlockId>* best = nullptr;
+    int best_cap = 0;
+    for (const std::vector<topology::BlockId>& aggregate : level.aggregates) {
+      if (!holds_forced(aggregate)) continue;
+      int cap = 0;
+      for (const topology::BlockId b : aggregate) {
+        if (const GroupId g = topology_.GroupOfBlock(b); g != kNone) cap += group_cap_[g];
+      }
+      if (cap > most) {
+        most = cap;
+        most_at = &aggregate;
+      }
+      if (cap >= wanted && (best == nullptr || cap < best_cap)) {
+        best = &aggregate;
+        best_cap = cap;
+      }
+    }
+    if (best == nullptr) continue;
+    std::fill(masked_cap_.begin(), masked_cap_.end(), 0);
+    for (const topology::BlockId b : *best) {
+      if (const GroupId g = topology_.GroupOfBlock(b); g != kNone) masked_cap_[g] = group_cap_[g];
+    }
+    if (ChooseDomainIn(attempt, masked_cap_)) return true;
+  }
+  // The nodes in no block, under the switch tree's rules alone.
+  const bool forced_in_blocks = std::any_of(attempt.forced.begin(), attempt.forced.end(),
+                                            [&](GroupId g) { return groups[g].block != kNone; });
+  if (!forced_in_blocks) {
+    bool any = false;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      masked_cap_[g] = groups[g].block == kNone ? group_cap_[g] : 0;
+      any = any || masked_cap_[g] > 0;
+    }
+    if (any && ChooseDomainIn(attempt, masked_cap_)) return true;
+  }
+  const std::string sizes = fmt::format("{}", fmt::join(topology_.BlockSizes(), ","));
+  std::string& reason = attempt.result.reason;
+  if (levels.back().size < wanted) {
+    reason = fmt::format(
+        "{} nodes are more than the largest block (BlockSizes={} allows {}); ask for at most "
+        "{} nodes, or give --segment=S to place the job in pieces of S nodes",
+        wanted, sizes, levels.back().size, levels.back().size);
+  } else if (most_at == nullptr) {
+    reason = fmt::format("{} nodes needed, but no block aggregate of BlockSizes={} holds them{}",
+                         wanted, sizes, attempt.forced.empty() ? "" : " with the required nodes");
+  } else {
+    const auto& blocks = topology_.Blocks();
+    const std::string first = blocks[most_at->front()].name;
+    const std::string last = blocks[most_at->back()].name;
+    reason = fmt::format(
+        "{} nodes needed within one block aggregate of BlockSizes={}, but none has that many "
+        "free{} (most: {} in {})",
+        wanted, sizes, attempt.view == View::kNow ? " now" : "", most,
+        first == last ? first : fmt::format("{} to {}", first, last));
+  }
+  return false;
+}
+
+bool GangAllocator::ChooseDomainIn(Attempt& attempt, std::span<const int> group_cap) {
   const plugin::DomainContext context{.request = attempt.request,
                                       .topology = topology_,
                                       .wanted = attempt.request.nodes,
-                                      .group_cap = group_cap_,
+                                      .group_cap = group_cap,
                                       .group_required = group_required_,
                                       .forced = attempt.forced,
                                       .required_home = attempt.required_home};
   chosen_.clear();
-  if (plugins_->domain_score->Choose(context, chosen_)) return true;
-  ExplainNoDomain(attempt);
-  return false;
+  return plugins_->domain_score->Choose(context, chosen_);
 }
 
 // Why no switch holds the gang, from the switch that holds the most of it.
@@ -475,7 +566,10 @@ bool GangAllocator::TakeNodes(Attempt& attempt) {
   for (std::size_t i = 0; i < chosen_.size(); ++i) {
     if (takes[i] > 0) ChooseNodes(attempt, chosen_[i], takes[i], nodes);
   }
-  std::sort(nodes.begin(), nodes.end());
+  // Node ranks in topology order: a group's nodes are consecutive, and each
+  // group gives whole segments, so every S consecutive ranks share a group.
+  std::sort(nodes.begin(), nodes.end(),
+            [&](NodeId a, NodeId b) { return topology_.OrderOf(a) < topology_.OrderOf(b); });
 
   Placement& placement = attempt.result.placement;
   placement.domain = topology_.LowestCommonSwitch(nodes);

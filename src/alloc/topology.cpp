@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <map>
 #include <set>
@@ -48,6 +49,29 @@ SwitchId Topology::LowestCommonSwitch(std::span<const NodeId> nodes) const {
     if (common == kNone) return kNone;
   }
   return common;
+}
+
+std::string Topology::AddressOf(NodeId node) const {
+  std::vector<std::string_view> parts;
+  if (HasSwitchTree()) {
+    for (SwitchId s = leaf_of_[node]; s != kNone; s = switches_[s].parent) {
+      parts.push_back(switches_[s].name);
+    }
+    std::reverse(parts.begin(), parts.end());
+  }
+  if (block_of_[node] != kNone) parts.push_back(blocks_[block_of_[node]].name);
+  parts.push_back(node_names_[node]);
+  return fmt::format("{}", fmt::join(parts, "."));
+}
+
+std::string Topology::AddressPatternOf(NodeId node) const {
+  std::vector<std::string_view> parts;
+  if (HasSwitchTree()) {
+    for (SwitchId s = leaf_of_[node]; s != kNone; s = switches_[s].parent) parts.push_back("switch");
+  }
+  if (block_of_[node] != kNone) parts.push_back("block");
+  parts.push_back("node");
+  return fmt::format("{}", fmt::join(parts, "."));
 }
 
 namespace {
@@ -144,6 +168,8 @@ class TopologyBuilder {
     if (diagnostics_.HasErrors()) return std::move(topology_);
     ComputeShape();
     BuildGroups();
+    BuildBlockLevels();
+    ComputeOrder();
     return std::move(topology_);
   }
 
@@ -154,6 +180,7 @@ class TopologyBuilder {
     AddImplicitSwitch();
     ComputeShape();
     BuildGroups();
+    ComputeOrder();
   }
 
   Topology Take() { return std::move(topology_); }
@@ -233,9 +260,21 @@ class TopologyBuilder {
             "for example BlockSizes=18,36,72");
         return;
       }
+      if (!sizes.empty() && (size % sizes.front() != 0 ||
+                             !std::has_single_bit(static_cast<unsigned>(size / sizes.front())))) {
+        diagnostics_.Error(
+            word.value_at,
+            fmt::format("BlockSizes {}: {} is not the base block size {} times a power of two",
+                        word.value, size, sizes.front()),
+            fmt::format("list the base block size, then aggregates of 2, 4, 8… blocks, such as "
+                        "BlockSizes={},{},{}",
+                        sizes.front(), sizes.front() * 2, sizes.front() * 4));
+        return;
+      }
       sizes.push_back(size);
     }
     topology_.block_sizes_ = std::move(sizes);
+    block_sizes_at_ = word.value_at;
     for (std::size_t i = 1; i < line.words.size(); ++i) {
       conf::ReportUnknownKey(line.words[i], "after BlockSizes", kLineKeys, diagnostics_);
     }
@@ -520,6 +559,77 @@ class TopologyBuilder {
     for (Switch& s : t.switches_) std::sort(s.groups.begin(), s.groups.end());
   }
 
+  // BlockSizes: level 0 each block alone, level k runs of consecutive blocks.
+  void BuildBlockLevels() {
+    Topology& t = topology_;
+    t.group_of_block_.assign(t.blocks_.size(), kNone);
+    for (GroupId g = 0; g < static_cast<GroupId>(t.groups_.size()); ++g) {
+      if (t.groups_[g].block != kNone) t.group_of_block_[t.groups_[g].block] = g;
+    }
+    if (t.block_sizes_.empty()) return;
+    if (t.blocks_.empty()) {
+      diagnostics_.Warning(block_sizes_at_, "BlockSizes is given but no BlockName line is",
+                           "add the blocks, or remove BlockSizes");
+      return;
+    }
+    const int base = t.block_sizes_.front();
+    for (const Block& block : t.blocks_) {
+      if (static_cast<int>(block.nodes.size()) >= base) continue;
+      diagnostics_.Warning(
+          block.defined_at,
+          fmt::format("block {} has {} nodes, fewer than the base block size {} (BlockSizes)",
+                      block.name, block.nodes.size(), base),
+          "jobs that need a whole base block cannot use it; list its missing nodes, or lower "
+          "the first BlockSizes");
+    }
+    const auto blocks = static_cast<BlockId>(t.blocks_.size());
+    for (const int size : t.block_sizes_) {
+      BlockLevel level;
+      level.size = size;
+      const auto run = static_cast<BlockId>(size / base);
+      for (BlockId first = 0; first + run <= blocks; first += run) {
+        std::vector<BlockId>& aggregate = level.aggregates.emplace_back();
+        for (BlockId b = first; b < first + run; ++b) aggregate.push_back(b);
+      }
+      if (level.aggregates.empty()) {
+        diagnostics_.Warning(block_sizes_at_,
+                             fmt::format("BlockSizes {}: the {} blocks make no aggregate of {} "
+                                         "nodes ({} blocks)",
+                                         fmt::join(t.block_sizes_, ","), blocks, size, run),
+                             "drop the sizes larger than the blocks can make");
+        break;
+      }
+      t.block_levels_.push_back(std::move(level));
+    }
+  }
+
+  // Topology order: switches depth first from each root in the file's
+  // order, the groups homed at a switch by id, a group's nodes in order.
+  void ComputeOrder() {
+    Topology& t = topology_;
+    std::vector<std::vector<GroupId>> homed(t.switches_.size());
+    for (GroupId g = 0; g < static_cast<GroupId>(t.groups_.size()); ++g) {
+      if (t.groups_[g].home != kNone) homed[t.groups_[g].home].push_back(g);
+    }
+    t.order_of_.assign(t.node_names_.size(), -1);
+    int next = 0;
+    std::vector<SwitchId> stack;
+    for (auto root = t.roots_.rbegin(); root != t.roots_.rend(); ++root) stack.push_back(*root);
+    while (!stack.empty()) {
+      const SwitchId s = stack.back();
+      stack.pop_back();
+      for (const GroupId g : homed[s]) {
+        for (const NodeId n : t.groups_[g].nodes) t.order_of_[n] = next++;
+      }
+      const std::vector<SwitchId>& children = t.switches_[s].children;
+      for (auto c = children.rbegin(); c != children.rend(); ++c) stack.push_back(*c);
+    }
+    // Nodes in no group (none when the topology is whole) go last.
+    for (int& order : t.order_of_) {
+      if (order < 0) order = next++;
+    }
+  }
+
   void AddGroup(Group group) {
     Topology& t = topology_;
     const auto id = static_cast<GroupId>(t.groups_.size());
@@ -534,6 +644,7 @@ class TopologyBuilder {
   Diagnostics& diagnostics_;
   std::vector<Definition> switch_defs_;
   std::vector<Definition> block_defs_;
+  SourceLocation block_sizes_at_;
   Topology topology_;
 };
 

@@ -62,6 +62,10 @@ absl::Status CheckQosAndBounds(const JobRequest& request, const config::QosSpec&
   if (request.switches < 0) {
     return absl::InvalidArgumentError("switches: the leaf switch count must be at least 1");
   }
+  if (request.segment < 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "segment: {} nodes per segment; give at least 1, or leave --segment out", request.segment));
+  }
   if (request.warning.signal < 0 || request.warning.signal > 64) {
     return absl::InvalidArgumentError(fmt::format(
         "signal: {} is not a signal number; give 1-64 (--signal=USR1@90)", request.warning.signal));
@@ -228,6 +232,8 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
     gang.features.push_back(feature);
   }
   if (request.switches > 0) gang.max_leaves = request.switches;
+  if (request.segment > 0) gang.segment = request.segment;
+  gang.spread_segments = request.spread_segments;
   if (absl::Status s = ResolveNames(topology_, request.nodelist, "nodelist", gang.required_nodes);
       !s.ok()) {
     return s;

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "cohort/alloc/placement_check.h"
 #include "cohort/engine/engine_types.h"
+#include "cohort/fmt_absl.h"
 #include "engine/admission.h"
 #include "engine/engine_support.h"
 #include "engine/job_book.h"
@@ -25,6 +27,19 @@ constexpr std::string_view kWaitingBehind = "waiting behind higher-priority jobs
 void PassPlanner::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
   preemption_.Started(job.id);  // a preemptor's plan is done
   life_.Start(job, placement, now, effects);
+}
+
+bool PassPlanner::PlacementHolds(Job& job, const alloc::Placement& placement, Effects& effects) {
+  const absl::StatusOr<alloc::PlacementReport> report =
+      alloc::CheckPlacement(allocator_.Topology(), job.gang, placement.grants);
+  if (report.ok()) return true;
+  ForgetPlan(job);
+  Lifecycle::SetReason(job, PendingReason::kResources,
+                       fmt::format("the placement found broke a rule and was not used (a bug; "
+                                   "please report it): {}",
+                                   report.status().message()),
+                       effects);
+  return false;
 }
 
 void PassPlanner::Tick(Millis now) {
@@ -78,7 +93,7 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
       const alloc::PlacementResult result =
           allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
       if (result.outcome == alloc::Outcome::kPlaced) {
-        Start(job, result.placement, now, effects);
+        if (PlacementHolds(job, result.placement, effects)) Start(job, result.placement, now, effects);
         continue;
       }
     }
@@ -175,6 +190,9 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
     if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
       result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
       result.reason = "the free nodes are reserved for higher-priority jobs";
+    }
+    if (result.outcome == alloc::Outcome::kPlaced && !PlacementHolds(job, result.placement, effects)) {
+      break;
     }
     if (result.outcome == alloc::Outcome::kPlaced) {
       Job& target = job.array.pending.empty() ? job : life_.SplitTask(job, now, effects);

@@ -73,6 +73,10 @@ class PassPlanner {
  private:
   /// Starts the job's gang on `placement`.
   void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
+  /// Whether the allocator's `placement` keeps every rule of the job's
+  /// request (alloc::CheckPlacement); when it does not, the job waits with
+  /// the broken rule as its reason, and nothing is committed.
+  bool PlacementHolds(Job& job, const alloc::Placement& placement, Effects& effects);
   bool SubmissionPass(Millis now, Effects& effects, bool past_releases);
   bool ReleasePass(Millis now, Effects& effects);
   [[nodiscard]] bool ReleaseCannotMatter() const;

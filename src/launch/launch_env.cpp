@@ -27,10 +27,12 @@ constexpr std::string_view kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 
 // Slurm prints node lists compressed and sorted whatever order the gang is
 // in; launchers (and people) parse it that way.
+// Node ranks follow the hostlist's order (node rank i is its i-th name, as
+// tools that pick the first name for MASTER_ADDR rely on): folded, in order.
 std::string CompressedNodelist(const std::string& nodelist) {
   absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(nodelist);
   if (!names.ok() || names->empty()) return nodelist;
-  return hostlist::Compress(*names);
+  return hostlist::CompressInOrder(*names);
 }
 
 std::string FirstNode(const std::string& nodelist) {
@@ -107,6 +109,10 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
       {"SLURMD_NODENAME", context.node_name},
       {"SLURM_JOB_USER", context.user_name},
   };
+  if (!context.topology_addr.empty()) {
+    slurm.emplace_back("SLURM_TOPOLOGY_ADDR", context.topology_addr);
+    slurm.emplace_back("SLURM_TOPOLOGY_ADDR_PATTERN", context.topology_addr_pattern);
+  }
   // Slurm's "count(xrepeat)" form: the same on every node of a gang.
   const auto per_node = [&](int count) {
     return context.num_nodes > 1 ? fmt::format("{}(x{})", count, context.num_nodes)

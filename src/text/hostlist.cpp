@@ -740,4 +740,32 @@ std::string Compress(std::span<const std::string> names) {
   return out;
 }
 
+std::string CompressInOrder(std::span<const std::string> names) {
+  const auto keeps_order = [](std::span<const std::string> run, const std::string& folded) {
+    const absl::StatusOr<std::vector<std::string>> back = Expand(folded, run.size() + 1);
+    return back.ok() && std::equal(back->begin(), back->end(), run.begin(), run.end());
+  };
+  std::string whole = Compress(names);
+  if (keeps_order(names, whole)) return whole;
+  // Split where a neighbouring pair would be reordered, then fold each run;
+  // a run that still reorders (interleaved patterns) is written name by name.
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t i = 1; i <= names.size(); ++i) {
+    if (i < names.size()) {
+      const std::span<const std::string> pair = names.subspan(i - 1, 2);
+      if (keeps_order(pair, Compress(pair))) continue;
+    }
+    const std::span<const std::string> run = names.subspan(start, i - start);
+    std::string folded = Compress(run);
+    if (keeps_order(run, folded)) {
+      parts.push_back(std::move(folded));
+    } else {
+      parts.insert(parts.end(), run.begin(), run.end());
+    }
+    start = i;
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
 }  // namespace cohort::hostlist

@@ -118,7 +118,7 @@ NodeId SetStepLayout(const Job& job, const JobStep& step, int node_rank,
       out->set_tasks(node.tasks);
     }
   }
-  out->set_nodelist(hostlist::Compress(names));
+  out->set_nodelist(hostlist::CompressInOrder(names));
   out->set_first_rank(first_rank);
   out->set_num_nodes(static_cast<int>(step.placement.nodes.size()));
   out->set_num_tasks(step.placement.tasks);
@@ -533,8 +533,10 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   std::vector<std::string> names;
   for (const alloc::NodeGrant& g : job.run.placement.grants)
     names.push_back(topology.NodeName(g.node));
-  l->set_nodelist(hostlist::Compress(names));
+  l->set_nodelist(hostlist::CompressInOrder(names));
   l->set_num_nodes(static_cast<int>(job.run.placement.grants.size()));
+  l->set_topology_addr(topology.AddressOf(launch.node));
+  l->set_topology_addr_pattern(topology.AddressPatternOf(launch.node));
   l->set_tasks_per_node(job.gang.tasks_per_node);
   NodeId master = job.run.placement.grants.front().node;
   int master_port = job.run.master_port;

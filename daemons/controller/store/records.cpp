@@ -370,6 +370,11 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   }
   out->set_nodes(hostlist::Compress(nodes));
   out->set_leaves(fmt::format("{}", fmt::join(leaves, ",")));
+  std::vector<alloc::NodeGrant> grants;
+  for (const std::string& name : nodes) {
+    grants.push_back({.node = topology.FindNode(name).value_or(topology::kNone)});
+  }
+  PlacementToWire(topology, grants, nodes, record.spec().segment(), out->mutable_placement());
   out->set_exit_code(run.exit_code());
   out->set_exit_signal(run.exit_signal());
   out->set_attempt(run.attempt());

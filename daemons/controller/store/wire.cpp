@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/alloc/placement_check.h"
 #include "cohort/container/container_options.h"
 #include "cohort/container/image_ref.h"
 #include "cohort/launch/binding.h"
@@ -153,6 +154,8 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   r.exclusivity = spec.exclusive() ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
   r.switches = spec.switches();
   r.switches_wait = std::chrono::seconds(spec.switches_wait_s());
+  r.segment = spec.segment();
+  r.spread_segments = spec.spread_segments();
   r.requeue = spec.requeue();
   // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
   if (spec.warn_signal() != -1) {
@@ -391,6 +394,30 @@ void StepsToWire(const Job& job, JobState state, const topology::Topology& topol
   }
 }
 
+void PlacementToWire(const topology::Topology& topology, std::span<const alloc::NodeGrant> grants,
+                     std::span<const std::string> names, int segment, v1::PlacementReport* out) {
+  if (grants.empty()) return;
+  const alloc::PlacementReport report = alloc::DescribePlacement(topology, grants, segment);
+  out->set_segment(segment);
+  for (const alloc::PlacedSegment& s : report.segments) {
+    std::vector<std::string> members;
+    for (const NodeId n : s.nodes) members.push_back(topology.NodeName(n));
+    v1::PlacedSegment* wire = out->add_segments();
+    wire->set_nodes(hostlist::CompressInOrder(members));
+    wire->set_group(alloc::GroupName(topology, s.group));
+  }
+  for (const topology::BlockId b : report.blocks) out->add_blocks(topology.Blocks()[b].name);
+  for (const topology::SwitchId s : report.leaves) {
+    if (!topology.GetSwitch(s).implicit) out->add_leaves(topology.GetSwitch(s).name);
+  }
+  if (report.domain != topology::kNone && !topology.GetSwitch(report.domain).implicit) {
+    out->set_domain(topology.GetSwitch(report.domain).name);
+  }
+  out->set_worst_hops(report.worst_hops);
+  out->set_rank_order(hostlist::CompressInOrder(names));
+  out->set_summary(alloc::FormatPlacement(topology, report));
+}
+
 void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
                v1::Job* out) {
   const topology::Topology& topology = engine.GetTopology();
@@ -410,6 +437,8 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   for (const alloc::NodeGrant& g : job.run.placement.grants)
     nodes.push_back(topology.NodeName(g.node));
   out->set_nodes(hostlist::Compress(nodes));
+  PlacementToWire(topology, job.run.placement.grants, nodes, job.gang.segment.value_or(0),
+                  out->mutable_placement());
   std::vector<std::string> leaves;
   for (const topology::SwitchId s : job.run.placement.leaves)
     leaves.push_back(topology.GetSwitch(s).name);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -110,6 +111,12 @@ class NodeKinds {
 
 /// Fills `out` with everything known of `job`; `spec` is the submitted one,
 /// `queue_position` its place among pending jobs (0 when not pending).
+/// The shape of a placement (alloc::DescribePlacement) as the API reports
+/// it; nothing for a job without nodes. `grants` by node rank; nodes no
+/// longer in the topology are kNone and show only in the rank order.
+void PlacementToWire(const topology::Topology& topology, std::span<const alloc::NodeGrant> grants,
+                     std::span<const std::string> names, int segment, v1::PlacementReport* out);
+
 void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, int queue_position,
                v1::Job* out);
 

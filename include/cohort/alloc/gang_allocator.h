@@ -39,6 +39,7 @@ struct GangRequest {
   std::vector<NodeId> excluded_nodes;    ///< must not be
   std::optional<int> max_leaves;         ///< --switches=N: at most N leaf switches
   std::optional<int> segment;            ///< --segment=S: S-node pieces, each in one block
+  bool spread_segments = false;          ///< --spread-segments: each segment in a group of its own
 };
 
 /// Rejects requests no cluster could run: counts below one, tasks or GPUs
@@ -53,7 +54,9 @@ enum class Outcome : std::uint8_t {
 };
 
 struct Placement {
-  std::vector<NodeGrant> grants;                ///< one per node, by NodeId
+  /// One per node, by node rank: in topology order (Topology::OrderOf), so
+  /// that each --segment is S consecutive node ranks.
+  std::vector<NodeGrant> grants;
   topology::SwitchId domain = topology::kNone;  ///< the lowest switch above the gang
   int level = 0;                                ///< that switch's level
   std::vector<topology::SwitchId> leaves;       ///< distinct leaves spanned, ascending
@@ -106,6 +109,8 @@ class GangAllocator {
   /// is kept per request shape (requests that name no nodes).
   [[nodiscard]] PlacementResult Feasible(const GangRequest& request, const NodePool& pool);
 
+  [[nodiscard]] const topology::Topology& Topology() const { return topology_; }
+
  private:
   using View = plugin::View;
   struct Attempt;
@@ -126,6 +131,8 @@ class GangAllocator {
                                             NodeId node) const;
   bool CountGroups(Attempt& attempt);
   bool ChooseDomain(Attempt& attempt);
+  bool ChooseDomainIn(Attempt& attempt, std::span<const int> group_cap);
+  bool ChooseBlockAggregate(Attempt& attempt);
   void ExplainNoDomain(Attempt& attempt);
   bool TakeNodes(Attempt& attempt);
   void ChooseNodes(const Attempt& attempt, topology::GroupId group, int take,
@@ -143,9 +150,10 @@ class GangAllocator {
   std::vector<int> group_fit_;               ///< by group: fitting nodes
   std::vector<int> group_cap_;               ///< by group: usable nodes (whole segments)
   std::vector<int> group_required_;          ///< by group: required nodes in it
+  std::vector<int> masked_cap_;              ///< scratch: group_cap_ within one block aggregate
   std::vector<topology::GroupId> chosen_;    ///< scratch: the groups of the gang
   /// Feasible's answers by shape (nodes, CPUs, memory, GPUs, exclusivity,
-  /// partition, features, --switches, --segment).
+  /// partition, features, --switches, --segment, --spread-segments).
   std::map<std::string, PlacementResult> feasible_;
 };
 

@@ -49,6 +49,15 @@ struct Group {
   BlockId block = kNone;  ///< kNone for the block-less nodes of a leaf
 };
 
+/// BlockSizes as Slurm aggregates blocks: each listed size is a number of
+/// nodes; level 0 (the first size, the base block size) is every block on its
+/// own, a higher level k runs of BlockSizes[k] / BlockSizes[0] consecutive
+/// blocks (in the order of the file; only whole runs).
+struct BlockLevel {
+  int size = 0;
+  std::vector<std::vector<BlockId>> aggregates;
+};
+
 /// Immutable once built; safe to share between threads.
 class Topology {
  public:
@@ -70,8 +79,25 @@ class Topology {
   [[nodiscard]] const std::vector<Block>& Blocks() const { return blocks_; }
   [[nodiscard]] BlockId BlockOf(NodeId node) const { return block_of_[node]; }
   [[nodiscard]] const std::vector<int>& BlockSizes() const { return block_sizes_; }
+  /// Empty without a BlockSizes line: then jobs take blocks freely.
+  [[nodiscard]] const std::vector<BlockLevel>& BlockLevels() const { return block_levels_; }
+  /// The placement group of a block's nodes; kNone for a block without nodes.
+  [[nodiscard]] GroupId GroupOfBlock(BlockId block) const { return group_of_block_[block]; }
   [[nodiscard]] const std::vector<Group>& Groups() const { return groups_; }
   [[nodiscard]] GroupId GroupOf(NodeId node) const { return group_of_[node]; }
+
+  /// The node's place in topology order: the switch tree depth first
+  /// (children in the order of the file), under a switch the placement
+  /// groups that sit there by id, a group's nodes in its order. Node ranks of
+  /// a gang follow it, so that neighbouring ranks share a block or a leaf.
+  [[nodiscard]] int OrderOf(NodeId node) const { return order_of_[node]; }
+  /// SLURM_TOPOLOGY_ADDR: the switches from the top of the tree down to the
+  /// node's leaf, its block, then the node, joined by dots
+  /// ("spine.leaf1.nvl72-1.gb001"); the node's name alone on a flat network.
+  [[nodiscard]] std::string AddressOf(NodeId node) const;
+  /// SLURM_TOPOLOGY_ADDR_PATTERN: the kind of each part of AddressOf
+  /// ("switch.switch.block.node").
+  [[nodiscard]] std::string AddressPatternOf(NodeId node) const;
 
   /// True when the switches came from a file, false for the implicit one.
   [[nodiscard]] bool HasSwitchTree() const { return !switches_.empty() && !switches_[0].implicit; }
@@ -97,6 +123,9 @@ class Topology {
   std::vector<Block> blocks_;
   std::vector<BlockId> block_of_;
   std::vector<int> block_sizes_;
+  std::vector<BlockLevel> block_levels_;
+  std::vector<GroupId> group_of_block_;
+  std::vector<int> order_of_;
   std::vector<Group> groups_;
   std::vector<GroupId> group_of_;
 };

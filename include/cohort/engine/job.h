@@ -189,6 +189,8 @@ struct JobRequest {
   alloc::Exclusivity exclusivity = alloc::Exclusivity::kShared;
   int switches = 0;  ///< --switches=N; 0: no bound
   std::chrono::seconds switches_wait{0};
+  int segment = 0;               ///< --segment=S; 0: no segments
+  bool spread_segments = false;  ///< --spread-segments: each segment in a block of its own
   bool requeue = false;
   std::vector<std::string> features;
   std::vector<std::string> nodelist;  ///< names that must be in the gang

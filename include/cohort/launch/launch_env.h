@@ -46,7 +46,7 @@ struct LaunchContext {
   std::string user_name;
   std::string partition;
   std::string cluster_name;
-  std::string nodelist;  ///< the gang as a hostlist, in any order or form
+  std::string nodelist;  ///< the gang as a hostlist, in node-rank order
   int num_nodes = 1;
   int node_rank = 0;  ///< this node's index in the gang, 0-based
   std::string node_name;
@@ -76,6 +76,10 @@ struct LaunchContext {
   /// A step's MPI wire-up (srun --mpi): "pmix", or "none"; SLURM_MPI_TYPE.
   /// Empty: not a step, or an agent's of a controller without it.
   std::string mpi_type;
+  /// SLURM_TOPOLOGY_ADDR and SLURM_TOPOLOGY_ADDR_PATTERN: this node's place
+  /// in the switch tree and blocks; empty: not set.
+  std::string topology_addr;
+  std::string topology_addr_pattern;
 };
 
 /// How many ranks the launch starts on this node: tasks_per_node for a

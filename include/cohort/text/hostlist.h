@@ -51,4 +51,11 @@ inline constexpr std::size_t kMaxNames = 1'000'000;
 /// longer than 18 digits are kept as text. Runs in O(n log n).
 [[nodiscard]] std::string Compress(std::span<const std::string> names);
 
+/// A hostlist that expands to `names` in their order (distinct names
+/// expected): Compress's when that keeps the order, else the names split
+/// into runs that each compress in order, joined by commas
+/// (`gb[019-036],gb[001-018]`). For lists where the order is meaning, such as
+/// a job's nodes by node rank.
+[[nodiscard]] std::string CompressInOrder(std::span<const std::string> names);
+
 }  // namespace cohort::hostlist

@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cohort/alloc/gang_allocator.h"
+#include "cohort/alloc/placement_check.h"
 #include "test_support.h"
 
 namespace cohort::alloc {
@@ -82,6 +84,7 @@ GangRequest RandomRequest(std::mt19937_64& random, const testing::Cluster& clust
   if (!cluster.topology.Blocks().empty() && Pick(random, 0, 4) == 0) {
     r.segment = Pick(random, 1, 9);
     r.nodes = r.segment.value() * Pick(random, 1, 4);
+    r.spread_segments = Pick(random, 0, 3) == 0;
   }
   if (Pick(random, 0, 19) == 0) {
     r.excluded_nodes.push_back(Pick(random, 0, cluster.topology.NodeCount() - 1));
@@ -90,8 +93,10 @@ GangRequest RandomRequest(std::mt19937_64& random, const testing::Cluster& clust
 }
 
 // Checks one placement against the request: whole, distinct, as asked, on
-// nodes that are up, and with the span it claims.
-void CheckPlacement(const GangRequest& r, const Placement& p, const testing::Cluster& cluster) {
+// nodes that are up, with the span it claims, in topology order; and the
+// engine's own check (alloc::CheckPlacement) agrees.
+void CheckAgainstRequest(const GangRequest& r, const Placement& p,
+                         const testing::Cluster& cluster) {
   ASSERT_EQ(static_cast<int>(p.grants.size()), r.nodes);
   std::vector<NodeId> nodes;
   std::map<topology::GroupId, int> per_group;
@@ -111,24 +116,66 @@ void CheckPlacement(const GangRequest& r, const Placement& p, const testing::Clu
       ASSERT_EQ(std::popcount(g.gpus), r.gpus_per_node);
     }
   }
-  ASSERT_TRUE(std::is_sorted(nodes.begin(), nodes.end()));
-  ASSERT_EQ(std::adjacent_find(nodes.begin(), nodes.end()), nodes.end()) << "node twice in a gang";
+  const topology::Topology& topo = cluster.topology;
+  ASSERT_TRUE(std::is_sorted(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) {
+    return topo.OrderOf(a) < topo.OrderOf(b);
+  })) << "node ranks not in topology order";
+  std::vector<NodeId> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "node twice in a gang";
   ASSERT_EQ(p.domain, cluster.topology.LowestCommonSwitch(nodes));
   if (r.max_leaves) {
     ASSERT_LE(static_cast<int>(p.leaves.size()), *r.max_leaves);
   }
   if (r.segment) {
-    for (const auto& [group, count] : per_group) ASSERT_EQ(count % *r.segment, 0);
+    for (const auto& [group, count] : per_group) {
+      ASSERT_EQ(count % *r.segment, 0);
+    }
+    // Every S consecutive ranks share one group; spread: no two segments do.
+    std::set<topology::GroupId> used;
+    for (std::size_t first = 0; first < nodes.size(); first += static_cast<std::size_t>(*r.segment)) {
+      const topology::GroupId group = topo.GroupOf(nodes[first]);
+      for (int i = 1; i < *r.segment; ++i) {
+        ASSERT_EQ(topo.GroupOf(nodes[first + static_cast<std::size_t>(i)]), group);
+      }
+      if (r.spread_segments) {
+        ASSERT_TRUE(used.insert(group).second) << "two segments in one group";
+      }
+    }
+  }
+  if (!topo.BlockLevels().empty() && !r.segment) {
+    // BlockSizes: inside one aggregate of a level that holds the job, or in no block.
+    bool inside = std::all_of(nodes.begin(), nodes.end(),
+                              [&](NodeId n) { return topo.BlockOf(n) == topology::kNone; });
+    for (const topology::BlockLevel& level : topo.BlockLevels()) {
+      if (level.size < r.nodes) continue;
+      for (const std::vector<topology::BlockId>& aggregate : level.aggregates) {
+        inside = inside || std::all_of(nodes.begin(), nodes.end(), [&](NodeId n) {
+                   return std::find(aggregate.begin(), aggregate.end(), topo.BlockOf(n)) !=
+                          aggregate.end();
+                 });
+      }
+    }
+    ASSERT_TRUE(inside) << "a placement outside every BlockSizes aggregate";
+  }
+  const absl::StatusOr<PlacementReport> report = alloc::CheckPlacement(topo, r, p.grants);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->nodes, nodes);
+  ASSERT_EQ(report->domain, p.domain);
+  if (r.segment) {
+    ASSERT_EQ(static_cast<int>(report->segments.size()), r.nodes / *r.segment);
   }
 }
 
-void RandomSteps(const std::string& topology_file, std::uint64_t seed, int steps) {
+void RandomSteps(const std::string& topology_file, std::uint64_t seed, int steps,
+                 std::string_view extra_lines = "") {
   SCOPED_TRACE(fmt::format("{} COHORT_SEED={}", topology_file, seed));
   config::NodeSpec spec;
   spec.cpus = 64;
   spec.gpus = 8;
   spec.memory_mb = 512 * 1024;
-  testing::Cluster cluster = testing::ClusterFromTopology(testing::ReadData(topology_file), spec);
+  testing::Cluster cluster = testing::ClusterFromTopology(
+      testing::ReadData(topology_file) + std::string(extra_lines), spec);
   std::mt19937_64 random(seed);
   GangAllocator allocator(cluster.topology);
   Shadow shadow(cluster.pool);
@@ -147,7 +194,7 @@ void RandomSteps(const std::string& topology_file, std::uint64_t seed, int steps
       const GangRequest request = RandomRequest(random, cluster, node_count / 4);
       const PlacementResult result = allocator.Place(request, cluster.pool);
       if (result.outcome == Outcome::kPlaced) {
-        ASSERT_NO_FATAL_FAILURE(CheckPlacement(request, result.placement, cluster))
+        ASSERT_NO_FATAL_FAILURE(CheckAgainstRequest(request, result.placement, cluster))
             << "step " << step;
         cluster.pool.Commit(result.placement.grants);
         ASSERT_NO_FATAL_FAILURE(shadow.Take(result.placement.grants)) << "step " << step;
@@ -179,6 +226,10 @@ TEST(GangAllocatorPropertyTest, FatTree1024RandomAllocateAndFree) {
 
 TEST(GangAllocatorPropertyTest, Gb200BlocksRandomAllocateAndFree) {
   RandomSteps("topologies/gb200-nvl72.conf", Seed(72), 100'000);
+}
+
+TEST(GangAllocatorPropertyTest, Gb200BlockSizesRandomAllocateAndFree) {
+  RandomSteps("topologies/gb200-nvl72.conf", Seed(1872), 50'000, "BlockSizes=18,36,72\n");
 }
 
 // A random tree of at most 4 leaves and 24 nodes: one spine, two pods and a
@@ -269,7 +320,7 @@ TEST(GangAllocatorPropertyTest, SmallTreesReachTheBruteForceOptimum) {
       continue;
     }
     ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
-    ASSERT_NO_FATAL_FAILURE(CheckPlacement(request, result.placement, cluster));
+    ASSERT_NO_FATAL_FAILURE(CheckAgainstRequest(request, result.placement, cluster));
     const std::pair<int, int> got{result.placement.level,
                                   static_cast<int>(result.placement.leaves.size())};
     ASSERT_EQ(got, *best) << "allocator (level, leaves) against the brute-force optimum";

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/alloc/gang_allocator.h"
 
+#include <fmt/format.h>
+#include "cohort/alloc/placement_check.h"
+
 #include <bit>
 
 #include <gtest/gtest.h>
@@ -277,6 +280,125 @@ TEST(GangAllocatorTest, LargerJobsUseWholeSegmentsInsideBlocks) {
   for (const auto& [block, count] : per_block) EXPECT_EQ(count % 9, 0) << block;
   EXPECT_EQ(result.placement.groups.size(), 2U);
   EXPECT_EQ(result.placement.leaves.size(), 1U);
+}
+
+// The GB200 layout with BlockSizes: base blocks of 18, aggregates of 2 and 4.
+Cluster Gb200WithBlockSizes(std::string_view sizes) {
+  return testing::ClusterFromTopology(
+      testing::ReadData("topologies/gb200-nvl72.conf") + fmt::format("BlockSizes={}\n", sizes),
+      config::DefaultNodeSpec(""));
+}
+
+TEST(GangAllocatorTest, BlockSizesKeepAJobInOneAggregate) {
+  Cluster cluster = Gb200WithBlockSizes("18,72");
+  // Blocks 4 and 5 have 10 free each, the others none: 20 nodes would fit
+  // blocks 4+5, but they are in different aggregates of 72 (1-4, 5-8).
+  Occupy(cluster, "gb[001-062],gb[083-144]");
+  GangAllocator allocator(cluster.topology);
+  const PlacementResult busy = allocator.Place(Nodes(20), cluster.pool);
+  EXPECT_EQ(busy.outcome, Outcome::kBusy);
+  EXPECT_EQ(busy.reason,
+            "20 nodes needed within one block aggregate of BlockSizes=18,72, but none has that "
+            "many free now (most: 10 in nvl72-1 to nvl72-4)");
+  // Without BlockSizes the same job spans the two blocks.
+  Cluster plain = testing::ClusterFromTopology(testing::ReadData("topologies/gb200-nvl72.conf"),
+                                               config::DefaultNodeSpec(""));
+  Occupy(plain, "gb[001-062],gb[083-144]");
+  GangAllocator free_allocator(plain.topology);
+  EXPECT_EQ(free_allocator.Place(Nodes(20), plain.pool).outcome, Outcome::kPlaced);
+  // 10 nodes fit one base block: placed there, in topology order.
+  const PlacementResult small = allocator.Place(Nodes(10), cluster.pool);
+  ASSERT_EQ(small.outcome, Outcome::kPlaced) << small.reason;
+  EXPECT_EQ(small.placement.groups.size(), 1U);
+}
+
+TEST(GangAllocatorTest, BlockSizesBoundTheLargestJobButNotSegments) {
+  Cluster cluster = Gb200WithBlockSizes("18,36");
+  GangAllocator allocator(cluster.topology);
+  const PlacementResult result = allocator.Place(Nodes(54), cluster.pool);
+  EXPECT_EQ(result.outcome, Outcome::kInfeasible);
+  EXPECT_EQ(result.reason,
+            "54 nodes are more than the largest block (BlockSizes=18,36 allows 36); ask for at "
+            "most 36 nodes, or give --segment=S to place the job in pieces of S nodes");
+  GangRequest pieces = Nodes(54);
+  pieces.segment = 18;
+  const PlacementResult placed = allocator.Place(pieces, cluster.pool);
+  ASSERT_EQ(placed.outcome, Outcome::kPlaced) << placed.reason;
+  EXPECT_EQ(placed.placement.groups.size(), 3U);
+}
+
+TEST(GangAllocatorTest, SpreadSegmentsTakeOneSegmentPerBlock) {
+  Cluster cluster = testing::ClusterFromTopology(testing::ReadData("topologies/gb200-nvl72.conf"),
+                                                 config::DefaultNodeSpec(""));
+  GangAllocator allocator(cluster.topology);
+  GangRequest request = Nodes(8);
+  request.segment = 4;
+  const PlacementResult packed = allocator.Place(request, cluster.pool);
+  ASSERT_EQ(packed.outcome, Outcome::kPlaced) << packed.reason;
+  EXPECT_EQ(packed.placement.groups.size(), 1U);
+  request.spread_segments = true;
+  const PlacementResult spread = allocator.Place(request, cluster.pool);
+  ASSERT_EQ(spread.outcome, Outcome::kPlaced) << spread.reason;
+  EXPECT_EQ(spread.placement.groups.size(), 2U);
+  EXPECT_EQ(cluster.Names(spread.placement), "gb[001-004,019-022]");
+  request.nodes = 40;  // ten segments, eight blocks
+  EXPECT_EQ(allocator.Place(request, cluster.pool).outcome, Outcome::kInfeasible);
+}
+
+TEST(GangAllocatorTest, NodeRanksFollowTheTopologyNotTheNames) {
+  // Two blocks whose names interleave: a 4-node job in segments of 2 gets
+  // each segment's nodes as consecutive ranks.
+  Cluster cluster = testing::ClusterFromTopology("SwitchName=leaf Nodes=n[1-4]\n"
+                                                 "BlockName=odd Nodes=n[1,3]\n"
+                                                 "BlockName=even Nodes=n[2,4]\n",
+                                                 config::DefaultNodeSpec(""));
+  GangAllocator allocator(cluster.topology);
+  GangRequest request = Nodes(4);
+  request.segment = 2;
+  const PlacementResult result = allocator.Place(request, cluster.pool);
+  ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
+  std::vector<std::string> ranks;
+  for (const NodeGrant& g : result.placement.grants) ranks.push_back(cluster.topology.NodeName(g.node));
+  EXPECT_EQ(ranks, (std::vector<std::string>{"n1", "n3", "n2", "n4"}));
+  const absl::StatusOr<PlacementReport> report =
+      CheckPlacement(cluster.topology, request, result.placement.grants);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(FormatPlacement(cluster.topology, *report),
+            "2 segments of 2 nodes (n[1,3] in odd, n[2,4] in even); blocks odd,even; leaves leaf; "
+            "at most 2 hops (under leaf)");
+}
+
+TEST(PlacementCheckTest, ASegmentAcrossTwoBlocksIsRefused) {
+  Cluster cluster = testing::ClusterFromTopology(testing::ReadData("topologies/gb200-nvl72.conf"),
+                                                 config::DefaultNodeSpec(""));
+  GangRequest request = Nodes(36);
+  request.segment = 18;
+  // 17 + 1 in the first segment, as a buggy allocator could give.
+  std::vector<NodeGrant> grants;
+  for (const NodeId n : cluster.Nodes("gb[002-037]")) grants.push_back({.node = n});
+  const absl::StatusOr<PlacementReport> report = CheckPlacement(cluster.topology, request, grants);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message(),
+            "placement check: segment 1 (gb[002-019]) spans nvl72-1 and nvl72-2");
+  grants.pop_back();
+  EXPECT_EQ(CheckPlacement(cluster.topology, request, grants).status().message(),
+            "placement check: 35 nodes placed for a job of 36");
+  grants.push_back(grants.front());
+  EXPECT_EQ(CheckPlacement(cluster.topology, request, grants).status().message(),
+            "placement check: node gb002 is placed twice");
+}
+
+TEST(PlacementCheckTest, WorstHopsCountLinksOverTheTree) {
+  Cluster cluster = testing::ClusterFromTopology(testing::ReadData("topologies/gb200-nvl72.conf"),
+                                                 config::DefaultNodeSpec(""));
+  const auto hops = [&](const std::string& hostlist) {
+    std::vector<NodeGrant> grants;
+    for (const NodeId n : cluster.Nodes(hostlist)) grants.push_back({.node = n});
+    return DescribePlacement(cluster.topology, grants, 0).worst_hops;
+  };
+  EXPECT_EQ(hops("gb001"), 0);
+  EXPECT_EQ(hops("gb[001-036]"), 2);
+  EXPECT_EQ(hops("gb[001,037]"), 4);
 }
 
 TEST(GangAllocatorTest, GpusComeFromOneLocalityGroup) {

@@ -243,9 +243,71 @@ TEST(TopologyTest, NodesOutsideBlocksFormTheirLeafsGroup) {
 TEST(TopologyTest, BlockSizes) {
   const Topology t =
       MustBuild(FromText("BlockSizes=18,36,72\n"
-                         "SwitchName=leaf0 Nodes=n[1-36]\n"
-                         "BlockName=b[0-1] Nodes=n[1-36]\n"));
+                         "SwitchName=leaf0 Nodes=n[1-90]\n"
+                         "BlockName=b[0-4] Nodes=n[1-90]\n"));
   EXPECT_EQ(t.BlockSizes(), (std::vector<int>{18, 36, 72}));
+  // Level 0 each block; then runs of 2 and 4 consecutive blocks, whole runs only.
+  ASSERT_EQ(t.BlockLevels().size(), 3U);
+  EXPECT_EQ(t.BlockLevels()[0].aggregates,
+            (std::vector<std::vector<BlockId>>{{0}, {1}, {2}, {3}, {4}}));
+  EXPECT_EQ(t.BlockLevels()[1].aggregates, (std::vector<std::vector<BlockId>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(t.BlockLevels()[2].aggregates, (std::vector<std::vector<BlockId>>{{0, 1, 2, 3}}));
+  EXPECT_EQ(t.BlockLevels()[2].size, 72);
+  for (BlockId b = 0; b < 5; ++b) EXPECT_EQ(t.Groups()[t.GroupOfBlock(b)].block, b);
+}
+
+TEST(TopologyTest, BlockSizesLargerThanTheBlocksMakeAWarning) {
+  const TopologyResult result = FromText(
+      "BlockSizes=18,36,72\nSwitchName=leaf0 Nodes=n[1-36]\nBlockName=b[0-1] Nodes=n[1-36]\n");
+  EXPECT_TRUE(Errors(result).empty());
+  ASSERT_EQ(result.diagnostics.All().size(), 1U);
+  EXPECT_TRUE(Contains(result.diagnostics.All()[0].message, "make no aggregate of 72 nodes"))
+      << result.diagnostics.Format();
+  EXPECT_EQ(result.topology.BlockLevels().size(), 2U);
+}
+
+TEST(TopologyTest, BlockSmallerThanTheBaseSizeMakesAWarning) {
+  const TopologyResult result = FromText(
+      "BlockSizes=4\nSwitchName=leaf0 Nodes=n[1-7]\nBlockName=b0 Nodes=n[1-4]\n"
+      "BlockName=b1 Nodes=n[5-7]\n");
+  EXPECT_TRUE(Errors(result).empty());
+  ASSERT_EQ(result.diagnostics.All().size(), 1U);
+  EXPECT_EQ(result.diagnostics.All()[0].message,
+            "block b1 has 3 nodes, fewer than the base block size 4 (BlockSizes)");
+  EXPECT_EQ(result.diagnostics.All()[0].where.line, 4);
+}
+
+TEST(TopologyErrorTest, BlockSizesMustDoubleTheBase) {
+  const Diagnostic error =
+      OnlyError(FromText("BlockSizes=18,54\nSwitchName=leaf0 Nodes=n[1-2]\n"));
+  EXPECT_EQ(error.message, "BlockSizes 18,54: 54 is not the base block size 18 times a power of two");
+  EXPECT_TRUE(Contains(error.hint, "BlockSizes=18,36,72")) << error.hint;
+}
+
+// --- Topology order and addresses -------------------------------------------
+
+TEST(TopologyTest, OrderFollowsTheTreeAndTheBlocksNotTheNames) {
+  // Blocks whose names interleave, two leaves listed in reverse.
+  const Topology t = MustBuild(FromText("SwitchName=spine Switches=leaf[2,1]\n"
+                                        "SwitchName=leaf1 Nodes=n[1-4]\n"
+                                        "SwitchName=leaf2 Nodes=n[5-8]\n"
+                                        "BlockName=odd Nodes=n[1,3]\n"
+                                        "BlockName=even Nodes=n[2,4]\n"));
+  std::vector<NodeId> nodes(8);
+  for (NodeId n = 0; n < 8; ++n) nodes[n] = n;
+  std::sort(nodes.begin(), nodes.end(),
+            [&](NodeId a, NodeId b) { return t.OrderOf(a) < t.OrderOf(b); });
+  EXPECT_EQ(NodeNames(t, nodes), (Names{"n5", "n6", "n7", "n8", "n1", "n3", "n2", "n4"}));
+}
+
+TEST(TopologyTest, AddressesAsSlurmTopologyAddr) {
+  const Topology t = MustBuild(FromData("gb200-nvl72.conf"));
+  const NodeId n = *t.FindNode("gb020");
+  EXPECT_EQ(t.AddressOf(n), "ib-spine.ib-leaf1.nvl72-2.gb020");
+  EXPECT_EQ(t.AddressPatternOf(n), "switch.switch.block.node");
+  const Topology flat = FlatTopology(Names{"a1", "a2"});
+  EXPECT_EQ(flat.AddressOf(1), "a2");
+  EXPECT_EQ(flat.AddressPatternOf(1), "node");
 }
 
 // --- Hostlist-named switches and blocks

@@ -213,11 +213,26 @@ TEST(BuildRankEnvironmentTest, NoGpusMeansNoCudaVisibleDevices) {
 
 TEST(BuildRankEnvironmentTest, NodelistIsCompressedAsSlurmPrintsIt) {
   LaunchContext context = TrainingJob();
-  context.nodelist = "gpu004,gpu002,gpu003";
+  context.nodelist = "gpu002,gpu003,gpu004";
   context.num_nodes = 3;
   const std::vector<std::string> env = BuildRankEnvironment(context, 0);
   EXPECT_EQ(Get(env, "SLURM_JOB_NODELIST"), "gpu[002-004]");
   EXPECT_EQ(Get(env, "COHORT_NODELIST"), "gpu[002-004]");
+}
+
+// Node rank i is the nodelist's i-th name (tools take the first for
+// MASTER_ADDR): a gang in topology order keeps that order, folded.
+TEST(BuildRankEnvironmentTest, NodelistKeepsNodeRankOrder) {
+  LaunchContext context = TrainingJob();
+  context.nodelist = "gpu005,gpu006,gpu001,gpu002";
+  context.num_nodes = 4;
+  context.topology_addr = "spine.leaf2.gpu005";
+  context.topology_addr_pattern = "switch.switch.node";
+  const std::vector<std::string> env = BuildRankEnvironment(context, 0);
+  EXPECT_EQ(Get(env, "SLURM_JOB_NODELIST"), "gpu[005-006],gpu[001-002]");
+  EXPECT_EQ(Get(env, "SLURM_NODELIST"), "gpu[005-006],gpu[001-002]");
+  EXPECT_EQ(Get(env, "SLURM_TOPOLOGY_ADDR"), "spine.leaf2.gpu005");
+  EXPECT_EQ(Get(env, "SLURM_TOPOLOGY_ADDR_PATTERN"), "switch.switch.node");
 }
 
 TEST(BuildRankEnvironmentTest, MalformedNodelistIsPassedOnAsWritten) {

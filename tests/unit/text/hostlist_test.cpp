@@ -292,6 +292,19 @@ TEST(HostlistCompressTest, CanonicalHostlistsRoundTrip) {
   }
 }
 
+TEST(HostlistCompressInOrderTest, KeepsTheOrderAndFoldsRuns) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(CompressInOrder(V{"gb001", "gb002", "gb003"}), "gb[001-003]");
+  EXPECT_EQ(CompressInOrder(V{"gb019", "gb020", "gb001", "gb002"}), "gb[019-020],gb[001-002]");
+  EXPECT_EQ(CompressInOrder(V{"n1", "n3", "n2", "n4"}), "n[1,3],n[2,4]");
+  EXPECT_EQ(CompressInOrder(V{}), "");
+  for (const V& names : {V{"b2", "a1", "a2", "b1"}, V{"x9", "x10", "x1"}, V{"z", "y", "x"}}) {
+    const absl::StatusOr<std::vector<std::string>> back = Expand(CompressInOrder(names));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, names);
+  }
+}
+
 TEST(HostlistCompressTest, LargeListsRoundTrip) {
   const Names names = MustExpand("gpu[00001-16384]");
   ASSERT_EQ(names.size(), 16384U);

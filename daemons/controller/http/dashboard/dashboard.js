@@ -417,6 +417,12 @@ function renderJob() {
   }
   fact(facts, 'image ahead', job.image_status);
   fact(facts, 'leaves spanned', leavesOf(job).join(', '));
+  if (num(spec.segment)) {
+    fact(facts, 'segments', `of ${spec.segment} nodes${spec.spread_segments ? ', each in a block of its own' : ''}`);
+  }
+  const shape = job.placement || {};
+  fact(facts, 'placement', shape.summary);
+  fact(facts, 'rank order', shape.rank_order && shape.rank_order !== job.nodes ? shape.rank_order : '');
   fact(facts, 'submitted', num(job.submit_time_ms) ? clock(job.submit_time_ms) : '');
   if (num(job.start_time_ms)) fact(facts, 'started', `${clock(job.start_time_ms)} (elapsed ${duration((Date.now() - num(job.start_time_ms)) / 1000)})`);
   fact(facts, 'time limit', num(job.time_limit_s) ? duration(num(job.time_limit_s)) : 'none');
