@@ -18,7 +18,7 @@ export BENCH_OUT=$out
 mkdir -p "$out"
 started=$SECONDS
 
-echo "== placement: one 64-node gang at 50% occupancy (median of 10 repetitions)"
+echo "== placement: one 64-node gang at 50% occupancy, whole and in segments (median of 10 repetitions)"
 "$build/bench/placement_bench" --benchmark_repetitions=10 \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/placement.json" --benchmark_out_format=json

@@ -150,11 +150,14 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                              YesNo(spec.spread_segments()));
   }
   if (const v1::PlacementReport& p = job.placement(); !p.summary().empty()) {
-    std::cout << fmt::format("   Blocks={} WorstHops={} RankOrder={}\n",
-                             p.blocks().empty() ? std::string("(null)")
-                                                : fmt::format("{}", fmt::join(p.blocks(), ",")),
-                             p.worst_hops(), OrNull(p.rank_order()));
+    std::cout << fmt::format(
+        "   Blocks={} WorstHops={} RankOrder={}\n",
+        p.blocks().empty() ? std::string("(null)") : fmt::format("{}", fmt::join(p.blocks(), ",")),
+        p.worst_hops(), OrNull(p.rank_order()));
     std::cout << fmt::format("   Placement={}\n", p.summary());
+  }
+  if (!job.imex_channels().empty()) {
+    std::cout << fmt::format("   ImexChannels={}\n", fmt::join(job.imex_channels(), ","));
   }
   std::cout << fmt::format("   Features={} ReqNodeList={} ExcNodeList={}\n",
                            spec.features().empty()

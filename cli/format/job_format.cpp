@@ -296,20 +296,18 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
   out["exclusive"] = spec.exclusive();
   out["switches"] = spec.switches();
   out["switches_wait_s"] = spec.switches_wait_s();
-  out["segment"] = spec.segment() > 0 ? nlohmann::ordered_json(spec.segment())
-                                      : nlohmann::ordered_json(nullptr);
+  out["segment"] =
+      spec.segment() > 0 ? nlohmann::ordered_json(spec.segment()) : nlohmann::ordered_json(nullptr);
   out["spread_segments"] = spec.spread_segments();
+  out["imex_channels"] = Array(job.imex_channels());
   if (const v1::PlacementReport& p = job.placement(); !p.summary().empty()) {
     nlohmann::ordered_json segments = nlohmann::ordered_json::array();
     for (const v1::PlacedSegment& s : p.segments()) {
       segments.push_back({{"nodes", s.nodes()}, {"group", s.group()}});
     }
-    out["placement"] = {{"segments", std::move(segments)},
-                        {"blocks", Array(p.blocks())},
-                        {"leaves", Array(p.leaves())},
-                        {"domain", p.domain()},
-                        {"worst_hops", p.worst_hops()},
-                        {"rank_order", p.rank_order()},
+    out["placement"] = {{"segments", std::move(segments)}, {"blocks", Array(p.blocks())},
+                        {"leaves", Array(p.leaves())},     {"domain", p.domain()},
+                        {"worst_hops", p.worst_hops()},    {"rank_order", p.rank_order()},
                         {"summary", p.summary()}};
   } else {
     out["placement"] = nullptr;

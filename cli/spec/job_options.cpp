@@ -758,9 +758,10 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
                        ? std::to_string(spec.switches())
                        : fmt::format("{}, waiting up to {}", spec.switches(),
                                      FormatSeconds(spec.switches_wait_s())));
-  line("segment", spec.segment() == 0 ? std::string("(none)")
-                  : fmt::format("{} nodes{}", spec.segment(),
-                                spec.spread_segments() ? ", each in a block of its own" : ""));
+  line("segment", spec.segment() == 0
+                      ? std::string("(none)")
+                      : fmt::format("{} nodes{}", spec.segment(),
+                                    spec.spread_segments() ? ", each in a block of its own" : ""));
   line("requeue", spec.requeue() ? "yes" : "no");
   line("array", OrDefault(spec.array(), "(none)"));
   line("dependency", spec.dependency().empty() ? std::string("(none)")

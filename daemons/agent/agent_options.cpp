@@ -314,6 +314,10 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
       .credentials_file = config->container_credentials_file,
       .registry_mirrors = config->container_registry_mirrors};
   settings.container_hooks_dir = config->container_hooks_dir;
+  if (config->switch_type == "nvidia_imex") {
+    settings.imex_channel_dir = config->imex.channel_dir;
+    settings.imex_dev_major = config->imex.dev_major;
+  }
   settings.http_port = options.http_port;
   settings.http_port_file = options.http_port_file;
   settings.http_address = options.http_address;

@@ -91,7 +91,11 @@ struct AgentSettings {
   /// bytes, ContainerRegistryCAFile=, ContainerCredentialsFile=,
   /// ContainerRegistryMirrors=.
   step::ImageStore container_images;
-  std::string container_hooks_dir;    ///< ContainerHooksDir=
+  std::string container_hooks_dir;  ///< ContainerHooksDir=
+  /// SwitchType=switch/nvidia_imex: SwitchParameters' imex_channel_dir and
+  /// imex_dev_major; empty dir: no IMEX.
+  std::string imex_channel_dir;
+  int imex_dev_major = -1;
   std::vector<std::string> warnings;  ///< to log once logging is set up
 };
 

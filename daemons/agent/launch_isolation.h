@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/launch/node_layout.h"
@@ -31,6 +32,22 @@ namespace cohort::agent {
 /// unknown ones and without one that a granted GPU shares. Pure.
 [[nodiscard]] std::vector<dev_t> DeniedGpus(std::span<const std::optional<dev_t>> devices,
                                             std::uint64_t granted);
+
+/// What a launch given IMEX channel `channel` may open (SwitchType=
+/// switch/nvidia_imex): `file`, `dir`/channelN, made when missing and the
+/// major is known (`major`, else /proc/devices' nvidia-caps-imex-channels);
+/// and the other channels' device files in `dir`, which its cgroup denies.
+struct ImexAccess {
+  std::string file;
+  std::vector<dev_t> denied;
+  std::string problem;  ///< why `file` is missing, for the log; empty when it is there
+};
+[[nodiscard]] ImexAccess ImexChannelAccess(const std::string& dir, int major, int channel);
+
+/// The major of the character device `name` in /proc/devices' text; nullopt
+/// when it is not listed. Pure.
+[[nodiscard]] std::optional<int> CharDeviceMajor(std::string_view proc_devices,
+                                                 std::string_view name);
 
 /// The PUs an earlier agent's launch in `folder` holds, from its
 /// launch.json; empty when it names none or cannot be read.

@@ -92,6 +92,7 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
   context.master_addr = launch.master_addr();
   context.topology_addr = launch.topology_addr();
   context.topology_addr_pattern = launch.topology_addr_pattern();
+  if (launch.has_imex_channel()) context.imex_channel = launch.imex_channel();
   context.master_port = launch.master_port();
   context.submit_dir = spec.submit_dir();
   context.base_env.reserve(static_cast<std::size_t>(spec.env_size()));

@@ -323,6 +323,17 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
   if (plan.container.Enabled() || (launcher_.LimitsDevices() && !denied.empty())) {
     plan.gpu_numbering = step::GpuNumbering::kConfined;
   }
+  // Its IMEX channel's device file, and no other channel's.
+  if (message.has_imex_channel() && !settings_.imex_channel_dir.empty() &&
+      settings_.apply_binding) {
+    ImexAccess imex = ImexChannelAccess(settings_.imex_channel_dir, settings_.imex_dev_major,
+                                        message.imex_channel());
+    if (!imex.problem.empty()) {
+      LaunchLog().warn("imex_channel job={} node={} {}", id.job_id, setup_.name, imex.problem);
+    }
+    denied.insert(denied.end(), imex.denied.begin(), imex.denied.end());
+    if (plan.container.Enabled()) plan.container.devices.push_back(imex.file);
+  }
   const std::string script_path = run.tracker.Folder() + "/script";
   absl::StatusOr<step::LaunchFile> file =
       step::PlanLaunch(plan, id.attempt, script_path, launcher_.SocketPath());

@@ -51,6 +51,10 @@ struct StepdSettings {
   step::ImageStore container_images;  ///< and ContainerCredentialsFile=, ContainerRegistryMirrors=
   std::string container_hooks_dir;    ///< ContainerHooksDir=
   std::string container_state_dir;
+  /// SwitchType=switch/nvidia_imex: where the IMEX channels' device files
+  /// are and their major (-1: from /proc/devices); empty dir: no IMEX.
+  std::string imex_channel_dir;
+  int imex_dev_major = -1;
 };
 
 /// Runs each Launch as a spool folder and a cohort-stepd that starts and

@@ -21,7 +21,7 @@ using topology::kNone;
 using topology::SwitchId;
 
 absl::Status ValidateGangRequest(const GangRequest& r) {
-  auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
+  auto invalid = [](std::string message) { return absl::InvalidArgumentError(message); };
   if (r.nodes < 1)
     return invalid(fmt::format("nodes is {}; ask for at least 1 node (-N 1)", r.nodes));
   if (r.tasks_per_node < 1) {
@@ -173,12 +173,12 @@ PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePo
   std::string key;
   const bool cacheable = request.required_nodes.empty() && request.excluded_nodes.empty();
   if (cacheable) {
-    key = fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes,
-                      request.tasks_per_node, request.cpus_per_task, request.gpus_per_node,
-                      request.memory_mb_per_node, static_cast<int>(request.exclusivity),
-                      request.partition.value_or(-1), request.max_leaves.value_or(0),
-                      request.segment.value_or(0), request.spread_segments ? 1 : 0,
-                      pool.CapacityId(), fmt::join(request.features, ","));
+    key = fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.tasks_per_node,
+                      request.cpus_per_task, request.gpus_per_node, request.memory_mb_per_node,
+                      static_cast<int>(request.exclusivity), request.partition.value_or(-1),
+                      request.max_leaves.value_or(0), request.segment.value_or(0),
+                      request.spread_segments ? 1 : 0, pool.CapacityId(),
+                      fmt::join(request.features, ","));
     if (const auto it = feasible_.find(key); it != feasible_.end()) return it->second;
   }
   PlacementResult result = Run(request, pool, View::kIdleCluster, nullptr);
@@ -376,9 +376,33 @@ bool GangAllocator::ExplainShortfall(Attempt& attempt, const plugin::FilterConte
     reason = fmt::format("{} nodes needed, {} of {} free now ({} down, {} drained, {} busy{})",
                          wanted, fit, eligible, tally.down, tally.drained,
                          eligible - fit - tally.down - tally.drained, ruled_out);
+    if (attempt.need.segment > 1) reason += WholeSegmentsFree(attempt.need.segment, wanted);
     return false;
   }
   return true;
+}
+
+// "; whole segments of 18 free: nvl72-5, nvl72-6 (2 of the 5 needed)": the
+// blocks (or leaves) that could hold a segment now, from group_fit_.
+std::string GangAllocator::WholeSegmentsFree(int segment, int wanted) const {
+  std::vector<std::string> offering;
+  int whole = 0;
+  bool more = false;
+  for (std::size_t g = 0; g < group_fit_.size(); ++g) {
+    const int here = group_fit_[g] / segment;
+    if (here == 0) continue;
+    whole += here;
+    more = more || offering.size() == 8;
+    if (offering.size() < 8) {
+      const topology::Group& group = topology_.Groups()[g];
+      std::string name = group.block != kNone ? topology_.Blocks()[group.block].name
+                                              : topology_.GetSwitch(group.home).name;
+      offering.push_back(here == 1 ? std::move(name) : fmt::format("{} ({})", name, here));
+    }
+  }
+  if (whole == 0) return fmt::format("; no block has a whole segment of {} free", segment);
+  return fmt::format("; whole segments of {} free: {}{} ({} of the {} needed)", segment,
+                     fmt::join(offering, ", "), more ? ", …" : "", whole, wanted / segment);
 }
 
 // 2. Usable nodes per group (whole segments only), and the groups and the
@@ -537,6 +561,23 @@ void GangAllocator::ExplainNoDomain(Attempt& attempt) {
                          *request.max_leaves, *request.max_leaves);
   } else if (largest_at == kNone) {
     reason = fmt::format("{} nodes needed but no switch holds any of them{}", wanted, segment_note);
+  } else if (segment > 1) {
+    // Name the blocks (or leaves) that still offer whole segments.
+    std::vector<std::string> offering;
+    for (const GroupId g : topology_.GetSwitch(largest_at).groups) {
+      const int whole = group_cap_[g] / segment;
+      if (whole == 0) continue;
+      const topology::Group& group = topology_.Groups()[g];
+      const std::string& name = group.block != kNone ? topology_.Blocks()[group.block].name
+                                                     : topology_.GetSwitch(group.home).name;
+      offering.push_back(whole == 1 ? name : fmt::format("{} ({})", name, whole));
+    }
+    reason = fmt::format(
+        "{} segments of {} nodes needed, but only {} whole segments of {} are free together{} "
+        "(under {}: {})",
+        wanted / segment, segment, largest / segment, segment,
+        attempt.view == View::kNow ? " now" : "", topology_.GetSwitch(largest_at).name,
+        fmt::join(offering, ", "));
   } else {
     reason = fmt::format(
         "{} nodes needed{}, but no switch tree holds that many together{} (most: {} under "

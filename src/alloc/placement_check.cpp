@@ -50,9 +50,8 @@ absl::Status CheckBlockSizes(const topology::Topology& topology, const Placement
   }
   std::vector<std::string> blocks;
   for (const BlockId b : report.blocks) blocks.push_back(topology.Blocks()[b].name);
-  return Broken(fmt::format("{} nodes in blocks {} lie in no one aggregate of BlockSizes={}",
-                            nodes, fmt::join(blocks, ","),
-                            fmt::join(topology.BlockSizes(), ",")));
+  return Broken(fmt::format("{} nodes in blocks {} lie in no one aggregate of BlockSizes={}", nodes,
+                            fmt::join(blocks, ","), fmt::join(topology.BlockSizes(), ",")));
 }
 
 }  // namespace

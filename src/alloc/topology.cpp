@@ -67,7 +67,8 @@ std::string Topology::AddressOf(NodeId node) const {
 std::string Topology::AddressPatternOf(NodeId node) const {
   std::vector<std::string_view> parts;
   if (HasSwitchTree()) {
-    for (SwitchId s = leaf_of_[node]; s != kNone; s = switches_[s].parent) parts.push_back("switch");
+    for (SwitchId s = leaf_of_[node]; s != kNone; s = switches_[s].parent)
+      parts.push_back("switch");
   }
   if (block_of_[node] != kNone) parts.push_back("block");
   parts.push_back("node");

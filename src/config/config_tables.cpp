@@ -77,6 +77,8 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
     {"MpiDefault", &conf::Set<G, &ParseMpiType, &C::mpi_default>},
+    {"SwitchType", &conf::Set<G, &ParseSwitchType, &C::switch_type>},
+    {"SwitchParameters", &conf::Set<G, &ParseSwitchParameters, &C::imex>},
     {"ContainerRuntime", &conf::Set<G, &ParseContainerRuntime, &C::container_runtime>},
     {"ContainerCacheDir", &SetPath<&C::container_cache_dir>},
     {"ContainerCacheMaxGB", &conf::Set<G, &ParseIntFrom<0, 1 << 20>, &C::container_cache_max_gb>},

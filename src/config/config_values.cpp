@@ -512,6 +512,73 @@ bool ParseStateSync(const conf::Word& word, std::string& out, Diagnostics& diagn
                      diagnostics);
 }
 
+bool ParseSwitchType(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
+  std::string_view value = word.value;
+  if (value.size() > 7 && EqualsIgnoreCase(value.substr(0, 7), "switch/")) value.remove_prefix(7);
+  for (const std::string_view known : {"none", "nvidia_imex"}) {
+    if (EqualsIgnoreCase(value, known)) {
+      out = known;
+      return true;
+    }
+  }
+  diagnostics.Error(
+      word.value_at,
+      fmt::format("SwitchType={} is not switch/none or switch/nvidia_imex", word.value),
+      "use SwitchType=switch/nvidia_imex for an IMEX channel per job (GB200/GB300 "
+      "NVLink domains), or leave it out");
+  return false;
+}
+
+bool ParseSwitchParameters(const conf::Word& word, ImexParameters& out, Diagnostics& diagnostics) {
+  const auto bad = [&](std::string what, std::string hint) {
+    diagnostics.Error(word.value_at, fmt::format("SwitchParameters: {}", what), std::move(hint));
+    return false;
+  };
+  for (const std::string& item : conf::SplitCommas(word.value)) {
+    const std::size_t equals = item.find('=');
+    const std::string key = item.substr(0, equals);
+    const std::string value = equals == std::string::npos ? std::string() : item.substr(equals + 1);
+    const auto number = [&](int low, int high) -> std::optional<int> {
+      int n = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (error != std::errc() || end != value.data() + value.size() || n < low || n > high) {
+        return std::nullopt;
+      }
+      return n;
+    };
+    if (EqualsIgnoreCase(key, "imex_channel_count")) {
+      const std::optional<int> n = number(1, 65536);
+      if (!n)
+        return bad(fmt::format("imex_channel_count={:?} is not 1-65536", value),
+                   "such as imex_channel_count=2048");
+      out.channel_count = *n;
+    } else if (EqualsIgnoreCase(key, "imex_dev_major")) {
+      const std::optional<int> n = number(0, 4095);
+      if (!n)
+        return bad(fmt::format("imex_dev_major={:?} is not 0-4095", value),
+                   "give the major of nvidia-caps-imex-channels in /proc/devices, or leave it out "
+                   "to read it there");
+      out.dev_major = *n;
+    } else if (EqualsIgnoreCase(key, "imex_channel_per")) {
+      if (!EqualsIgnoreCase(value, "job") && !EqualsIgnoreCase(value, "segment")) {
+        return bad(fmt::format("imex_channel_per={:?} is not job or segment", value),
+                   "one channel per job (the default), or per --segment");
+      }
+      out.per_segment = EqualsIgnoreCase(value, "segment");
+    } else if (EqualsIgnoreCase(key, "imex_channel_dir")) {
+      if (!value.starts_with('/'))
+        return bad(fmt::format("imex_channel_dir={:?} is not an absolute path", value),
+                   "such as imex_channel_dir=/dev/nvidia-caps-imex-channels");
+      out.channel_dir = value;
+    } else {
+      return bad(fmt::format("{:?} is not a parameter Cohort knows", item),
+                 "known: imex_channel_count=N, imex_dev_major=N, imex_channel_per=job|segment, "
+                 "imex_channel_dir=PATH");
+    }
+  }
+  return true;
+}
+
 bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
   const std::optional<std::string_view> type = launch::CanonicalMpiType(word.value);
   if (!type) {

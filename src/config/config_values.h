@@ -98,6 +98,15 @@ template <long long kLo, long long kHi>
 /// StateSync=: full, normal or off, stored in lowercase.
 [[nodiscard]] bool ParseStateSync(const conf::Word& word, std::string& out,
                                   Diagnostics& diagnostics);
+/// SwitchType=: switch/none or switch/nvidia_imex (or without switch/),
+/// stored as "none" or "nvidia_imex".
+[[nodiscard]] bool ParseSwitchType(const conf::Word& word, std::string& out,
+                                   Diagnostics& diagnostics);
+/// SwitchParameters=: imex_channel_count=N (1-65536), imex_dev_major=N
+/// (0-4095), imex_channel_per=job|segment, imex_channel_dir=PATH
+/// (absolute), separated by commas.
+[[nodiscard]] bool ParseSwitchParameters(const conf::Word& word, ImexParameters& out,
+                                         Diagnostics& diagnostics);
 /// MpiDefault=: an MPI type (launch::CanonicalMpiType), stored canonical.
 [[nodiscard]] bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics);
 /// StateBackend=: sqlite or postgresql, stored in lowercase.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -103,7 +104,8 @@ EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Top
       pool(std::move(nodes_pool)),
       allocator(tree, plugins.allocator),
       priority(config, tree, plugins.queue_order),
-      life({tree, pool, book, triggers, priority}),
+      imex(config.switch_type == "nvidia_imex" ? config.imex.channel_count : 0),
+      life({tree, pool, book, triggers, priority, imex, config.imex.per_segment}),
       admission({config, tree, pool, plugins.admission, book, triggers, life}),
       preemption({config, tree, pool, allocator, book, triggers, priority, life}),
       nodes({config, tree, pool, book, triggers, life}),
@@ -435,6 +437,11 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         runtime.last_heartbeat = now;
       }
     }
+    if (!core.life.RestoreImexChannels(job) && lost.empty()) {
+      lost = fmt::format(
+          "its IMEX channel is beyond SwitchParameters=imex_channel_count={} or another job's",
+          core.imex.Count());
+    }
     if (!lost.empty() && job.state == JobState::kRunning) {
       job.run.exit_code = 1;
       job.reason = lost;
@@ -459,9 +466,20 @@ absl::Status Engine::CheckInvariants() const {
   };
   std::vector<Used> used(static_cast<std::size_t>(core.topology.NodeCount()));
   if (absl::Status indexes = core.book.CheckIndexes(); !indexes.ok()) return indexes;
+  std::map<int, JobId> channels;  // IMEX channels of active jobs: each held, by one job
   for (const auto& [id, job] : core.book.All()) {
     if (absl::Status status = CheckStatus(job); !status.ok()) return status;
     if (absl::Status steps = CheckSteps(job); !steps.ok()) return steps;
+    if (job.state != JobState::kPending && !IsFinished(job.state)) {
+      for (const int channel : job.run.imex_channels) {
+        if (!core.imex.Held(channel) || !channels.emplace(channel, id).second) {
+          return absl::InternalError(
+              fmt::format("IMEX channel {} of job {} is {}", channel, id,
+                          core.imex.Held(channel) ? fmt::format("also job {}'s", channels[channel])
+                                                  : std::string("not held")));
+        }
+      }
+    }
     if (IsSuspended(job)) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {
       if (!job.run.placement.grants.empty() && job.state == JobState::kPending) {
@@ -488,6 +506,11 @@ absl::Status Engine::CheckInvariants() const {
       u.memory_mb += g.memory_mb;
       u.gpus |= g.gpus;
     }
+  }
+  if (static_cast<int>(channels.size()) != core.imex.Count() - core.imex.FreeCount()) {
+    return absl::InternalError(fmt::format("{} IMEX channels held but {} by active jobs",
+                                           core.imex.Count() - core.imex.FreeCount(),
+                                           channels.size()));
   }
   for (NodeId n = 0; n < core.topology.NodeCount(); ++n) {
     const Used& u = used[static_cast<std::size_t>(n)];

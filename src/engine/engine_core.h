@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include "cohort/alloc/channel_pool.h"
 #include "cohort/alloc/gang_allocator.h"
 #include "cohort/alloc/node_pool.h"
 #include "cohort/alloc/topology.h"
@@ -38,6 +39,7 @@ struct EngineCore {
   JobBook book;
   PassTriggers triggers;
   Prioritizer priority;
+  alloc::ChannelPool imex;  ///< IMEX channels (SwitchType=switch/nvidia_imex); none otherwise
   Lifecycle life;
   Admission admission;
   Preemption preemption;

@@ -46,20 +46,21 @@ std::vector<LeafFit> ClosestLeaves(engine::EngineCore& core, const Job& job) {
 Counterfactuals TrySooner(engine::EngineCore& core, const Job& job, bool placed_now) {
   Counterfactuals sooner;
   if (placed_now) return sooner;
-  if (job.gang.nodes > 1) {
-    int lo = 0, hi = job.gang.nodes - 1;
+  // With --segment, fewer whole segments.
+  const int unit = job.gang.segment.value_or(1);
+  if (job.gang.nodes > unit) {
+    int lo = 0, hi = job.gang.nodes / unit - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
       alloc::GangRequest smaller = job.gang;
-      smaller.nodes = mid;
-      smaller.segment.reset();
+      smaller.nodes = mid * unit;
       if (core.allocator.Place(smaller, core.pool).outcome == alloc::Outcome::kPlaced) {
         lo = mid;
       } else {
         hi = mid - 1;
       }
     }
-    sooner.fewer_nodes = lo;
+    sooner.fewer_nodes = lo * unit;
   }
   if (job.gang.max_leaves) {
     alloc::GangRequest looser = job.gang;

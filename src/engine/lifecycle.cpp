@@ -97,8 +97,33 @@ void Lifecycle::StopGang(Job& job, Effects& effects) {
   }
 }
 
+int Lifecycle::ImexChannelsNeeded(const Job& job) const {
+  if (imex_.Count() == 0) return 0;
+  return imex_per_segment_ && job.gang.segment ? job.gang.nodes / *job.gang.segment : 1;
+}
+
+bool Lifecycle::ImexChannelsFree(Job& job, Effects& effects) {
+  const int needed = ImexChannelsNeeded(job);
+  if (imex_.FreeCount() >= needed) return true;
+  ForgetPlan(job);
+  SetReason(job, PendingReason::kResources,
+            fmt::format("{} IMEX channel{} needed, {} free: the others of "
+                        "SwitchParameters=imex_channel_count={} are held by running jobs",
+                        needed, needed == 1 ? "" : "s", imex_.FreeCount(), imex_.Count()),
+            effects);
+  return false;
+}
+
+bool Lifecycle::RestoreImexChannels(Job& job) {
+  const std::size_t before = job.run.imex_channels.size();
+  std::erase_if(job.run.imex_channels, [&](int channel) { return !imex_.Restore(channel); });
+  return job.run.imex_channels.size() == before;
+}
+
 void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   const JobState final_state = FinalState(job.run.cause);
+  // Its ranks are gone: the channels may go to the next job.
+  for (const int channel : job.run.imex_channels) imex_.Give(channel);
   priority_.Charge(job, now);
   job.run.end_time = now;
   job.preemption.suspended_since = Millis{0};
@@ -120,6 +145,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     job.run.released.clear();
     job.run.exited_ok.clear();
     job.run.steps.clear();  // the next attempt numbers its steps anew
+    job.run.imex_channels.clear();
     job.run.next_step = FirstStep(job);
     ++job.run.attempt;
     triggers_.Note(Trigger::kRequeued);
@@ -312,6 +338,12 @@ void Lifecycle::SetReason(Job& job, PendingReason reason, std::string_view detai
 void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects) {
   triggers_.Started(job);
   pool_.Commit(placement.grants);
+  job.run.imex_channels.clear();
+  for (int i = ImexChannelsNeeded(job); i > 0; --i) {
+    const std::optional<int> channel = imex_.Take();
+    COHORT_CHECK(channel.has_value(), "a job started without the IMEX channels it needs");
+    job.run.imex_channels.push_back(*channel);
+  }
   job.run.placement = placement;
   job.run.released.assign(job.run.placement.grants.size(), 0);
   job.run.exited_ok.assign(job.run.placement.grants.size(), 0);

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "cohort/alloc/channel_pool.h"
 #include "cohort/alloc/gang_allocator.h"
 #include "cohort/engine/job.h"
 
@@ -33,13 +34,27 @@ class Lifecycle {
     JobBook& book;
     PassTriggers& triggers;
     Prioritizer& priority;
+    alloc::ChannelPool& imex;       ///< no channels without SwitchType=switch/nvidia_imex
+    bool imex_per_segment = false;  ///< a channel per --segment rather than per job
   };
   explicit Lifecycle(const Parts& parts)
       : topology_(parts.topology),
         pool_(parts.pool),
         book_(parts.book),
         triggers_(parts.triggers),
-        priority_(parts.priority) {}
+        priority_(parts.priority),
+        imex_(parts.imex),
+        imex_per_segment_(parts.imex_per_segment) {}
+
+  /// The IMEX channels the job needs to start: none without IMEX, else one,
+  /// or one per segment with imex_channel_per=segment.
+  [[nodiscard]] int ImexChannelsNeeded(const Job& job) const;
+  /// Whether that many are free; when not, the job's reason says so.
+  bool ImexChannelsFree(Job& job, Effects& effects);
+  /// Holds a restored active job's channels again; false (and the channels
+  /// that could not be held dropped) when one is out of range or taken.
+  [[nodiscard]] bool RestoreImexChannels(Job& job);
+  [[nodiscard]] const alloc::ChannelPool& Imex() const { return imex_; }
 
   /// Asked when a rank of a running job died of a signal that was not its
   /// own time-limit warning, before the exit fails the job: true when a
@@ -96,6 +111,8 @@ class Lifecycle {
   JobBook& book_;
   PassTriggers& triggers_;
   Prioritizer& priority_;
+  alloc::ChannelPool& imex_;
+  bool imex_per_segment_;
   SignalledExit signalled_exit_;
 };
 

@@ -93,7 +93,10 @@ bool PassPlanner::SubmissionPass(Millis now, Effects& effects, bool past_release
       const alloc::PlacementResult result =
           allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
       if (result.outcome == alloc::Outcome::kPlaced) {
-        if (PlacementHolds(job, result.placement, effects)) Start(job, result.placement, now, effects);
+        if (PlacementHolds(job, result.placement, effects) &&
+            life_.ImexChannelsFree(job, effects)) {
+          Start(job, result.placement, now, effects);
+        }
         continue;
       }
     }
@@ -191,7 +194,9 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
       result.reason = "the free nodes are reserved for higher-priority jobs";
     }
-    if (result.outcome == alloc::Outcome::kPlaced && !PlacementHolds(job, result.placement, effects)) {
+    if (result.outcome == alloc::Outcome::kPlaced &&
+        (!PlacementHolds(job, result.placement, effects) ||
+         !life_.ImexChannelsFree(job, effects))) {
       break;
     }
     if (result.outcome == alloc::Outcome::kPlaced) {
@@ -216,8 +221,11 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       Lifecycle::SetReason(job, PendingReason::kReqNodeNotAvail, result.reason, effects);
       break;
     }
-    const bool chose =
-        !pass.preemptors.contains(job.id) && !behind && preemption_.TryPreempt(job, now, effects);
+    // Victims keep their IMEX channels while they stop (and a suspended
+    // one for good): no preemption for a job the channels free now cannot serve.
+    const bool channels = life_.Imex().FreeCount() >= life_.ImexChannelsNeeded(job);
+    const bool chose = !pass.preemptors.contains(job.id) && !behind && channels &&
+                       preemption_.TryPreempt(job, now, effects);
     if (chose) {
       // Victims without grace time stopped (or were suspended) already.
       pass.may_fit.clear();

@@ -109,6 +109,9 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
       {"SLURMD_NODENAME", context.node_name},
       {"SLURM_JOB_USER", context.user_name},
   };
+  if (context.imex_channel >= 0) {
+    vars.emplace_back("NVIDIA_IMEX_CHANNELS", std::to_string(context.imex_channel));
+  }
   if (!context.topology_addr.empty()) {
     slurm.emplace_back("SLURM_TOPOLOGY_ADDR", context.topology_addr);
     slurm.emplace_back("SLURM_TOPOLOGY_ADDR_PATTERN", context.topology_addr_pattern);

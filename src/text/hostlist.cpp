@@ -385,7 +385,7 @@ struct Field {
   std::uint32_t is_set = 0;
 
   friend bool operator==(const Field&, const Field&) = default;
-  friend auto operator<=>(const Field&, const Field&) = default;
+  friend auto operator<=>(const Field&, const Field&) = default;  // NOLINT(modernize-use-nullptr)
 };
 
 // A box is a cartesian product: one Field per numeric field of its pattern.
@@ -511,19 +511,19 @@ std::vector<std::uint32_t> DistinctInOrder(const Pattern& pattern) {
   const std::size_t n = pattern.field_count;
   const auto compare = [&](std::uint32_t a, std::uint32_t b) {
     for (std::size_t x = a * n, y = b * n; x < (a + 1) * n; ++x, ++y) {
-      if (const auto c = pattern.values[x] <=> pattern.values[y]; c != 0) return c;
-      if (const auto c = pattern.lengths[x] <=> pattern.lengths[y]; c != 0) return c;
+      if (const auto c = pattern.values[x] <=> pattern.values[y]; std::is_neq(c)) return c;
+      if (const auto c = pattern.lengths[x] <=> pattern.lengths[y]; std::is_neq(c)) return c;
     }
     return std::strong_ordering::equal;
   };
-  const auto less = [&](std::uint32_t a, std::uint32_t b) { return compare(a, b) < 0; };
+  const auto less = [&](std::uint32_t a, std::uint32_t b) { return std::is_lt(compare(a, b)); };
   std::vector<std::uint32_t> order(pattern.values.size() / n);
   std::iota(order.begin(), order.end(), 0U);
   // Lists often arrive sorted (from Expand, from a node table): check first.
   if (!std::is_sorted(order.begin(), order.end(), less)) {
     std::sort(order.begin(), order.end(), less);
   }
-  const auto equal = [&](std::uint32_t a, std::uint32_t b) { return compare(a, b) == 0; };
+  const auto equal = [&](std::uint32_t a, std::uint32_t b) { return std::is_eq(compare(a, b)); };
   order.erase(std::unique(order.begin(), order.end(), equal), order.end());
   return order;
 }
@@ -577,12 +577,12 @@ Boxes FoldPattern(const Pattern& pattern, const std::vector<std::uint32_t>& orde
     };
     const auto compare_rest = [&](std::uint32_t a, std::uint32_t b) {
       for (std::size_t f = j + 1; f < n; ++f) {
-        if (const auto c = at(a, f) <=> at(b, f); c != 0) return c;
+        if (const auto c = at(a, f) <=> at(b, f); std::is_neq(c)) return c;
       }
       return at(a, j).width <=> at(b, j).width;
     };
     const auto less = [&](std::uint32_t a, std::uint32_t b) {
-      if (const auto c = compare_rest(a, b); c != 0) return c < 0;
+      if (const auto c = compare_rest(a, b); std::is_neq(c)) return std::is_lt(c);
       return at(a, j).payload < at(b, j).payload;
     };
     Boxes folded;
@@ -599,7 +599,9 @@ Boxes FoldPattern(const Pattern& pattern, const std::vector<std::uint32_t>& orde
       }
       for (std::size_t run = 0; run < block.size();) {
         std::size_t run_end = run + 1;
-        while (run_end < block.size() && compare_rest(block[run], block[run_end]) == 0) ++run_end;
+        while (run_end < block.size() && std::is_eq(compare_rest(block[run], block[run_end]))) {
+          ++run_end;
+        }
         const std::uint32_t head = block[run];
         const std::span<const Field> head_fields(&boxes.fields[head * n], n);
         folded.fields.insert(folded.fields.end(), head_fields.begin(), head_fields.end());

@@ -4,7 +4,9 @@
 # its own cores, and two GPUs whose device files the test makes with mknod)
 # runs two one-GPU, one-CPU jobs at once. Each job's cgroups hold it to
 # cores the other does not have (a rank cannot move onto the other's), and
-# let it open its own GPU's device file but not the other's. The files are
+# let it open its own GPU's device file but not the other's; with
+# SwitchType=switch/nvidia_imex, its own IMEX channel's file (stand-ins
+# 240:0-3) and no other. The files are
 # character devices 195:0 and 195:1 (NVIDIA's major): with no driver
 # behind them, opening one that is allowed fails with ENXIO ("No such device
 # or address"), one the cgroup denies with EPERM ("Operation not
@@ -26,8 +28,13 @@ CPUS=$(nproc)
 mkdir -p "$WORK/dev"
 mknod -m 666 "$WORK/dev/nvidia0" c 195 0 && mknod -m 666 "$WORK/dev/nvidia1" c 195 1 ||
   skip "mknod cannot make device files in $WORK"
+# IMEX channels: 240 is a major reserved for local use, with no driver here.
+mkdir -p "$WORK/dev/imex"
+for ch in 0 1 2 3; do mknod -m 666 "$WORK/dev/imex/channel$ch" c 240 "$ch"; done
 cat >"$WORK/node.conf" <<CONF
 ClusterName=isolation
+SwitchType=switch/nvidia_imex
+SwitchParameters=imex_channel_count=4,imex_dev_major=240,imex_channel_dir=$WORK/dev/imex
 NodeName=node01 CPUs=$CPUS MemoryMB=1000 Gpus=2 GpuFiles=$WORK/dev/nvidia[0-1]
 PartitionName=main Nodes=node01 Default=YES
 CONF
@@ -55,6 +62,10 @@ for cpu in 0 1; do
 done
 for gpu in 0 1; do
   echo "nvidia$gpu $(cat "$work/dev/nvidia$gpu" 2>&1 >/dev/null | sed 's/.*: //')"
+done
+echo "imex $NVIDIA_IMEX_CHANNELS"
+for ch in 0 1 2 3; do
+  echo "channel$ch $(cat "$work/dev/imex/channel$ch" 2>&1 >/dev/null | sed 's/.*: //')"
 done
 while [ ! -e "$work/go" ]; do sleep 0.1; done
 PROBE
@@ -103,6 +114,25 @@ if grep -q 'cgroups_enabled.* devices="limited' "$WORK/agent.log"; then
   [ "$(field a cuda)" = 0 ] && [ "$(field b cuda)" = 0 ] ||
     fail "under the device cgroup CUDA_VISIBLE_DEVICES should count from 0: a '$(field a cuda)', b '$(field b cuda)'"
   pass "each job opens its own GPU's device file and not the other's, as CUDA's device 0 (cgroup v$version)"
+  imex_a=$(field a imex)
+  imex_b=$(field b imex)
+  [ -n "$imex_a" ] && [ -n "$imex_b" ] && [ "$imex_a" != "$imex_b" ] ||
+    fail "the jobs did not get distinct IMEX channels: '$imex_a' and '$imex_b'"
+  for job in a b; do
+    own=$(field $job imex)
+    for ch in 0 1 2 3; do
+      if [ "$ch" = "$own" ]; then
+        field $job "channel$ch" | grep -q "No such device or address" ||
+          fail "job $job could not open its own IMEX channel $ch: $(field $job "channel$ch")"
+      else
+        field $job "channel$ch" | grep -q "Operation not permitted" ||
+          fail "job $job opened IMEX channel $ch, not its own $own: $(field $job "channel$ch")"
+      fi
+    done
+  done
+  cohort show job "$a" | grep -q "^   ImexChannels=$imex_a$" ||
+    fail "show job $a does not say ImexChannels=$imex_a: $(cohort show job "$a")"
+  pass "each job opens its own IMEX channel's file ($imex_a, $imex_b) and no other"
 else
   echo "skipped: device isolation: $(grep -o 'devices=.*' "$WORK/agent.log" | head -1)"
 fi

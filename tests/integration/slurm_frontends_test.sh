@@ -234,6 +234,8 @@ while IFS='|' read -r _ option verdict _; do
   verdict=$(tr -d ' ' <<<"$verdict")
   extra=()
   [[ $option == *per-gpu* ]] && extra=(--gpus-per-node=1)
+  [[ $option == --segment=* ]] && extra=(-N 2)
+  [[ $option == --spread-segments ]] && extra=(-N 2 --segment=1)
   rows=$((rows + 1))
   if sbatch --test-only "${extra[@]}" "$option" --wrap true >/dev/null 2>"$WORK/option.err"; then
     [ "$verdict" = refused ] && fail "$option was taken; docs/slurm.md says refused"

@@ -537,6 +537,12 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   l->set_num_nodes(static_cast<int>(job.run.placement.grants.size()));
   l->set_topology_addr(topology.AddressOf(launch.node));
   l->set_topology_addr_pattern(topology.AddressPatternOf(launch.node));
+  if (const std::vector<int>& channels = job.run.imex_channels; !channels.empty()) {
+    // One per job, or one per segment: node rank r's is at r × size ÷ nodes.
+    const std::size_t at = static_cast<std::size_t>(launch.node_rank) * channels.size() /
+                           job.run.placement.grants.size();
+    l->set_imex_channel(channels[std::min(at, channels.size() - 1)]);
+  }
   l->set_tasks_per_node(job.gang.tasks_per_node);
   NodeId master = job.run.placement.grants.front().node;
   int master_port = job.run.master_port;

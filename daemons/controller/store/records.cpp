@@ -109,6 +109,7 @@ void RunToRecord(const JobRun& run, const topology::Topology& topology, v1::JobR
   r.set_next_step(run.next_step);
   r.set_own_max_rss_kb(run.own_max_rss_kb);
   r.set_own_cpu_ms(run.own_cpu_ms);
+  for (const int channel : run.imex_channels) r.add_imex_channels(channel);
 }
 
 // The grants of a run and the placement's shape (for display and for the
@@ -203,6 +204,7 @@ absl::Status RunFromRecord(JobId id, const v1::JobRunRecord& r, const topology::
   run.warned_attempt = r.warned_attempt();
   run.own_max_rss_kb = r.own_max_rss_kb();
   run.own_cpu_ms = r.own_cpu_ms();
+  run.imex_channels.assign(r.imex_channels().begin(), r.imex_channels().end());
   return StepsFromRecord(id, r, first_step, run);
 }
 
@@ -375,6 +377,7 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
     grants.push_back({.node = topology.FindNode(name).value_or(topology::kNone)});
   }
   PlacementToWire(topology, grants, nodes, record.spec().segment(), out->mutable_placement());
+  *out->mutable_imex_channels() = run.imex_channels();
   out->set_exit_code(run.exit_code());
   out->set_exit_signal(run.exit_signal());
   out->set_attempt(run.attempt());

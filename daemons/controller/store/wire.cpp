@@ -439,6 +439,7 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_nodes(hostlist::Compress(nodes));
   PlacementToWire(topology, job.run.placement.grants, nodes, job.gang.segment.value_or(0),
                   out->mutable_placement());
+  for (const int channel : job.run.imex_channels) out->add_imex_channels(channel);
   std::vector<std::string> leaves;
   for (const topology::SwitchId s : job.run.placement.leaves)
     leaves.push_back(topology.GetSwitch(s).name);

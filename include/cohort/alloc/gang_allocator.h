@@ -129,6 +129,7 @@ class GangAllocator {
                         const plugin::FilterTally& tally);
   [[nodiscard]] std::string_view RuledOutBy(const plugin::FilterContext& context,
                                             NodeId node) const;
+  [[nodiscard]] std::string WholeSegmentsFree(int segment, int wanted) const;
   bool CountGroups(Attempt& attempt);
   bool ChooseDomain(Attempt& attempt);
   bool ChooseDomainIn(Attempt& attempt, std::span<const int> group_cap);

@@ -16,17 +16,17 @@ namespace cohort::alloc {
 
 /// One --segment of a gang: S consecutive node ranks in one group.
 struct PlacedSegment {
-  std::vector<NodeId> nodes;                     ///< by node rank
-  topology::GroupId group = topology::kNone;     ///< the group (block or leaf) holding it
+  std::vector<NodeId> nodes;                  ///< by node rank
+  topology::GroupId group = topology::kNone;  ///< the group (block or leaf) holding it
 };
 
 struct PlacementReport {
-  int segment = 0;                               ///< nodes per segment; 0: no --segment
-  std::vector<PlacedSegment> segments;           ///< in node-rank order; none without --segment
-  std::vector<NodeId> nodes;                     ///< by node rank
-  std::vector<topology::BlockId> blocks;         ///< distinct, in node-rank order
-  std::vector<topology::SwitchId> leaves;        ///< distinct, in node-rank order
-  topology::SwitchId domain = topology::kNone;   ///< the lowest switch above every node
+  int segment = 0;                              ///< nodes per segment; 0: no --segment
+  std::vector<PlacedSegment> segments;          ///< in node-rank order; none without --segment
+  std::vector<NodeId> nodes;                    ///< by node rank
+  std::vector<topology::BlockId> blocks;        ///< distinct, in node-rank order
+  std::vector<topology::SwitchId> leaves;       ///< distinct, in node-rank order
+  topology::SwitchId domain = topology::kNone;  ///< the lowest switch above every node
   /// Links on the longest path between two of its nodes over the switch
   /// tree: 0 for one node, 2 under one leaf, 2 more for each level above.
   int worst_hops = 0;

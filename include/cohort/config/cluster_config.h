@@ -140,6 +140,15 @@ struct PluginChoice {
   std::string domain_score = "domain/tightest";                 ///< DomainScoreType=
 };
 
+/// SwitchParameters= for SwitchType=switch/nvidia_imex (docs/configuration.md).
+struct ImexParameters {
+  int channel_count = 2048;  ///< imex_channel_count=: channels 0 .. count-1
+  bool per_segment = false;  ///< imex_channel_per=segment: one per --segment, not per job
+  int dev_major = -1;  ///< imex_dev_major=: the channels' device major; -1: from /proc/devices
+  /// imex_channel_dir=: where the channels' device files are (Cohort's).
+  std::string channel_dir = "/dev/nvidia-caps-imex-channels";
+};
+
 struct ClusterConfig {
   std::string cluster_name = "cohort";
   /// ControllerAddr=: the host the controller listens on (the first entry
@@ -204,6 +213,10 @@ struct ClusterConfig {
   std::chrono::seconds kill_wait{30};
   /// MpiDefault=: a step's MPI type when srun gives no --mpi ("none" or "pmix").
   std::string mpi_default = "none";
+  /// SwitchType=: "none", or "nvidia_imex" for an NVIDIA IMEX channel per
+  /// job (Slurm's switch/nvidia_imex), as SwitchParameters= sets it up.
+  std::string switch_type = "none";
+  ImexParameters imex;
   /// ContainerRuntime=: "builtin" (Cohort makes steps' containers itself,
   /// docs/containers.md) or "none" (jobs and steps asking for a container
   /// are refused at submission).

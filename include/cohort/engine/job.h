@@ -307,6 +307,10 @@ struct JobRun {
   /// the command's run as every rank), as for a step.
   std::int64_t own_max_rss_kb = 0;
   std::int64_t own_cpu_ms = 0;
+  /// IMEX channels held while it runs (SwitchType=switch/nvidia_imex): one,
+  /// or one per segment, node rank r's at r × size ÷ nodes. Kept after the
+  /// run for the record; held only while the job is active.
+  std::vector<int> imex_channels;
 };
 
 /// What a pending job waits on. Persisted (JobWaitRecord) but for the

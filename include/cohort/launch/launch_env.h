@@ -80,6 +80,9 @@ struct LaunchContext {
   /// in the switch tree and blocks; empty: not set.
   std::string topology_addr;
   std::string topology_addr_pattern;
+  /// The IMEX channel of this node's ranks (SwitchType=switch/nvidia_imex):
+  /// NVIDIA_IMEX_CHANNELS, as the NVIDIA container toolkit reads it; -1: none.
+  int imex_channel = -1;
 };
 
 /// How many ranks the launch starts on this node: tasks_per_node for a

@@ -122,7 +122,8 @@ void CheckAgainstRequest(const GangRequest& r, const Placement& p,
   })) << "node ranks not in topology order";
   std::vector<NodeId> sorted = nodes;
   std::sort(sorted.begin(), sorted.end());
-  ASSERT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "node twice in a gang";
+  ASSERT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+      << "node twice in a gang";
   ASSERT_EQ(p.domain, cluster.topology.LowestCommonSwitch(nodes));
   if (r.max_leaves) {
     ASSERT_LE(static_cast<int>(p.leaves.size()), *r.max_leaves);
@@ -133,7 +134,8 @@ void CheckAgainstRequest(const GangRequest& r, const Placement& p,
     }
     // Every S consecutive ranks share one group; spread: no two segments do.
     std::set<topology::GroupId> used;
-    for (std::size_t first = 0; first < nodes.size(); first += static_cast<std::size_t>(*r.segment)) {
+    for (std::size_t first = 0; first < nodes.size();
+         first += static_cast<std::size_t>(*r.segment)) {
       const topology::GroupId group = topo.GroupOf(nodes[first]);
       for (int i = 1; i < *r.segment; ++i) {
         ASSERT_EQ(topo.GroupOf(nodes[first + static_cast<std::size_t>(i)]), group);

@@ -348,17 +348,19 @@ TEST(GangAllocatorTest, SpreadSegmentsTakeOneSegmentPerBlock) {
 TEST(GangAllocatorTest, NodeRanksFollowTheTopologyNotTheNames) {
   // Two blocks whose names interleave: a 4-node job in segments of 2 gets
   // each segment's nodes as consecutive ranks.
-  Cluster cluster = testing::ClusterFromTopology("SwitchName=leaf Nodes=n[1-4]\n"
-                                                 "BlockName=odd Nodes=n[1,3]\n"
-                                                 "BlockName=even Nodes=n[2,4]\n",
-                                                 config::DefaultNodeSpec(""));
+  Cluster cluster = testing::ClusterFromTopology(
+      "SwitchName=leaf Nodes=n[1-4]\n"
+      "BlockName=odd Nodes=n[1,3]\n"
+      "BlockName=even Nodes=n[2,4]\n",
+      config::DefaultNodeSpec(""));
   GangAllocator allocator(cluster.topology);
   GangRequest request = Nodes(4);
   request.segment = 2;
   const PlacementResult result = allocator.Place(request, cluster.pool);
   ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
   std::vector<std::string> ranks;
-  for (const NodeGrant& g : result.placement.grants) ranks.push_back(cluster.topology.NodeName(g.node));
+  for (const NodeGrant& g : result.placement.grants)
+    ranks.push_back(cluster.topology.NodeName(g.node));
   EXPECT_EQ(ranks, (std::vector<std::string>{"n1", "n3", "n2", "n4"}));
   const absl::StatusOr<PlacementReport> report =
       CheckPlacement(cluster.topology, request, result.placement.grants);

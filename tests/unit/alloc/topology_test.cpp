@@ -278,9 +278,9 @@ TEST(TopologyTest, BlockSmallerThanTheBaseSizeMakesAWarning) {
 }
 
 TEST(TopologyErrorTest, BlockSizesMustDoubleTheBase) {
-  const Diagnostic error =
-      OnlyError(FromText("BlockSizes=18,54\nSwitchName=leaf0 Nodes=n[1-2]\n"));
-  EXPECT_EQ(error.message, "BlockSizes 18,54: 54 is not the base block size 18 times a power of two");
+  const Diagnostic error = OnlyError(FromText("BlockSizes=18,54\nSwitchName=leaf0 Nodes=n[1-2]\n"));
+  EXPECT_EQ(error.message,
+            "BlockSizes 18,54: 54 is not the base block size 18 times a power of two");
   EXPECT_TRUE(Contains(error.hint, "BlockSizes=18,36,72")) << error.hint;
 }
 
@@ -288,11 +288,12 @@ TEST(TopologyErrorTest, BlockSizesMustDoubleTheBase) {
 
 TEST(TopologyTest, OrderFollowsTheTreeAndTheBlocksNotTheNames) {
   // Blocks whose names interleave, two leaves listed in reverse.
-  const Topology t = MustBuild(FromText("SwitchName=spine Switches=leaf[2,1]\n"
-                                        "SwitchName=leaf1 Nodes=n[1-4]\n"
-                                        "SwitchName=leaf2 Nodes=n[5-8]\n"
-                                        "BlockName=odd Nodes=n[1,3]\n"
-                                        "BlockName=even Nodes=n[2,4]\n"));
+  const Topology t =
+      MustBuild(FromText("SwitchName=spine Switches=leaf[2,1]\n"
+                         "SwitchName=leaf1 Nodes=n[1-4]\n"
+                         "SwitchName=leaf2 Nodes=n[5-8]\n"
+                         "BlockName=odd Nodes=n[1,3]\n"
+                         "BlockName=even Nodes=n[2,4]\n"));
   std::vector<NodeId> nodes(8);
   for (NodeId n = 0; n < 8; ++n) nodes[n] = n;
   std::sort(nodes.begin(), nodes.end(),

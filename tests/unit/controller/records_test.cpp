@@ -36,7 +36,7 @@ consteval std::size_t FieldCount() {
 // it in the group's mapping (daemons/controller/store/records.cpp) or say
 // in EveryField why it is not kept, set it in EveryField, then count it here.
 static_assert(FieldCount<Job>() == 16, "Job gained or lost a field: see above");
-static_assert(FieldCount<JobRun>() == 15, "JobRun gained or lost a field: see above");
+static_assert(FieldCount<JobRun>() == 16, "JobRun gained or lost a field: see above");
 static_assert(FieldCount<JobWait>() == 3, "JobWait gained or lost a field: see above");
 static_assert(FieldCount<JobArray>() == 3, "JobArray gained or lost a field: see above");
 static_assert(FieldCount<JobPreemption>() == 4, "JobPreemption gained or lost a field: see above");
@@ -93,6 +93,7 @@ void ExpectSameRun(const JobRun& is, const JobRun& was) {
   EXPECT_EQ(is.next_step, was.next_step);
   EXPECT_EQ(is.own_max_rss_kb, was.own_max_rss_kb);
   EXPECT_EQ(is.own_cpu_ms, was.own_cpu_ms);
+  EXPECT_EQ(is.imex_channels, was.imex_channels);
 }
 
 // Every field of the other persisted groups of `is` is that of `was`.
@@ -236,6 +237,7 @@ class RecordsTest : public ::testing::Test {
     job.run.warned_attempt = 2;
     job.run.own_max_rss_kb = 4096;
     job.run.own_cpu_ms = 777;
+    job.run.imex_channels = {7};
     job.wait.eligible_time = Millis(1500);
     job.wait.dependency_left = ParseDependency("afterok:3").value();
     job.array = {.job_id = 5, .task_id = 2, .pending = {3, 4}};
@@ -333,6 +335,7 @@ TEST_F(RecordsTest, ARecordOfVersionThreeReadsAsTheSameJob) {
   job.run.end_time = Millis(4000);
   job.run.exit_code = 3;
   job.run.exit_signal = 9;
+  job.run.imex_channels.clear();  // version 3 had none
   v1::JobRecord now = ToRecord(job, EveryFieldSpec(), cluster_.topology);
   now.mutable_preemption()->set_suspended_since_ms(2700);  // read only while suspended
   const v1::JobRecord old = AsVersionThree(now);

@@ -154,7 +154,7 @@ class PartsTest : public ::testing::Test {
         plugins_(plugin::MakePlugins(config_.plugins).value()),
         allocator_(cluster_.topology, plugins_.allocator),
         priority_(config_, cluster_.topology, plugins_.queue_order),
-        life_({cluster_.topology, cluster_.pool, book_, triggers_, priority_}) {
+        life_({cluster_.topology, cluster_.pool, book_, triggers_, priority_, imex_}) {
     for (NodeId n = 0; n < cluster_.topology.NodeCount(); ++n) {
       cluster_.pool.SetCondition(n, alloc::NodeCondition::kUp);
     }
@@ -193,6 +193,7 @@ class PartsTest : public ::testing::Test {
   JobBook book_;
   PassTriggers triggers_;
   Prioritizer priority_;
+  alloc::ChannelPool imex_;
   Lifecycle life_;
 };
 

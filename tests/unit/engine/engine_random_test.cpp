@@ -29,7 +29,9 @@ namespace {
 constexpr int kSigterm = 15;
 
 // The cluster, as a scenario's lines give it: two leaves of four nodes, a
-// low and a high (suspending) partition, and a QOS that preempts.
+// low and a high (suspending) partition, a QOS that preempts, and fewer
+// IMEX channels than jobs can run at once (the invariants check that no two
+// active jobs ever hold one channel).
 constexpr std::string_view kTopology =
     "SwitchName=leaf0 Nodes=n[001-004]\n"
     "SwitchName=leaf1 Nodes=n[005-008]\n"
@@ -37,6 +39,7 @@ constexpr std::string_view kTopology =
 constexpr std::string_view kConfig =
     "NodeName=n[001-008] CPUs=16 Gpus=4 MemoryMB=1048576\n"
     "PreemptMode=REQUEUE PreemptGraceTime=30 NodeTimeout=60\n"
+    "SwitchType=switch/nvidia_imex SwitchParameters=imex_channel_count=10\n"
     "QOSName=normal\n"
     "QOSName=urgent Priority=100 Preempt=normal GraceTime=0 MaxJobsPerUser=3\n"
     "PartitionName=low Nodes=ALL Default=YES MaxTime=2:00:00 PriorityTier=1\n"

@@ -195,6 +195,58 @@ class EngineTest : public ::testing::Test {
   Millis now_ = kT0;
 };
 
+// SwitchType=switch/nvidia_imex with two channels: a third job waits for one,
+// a finished job's channel goes to the next, and a restart keeps them.
+TEST_F(EngineTest, ImexChannelsAreUniqueAmongRunningJobsAndSurviveARestart) {
+  Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4), [](config::ClusterConfig& config) {
+    config.switch_type = "nvidia_imex";
+    config.imex.channel_count = 2;
+  });
+  const JobId a = Submit(1);
+  const JobId b = Submit(1);
+  const JobId c = Submit(1);
+  Schedule();
+  EXPECT_EQ(engine_->FindJob(a)->run.imex_channels, std::vector<int>{0});
+  EXPECT_EQ(engine_->FindJob(b)->run.imex_channels, std::vector<int>{1});
+  EXPECT_EQ(State(c), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(c)->reason_detail,
+            "1 IMEX channel needed, 0 free: the others of SwitchParameters=imex_channel_count=2 "
+            "are held by running jobs");
+  Restart();
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    std::vector<JobId> running;
+    for (const JobId id : {a, b}) {
+      if (NodeAt(id, 0) == n) running.push_back(id);
+    }
+    Register(n, running);
+  }
+  Schedule();
+  EXPECT_EQ(State(c), JobState::kPending) << "a restart freed a running job's channel";
+  FinishEverywhere(a, 0);
+  Schedule();
+  EXPECT_EQ(State(c), JobState::kRunning);
+  EXPECT_EQ(engine_->FindJob(c)->run.imex_channels, std::vector<int>{0});
+}
+
+TEST_F(EngineTest, ImexChannelPerSegment) {
+  Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4), [](config::ClusterConfig& config) {
+    config.switch_type = "nvidia_imex";
+    config.imex.per_segment = true;
+  });
+  JobRequest r;
+  r.name = "tp";
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 8;
+  r.segment = 4;
+  Effects fx;
+  const absl::StatusOr<JobId> id = engine_->Submit(r, now_, fx);
+  ASSERT_TRUE(id.ok()) << id.status();
+  Schedule();
+  ASSERT_EQ(State(*id), JobState::kRunning);
+  EXPECT_EQ(engine_->FindJob(*id)->run.imex_channels, (std::vector<int>{0, 1}));
+}
+
 TEST_F(EngineTest, GangRunsAndCompletes) {
   const JobId id = Submit(4, 8);
   EXPECT_EQ(State(id), JobState::kPending);
