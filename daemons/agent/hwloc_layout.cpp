@@ -63,7 +63,7 @@ bool IsOpenFabrics(hwloc_obj_t osdev) {
   return raw == static_cast<int>(HWLOC_OBJ_OSDEV_OPENFABRICS);
 }
 
-enum class GpuFamily { kNone, kNvml, kCuda };
+enum class GpuFamily { kNone, kNvml, kCuda, kRsmi };
 
 GpuFamily FamilyOf(hwloc_obj_t osdev) {
   std::string_view kind = Text(osdev->subtype);
@@ -71,7 +71,21 @@ GpuFamily FamilyOf(hwloc_obj_t osdev) {
   const std::string_view name = Text(osdev->name);
   if (kind == "NVML" || (kind.empty() && name.starts_with("nvml"))) return GpuFamily::kNvml;
   if (kind == "CUDA" || (kind.empty() && name.starts_with("cuda"))) return GpuFamily::kCuda;
+  if (kind == "RSMI" || (kind.empty() && name.starts_with("rsmi"))) return GpuFamily::kRsmi;
   return GpuFamily::kNone;
+}
+
+// The DRM render node hwloc's Linux backend found beside `osdev`, under the
+// same PCI device ("renderD128"); empty when none.
+std::string RenderNodeBeside(hwloc_obj_t osdev) {
+  const hwloc_obj_t pci = osdev->parent;
+  if (pci == nullptr) return {};
+  for (hwloc_obj_t child = pci->io_first_child; child != nullptr; child = child->next_sibling) {
+    if (child->type == HWLOC_OBJ_OS_DEVICE && Text(child->name).starts_with("renderD")) {
+      return std::string(Text(child->name));
+    }
+  }
+  return {};
 }
 
 std::string PciBusId(hwloc_obj_t pci) {
@@ -97,6 +111,7 @@ class LayoutReader {
     ReadNumaAndCores();
     ReadGpus();
     ReadNics();
+    FindRails();
     return std::move(layout_);
   }
 
@@ -177,7 +192,7 @@ class LayoutReader {
       const GpuFamily family = FamilyOf(osdev);
       if (family != GpuFamily::kNone) found[family].push_back(osdev);
     }
-    for (const GpuFamily family : {GpuFamily::kNvml, GpuFamily::kCuda}) {
+    for (const GpuFamily family : {GpuFamily::kNvml, GpuFamily::kCuda, GpuFamily::kRsmi}) {
       std::vector<hwloc_obj_t>& devices = found[family];
       if (devices.empty()) continue;
       std::stable_sort(devices.begin(), devices.end(), [](hwloc_obj_t a, hwloc_obj_t b) {
@@ -185,12 +200,16 @@ class LayoutReader {
       });
       for (hwloc_obj_t osdev : devices) {
         const hwloc_obj_t pci = PciDeviceOf(osdev);
+        const bool amd = family == GpuFamily::kRsmi;
         layout_.gpus.push_back(
             {.index = static_cast<int>(layout_.gpus.size()),
              .name = std::string(Text(osdev->name)),
              .pci_bus_id = pci != nullptr ? PciBusId(pci) : std::string(),
              .numa = NumaOf(osdev),
-             .model = std::string(Text(hwloc_obj_get_info_by_name(osdev, "GPUModel")))});
+             .model = std::string(Text(hwloc_obj_get_info_by_name(osdev, "GPUModel"))),
+             .amd = amd,
+             .render_node = amd ? RenderNodeBeside(osdev) : std::string()});
+        gpu_pci_.push_back(pci);
       }
       return;
     }
@@ -203,10 +222,22 @@ class LayoutReader {
           (pci->attr->pcidev.class_id >> 8) == kDisplayClass) {
         layout_.gpus.push_back(
             {.index = 0, .name = "pci", .pci_bus_id = PciBusId(pci), .numa = NumaOf(pci)});
+        gpu_pci_.push_back(pci);
       }
     }
-    std::sort(layout_.gpus.begin(), layout_.gpus.end(),
-              [](const Gpu& a, const Gpu& b) { return a.pci_bus_id < b.pci_bus_id; });
+    std::vector<std::size_t> order(layout_.gpus.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return layout_.gpus[a].pci_bus_id < layout_.gpus[b].pci_bus_id;
+    });
+    std::vector<Gpu> gpus;
+    std::vector<hwloc_obj_t> pcis;
+    for (const std::size_t i : order) {
+      gpus.push_back(std::move(layout_.gpus[i]));
+      pcis.push_back(gpu_pci_[i]);
+    }
+    layout_.gpus = std::move(gpus);
+    gpu_pci_ = std::move(pcis);
     for (std::size_t i = 0; i < layout_.gpus.size(); ++i) {
       layout_.gpus[i].index = static_cast<int>(i);
     }
@@ -217,6 +248,7 @@ class LayoutReader {
          (osdev = hwloc_get_next_osdev(topology_, osdev)) != nullptr;) {
       if (IsOpenFabrics(osdev) && osdev->name != nullptr) {
         layout_.nics.push_back({.name = osdev->name, .numa = NumaOf(osdev)});
+        nic_pci_.emplace(osdev->name, PciDeviceOf(osdev));
       }
     }
     std::sort(
@@ -224,8 +256,37 @@ class LayoutReader {
         [](const layout::Nic& a, const layout::Nic& b) { return NaturalLess(a.name, b.name); });
   }
 
+  // Each GPU's rail: the adapters fewest PCIe hops from it, when the path
+  // between them stays below the host bridge (a shared PCIe switch).
+  void FindRails() {
+    for (std::size_t g = 0; g < layout_.gpus.size() && g < gpu_pci_.size(); ++g) {
+      const hwloc_obj_t gpu = gpu_pci_[g];
+      if (gpu == nullptr) continue;
+      int best = -1;
+      for (const layout::Nic& nic : layout_.nics) {
+        const hwloc_obj_t pci = nic_pci_[nic.name];
+        if (pci == nullptr) continue;
+        const hwloc_obj_t common = hwloc_get_common_ancestor_obj(topology_, gpu, pci);
+        // A host bridge (depth 0) or anything above it is no switch of theirs.
+        if (common == nullptr || common->type != HWLOC_OBJ_BRIDGE ||
+            common->attr->bridge.depth == 0) {
+          continue;
+        }
+        int hops = 0;
+        for (hwloc_obj_t up = gpu; up != common; up = up->parent) ++hops;
+        if (best < 0 || hops < best) {
+          best = hops;
+          layout_.gpus[g].nics.clear();
+        }
+        if (hops == best) layout_.gpus[g].nics.push_back(nic.name);
+      }
+    }
+  }
+
   hwloc_topology_t topology_;
   NodeLayout layout_;
+  std::vector<hwloc_obj_t> gpu_pci_;            ///< by GPU index: its PCI device, or null
+  std::map<std::string, hwloc_obj_t> nic_pci_;  ///< by adapter name: its PCI device, or null
 };
 
 // A topology set up to keep GPUs, NICs and their PCI devices.

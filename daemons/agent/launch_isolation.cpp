@@ -38,6 +38,12 @@ std::vector<std::string> DefaultGpuFiles(const layout::NodeLayout& layout) {
       files.push_back(gpu.name);
       continue;
     }
+    if (gpu.amd) {
+      // /dev/kfd is every AMD GPU's: the render node tells them apart.
+      files.push_back(gpu.render_node.empty() ? fmt::format("/dev/dri/renderD{}", 128 + gpu.index)
+                                              : "/dev/dri/" + gpu.render_node);
+      continue;
+    }
     int number = NumberAfter(gpu.name, "nvml");
     if (number < 0) number = NumberAfter(gpu.name, "cuda");
     files.push_back(fmt::format("/dev/nvidia{}", number < 0 ? gpu.index : number));

@@ -19,7 +19,9 @@ namespace cohort::agent {
 
 /// The device file of each GPU of `layout`, by index: the file hwloc found
 /// it by (`/dev/nvidia3`), `/dev/nvidiaN` for one found as nvmlN or cudaN,
-/// else `/dev/nvidia<index>`. What GpuFiles= of the node's line replaces.
+/// an AMD GPU's DRM render node (`/dev/dri/renderD128`, else
+/// renderD<128+index>), else `/dev/nvidia<index>`. What GpuFiles= of the
+/// node's line replaces.
 /// Pure.
 [[nodiscard]] std::vector<std::string> DefaultGpuFiles(const layout::NodeLayout& layout);
 

@@ -292,6 +292,8 @@ void StepdRunner::LaunchNow(const v1::Launch& message) {
 
 absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Launch& message) {
   step::LaunchPlan plan = MakePlan(message, setup_.name, settings_.cluster_name);
+  plan.rocm = std::any_of(setup_.layout.gpus.begin(), setup_.layout.gpus.end(),
+                          [](const layout::Gpu& gpu) { return gpu.amd; });
   run.cpus = GrantCpus(id, message);
   if (plan.container.Enabled()) {
     step::ContainerSetup& container = plan.container;

@@ -130,6 +130,23 @@ std::string ConfinedGpuIndices(std::string_view cuda_visible_devices,
   return out;
 }
 
+void RocmVisibleDevices(std::vector<std::string>& env) {
+  constexpr std::string_view kCuda = "CUDA_VISIBLE_DEVICES=";
+  const auto entry = std::find_if(env.begin(), env.end(),
+                                  [&](const std::string& e) { return e.starts_with(kCuda); });
+  if (entry == env.end()) return;
+  const std::string devices = entry->substr(kCuda.size());
+  std::string positions;
+  for (std::size_t i = 0, n = static_cast<std::size_t>(
+                              std::count(devices.begin(), devices.end(), ',') + 1);
+       i < n; ++i) {
+    positions += fmt::format("{}{}", i == 0 ? "" : ",", i);
+  }
+  SetVariable(env, "ROCR_VISIBLE_DEVICES", devices);
+  SetVariable(env, "HIP_VISIBLE_DEVICES", positions);
+  SetVariable(env, "CUDA_VISIBLE_DEVICES", positions);
+}
+
 void SetVariable(std::vector<std::string>& env, std::string_view name, std::string_view value) {
   std::erase_if(env, [&](const std::string& entry) {
     return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
@@ -226,6 +243,7 @@ absl::StatusOr<LaunchFile> PlanLaunch(const LaunchPlan& plan, int attempt,
         }
       }
     }
+    if (plan.rocm) RocmVisibleDevices(rank.env);
     rank.output = JoinWorkPath(plan.work_dir,
                                launch::ExpandOutputPattern(output_pattern, context, rank.rank));
     rank.output_mode = FileOpenMode(plan.open_mode, output_pattern, context, local, attempt);

@@ -110,6 +110,11 @@ struct LaunchPlan {
   ContainerSetup container;  ///< a step's container; not Enabled(): none
   /// kConfined: CUDA_VISIBLE_DEVICES counts from 0 over context.gpus.
   GpuNumbering gpu_numbering = GpuNumbering::kNode;
+  /// The node's GPUs are AMD's: ROCR_VISIBLE_DEVICES takes the devices
+  /// CUDA_VISIBLE_DEVICES would name, and HIP (which reads both
+  /// HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES on top of ROCr's) counts
+  /// them 0..k-1 in that order.
+  bool rocm = false;
 };
 
 /// One local rank of a launch.
@@ -186,6 +191,10 @@ struct LaunchFile {
 /// Sets NAME=value in a rank's environment `env`, in place of an earlier
 /// NAME.
 void SetVariable(std::vector<std::string>& env, std::string_view name, std::string_view value);
+/// AMD GPUs (LaunchPlan::rocm): ROCR_VISIBLE_DEVICES takes CUDA_VISIBLE_DEVICES'
+/// list, and HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES become 0..k-1.
+/// Nothing without CUDA_VISIBLE_DEVICES.
+void RocmVisibleDevices(std::vector<std::string>& env);
 
 /// The launch file as JSON text.
 [[nodiscard]] std::string LaunchFileToJson(const LaunchFile& file);

@@ -14,6 +14,14 @@
 namespace cohort::binding {
 namespace {
 
+// The layout's GPU of index `index`; null when there is none.
+const layout::Gpu* GpuAt(const layout::NodeLayout& layout, int index) {
+  for (const layout::Gpu& gpu : layout.gpus) {
+    if (gpu.index == index) return &gpu;
+  }
+  return nullptr;
+}
+
 using layout::Core;
 using layout::Gpu;
 using layout::NodeLayout;
@@ -338,9 +346,25 @@ void FillDevices(const NodeLayout& layout, const BindingOptions& options,
   }
   for (RankBinding& rank : plan) {
     if (options.mem == MemBind::kLocal) rank.mem_numa = rank.numa_nodes;
+    // Rail-aware: the adapters that share its GPUs' PCIe switches, when
+    // every GPU of the rank has some; else those of its NUMA nodes.
+    const bool rails =
+        !rank.gpus.empty() && std::all_of(rank.gpus.begin(), rank.gpus.end(), [&](int gpu) {
+          const layout::Gpu* g = GpuAt(layout, gpu);
+          return g != nullptr && !g->nics.empty();
+        });
+    if (rails) {
+      for (const int gpu : rank.gpus) {
+        for (const std::string& nic : GpuAt(layout, gpu)->nics) {
+          if (std::find(rank.nics.begin(), rank.nics.end(), nic) == rank.nics.end()) {
+            rank.nics.push_back(nic);
+          }
+        }
+      }
+    }
     for (const layout::Nic& nic : layout.nics) {
-      if (std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), nic.numa) !=
-          rank.numa_nodes.end()) {
+      if (!rails && std::find(rank.numa_nodes.begin(), rank.numa_nodes.end(), nic.numa) !=
+                        rank.numa_nodes.end()) {
         rank.nics.push_back(nic.name);
       }
     }

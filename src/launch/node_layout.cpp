@@ -186,8 +186,10 @@ std::string DescribeLayout(const NodeLayout& layout) {
                        layout.cores_without_numa.size() == 1 ? "" : "s", FormatCpuList(pus));
   }
   for (const Gpu& gpu : layout.gpus) {
-    out += fmt::format("gpu {}: {}{} numa {}\n", gpu.index, gpu.name,
-                       gpu.pci_bus_id.empty() ? "" : " pci " + gpu.pci_bus_id, NumaText(gpu.numa));
+    out += fmt::format("gpu {}: {}{} numa {}{}{}\n", gpu.index, gpu.name,
+                       gpu.pci_bus_id.empty() ? "" : " pci " + gpu.pci_bus_id, NumaText(gpu.numa),
+                       gpu.render_node.empty() ? "" : " /dev/dri/" + gpu.render_node,
+                       gpu.nics.empty() ? "" : fmt::format(" rail {}", fmt::join(gpu.nics, ",")));
   }
   for (const Nic& nic : layout.nics) {
     out += fmt::format("nic {}: numa {}\n", nic.name, NumaText(nic.numa));

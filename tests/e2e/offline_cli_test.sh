@@ -114,7 +114,7 @@ if [ -n "$agent" ]; then
   expect_ok "print node" "$agent" --print-node --node gpu001 --hwloc-xml "$dgx"
   expect_output "print node line" "^NodeName=gpu001 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 MemoryMB=2097152 Gres=gpu:h100:8 GpuNuma=0,0,0,0,1,1,1,1$"
   expect_output "print node numa" "^# numa 1: 1048576 MB, 56 cores, cpus 112-223, gpus 4,5,6,7, nics mlx5_4,mlx5_5,mlx5_6,mlx5_7$"
-  expect_output "print node gpu" "^# gpu 0: nvml0 pci 0000:18:00.0 numa 0$"
+  expect_output "print node gpu" "^# gpu 0: nvml0 pci 0000:18:00.0 numa 0 rail mlx5_0$"
   node_conf=$(mktemp)
   printf '%s\nPartitionName=p Nodes=ALL\n' "$out" > "$node_conf"
   expect_ok "print node parses" "$cohort" config check -c "$node_conf"

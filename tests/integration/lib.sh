@@ -221,7 +221,8 @@ restart_controller() {
 }
 
 # start_agent: one emulating agent for every node of the config; with
-# AGENT_NODE set, one real agent for that node (this host, its own cores).
+# AGENT_NODE set, one real agent for that node (this host, its own cores;
+# with AGENT_HWLOC_XML, the layout of that hwloc XML file instead).
 # It dials AGENT_CONTROLLERS when set, else the controller of $WORK/port.
 start_agent() {
   local nodes
@@ -238,6 +239,8 @@ start_agent() {
   fi
   local which=(--emulate "$count" --nodes "$nodes")
   [ -n "${AGENT_NODE:-}" ] && which=(--node "$AGENT_NODE")
+  # AGENT_HWLOC_XML: the real agent reads its node's layout from this file.
+  [ -n "${AGENT_HWLOC_XML:-}" ] && which+=(--hwloc-xml "$AGENT_HWLOC_XML")
   # IT_HTTP=on: the agent's metrics too, on 127.0.0.1, its port in $WORK/agent-http-port.
   [ "${IT_HTTP:-off}" = on ] &&
     which+=(--http-port 0 --http-port-file "$WORK/agent-http-port" --http-address 127.0.0.1)

@@ -37,6 +37,14 @@ struct Gpu {
   std::string pci_bus_id;  ///< 0000:1b:00.0; empty when unknown
   int numa = -1;           ///< OS index of its NUMA node; -1 when unknown
   std::string model{};  ///< as hwloc's GPUModel says: "NVIDIA H100 80GB HBM3"; empty when unknown
+  /// AMD's (found through ROCm SMI, hwloc's RSMI devices): its device file is
+  /// a DRM render node, and ranks see it through ROCR_VISIBLE_DEVICES.
+  bool amd = false;
+  std::string render_node{};  ///< an AMD GPU's DRM render node: renderD128; empty when unknown
+  /// Its rail: the adapters that share its PCIe switch (nearest in the PCIe
+  /// tree, not only its NUMA node), as NCCL_IB_HCA should name them; empty
+  /// when none is closer than the host bridge's.
+  std::vector<std::string> nics{};
 };
 
 /// An InfiniBand or RoCE adapter (an hwloc OpenFabrics device).

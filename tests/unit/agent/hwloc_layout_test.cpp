@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hwloc_layout.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,6 +75,17 @@ const std::map<std::string, Expected>& Expectations() {
     Expected& irregular = e["8numa-16pu-irregular.xml"] = Node(5, 10, 10, 1, 6);
     irregular.numa_without_cores = {4, 5};
     irregular.pus_without_numa = 6;
+    // AMD MI300X servers: 8 GPUs through ROCm SMI, an HCA behind each GPU's switch.
+    Expected& nps1 = e["mi300x-nps1.xml"] = Node(2, 384, 192, 2, 2);
+    nps1.gpu_numa = {0, 0, 0, 0, 1, 1, 1, 1};
+    nps1.gpu_names = Numbered("rsmi", 8);
+    nps1.nics = Numbered("mlx5_", 8);
+    nps1.nic_numa = {0, 0, 0, 0, 1, 1, 1, 1};
+    Expected& nps4 = e["mi300x-nps4.xml"] = Node(8, 384, 192, 2, 2);
+    nps4.gpu_numa = {0, 1, 2, 3, 4, 5, 6, 7};
+    nps4.gpu_names = Numbered("rsmi", 8);
+    nps4.nics = Numbered("mlx5_", 8);
+    nps4.nic_numa = {0, 1, 2, 3, 4, 5, 6, 7};
     return e;
   }();
   return expected;
@@ -276,22 +288,64 @@ TEST(HwlocLayoutTest, PlansOneRankPerGpuOnEveryTopologyFile) {
   }
 }
 
-TEST(HwlocLayoutTest, DgxH100RanksGetFourteenCoresAndTheirNics) {
+// Each GPU shares a PCIe switch with one HCA: its rail. A rank gets its
+// GPU's HCA, not the four of its NUMA node.
+TEST(HwlocLayoutTest, DgxH100RanksGetFourteenCoresAndTheirRailNic) {
   const NodeLayout layout = MustLoad(testing::DataPath("hwloc/dgx-h100-like.xml"));
+  for (const layout::Gpu& gpu : layout.gpus) {
+    EXPECT_EQ(gpu.nics, Names{fmt::format("mlx5_{}", gpu.index)}) << gpu.name;
+  }
   absl::StatusOr<std::vector<binding::RankBinding>> plan =
       binding::PlanBinding(layout, {.gpus = 0xff, .ranks = 8, .cpus_per_task = 28, .options = {}});
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (const binding::RankBinding& rank : *plan) {
     EXPECT_EQ(rank.cpus.size(), 28U) << "56 cores x 2 threads for 4 ranks";
-    EXPECT_EQ(rank.nccl_ib_hca, rank.local_rank < 4 ? "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"
-                                                    : "=mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+    ASSERT_EQ(rank.gpus.size(), 1U);
+    EXPECT_EQ(rank.nccl_ib_hca, fmt::format("=mlx5_{}", rank.gpus.front()));
   }
+  // Two GPUs per rank: both rails.
+  const absl::StatusOr<std::vector<binding::RankBinding>> pairs =
+      binding::PlanBinding(layout, {.gpus = 0xff, .ranks = 4, .cpus_per_task = 56, .options = {}});
+  ASSERT_TRUE(pairs.ok()) << pairs.status();
+  EXPECT_EQ((*pairs)[0].nccl_ib_hca, "=mlx5_0,mlx5_1");
   EXPECT_EQ(layout::FormatCpuList((*plan)[0].cpus), "0-27");
   EXPECT_EQ(layout::FormatNodeLine("dgx", layout),
             "NodeName=dgx CPUs=224 Sockets=2 CoresPerSocket=56 "
             "ThreadsPerCore=2 MemoryMB=2097152 "
             "Gres=gpu:h100:8 GpuNuma=0,0,0,0,1,1,1,1");
   EXPECT_EQ(layout.gpus[0].pci_bus_id, "0000:18:00.0");
+}
+
+// An MI300X node: AMD GPUs found through ROCm SMI, each with its render
+// node and its rail HCA; in NPS4 a rank's cores and memory are its GPU's
+// quarter of the socket.
+TEST(HwlocLayoutTest, Mi300xGpusAreAmdWithRenderNodesAndRails) {
+  for (const std::string name : {"mi300x-nps1.xml", "mi300x-nps4.xml"}) {
+    SCOPED_TRACE(name);
+    const NodeLayout layout = MustLoad(testing::DataPath("hwloc/" + name));
+    ASSERT_EQ(layout.gpus.size(), 8U);
+    for (const layout::Gpu& gpu : layout.gpus) {
+      EXPECT_TRUE(gpu.amd) << gpu.name;
+      EXPECT_EQ(gpu.model, "AMD Instinct MI300X");
+      EXPECT_EQ(gpu.render_node, fmt::format("renderD{}", 128 + gpu.index));
+      EXPECT_EQ(gpu.nics, Names{fmt::format("mlx5_{}", gpu.index)});
+    }
+    EXPECT_TRUE(layout::FormatNodeLine("mi", layout).find(" Gres=gpu:mi300x:8") !=
+                std::string::npos)
+        << layout::FormatNodeLine("mi", layout);
+    absl::StatusOr<std::vector<binding::RankBinding>> plan = binding::PlanBinding(
+        layout, {.gpus = 0xff, .ranks = 8, .cpus_per_task = 48, .options = {}});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const binding::RankBinding& rank : *plan) {
+      ASSERT_EQ(rank.gpus.size(), 1U);
+      EXPECT_EQ(rank.nccl_ib_hca, fmt::format("=mlx5_{}", rank.gpus.front()));
+      EXPECT_EQ(rank.cpus.size(), 48U);
+    }
+    if (name == "mi300x-nps4.xml") {
+      EXPECT_EQ((*plan)[3].numa_nodes, Ints{3});
+      EXPECT_EQ((*plan)[3].mem_numa, Ints{3});
+    }
+  }
 }
 
 // hwloc without its NVML and CUDA plugins (Debian's) still sees the GPUs'

@@ -303,6 +303,30 @@ TEST(LaunchFileTest, AStepsContainerTravelsWithItsFile) {
   EXPECT_FALSE(ParseLaunchFile(LaunchFileToJson(*bare))->container.Enabled());
 }
 
+// AMD GPUs: ROCr selects the devices, HIP and CUDA_VISIBLE_DEVICES (which
+// HIP also reads) count them from 0 on top.
+TEST(LaunchFileTest, RocmGetsTheDevicesInRocrVisibleDevices) {
+  LaunchPlan plan = TwoByTwo();
+  plan.context.gpus = {4, 6};
+  plan.bindings.resize(2);
+  plan.bindings[0].cuda_visible_devices = "4,6";
+  plan.bindings[1].cuda_visible_devices = "6,4";
+  plan.rocm = true;
+  absl::StatusOr<LaunchFile> file = PlanLaunch(plan, 0, "/s/script", "/s");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "ROCR_VISIBLE_DEVICES=6,4"));
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "HIP_VISIBLE_DEVICES=0,1"));
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "CUDA_VISIBLE_DEVICES=0,1"));
+  // Confined to the granted GPUs' render nodes: ROCr counts them from 0 too.
+  plan.gpu_numbering = GpuNumbering::kConfined;
+  file = PlanLaunch(plan, 0, "/s/script", "/s");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_TRUE(HasEntry(file->ranks[1].env, "ROCR_VISIBLE_DEVICES=1,0"));
+  std::vector<std::string> none = {"PATH=/bin"};
+  RocmVisibleDevices(none);
+  EXPECT_EQ(none, std::vector<std::string>{"PATH=/bin"});
+}
+
 TEST(LaunchFileTest, ConfinedGpusAreNumberedFromZeroOverTheGrantedOnes) {
   // Granted 4-7 of a node: CUDA sees four GPUs, 0-3.
   EXPECT_EQ(ConfinedGpuIndices("4,5,6,7", {4, 5, 6, 7}), "0,1,2,3");
