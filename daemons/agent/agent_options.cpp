@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
 #include <map>
@@ -22,6 +23,7 @@
 #include "hwloc_layout.h"
 #include "launch_isolation.h"
 #include "munge_credential.h"
+#include "nvml_fabric.h"
 #include "tls_files.h"
 
 namespace cohort::agent {
@@ -346,6 +348,19 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
     const config::NodeSpec* spec = FindNode(*config, names->front());
     UseConfiguredGpus(*host, spec);
     NodeResources resources = ResourcesFromLayout(*host);
+    // NVIDIA GPUs: which NVLink domain they are in, from the driver.
+    const bool nvidia = std::any_of(host->gpus.begin(), host->gpus.end(),
+                                    [](const layout::Gpu& gpu) { return !gpu.amd; });
+    if (nvidia || std::getenv("COHORT_NVML_LIBRARY") != nullptr) {
+      absl::StatusOr<std::vector<GpuFabric>> fabrics = ReadGpuFabrics(NvmlLibrary());
+      if (fabrics.ok()) {
+        resources.nvlink_domain = NvlinkDomainOf(*fabrics);
+      } else if (!absl::IsNotFound(fabrics.status()) ||
+                 std::getenv("COHORT_NVML_LIBRARY") != nullptr) {
+        settings.warnings.push_back(fmt::format("nvlink_domain_unknown reason={:?}",
+                                                std::string(fabrics.status().message())));
+      }
+    }
     NodeSetup& setup = settings.nodes.emplace_back(
         MakeSetup(names->front(), std::move(resources), *std::move(host), options));
     setup.gpu_files = spec != nullptr && !spec->gpu_files.empty() ? spec->gpu_files
@@ -367,7 +382,7 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
       continue;
     }
     const config::NodeSpec& spec = *it->second;
-    NodeResources resources{spec.cpus, spec.memory_mb, spec.gpus, {}};
+    NodeResources resources{spec.cpus, spec.memory_mb, spec.gpus, {}, {}};
     layout::NodeLayout node =
         options.hwloc_xml.empty()
             ? layout::ApproximateLayout(spec.cpus, spec.memory_mb, spec.gpus, spec.gpu_numa)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cohort/launch/node_layout.h"
@@ -16,6 +17,9 @@ struct NodeResources {
   /// GPU locality groups (cohort::layout::GpuGroups): one mask of GPU indices
   /// per NUMA node; empty when unknown.
   std::vector<std::uint64_t> gpu_groups;
+  /// Its GPUs' NVLink domain, "CLUSTERUUID/CLIQUE" (nvml_fabric.h); empty:
+  /// none known (no NVIDIA driver, or no NVLink fabric).
+  std::string nvlink_domain;
 };
 
 /// A layout's resources: its hardware threads, memory (at least 1 MB), GPUs

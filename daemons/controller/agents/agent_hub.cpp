@@ -349,6 +349,11 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
           "finished_jobs={}",
           message.node_name(), link->PeerHost(), report.cpus, report.memory_mb, report.gpus,
           report.running.size(), report.finished.size());
+  for (const std::string& contradiction : nvlink_domains_.Report(
+           *state_.topology, message.node_name(), message.resources().nvlink_domain())) {
+    Log("controller")
+        ->warn("nvlink_domain_mismatch node={} {:?}", message.node_name(), contradiction);
+  }
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
   link->Send(std::move(reply));

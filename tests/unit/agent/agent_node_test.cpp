@@ -82,7 +82,8 @@ class AgentNodeTest : public ::testing::Test {
     environment_.auth_type = config::AuthType::kNone;
     environment_.auth_key = "the cluster's key";
     setup_.name = "gpu07";
-    setup_.resources = {.cpus = 8, .memory_mb = 4096, .gpus = 2, .gpu_groups = {}};
+    setup_.resources = {
+        .cpus = 8, .memory_mb = 4096, .gpus = 2, .gpu_groups = {}, .nvlink_domain = {}};
     setup_.layout = layout::ApproximateLayout(8, 4096, 2, {});
   }
 

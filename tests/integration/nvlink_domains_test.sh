@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Discovered NVLink domains: two real agents on this host, each loading a
+# stand-in for NVIDIA's NVML (built by the tests) that answers recorded
+# fabric values. topology.conf puts both nodes in one block; their GPUs
+# report two cliques, and the controller warns that the block is split.
+# Then both report one clique, and nothing is said.
+source "$(dirname "$0")/lib.sh"
+STANDIN="$BIN/tests/unit/libcohort_nvml_standin.so"
+[ -f "$STANDIN" ] || { fail "no NVML stand-in at $STANDIN: the build makes it"; finish_test; }
+cat >"$WORK/node.conf" <<CONF
+ClusterName=domains
+NodeName=node[01-02] CPUs=1 MemoryMB=1000 Gpus=2
+PartitionName=main Nodes=ALL Default=YES MaxTime=10
+CONF
+printf 'SwitchName=s1 Nodes=node[01-02]\nBlockName=rack1 Nodes=node[01-02]\n' >"$WORK/topology.conf"
+uuid=00112233445566778899aabbccddeeff
+printf '%s 1\n%s 1\n' "$uuid" "$uuid" >"$WORK/fabric-01"
+printf '%s 2\n%s 2\n' "$uuid" "$uuid" >"$WORK/fabric-02"
+write_cluster_conf "$WORK/node.conf" "$WORK/topology.conf"
+start_controller 0
+export COHORT_CONTROLLER="unix:$WORK/state/cohort.sock"
+# One real agent per node, each with its own spool and recorded fabric.
+start_node_agent() {
+  mkdir -p "$WORK/spool-$1"
+  COHORT_NVML_LIBRARY="$STANDIN" COHORT_NVML_STANDIN="$WORK/fabric-$1" \
+    "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" --node "node$1" \
+    --controller "127.0.0.1:$(cat "$WORK/port")" --spool "$WORK/spool-$1" \
+    >>"$WORK/agent-$1.log" 2>&1 &
+  PIDS+=($!)
+  echo $!
+}
+a=$(start_node_agent 01)
+b=$(start_node_agent 02)
+wait_until 30 all_nodes_up || fail "nodes did not register: $(cohort nodes)"
+warned() { grep -q "nvlink_domain_mismatch node=node0[12] .*are in block rack1 of topology.conf but report different NVLink domains" "$WORK/controller.log"; }
+if wait_until 10 warned; then
+  pass "a block whose nodes report two NVLink domains is named: $(grep -m1 -o 'node0. and node0. are in block rack1[^"]*' "$WORK/controller.log")"
+else
+  fail "no warning of the split block: $(grep -i nvlink "$WORK/controller.log" | head -3)"
+fi
+
+# node02's fabric mended: it registers again and nothing is said.
+kill "$b"; wait "$b" 2>/dev/null
+printf '%s 1\n%s 1\n' "$uuid" "$uuid" >"$WORK/fabric-02"
+before=$(grep -c nvlink_domain_mismatch "$WORK/controller.log")
+b=$(start_node_agent 02)
+registered_again() { [ "$(grep -c 'agent_registered node=node02' "$WORK/controller.log")" -ge 2 ]; }
+wait_until 30 registered_again || fail "node02 did not register again"
+[ "$(grep -c nvlink_domain_mismatch "$WORK/controller.log")" = "$before" ] ||
+  fail "a mended block still warns: $(grep nvlink_domain_mismatch "$WORK/controller.log" | tail -1)"
+pass "nodes of one block reporting one NVLink domain draw no warning"
+finish_test
