@@ -110,6 +110,7 @@ v1::Register AgentNode::MakeRegister() const {
   resources->set_cpus(setup_.resources.cpus);
   resources->set_memory_mb(setup_.resources.memory_mb);
   resources->set_gpus(setup_.resources.gpus);
+  for (const std::uint64_t group : setup_.resources.gpu_groups) resources->add_gpu_groups(group);
   resources->set_nvlink_domain(setup_.resources.nvlink_domain);
   runner_->AddTo(message);
   return message;

@@ -83,7 +83,7 @@ class AgentNodeTest : public ::testing::Test {
     environment_.auth_key = "the cluster's key";
     setup_.name = "gpu07";
     setup_.resources = {
-        .cpus = 8, .memory_mb = 4096, .gpus = 2, .gpu_groups = {}, .nvlink_domain = {}};
+        .cpus = 8, .memory_mb = 4096, .gpus = 2, .gpu_groups = {0x1, 0x2}, .nvlink_domain = "u/3"};
     setup_.layout = layout::ApproximateLayout(8, 4096, 2, {});
   }
 
@@ -136,6 +136,11 @@ TEST_F(AgentNodeTest, RegistersItsNameResourcesKeyAndWhatItsRunnerHolds) {
   EXPECT_EQ(registered.resources().cpus(), 8);
   EXPECT_EQ(registered.resources().memory_mb(), 4096);
   EXPECT_EQ(registered.resources().gpus(), 2);
+  // The GPUs' locality groups and NVLink domain reach the controller.
+  EXPECT_EQ(std::vector<std::uint64_t>(registered.resources().gpu_groups().begin(),
+                                       registered.resources().gpu_groups().end()),
+            (std::vector<std::uint64_t>{0x1, 0x2}));
+  EXPECT_EQ(registered.resources().nvlink_domain(), "u/3");
   ASSERT_EQ(registered.running_size(), 1);
   EXPECT_EQ(registered.running(0).job_id(), 77);
 }
