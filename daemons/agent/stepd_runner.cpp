@@ -326,8 +326,9 @@ absl::Status StepdRunner::StartLaunch(step::LaunchId id, Run& run, const v1::Lau
     plan.gpu_numbering = step::GpuNumbering::kConfined;
   }
   // Its IMEX channel's device file, and no other channel's.
-  if (message.has_imex_channel() && !settings_.imex_channel_dir.empty() &&
-      settings_.apply_binding) {
+  // Channels are numbered below SwitchParameters' bound of 65536.
+  if (message.has_imex_channel() && message.imex_channel() >= 0 && message.imex_channel() < 65536 &&
+      !settings_.imex_channel_dir.empty() && settings_.apply_binding) {
     ImexAccess imex = ImexChannelAccess(settings_.imex_channel_dir, settings_.imex_dev_major,
                                         message.imex_channel());
     if (!imex.problem.empty()) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/alloc/placement_check.h"
 #include "cohort/check.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/plugin.h"
@@ -118,6 +119,13 @@ std::string Describe(const plugin::NodeNeed& need, const std::vector<std::string
   }
   if (!names.empty()) parts.push_back(fmt::format("features {}", fmt::join(names, ",")));
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// A group that has room for `whole` segments, for reasons: "nvl72-5", or
+// "nvl72-5 (2)".
+std::string SegmentsOffered(const topology::Topology& topology, GroupId group, int whole) {
+  const std::string name = GroupName(topology, group);
+  return whole == 1 ? name : fmt::format("{} ({})", name, whole);
 }
 
 }  // namespace
@@ -394,10 +402,7 @@ std::string GangAllocator::WholeSegmentsFree(int segment, int wanted) const {
     whole += here;
     more = more || offering.size() == 8;
     if (offering.size() < 8) {
-      const topology::Group& group = topology_.Groups()[g];
-      std::string name = group.block != kNone ? topology_.Blocks()[group.block].name
-                                              : topology_.GetSwitch(group.home).name;
-      offering.push_back(here == 1 ? std::move(name) : fmt::format("{} ({})", name, here));
+      offering.push_back(SegmentsOffered(topology_, static_cast<GroupId>(g), here));
     }
   }
   if (whole == 0) return fmt::format("; no block has a whole segment of {} free", segment);
@@ -567,10 +572,7 @@ void GangAllocator::ExplainNoDomain(Attempt& attempt) {
     for (const GroupId g : topology_.GetSwitch(largest_at).groups) {
       const int whole = group_cap_[g] / segment;
       if (whole == 0) continue;
-      const topology::Group& group = topology_.Groups()[g];
-      const std::string& name = group.block != kNone ? topology_.Blocks()[group.block].name
-                                                     : topology_.GetSwitch(group.home).name;
-      offering.push_back(whole == 1 ? name : fmt::format("{} ({})", name, whole));
+      offering.push_back(SegmentsOffered(topology_, g, whole));
     }
     reason = fmt::format(
         "{} segments of {} nodes needed, but only {} whole segments of {} are free together{} "

@@ -18,6 +18,8 @@
 namespace cohort::controller {
 namespace {
 
+constexpr std::size_t kMaxNvlinkDomain = 64;
+
 NodeReport ReportOf(const v1::Register& message) {
   NodeReport report;
   report.cpus = message.resources().cpus();
@@ -349,8 +351,17 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
           "finished_jobs={}",
           message.node_name(), link->PeerHost(), report.cpus, report.memory_mb, report.gpus,
           report.running.size(), report.finished.size());
-  for (const std::string& contradiction : nvlink_domains_.Report(
-           *state_.topology, message.node_name(), message.resources().nvlink_domain())) {
+  // A domain is "UUID/clique": 32 hex digits and a number. A longer one is
+  // no NVML answer, and is neither kept nor logged whole.
+  std::string domain = message.resources().nvlink_domain();
+  if (domain.size() > kMaxNvlinkDomain) {
+    Log("controller")
+        ->warn("nvlink_domain_refused node={} size={} reason=\"longer than {} bytes\"",
+               message.node_name(), domain.size(), kMaxNvlinkDomain);
+    domain.clear();
+  }
+  for (const std::string& contradiction :
+       nvlink_domains_.Report(*state_.topology, message.node_name(), domain)) {
     Log("controller")
         ->warn("nvlink_domain_mismatch node={} {:?}", message.node_name(), contradiction);
   }
