@@ -278,7 +278,8 @@ class RecordsTest : public ::testing::Test {
     return FromRecord(ToRecord(job, spec, cluster_.topology), cluster_.topology);
   }
 
-  testing::Cluster cluster_ = testing::ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
+  cohort::testing::Cluster cluster_ =
+      cohort::testing::ClusterBuilder().Leaves(1).NodesPerLeaf(2).Build();
 };
 
 // Every field of a job, set to a value of its own, comes back from its
