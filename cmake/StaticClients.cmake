@@ -22,15 +22,17 @@
 #
 # Usage: cohort_static_deps(TARGET [FULLY]) on an executable. Libraries
 # whose link interface names COHORT_LITE_LIBS / COHORT_ABSL_LIBS /
-# COHORT_FMT_LIBS (below) then give that executable the static archives
+# COHORT_YAML_LIBS / COHORT_FMT_LIBS (below) then give that executable the static archives
 # instead of the shared imported targets. COHORT_RPC_LIBS (gRPC and the
 # full protobuf runtime) are for the daemons, always shared.
 option(COHORT_STATIC_CLIENTS
   "Link cohort (fully) and cohort-stepd (all but the C library) statically" ON)
 
 set(_cohort_static_wanted
-  protobuf-lite libcares absl_status absl_statusor absl_strings absl_str_format absl_time)
+  protobuf-lite libcares absl_status absl_statusor absl_strings absl_str_format absl_time yaml-0.1)
 pkg_check_modules(COHORT_CARES REQUIRED IMPORTED_TARGET libcares)
+# libyaml, for topology.yaml (src/config/topology_yaml.cpp).
+pkg_check_modules(COHORT_YAML REQUIRED IMPORTED_TARGET yaml-0.1)
 set(COHORT_RPC_LIBS gRPC::grpc++ protobuf::libprotobuf)
 
 if(COHORT_STATIC_CLIENTS)
@@ -62,6 +64,7 @@ if(COHORT_STATIC_CLIENTS)
   set(COHORT_LITE_LIBS
     "$<IF:${_static},cohort_static_deps,protobuf::libprotobuf-lite;PkgConfig::COHORT_CARES>")
   set(COHORT_ABSL_LIBS "$<IF:${_static},cohort_static_deps,absl::status;absl::statusor>")
+  set(COHORT_YAML_LIBS "$<IF:${_static},cohort_static_deps,PkgConfig::COHORT_YAML>")
   # fmt's compiled part from its headers (fmt_static.cpp); the objects that
   # use fmt are compiled alike either way.
   add_library(cohort_fmt_static STATIC ${CMAKE_CURRENT_LIST_DIR}/fmt_static.cpp)
@@ -78,6 +81,7 @@ if(COHORT_STATIC_CLIENTS)
 else()
   set(COHORT_LITE_LIBS protobuf::libprotobuf-lite PkgConfig::COHORT_CARES)
   set(COHORT_ABSL_LIBS absl::status absl::statusor)
+  set(COHORT_YAML_LIBS PkgConfig::COHORT_YAML)
   set(COHORT_FMT_LIBS fmt::fmt)
   set(COHORT_SSL_LIBS OpenSSL::SSL OpenSSL::Crypto)
 endif()

@@ -12,6 +12,8 @@ packages=(
   libabsl-dev libboost-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libc-ares-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libhwloc-dev hwloc libsqlite3-dev sqlite3 libcli11-dev
+  # topology.yaml, read with libyaml as Slurm reads it
+  libyaml-dev
   # identity: MUNGE credentials (munged runs on every host of a cluster)
   libmunge-dev munge
   # TLS: the CLI's client (static libssl) and the openssl tool that makes certificates

@@ -62,14 +62,26 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
   } else if (!loaded.config.topology_file.empty()) {
     loaded.topology_path = loaded.config.topology_file;
   } else if (paths.config) {
-    const std::filesystem::path beside =
-        std::filesystem::path(*paths.config).parent_path() / "topology.conf";
-    if (std::filesystem::exists(beside)) loaded.topology_path = beside.string();
+    // As Slurm 25.05: topology.yaml first; beside it, topology.conf is unused.
+    const std::filesystem::path folder = std::filesystem::path(*paths.config).parent_path();
+    const std::filesystem::path yaml = folder / "topology.yaml";
+    const std::filesystem::path conf = folder / "topology.conf";
+    if (std::filesystem::exists(yaml)) {
+      loaded.topology_path = yaml.string();
+      if (std::filesystem::exists(conf)) {
+        loaded.diagnostics.Warning({conf.string(), 0, 0},
+                                   "topology.conf is not read: topology.yaml beside it is",
+                                   "remove the one that is out of date");
+      }
+    } else if (std::filesystem::exists(conf)) {
+      loaded.topology_path = conf.string();
+    }
   }
 
   if (loaded.topology_path.empty()) {
     if (!paths.config) {
-      loaded.diagnostics.Error({}, "no configuration given", "pass -c cohort.conf, -t topology.conf, or both");
+      loaded.diagnostics.Error({}, "no configuration given",
+                               "pass -c cohort.conf, -t topology.conf, or both");
       return loaded;
     }
     loaded.topology = topology::FlatTopology(node_names);

@@ -23,8 +23,9 @@ namespace cohort::shell {
 [[nodiscard]] absl::StatusOr<std::string> ReadAuthKey(const std::string& path);
 
 struct ClusterPaths {
-  std::optional<std::string> config;    ///< cohort.conf; none: nodes come from the topology
-  std::optional<std::string> topology;  ///< topology.conf; none: from the config or flat
+  std::optional<std::string> config;  ///< cohort.conf; none: nodes come from the topology
+  std::optional<std::string>
+      topology;  ///< topology.conf or .yaml; none: from the config, beside it, or flat
 };
 
 /// A validated cluster: configuration, topology and a pool over them.
@@ -39,7 +40,8 @@ struct LoadedCluster {
 };
 
 /// Loads the files. Without `topology`, uses the config's TopologyFile=, else
-/// topology.conf beside cohort.conf when it exists, else a flat network.
+/// topology.yaml or topology.conf beside cohort.conf when one exists (the YAML
+/// first, as Slurm 25.05 reads them), else a flat network.
 /// Without `config`, the nodes are those the topology names, each a
 /// DefaultNodeSpec. Problems land in `diagnostics`; the result is usable
 /// only when it has no errors.

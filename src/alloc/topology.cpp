@@ -12,6 +12,7 @@
 
 #include "cohort/text/hostlist.h"
 #include "config/conf_lexer.h"
+#include "config/topology_yaml.h"
 
 namespace cohort::topology {
 
@@ -130,7 +131,10 @@ class TopologyBuilder {
       : file_(file), diagnostics_(diagnostics) {}
 
   void Parse(std::string_view text) {
-    for (const conf::Line& line : conf::Lex(text, file_, diagnostics_)) {
+    const std::vector<conf::Line> lines = conf::IsYamlPath(file_)
+                                              ? conf::TopologyYamlLines(text, file_, diagnostics_)
+                                              : conf::Lex(text, file_, diagnostics_);
+    for (const conf::Line& line : lines) {
       const conf::Word& head = line.words.front();
       if (Is(head, "SwitchName")) {
         ParseDefinition(line, switch_defs_, kSwitchKeys);

@@ -84,6 +84,23 @@ expect_output "place unknown node" "no such nodes: gpu1"
 expect_ok "place blocks" "$cohort" place -t "$data/topologies/gb200-nvl72.conf" -N 18 --gpus-per-node 4
 expect_output "place blocks" "spans 1 block: nvl72-1"
 
+# Slurm 25.05's topology.yaml gives the same placement, and beside
+# cohort.conf it is read before topology.conf.
+expect_ok "place yaml" "$cohort" place -t "$data/topologies/gb200-nvl72.yaml" -N 18 --gpus-per-node 4
+expect_output "place yaml" "spans 1 block: nvl72-1"
+yaml_dir=$(mktemp -d)
+trap 'rm -rf "$yaml_dir"' EXIT
+printf 'NodeName=gb[001-144] Gpus=4\nPartitionName=all Nodes=gb[001-144] Default=YES\n' \
+  >"$yaml_dir/cohort.conf"
+cp "$data/topologies/gb200-nvl72.yaml" "$yaml_dir/topology.yaml"
+printf 'SwitchName=old Nodes=gb[001-144]\n' >"$yaml_dir/topology.conf"
+expect_ok "check yaml beside" "$cohort" config check -c "$yaml_dir/cohort.conf"
+expect_output "check yaml beside" "topology.conf.*warning: topology.conf is not read: topology.yaml beside it is"
+expect_output "check yaml blocks" "blocks +8"
+printf -- '- topology: t\n  tre: {}\n' >"$yaml_dir/topology.yaml"
+expect_exit 1 "broken yaml" "$cohort" config check -c "$yaml_dir/cohort.conf"
+expect_output "broken yaml" 'topology.yaml:2:3: error: unknown key "tre" in a topology'
+
 # history: every option is checked before the controller is called, so a bad
 # one is refused (exit 2) even with no controller at the address given.
 nowhere=(--controller unix:/nonexistent/cohort.sock)
