@@ -39,7 +39,7 @@ struct PlaceOptions {
   std::string constraint;
   std::string nodelist;
   std::string exclude;
-  bool exclusive = false;
+  std::string exclusive;  ///< empty: shared; node or topo
   std::string switches;
   int segment = 0;
   bool spread_segments = false;
@@ -138,7 +138,9 @@ absl::StatusOr<alloc::GangRequest> BuildRequest(const PlaceOptions& o, const Loa
   request.tasks_per_node = o.tasks_per_node;
   request.cpus_per_task = o.cpus_per_task;
   request.gpus_per_node = o.gpus_per_node;
-  request.exclusivity = o.exclusive ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
+  request.exclusivity = o.exclusive.empty()     ? alloc::Exclusivity::kShared
+                        : o.exclusive == "topo" ? alloc::Exclusivity::kTopo
+                                                : alloc::Exclusivity::kExclusive;
   if (o.segment != 0) request.segment = o.segment;
   request.spread_segments = o.spread_segments;
   if (!o.memory.empty()) {
@@ -342,7 +344,8 @@ void AddPlaceCommand(CLI::App& app, int& exit_code) {
   place->add_option("-C,--constraint", o->constraint, "required node features, comma separated");
   place->add_option("-w,--nodelist", o->nodelist, "nodes that must be in the gang (hostlist)");
   place->add_option("-x,--exclude", o->exclude, "nodes that must not be (hostlist)");
-  place->add_flag("--exclusive", o->exclusive, "whole nodes only");
+  place->add_flag("--exclusive{node}", o->exclusive, "whole nodes only; =topo: whole blocks too")
+      ->check(CLI::IsMember({"node", "topo"}));
   place->add_option("--switches", o->switches, "at most N leaf switches: N[@wait]");
   place->add_option("--segment", o->segment, "place in pieces of S nodes, each inside one block");
   place->add_flag("--spread-segments", o->spread_segments, "each segment in a block of its own");

@@ -143,7 +143,8 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
   std::cout << fmt::format("   NtasksPerNode={} CpusPerTask={} GpusPerNode={} MemPerNode={}\n",
                            spec.tasks_per_node(), spec.cpus_per_task(), spec.gpus_per_node(),
                            spec.memory_mb() > 0 ? fmt::format("{}M", spec.memory_mb()) : "(null)");
-  std::cout << fmt::format("   Exclusive={} Requeue={} Switches={}\n", YesNo(spec.exclusive()),
+  std::cout << fmt::format("   Exclusive={} Requeue={} Switches={}\n",
+                           spec.exclusive_topo() ? "TOPO" : YesNo(spec.exclusive()),
                            YesNo(spec.requeue()), switches);
   if (spec.segment() > 0) {
     std::cout << fmt::format("   Segment={} SpreadSegments={}\n", spec.segment(),

@@ -294,6 +294,7 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
   out["output"] = spec.output();
   out["error"] = spec.error();
   out["exclusive"] = spec.exclusive();
+  out["exclusive_topo"] = spec.exclusive_topo();
   out["switches"] = spec.switches();
   out["switches_wait_s"] = spec.switches_wait_s();
   out["segment"] =

@@ -262,8 +262,29 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
         "working directory of the ranks, created if missing (default: the current directory)");
   value("--open-mode", o.open_mode, "append|truncate",
         "open the -o and -e files for appending, or empty them first (default: truncate)");
-  flag(
-      "--exclusive", [&o] { o.exclusive = true; }, "whole nodes only, shared with no other job");
+  // Slurm's --exclusive[=user|mcs|topo]: a value only after `=`, so that
+  // `sbatch --exclusive job.sh` keeps job.sh as the script.
+  command
+      .add_flag("--exclusive{node}", o.exclusive_mode,
+                "whole nodes only, shared with no other job; =topo: whole blocks (or leaf "
+                "switches) too, where no other job runs while this one does")
+      ->each([&o](const std::string& mode) {
+        if (mode == "topo") {
+          o.exclusive_topo = true;
+        } else if (mode == "user" || mode == "mcs") {
+          throw CLI::ValidationError(
+              "--exclusive", fmt::format("--exclusive={} is not supported: jobs never share CPUs "
+                                         "or GPUs; use --exclusive for whole nodes",
+                                         mode));
+        } else if (mode != "node") {
+          throw CLI::ValidationError(
+              "--exclusive", fmt::format("no mode \"{}\"; use --exclusive, or --exclusive=topo "
+                                         "for whole blocks",
+                                         mode));
+        }
+        o.exclusive = true;
+      })
+      ->group(group);
   value("--switches", o.switches, "N[@TIME]",
         "at most N leaf switches; with @TIME, wait at most that long for them");
   value("--segment", o.segment, "S",

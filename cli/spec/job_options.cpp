@@ -432,6 +432,7 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.kill_on_invalid_dep, from.kill_on_invalid_dep);
   into.hold = into.hold || from.hold;
   into.exclusive = into.exclusive || from.exclusive;
+  into.exclusive_topo = into.exclusive_topo || from.exclusive_topo;
   into.test_only = into.test_only || from.test_only;
   into.parsable = into.parsable || from.parsable;
   fill(into.begin, from.begin);
@@ -712,6 +713,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_error(o.error.value_or(""));
   spec.set_open_mode(o.open_mode.value_or("truncate"));
   spec.set_exclusive(o.exclusive);
+  spec.set_exclusive_topo(o.exclusive_topo);
   spec.set_requeue(o.requeue.value_or(false));
   spec.set_qos(o.qos.value_or(""));
   spec.set_array(o.array.value_or(""));
@@ -752,7 +754,9 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
   line("output", OrDefault(spec.output(), "(cohort-%j.out in work_dir)"));
   line("error", OrDefault(spec.error(), "(with the output)"));
   line("open_mode", OrDefault(spec.open_mode(), "truncate"));
-  line("exclusive", spec.exclusive() ? "yes" : "no");
+  line("exclusive", spec.exclusive_topo() ? "topo (whole blocks)"
+                    : spec.exclusive()    ? "yes"
+                                          : "no");
   line("switches", spec.switches() == 0 ? "(no bound)"
                    : spec.switches_wait_s() == 0
                        ? std::to_string(spec.switches())

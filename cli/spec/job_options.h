@@ -74,6 +74,8 @@ struct JobOptions {
   std::optional<std::string> kill_on_invalid_dep;  ///< yes | no
   bool hold = false;
   bool exclusive = false;
+  bool exclusive_topo = false;  ///< --exclusive=topo (sets exclusive too)
+  std::string exclusive_mode;   ///< what --exclusive was given: node, topo, …
   bool test_only = false;
   bool parsable = false;
   std::optional<std::string> begin;     ///< --begin, as typed

@@ -10,7 +10,11 @@ void ResourcesFilter::Filter(const FilterContext& context, std::span<const NodeI
   const alloc::NodePool& pool = context.pool;
   const NodeNeed& need = context.need;
   const bool now = context.view == View::kNow;
-  const bool exclusive = need.exclusivity == alloc::Exclusivity::kExclusive;
+  const bool exclusive = need.exclusivity != alloc::Exclusivity::kShared;
+  // --exclusive=topo: a job takes only groups no other job is in, and a held
+  // group is closed to every other job.
+  const bool topo = need.exclusivity == alloc::Exclusivity::kTopo;
+  const bool held = pool.HeldGroupCount() > 0;
   // Counted in locals: the tally's ints could alias the kept nodes' and be
   // reloaded at every node of the pool.
   int excluded = 0;
@@ -41,6 +45,11 @@ void ResourcesFilter::Filter(const FilterContext& context, std::span<const NodeI
       if (exclusive ? !pool.IsIdle(n)
                     : (f.cpus < need.cpus || f.memory_mb < need.memory_mb ||
                        std::popcount(f.gpus) < need.gpus)) {
+        ++busy;
+        continue;
+      }
+      if ((held || topo) && pool.GroupOf(n) != topology::kNone &&
+          (pool.GroupHeld(pool.GroupOf(n)) || (topo && !pool.GroupIdle(pool.GroupOf(n))))) {
         ++busy;
         continue;
       }

@@ -376,6 +376,11 @@ bool GangAllocator::ExplainShortfall(Attempt& attempt, const plugin::FilterConte
       why = "is drained";
     } else if (const std::string_view by = RuledOutBy(context, n); !by.empty()) {
       why = fmt::format("is ruled out by {}", by);
+    } else if (pool.IsIdle(n) && pool.GroupOf(n) != kNone && pool.GroupHeld(pool.GroupOf(n))) {
+      const GroupId group = pool.GroupOf(n);
+      why = fmt::format("is in {} {}, which another job holds whole (--exclusive=topo)",
+                        topology_.Groups()[group].block == kNone ? "leaf" : "block",
+                        GroupName(topology_, group));
     }
     reason = fmt::format("required node {} {}", topology_.NodeName(n), why);
     return false;
@@ -385,6 +390,10 @@ bool GangAllocator::ExplainShortfall(Attempt& attempt, const plugin::FilterConte
                          wanted, fit, eligible, tally.down, tally.drained,
                          eligible - fit - tally.down - tally.drained, ruled_out);
     if (attempt.need.segment > 1) reason += WholeSegmentsFree(attempt.need.segment, wanted);
+    if (attempt.need.exclusivity == Exclusivity::kTopo) {
+      reason += fmt::format("; --exclusive=topo counts only {} with no other job in them",
+                            topology_.Blocks().empty() ? "leaf switches" : "blocks");
+    }
     return false;
   }
   return true;
@@ -637,8 +646,8 @@ bool GangAllocator::TakeNodes(Attempt& attempt) {
     placement.grants.reserve(nodes.size());
     for (const NodeId n : nodes) {
       const NodeCapacity& c = pool.Capacity(n);
-      NodeGrant grant{.node = n};
-      if (need.exclusivity == Exclusivity::kExclusive) {
+      NodeGrant grant{.node = n, .holds_group = need.exclusivity == Exclusivity::kTopo};
+      if (need.exclusivity != Exclusivity::kShared) {
         grant.cpus = c.cpus;
         grant.memory_mb = c.memory_mb;
         grant.gpus = AllGpus(c.gpus);

@@ -32,6 +32,10 @@ absl::StatusOr<NodePool> NodePool::Create(const topology::Topology& topology,
   fixed.capacity.resize(count);
   pool.free_.resize(count);
   pool.condition_.assign(count, NodeCondition::kUp);
+  fixed.group_of.resize(count);
+  for (NodeId n = 0; n < count; ++n) fixed.group_of[n] = topology.GroupOf(n);
+  pool.group_busy_.assign(topology.Groups().size(), 0);
+  pool.group_holds_.assign(topology.Groups().size(), 0);
 
   std::vector<bool> defined(count, false);
   for (const config::NodeSpec& spec : nodes) {
@@ -119,15 +123,27 @@ absl::Status NodePool::SetGpuGroups(NodeId node, std::vector<std::uint64_t> grou
   return absl::OkStatus();
 }
 
+bool NodePool::Admits(const NodeGrant& grant) const {
+  const NodeFree& f = free_[grant.node];
+  if (f.cpus < grant.cpus || f.memory_mb < grant.memory_mb || (f.gpus & grant.gpus) != grant.gpus) {
+    return false;
+  }
+  const topology::GroupId group = fixed_->group_of[grant.node];
+  return group == topology::kNone ||
+         (!GroupHeld(group) && (!grant.holds_group || GroupIdle(group)));
+}
+
 void NodePool::Commit(std::span<const NodeGrant> grants) {
   for (const NodeGrant& g : grants) {
     NodeFree& f = free_[g.node];
     COHORT_CHECK(f.cpus >= g.cpus, "grant takes more cpus than are free");
     COHORT_CHECK(f.memory_mb >= g.memory_mb, "grant takes more memory than is free");
     COHORT_CHECK((f.gpus & g.gpus) == g.gpus, "grant takes a gpu that is not free");
+    const bool was_idle = IsIdle(g.node);
     f.cpus -= g.cpus;
     f.memory_mb -= g.memory_mb;
     f.gpus &= ~g.gpus;
+    CountIdleChange(g.node, was_idle, g.holds_group, +1);
   }
 }
 
@@ -139,9 +155,26 @@ void NodePool::Release(std::span<const NodeGrant> grants) {
     COHORT_CHECK(f.memory_mb + g.memory_mb <= c.memory_mb,
                  "release returns more memory than the node has");
     COHORT_CHECK((f.gpus & g.gpus) == 0, "release returns a gpu that is already free");
+    const bool was_idle = IsIdle(g.node);
     f.cpus += g.cpus;
     f.memory_mb += g.memory_mb;
     f.gpus |= g.gpus;
+    CountIdleChange(g.node, was_idle, g.holds_group, -1);
+  }
+}
+
+// Keeps the per-group counts that --exclusive=topo reads: +1 for a grant
+// taken, -1 for one returned.
+void NodePool::CountIdleChange(NodeId node, bool was_idle, bool holds_group, int direction) {
+  const topology::GroupId group = fixed_->group_of[node];
+  if (group == topology::kNone) return;
+  if (was_idle != IsIdle(node)) group_busy_[group] += was_idle ? 1 : -1;
+  if (holds_group) {
+    int& holds = group_holds_[group];
+    COHORT_CHECK(holds + direction >= 0, "a group is released more often than it was held");
+    if (holds == 0) ++held_groups_;
+    holds += direction;
+    if (holds == 0) --held_groups_;
   }
 }
 

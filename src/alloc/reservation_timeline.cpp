@@ -8,7 +8,7 @@ namespace cohort {
 
 bool MayFitOneNode(const alloc::GangRequest& gang, const alloc::NodeCapacity& capacity,
                    const alloc::NodeFree& free) {
-  if (gang.exclusivity == alloc::Exclusivity::kExclusive) {
+  if (gang.exclusivity != alloc::Exclusivity::kShared) {
     return free.cpus == capacity.cpus && free.memory_mb == capacity.memory_mb &&
            free.gpus == alloc::AllGpus(capacity.gpus);
   }
@@ -18,7 +18,9 @@ bool MayFitOneNode(const alloc::GangRequest& gang, const alloc::NodeCapacity& ca
 }
 
 GangShape ShapeOf(const alloc::GangRequest& gang) {
-  return {gang.partition.value_or(-1), gang.exclusivity == alloc::Exclusivity::kExclusive,
+  // --exclusive=topo asks of each node what --exclusive does: the shadow
+  // pool's placement checks the groups.
+  return {gang.partition.value_or(-1), gang.exclusivity != alloc::Exclusivity::kShared,
           gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
 }
 

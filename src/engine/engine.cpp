@@ -416,7 +416,10 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     std::string lost;
     for (std::size_t rank = 0; rank < size; ++rank) {
       if (job.run.released[rank] != 0) continue;
-      const alloc::NodeGrant& g = job.run.placement.grants[rank];
+      alloc::NodeGrant& g = job.run.placement.grants[rank];
+      // Records keep what each node was granted; the group hold follows
+      // from the job's --exclusive=topo.
+      g.holds_group = job.gang.exclusivity == alloc::Exclusivity::kTopo;
       const bool known = g.node >= 0 && g.node < core.topology.NodeCount();
       const alloc::NodeFree* free = known ? &core.pool.Free(g.node) : nullptr;
       if (free == nullptr || free->cpus < g.cpus || free->memory_mb < g.memory_mb ||
@@ -465,6 +468,9 @@ absl::Status Engine::CheckInvariants() const {
     std::uint64_t gpus = 0;
   };
   std::vector<Used> used(static_cast<std::size_t>(core.topology.NodeCount()));
+  // --exclusive=topo: by group, the grants that hold it and the job holding it.
+  std::vector<int> holds(core.topology.Groups().size(), 0);
+  std::vector<JobId> holder(core.topology.Groups().size(), 0);
   if (absl::Status indexes = core.book.CheckIndexes(); !indexes.ok()) return indexes;
   std::map<int, JobId> channels;  // IMEX channels of active jobs: each held, by one job
   for (const auto& [id, job] : core.book.All()) {
@@ -505,6 +511,32 @@ absl::Status Engine::CheckInvariants() const {
       u.cpus += g.cpus;
       u.memory_mb += g.memory_mb;
       u.gpus |= g.gpus;
+      const topology::GroupId group = core.topology.GroupOf(g.node);
+      if (g.holds_group && group != topology::kNone) {
+        ++holds[static_cast<std::size_t>(group)];
+        holder[static_cast<std::size_t>(group)] = id;
+      }
+    }
+  }
+  // A held group serves its holder alone.
+  for (const auto& [id, job] : core.book.All()) {
+    if (IsSuspended(job) || job.state == JobState::kPending || IsFinished(job.state)) continue;
+    for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+      if (job.run.released[rank] != 0) continue;
+      const topology::GroupId group = core.topology.GroupOf(job.run.placement.grants[rank].node);
+      if (group == topology::kNone) continue;
+      const auto at = static_cast<std::size_t>(group);
+      if (holds[at] > 0 && holder[at] != id) {
+        return absl::InternalError(
+            fmt::format("job {} has a node in a group held by job {}", id, holder[at]));
+      }
+    }
+  }
+  for (std::size_t group = 0; group < holds.size(); ++group) {
+    if ((holds[group] > 0) != core.pool.GroupHeld(static_cast<topology::GroupId>(group))) {
+      return absl::InternalError(fmt::format("group {} is {} by the pool but {} by the jobs", group,
+                                             holds[group] > 0 ? "not held" : "held",
+                                             holds[group] > 0 ? "held" : "not held"));
     }
   }
   if (static_cast<int>(channels.size()) != core.imex.Count() - core.imex.FreeCount()) {

@@ -302,10 +302,7 @@ void Preemption::ResumeSuspended(Millis now, Effects& effects) {
     }
     bool fits = true;
     for (std::size_t rank = 0; rank < job.run.placement.grants.size() && fits; ++rank) {
-      if (job.run.released[rank] != 0) continue;
-      const alloc::NodeGrant& g = job.run.placement.grants[rank];
-      const alloc::NodeFree& free = pool_.Free(g.node);
-      fits = free.cpus >= g.cpus && free.memory_mb >= g.memory_mb && (free.gpus & g.gpus) == g.gpus;
+      if (job.run.released[rank] == 0) fits = pool_.Admits(job.run.placement.grants[rank]);
     }
     if (!fits) continue;
     for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {

@@ -84,4 +84,22 @@ out=$(cohort submit -N 8 --spread-segments -- true 2>&1) &&
 grep -q "needs --segment" <<<"$out" || fail "--spread-segments alone said: $out"
 pass "--spread-segments: two segments in blocks $blocks"
 cohort cancel "$spread"
+
+# --exclusive=topo: 4 nodes hold their whole block; another job asking for
+# one of the other 14 nodes waits until the holder ends.
+topo=$(submit -N 4 --exclusive=topo -o /dev/null -- sleep 300)
+wait_until 30 running "$topo" || fail "job $topo did not start: $(job_reason "$topo")"
+block=$(cohort show job "$topo" | sed -n 's/^   Blocks=\([^ ]*\) .*/\1/p')
+"$BIN/cli/slurm/scontrol" show job "$topo" | grep -q "Exclusive=TOPO" ||
+  fail "scontrol show job $topo does not say Exclusive=TOPO"
+members=$(sed -n "s/^BlockName=$block Nodes=\(.*\)$/\1/p" "$ROOT/tests/data/topologies/gb200-nvl72.conf")
+last=$(cohort hostlist expand "$members" | tail -1)
+guest=$(submit -N 1 -w "$last" -o /dev/null -- true)
+wait_until 20 considered "$guest" || fail "job $guest was not considered"
+reason=$(cohort why "$guest")
+grep -q "is in block $block, which another job holds whole (--exclusive=topo)" <<<"$reason" ||
+  fail "job $guest on $last in held block $block: $reason"
+cohort cancel "$topo"
+wait_until 30 finished "$guest" || fail "job $guest did not run once $topo ended: $(job_reason "$guest")"
+pass "--exclusive=topo: job $topo held block $block; job $guest on $last waited for it"
 finish_test

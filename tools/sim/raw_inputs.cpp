@@ -61,6 +61,7 @@ std::string SubmitLine(const JobRequest& r) {
   if (r.hold) line += " hold";
   if (r.requeue) line += " requeue";
   if (r.exclusivity == alloc::Exclusivity::kExclusive) line += " exclusive";
+  if (r.exclusivity == alloc::Exclusivity::kTopo) line += " exclusive-topo";
   if (r.kill_on_invalid_dep) line += " kill-on-invalid-dep";
   return line;
 }

@@ -403,6 +403,8 @@ class Runner {
         r.hold = true;
       } else if (flag == "exclusive") {
         r.exclusivity = alloc::Exclusivity::kExclusive;
+      } else if (flag == "exclusive-topo") {
+        r.exclusivity = alloc::Exclusivity::kTopo;
       } else if (flag == "requeue") {
         r.requeue = true;
       } else if (flag == "dies-on-warning") {
@@ -411,7 +413,8 @@ class Runner {
         r.kill_on_invalid_dep = true;
       } else {
         return LineError(origin, event.line,
-                         fmt::format("submit: no flag `{}`; the flags: hold, exclusive, requeue, "
+                         fmt::format("submit: no flag `{}`; the flags: hold, exclusive, "
+                                     "exclusive-topo, requeue, "
                                      "dies-on-warning, kill-on-invalid-dep",
                                      flag));
       }

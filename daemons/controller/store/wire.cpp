@@ -151,7 +151,9 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   r.gpus_per_node = spec.gpus_per_node();
   r.memory_mb = spec.memory_mb();
   r.time_limit = std::chrono::seconds(spec.time_limit_s());
-  r.exclusivity = spec.exclusive() ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kShared;
+  r.exclusivity = spec.exclusive_topo() ? alloc::Exclusivity::kTopo
+                  : spec.exclusive()    ? alloc::Exclusivity::kExclusive
+                                        : alloc::Exclusivity::kShared;
   r.switches = spec.switches();
   r.switches_wait = std::chrono::seconds(spec.switches_wait_s());
   r.segment = spec.segment();

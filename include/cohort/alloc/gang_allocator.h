@@ -23,7 +23,11 @@ enum class View : std::uint8_t;
 /// All-or-nothing placement of a gang over the switch tree and NVLink blocks.
 namespace cohort::alloc {
 
-enum class Exclusivity : std::uint8_t { kShared, kExclusive };
+/// kShared: the gang's share of each node; kExclusive: whole nodes; kTopo
+/// (--exclusive=topo): whole nodes, in placement groups (blocks, or a leaf's
+/// nodes in no block) where no other job has a node, closed to every other
+/// job while it runs.
+enum class Exclusivity : std::uint8_t { kShared, kExclusive, kTopo };
 
 /// What one job asks for, per node of its gang.
 struct GangRequest {

@@ -50,6 +50,9 @@ struct NodeGrant {
   int cpus = 0;
   std::int64_t memory_mb = 0;
   std::uint64_t gpus = 0;  ///< GPU indices, as a mask
+  /// --exclusive=topo: while this grant lasts, no other job may take a node
+  /// of the node's placement group (its block, or its leaf's nodes in none).
+  bool holds_group = false;
 
   friend bool operator==(const NodeGrant&, const NodeGrant&) = default;
 };
@@ -81,11 +84,25 @@ class NodePool {
   [[nodiscard]] NodeCondition Condition(NodeId node) const { return condition_[node]; }
   /// True when nothing of the node is allocated.
   [[nodiscard]] bool IsIdle(NodeId node) const;
+  /// The node's placement group (Topology::GroupOf).
+  [[nodiscard]] topology::GroupId GroupOf(NodeId node) const { return fixed_->group_of[node]; }
+  /// True when no node of the group has anything allocated.
+  [[nodiscard]] bool GroupIdle(topology::GroupId group) const { return group_busy_[group] == 0; }
+  /// True while a grant that holds_group lies in the group: it is closed to
+  /// every other job.
+  [[nodiscard]] bool GroupHeld(topology::GroupId group) const { return group_holds_[group] > 0; }
+  /// How many groups are held; 0 lets filters skip the per-node look-up.
+  [[nodiscard]] int HeldGroupCount() const { return held_groups_; }
 
   void SetCondition(NodeId node, NodeCondition condition) { condition_[node] = condition; }
   /// Replaces the node's GPU locality groups (from its agent's discovery).
   /// Returns InvalidArgument unless the groups partition the node's GPUs.
   [[nodiscard]] absl::Status SetGpuGroups(NodeId node, std::vector<std::uint64_t> groups);
+
+  /// Whether `grant` could be committed now: its resources are free, its
+  /// node's group is held by no one, and, if it holds the group, no other
+  /// job is in it.
+  [[nodiscard]] bool Admits(const NodeGrant& grant) const;
 
   /// Takes the grants out of the free resources. Check-fails when a grant
   /// takes more than is free: that would allocate something twice.
@@ -118,11 +135,16 @@ class NodePool {
     std::vector<NodeCapacity> capacity;
     std::vector<std::string> feature_names;
     std::vector<Partition> partitions;
+    std::vector<topology::GroupId> group_of;  ///< by node
   };
+  void CountIdleChange(NodeId node, bool was_idle, bool holds_group, int direction);
   std::uint64_t capacity_id_ = 0;
   std::shared_ptr<Fixed> fixed_;
   std::vector<NodeFree> free_;
   std::vector<NodeCondition> condition_;
+  std::vector<int> group_busy_;   ///< by group: nodes with anything allocated
+  std::vector<int> group_holds_;  ///< by group: grants that hold it (--exclusive=topo)
+  int held_groups_ = 0;
 };
 
 /// The mask of the first `count` GPU indices.

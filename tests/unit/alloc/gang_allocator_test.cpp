@@ -282,6 +282,49 @@ TEST(GangAllocatorTest, LargerJobsUseWholeSegmentsInsideBlocks) {
   EXPECT_EQ(result.placement.leaves.size(), 1U);
 }
 
+TEST(GangAllocatorTest, ExclusiveTopoTakesOnlyBlocksNoOtherJobIsIn) {
+  Cluster cluster = testing::ClusterFromTopology(testing::ReadData("topologies/gb200-nvl72.conf"),
+                                                 config::DefaultNodeSpec(""));
+  Occupy(cluster, "gb001,gb019,gb037,gb055,gb073,gb091,gb109");  // one node of blocks 1-7
+  GangAllocator allocator(cluster.topology);
+  GangRequest topo = Nodes(4);
+  topo.exclusivity = Exclusivity::kTopo;
+  const PlacementResult placed = allocator.Place(topo, cluster.pool);
+  ASSERT_EQ(placed.outcome, Outcome::kPlaced) << placed.reason;
+  EXPECT_EQ(cluster.Names(placed.placement), "gb[127-130]");  // nvl72-8, the one idle block
+  for (const NodeGrant& g : placed.placement.grants) EXPECT_TRUE(g.holds_group);
+  cluster.pool.Commit(placed.placement.grants);
+  EXPECT_TRUE(
+      cluster.pool.GroupHeld(cluster.topology.GroupOf(*cluster.topology.FindNode("gb144"))));
+
+  // A second one finds no idle block, and says why.
+  const PlacementResult second = allocator.Place(topo, cluster.pool);
+  EXPECT_EQ(second.outcome, Outcome::kBusy);
+  EXPECT_NE(second.reason.find("--exclusive=topo counts only blocks with no other job in them"),
+            std::string::npos)
+      << second.reason;
+  // Nor may any other job use the 14 idle nodes of the held block.
+  GangRequest rest = Nodes(1);
+  rest.required_nodes = {*cluster.topology.FindNode("gb144")};
+  const PlacementResult closed = allocator.Place(rest, cluster.pool);
+  EXPECT_EQ(closed.outcome, Outcome::kBusy);
+  EXPECT_EQ(closed.reason,
+            "required node gb144 is in block nvl72-8, which another job holds whole "
+            "(--exclusive=topo)");
+  GangRequest small = Nodes(17);
+  const PlacementResult elsewhere = allocator.Place(small, cluster.pool);
+  ASSERT_EQ(elsewhere.outcome, Outcome::kPlaced) << elsewhere.reason;
+  for (const NodeGrant& g : elsewhere.placement.grants) {
+    EXPECT_NE(cluster.topology.BlockOf(g.node),
+              cluster.topology.BlockOf(placed.placement.grants[0].node));
+  }
+
+  // Released, the block is open again.
+  cluster.pool.Release(placed.placement.grants);
+  EXPECT_EQ(cluster.pool.HeldGroupCount(), 0);
+  EXPECT_EQ(allocator.Place(rest, cluster.pool).outcome, Outcome::kPlaced);
+}
+
 // The GB200 layout with BlockSizes: base blocks of 18, aggregates of 2 and 4.
 Cluster Gb200WithBlockSizes(std::string_view sizes) {
   return testing::ClusterFromTopology(

@@ -73,3 +73,42 @@ TEST(JobOptionTableTest, EveryEntrySaysWhatToDoOrWhyItIsHarmless) {
 
 }  // namespace
 }  // namespace cohort::cli
+
+namespace cohort::cli {
+namespace {
+
+// `--exclusive` as Slurm's getopt reads it: a mode only after `=`.
+JobOptions ParseExclusive(std::vector<std::string> words, std::string* script = nullptr) {
+  CLI::App app;
+  JobOptions options;
+  AddJobOptions(app, options, words);
+  std::string command;
+  app.add_option("script", command);
+  std::vector<std::string> reversed(words.rbegin(), words.rend());
+  app.parse(reversed);
+  if (script != nullptr) *script = command;
+  return options;
+}
+
+TEST(JobOptionTableTest, ExclusiveTakesAModeOnlyAfterAnEqualsSign) {
+  std::string script;
+  JobOptions whole = ParseExclusive({"--exclusive", "job.sh"}, &script);
+  EXPECT_TRUE(whole.exclusive);
+  EXPECT_FALSE(whole.exclusive_topo);
+  EXPECT_EQ(script, "job.sh");
+  JobOptions topo = ParseExclusive({"--exclusive=topo", "job.sh"});
+  EXPECT_TRUE(topo.exclusive);
+  EXPECT_TRUE(topo.exclusive_topo);
+  EXPECT_FALSE(ParseExclusive({"job.sh"}).exclusive);
+  try {
+    ParseExclusive({"--exclusive=user", "job.sh"});
+    ADD_FAILURE() << "--exclusive=user was taken";
+  } catch (const CLI::ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("--exclusive=user is not supported"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ParseExclusive({"--exclusive=blocks", "job.sh"}), CLI::ValidationError);
+}
+
+}  // namespace
+}  // namespace cohort::cli

@@ -313,7 +313,9 @@ class RandomEngine {
     if (Pick(4) == 0) r.launch = Pick(3) == 0 ? JobLaunch::kAllocation : JobLaunch::kBatchScript;
     if (Pick(6) == 0) r.partition = "high";
     if (Pick(8) == 0) r.qos = "urgent";
-    if (Pick(10) == 0) r.exclusivity = alloc::Exclusivity::kExclusive;
+    if (Pick(10) == 0) {
+      r.exclusivity = Pick(2) == 0 ? alloc::Exclusivity::kExclusive : alloc::Exclusivity::kTopo;
+    }
     if (Pick(12) == 0) r.switches = 1;
     if (Pick(10) == 0) {
       r.array.tasks = {0, 1, 2, 3};
