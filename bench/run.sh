@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs the standard benchmarks against the default build and prints medians:
-# gang placement, durable submissions and restart, a container's cost to a
+# gang placement, segments on the simulator, durable submissions and restart, a container's cost to a
 # step's start, and Cohort side by side
 # with Slurm 22.05 (installed by bench/peers/slurm/install.sh if missing).
 # Results and how to read them: docs/performance.md.
@@ -23,6 +23,8 @@ echo "== placement: one 64-node gang at 50% occupancy, whole and in segments (me
   --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/placement.json" --benchmark_out_format=json
 
+echo "== segments on the simulator: segment jobs on 32 NVLink blocks, none split, against first fit"
+bash bench/segment_sim.sh "$build" | tee "$out/segment_sim.txt"
 jobs=${BENCH_DURABILITY_JOBS:-20000}
 echo "== durability: durable submissions/s per backend and StateSync, restart and takeover with $jobs jobs"
 bash bench/durability.sh "$jobs" 4000 | tee "$out/durability.jsonl"

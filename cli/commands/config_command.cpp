@@ -15,6 +15,7 @@
 #include "commands/commands.h"
 #include "munge_credential.h"
 #include "tls_files.h"
+#include "transport/controller_client.h"
 
 namespace cohort::cli {
 
@@ -27,6 +28,8 @@ namespace {
 struct FileOptions {
   std::string config;
   std::string topology;
+  bool live = false;       ///< config check --live
+  std::string controller;  ///< with --live: --controller ADDR
 
   [[nodiscard]] ClusterPaths Paths() const {
     ClusterPaths paths;
@@ -128,6 +131,33 @@ void PrintSummary(const LoadedCluster& loaded) {
                                   config.state_dir, config.state_sync));
 }
 
+// `config check --live`: what the running controller's nodes report of
+// their NVLink fabric (NVML), against its blocks. False when they disagree.
+bool CheckLive(const ConnectionOptions& connection, int& exit_code) {
+  const int called = CallController(connection, [](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::GetTopologyResponse> live = client.GetTopology(v1::GetTopologyRequest());
+    if (!live.ok()) return live.status();
+    if (live->nvlink_contradictions().empty()) {
+      std::cout << fmt::format(
+          "nvlink     {} node{} of the running controller report NVLink domains{}\n",
+          live->nvlink_reporting(), live->nvlink_reporting() == 1 ? "" : "s",
+          live->nvlink_reporting() == 0 ? " (no NVIDIA fabric, or no node registered yet)"
+                                        : "; they agree with the blocks");
+      return absl::OkStatus();
+    }
+    for (const std::string& sentence : live->nvlink_contradictions()) {
+      std::cerr << "error: nvlink: " << sentence << '\n';
+    }
+    return absl::FailedPreconditionError(fmt::format(
+        "the NVLink domains {} nodes report disagree with the running controller's blocks in {} "
+        "place{}; fix the BlockName lines (or topology.yaml's blocks) and reconfigure",
+        live->nvlink_reporting(), live->nvlink_contradictions_size(),
+        live->nvlink_contradictions_size() == 1 ? "" : "s"));
+  });
+  if (called != 0) exit_code = called;
+  return called == 0;
+}
+
 // How callers prove who they are and whether TLS is on; the TLS files are
 // read and checked as the controller will. False after printing errors.
 bool CheckSecurity(const config::ClusterConfig& config) {
@@ -183,12 +213,25 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
       "check",
       "validate cohort.conf and topology.conf and summarise the cluster; exit 1 on errors");
   AddFileOptions(*check, *options);
+  check->add_flag("--live", options->live,
+                  "also ask the running controller whether the NVLink domains its nodes report "
+                  "(NVML) agree with its blocks; exit 1 where they do not");
+  check
+      ->add_option("--controller", options->controller,
+                   "with --live: the controller (default: $COHORT_CONTROLLER, else the config's)")
+      ->type_name("ADDR");
   check->callback([options, &exit_code] {
+    if (options->live && options->config.empty() && options->topology.empty()) {
+      CheckLive({options->controller, ""}, exit_code);
+      return;
+    }
     const std::optional<LoadedCluster> loaded =
-        Load(*options, "config check needs -c cohort.conf, -t topology.conf, or both", exit_code);
+        Load(*options, "config check needs -c cohort.conf, -t topology.conf, both, or --live",
+             exit_code);
     if (!loaded) return;
     PrintSummary(*loaded);
     if (!loaded->config_path.empty() && !CheckSecurity(loaded->config)) exit_code = 1;
+    if (options->live) CheckLive({options->controller, options->config}, exit_code);
   });
 }
 

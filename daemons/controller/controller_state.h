@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "agents/nvlink_domains.h"
 #include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "store/wire.h"
@@ -33,6 +34,9 @@ struct ControllerState {
   NodeKinds node_kinds{config};  ///< for checking bindings at submission
   std::unique_ptr<topology::Topology> topology;
   Engine engine;
+  /// The NVLink domains nodes report at registration (AgentHub records
+  /// them; GetTopology tells `cohort config check --live` what disagrees).
+  NvlinkDomains nvlink_domains;
   std::unordered_map<JobId, v1::JobSpec> specs;  ///< as submitted, without the environment
   std::unordered_map<JobId, v1::JobSpec> envs;   ///< environments, until the job ends
   /// Where each rank of a running job runs, as its agents reported.

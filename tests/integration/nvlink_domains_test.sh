@@ -41,6 +41,13 @@ else
 fi
 
 # node02's fabric mended: it registers again and nothing is said.
+live=$(cohort config check --live 2>&1) && fail "config check --live passed a split block: $live"
+grep -q "^error: nvlink: node0. and node0. are in block rack1 of topology.conf but report different NVLink domains" <<<"$live" ||
+  fail "config check --live did not name the split block: $live"
+grep -q "disagree with the running controller's blocks in 1 place; fix the BlockName lines" <<<"$live" ||
+  fail "config check --live gave no fix: $live"
+pass "cohort config check --live names the split block and exits 1"
+
 kill "$b"; wait "$b" 2>/dev/null
 printf '%s 1\n%s 1\n' "$uuid" "$uuid" >"$WORK/fabric-02"
 before=$(grep -c nvlink_domain_mismatch "$WORK/controller.log")
@@ -49,5 +56,9 @@ registered_again() { [ "$(grep -c 'agent_registered node=node02' "$WORK/controll
 wait_until 30 registered_again || fail "node02 did not register again"
 [ "$(grep -c nvlink_domain_mismatch "$WORK/controller.log")" = "$before" ] ||
   fail "a mended block still warns: $(grep nvlink_domain_mismatch "$WORK/controller.log" | tail -1)"
-pass "nodes of one block reporting one NVLink domain draw no warning"
+live=$(cohort config check -c "$WORK/cohort.conf" --live 2>&1) ||
+  fail "config check --live failed on a mended block: $live"
+grep -q "^nvlink     2 nodes of the running controller report NVLink domains; they agree with the blocks" <<<"$live" ||
+  fail "config check --live on a mended block: $live"
+pass "nodes of one block reporting one NVLink domain draw no warning, and config check --live agrees"
 finish_test

@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--users", gen.users, "with --generate: number of users")->capture_default_str();
   app.add_option("--partition", gen.partition, "with --generate: partition of every job");
+  app.add_option("--segment", gen.segment,
+                 "with --generate: gangs of at least S nodes in segments of S (NVLink blocks)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

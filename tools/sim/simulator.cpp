@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <queue>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
+#include "cohort/alloc/reservation_timeline.h"
 #include "cohort/engine/engine.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/text/slurm_time.h"
@@ -83,6 +85,8 @@ class Replay {
   void Launched(const LaunchCommand& launch, Millis now);
   void PrepareOptimum();
   [[nodiscard]] std::pair<int, int> Optimum(int nodes) const;
+  void CountSplitSegments(const Job& job, JobOutcome& outcome) const;
+  [[nodiscard]] int SplitSegments(std::span<const NodeId> nodes, int segment) const;
 
   const topology::Topology& topology_;
   const alloc::NodePool& pool_;
@@ -116,6 +120,48 @@ std::pair<int, int> Replay::Optimum(int nodes) const {
     if (size >= nodes) level = std::min(level, switch_level);
   }
   return {std::max(leaves, 1), level};
+}
+
+int Replay::SplitSegments(std::span<const NodeId> nodes, int segment) const {
+  int split = 0;
+  for (std::size_t first = 0; first + static_cast<std::size_t>(segment) <= nodes.size();
+       first += static_cast<std::size_t>(segment)) {
+    const topology::GroupId group = topology_.GroupOf(nodes[first]);
+    for (int i = 1; i < segment; ++i) {
+      if (topology_.GroupOf(nodes[first + static_cast<std::size_t>(i)]) != group) {
+        ++split;
+        break;
+      }
+    }
+  }
+  return split;
+}
+
+// The placement's split segments, and first fit's on the same free nodes:
+// the first nodes of the node table (Slurm's order without a topology
+// plugin) that could each take one node of the gang.
+void Replay::CountSplitSegments(const Job& job, JobOutcome& outcome) const {
+  const int segment = outcome.segment;
+  std::vector<NodeId> placed;
+  for (const alloc::NodeGrant& g : job.run.placement.grants) placed.push_back(g.node);
+  outcome.split_segments = SplitSegments(placed, segment);
+  const alloc::NodePool& pool = engine_.Pool();
+  std::vector<NodeId> first_fit;
+  for (NodeId n = 0; n < pool.NodeCount() && std::cmp_less(first_fit.size(), placed.size()); ++n) {
+    if (pool.Condition(n) != alloc::NodeCondition::kUp) continue;
+    if (job.gang.partition && pool.GetPartition(*job.gang.partition).contains[n] == 0) continue;
+    alloc::NodeFree free = pool.Free(n);
+    for (const alloc::NodeGrant& g : job.run.placement.grants) {
+      if (g.node != n) continue;
+      free.cpus += g.cpus;
+      free.memory_mb += g.memory_mb;
+      free.gpus |= g.gpus;
+    }
+    if (MayFitOneNode(job.gang, pool.Capacity(n), free)) first_fit.push_back(n);
+  }
+  if (first_fit.size() == placed.size()) {
+    outcome.first_fit_split_segments = SplitSegments(first_fit, segment);
+  }
 }
 
 void Replay::PrepareOptimum() {
@@ -227,6 +273,7 @@ void Replay::Observe(JobId id) {
     outcome.start = std::chrono::duration_cast<std::chrono::seconds>(job->run.start_time - kEpoch);
     outcome.leaves = static_cast<int>(job->run.placement.leaves.size());
     outcome.level = job->run.placement.level;
+    if (outcome.segment > 0) CountSplitSegments(*job, outcome);
   }
   if (IsFinished(job->state) && outcome.end.count() < 0) {
     outcome.end = std::chrono::duration_cast<std::chrono::seconds>(job->run.end_time - kEpoch);
@@ -255,6 +302,7 @@ absl::StatusOr<SimReport> Replay::Run() {
     outcome.nodes = job.nodes;
     outcome.gpus = job.nodes * job.gpus_per_node;
     std::tie(outcome.optimal_leaves, outcome.optimal_level) = Optimum(job.nodes);
+    outcome.segment = job.segment;
     uid_of_[i] =
         uids.try_emplace(job.user, 1000 + static_cast<std::uint32_t>(uids.size())).first->second;
   }
@@ -341,6 +389,8 @@ absl::StatusOr<SimReport> Replay::Run() {
   double first_submit = -1;
   double last_end = 0;
   std::size_t optimal = 0;
+  std::size_t segments_whole = 0;
+  std::size_t first_fit_whole = 0;
   double leaves_sum = 0;
   double levels_sum = 0;
   for (std::size_t i = 0; i < outcomes_.size(); ++i) {
@@ -364,6 +414,14 @@ absl::StatusOr<SimReport> Replay::Run() {
       report.requeues += static_cast<std::size_t>(o.attempts - 1);
     }
     if (o.start.count() < 0) continue;
+    if (o.split_segments >= 0) {
+      ++report.segment_jobs;
+      if (o.split_segments == 0) ++segments_whole;
+      if (o.first_fit_split_segments >= 0) {
+        ++report.first_fit_compared;
+        if (o.first_fit_split_segments == 0) ++first_fit_whole;
+      }
+    }
     const double wait = static_cast<double>((o.start - o.submit).count());
     const double run = static_cast<double>((o.end - o.start).count());
     waits.push_back(wait);
@@ -402,6 +460,14 @@ absl::StatusOr<SimReport> Replay::Run() {
     report.levels_mean = levels_sum / n;
     report.optimal_share = static_cast<double>(optimal) / n;
   }
+  if (report.segment_jobs > 0) {
+    report.segment_whole_share =
+        static_cast<double>(segments_whole) / static_cast<double>(report.segment_jobs);
+  }
+  if (report.first_fit_compared > 0) {
+    report.first_fit_whole_share =
+        static_cast<double>(first_fit_whole) / static_cast<double>(report.first_fit_compared);
+  }
   report.scheduling_passes = passes_;
   report.outcomes = std::move(outcomes_);
   report.wall_seconds =
@@ -439,6 +505,7 @@ JobRequest ToRequest(const TraceJob& job, std::uint32_t uid, std::size_t index) 
   request.gpus_per_node = job.gpus_per_node;
   request.time_limit = job.time_limit;
   request.qos = job.qos;
+  request.segment = job.segment;
   return request;
 }
 
@@ -482,6 +549,13 @@ std::string FormatReport(const SimReport& r) {
   std::string levels;
   for (const auto& [k, n] : r.level_histogram) levels += fmt::format("  {}:{}", k, Count(n));
   out += fmt::format("  by switch level   {}\n", levels.empty() ? " -" : levels);
+  if (r.segment_jobs > 0) {
+    out += fmt::format(
+        "segment jobs         {}: no segment split across blocks {:.1f} %; first fit on the same "
+        "free nodes {:.1f} % (of {})\n",
+        Count(r.segment_jobs), 100.0 * r.segment_whole_share, 100.0 * r.first_fit_whole_share,
+        Count(r.first_fit_compared));
+  }
   if (!r.qos.empty()) {
     std::string qos;
     for (const auto& [name, n] : r.qos)
@@ -522,6 +596,10 @@ std::string ReportJson(const SimReport& r, bool with_jobs) {
   placement["leaves_max"] = r.leaves_max;
   placement["levels_mean"] = r.levels_mean;
   placement["optimal_share"] = r.optimal_share;
+  placement["segment_jobs"] = r.segment_jobs;
+  placement["segment_whole_share"] = r.segment_whole_share;
+  placement["first_fit_compared"] = r.first_fit_compared;
+  placement["first_fit_whole_share"] = r.first_fit_whole_share;
   nlohmann::json leaves = nlohmann::json::object();
   for (const auto& [k, n] : r.leaves_histogram) leaves[std::to_string(k)] = n;
   nlohmann::json levels = nlohmann::json::object();
@@ -547,7 +625,10 @@ std::string ReportJson(const SimReport& r, bool with_jobs) {
                       {"leaves", o.leaves},
                       {"level", o.level},
                       {"optimal_leaves", o.optimal_leaves},
-                      {"optimal_level", o.optimal_level}});
+                      {"optimal_level", o.optimal_level},
+                      {"segment", o.segment},
+                      {"split_segments", o.split_segments},
+                      {"first_fit_split_segments", o.first_fit_split_segments}});
     }
     j["jobs_detail"] = jobs;
   }

@@ -44,6 +44,15 @@ struct JobOutcome {
   int level = 0;           ///< level of the lowest switch above the gang
   int optimal_leaves = 0;  ///< fewest leaves that can hold a job of its size here
   int optimal_level = 0;   ///< lowest level whose switch can hold it
+  int segment = 0;         ///< --segment=S of the trace; 0: none
+  /// Of its first placement's segments (S consecutive node ranks), those
+  /// whose nodes lie in more than one block (or leaf, for nodes in none);
+  /// -1: not started or no segment.
+  int split_segments = -1;
+  /// The same count had first fit placed it instead: the first N nodes in
+  /// the node table that could take one node of the gang, on the pool just
+  /// after its start with its own nodes given back; -1: not comparable.
+  int first_fit_split_segments = -1;
 };
 
 /// A run's figures. Times are virtual except `wall_seconds`.
@@ -69,6 +78,13 @@ struct SimReport {
   std::map<int, std::size_t> leaves_histogram;  ///< multi-node jobs by leaves spanned
   std::map<int, std::size_t> level_histogram;
   double optimal_share = 0;  ///< multi-node jobs placed on the fewest leaves possible
+  /// Jobs with --segment that started, and the share of them none of whose
+  /// segments split a block: as placed, and as first fit would have on the
+  /// same free nodes (over those where first fit had enough nodes).
+  std::size_t segment_jobs = 0;
+  double segment_whole_share = 0;
+  std::size_t first_fit_compared = 0;
+  double first_fit_whole_share = 0;
   std::size_t scheduling_passes = 0;
   std::size_t invariant_checks = 0;
   double wall_seconds = 0;

@@ -13,10 +13,22 @@
 namespace cohort::sim {
 namespace {
 
-enum Column { kSubmit, kUser, kAccount, kPartition, kNodes, kGpus, kRuntime, kLimit, kQos, kCount };
+enum Column {
+  kSubmit,
+  kUser,
+  kAccount,
+  kPartition,
+  kNodes,
+  kGpus,
+  kRuntime,
+  kLimit,
+  kQos,
+  kSegment,
+  kCount
+};
 constexpr std::array<std::string_view, kCount> kNames = {
     "submit_time",   "user",    "account",    "partition", "nodes",
-    "gpus_per_node", "runtime", "time_limit", "qos"};
+    "gpus_per_node", "runtime", "time_limit", "qos",       "segment"};
 
 std::vector<std::string_view> SplitFields(std::string_view line) {
   std::vector<std::string_view> fields;
@@ -151,6 +163,15 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view text, std::str
     job.account = std::string(field(kAccount));
     job.partition = std::string(field(kPartition));
     job.qos = std::string(field(kQos));
+    if (!field(kSegment).empty()) {
+      const std::optional<std::int64_t> segment = ParseInteger(field(kSegment));
+      if (!segment || *segment < 1 || job.nodes % *segment != 0) {
+        return invalid("segment", fmt::format("\"{}\" is not a segment size that divides the job's "
+                                              "{} nodes; write one, or leave it empty for none",
+                                              field(kSegment), job.nodes));
+      }
+      job.segment = static_cast<int>(*segment);
+    }
     jobs.push_back(std::move(job));
   }
   if (!have_header) {
@@ -161,14 +182,18 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view text, std::str
 }
 
 std::string FormatTrace(const std::vector<TraceJob>& jobs) {
-  std::string out = fmt::format("{}\n", kTraceHeader);
+  const bool segments =
+      std::any_of(jobs.begin(), jobs.end(), [](const TraceJob& job) { return job.segment > 0; });
+  std::string out = fmt::format("{}{}\n", kTraceHeader, segments ? ",segment" : "");
   for (const TraceJob& job : jobs) {
     const std::string limit = job.time_limit == kUnlimited
                                   ? std::string("UNLIMITED")
                                   : fmt::format("{}", job.time_limit.count());
-    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", job.submit_time.count(), job.user,
-                       job.account, job.partition, job.nodes, job.gpus_per_node,
-                       job.runtime.count(), limit, job.qos);
+    out += fmt::format("{},{},{},{},{},{},{},{},{}", job.submit_time.count(), job.user, job.account,
+                       job.partition, job.nodes, job.gpus_per_node, job.runtime.count(), limit,
+                       job.qos);
+    if (segments) out += job.segment > 0 ? fmt::format(",{}", job.segment) : ",";
+    out += '\n';
   }
   return out;
 }

@@ -27,6 +27,7 @@ struct TraceJob {
   std::chrono::seconds time_limit{0};  ///< 0: the partition's default; kUnlimited: none
   /// Parsed and reported; not applied until JobRequest carries a QOS.
   std::string qos;
+  int segment = 0;  ///< --segment=S: the gang in pieces of S nodes, each in one block; 0: none
 };
 
 /// The columns every trace has, in the order FormatTrace writes them.
@@ -34,7 +35,8 @@ inline constexpr std::string_view kTraceHeader =
     "submit_time,user,account,partition,nodes,gpus_per_node,runtime,time_limit,qos";
 
 /// Parses a trace: a header line naming the columns (any order; the nine
-/// of kTraceHeader, qos and partition optional, unknown ones refused so that
+/// of kTraceHeader and `segment`, qos, partition and segment optional,
+/// unknown ones refused so that
 /// a misspelt column is not ignored), then one job a line. Blank lines and
 /// lines starting with '#' are skipped. Times are seconds; time_limit also
 /// takes Slurm's forms (`90`, `1:30:00`, `2-00:00:00`, `UNLIMITED`; a plain
@@ -43,7 +45,8 @@ inline constexpr std::string_view kTraceHeader =
 [[nodiscard]] absl::StatusOr<std::vector<TraceJob>> ParseTrace(std::string_view text,
                                                                std::string_view file);
 
-/// Writes jobs in the format ParseTrace reads, header first.
+/// Writes jobs in the format ParseTrace reads, header first; a `segment`
+/// column only when a job has one.
 [[nodiscard]] std::string FormatTrace(const std::vector<TraceJob>& jobs);
 
 }  // namespace cohort::sim

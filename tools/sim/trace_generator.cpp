@@ -59,6 +59,14 @@ class Drawer {
     return fmt::format("user{:02}", pretrain + finetune + UniformInt(0, sweep - 1));
   }
 
+  // --segment S: a gang of at least S nodes in whole segments of S.
+  void Segment(TraceJob& job) const {
+    const int s = options_.segment;
+    if (s <= 0 || job.nodes < s || options_.cluster_nodes < s) return;
+    job.nodes = std::min((job.nodes + s - 1) / s, options_.cluster_nodes / s) * s;
+    job.segment = s;
+  }
+
   /// One arrival of a kind: a job, or a swarm of sweep jobs, from `at`.
   void Arrival(Kind kind, std::int64_t at, std::vector<TraceJob>& out) {
     const int gpus = options_.gpus_per_node;
@@ -75,6 +83,7 @@ class Drawer {
         const std::int64_t runtime = LogNormal(18.0 * kHour, 0.6, 2 * kHour, 6 * kDay);
         job.runtime = seconds(runtime);
         job.time_limit = seconds(std::min(RoundUp(runtime * 13 / 10, kDay), 7 * kDay));
+        Segment(job);
         out.push_back(job);
         return;
       }
@@ -87,6 +96,7 @@ class Drawer {
         job.runtime = seconds(runtime);
         job.time_limit = UniformInt(1, 20) == 1 ? seconds(runtime * 8 / 10)
                                                 : seconds(RoundUp(runtime * 3 / 2, kHour));
+        Segment(job);
         out.push_back(job);
         return;
       }
@@ -127,10 +137,11 @@ double GpuSeconds(const std::vector<TraceJob>& jobs) {
 
 absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& options) {
   if (options.cluster_nodes < 1 || options.gpus_per_node < 0 || options.duration.count() < 1 ||
-      options.users < 1) {
+      options.segment < 0 || options.users < 1) {
     return absl::InvalidArgumentError(
         "trace generator: nodes, duration and users must be positive and GPUs per node 0 or "
-        "more; pass --cluster-nodes, --days (or --hours), --users, --gpus-per-node");
+        "more; pass --cluster-nodes, --days (or --hours), --users, --gpus-per-node, and a "
+        "--segment of 0 or more");
   }
   if (!(options.load > 0 && options.load <= 10)) {
     return absl::InvalidArgumentError(fmt::format(

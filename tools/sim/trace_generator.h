@@ -26,6 +26,10 @@ struct GeneratorOptions {
   double sweep_share = 0.05;
   int users = 24;         ///< spread over the three accounts: 1/6, 1/3, 1/2
   std::string partition;  ///< written into every job; empty: the default
+  /// With S > 0: gangs of at least S nodes are rounded up to a multiple of S
+  /// (down where that would pass the cluster) and ask for --segment=S, as
+  /// jobs on NVLink blocks of S nodes do; smaller ones are left as they are.
+  int segment = 0;
 };
 
 /// Draws a trace: jobs of three kinds arriving as Poisson processes whose

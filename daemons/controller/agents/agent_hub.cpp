@@ -361,7 +361,7 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
     domain.clear();
   }
   for (const std::string& contradiction :
-       nvlink_domains_.Report(*state_.topology, message.node_name(), domain)) {
+       state_.nvlink_domains.Report(*state_.topology, message.node_name(), domain)) {
     Log("controller")
         ->warn("nvlink_domain_mismatch node={} {:?}", message.node_name(), contradiction);
   }

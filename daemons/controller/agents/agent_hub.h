@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "agents/nvlink_domains.h"
 #include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "controller_state.h"
@@ -109,7 +108,6 @@ class AgentHub {
   StoreReader& reader_;
   EffectSink& sink_;
   Options options_;
-  NvlinkDomains nvlink_domains_;  ///< what nodes report of their NVLink fabric
   std::map<NodeId, AgentLink*> links_;
   std::unordered_map<AgentLink*, NodeId> link_nodes_;
   std::unordered_map<NodeId, Millis> last_heard_;  ///< each node's stream, last message

@@ -23,7 +23,7 @@ topology::BlockId BlockOf(const topology::Topology& topology, const std::string&
 // Only the node's block and its domain's nodes are looked at: a few dozen
 // nodes, however large the cluster.
 std::vector<std::string> NvlinkDomains::Check(const topology::Topology& topology,
-                                              const std::string& node) const {
+                                              const std::string& node, bool later_only) const {
   std::vector<std::string> found;
   const auto mine = domain_of_.find(node);
   if (mine == domain_of_.end()) return found;
@@ -32,7 +32,10 @@ std::vector<std::string> NvlinkDomains::Check(const topology::Topology& topology
     for (const topology::NodeId id : topology.Blocks()[block].nodes) {
       const std::string& other = topology.NodeName(id);
       const auto theirs = domain_of_.find(other);
-      if (other == node || theirs == domain_of_.end() || theirs->second == mine->second) continue;
+      if (other == node || (later_only && other < node) || theirs == domain_of_.end() ||
+          theirs->second == mine->second) {
+        continue;
+      }
       found.push_back(fmt::format(
           "{} and {} are in {} of topology.conf but report different NVLink domains ({} and "
           "{}); fix the BlockName line",
@@ -42,7 +45,10 @@ std::vector<std::string> NvlinkDomains::Check(const topology::Topology& topology
   }
   for (const std::string& other : nodes_of_.at(mine->second)) {
     const topology::BlockId theirs = BlockOf(topology, other);
-    if (other == node || (block != topology::kNone && theirs == block)) continue;
+    if (other == node || (later_only && other < node) ||
+        (block != topology::kNone && theirs == block)) {
+      continue;
+    }
     found.push_back(fmt::format(
         "{} and {} report one NVLink domain ({}) but topology.conf puts them in {} and {}; put "
         "them in one BlockName line",
@@ -61,13 +67,14 @@ std::vector<std::string> NvlinkDomains::Report(const topology::Topology& topolog
   if (domain.empty()) return {};
   domain_of_[node] = domain;
   nodes_of_[domain].insert(node);
-  return Check(topology, node);
+  return Check(topology, node, false);
 }
 
 std::vector<std::string> NvlinkDomains::Contradictions(const topology::Topology& topology) const {
   std::vector<std::string> all;
   for (const auto& [node, domain] : domain_of_) {
-    for (std::string& found : Check(topology, node)) all.push_back(std::move(found));
+    // Each pair once: from the node that sorts first.
+    for (std::string& found : Check(topology, node, true)) all.push_back(std::move(found));
   }
   return all;
 }

@@ -22,12 +22,17 @@ class NvlinkDomains {
   [[nodiscard]] std::vector<std::string> Report(const topology::Topology& topology,
                                                 const std::string& node, const std::string& domain);
 
-  /// Every contradiction among the nodes heard so far.
+  /// Every contradiction among the nodes heard so far, each pair of nodes
+  /// once.
   [[nodiscard]] std::vector<std::string> Contradictions(const topology::Topology& topology) const;
+  /// How many nodes have reported a domain.
+  [[nodiscard]] std::size_t ReportedCount() const { return domain_of_.size(); }
 
  private:
+  /// What contradicts `topology` about `node`; with `later_only`, only
+  /// against nodes whose names sort after its own.
   [[nodiscard]] std::vector<std::string> Check(const topology::Topology& topology,
-                                               const std::string& node) const;
+                                               const std::string& node, bool later_only) const;
 
   std::map<std::string, std::string> domain_of_;           ///< by node name
   std::map<std::string, std::set<std::string>> nodes_of_;  ///< by domain

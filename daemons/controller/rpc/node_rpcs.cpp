@@ -2,6 +2,9 @@
 #include "rpc/node_rpcs.h"
 
 #include <bit>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -9,6 +12,12 @@
 #include "controller_log.h"
 
 namespace cohort::controller {
+namespace {
+
+// Sentences of NVLink disagreement one GetTopology answer carries.
+constexpr int kMaxContradictions = 100;
+
+}  // namespace
 
 absl::StatusOr<std::vector<NodeId>> NodeRpcs::Resolve(const std::string& hostlist) const {
   absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(hostlist);
@@ -196,6 +205,13 @@ void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& 
   }
   for (const topology::SwitchId r : topology.Roots())
     response.add_roots(topology.GetSwitch(r).name);
+  response.set_nvlink_reporting(static_cast<int>(state_.nvlink_domains.ReportedCount()));
+  const std::vector<std::string> found = state_.nvlink_domains.Contradictions(topology);
+  const std::set<std::string> contradictions(found.begin(), found.end());
+  for (const std::string& sentence : contradictions) {
+    if (response.nvlink_contradictions_size() == kMaxContradictions) break;
+    response.add_nvlink_contradictions(sentence);
+  }
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetTopologyResponse>(std::move(response)));
 }
 

@@ -178,13 +178,84 @@ TEST(TraceGeneratorTest, SameSeedSameTraceWithEveryKind) {
   EXPECT_FALSE(GenerateTrace(options).ok());
 }
 
+// A shipped cluster: traces/NAME.conf over topologies/NAME.conf.
+shell::LoadedCluster LoadShipped(const std::string& name) {
+  shell::ClusterPaths paths;
+  paths.config = testing::DataPath("traces/" + name + ".conf");
+  paths.topology = testing::DataPath("topologies/" + name + ".conf");
+  return shell::LoadCluster(paths);
+}
+
+// --segment on the GB200 layout (8 blocks of 18): Cohort keeps each segment
+// in a block; first fit, on the same free nodes, takes them in node order.
+TEST(SegmentTraceTest, SegmentsStayInBlocksWhereFirstFitWouldSplitThem) {
+  const shell::LoadedCluster cluster = LoadShipped("gb200-nvl72");
+  ASSERT_FALSE(cluster.diagnostics.HasErrors()) << cluster.diagnostics.Format();
+  const std::string text =
+      "submit_time,user,account,nodes,gpus_per_node,runtime,time_limit,segment\n"
+      "0,alice,ml,9,4,1000,2000,\n"
+      "1,bob,ml,36,4,100,2000,18\n";
+  absl::StatusOr<std::vector<TraceJob>> trace = ParseTrace(text, "segments.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ((*trace)[1].segment, 18);
+  EXPECT_NE(FormatTrace(*trace).find(",segment\n"), std::string::npos);
+  SimOptions options;
+  options.check_invariants = true;
+  absl::StatusOr<SimReport> report =
+      Simulate(cluster.config, cluster.topology, *cluster.pool, *trace, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const JobOutcome& job = report->outcomes[1];
+  EXPECT_EQ(job.start, seconds(1));
+  EXPECT_EQ(job.split_segments, 0);
+  // First fit: gb[010-027] and gb[028-045], each across two racks.
+  EXPECT_EQ(job.first_fit_split_segments, 2);
+  EXPECT_EQ(report->segment_jobs, 1U);
+  EXPECT_DOUBLE_EQ(report->segment_whole_share, 1.0);
+  EXPECT_DOUBLE_EQ(report->first_fit_whole_share, 0.0);
+  EXPECT_NE(FormatReport(*report).find("segment jobs         1: no segment split across blocks "
+                                       "100.0 %; first fit on the same free nodes 0.0 % (of 1)"),
+            std::string::npos)
+      << FormatReport(*report);
+
+  const absl::StatusOr<std::vector<TraceJob>> bad = ParseTrace(
+      "submit_time,user,account,nodes,gpus_per_node,runtime,time_limit,segment\n"
+      "0,alice,ml,20,4,10,20,18\n",
+      "bad.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.csv:2: segment: \"18\" is not a segment size that "
+                                        "divides the job's 20 nodes"),
+            std::string_view::npos)
+      << bad.status().message();
+}
+
+TEST(TraceGeneratorTest, SegmentRoundsGangsToWholeSegments) {
+  GeneratorOptions options;
+  options.duration = seconds(2 * 86400);
+  options.cluster_nodes = 144;
+  options.gpus_per_node = 4;
+  options.segment = 18;
+  absl::StatusOr<std::vector<TraceJob>> trace = GenerateTrace(options);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  int segmented = 0;
+  for (const TraceJob& job : *trace) {
+    EXPECT_LE(job.nodes, 144);
+    if (job.nodes >= 18) {
+      EXPECT_EQ(job.segment, 18);
+      EXPECT_EQ(job.nodes % 18, 0) << job.nodes;
+      ++segmented;
+    } else {
+      EXPECT_EQ(job.segment, 0);
+    }
+  }
+  EXPECT_GT(segmented, 0);
+  options.segment = -1;
+  EXPECT_FALSE(GenerateTrace(options).ok());
+}
+
 // The shipped example trace on the shipped 1,024-node cluster: every job
 // ends, the figures are sane and the invariants hold throughout.
 TEST(ExampleTraceTest, ReplaysToTheEnd) {
-  shell::ClusterPaths paths;
-  paths.config = testing::DataPath("traces/fat-tree-1024.conf");
-  paths.topology = testing::DataPath("topologies/fat-tree-1024.conf");
-  shell::LoadedCluster cluster = shell::LoadCluster(paths);
+  const shell::LoadedCluster cluster = LoadShipped("fat-tree-1024");
   ASSERT_FALSE(cluster.diagnostics.HasErrors()) << cluster.diagnostics.Format();
   ASSERT_TRUE(cluster.pool.has_value());
   absl::StatusOr<std::vector<TraceJob>> trace =
