@@ -105,6 +105,10 @@ absl::StatusOr<std::unique_ptr<MpiWireUp>> MpiWireUp::Start(const std::string& f
     for (RankLaunch& rank : file.ranks) SetEnvironment(rank, (*pmi)->Environment(rank.rank));
     const std::lock_guard lock(wireup->mutex_);
     wireup->pmi_ = *std::move(pmi);
+    for (auto& [request, reply] : std::exchange(wireup->early_, {})) {
+      reply(
+          absl::FailedPreconditionError("this node's step runs PMI-2, which has no direct modex"));
+    }
     return wireup;
   }
   PmixStep step;
@@ -135,6 +139,9 @@ absl::StatusOr<std::unique_ptr<MpiWireUp>> MpiWireUp::Start(const std::string& f
   }
   const std::lock_guard lock(wireup->mutex_);
   wireup->pmix_ = *std::move(pmix);
+  for (auto& [request, reply] : std::exchange(wireup->early_, {})) {
+    wireup->pmix_->AnswerModex(request, std::move(reply));
+  }
   return wireup;
 }
 
@@ -169,11 +176,15 @@ void MpiWireUp::Deliver(int fence, absl::StatusOr<std::string> parts) {
 // Another node's stepd asks for a rank's data (PMIx's direct modex).
 void MpiWireUp::Answer(std::string_view request, FenceTree::Reply reply) {
   const std::lock_guard lock(mutex_);
-  if (!pmix_) {
-    reply(absl::FailedPreconditionError("this node's PMIx server is not running"));
-    return;
+  if (pmix_) {
+    pmix_->AnswerModex(request, std::move(reply));
+  } else if (pmi_) {
+    reply(absl::FailedPreconditionError("this node's step runs PMI-2, which has no direct modex"));
+  } else {
+    // The others learn this node's tree address before its server has
+    // registered the step: a fast rank elsewhere may ask already.
+    early_.emplace_back(std::string(request), std::move(reply));
   }
-  pmix_->AnswerModex(request, std::move(reply));
 }
 
 }  // namespace cohort::step

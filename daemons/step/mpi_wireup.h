@@ -6,6 +6,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "fence_tree.h"
@@ -55,6 +57,9 @@ class MpiWireUp {
   std::mutex mutex_;    ///< the servers, as the tree's thread reaches them
   std::unique_ptr<PmixHost> pmix_;
   std::unique_ptr<PmiHost> pmi_;
+  /// Direct-modex questions that came before this node's PMIx server was up
+  /// (the other nodes learn its address first): answered once it is.
+  std::vector<std::pair<std::string, FenceTree::Reply>> early_;
   std::unique_ptr<FenceTree> tree_;  ///< last: stopped first, before the servers go
 };
 
