@@ -37,6 +37,10 @@ absl::StatusOr<std::string> ReadAuthKey(const std::string& path) {
   return key;
 }
 
+std::string NvlinkBlocksPath(const config::ClusterConfig& config) {
+  return (std::filesystem::path(config.state_dir) / "nvlink-blocks.conf").string();
+}
+
 LoadedCluster LoadCluster(const ClusterPaths& paths) {
   LoadedCluster loaded;
   std::vector<std::string> node_names;
@@ -78,13 +82,38 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
     }
   }
 
+  // TopologyBlocks=auto: the blocks the nodes reported, as the controller
+  // wrote them; none yet before the first report.
+  std::optional<topology::ReportedBlocks> reported;
+  if (paths.state_dir) loaded.config.state_dir = *paths.state_dir;
+  if (paths.config && loaded.config.topology_blocks == "auto") {
+    reported.emplace();
+    reported->file = NvlinkBlocksPath(loaded.config);
+    if (std::filesystem::exists(reported->file)) {
+      absl::StatusOr<std::string> text = ReadFile(reported->file);
+      if (text.ok()) {
+        reported->text = *std::move(text);
+      } else {
+        loaded.diagnostics.Warning({reported->file, 0, 0}, std::string(text.status().message()),
+                                   "the blocks are empty until the controller can write it");
+      }
+    }
+  }
+  const topology::ReportedBlocks* blocks = reported ? &*reported : nullptr;
+
   if (loaded.topology_path.empty()) {
     if (!paths.config) {
       loaded.diagnostics.Error({}, "no configuration given",
                                "pass -c cohort.conf, -t topology.conf, or both");
       return loaded;
     }
-    loaded.topology = topology::FlatTopology(node_names);
+    if (blocks != nullptr) {
+      topology::TopologyResult built = topology::BuildTopology("", "", node_names, source, blocks);
+      loaded.diagnostics.Append(built.diagnostics);
+      loaded.topology = std::move(built.topology);
+    } else {
+      loaded.topology = topology::FlatTopology(node_names);
+    }
   } else {
     absl::StatusOr<std::string> text = ReadFile(loaded.topology_path);
     if (!text.ok()) {
@@ -93,7 +122,7 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
       return loaded;
     }
     topology::TopologyResult built =
-        topology::BuildTopology(*text, loaded.topology_path, node_names, source);
+        topology::BuildTopology(*text, loaded.topology_path, node_names, source, blocks);
     loaded.diagnostics.Append(built.diagnostics);
     loaded.topology = std::move(built.topology);
   }

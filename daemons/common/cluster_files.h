@@ -22,10 +22,17 @@ namespace cohort::shell {
 /// bytes. ReadFile's errors, or InvalidArgument when the file is empty.
 [[nodiscard]] absl::StatusOr<std::string> ReadAuthKey(const std::string& path);
 
+/// TopologyBlocks=auto: where the controller writes the blocks the nodes'
+/// NVLink domains give (BlockName lines), in the config's StateDir.
+[[nodiscard]] std::string NvlinkBlocksPath(const config::ClusterConfig& config);
+
 struct ClusterPaths {
   std::optional<std::string> config;  ///< cohort.conf; none: nodes come from the topology
   std::optional<std::string>
       topology;  ///< topology.conf or .yaml; none: from the config, beside it, or flat
+  /// Instead of the config's StateDir (cohort-controller --state-dir): where
+  /// TopologyBlocks=auto's reported blocks are read.
+  std::optional<std::string> state_dir;
 };
 
 /// A validated cluster: configuration, topology and a pool over them.

@@ -78,7 +78,9 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
                                        [this](NodeId node, const v1::ImagePrepared& prepared) {
                                          image_prefetch_.OnPrepared(node, prepared,
                                                                     ControllerState::Now());
-                                       }}),
+                                       },
+                                   .on_nvlink_report = [this] { nvlink_blocks_.Reported(); }}),
+      nvlink_blocks_(io_, state_, options_.reconfigure),
       image_prefetch_(state_,
                       [this](NodeId node, v1::ControllerMessage message) {
                         return agent_hub_.SendNow(node, std::move(message));

@@ -14,6 +14,7 @@
 
 #include "agents/agent_hub.h"
 #include "agents/image_prefetch.h"
+#include "agents/nvlink_blocks.h"
 #include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "cohort/v1/controller_rpcs.h"
@@ -164,6 +165,7 @@ class Controller final : private EffectSink {
   StoreReader reader_;
   WatchHub watch_hub_{outbox_};
   AgentHub agent_hub_;
+  NvlinkBlocks nvlink_blocks_;
   ImagePrefetch image_prefetch_;
   JobRpcs job_rpcs_;
   NodeRpcs node_rpcs_;

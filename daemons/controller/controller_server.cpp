@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -260,6 +261,12 @@ absl::StatusOr<std::optional<cohort::http::HttpTls>> HttpTlsOf(
   return cohort::http::HttpTls{*std::move(cert), *std::move(key)};
 }
 
+// --state-dir, which wins over the config's StateDir; none when not given.
+std::optional<std::string> StateDirFlag(const Flags& flags) {
+  if (flags.state_dir.empty()) return std::nullopt;
+  return flags.state_dir;
+}
+
 // A reload of cohort.conf (SIGHUP, `cohort reconfigure`): the files are
 // reread and checked against the jobs held now; when they are valid the
 // controller stops in order and executes itself again in place, on the
@@ -278,7 +285,7 @@ absl::StatusOr<std::string> Reconfigure(Controller& controller, Reload& reload,
                                         const Flags& flags) {
   cohort::controller::ReopenLogFile();
   cohort::shell::LoadedCluster next =
-      cohort::shell::LoadCluster({reload.config_path, std::nullopt});
+      cohort::shell::LoadCluster({reload.config_path, std::nullopt, StateDirFlag(flags)});
   std::vector<std::string> errors;
   for (const cohort::Diagnostic& d : next.diagnostics.All()) {
     if (d.severity == cohort::Severity::kError) {
@@ -501,7 +508,7 @@ ServerExit ControllerServer::Run() {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%n] %v");
 
   cohort::shell::LoadedCluster loaded =
-      cohort::shell::LoadCluster({flags.config_path, std::nullopt});
+      cohort::shell::LoadCluster({flags.config_path, std::nullopt, StateDirFlag(flags)});
   if (!cohort::shell::ReportDiagnostics(loaded)) {
     std::cerr << "cohort-controller: not starting; fix the configuration and check it with: cohort "
                  "config check -c "

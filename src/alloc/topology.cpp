@@ -93,6 +93,7 @@ struct Definition {
   std::vector<std::string> switches;
   bool has_nodes = false;
   bool has_switches = false;
+  bool reported = false;  ///< from the nodes' NVLink domains (TopologyBlocks=auto)
   SourceLocation at;
   SourceLocation members_at;
 };
@@ -136,10 +137,22 @@ class TopologyBuilder {
                                               : conf::Lex(text, file_, diagnostics_);
     for (const conf::Line& line : lines) {
       const conf::Word& head = line.words.front();
-      if (Is(head, "SwitchName")) {
+      if (reading_reported_ && !Is(head, "BlockName")) {
+        diagnostics_.Error(head.key_at, "the reported NVLink blocks hold BlockName lines only",
+                           "the controller rewrites this file; remove it to start afresh");
+      } else if (Is(head, "SwitchName")) {
         ParseDefinition(line, switch_defs_, kSwitchKeys);
+      } else if (Is(head, "BlockName") && refuse_block_lines_) {
+        diagnostics_.Error(head.key_at,
+                           "BlockName lines are not read with TopologyBlocks=auto: the blocks are "
+                           "the NVLink domains the nodes report",
+                           "remove the line, or set TopologyBlocks=file in cohort.conf");
       } else if (Is(head, "BlockName")) {
+        const std::size_t before = block_defs_.size();
         ParseDefinition(line, block_defs_, kBlockKeys);
+        for (std::size_t i = before; i < block_defs_.size(); ++i) {
+          block_defs_[i].reported = reading_reported_;
+        }
       } else if (Is(head, "BlockSizes")) {
         ParseBlockSizes(line);
       } else {
@@ -147,6 +160,19 @@ class TopologyBuilder {
                                diagnostics_);
       }
     }
+  }
+
+  // TopologyBlocks=auto: the blocks are `reported`'s, none of the topology
+  // file's (which Parse then refuses).
+  void RefuseBlockLines() { refuse_block_lines_ = true; }
+  void ParseReported(const ReportedBlocks& reported) {
+    const std::string_view file = file_;
+    file_ = reported.file;
+    refuse_block_lines_ = false;
+    reading_reported_ = true;
+    Parse(reported.text);
+    reading_reported_ = false;
+    file_ = file;
   }
 
   Topology Build(std::span<const std::string> node_names, NodeSource source) {
@@ -316,7 +342,13 @@ class TopologyBuilder {
         unknown.push_back(name);
       }
     }
-    if (!unknown.empty()) {
+    if (!unknown.empty() && def.reported) {
+      diagnostics_.Warning(def.members_at,
+                           fmt::format("{} {} of the reported NVLink domains names nodes the "
+                                       "cluster does not have: {}; they are left out",
+                                       what, def.name, hostlist::Compress(unknown)),
+                           "the controller rewrites this file as the nodes report again");
+    } else if (!unknown.empty()) {
       diagnostics_.Error(def.members_at,
                          fmt::format("{} {} names nodes with no NodeName line: {}", what, def.name,
                                      hostlist::Compress(unknown)),
@@ -649,15 +681,20 @@ class TopologyBuilder {
   Diagnostics& diagnostics_;
   std::vector<Definition> switch_defs_;
   std::vector<Definition> block_defs_;
+  bool refuse_block_lines_ = false;
+  bool reading_reported_ = false;
   SourceLocation block_sizes_at_;
   Topology topology_;
 };
 
 TopologyResult BuildTopology(std::string_view text, std::string_view file,
-                             std::span<const std::string> node_names, NodeSource source) {
+                             std::span<const std::string> node_names, NodeSource source,
+                             const ReportedBlocks* reported) {
   TopologyResult result;
   TopologyBuilder builder(file, result.diagnostics);
+  if (reported != nullptr) builder.RefuseBlockLines();
   builder.Parse(text);
+  if (reported != nullptr) builder.ParseReported(*reported);
   result.topology = builder.Build(node_names, source);
   return result;
 }

@@ -78,6 +78,7 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
     {"MpiDefault", &conf::Set<G, &ParseMpiType, &C::mpi_default>},
     {"SwitchType", &conf::Set<G, &ParseSwitchType, &C::switch_type>},
+    {"TopologyBlocks", &conf::Set<G, &ParseTopologyBlocks, &C::topology_blocks>},
     {"SwitchParameters", &conf::Set<G, &ParseSwitchParameters, &C::imex>},
     {"ContainerRuntime", &conf::Set<G, &ParseContainerRuntime, &C::container_runtime>},
     {"ContainerCacheDir", &SetPath<&C::container_cache_dir>},

@@ -529,6 +529,13 @@ bool ParseSwitchType(const conf::Word& word, std::string& out, Diagnostics& diag
   return false;
 }
 
+bool ParseTopologyBlocks(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
+  return ParseChoice(word, "TopologyBlocks", {"file", "auto"},
+                     "use TopologyBlocks=auto for blocks from the NVLink domains the nodes report, "
+                     "or file (the default) for topology.conf's BlockName lines",
+                     out, diagnostics);
+}
+
 bool ParseSwitchParameters(const conf::Word& word, ImexParameters& out, Diagnostics& diagnostics) {
   const auto bad = [&](std::string what, std::string hint) {
     diagnostics.Error(word.value_at, fmt::format("SwitchParameters: {}", what), std::move(hint));

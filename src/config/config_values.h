@@ -102,6 +102,9 @@ template <long long kLo, long long kHi>
 /// stored as "none" or "nvidia_imex".
 [[nodiscard]] bool ParseSwitchType(const conf::Word& word, std::string& out,
                                    Diagnostics& diagnostics);
+/// TopologyBlocks=: file or auto, stored in lowercase.
+[[nodiscard]] bool ParseTopologyBlocks(const conf::Word& word, std::string& out,
+                                       Diagnostics& diagnostics);
 /// SwitchParameters=: imex_channel_count=N (1-65536), imex_dev_major=N
 /// (0-4095), imex_channel_per=job|segment, imex_channel_dir=PATH
 /// (absolute), separated by commas.

@@ -61,4 +61,28 @@ live=$(cohort config check -c "$WORK/cohort.conf" --live 2>&1) ||
 grep -q "^nvlink     2 nodes of the running controller report NVLink domains; they agree with the blocks" <<<"$live" ||
   fail "config check --live on a mended block: $live"
 pass "nodes of one block reporting one NVLink domain draw no warning, and config check --live agrees"
+
+# TopologyBlocks=auto: the blocks are the domains the nodes report. The
+# controller writes them to its StateDir and restarts in place to use them.
+printf 'SwitchName=s1 Nodes=node[01-02]\n' >"$WORK/topology.conf"
+echo "TopologyBlocks=auto" >>"$WORK/cohort.conf"
+kill -HUP "$CONTROLLER_PID"
+auto_ok=1
+auto_fail() { fail "$1"; auto_ok=0; }
+# Started three times: at first, after SIGHUP, and once the blocks were written.
+applied() { [ "$(grep -c controller_started "$WORK/controller.log")" -ge 3 ]; }
+wait_until 40 applied ||
+  auto_fail "the reported domains were not applied: $(grep -E 'nvlink_blocks|reconfigure' "$WORK/controller.log" | tail -3)"
+grep -q "nvlink_blocks_changed blocks=1 nodes=2 file=$WORK/state/nvlink-blocks.conf" "$WORK/controller.log" ||
+  auto_fail "no nvlink_blocks_changed line: $(grep nvlink_blocks "$WORK/controller.log")"
+wait_until 30 all_nodes_up || auto_fail "nodes did not come back: $(cohort nodes)"
+check=$(cohort config check -c "$WORK/cohort.conf" 2>&1) || auto_fail "config check: $check"
+grep -q "^blocks     1 (nvl-00112233-1): 1 x 2 nodes" <<<"$check" ||
+  auto_fail "config check does not show the reported block: $check"
+job=$(submit -N 2 --segment=2 -o /dev/null -- true)
+wait_until 30 finished "$job" || auto_fail "job $job did not run: $(cohort why "$job")"
+cohort show job "$job" | grep -q "^   Blocks=nvl-00112233-1 " ||
+  auto_fail "job $job is not in the reported block: $(cohort show job "$job" | grep -i block)"
+[ "$auto_ok" = 1 ] &&
+  pass "TopologyBlocks=auto: the nodes' one NVLink domain became block nvl-00112233-1, and a --segment=2 job ran in it"
 finish_test

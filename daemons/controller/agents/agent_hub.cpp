@@ -365,6 +365,7 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
     Log("controller")
         ->warn("nvlink_domain_mismatch node={} {:?}", message.node_name(), contradiction);
   }
+  if (options_.on_nvlink_report) options_.on_nvlink_report();
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
   link->Send(std::move(reply));

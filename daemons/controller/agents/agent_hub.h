@@ -49,6 +49,8 @@ class AgentHub {
     std::chrono::milliseconds heartbeat_interval{1000};
     /// A node's answer to PrepareImage (ImagePrefetch); none: dropped.
     std::function<void(NodeId, const v1::ImagePrepared&)> on_image_prepared;
+    /// A node registered and its NVLink domain was recorded (NvlinkBlocks).
+    std::function<void()> on_nvlink_report;
   };
   AgentHub(ControllerState& state, Outbox& outbox, StoreReader& reader, EffectSink& sink,
            Options options);

@@ -25,6 +25,21 @@ class NvlinkDomains {
   /// Every contradiction among the nodes heard so far, each pair of nodes
   /// once.
   [[nodiscard]] std::vector<std::string> Contradictions(const topology::Topology& topology) const;
+  /// TopologyBlocks=auto: the blocks as the nodes' domains give them. A
+  /// node that has registered since the controller started is in the block
+  /// of the domain it reported (none if it reported none); one that has not
+  /// keeps its block of `topology` (the blocks written before the
+  /// restart), so that agents reconnecting one by one do not shrink them.
+  /// A domain's block is named `nvl-` with the first 8 hex digits of its
+  /// cluster UUID and its clique (`nvl-00112233-1`), or the whole UUID where
+  /// 8 digits would name two reported domains alike.
+  struct BlockFile {
+    std::string text;  ///< a comment, then `BlockName=NAME Nodes=HOSTLIST` lines
+    int blocks = 0;
+    int nodes = 0;  ///< nodes in them
+  };
+  [[nodiscard]] BlockFile Blocks(const topology::Topology& topology) const;
+
   /// How many nodes have reported a domain.
   [[nodiscard]] std::size_t ReportedCount() const { return domain_of_.size(); }
 
@@ -35,6 +50,7 @@ class NvlinkDomains {
                                                const std::string& node, bool later_only) const;
 
   std::map<std::string, std::string> domain_of_;           ///< by node name
+  std::set<std::string> heard_;                            ///< nodes that have registered
   std::map<std::string, std::set<std::string>> nodes_of_;  ///< by domain
 };
 

@@ -141,15 +141,25 @@ struct TopologyResult {
   Diagnostics diagnostics;  ///< usable only when !diagnostics.HasErrors()
 };
 
+/// TopologyBlocks=auto: the blocks are the nodes' NVLink domains as the
+/// controller wrote them (BlockName lines in `file`), not topology.conf's.
+struct ReportedBlocks {
+  std::string text;
+  std::string file;
+};
+
 /// Parses topology.conf (Slurm syntax: `SwitchName=… Nodes=…` for leaves,
 /// `SwitchName=… Switches=…` above them, `BlockName=… Nodes=…`,
 /// `BlockSizes=`) and builds the model. Reports, by line: a node under two
 /// leaves or in two blocks, a switch referenced but never defined or under two
 /// parents, a cycle, nodes of the topology that `node_names` lacks and the
 /// reverse (kConfig), and as a warning, trees with no common ancestor.
+/// With `reported`, BlockName lines of `text` are an error, the blocks are
+/// `reported`'s, and a node it names that the cluster lacks is a warning.
 [[nodiscard]] TopologyResult BuildTopology(std::string_view text, std::string_view file,
                                            std::span<const std::string> node_names,
-                                           NodeSource source);
+                                           NodeSource source,
+                                           const ReportedBlocks* reported = nullptr);
 
 /// The topology of a cluster without topology.conf: one implicit switch that
 /// holds every node, as Slurm treats a flat network.

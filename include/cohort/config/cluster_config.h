@@ -217,6 +217,10 @@ struct ClusterConfig {
   /// job (Slurm's switch/nvidia_imex), as SwitchParameters= sets it up.
   std::string switch_type = "none";
   ImexParameters imex;
+  /// TopologyBlocks=: "file" (BlockName lines of topology.conf) or "auto"
+  /// (the NVLink domains the nodes report, which the controller writes to
+  /// StateDir/nvlink-blocks.conf and applies by restarting in place).
+  std::string topology_blocks = "file";
   /// ContainerRuntime=: "builtin" (Cohort makes steps' containers itself,
   /// docs/containers.md) or "none" (jobs and steps asking for a container
   /// are refused at submission).

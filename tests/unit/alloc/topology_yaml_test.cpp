@@ -190,5 +190,41 @@ INSTANTIATE_TEST_SUITE_P(
                 "topology.yaml:4:1: error: topology.yaml holds a second YAML document"}),
     [](const ::testing::TestParamInfo<BadYaml>& param) { return std::string(param.param.name); });
 
+// TopologyBlocks=auto: the blocks come from the reported file only.
+TEST(ReportedBlocksTest, BlockLinesOfTheTopologyAreRefusedAndUnknownNodesWarned) {
+  const std::vector<std::string> nodes{"a1", "a2", "b1"};
+  const ReportedBlocks reported{"BlockName=nvl-1 Nodes=a[1-2]\nSwitchName=x Nodes=a1\n",
+                                "state/nvlink-blocks.conf"};
+  const TopologyResult result =
+      BuildTopology("SwitchName=s Nodes=a[1-2],b1\nBlockName=rack Nodes=a[1-2]\n", "topology.conf",
+                    nodes, NodeSource::kConfig, &reported);
+  const std::string errors = ErrorText(result);
+  EXPECT_NE(errors.find("topology.conf:2:1: error: BlockName lines are not read with "
+                        "TopologyBlocks=auto"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("state/nvlink-blocks.conf:2:1: error: the reported NVLink blocks hold "
+                        "BlockName lines only"),
+            std::string::npos)
+      << errors;
+  EXPECT_EQ(result.diagnostics.ErrorCount(), 2) << errors;
+
+  const ReportedBlocks stale{"BlockName=nvl-1 Nodes=a[1-2],gone\n", "nvlink-blocks.conf"};
+  const TopologyResult left_out = BuildTopology("SwitchName=s Nodes=a[1-2],b1\n", "topology.conf",
+                                                nodes, NodeSource::kConfig, &stale);
+  EXPECT_FALSE(left_out.diagnostics.HasErrors()) << left_out.diagnostics.Format();
+  EXPECT_EQ(left_out.topology.Blocks().at(0).nodes.size(), 2U);
+  EXPECT_NE(WarningText(left_out).find("block nvl-1 of the reported NVLink domains names nodes the "
+                                       "cluster does not have: gone; they are left out"),
+            std::string::npos)
+      << WarningText(left_out);
+
+  const ReportedBlocks good{"BlockName=nvl-1 Nodes=a[1-2]\n", "nvlink-blocks.conf"};
+  const TopologyResult flat = BuildTopology("", "", nodes, NodeSource::kConfig, &good);
+  ASSERT_FALSE(flat.diagnostics.HasErrors()) << flat.diagnostics.Format();
+  ASSERT_EQ(flat.topology.Blocks().size(), 1U);
+  EXPECT_EQ(flat.topology.BlockOf(2), kNone);
+}
+
 }  // namespace
 }  // namespace cohort::topology

@@ -64,9 +64,11 @@ class AgentHubTest : public ::testing::Test {
     outbox_ = std::make_unique<Outbox>(io_, *records_, dir_.Open(Store::Mode::kWrite), nullptr, 2);
     reader_ = std::make_unique<StoreReader>(io_, dir_.Open(Store::Mode::kRead));
     sink_ = std::make_unique<SendingSink>(*outbox_);
-    hub_ = std::make_unique<AgentHub>(
-        *state_, *outbox_, *reader_, *sink_,
-        AgentHub::Options{.heartbeat_interval = std::chrono::seconds(1), .on_image_prepared = {}});
+    hub_ =
+        std::make_unique<AgentHub>(*state_, *outbox_, *reader_, *sink_,
+                                   AgentHub::Options{.heartbeat_interval = std::chrono::seconds(1),
+                                                     .on_image_prepared = {},
+                                                     .on_nvlink_report = {}});
     sink_->hub = hub_.get();
   }
 
