@@ -48,10 +48,13 @@ void ResourcesFilter::Filter(const FilterContext& context, std::span<const NodeI
         ++busy;
         continue;
       }
-      if ((held || topo) && pool.GroupOf(n) != topology::kNone &&
-          (pool.GroupHeld(pool.GroupOf(n)) || (topo && !pool.GroupIdle(pool.GroupOf(n))))) {
-        ++busy;
-        continue;
+      if (held || topo) {
+        const topology::GroupId group = pool.GroupOf(n);
+        if (group != topology::kNone &&
+            (pool.GroupHeld(group) || (topo && !pool.GroupIdle(group)))) {
+          ++busy;
+          continue;
+        }
       }
     }
     kept.push_back(n);
