@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -92,8 +93,15 @@ absl::StatusOr<ControllerAddress> ResolveControllerAddress(const ConnectionOptio
     out.targets = settings.controllers;
   }
   if (out.targets.empty()) {
+    // The controller's host has its socket; any other host (a login node,
+    // the node where a batch script runs srun) dials ControllerAddr.
     const std::filesystem::path socket = std::filesystem::path(settings.state_dir) / "cohort.sock";
-    out.targets.push_back(fmt::format("unix:{}", socket.string()));
+    std::error_code error;
+    if (settings.controllers.empty() || std::filesystem::exists(socket, error)) {
+      out.targets.push_back(fmt::format("unix:{}", socket.string()));
+    } else {
+      out.targets = settings.controllers;
+    }
   }
   return out;
 }

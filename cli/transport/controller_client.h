@@ -37,7 +37,8 @@ void AddConnectionOptions(CLI::App& command, ConnectionOptions& options,
 /// The controllers' addresses: --controller, else $COHORT_CONTROLLER, else
 /// from the config (--config, else $COHORT_CONF, else
 /// /etc/cohort/cohort.conf) ControllerAddr when it names several
-/// controllers, else `unix:<StateDir>/cohort.sock`. An address is
+/// controllers, else `unix:<StateDir>/cohort.sock` where that socket is
+/// (the controller's host), else ControllerAddr. An address is
 /// `HOST:PORT` or `unix:/PATH`; a list separates them by commas. InvalidArgument when the given
 /// address is malformed or no config can be read, saying which source it came from and what to do.
 struct ControllerAddress {
