@@ -35,8 +35,9 @@ packages=(
   # a real Prometheus scrapes the controller's /metrics in the tests, curl reads it and a
   # headless Chromium loads its dashboard
   prometheus curl chromium
-  # ss: the HA test waits for a client's connection to a paused controller
-  iproute2
+  # ss: the HA test waits for a client's connection to a paused controller; ip, nsenter
+  # and unshare: the cluster of hosts in network namespaces (scripts/netns-cluster.sh)
+  iproute2 util-linux
   # the style checks of the files a change touches (scripts/lint-changed.sh)
   clang-format clang-tidy
   # packaging: man pages from the programs' --help, the units checked by systemd-analyze

@@ -89,18 +89,19 @@ absl::Status PrintNodes(const NodesOptions& o, const v1::ListNodesResponse& resp
 
   std::vector<std::vector<std::string>> rows;
   if (o.long_listing) {
+    const std::int64_t now = NowMs();
     rows.push_back({"NODE", "PARTITIONS", "STATE", "CPUS(A/T)", "MEMORY_MB(A/T)", "GPUS(A/T)",
                     "LEAF", "BLOCK", "FEATURES", "JOBS", "REASON"});
     for (const v1::Node& node : nodes) {
       rows.push_back(
-          {node.name(), fmt::format("{}", fmt::join(node.partitions(), ",")),
-           NodeStateLower(node.state()), fmt::format("{}/{}", node.cpus_allocated(), node.cpus()),
+          {node.name(), fmt::format("{}", fmt::join(node.partitions(), ",")), NodeStateText(node),
+           fmt::format("{}/{}", node.cpus_allocated(), node.cpus()),
            fmt::format("{}/{}", node.memory_allocated_mb(), node.memory_mb()),
            fmt::format("{}/{}", node.gpus_allocated(), node.gpus()),
            node.leaf().empty() ? "-" : node.leaf(), node.block().empty() ? "-" : node.block(),
            node.features().empty() ? "-" : fmt::format("{}", fmt::join(node.features(), ",")),
            node.jobs().empty() ? "-" : fmt::format("{}", fmt::join(node.jobs(), ",")),
-           node.reason().empty() ? "-" : node.reason()});
+           NodeReason(node, now).empty() ? "-" : NodeReason(node, now)});
     }
   } else {
     rows.push_back({"PARTITION", "NODES", "STATE", "NODELIST"});
@@ -153,6 +154,12 @@ struct SinfoField {
   std::string_view meaning;
   std::string (*value)(const SinfoRow& row);
 };
+
+// `*` after a state whose nodes are not responding, as sinfo writes it
+// (rows group nodes by that too).
+std::string NotResponding(const SinfoRow& row) {
+  return !row.nodes.empty() && row.nodes.front()->not_responding() ? "*" : "";
+}
 
 std::string CompactState(v1::NodeState state) {
   switch (state) {
@@ -211,8 +218,10 @@ constexpr SinfoField kSinfoFields[] = {
                                                 : std::string("n/a");
      }},
     {'D', "NODES", "node count", [](const SinfoRow& r) { return std::to_string(r.nodes.size()); }},
-    {'t', "STATE", "state, short", [](const SinfoRow& r) { return CompactState(r.state); }},
-    {'T', "STATE", "state", [](const SinfoRow& r) { return NodeStateLower(r.state); }},
+    {'t', "STATE", "state, short",
+     [](const SinfoRow& r) { return CompactState(r.state) + NotResponding(r); }},
+    {'T', "STATE", "state",
+     [](const SinfoRow& r) { return NodeStateLower(r.state) + NotResponding(r); }},
     {'N', "NODELIST", "nodes", [](const SinfoRow& r) { return Names(r); }},
     {'n', "HOSTNAMES", "nodes", [](const SinfoRow& r) { return Names(r); }},
     {'c', "CPUS", "CPUs per node",
@@ -297,7 +306,7 @@ std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
         rows.push_back(std::move(alone));
         continue;
       }
-      std::string key = NodeStateLower(node.state());
+      std::string key = NodeStateText(node);
       for (const FormatSegment<SinfoField>& s : segments) {
         if (s.field != nullptr &&
             std::string_view("NnDC").find(s.field->letter) == std::string_view::npos) {

@@ -3,6 +3,7 @@
 // pending or running, as Slurm's sacct lists them.
 #include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -40,6 +41,7 @@ struct SacctOptions {
   bool parsable2 = false;
   bool no_header = false;
   bool allocations = false;
+  bool duplicates = false;
 };
 
 // -s: the finished states go to the history request; every state given
@@ -138,6 +140,13 @@ int Sacct(SacctOptions o) {
     if (!o.no_header) rows.push_back(AccountingHeader(*columns));
     for (const auto& [id, job] : jobs) {
       if (!NameWanted(o.names, job)) continue;
+      // -D: the attempts a requeue ended first, as Slurm lists duplicates.
+      if (o.duplicates) {
+        for (const v1::JobAttempt& attempt : job.past_attempts()) {
+          std::ranges::move(PastAttemptRows(*columns, job, attempt, now, o.allocations),
+                            std::back_inserter(rows));
+        }
+      }
       rows.push_back(AccountingRow(*columns, job, nullptr, now));
       if (o.allocations) continue;
       for (const v1::JobStep& step : job.steps()) {
@@ -183,8 +192,9 @@ void AddSacctCommand(CLI::App& app, int& exit_code) {
       ->type_name("TIME");
   app.add_option("-E,--endtime", f.until, "jobs before TIME")->type_name("TIME");
   app.add_option("--name", o->names, "only jobs with these names")->type_name("LIST");
-  app.add_flag("-L,--allclusters,-D,--duplicates,-v,--verbose")
-      ->description("accepted: one cluster, and each job's latest attempt");
+  app.add_flag("-D,--duplicates", o->duplicates,
+               "also the attempts of requeued jobs that ended, each with its steps");
+  app.add_flag("-L,--allclusters,-v,--verbose")->description("accepted: there is one cluster");
   AddConnectionOptions(app, o->connection, ConfigShortName::kNone);
   app.footer(
       "Cohort's sacct: finished jobs from the controller's records and the jobs still pending\n"

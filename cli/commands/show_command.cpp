@@ -143,9 +143,9 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
   std::cout << fmt::format("   NtasksPerNode={} CpusPerTask={} GpusPerNode={} MemPerNode={}\n",
                            spec.tasks_per_node(), spec.cpus_per_task(), spec.gpus_per_node(),
                            spec.memory_mb() > 0 ? fmt::format("{}M", spec.memory_mb()) : "(null)");
-  std::cout << fmt::format("   Exclusive={} Requeue={} Switches={}\n",
+  std::cout << fmt::format("   Exclusive={} Requeue={} Restarts={} Switches={}\n",
                            spec.exclusive_topo() ? "TOPO" : YesNo(spec.exclusive()),
-                           YesNo(spec.requeue()), switches);
+                           YesNo(spec.requeue()), std::max(job.attempt() - 1, 0), switches);
   if (spec.segment() > 0) {
     std::cout << fmt::format("   Segment={} SpreadSegments={}\n", spec.segment(),
                              YesNo(spec.spread_segments()));

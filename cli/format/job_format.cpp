@@ -116,6 +116,18 @@ std::string NodeStateLower(v1::NodeState state) {
   return name;
 }
 
+std::string NodeStateText(const v1::Node& node) {
+  return NodeStateLower(node.state()) + (node.not_responding() ? "*" : "");
+}
+
+std::string NodeReason(const v1::Node& node, std::int64_t now_ms) {
+  if (!node.reason().empty() || !node.not_responding() || node.last_heard_ms() <= 0) {
+    return node.reason();
+  }
+  return fmt::format("not responding for {} s",
+                     std::max<std::int64_t>(now_ms - node.last_heard_ms(), 0) / 1000);
+}
+
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -355,7 +367,8 @@ nlohmann::ordered_json NodeToJson(const v1::Node& node) {
   nlohmann::ordered_json out;
   out["name"] = node.name();
   out["state"] = NodeStateName(node.state());
-  out["reason"] = node.reason();
+  out["not_responding"] = node.not_responding();
+  out["reason"] = NodeReason(node, NowMs());
   out["cpus"] = node.cpus();
   out["cpus_allocated"] = node.cpus_allocated();
   out["memory_mb"] = node.memory_mb();

@@ -34,6 +34,11 @@ namespace cohort::cli {
 [[nodiscard]] std::string_view NodeStateName(v1::NodeState state);
 /// idle, mixed, allocated, ... (as sinfo writes them).
 [[nodiscard]] std::string NodeStateLower(v1::NodeState state);
+/// The state as sinfo writes it: lower case, `*` after it while the node
+/// is not responding (`idle*`).
+[[nodiscard]] std::string NodeStateText(const v1::Node& node);
+/// A node's reason; for a node not responding without one, for how long.
+[[nodiscard]] std::string NodeReason(const v1::Node& node, std::int64_t now_ms);
 
 /// Milliseconds since the epoch, now.
 [[nodiscard]] std::int64_t NowMs();

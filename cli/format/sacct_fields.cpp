@@ -203,6 +203,35 @@ std::vector<std::string> AccountingRow(const std::vector<AccountingColumn>& colu
   return row;
 }
 
+std::vector<std::vector<std::string>> PastAttemptRows(const std::vector<AccountingColumn>& columns,
+                                                      const v1::Job& job,
+                                                      const v1::JobAttempt& attempt,
+                                                      std::int64_t now_ms, bool job_only) {
+  v1::Job view = job;
+  view.clear_past_attempts();
+  view.clear_steps();
+  view.set_start_time_ms(attempt.start_time_ms());
+  view.set_end_time_ms(attempt.end_time_ms());
+  view.set_nodes(attempt.nodes());
+  view.set_exit_code(attempt.exit_code());
+  view.set_exit_signal(attempt.exit_signal());
+  view.set_attempt(attempt.attempt());
+  view.set_reason(attempt.reason());
+  view.set_state(attempt.state() == "NODE_FAIL" ? v1::JOB_NODE_FAIL : v1::JOB_CANCELLED);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back(AccountingRow(columns, view, nullptr, now_ms));
+  // The job line's state is the attempt's own (REQUEUED and PREEMPTED are
+  // no state a job is in now).
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].field->name == "State") rows.back()[i] = attempt.state();
+  }
+  if (job_only) return rows;
+  for (const v1::JobStep& step : attempt.steps()) {
+    rows.push_back(AccountingRow(columns, view, &step, now_ms));
+  }
+  return rows;
+}
+
 void PrintAccountingTable(const std::vector<AccountingColumn>& columns,
                           const std::vector<std::vector<std::string>>& rows, TableHeader header,
                           std::ostream& out) {

@@ -38,6 +38,13 @@ struct AccountingColumn {
                                                      const v1::Job& job, const v1::JobStep* step,
                                                      std::int64_t now_ms);
 
+/// The rows of one of a job's past attempts (sacct --duplicates): its job
+/// line as the attempt ended, its State NODE_FAIL, PREEMPTED or REQUEUED,
+/// then its steps' lines unless `job_only`.
+[[nodiscard]] std::vector<std::vector<std::string>> PastAttemptRows(
+    const std::vector<AccountingColumn>& columns, const v1::Job& job, const v1::JobAttempt& attempt,
+    std::int64_t now_ms, bool job_only);
+
 /// Whether the first of PrintAccountingTable's rows is the header.
 enum class TableHeader { kWith, kWithout };
 /// Prints rows as sacct's table: each cell cut or padded to its column's

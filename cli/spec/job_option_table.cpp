@@ -298,6 +298,9 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
       "start the job again if a node fails or it is preempted");
   flag(
       "--no-requeue", [&o] { o.requeue = false; }, "never start the job again (the default)");
+  value("--max-restarts", o.max_restarts, "N",
+        "start the job again at most N times after node failures (implies --requeue; default: "
+        "the cluster's MaxBatchRequeue)");
   value("--export", o.export_env, "ALL|NONE|VARS",
         "environment of the ranks: ALL (the default: all of this one), NONE, or NAME[=VALUE],... "
         "(only those); ALL,NAME=VALUE adds to all");

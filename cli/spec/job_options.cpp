@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/config/cluster_config.h"
 #include "cohort/container/container_options.h"
 #include "cohort/container/image_ref.h"
 #include "cohort/diagnostics.h"
@@ -295,6 +296,13 @@ absl::Status CheckValues(const JobOptions& o) {
         "NVL72 rack per piece)",
         *o.segment));
   }
+  if (o.max_restarts &&
+      (*o.max_restarts < 0 || *o.max_restarts > config::ClusterConfig::kMaxRestarts)) {
+    return Invalid(
+        fmt::format("--max-restarts={}: give how often a node failure may requeue the "
+                    "job, 0-{}",
+                    *o.max_restarts, config::ClusterConfig::kMaxRestarts));
+  }
   if (o.spread_segments && !o.segment) {
     return Invalid("--spread-segments needs --segment=S: the size of the pieces to spread");
   }
@@ -421,6 +429,7 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.nodelist, from.nodelist);
   fill(into.exclude, from.exclude);
   fill(into.requeue, from.requeue);
+  fill(into.max_restarts, from.max_restarts);
   fill(into.signal, from.signal);
   fill(into.gpu_bind, from.gpu_bind);
   fill(into.cpu_bind, from.cpu_bind);
@@ -714,7 +723,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_open_mode(o.open_mode.value_or("truncate"));
   spec.set_exclusive(o.exclusive);
   spec.set_exclusive_topo(o.exclusive_topo);
-  spec.set_requeue(o.requeue.value_or(false));
+  spec.set_requeue(o.requeue.value_or(o.max_restarts.value_or(0) > 0));
+  if (o.max_restarts) spec.set_max_restarts(*o.max_restarts);
   spec.set_qos(o.qos.value_or(""));
   spec.set_array(o.array.value_or(""));
   spec.set_dependency(o.dependency.value_or(""));
@@ -766,7 +776,11 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
                       ? std::string("(none)")
                       : fmt::format("{} nodes{}", spec.segment(),
                                     spec.spread_segments() ? ", each in a block of its own" : ""));
-  line("requeue", spec.requeue() ? "yes" : "no");
+  line("requeue",
+       !spec.requeue() ? std::string("no")
+       : spec.has_max_restarts()
+           ? fmt::format("yes, at most {} times after node failures", spec.max_restarts())
+           : std::string("yes"));
   line("array", OrDefault(spec.array(), "(none)"));
   line("dependency", spec.dependency().empty() ? std::string("(none)")
                      : spec.kill_on_invalid_dep()

@@ -63,7 +63,8 @@ struct JobOptions {
   std::optional<std::string> nodelist;
   std::optional<std::string> exclude;
   std::optional<bool> requeue;
-  std::optional<std::string> signal;    ///< --signal=[R:|B:]SIG[@SECONDS] or none
+  std::optional<int> max_restarts;    ///< --max-restarts=N (implies --requeue unless --no-requeue)
+  std::optional<std::string> signal;  ///< --signal=[R:|B:]SIG[@SECONDS] or none
   std::optional<std::string> gpu_bind;  ///< ordered | closest | single:N | none
   std::optional<std::string> cpu_bind;  ///< cores | threads | numa | none
   std::optional<std::string> hint;      ///< --hint: nomultithread | multithread | compute_bound

@@ -53,6 +53,7 @@ AgentNode::AgentNode(const NodeEnvironment& environment, NodeSetup setup, const 
       link_(parts.link(NodeLink::Hooks{
           .make_register = [this] { return MakeRegister(); },
           .on_message = [this](const v1::ControllerMessage& m) { OnMessage(m); },
+          .on_fence = [this] { runner_->Fence(); },
       })),
       runner_(parts.runner(setup_, [this](v1::AgentMessage message) { Send(std::move(message)); })),
       make_health_(parts.health) {}
@@ -130,7 +131,8 @@ void AgentNode::OnMessage(const v1::ControllerMessage& message) {
     case v1::ControllerMessage::kTerminate:
       runner_->Terminate(message.terminate());
       break;
-    case v1::ControllerMessage::kRegistered:  // the link handles it
+    case v1::ControllerMessage::kRegistered:  // the link handles these
+    case v1::ControllerMessage::kHeartbeatAck:
     case v1::ControllerMessage::MESSAGE_NOT_SET:
       AgentLog().debug("controller_message_ignored node={} case={}", setup_.name,
                        static_cast<int>(message.message_case()));

@@ -40,6 +40,7 @@ AgentSession::AgentSession(boost::asio::io_context& loop, ControllerLinks& links
       hooks_(std::move(hooks)),
       retry_timer_(loop),
       heartbeat_timer_(loop),
+      fence_timer_(loop),
       backoff_ms_(kInitialBackoffMs),
       // Seeded per node so that nodes of one emulating agent spread apart.
       jitter_(static_cast<std::minstd_rand::result_type>(std::random_device{}() ^
@@ -123,6 +124,8 @@ void AgentSession::OnMessage(v1::ControllerMessage message) {
     OnRegistered(message.registered());
     return;
   }
+  if (state_ == State::kRegistered) Heard();
+  if (message.has_heartbeat_ack()) return;
   hooks_.on_message(message);
 }
 
@@ -130,6 +133,12 @@ void AgentSession::OnRegistered(const v1::RegisterReply& reply) {
   std::int64_t interval = reply.heartbeat_interval_ms();
   if (interval <= 0) interval = kDefaultHeartbeatMs;
   heartbeat_interval_ms_ = std::clamp(interval, kMinHeartbeatMs, kMaxHeartbeatMs);
+  // Never shorter than three heartbeats: a silence that short is no outage.
+  node_timeout_ms_ = reply.node_timeout_ms() <= 0
+                         ? 0
+                         : std::max(reply.node_timeout_ms(), 3 * heartbeat_interval_ms_);
+  fenced_ = false;
+  Heard();
   if (state_ == State::kConnecting) {
     state_ = State::kRegistered;
     backoff_ms_ = kInitialBackoffMs;
@@ -150,6 +159,35 @@ void AgentSession::ScheduleHeartbeat() {
         Pump();
         ScheduleHeartbeat();
       });
+}
+
+void AgentSession::Heard() {
+  last_heard_ = std::chrono::steady_clock::now();
+  ArmFence();
+}
+
+void AgentSession::ArmFence() {
+  if (node_timeout_ms_ <= 0 || fence_armed_ || fenced_ || state_ == State::kStopped) return;
+  fence_armed_ = true;
+  // Checked when the silence would reach NodeTimeout; what was heard since
+  // moves the check on.
+  fence_timer_.expires_at(last_heard_ + std::chrono::milliseconds(node_timeout_ms_));
+  fence_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error) return;  // cancelled: the session may be gone
+    fence_armed_ = false;
+    if (on_stopped_ || state_ == State::kStopped) return;
+    const auto silent = std::chrono::steady_clock::now() - last_heard_;
+    if (silent < std::chrono::milliseconds(node_timeout_ms_)) {
+      ArmFence();
+      return;
+    }
+    fenced_ = true;
+    AgentLog().warn(
+        "agent_fenced node={} silent_ms={} reason=\"no controller heard for NodeTimeout: it has "
+        "declared the node down, so its ranks are stopped\"",
+        node_, std::chrono::duration_cast<std::chrono::milliseconds>(silent).count());
+    if (hooks_.on_fence) hooks_.on_fence();
+  });
 }
 
 void AgentSession::OnReadFailed() { BeginClose(CloseMode::kFinished); }
@@ -213,6 +251,7 @@ void AgentSession::OnDone(const grpc::Status& status) {
 void AgentSession::Stop(std::function<void()> on_stopped) {
   retry_timer_.cancel();
   heartbeat_timer_.cancel();
+  fence_timer_.cancel();
   events_.clear();
   if (!stream_) {
     state_ = State::kStopped;

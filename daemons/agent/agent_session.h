@@ -31,6 +31,10 @@ namespace cohort::agent {
 /// FAILED_PRECONDITION) is logged with the controller's reason and retried
 /// the same way. With several controllers, a stream that failed goes to the
 /// next one, or straight to the active one a standby named (after 100 ms).
+/// The controller answers every heartbeat; once no controller has been
+/// heard from for the NodeTimeout the last one gave (it has declared the
+/// node down and requeued or ended its jobs), the node's ranks are stopped
+/// (Hooks::on_fence), once per silence.
 /// Lives on, and is used only from, the agent's loop thread.
 class AgentSession final : public NodeLink {
  public:
@@ -62,6 +66,9 @@ class AgentSession final : public NodeLink {
   void OnReadFailed();
   void OnDone(const grpc::Status& status);
   void ScheduleHeartbeat();
+  /// Heard from the controller now: the silence restarts.
+  void Heard();
+  void ArmFence();
   void BeginClose(CloseMode mode);
 
   boost::asio::io_context& loop_;
@@ -80,6 +87,11 @@ class AgentSession final : public NodeLink {
 
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer fence_timer_;
+  std::chrono::steady_clock::time_point last_heard_{};
+  std::int64_t node_timeout_ms_ = 0;  // the controller's NodeTimeout; 0: never fence
+  bool fence_armed_ = false;
+  bool fenced_ = false;  // this silence's fence is done
   std::int64_t heartbeat_interval_ms_ = 0;
   std::int64_t backoff_ms_;
   std::string last_failure_;  // code and reason, since the last registration

@@ -289,6 +289,15 @@ void FakeRunner::Terminate(const v1::Terminate& message) {
   End(it, it->second.live_ranks, 0, SIGTERM);
 }
 
+void FakeRunner::Fence() {
+  for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+    if (it->second.live_ranks.empty()) continue;
+    LaunchLog().warn("job_fenced job={} node={} ranks={}", it->first, node_,
+                     it->second.live_ranks.size());
+    End(it, it->second.live_ranks, 0, SIGKILL);
+  }
+}
+
 void FakeRunner::AddTo(v1::Register& message) const {
   for (const auto& [job_id, run] : runs_) {
     if (!run.live_ranks.empty()) {

@@ -71,6 +71,7 @@ class FakeRunner final : public LaunchRunner {
   void OnStepNotice(step::LaunchId /*id*/) override {}
   /// Cancels every timer: the agent stops and the ranks are "left running".
   void Stop() override;
+  void Fence() override;
   [[nodiscard]] std::size_t LiveRanks() const override;
   void AddMetrics(NodeMetrics& /*metrics*/) const override {}
 

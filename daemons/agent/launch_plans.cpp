@@ -72,6 +72,7 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
   step::LaunchPlan plan;
   launch::LaunchContext& context = plan.context;
   context.job_id = launch.job_id();
+  context.restart_count = std::max(launch.attempt() - 1, 0);
   context.job_name = spec.name();
   context.user_name = spec.user_name();
   context.partition = launch.partition().empty() ? spec.partition() : launch.partition();

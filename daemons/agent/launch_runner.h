@@ -47,6 +47,11 @@ class LaunchRunner {
   virtual void OnStepNotice(step::LaunchId id) = 0;
   /// The agent stops: the ranks are left running, every timer cancelled.
   virtual void Stop() = 0;
+  /// No controller has been heard from for NodeTimeout: it has declared the
+  /// node down and its jobs moved on. Kills every rank here at once (their
+  /// ends are reported once a controller is heard again), so that no rank
+  /// runs twice.
+  virtual void Fence() = 0;
   [[nodiscard]] virtual std::size_t LiveRanks() const = 0;
   /// Adds its counters and the GPUs its live launches hold.
   virtual void AddMetrics(NodeMetrics& metrics) const = 0;
@@ -59,8 +64,10 @@ class NodeLink {
   struct Hooks {
     /// Builds the Register message for a new stream.
     std::function<v1::Register()> make_register;
-    /// Receives every message but RegisterReply, in order.
+    /// Receives every message but RegisterReply and HeartbeatAck, in order.
     std::function<void(const v1::ControllerMessage&)> on_message;
+    /// No controller was heard from for its NodeTimeout (LaunchRunner::Fence).
+    std::function<void()> on_fence;
   };
 
   NodeLink() = default;

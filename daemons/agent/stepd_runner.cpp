@@ -670,6 +670,20 @@ void StepdRunner::Terminate(const v1::Terminate& message) {
   }
 }
 
+void StepdRunner::Fence() {
+  std::set<std::int64_t> jobs;
+  for (const auto& [id, run] : runs_) {
+    if (!run.tracker.Record().Done()) jobs.insert(id.job_id);
+  }
+  for (const std::int64_t job_id : jobs) {
+    LaunchLog().warn("job_fenced job={} node={}", job_id, setup_.name);
+    v1::Terminate terminate;
+    terminate.set_job_id(job_id);
+    terminate.set_kill_wait_ms(0);  // SIGKILL: the job runs on elsewhere already
+    Terminate(terminate);
+  }
+}
+
 void StepdRunner::TerminateLaunch(step::LaunchId id, Run& run,
                                   std::chrono::steady_clock::time_point deadline,
                                   std::int64_t wait_ms) {

@@ -91,6 +91,7 @@ class StepdRunner final : public LaunchRunner {
   void Poll() override;
   void OnStepNotice(step::LaunchId id) override;
   void Stop() override;
+  void Fence() override;
   [[nodiscard]] std::size_t LiveRanks() const override;
   void AddMetrics(NodeMetrics& metrics) const override;
 

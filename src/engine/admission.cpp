@@ -439,6 +439,18 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
         effects);
     return false;
   }
+  if (job.wait.restart_after > now) {
+    triggers_.WakeAt(job.wait.restart_after);
+    Lifecycle::SetReason(
+        job, PendingReason::kBeginTime,
+        fmt::format("requeued after a node failure ({} so far); starts again in {} "
+                    "(RequeueBackoff= doubles the wait at each failure)",
+                    job.run.failure_restarts,
+                    FormatSlurmTime(std::chrono::duration_cast<std::chrono::seconds>(
+                        job.wait.restart_after - now + Millis(999)))),
+        effects);
+    return false;
+  }
   if (!job.array.pending.empty() && job.request.array.max_running > 0) {
     const auto it = counts.array_running.find(job.array.job_id);
     if (it != counts.array_running.end() && it->second >= job.request.array.max_running) {

@@ -34,7 +34,55 @@ bool WarningDue(const Job& job, Millis now) {
          std::chrono::duration_cast<Millis>(job.time_limit - warning.before);
 }
 
+// The wait before the `restart`th restart after a node failure: `base`,
+// doubled for each restart before it, at most ten minutes (or `base`).
+std::chrono::seconds Backoff(std::chrono::seconds base, int restart) {
+  const std::chrono::seconds most = std::max(base, std::chrono::seconds(600));
+  std::chrono::seconds wait = base;
+  for (int i = 1; i < restart && wait < most; ++i) wait *= 2;
+  return std::min(wait, most);
+}
+
+// A node lost by its silence: its agent stops the ranks itself once it has
+// heard no controller for NodeTimeout (AgentSession), which is when the node
+// was declared down, give or take an answer's way across the network. A job
+// requeued for it waits at least this long, so that no rank runs twice.
+constexpr std::chrono::seconds kFenceMargin{2};
+
+std::string Times(int count) { return count == 1 ? "once" : fmt::format("{} times", count); }
+
 }  // namespace
+
+bool Lifecycle::RequeueOnNodeLoss(Job& job) const {
+  if (!job.request.requeue) return false;
+  const bool own = job.request.max_restarts >= 0;
+  const int cap = own ? job.request.max_restarts : max_batch_requeue_;
+  if (job.run.failure_restarts < cap) return true;
+  job.reason += fmt::format("; not requeued: node failures restarted it {}, its cap ({})",
+                            Times(job.run.failure_restarts),
+                            own ? fmt::format("--max-restarts={}", cap)
+                                : fmt::format("MaxBatchRequeue={} in cohort.conf", cap));
+  return false;
+}
+
+PastAttempt Lifecycle::PastOf(const Job& job, Millis now) const {
+  PastAttempt past{.attempt = job.run.attempt,
+                   .cause = job.run.cause,
+                   .start_time = job.run.start_time,
+                   .end_time = now,
+                   .nodes = {},
+                   .exit_code = job.run.exit_code,
+                   .exit_signal = job.run.exit_signal,
+                   .reason = job.reason,
+                   .own_max_rss_kb = job.run.own_max_rss_kb,
+                   .own_cpu_ms = job.run.own_cpu_ms,
+                   .steps = job.run.steps};
+  past.nodes.reserve(job.run.placement.grants.size());
+  for (const alloc::NodeGrant& g : job.run.placement.grants) {
+    past.nodes.push_back(topology_.NodeName(g.node));
+  }
+  return past;
+}
 
 void Lifecycle::Changed(const Job& job, Effects& effects) {
   if (effects.changed_jobs.empty() || effects.changed_jobs.back() != job.id) {
@@ -57,7 +105,7 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
   }
   if (before == JobState::kRunning && next->state == JobState::kCompleting) {
     job.run.cause = CauseOf(event);
-    if (job.run.cause == EndCause::kNodeLost && job.request.requeue) {
+    if (job.run.cause == EndCause::kNodeLost && RequeueOnNodeLoss(job)) {
       job.run.cause = EndCause::kNodeLostRequeue;
     }
     job.preemption.deadline = Millis{0};  // a victim that ends by itself is preempted no more
@@ -129,7 +177,12 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
   job.preemption.suspended_since = Millis{0};
   Steps::EndWithJob(job, now);
   if (final_state == JobState::kPending) {
-    // Requeued: back in the queue with the same id and the next attempt.
+    // Requeued: back in the queue with the same id and the next attempt;
+    // the one that ended is kept for accounting.
+    job.past_attempts.push_back(PastOf(job, now));
+    if (job.past_attempts.size() > kPastAttemptsKept) {
+      job.past_attempts.erase(job.past_attempts.begin());
+    }
     book_.SetState(job, {JobState::kPending, JobSubstate::kNone}, JobEvent::kAllReleased, effects);
     job.wait.reason = PendingReason::kRequeued;
     job.reason = PendingReasonName(PendingReason::kRequeued);
@@ -138,6 +191,12 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
             ? fmt::format("preempted by job {}; runs again when resources allow", job.preemption.by)
         : job.run.cause == EndCause::kRequeued ? "requeued by cohort requeue"
                                                : "a node of its last attempt was lost";
+    if (job.run.cause == EndCause::kNodeLostRequeue) {
+      ++job.run.failure_restarts;
+      const std::chrono::seconds wait =
+          std::max(Backoff(requeue_backoff_, job.run.failure_restarts), kFenceMargin);
+      job.wait.restart_after = now + ToMillis(wait);
+    }
     job.preemption.by = 0;
     job.wait.eligible_time = now;
     job.run.cause = EndCause::kNone;

@@ -34,8 +34,10 @@ class Lifecycle {
     JobBook& book;
     PassTriggers& triggers;
     Prioritizer& priority;
-    alloc::ChannelPool& imex;       ///< no channels without SwitchType=switch/nvidia_imex
-    bool imex_per_segment = false;  ///< a channel per --segment rather than per job
+    alloc::ChannelPool& imex;                 ///< no channels without SwitchType=switch/nvidia_imex
+    bool imex_per_segment = false;            ///< a channel per --segment rather than per job
+    int max_batch_requeue = 5;                ///< MaxBatchRequeue=: the cap without --max-restarts
+    std::chrono::seconds requeue_backoff{0};  ///< RequeueBackoff=: the first restart's wait
   };
   explicit Lifecycle(const Parts& parts)
       : topology_(parts.topology),
@@ -44,7 +46,9 @@ class Lifecycle {
         triggers_(parts.triggers),
         priority_(parts.priority),
         imex_(parts.imex),
-        imex_per_segment_(parts.imex_per_segment) {}
+        imex_per_segment_(parts.imex_per_segment),
+        max_batch_requeue_(parts.max_batch_requeue),
+        requeue_backoff_(parts.requeue_backoff) {}
 
   /// The IMEX channels the job needs to start: none without IMEX, else one,
   /// or one per segment with imex_channel_per=segment.
@@ -102,6 +106,12 @@ class Lifecycle {
  private:
   void StopGang(Job& job, Effects& effects);
   void Finish(Job& job, Millis now, Effects& effects);
+  /// A node of a running job was lost: whether it goes back to the queue
+  /// (--requeue, under its restart cap); when the cap stops it, its reason
+  /// says so.
+  bool RequeueOnNodeLoss(Job& job) const;
+  /// What an attempt that ends in a requeue leaves for accounting.
+  [[nodiscard]] PastAttempt PastOf(const Job& job, Millis now) const;
   void ReleaseNode(Job& job, int node_rank, Effects& effects);
   void Warn(Job& job, Effects& effects);
   [[nodiscard]] int MasterPort(const Job& job) const;
@@ -113,6 +123,8 @@ class Lifecycle {
   Prioritizer& priority_;
   alloc::ChannelPool& imex_;
   bool imex_per_segment_;
+  int max_batch_requeue_;
+  std::chrono::seconds requeue_backoff_;
   SignalledExit signalled_exit_;
 };
 

@@ -217,6 +217,8 @@ NodeView NodeBook::View(NodeId node) const {
   NodeView view;
   view.reason = runtime.down ? runtime.down_reason : runtime.drain_reason;
   view.jobs.assign(book_.JobsOn(node).begin(), book_.JobsOn(node).end());
+  view.not_responding = runtime.not_responding;
+  view.last_heard = runtime.registered ? runtime.last_heartbeat : Millis{0};
   if (runtime.down) {
     view.status = NodeStatus::kDown;
   } else if (!runtime.registered) {
@@ -239,11 +241,26 @@ NodeAdmin NodeBook::Admin(NodeId node) const {
   return NodeAdmin{runtime.drain, runtime.drain ? runtime.drain_reason : std::string()};
 }
 
+void NodeBook::Heartbeat(NodeId node, Millis now) {
+  NodeRuntime& runtime = At(node);
+  runtime.last_heartbeat = now;
+  runtime.not_responding = false;
+}
+
 void NodeBook::Tick(Millis now, Effects& effects) {
   const config::ClusterConfig& config = config_;
   const Millis node_timeout = ToMillis(config.node_timeout);
+  // Three heartbeats (the agents send ten per NodeTimeout), at least 3 s.
+  const Millis not_responding =
+      std::min(node_timeout, std::max(node_timeout * 3 / 10, Millis(3000)));
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
-    const NodeRuntime& runtime = At(n);
+    NodeRuntime& runtime = At(n);
+    const bool silent =
+        runtime.registered && !runtime.down && now - runtime.last_heartbeat > not_responding;
+    if (silent != runtime.not_responding) {
+      runtime.not_responding = silent;
+      effects.changed_nodes.push_back(n);
+    }
     if ((runtime.registered || runtime.awaited) && !runtime.down &&
         now - runtime.last_heartbeat > node_timeout) {
       Lost(n,

@@ -35,6 +35,9 @@ struct NodeRuntime {
   std::string drain_reason;  ///< kept while the node is down, shown again after
   std::string down_reason;
   Millis last_heartbeat{0};
+  /// Silent for several heartbeats, not yet NodeTimeout (Slurm's
+  /// NOT_RESPONDING): shown; its jobs go on until NodeTimeout.
+  bool not_responding = false;
 };
 
 /// The nodes' life: registration and reconciliation with what the agent
@@ -60,7 +63,7 @@ class NodeBook {
   }
 
   absl::Status Registered(NodeId node, const NodeReport& report, Millis now, Effects& effects);
-  void Heartbeat(NodeId node, Millis now) { At(node).last_heartbeat = now; }
+  void Heartbeat(NodeId node, Millis now);
   void Lost(NodeId node, const std::string& reason, Millis now, Effects& effects);
   /// Nodes silent for NodeTimeout are lost.
   void Tick(Millis now, Effects& effects);

@@ -109,6 +109,12 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
       {"SLURMD_NODENAME", context.node_name},
       {"SLURM_JOB_USER", context.user_name},
   };
+  // As Slurm: set once the job has been started again (requeued after a
+  // node failure, a preemption or `scontrol requeue`), so that scripts
+  // resume from a checkpoint and bound their retries.
+  if (context.restart_count > 0) {
+    slurm.emplace_back("SLURM_RESTART_COUNT", std::to_string(context.restart_count));
+  }
   if (context.imex_channel >= 0) {
     vars.emplace_back("NVIDIA_IMEX_CHANNELS", std::to_string(context.imex_channel));
   }

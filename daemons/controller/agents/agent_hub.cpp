@@ -287,6 +287,14 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
     case v1::AgentMessage::kImagePrepared:
       if (options_.on_image_prepared) options_.on_image_prepared(node, message.image_prepared());
       break;
+    case v1::AgentMessage::kHeartbeat: {
+      // The agent counts its silence from the last answer it had: past
+      // NodeTimeout it stops the ranks the controller has given up on.
+      v1::ControllerMessage ack;
+      ack.mutable_heartbeat_ack();
+      link->Send(std::move(ack));
+      break;
+    }
     default:
       break;
   }
@@ -368,6 +376,8 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
   if (options_.on_nvlink_report) options_.on_nvlink_report();
   v1::ControllerMessage reply;
   reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
+  reply.mutable_registered()->set_node_timeout_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(state_.config.node_timeout).count());
   link->Send(std::move(reply));
   for (const Command& command : effects.commands) {
     // Reconciling sends a launch again only where the node never got it.

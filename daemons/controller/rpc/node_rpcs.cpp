@@ -40,6 +40,8 @@ void NodeRpcs::NodeToWire(NodeId n, v1::Node* out) const {
   out->set_name(topology.NodeName(n));
   out->set_state(ToWire(view.status));
   out->set_reason(view.reason);
+  out->set_not_responding(view.not_responding);
+  out->set_last_heard_ms(view.last_heard.count());
   out->set_cpus(capacity.cpus);
   out->set_cpus_allocated(capacity.cpus - free.cpus);
   out->set_memory_mb(capacity.memory_mb);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -110,6 +111,7 @@ void RunToRecord(const JobRun& run, const topology::Topology& topology, v1::JobR
   r.set_own_max_rss_kb(run.own_max_rss_kb);
   r.set_own_cpu_ms(run.own_cpu_ms);
   for (const int channel : run.imex_channels) r.add_imex_channels(channel);
+  r.set_failure_restarts(run.failure_restarts);
 }
 
 // The grants of a run and the placement's shape (for display and for the
@@ -145,44 +147,53 @@ void GrantsFromRecord(const v1::JobRunRecord& r, const topology::Topology& topol
   }
 }
 
-// The steps of a run, refused when they could not have been the engine's:
-// an unknown state or sharing, or running steps holding more than the
-// allocation has.
+// One step of a run, refused when it could not have been the engine's: an
+// unknown state or sharing, or an id outside first_step..next_step.
+absl::StatusOr<JobStep> StepFromRecord(JobId id, const v1::StepRecord& s, int first_step,
+                                       int next_step) {
+  if (s.state() < 0 || s.state() > static_cast<int>(StepState::kCancelled) || s.sharing() < 0 ||
+      s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() < first_step ||
+      s.id() >= next_step) {
+    return absl::InvalidArgumentError(fmt::format(
+        "job {}: step {} has state {}, sharing {} and next step {}, which no step can have", id,
+        s.id(), s.state(), s.sharing(), next_step));
+  }
+  JobStep step;
+  step.id = s.id();
+  step.state = static_cast<StepState>(s.state());
+  step.placement.sharing = static_cast<alloc::StepSharing>(s.sharing());
+  step.placement.tasks = s.tasks();
+  for (const v1::StepNodeRecord& n : s.nodes()) {
+    step.placement.nodes.push_back(
+        {.node_rank = n.node_rank(), .tasks = n.tasks(), .cpus = n.cpus(), .gpus = n.gpus()});
+    step.node_exits.push_back(std::clamp(n.exited(), 0, std::max(n.tasks(), 0)));
+  }
+  step.reason = s.reason();
+  step.token = s.token();
+  step.master_port = s.master_port() >= 20000 && s.master_port() <= 39999 ? s.master_port() : 0;
+  step.max_rss_kb = s.max_rss_kb();
+  step.cpu_ms = s.cpu_ms();
+  step.start_time = Millis(s.start_time_ms());
+  step.end_time = Millis(s.end_time_ms());
+  step.ranks_exited = s.ranks_exited();
+  step.exit_code = s.exit_code();
+  step.exit_signal = s.exit_signal();
+  step.stopping = s.stopping();
+  step.cancelled = s.cancelled();
+  return step;
+}
+
+// The steps of a run, refused when they could not have been the engine's
+// (StepFromRecord), or running steps hold more than the allocation has.
 absl::Status StepsFromRecord(JobId id, const v1::JobRunRecord& r, int first_step, JobRun& run) {
   alloc::StepLedger ledger(run.placement.grants, 1, 1);
   run.next_step = std::max(r.next_step(), first_step);
   for (const v1::StepRecord& s : r.steps()) {
-    JobStep& step = run.steps.emplace_back();
-    step.id = s.id();
-    if (s.state() < 0 || s.state() > static_cast<int>(StepState::kCancelled) || s.sharing() < 0 ||
-        s.sharing() > static_cast<int>(alloc::StepSharing::kOverlap) || s.id() < first_step ||
-        s.id() >= run.next_step) {
-      return absl::InvalidArgumentError(fmt::format(
-          "job {}: step {} has state {}, sharing {} and next step {}, which no step can have", id,
-          s.id(), s.state(), s.sharing(), run.next_step));
-    }
-    step.state = static_cast<StepState>(s.state());
-    step.placement.sharing = static_cast<alloc::StepSharing>(s.sharing());
-    step.placement.tasks = s.tasks();
-    for (const v1::StepNodeRecord& n : s.nodes()) {
-      step.placement.nodes.push_back(
-          {.node_rank = n.node_rank(), .tasks = n.tasks(), .cpus = n.cpus(), .gpus = n.gpus()});
-      step.node_exits.push_back(std::clamp(n.exited(), 0, std::max(n.tasks(), 0)));
-    }
-    step.reason = s.reason();
-    step.token = s.token();
-    step.master_port = s.master_port() >= 20000 && s.master_port() <= 39999 ? s.master_port() : 0;
-    step.max_rss_kb = s.max_rss_kb();
-    step.cpu_ms = s.cpu_ms();
-    step.start_time = Millis(s.start_time_ms());
-    step.end_time = Millis(s.end_time_ms());
-    step.ranks_exited = s.ranks_exited();
-    step.exit_code = s.exit_code();
-    step.exit_signal = s.exit_signal();
-    step.stopping = s.stopping();
-    step.cancelled = s.cancelled();
-    if (step.state != StepState::kRunning) continue;
-    if (absl::Status held = ledger.Hold(step.placement); !held.ok()) {
+    absl::StatusOr<JobStep> step = StepFromRecord(id, s, first_step, run.next_step);
+    if (!step.ok()) return step.status();
+    run.steps.push_back(*std::move(step));
+    if (run.steps.back().state != StepState::kRunning) continue;
+    if (absl::Status held = ledger.Hold(run.steps.back().placement); !held.ok()) {
       return absl::InvalidArgumentError(
           fmt::format("job {}: step {}: {}", id, s.id(), held.message()));
     }
@@ -205,7 +216,45 @@ absl::Status RunFromRecord(JobId id, const v1::JobRunRecord& r, const topology::
   run.own_max_rss_kb = r.own_max_rss_kb();
   run.own_cpu_ms = r.own_cpu_ms();
   run.imex_channels.assign(r.imex_channels().begin(), r.imex_channels().end());
+  run.failure_restarts = std::max(r.failure_restarts(), 0);
   return StepsFromRecord(id, r, first_step, run);
+}
+
+void PastToRecord(const PastAttempt& past, v1::PastAttemptRecord& r) {
+  r.set_attempt(past.attempt);
+  r.set_cause(static_cast<int>(past.cause));
+  r.set_start_time_ms(past.start_time.count());
+  r.set_end_time_ms(past.end_time.count());
+  r.mutable_nodes()->Assign(past.nodes.begin(), past.nodes.end());
+  r.set_exit_code(past.exit_code);
+  r.set_exit_signal(past.exit_signal);
+  r.set_reason(past.reason);
+  r.set_own_max_rss_kb(past.own_max_rss_kb);
+  r.set_own_cpu_ms(past.own_cpu_ms);
+  for (const JobStep& step : past.steps) StepToRecord(step, *r.add_steps());
+}
+
+// A past attempt; steps that could not have been the engine's are dropped
+// (the record is for accounting: the job itself runs on without them).
+PastAttempt PastFromRecord(JobId id, const v1::PastAttemptRecord& r, int first_step) {
+  PastAttempt past{.attempt = r.attempt(),
+                   .cause = static_cast<EndCause>(
+                       std::clamp(r.cause(), 0, static_cast<int>(EndCause::kRequeued))),
+                   .start_time = Millis(r.start_time_ms()),
+                   .end_time = Millis(r.end_time_ms()),
+                   .nodes = {r.nodes().begin(), r.nodes().end()},
+                   .exit_code = r.exit_code(),
+                   .exit_signal = r.exit_signal(),
+                   .reason = r.reason(),
+                   .own_max_rss_kb = r.own_max_rss_kb(),
+                   .own_cpu_ms = r.own_cpu_ms(),
+                   .steps = {}};
+  for (const v1::StepRecord& s : r.steps()) {
+    absl::StatusOr<JobStep> step =
+        StepFromRecord(id, s, first_step, std::numeric_limits<int>::max());
+    if (step.ok()) past.steps.push_back(*std::move(step));
+  }
+  return past;
 }
 
 void WaitToRecord(const JobWait& wait, v1::JobWaitRecord& r) {
@@ -213,6 +262,7 @@ void WaitToRecord(const JobWait& wait, v1::JobWaitRecord& r) {
   // job's reason, its name.
   r.set_eligible_time_ms(wait.eligible_time.count());
   r.set_dependency_left(FormatDependency(wait.dependency_left));
+  r.set_restart_after_ms(wait.restart_after.count());
 }
 
 void WaitFromRecord(const v1::JobWaitRecord& r, Millis submit_time, JobWait& wait) {
@@ -221,6 +271,7 @@ void WaitFromRecord(const v1::JobWaitRecord& r, Millis submit_time, JobWait& wai
     absl::StatusOr<Dependency> left = ParseDependency(r.dependency_left());
     if (left.ok()) wait.dependency_left = *std::move(left);
   }
+  wait.restart_after = Millis(std::max<std::int64_t>(r.restart_after_ms(), 0));
 }
 
 void ArrayToRecord(const JobArray& array, v1::JobArrayRecord& r) {
@@ -286,6 +337,7 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
   if (!job.preemption.records.empty() || job.preemption.by != 0) {
     PreemptionToRecord(job.preemption, *r.mutable_preemption());
   }
+  for (const PastAttempt& past : job.past_attempts) PastToRecord(past, *r.add_past_attempts());
   return r;
 }
 
@@ -333,6 +385,11 @@ absl::StatusOr<SavedJob> FromRecord(const v1::JobRecord& record,
   WaitFromRecord(record.wait(), job.submit_time, job.wait);
   ArrayFromRecord(record.array(), job.array);
   PreemptionFromRecord(record.preemption(), saved.status.sub, job.preemption);
+  // The most recent, as the engine keeps them.
+  const int past = record.past_attempts_size();
+  for (int i = std::max(past - static_cast<int>(kPastAttemptsKept), 0); i < past; ++i) {
+    job.past_attempts.push_back(PastFromRecord(job.id, record.past_attempts(i), FirstStep(job)));
+  }
   return saved;
 }
 

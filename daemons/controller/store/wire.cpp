@@ -159,6 +159,13 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   r.segment = spec.segment();
   r.spread_segments = spec.spread_segments();
   r.requeue = spec.requeue();
+  if (spec.has_max_restarts()) {
+    if (spec.max_restarts() < 0 || spec.max_restarts() > config::ClusterConfig::kMaxRestarts) {
+      return invalid(fmt::format("max_restarts: {} is not 0-{}; give --max-restarts=N",
+                                 spec.max_restarts(), config::ClusterConfig::kMaxRestarts));
+    }
+    r.max_restarts = spec.max_restarts();
+  }
   // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
   if (spec.warn_signal() != -1) {
     r.warning.signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
@@ -353,36 +360,51 @@ std::string_view BatchStepState(const Job& job, JobState state) {
   }
 }
 
-}  // namespace
+// One attempt's steps as clients see them: a batch job's batch step (on its
+// first node), then its job steps, their nodes named by node rank.
+struct AttemptSteps {
+  bool batch = false;
+  std::span<const std::string> nodes;  // by node rank
+  std::string_view batch_state;
+  Millis start{0};
+  Millis end{0};  // 0: the batch step runs
+  int exit_code = 0;
+  int exit_signal = 0;
+  std::string_view batch_reason;
+  std::int64_t max_rss_kb = 0;
+  std::int64_t cpu_ms = 0;
+  std::span<const JobStep> steps;
+};
 
-void StepsToWire(const Job& job, JobState state, const topology::Topology& topology, v1::Job* out) {
-  if (job.run.placement.grants.empty()) return;  // not started (or requeued): no steps yet
-  if (IsBatch(job)) {
-    v1::JobStep& batch = *out->add_steps();
+void AttemptStepsToWire(const AttemptSteps& a,
+                        google::protobuf::RepeatedPtrField<v1::JobStep>& out) {
+  if (a.batch && !a.nodes.empty()) {
+    v1::JobStep& batch = *out.Add();
     batch.set_step_id(-1);
     batch.set_name("batch");
-    batch.set_state(std::string(BatchStepState(job, state)));
-    batch.set_nodes(topology.NodeName(job.run.placement.grants.front().node));
+    batch.set_state(std::string(a.batch_state));
+    batch.set_nodes(a.nodes.front());
     batch.set_tasks(1);
-    batch.set_start_time_ms(job.run.start_time.count());
-    batch.set_max_rss_kb(job.run.own_max_rss_kb);
-    batch.set_total_cpu_ms(job.run.own_cpu_ms);
-    if (state != JobState::kRunning) {
-      batch.set_exit_code(job.run.exit_code);
-      batch.set_exit_signal(job.run.exit_signal);
-      batch.set_end_time_ms(job.run.end_time.count());
-      batch.set_reason(state == JobState::kFailed ? job.reason : "");
+    batch.set_start_time_ms(a.start.count());
+    batch.set_max_rss_kb(a.max_rss_kb);
+    batch.set_total_cpu_ms(a.cpu_ms);
+    if (a.end.count() != 0) {
+      batch.set_exit_code(a.exit_code);
+      batch.set_exit_signal(a.exit_signal);
+      batch.set_end_time_ms(a.end.count());
+      batch.set_reason(std::string(a.batch_reason));
     }
   }
-  for (const JobStep& step : job.run.steps) {
-    v1::JobStep& s = *out->add_steps();
+  for (const JobStep& step : a.steps) {
+    v1::JobStep& s = *out.Add();
     s.set_step_id(step.id);
     s.set_name(std::to_string(step.id));
     s.set_state(std::string(StepStateName(step.state)));
     std::vector<std::string> names;
     for (const alloc::StepNode& node : step.placement.nodes) {
-      names.push_back(topology.NodeName(
-          job.run.placement.grants[static_cast<std::size_t>(node.node_rank)].node));
+      if (node.node_rank >= 0 && static_cast<std::size_t>(node.node_rank) < a.nodes.size()) {
+        names.push_back(a.nodes[static_cast<std::size_t>(node.node_rank)]);
+      }
     }
     s.set_nodes(hostlist::Compress(names));
     s.set_tasks(step.placement.tasks);
@@ -393,6 +415,67 @@ void StepsToWire(const Job& job, JobState state, const topology::Topology& topol
     s.set_reason(step.reason);
     s.set_max_rss_kb(step.max_rss_kb);
     s.set_total_cpu_ms(step.cpu_ms);
+  }
+}
+
+// How accounting names an attempt that ended in a requeue.
+std::string_view PastStateName(EndCause cause) {
+  switch (cause) {
+    case EndCause::kNodeLostRequeue:
+      return "NODE_FAIL";
+    case EndCause::kPreemptRequeue:
+      return "PREEMPTED";
+    default:
+      return "REQUEUED";
+  }
+}
+
+}  // namespace
+
+void StepsToWire(const Job& job, JobState state, const topology::Topology& topology, v1::Job* out) {
+  if (!job.run.placement.grants.empty()) {  // not started (or requeued): no steps yet
+    std::vector<std::string> nodes;
+    nodes.reserve(job.run.placement.grants.size());
+    for (const alloc::NodeGrant& g : job.run.placement.grants) {
+      nodes.push_back(topology.NodeName(g.node));
+    }
+    const bool ended = state != JobState::kRunning;
+    AttemptStepsToWire({.batch = IsBatch(job),
+                        .nodes = nodes,
+                        .batch_state = BatchStepState(job, state),
+                        .start = job.run.start_time,
+                        .end = ended ? job.run.end_time : Millis{0},
+                        .exit_code = job.run.exit_code,
+                        .exit_signal = job.run.exit_signal,
+                        .batch_reason = state == JobState::kFailed ? std::string_view(job.reason)
+                                                                   : std::string_view(),
+                        .max_rss_kb = job.run.own_max_rss_kb,
+                        .cpu_ms = job.run.own_cpu_ms,
+                        .steps = job.run.steps},
+                       *out->mutable_steps());
+  }
+  for (const PastAttempt& past : job.past_attempts) {
+    v1::JobAttempt& a = *out->add_past_attempts();
+    a.set_attempt(past.attempt);
+    a.set_state(std::string(PastStateName(past.cause)));
+    a.set_start_time_ms(past.start_time.count());
+    a.set_end_time_ms(past.end_time.count());
+    a.set_nodes(hostlist::Compress(past.nodes));
+    a.set_exit_code(past.exit_code);
+    a.set_exit_signal(past.exit_signal);
+    a.set_reason(past.reason);
+    AttemptStepsToWire({.batch = IsBatch(job),
+                        .nodes = past.nodes,
+                        .batch_state = "CANCELLED",
+                        .start = past.start_time,
+                        .end = past.end_time,
+                        .exit_code = past.exit_code,
+                        .exit_signal = past.exit_signal,
+                        .batch_reason = past.reason,
+                        .max_rss_kb = past.own_max_rss_kb,
+                        .cpu_ms = past.own_cpu_ms,
+                        .steps = past.steps},
+                       *a.mutable_steps());
   }
 }
 

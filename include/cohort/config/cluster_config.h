@@ -211,6 +211,15 @@ struct ClusterConfig {
   std::string epilog;
   std::chrono::seconds prolog_epilog_timeout{300};  ///< PrologEpilogTimeout=
   std::chrono::seconds kill_wait{30};
+  /// The most restarts MaxBatchRequeue= and --max-restarts allow.
+  static constexpr int kMaxRestarts = 10'000;
+  /// MaxBatchRequeue=: how often a node failure may requeue a job that
+  /// gives no --max-restarts (Slurm's name and default).
+  int max_batch_requeue = 5;
+  /// RequeueBackoff=: a job requeued after a node failure waits this long
+  /// before its next start, doubled at each further failure (at most ten
+  /// minutes, or this when longer); 0: no wait.
+  std::chrono::seconds requeue_backoff{10};
   /// MpiDefault=: a step's MPI type when srun gives no --mpi ("none" or "pmix").
   std::string mpi_default = "none";
   /// SwitchType=: "none", or "nvidia_imex" for an NVIDIA IMEX channel per

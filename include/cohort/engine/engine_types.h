@@ -170,6 +170,10 @@ struct NodeView {
   NodeStatus status = NodeStatus::kUnknown;
   std::string reason;
   std::vector<JobId> jobs;
+  /// Not heard from for several heartbeats (a third of NodeTimeout, at least
+  /// 3 s), not yet NodeTimeout: Slurm's NOT_RESPONDING, `idle*`.
+  bool not_responding = false;
+  Millis last_heard{0};  ///< its agent's last message; 0: none since the start
 };
 
 /// Identity of a caller, as the shell established it.

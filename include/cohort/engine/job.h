@@ -192,6 +192,9 @@ struct JobRequest {
   int segment = 0;               ///< --segment=S; 0: no segments
   bool spread_segments = false;  ///< --spread-segments: each segment in a block of its own
   bool requeue = false;
+  /// --max-restarts: how often a node failure may requeue it; -1: the
+  /// site's MaxBatchRequeue.
+  int max_restarts = -1;
   std::vector<std::string> features;
   std::vector<std::string> nodelist;  ///< names that must be in the gang
   std::vector<std::string> exclude;   ///< names that must not be
@@ -292,6 +295,10 @@ struct JobRun {
   Millis start_time{0};
   Millis end_time{0};
   int attempt = 1;
+  /// Attempts that ended in a node failure and were requeued for it: what
+  /// --max-restarts and MaxBatchRequeue bound, and the back-off doubles on
+  /// (preemptions and `cohort requeue` count as attempts, not here).
+  int failure_restarts = 0;
   int exit_code = 0;
   int exit_signal = 0;
   alloc::Placement placement;          ///< grants by node rank while running or stopping
@@ -313,6 +320,25 @@ struct JobRun {
   std::vector<int> imex_channels;
 };
 
+/// An attempt that ended in a requeue, kept for accounting (`sacct
+/// --duplicates` lists it before the current one). Persisted
+/// (PastAttemptRecord).
+struct PastAttempt {
+  int attempt = 0;
+  EndCause cause = EndCause::kNone;  ///< kNodeLostRequeue, kPreemptRequeue or kRequeued
+  Millis start_time{0};
+  Millis end_time{0};
+  std::vector<std::string> nodes;  ///< by node rank
+  int exit_code = 0;
+  int exit_signal = 0;
+  std::string reason;  ///< in words, why it ended
+  std::int64_t own_max_rss_kb = 0;
+  std::int64_t own_cpu_ms = 0;
+  std::vector<JobStep> steps;  ///< their placements index `nodes`
+};
+/// The past attempts a job keeps: the most recent ones.
+inline constexpr std::size_t kPastAttemptsKept = 16;
+
 /// What a pending job waits on. Persisted (JobWaitRecord) but for the
 /// reason's enum, which is read back from the job's reason text.
 struct JobWait {
@@ -320,6 +346,9 @@ struct JobWait {
   PendingReason reason = PendingReason::kNone;
   Millis eligible_time{0};     ///< when it last became eligible (submit, release, requeue)
   Dependency dependency_left;  ///< what is left of --dependency: the terms not yet satisfied
+  /// Requeued after a node failure: not started again before this (the
+  /// back-off, RequeueBackoff=); 0: no wait.
+  Millis restart_after{0};
 };
 
 /// Arrays. The array's own record (id == job_id, task_id -1) holds the tasks
@@ -372,6 +401,7 @@ struct Job {
   std::string reason;
   std::string reason_detail;
   JobRun run;
+  std::vector<PastAttempt> past_attempts;  ///< oldest first, at most kPastAttemptsKept
   JobWait wait;
   JobArray array;
   JobPreemption preemption;

@@ -71,6 +71,7 @@ struct LaunchContext {
   int array_task_count = 0;       ///< SLURM_ARRAY_TASK_COUNT
   int array_task_step = 1;        ///< SLURM_ARRAY_TASK_STEP
   int step_id = 0;                ///< SLURM_STEP_ID: the job step the ranks belong to
+  int restart_count = 0;          ///< SLURM_RESTART_COUNT: the attempt's number less one
   LaunchKind kind = LaunchKind::kGang;
   StepLayout step;  ///< for kStep
   /// A step's MPI wire-up (srun --mpi): "pmix", or "none"; SLURM_MPI_TYPE.

@@ -34,6 +34,8 @@ class RecordingLink final : public NodeLink {
   // What the controller would read when the node registers.
   v1::Register Register() const { return hooks_.make_register(); }
   void Deliver(const v1::ControllerMessage& message) const { hooks_.on_message(message); }
+  // No controller heard for NodeTimeout.
+  void Silence() const { hooks_.on_fence(); }
 
   int starts = 0;
   int stops = 0;
@@ -66,6 +68,7 @@ class RecordingRunner final : public LaunchRunner {
     calls_.push_back("notice " + std::to_string(id.job_id));
   }
   void Stop() override { calls_.push_back("runner stop"); }
+  void Fence() override { calls_.push_back("fence"); }
   [[nodiscard]] std::size_t LiveRanks() const override { return 3; }
   void AddMetrics(NodeMetrics& metrics) const override {
     metrics.launches_started += 5;
@@ -268,6 +271,21 @@ TEST_F(AgentNodeTest, AFakeStepIsRefusedWithTheReason) {
   EXPECT_NE(link_->sent[0].launch_failed().reason().find("gpu07: fake execution"),
             std::string::npos)
       << link_->sent[0].launch_failed().reason();
+}
+
+// A node its controller has given up on (no answer for NodeTimeout) stops
+// its ranks: the link says so, the runner kills them.
+TEST_F(AgentNodeTest, ASilentControllerFencesTheRunner) {
+  AgentNode node(environment_, setup_, Parts([&](const NodeSetup&, SendToController) {
+                   return std::make_unique<RecordingRunner>(calls_);
+                 }));
+  node.Start();
+  ASSERT_NE(link_, nullptr);
+  v1::ControllerMessage ack;
+  ack.mutable_heartbeat_ack();
+  link_->Deliver(ack);  // the session's own; passed on, it changes nothing
+  link_->Silence();
+  EXPECT_EQ(calls_, (std::vector<std::string>{"runner start", "fence"}));
 }
 
 }  // namespace

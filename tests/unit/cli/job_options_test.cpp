@@ -9,6 +9,8 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "format/job_format.h"
@@ -130,6 +132,42 @@ TEST(JobOptionsTest, PolicyOptionsGoIntoTheSpecAsTyped) {
   EXPECT_EQ(spec->dependency(), "");
   EXPECT_FALSE(spec->kill_on_invalid_dep());
   EXPECT_FALSE(spec->hold());
+}
+
+// --max-restarts bounds the requeues after node failures and implies
+// --requeue, unless --no-requeue says otherwise.
+TEST(JobOptionsTest, MaxRestartsImpliesRequeueAndIsBounded) {
+  JobOptions options;
+  options.max_restarts = 3;
+  absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->requeue());
+  ASSERT_TRUE(spec->has_max_restarts());
+  EXPECT_EQ(spec->max_restarts(), 3);
+
+  options.requeue = false;
+  spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->requeue());
+
+  options = JobOptions{};
+  options.max_restarts = 0;
+  spec = BuildJobSpec(options, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->requeue());
+  EXPECT_TRUE(spec->has_max_restarts());
+
+  spec = BuildJobSpec(JobOptions{}, "job");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->has_max_restarts());
+
+  for (const int bad : {-1, 10'001}) {
+    options.max_restarts = bad;
+    EXPECT_EQ(BuildJobSpec(options, "job").status().message(),
+              fmt::format("--max-restarts={}: give how often a node failure may requeue the job, "
+                          "0-10000",
+                          bad));
+  }
 }
 
 TEST(JobOptionsTest, EmptyPolicyValuesAreRefused) {

@@ -35,13 +35,14 @@ consteval std::size_t FieldCount() {
 // lost at the first restart for a line forgotten in a group's mapping. Keep
 // it in the group's mapping (daemons/controller/store/records.cpp) or say
 // in EveryField why it is not kept, set it in EveryField, then count it here.
-static_assert(FieldCount<Job>() == 16, "Job gained or lost a field: see above");
-static_assert(FieldCount<JobRun>() == 16, "JobRun gained or lost a field: see above");
-static_assert(FieldCount<JobWait>() == 3, "JobWait gained or lost a field: see above");
+static_assert(FieldCount<Job>() == 17, "Job gained or lost a field: see above");
+static_assert(FieldCount<JobRun>() == 17, "JobRun gained or lost a field: see above");
+static_assert(FieldCount<JobWait>() == 4, "JobWait gained or lost a field: see above");
 static_assert(FieldCount<JobArray>() == 3, "JobArray gained or lost a field: see above");
 static_assert(FieldCount<JobPreemption>() == 4, "JobPreemption gained or lost a field: see above");
 static_assert(FieldCount<JobCache>() == 5, "JobCache (never kept) gained or lost a field");
 static_assert(FieldCount<JobStep>() == 16, "JobStep gained or lost a field: see above");
+static_assert(FieldCount<PastAttempt>() == 11, "PastAttempt gained or lost a field: see above");
 
 // Every field of each step of `is` is that of `was`.
 void ExpectSameSteps(const std::vector<JobStep>& is, const std::vector<JobStep>& was) {
@@ -94,6 +95,7 @@ void ExpectSameRun(const JobRun& is, const JobRun& was) {
   EXPECT_EQ(is.own_max_rss_kb, was.own_max_rss_kb);
   EXPECT_EQ(is.own_cpu_ms, was.own_cpu_ms);
   EXPECT_EQ(is.imex_channels, was.imex_channels);
+  EXPECT_EQ(is.failure_restarts, was.failure_restarts);
 }
 
 // Every field of the other persisted groups of `is` is that of `was`.
@@ -119,6 +121,23 @@ void ExpectSameGroups(const Job& is, const Job& was) {
   EXPECT_EQ(is.preemption.deadline, was.preemption.deadline);
   EXPECT_EQ(is.preemption.by, was.preemption.by);
   EXPECT_EQ(is.preemption.suspended_since, was.preemption.suspended_since);
+  EXPECT_EQ(is.wait.restart_after, was.wait.restart_after);
+  ASSERT_EQ(is.past_attempts.size(), was.past_attempts.size());
+  for (std::size_t i = 0; i < was.past_attempts.size(); ++i) {
+    const PastAttempt& a = was.past_attempts[i];
+    const PastAttempt& b = is.past_attempts[i];
+    EXPECT_EQ(b.attempt, a.attempt);
+    EXPECT_EQ(b.cause, a.cause);
+    EXPECT_EQ(b.start_time, a.start_time);
+    EXPECT_EQ(b.end_time, a.end_time);
+    EXPECT_EQ(b.nodes, a.nodes);
+    EXPECT_EQ(b.exit_code, a.exit_code);
+    EXPECT_EQ(b.exit_signal, a.exit_signal);
+    EXPECT_EQ(b.reason, a.reason);
+    EXPECT_EQ(b.own_max_rss_kb, a.own_max_rss_kb);
+    EXPECT_EQ(b.own_cpu_ms, a.own_cpu_ms);
+    ExpectSameSteps(b.steps, a.steps);
+  }
 }
 
 // `record` as a controller of schema version 3 wrote it: the groups' fields
@@ -238,7 +257,20 @@ class RecordsTest : public ::testing::Test {
     job.run.own_max_rss_kb = 4096;
     job.run.own_cpu_ms = 777;
     job.run.imex_channels = {7};
+    job.run.failure_restarts = 1;
+    job.past_attempts.push_back({.attempt = 2,
+                                 .cause = EndCause::kNodeLostRequeue,
+                                 .start_time = Millis(1200),
+                                 .end_time = Millis(1400),
+                                 .nodes = {"n002", "n001"},
+                                 .exit_code = 1,
+                                 .exit_signal = 9,
+                                 .reason = "node n002 was lost: not responding",
+                                 .own_max_rss_kb = 2048,
+                                 .own_cpu_ms = 55,
+                                 .steps = job.run.steps});
     job.wait.eligible_time = Millis(1500);
+    job.wait.restart_after = Millis(1450);
     job.wait.dependency_left = ParseDependency("afterok:3").value();
     job.array = {.job_id = 5, .task_id = 2, .pending = {3, 4}};
     job.preemption.records.push_back({.time = Millis(2500),
@@ -336,7 +368,9 @@ TEST_F(RecordsTest, ARecordOfVersionThreeReadsAsTheSameJob) {
   job.run.end_time = Millis(4000);
   job.run.exit_code = 3;
   job.run.exit_signal = 9;
-  job.run.imex_channels.clear();  // version 3 had none
+  job.run.imex_channels.clear();  // version 3 had none, nor these
+  job.run.failure_restarts = 0;
+  job.wait.restart_after = Millis(0);
   v1::JobRecord now = ToRecord(job, EveryFieldSpec(), cluster_.topology);
   now.mutable_preemption()->set_suspended_since_ms(2700);  // read only while suspended
   const v1::JobRecord old = AsVersionThree(now);

@@ -459,10 +459,119 @@ TEST_F(EngineTest, RequeueOnNodeLoss) {
   engine_->JobReleased(id, other, now_, fx);
   EXPECT_EQ(State(id), JobState::kPending);
   EXPECT_EQ(engine_->FindJob(id)->run.attempt, 2);
+  EXPECT_EQ(engine_->FindJob(id)->run.failure_restarts, 1);
+  // RequeueBackoff= (10 s by default) holds it back before its restart.
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(id)->wait.reason, PendingReason::kBeginTime);
+  now_ += std::chrono::seconds(10);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != lost) engine_->NodeHeartbeat(n, now_);
+  }
+  engine_->Tick(now_, fx);  // the wake-up its back-off asked for
   Schedule();
   EXPECT_EQ(State(id), JobState::kRunning);
   for (const alloc::NodeGrant& g : engine_->FindJob(id)->run.placement.grants)
     EXPECT_NE(g.node, lost);
+  // The attempt that ended is kept for accounting, with its nodes.
+  const Job& job = *engine_->FindJob(id);
+  ASSERT_EQ(job.past_attempts.size(), 1U);
+  EXPECT_EQ(job.past_attempts[0].attempt, 1);
+  EXPECT_EQ(job.past_attempts[0].cause, EndCause::kNodeLostRequeue);
+  EXPECT_EQ(job.past_attempts[0].nodes.size(), 2U);
+  EXPECT_NE(job.past_attempts[0].reason.find("was lost"), std::string::npos)
+      << job.past_attempts[0].reason;
+}
+
+TEST_F(EngineTest, NodeFailuresRequeueUpToTheCapWithAGrowingBackoff) {
+  Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4), [](config::ClusterConfig& c) {
+    c.max_batch_requeue = 5;
+    c.requeue_backoff = std::chrono::seconds(4);
+  });
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 1;
+  r.requeue = true;
+  r.max_restarts = 2;  // the job's own cap wins over MaxBatchRequeue
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  std::vector<NodeId> lost;
+  // Loses its node: requeued after 4 s, then 8 s; the third loss ends it.
+  for (const int wait_s : {4, 8, -1}) {
+    engine_->Tick(now_, fx);
+    Schedule();
+    ASSERT_EQ(State(id), JobState::kRunning);
+    const NodeId node = engine_->FindJob(id)->run.placement.grants[0].node;
+    lost.push_back(node);
+    now_ += std::chrono::seconds(31);
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+      if (std::ranges::find(lost, n) == lost.end()) engine_->NodeHeartbeat(n, now_);
+    }
+    engine_->Tick(now_, fx);
+    if (wait_s < 0) break;
+    ASSERT_EQ(State(id), JobState::kPending);
+    EXPECT_EQ(engine_->FindJob(id)->wait.restart_after,
+              now_ + std::chrono::milliseconds(wait_s * 1000));
+    now_ += std::chrono::seconds(wait_s) - std::chrono::milliseconds(1);
+    Schedule();
+    EXPECT_EQ(State(id), JobState::kPending) << "restarted before its back-off ended";
+    EXPECT_NE(engine_->FindJob(id)->reason_detail.find("starts again in"), std::string::npos)
+        << engine_->FindJob(id)->reason_detail;
+    now_ += std::chrono::milliseconds(1);
+  }
+  EXPECT_EQ(State(id), JobState::kNodeFail);
+  const Job& job = *engine_->FindJob(id);
+  EXPECT_EQ(job.run.failure_restarts, 2);
+  EXPECT_EQ(job.run.attempt, 3);
+  EXPECT_EQ(job.past_attempts.size(), 2U);
+  EXPECT_NE(job.reason.find("not requeued: node failures restarted it 2 times, its cap "
+                            "(--max-restarts=2)"),
+            std::string::npos)
+      << job.reason;
+}
+
+TEST_F(EngineTest, MaxBatchRequeueZeroNeverRequeuesOnNodeLoss) {
+  Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4),
+        [](config::ClusterConfig& c) { c.max_batch_requeue = 0; });
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.requeue = true;
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  const NodeId node = engine_->FindJob(id)->run.placement.grants[0].node;
+  now_ += std::chrono::seconds(31);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != node) engine_->NodeHeartbeat(n, now_);
+  }
+  engine_->Tick(now_, fx);
+  EXPECT_EQ(State(id), JobState::kNodeFail);
+  EXPECT_NE(engine_->FindJob(id)->reason.find("MaxBatchRequeue=0 in cohort.conf"),
+            std::string::npos)
+      << engine_->FindJob(id)->reason;
+}
+
+// Silent for three heartbeats (9 s of NodeTimeout=30) a node is shown not
+// responding; a heartbeat clears it; NodeTimeout takes it down.
+TEST_F(EngineTest, ASilentNodeIsNotRespondingBeforeItIsDown) {
+  Effects fx;
+  const NodeId quiet = cluster_->Node("n001");
+  now_ += std::chrono::seconds(8);
+  engine_->Tick(now_, fx);
+  EXPECT_FALSE(engine_->ViewNode(quiet).not_responding);
+  now_ += std::chrono::seconds(2);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != quiet) engine_->NodeHeartbeat(n, now_);
+  }
+  engine_->Tick(now_, fx);
+  EXPECT_TRUE(engine_->ViewNode(quiet).not_responding);
+  EXPECT_EQ(engine_->ViewNode(quiet).status, NodeStatus::kIdle);
+  EXPECT_FALSE(engine_->ViewNode(cluster_->Node("n002")).not_responding);
+  engine_->NodeHeartbeat(quiet, now_);
+  EXPECT_FALSE(engine_->ViewNode(quiet).not_responding);
+  EXPECT_EQ(engine_->ViewNode(quiet).last_heard, now_);
 }
 
 TEST_F(EngineTest, DrainKeepsNewWorkOffAndResumeBringsItBack) {
@@ -760,6 +869,7 @@ TEST_F(EngineTest, RequeuedJobIsWarnedAgainInItsNextAttempt) {
   engine_->JobReleased(id, grants[1].node, now_, fx);
   ASSERT_EQ(State(id), JobState::kPending);
   EXPECT_EQ(engine_->FindJob(id)->run.attempt, 2);
+  TickAt(now_ + seconds(10));  // RequeueBackoff
   Schedule();
   ASSERT_EQ(State(id), JobState::kRunning);
   EXPECT_TRUE(Signals(TickAt(now_ + minutes(18))).empty());

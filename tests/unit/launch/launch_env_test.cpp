@@ -142,6 +142,17 @@ TEST(BuildRankEnvironmentTest, JobFacts) {
   for (const auto& [name, value] : expected) EXPECT_EQ(Get(env, name), value) << name;
 }
 
+// As Slurm: only a job started again has SLURM_RESTART_COUNT, so that
+// scripts can test for it to resume from a checkpoint.
+TEST(BuildRankEnvironmentTest, RestartCountOnlyOnceStartedAgain) {
+  LaunchContext context = TrainingJob();
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_RESTART_COUNT"), std::nullopt);
+  context.restart_count = 2;
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_RESTART_COUNT"), "2");
+  context.kind = LaunchKind::kBatch;
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_RESTART_COUNT"), "2");
+}
+
 TEST(BuildRankEnvironmentTest, TheLaunchIsOneStepOverTheWholeGang) {
   LaunchContext context = TrainingJob();
   const std::vector<std::string> env = BuildRankEnvironment(context, 0);

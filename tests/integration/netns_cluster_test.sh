@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A cluster of separate hosts on one machine (scripts/netns-cluster.sh): a
+# controller, a login host and five nodes, each with its own network, name
+# and munged, on a bridge of 198.18.0.0/24 inside namespaces. From the login
+# host: a 4-node step streams its output back and its ranks meet at the
+# first node's own address, PyTorch DDP among them; a node marked not
+# responding, then a node's cable pulled under a running gang
+# takes the node DOWN after NodeTimeout and requeues the gang (--requeue),
+# and when it is plugged back in, the ranks it still ran are killed: never
+# two live copies of a rank, checked in every host's process table; the
+# controller's cable pulled, each agent notices within its keepalive (10 s
+# and 5 s for the answer) and comes back when it is plugged in.
+source "$(dirname "$0")/lib.sh"
+
+probe="cohort-probe-$$"
+if [ "$(id -u)" -ne 0 ] || ! ip netns add "$probe" 2>/dev/null; then
+  echo "skip: this host cannot create network namespaces (needs root and iproute2's ip netns)"
+  exit 77
+fi
+ip netns del "$probe"
+
+NET=$WORK/net
+netns() { BIN=$BIN bash "$ROOT/scripts/netns-cluster.sh" "$@"; }
+trap 'netns down "$NET" >/dev/null 2>&1; cleanup' EXIT
+EXTRA_CONF="RequeueBackoff=1" netns up "$NET" 5 || { fail "the cluster did not come up"; exit 1; }
+on() { local host=$1; shift; netns run "$NET" "$host" "$@"; }
+# Every command of the test runs on the login host, as a user's would.
+cohort() { on login "$BIN/cli/cohort" "$@"; }
+# json EXPR: EXPR of the JSON on stdin (as `j`), printed.
+json() { python3 -c "import json, sys; j = json.load(sys.stdin); print($1)" 2>/dev/null; }
+node_state() { cohort nodes -N --json | json "next(n['state'] for n in j['nodes'] if n['name'] == '$1')"; }
+node_is() { [ "$(node_state "$1")" = "$2" ]; }
+job_nodes() { cohort hostlist expand "$(cohort show job "$1" --json | json "j['nodes']")"; }
+
+# 1. A step across four hosts: output streamed to the login host, each rank
+# on its own host, MASTER_ADDR the first node's own address.
+out=$(cohort run -N 4 -- sh -c 'echo "$SLURM_PROCID $(hostname) $MASTER_ADDR $(hostname -I)"' \
+  2>"$WORK/run.err" | sort)
+[ "$(wc -l <<<"$out")" = 4 ] || fail "cohort run -N 4 printed: $out $(cat "$WORK/run.err")"
+[ "$(awk '{print $2}' <<<"$out" | sort -u | wc -l)" = 4 ] || fail "ranks share hosts: $out"
+read -r rank host master own <<<"$(head -1 <<<"$out")"
+[ "$rank" = 0 ] && [ "$master" = "$own" ] && [[ "$own" == 198.18.0.* ]] ||
+  fail "MASTER_ADDR $master is not rank 0's own address ($host, $own): $out"
+awk -v m="$master" '$3 != m {exit 1}' <<<"$out" || fail "the ranks disagree on MASTER_ADDR: $out"
+pass "a 4-node step from the login host: one rank per host, MASTER_ADDR $master ($host's own)"
+
+# Real PyTorch DDP (gloo) across the four hosts, its output streamed back.
+python=python3
+python3 -c 'import torch' 2>/dev/null || python=/usr/bin/python3
+if "$python" -c 'import torch' 2>/dev/null; then
+  out=$(cohort run -N 4 -- "$python" "$ROOT/tests/data/pytorch/ddp.py" 2>&1)
+  for rank in 0 1 2 3; do
+    [ "$(grep -c "^rank $rank/4 local 0 ok allreduce=10$" <<<"$out")" = 1 ] ||
+      fail "DDP rank $rank did not report ok: $out"
+  done
+  pass "PyTorch DDP over gloo: 4 ranks on 4 hosts all-reduced and trained in lockstep"
+else
+  fail "python3 cannot import torch: run scripts/install-deps.sh (it installs python3-torch)"
+fi
+
+# 2. A node's cable pulled under a running 4-node gang.
+# rank_copies HOST ID: the ranks of job ID running on HOST, from its
+# process table.
+rank_copies() {
+  local pid count=0
+  for pid in $(netns pids "$NET" "$1"); do
+    [ "$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" = "sleep 300 " ] || continue
+    tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qx "SLURM_JOB_ID=$2" &&
+      count=$((count + 1))
+  done
+  echo "$count"
+}
+one_copy_each() {
+  local host total=0 copies
+  for host in node01 node02 node03 node04 node05; do
+    copies=$(rank_copies "$host" "$id")
+    if job_nodes "$id" | grep -qx "$host"; then [ "$copies" = 1 ] || return 1
+    else [ "$copies" = 0 ] || return 1; fi
+    total=$((total + copies))
+  done
+  [ "$total" = 4 ]
+}
+# copies: every host's count of the job's ranks, for a failure's message.
+copies() { for h in node01 node02 node03 node04 node05; do echo -n "$h $(rank_copies "$h" "$id"); "; done; }
+id=$(submit -N 4 --requeue -o "$NET/gang-%j.out" -- \
+  sh -c 'echo "restart ${SLURM_RESTART_COUNT:-0} on $(hostname)"; exec sleep 300')
+wait_until 30 state_is "$id" RUNNING || fail "job $id did not start: $(cohort show job "$id")"
+# From here to the end, five times a second: the job's live ranks over
+# every host's process table, which must never pass 4.
+( while :; do
+    total=0
+    for h in node01 node02 node03 node04 node05; do total=$((total + $(rank_copies "$h" "$id"))); done
+    echo "$total" >>"$WORK/live-ranks"
+    sleep 0.2
+  done ) &
+PIDS+=($!)
+mapfile -t first < <(job_nodes "$id")
+victim=${first[1]}
+netns cut "$NET" "$victim"
+# Silent for three heartbeats, it is marked not responding (node03*), then
+# DOWN at NodeTimeout.
+not_responding() { cohort nodes -N | grep -q "^$victim .*[a-z]\* .*not responding for"; }
+wait_until 10 not_responding || fail "cohort nodes -N never marked $victim not responding"
+wait_until 30 node_is "$victim" DOWN ||
+  fail "$victim is $(node_state "$victim") after its cable was pulled"
+again() { state_is "$id" RUNNING && [ "$(grep -c '^restart 1 on' "$NET/gang-$id.out")" = 4 ]; }
+wait_until 30 again || fail "job $id did not run again: $(cohort show job "$id"; cat "$NET/gang-$id.out")"
+job_nodes "$id" | grep -qx "$victim" && fail "job $id runs again on $victim, which is down"
+# Cut off, the victim's agent stopped its rank itself before the new
+# attempt started: one live copy of each rank, by every process table.
+one_copy_each || fail "two live copies of a rank of job $id while $victim was cut off: $(copies)"
+grep -q "agent_fenced node=$victim" "$NET/hosts/$victim/agent.log" ||
+  fail "no agent_fenced in $victim's log"
+pass "$victim cut off: DOWN after NodeTimeout, fenced its rank itself, job $id requeued on 4 other hosts"
+
+# Plugged back in: the agent registers again, with nothing of the old
+# attempt left running.
+netns heal "$NET" "$victim"
+wait_until 30 node_is "$victim" IDLE ||
+  fail "$victim is $(node_state "$victim") after its cable was plugged back in"
+one_copy_each || fail "two live copies of a rank of job $id once $victim was back: $(copies)"
+pass "$victim back: IDLE; still one live copy of each rank, by every process table"
+
+# 3. The controller's cable pulled: each agent notices within its keepalive.
+nodes=(node01 node02 node03 node04 node05)
+declare -A before
+for host in "${nodes[@]}"; do
+  before[$host]=$(grep -c agent_disconnected "$NET/hosts/$host/agent.log")
+done
+lost_everywhere() {
+  local host
+  for host in "${nodes[@]}"; do
+    [ "$(grep -c agent_disconnected "$NET/hosts/$host/agent.log")" -gt "${before[$host]}" ] || return 1
+  done
+}
+start=$(date +%s)
+netns cut "$NET" ctl
+wait_until 40 lost_everywhere || fail "agents did not notice the controller was gone"
+took=$(($(date +%s) - start))
+netns heal "$NET" ctl
+all_idle_or_running() {
+  [ "$(cohort nodes -N --json | json "sorted({n['state'] for n in j['nodes']})")" = \
+    "['ALLOCATED', 'IDLE']" ]
+}
+wait_until 40 all_idle_or_running || fail "the nodes did not come back: $(cohort nodes -N)"
+wait_until 30 state_is "$id" RUNNING || fail "job $id is $(job_state "$id") after the controller returned"
+one_copy_each || fail "two live copies of a rank of job $id after the controller returned: $(copies)"
+cohort cancel "$id"
+pass "controller cut off: every agent noticed within ${took} s, all came back, one copy of each rank"
+most=$(sort -n "$WORK/live-ranks" | tail -1)
+[ "$most" -le 4 ] || fail "at some moment $most ranks of the 4-rank job $id were alive"
+pass "never more than 4 live ranks of job $id in $(wc -l <"$WORK/live-ranks") samples of every host"
+
+finish_test
