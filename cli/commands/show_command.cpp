@@ -79,6 +79,18 @@ void PrintPreemptions(const v1::Job& job, std::int64_t now) {
   }
 }
 
+// The attempts a requeue ended, oldest first: when, where, and why.
+void PrintPastAttempts(const v1::Job& job) {
+  if (job.past_attempts().empty()) return;
+  std::cout << fmt::format("   PastAttempts={}\n", job.past_attempts_size());
+  for (const v1::JobAttempt& a : job.past_attempts()) {
+    std::cout << fmt::format(
+        "     Attempt={} State={} StartTime={} EndTime={} NodeList={} Reason={}\n", a.attempt(),
+        a.state(), FormatTimestamp(a.start_time_ms()), FormatTimestamp(a.end_time_ms()),
+        OrNull(a.nodes()), OrNull(a.reason()));
+  }
+}
+
 // The job's steps, the batch step first, one a line.
 void PrintSteps(const v1::Job& job, std::int64_t now) {
   if (job.steps().empty()) return;
@@ -191,6 +203,7 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                             : spec.error());
   std::cout << fmt::format("   Environment={} variables\n", spec.env_size());
   PrintPreemptions(job, now);
+  PrintPastAttempts(job);
   PrintSteps(job, now);
 }
 

@@ -33,6 +33,8 @@ pass "a killed agent gives NODE_FAIL"
 state_is "$again" PENDING || fail "job $again is $(job_state "$again"), not requeued"
 show=$(cohort show job "$again")
 grep -q "Restarts=1" <<<"$show" || fail "job $again shows no Restarts=1: $show"
+grep -q "Attempt=1 State=NODE_FAIL .*Reason=node .* was lost" <<<"$show" ||
+  fail "job $again does not list its first attempt: $show"
 start_agent
 wait_until 30 all_nodes_up || fail "the nodes did not come back: $(cohort nodes)"
 wait_until 60 state_is "$again" RUNNING || fail "job $again did not run again: $(cohort show job "$again")"

@@ -60,6 +60,7 @@ std::string SubmitLine(const JobRequest& r) {
   if (!r.dependency.terms.empty()) line += fmt::format(" after={}", FormatDependency(r.dependency));
   if (r.hold) line += " hold";
   if (r.requeue) line += " requeue";
+  if (r.max_restarts >= 0) line += fmt::format(" restarts={}", r.max_restarts);
   if (r.exclusivity == alloc::Exclusivity::kExclusive) line += " exclusive";
   if (r.exclusivity == alloc::Exclusivity::kTopo) line += " exclusive-topo";
   if (r.kill_on_invalid_dep) line += " kill-on-invalid-dep";

@@ -429,7 +429,8 @@ class Runner {
                          fmt::format("submit {}={}: give a whole number", key, value));
       };
       if (key == "nodes" || key == "gpus" || key == "tasks" || key == "cpus" || key == "runtime" ||
-          key == "uid" || key == "switches" || key == "checkpoint" || key == "begin") {
+          key == "uid" || key == "switches" || key == "checkpoint" || key == "begin" ||
+          key == "restarts") {
         if (absl::Status s = need_number(); !s.ok()) return s;
       }
       // The bounds the controller holds a submission to (cohort/job.h).
@@ -442,6 +443,11 @@ class Runner {
         return LineError(
             origin, event.line,
             fmt::format("submit {}={}: at most {}, as for any submission", key, value, most));
+      }
+      if (key == "restarts" && *n > config::ClusterConfig::kMaxRestarts) {
+        return LineError(origin, event.line,
+                         fmt::format("submit restarts={}: at most {}, as --max-restarts", value,
+                                     config::ClusterConfig::kMaxRestarts));
       }
       if ((key == "runtime" || key == "checkpoint" || key == "begin") && *n > kLongestRun.count()) {
         return LineError(origin, event.line,
@@ -462,6 +468,8 @@ class Runner {
         b.checkpoint_after = static_cast<int>(*n);
       } else if (key == "uid") {
         r.uid = static_cast<std::uint32_t>(*n);
+      } else if (key == "restarts") {
+        r.max_restarts = static_cast<int>(*n);
       } else if (key == "switches") {
         r.switches = static_cast<int>(*n);
       } else if (key == "begin") {
@@ -518,7 +526,7 @@ class Runner {
                          fmt::format("submit: no key `{}`; the keys: nodes, gpus, tasks, cpus, "
                                      "runtime, time, name, user, uid, account, partition, qos, "
                                      "nodelist, exclude, after, array, switches, begin, "
-                                     "checkpoint, launch",
+                                     "checkpoint, launch, restarts",
                                      key));
       }
     }

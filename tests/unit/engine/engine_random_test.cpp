@@ -216,7 +216,27 @@ class RandomEngine {
       failure_ = fmt::format("step {}: {}", steps_, s.message());
     } else if (std::optional<std::string> drift = FollowTransitions(fx)) {
       failure_ = fmt::format("step {}: {}", steps_, *drift);
+    } else if (std::optional<std::string> restarts = RestartsWithinBounds()) {
+      failure_ = fmt::format("step {}: {}", steps_, *restarts);
     }
+  }
+
+  // Node failures never restart a job more often than its cap allows, nor
+  // before its back-off has passed.
+  std::optional<std::string> RestartsWithinBounds() const {
+    for (const auto& [id, job] : engine_->Jobs()) {
+      const int cap = job.request.max_restarts >= 0 ? job.request.max_restarts
+                                                    : cluster_.config.max_batch_requeue;
+      if (job.run.failure_restarts > cap) {
+        return fmt::format("job {} was restarted {} times after node failures; its cap is {}", id,
+                           job.run.failure_restarts, cap);
+      }
+      if (job.state == JobState::kRunning && job.run.start_time < job.wait.restart_after) {
+        return fmt::format("job {} started again {} ms before its back-off ended", id,
+                           (job.wait.restart_after - job.run.start_time).count());
+      }
+    }
+    return std::nullopt;
   }
 
   // The state of every job as its reported transitions tell it must be the
@@ -309,6 +329,7 @@ class RandomEngine {
     r.gpus_per_node = Pick(5);
     r.time_limit = std::chrono::seconds(60 * (1 + Pick(30)));
     r.requeue = Pick(2) == 0;
+    if (Pick(3) == 0) r.max_restarts = Pick(3);
     r.hold = Pick(20) == 0;
     if (Pick(4) == 0) r.launch = Pick(3) == 0 ? JobLaunch::kAllocation : JobLaunch::kBatchScript;
     if (Pick(6) == 0) r.partition = "high";
