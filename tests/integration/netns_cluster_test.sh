@@ -13,9 +13,18 @@
 # and 5 s for the answer) and comes back when it is plugged in.
 source "$(dirname "$0")/lib.sh"
 
+# What the cluster needs of the host, tried first: network, UTS and mount
+# namespaces, a bridge, and a bind mount.
 probe="cohort-probe-$$"
 if [ "$(id -u)" -ne 0 ] || ! ip netns add "$probe" 2>/dev/null; then
   echo "skip: this host cannot create network namespaces (needs root and iproute2's ip netns)"
+  exit 77
+fi
+if ! ip -n "$probe" link add probe0 type bridge 2>/dev/null ||
+  ! ip netns exec "$probe" unshare --uts --mount --propagation private \
+    sh -c 'hostname probe && mount --bind /etc/hosts /etc/hosts' 2>/dev/null; then
+  ip netns del "$probe"
+  echo "skip: this host cannot make a bridge, or UTS and mount namespaces, in a network namespace"
   exit 77
 fi
 ip netns del "$probe"
