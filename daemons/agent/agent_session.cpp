@@ -212,6 +212,14 @@ void AgentSession::OnDone(const grpc::Status& status) {
 
   const grpc::StatusCode code = status.error_code();
   const std::string& reason = status.error_message();
+  if (code == grpc::StatusCode::UNAVAILABLE &&
+      reason.find("Connection refused") != std::string::npos) {
+    // The controller's host answers but runs no controller (it is being
+    // restarted or upgraded): nobody counts this node's silence, and the
+    // controller that starts gives every node NodeTimeout from its start to
+    // register again. Only a silence nothing answers is counted.
+    last_heard_ = std::chrono::steady_clock::now();
+  }
   std::uniform_int_distribution<std::int64_t> spread(backoff_ms_ / 2, backoff_ms_);
   std::int64_t retry_in_ms = spread(jitter_);
   backoff_ms_ = std::min(backoff_ms_ * 2, kMaxBackoffMs);

@@ -34,7 +34,8 @@ namespace cohort::agent {
 /// The controller answers every heartbeat; once no controller has been
 /// heard from for the NodeTimeout the last one gave (it has declared the
 /// node down and requeued or ended its jobs), the node's ranks are stopped
-/// (Hooks::on_fence), once per silence.
+/// (Hooks::on_fence), once per silence. A connection refused (a controller
+/// being restarted) starts the silence anew: no controller is counting it.
 /// Lives on, and is used only from, the agent's loop thread.
 class AgentSession final : public NodeLink {
  public:

@@ -241,7 +241,17 @@ void StepdRunner::SendScriptFailed(std::int64_t job_id, int attempt, std::string
 void StepdRunner::LaunchNow(const v1::Launch& message) {
   const step::LaunchId id{message.job_id(), message.attempt(),
                           message.has_step() ? message.step() : step::kOwnLaunch};
-  for (const auto* live : Unfinished(id.job_id)) {
+  for (auto* live : Unfinished(id.job_id)) {
+    if (live->first.attempt < id.attempt) {
+      // An attempt the controller has moved on from (the job was requeued
+      // while this node was cut off, or its agent down): its ranks are
+      // killed now, before the new attempt's start. Ignored, the new launch
+      // would leave the job running here with no ranks.
+      LaunchLog().warn("launch_replaces_attempt job={} step={} node={} attempt={} old_attempt={}",
+                       id.job_id, StepText(id), setup_.name, id.attempt, live->first.attempt);
+      TerminateLaunch(live->first, live->second, std::chrono::steady_clock::now(), 0);
+      continue;
+    }
     if (live->first.step != id.step) continue;
     LaunchLog().warn("launch_ignored job={} step={} node={} attempt={} reason={:?}", id.job_id,
                      StepText(id), setup_.name, id.attempt,
