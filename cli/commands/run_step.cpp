@@ -55,6 +55,7 @@ absl::Status CheckStepOptions(const JobOptions& o, std::string_view job) {
       {o.constraint.has_value(), "--constraint"},
       {o.exclude.has_value(), "--exclude"},
       {o.requeue.has_value(), "--requeue"},
+      {o.no_kill, "--no-kill"},
       {o.signal.has_value(), "--signal"},
       {o.begin.has_value(), "--begin"},
       {o.deadline.has_value(), "--deadline"},

@@ -86,8 +86,6 @@ constexpr SbatchOption kNotImplemented[] = {
     {"--tres-per-task", Takes::kValue, Handling::kRefused,
      "use --gpus-per-task and -c/--cpus-per-task"},
     {"--tres-bind", Takes::kValue, Handling::kRefused, "use --gpu-bind"},
-    {"-k,--no-kill", Takes::kFlag, Handling::kRefused,
-     "a job whose node fails ends; use --requeue to run it again"},
     {"-O,--overcommit", Takes::kFlag, Handling::kRefused,
      "use --gpu-bind=single:N to share GPUs between ranks"},
     {"-s,--oversubscribe", Takes::kFlag, Handling::kRefused,
@@ -298,6 +296,9 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
       "start the job again if a node fails or it is preempted");
   flag(
       "--no-requeue", [&o] { o.requeue = false; }, "never start the job again (the default)");
+  flag(
+      "-k,--no-kill", [&o] { o.no_kill = true; },
+      "a batch job or allocation goes on without a node that fails, for its next steps");
   value("--max-restarts", o.max_restarts, "N",
         "start the job again at most N times after node failures (implies --requeue; default: "
         "the cluster's MaxBatchRequeue)");

@@ -430,6 +430,7 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.exclude, from.exclude);
   fill(into.requeue, from.requeue);
   fill(into.max_restarts, from.max_restarts);
+  into.no_kill = into.no_kill || from.no_kill;
   fill(into.signal, from.signal);
   fill(into.gpu_bind, from.gpu_bind);
   fill(into.cpu_bind, from.cpu_bind);
@@ -725,6 +726,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_exclusive_topo(o.exclusive_topo);
   spec.set_requeue(o.requeue.value_or(o.max_restarts.value_or(0) > 0));
   if (o.max_restarts) spec.set_max_restarts(*o.max_restarts);
+  spec.set_no_kill(o.no_kill);
   spec.set_qos(o.qos.value_or(""));
   spec.set_array(o.array.value_or(""));
   spec.set_dependency(o.dependency.value_or(""));
@@ -781,6 +783,7 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
        : spec.has_max_restarts()
            ? fmt::format("yes, at most {} times after node failures", spec.max_restarts())
            : std::string("yes"));
+  if (spec.no_kill()) line("no-kill", "yes: a lost node is dropped, the job goes on");
   line("array", OrDefault(spec.array(), "(none)"));
   line("dependency", spec.dependency().empty() ? std::string("(none)")
                      : spec.kill_on_invalid_dep()

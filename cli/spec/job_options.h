@@ -63,6 +63,7 @@ struct JobOptions {
   std::optional<std::string> nodelist;
   std::optional<std::string> exclude;
   std::optional<bool> requeue;
+  bool no_kill = false;               ///< -k/--no-kill: go on without a lost node
   std::optional<int> max_restarts;    ///< --max-restarts=N (implies --requeue unless --no-requeue)
   std::optional<std::string> signal;  ///< --signal=[R:|B:]SIG[@SECONDS] or none
   std::optional<std::string> gpu_bind;  ///< ordered | closest | single:N | none

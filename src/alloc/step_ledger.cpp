@@ -42,7 +42,16 @@ StepLedger::StepLedger(std::vector<NodeGrant> grants, int tasks_per_node, int cp
       tasks_per_node_(std::max(tasks_per_node, 1)),
       cpus_per_task_(std::max(cpus_per_task, 1)),
       cpus_used_(grants_.size(), 0),
-      gpus_used_(grants_.size(), 0) {}
+      gpus_used_(grants_.size(), 0),
+      dropped_(grants_.size(), 0),
+      usable_(static_cast<int>(grants_.size())) {}
+
+void StepLedger::Drop(int node_rank) {
+  if (node_rank < 0 || node_rank >= NodeCount()) return;
+  std::uint8_t& dropped = dropped_[static_cast<std::size_t>(node_rank)];
+  if (dropped == 0) --usable_;
+  dropped = 1;
+}
 
 int StepLedger::FreeCpus(int node_rank) const {
   const auto r = static_cast<std::size_t>(node_rank);
@@ -55,7 +64,8 @@ std::uint64_t StepLedger::FreeGpus(int node_rank) const {
 }
 
 absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const {
-  const int have = NodeCount();
+  const int ranks = NodeCount();  // node ranks, lost ones too
+  const int have = usable_;       // the nodes a step may use
   if (have == 0) return absl::FailedPreconditionError("the allocation holds no nodes");
   if (request.nodes < 0 || request.tasks < 0 || request.tasks_per_node < 0 ||
       request.cpus_per_task < 0 || request.gpus_per_node < -1) {
@@ -70,11 +80,15 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
         "step: -N, -n, --ntasks-per-node and -c take at most {}, --gpus-per-node at most 64",
         kMost));
   }
-  shape.required.assign(static_cast<std::size_t>(have), 0);
+  shape.required.assign(static_cast<std::size_t>(ranks), 0);
   for (const int r : request.node_ranks) {
-    if (r < 0 || r >= have) {
+    if (r < 0 || r >= ranks) {
       return absl::InvalidArgumentError(fmt::format(
-          "step: -w names node rank {}, but the allocation's nodes are ranks 0-{}", r, have - 1));
+          "step: -w names node rank {}, but the allocation's nodes are ranks 0-{}", r, ranks - 1));
+    }
+    if (dropped_[static_cast<std::size_t>(r)] != 0) {
+      return absl::FailedPreconditionError(fmt::format(
+          "step: -w names node rank {}, which the job lost (--no-kill); name another", r));
     }
     if (shape.required[static_cast<std::size_t>(r)] != 0) {
       return absl::InvalidArgumentError(
@@ -155,6 +169,7 @@ StepNode StepLedger::Grant(const Shape& shape, int node_rank, int tasks) const {
 }
 
 bool StepLedger::Fits(const Shape& shape, int node_rank, int tasks, Against against) const {
+  if (dropped_[static_cast<std::size_t>(node_rank)] != 0) return false;
   const NodeGrant& grant = grants_[static_cast<std::size_t>(node_rank)];
   const Need need = NeedOn(shape, node_rank, tasks);
   if (std::int64_t{tasks} * shape.cpus_per_task > grant.cpus ||

@@ -340,6 +340,28 @@ void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects)
   }
 }
 
+bool Lifecycle::DropNode(Job& job, NodeId node, std::string_view why, Millis now,
+                         Effects& effects) {
+  const int rank = NodeRankOf(job, node);
+  if (!job.request.no_kill || job.state != JobState::kRunning || IsSuspended(job) || rank <= 0 ||
+      job.request.launch == JobLaunch::kEveryRank) {
+    return false;
+  }
+  const auto left = std::count(job.run.released.begin(), job.run.released.end(), 0);
+  if (left <= 1 || job.run.released[static_cast<std::size_t>(rank)] != 0) return false;
+  const std::string& name = topology_.NodeName(node);
+  for (const int step : Steps::RunningOn(job, rank)) {
+    Steps::NodeEnded(
+        job, step, rank,
+        {.failed = true, .exit_code = 1, .reason = fmt::format("node {} was lost: {}", name, why)},
+        now, effects);
+  }
+  ReleaseNode(job, rank, effects);
+  job.reason_detail = fmt::format("--no-kill: went on without {} ({})", name, why);
+  Changed(job, effects);
+  return true;
+}
+
 void Lifecycle::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects) {
   int& count = job.run.exited_ok[static_cast<std::size_t>(node_rank)];
   if (ranks_ok <= count) return;

@@ -81,6 +81,11 @@ class Lifecycle {
   void RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now, Effects& effects);
   void LaunchFailed(JobId id, NodeId node, const std::string& reason, Millis now, Effects& effects);
   void JobReleased(JobId id, NodeId node, Millis now, Effects& effects);
+  /// A node of a running --no-kill batch job or allocation was lost (`why`):
+  /// the job goes on without it (its steps there end, its share is freed).
+  /// False, and nothing done, where the job ends instead: not --no-kill, a
+  /// command run as every rank, its first node, or its last.
+  bool DropNode(Job& job, NodeId node, std::string_view why, Millis now, Effects& effects);
   /// `ranks_ok` ranks of the job on node rank `node_rank` exited 0 so far.
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
   /// What a registering node reports of a job whose ranks there ended.

@@ -154,6 +154,7 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
   const std::set<JobId> jobs = book_.JobsOn(node);
   for (const JobId id : jobs) {
     Job& job = book_.At(id);
+    if (life_.DropNode(job, node, reason, now, effects)) continue;  // --no-kill
     if (job.state == JobState::kRunning) {
       job.run.exit_code = 1;
       job.reason = fmt::format("node {} was lost: {}", topology_.NodeName(node), reason);

@@ -86,6 +86,9 @@ alloc::StepLedger Steps::LedgerOf(const Job& job) {
   for (const JobStep& step : job.run.steps) {
     if (step.state == StepState::kRunning) ledger.Take(step.placement);
   }
+  for (std::size_t rank = 0; rank < job.run.released.size(); ++rank) {
+    if (Dropped(job, rank)) ledger.Drop(static_cast<int>(rank));
+  }
   return ledger;
 }
 

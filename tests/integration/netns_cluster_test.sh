@@ -5,7 +5,8 @@
 # and munged, on a bridge of 198.18.0.0/24 inside namespaces. From the login
 # host: a 4-node step streams its output back and its ranks meet at the
 # first node's own address, PyTorch DDP among them; a node marked not
-# responding, then a node's cable pulled under a running gang
+# responding, then a node's cable pulled under a running gang (and under a
+# --no-kill batch job, which goes on without it)
 # takes the node DOWN after NodeTimeout and requeues the gang (--requeue),
 # and when it is plugged back in, the ranks it still ran are killed: never
 # two live copies of a rank, checked in every host's process table; the
@@ -160,5 +161,33 @@ pass "controller cut off: every agent noticed within ${took} s, all came back, o
 most=$(sort -n "$WORK/live-ranks" | tail -1)
 [ "$most" -le 4 ] || fail "at some moment $most ranks of the 4-rank job $id were alive"
 pass "never more than 4 live ranks of job $id in $(wc -l <"$WORK/live-ranks") samples of every host"
+
+wait_until 30 finished "$id" || fail "job $id did not end when cancelled"
+
+# --no-kill: a 3-node batch job goes on without a node whose cable is
+# pulled (not its first); its next step runs on the two nodes left.
+cat >"$NET/nokill.sh" <<SCRIPT
+#!/bin/bash
+$BIN/cli/cohort run -N 3 -- hostname | sort | tr '\n' ' '; echo
+while [ ! -e "$NET/go-\$SLURM_JOB_ID" ]; do sleep 0.2; done
+$BIN/cli/cohort run -- hostname | sort | tr '\n' ' '; echo
+SCRIPT
+nk=$(submit -N 3 --no-kill -o "$NET/nokill-%j.out" "$NET/nokill.sh")
+first_step() { [ -s "$NET/nokill-$nk.out" ]; }
+wait_until 30 first_step || fail "job $nk's first step did not run: $(cohort show job "$nk")"
+mapfile -t held < <(job_nodes "$nk")
+cut=${held[2]}
+netns cut "$NET" "$cut"
+dropped() { [ "$(job_nodes "$nk" | wc -l)" = 2 ] && state_is "$nk" RUNNING; }
+wait_until 30 dropped || fail "job $nk did not go on without $cut: $(cohort show job "$nk")"
+touch "$NET/go-$nk"
+wait_until 30 state_is "$nk" COMPLETED || fail "job $nk is $(job_state "$nk"): $(cat "$NET/nokill-$nk.out")"
+netns heal "$NET" "$cut"
+second=$(sed -n 2p "$NET/nokill-$nk.out")
+[ "$(sed -n 1p "$NET/nokill-$nk.out" | wc -w)" = 3 ] && [ "$(wc -w <<<"$second")" = 2 ] &&
+  ! grep -qw "$cut" <<<"$second" ||
+  fail "job $nk's steps ran on: $(cat "$NET/nokill-$nk.out")"
+wait_until 30 node_is "$cut" IDLE || fail "$cut did not come back: $(node_state "$cut")"
+pass "--no-kill: job $nk went on without $cut, its next step on ${second% }"
 
 finish_test

@@ -558,10 +558,12 @@ void AgentHub::Launch(const Job& job, const LaunchCommand& launch, const v1::Job
   l->set_uid(job.request.uid);
   l->set_node_rank(launch.node_rank);
   std::vector<std::string> names;
-  for (const alloc::NodeGrant& g : job.run.placement.grants)
-    names.push_back(topology.NodeName(g.node));
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+    if (Dropped(job, rank)) continue;  // no longer the job's
+    names.push_back(topology.NodeName(job.run.placement.grants[rank].node));
+  }
   l->set_nodelist(hostlist::CompressInOrder(names));
-  l->set_num_nodes(static_cast<int>(job.run.placement.grants.size()));
+  l->set_num_nodes(static_cast<int>(names.size()));
   l->set_topology_addr(topology.AddressOf(launch.node));
   l->set_topology_addr_pattern(topology.AddressPatternOf(launch.node));
   if (const std::vector<int>& channels = job.run.imex_channels; !channels.empty()) {

@@ -166,6 +166,12 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
     }
     r.max_restarts = spec.max_restarts();
   }
+  if (spec.no_kill() && r.launch == JobLaunch::kEveryRank) {
+    return invalid(
+        "no_kill: --no-kill keeps a batch job or an allocation going without a lost node, for "
+        "its next steps; a command run as every rank ends with its node (submit a batch script)");
+  }
+  r.no_kill = spec.no_kill();
   // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
   if (spec.warn_signal() != -1) {
     r.warning.signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
@@ -519,9 +525,12 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_start_time_ms(job.run.start_time.count());
   out->set_end_time_ms(job.run.end_time.count());
   std::vector<std::string> nodes;
-  for (const alloc::NodeGrant& g : job.run.placement.grants)
-    nodes.push_back(topology.NodeName(g.node));
-  out->set_nodes(hostlist::Compress(nodes));
+  std::vector<std::string> held;  // less those a --no-kill job lost
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+    nodes.push_back(topology.NodeName(job.run.placement.grants[rank].node));
+    if (!Dropped(job, rank)) held.push_back(nodes.back());
+  }
+  out->set_nodes(hostlist::Compress(held));
   PlacementToWire(topology, job.run.placement.grants, nodes, job.gang.segment.value_or(0),
                   out->mutable_placement());
   for (const int channel : job.run.imex_channels) out->add_imex_channels(channel);

@@ -93,6 +93,9 @@ class StepLedger {
   [[nodiscard]] absl::Status Hold(const StepPlacement& step);
   /// A step ended: what it held is free again.
   void Give(const StepPlacement& step);
+  /// The allocation lost that node (--no-kill): no step is placed there, and
+  /// a step's default node count leaves it out.
+  void Drop(int node_rank);
 
   [[nodiscard]] int NodeCount() const { return static_cast<int>(grants_.size()); }
   [[nodiscard]] int FreeCpus(int node_rank) const;
@@ -116,6 +119,8 @@ class StepLedger {
   int cpus_per_task_ = 1;
   std::vector<int> cpus_used_;            ///< by node rank
   std::vector<std::uint64_t> gpus_used_;  ///< by node rank
+  std::vector<std::uint8_t> dropped_;     ///< by node rank: lost (Drop)
+  int usable_ = 0;                        ///< node ranks not dropped
 };
 
 }  // namespace cohort::alloc

@@ -195,6 +195,9 @@ struct JobRequest {
   /// --max-restarts: how often a node failure may requeue it; -1: the
   /// site's MaxBatchRequeue.
   int max_restarts = -1;
+  /// --no-kill: a lost node other than the first is dropped from the
+  /// running job (its steps there end) rather than ending it.
+  bool no_kill = false;
   std::vector<std::string> features;
   std::vector<std::string> nodelist;  ///< names that must be in the gang
   std::vector<std::string> exclude;   ///< names that must not be
@@ -423,6 +426,13 @@ inline void ForgetPlan(Job& job) {
 /// The GPUs the gang asks for, over all its nodes.
 [[nodiscard]] inline int GpusAsked(const Job& job) {
   return job.gang.gpus_per_node * job.gang.nodes;
+}
+
+/// A node rank a running --no-kill job lost and went on without (while it
+/// runs, only such a rank is released).
+[[nodiscard]] inline bool Dropped(const Job& job, std::size_t rank) {
+  return job.request.no_kill && job.state == JobState::kRunning && rank < job.run.released.size() &&
+         job.run.released[rank] != 0;
 }
 
 /// Whether the job runs a batch script once (JobLaunch::kBatchScript).

@@ -72,6 +72,25 @@ TEST(StepLedgerTest, MoreNodesThanTheAllocationHasNamesBothNumbers) {
             "the step asks for 5 nodes, but the allocation has 4; ask for -N 4 or fewer");
 }
 
+// A node the job lost (--no-kill) takes no step: the default step runs on
+// the nodes left, and naming the lost one says so.
+TEST(StepLedgerTest, ALostNodeTakesNoStep) {
+  StepLedger ledger = Allocation(4, 1, 8, 0);
+  ledger.Drop(1);
+  const StepPlacementResult step = ledger.Place({});
+  ASSERT_EQ(step.outcome, Outcome::kPlaced) << step.reason;
+  EXPECT_EQ(Ranks(step.placement), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(step.placement.tasks, 3);
+  const StepPlacementResult four = ledger.Place({.nodes = 4});
+  EXPECT_EQ(four.outcome, Outcome::kInfeasible);
+  EXPECT_EQ(four.reason,
+            "the step asks for 4 nodes, but the allocation has 3; ask for -N 3 or fewer");
+  const StepPlacementResult named = ledger.Place({.node_ranks = {1}});
+  EXPECT_EQ(named.outcome, Outcome::kInfeasible);
+  EXPECT_EQ(named.reason,
+            "step: -w names node rank 1, which the job lost (--no-kill); name another");
+}
+
 TEST(StepLedgerTest, TasksAreDistributedInBlocksAndTheFirstNodesTakeTheRest) {
   const StepLedger ledger = Allocation(4, 8, 8, 0);
   const StepPlacementResult three = ledger.Place({.nodes = 2, .tasks = 3});

@@ -483,6 +483,54 @@ TEST_F(EngineTest, RequeueOnNodeLoss) {
       << job.past_attempts[0].reason;
 }
 
+// --no-kill: a batch job goes on without a lost node other than its first;
+// its step there ends, its next step runs on the nodes left, and the lost
+// node's share is free. Losing its first node ends it as before.
+TEST_F(EngineTest, NoKillGoesOnWithoutALostNode) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 3;
+  r.launch = JobLaunch::kBatchScript;
+  r.no_kill = true;
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, Caller{1000}, now_, fx).ok());
+  const NodeId lost = grants[1].node;
+  now_ += std::chrono::seconds(31);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != lost) engine_->NodeHeartbeat(n, now_);
+  }
+  engine_->Tick(now_, fx);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  const Job& job = *engine_->FindJob(id);
+  ASSERT_EQ(State(id), JobState::kRunning);
+  ASSERT_EQ(job.run.steps.size(), 1U);
+  EXPECT_TRUE(job.run.steps[0].stopping);  // its ranks on the other nodes are told to stop
+  EXPECT_NE(job.run.steps[0].reason.find("was lost"), std::string::npos) << job.run.steps[0].reason;
+  StepExits(id, 0, 0, 1, 0, SIGTERM, fx);
+  StepExits(id, 0, 2, 1, 0, SIGTERM, fx);
+  EXPECT_EQ(job.run.steps[0].state, StepState::kFailed);
+  EXPECT_NE(job.reason_detail.find("--no-kill: went on without"), std::string::npos);
+  EXPECT_TRUE(engine_->Pool().IsIdle(lost));
+  // The next step runs on the two nodes left.
+  ASSERT_TRUE(engine_->StartStep(JobRef{id, -1}, {}, Caller{1000}, now_, fx).ok());
+  const JobStep& next = engine_->FindJob(id)->run.steps.back();
+  ASSERT_EQ(next.placement.nodes.size(), 2U);
+  EXPECT_EQ(next.placement.nodes[0].node_rank, 0);
+  EXPECT_EQ(next.placement.nodes[1].node_rank, 2);
+  // Its first node lost, the job ends.
+  now_ += std::chrono::seconds(31);
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+    if (n != lost && n != grants[0].node) engine_->NodeHeartbeat(n, now_);
+  }
+  engine_->Tick(now_, fx);
+  EXPECT_NE(State(id), JobState::kRunning);
+}
+
 TEST_F(EngineTest, NodeFailuresRequeueUpToTheCapWithAGrowingBackoff) {
   Start(ClusterBuilder().Leaves(2).NodesPerLeaf(4), [](config::ClusterConfig& c) {
     c.max_batch_requeue = 5;
