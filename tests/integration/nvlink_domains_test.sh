@@ -20,18 +20,21 @@ printf '%s 2\n%s 2\n' "$uuid" "$uuid" >"$WORK/fabric-02"
 write_cluster_conf "$WORK/node.conf" "$WORK/topology.conf"
 start_controller 0
 export COHORT_CONTROLLER="unix:$WORK/state/cohort.sock"
-# One real agent per node, each with its own spool and recorded fabric.
+# One real agent per node, each with its own spool and recorded fabric; its
+# pid in AGENT (set here, not in a subshell, so that cleanup stops it).
 start_node_agent() {
   mkdir -p "$WORK/spool-$1"
   COHORT_NVML_LIBRARY="$STANDIN" COHORT_NVML_STANDIN="$WORK/fabric-$1" \
     "$BIN/daemons/agent/cohort-agent" -c "$WORK/cohort.conf" --node "node$1" \
     --controller "127.0.0.1:$(cat "$WORK/port")" --spool "$WORK/spool-$1" \
     >>"$WORK/agent-$1.log" 2>&1 &
-  PIDS+=($!)
-  echo $!
+  AGENT=$!
+  PIDS+=("$AGENT")
 }
-a=$(start_node_agent 01)
-b=$(start_node_agent 02)
+start_node_agent 01
+a=$AGENT
+start_node_agent 02
+b=$AGENT
 wait_until 30 all_nodes_up || fail "nodes did not register: $(cohort nodes)"
 warned() { grep -q "nvlink_domain_mismatch node=node0[12] .*are in block rack1 of topology.conf but report different NVLink domains" "$WORK/controller.log"; }
 if wait_until 10 warned; then
@@ -51,7 +54,8 @@ pass "cohort config check --live names the split block and exits 1"
 kill "$b"; wait "$b" 2>/dev/null
 printf '%s 1\n%s 1\n' "$uuid" "$uuid" >"$WORK/fabric-02"
 before=$(grep -c nvlink_domain_mismatch "$WORK/controller.log")
-b=$(start_node_agent 02)
+start_node_agent 02
+b=$AGENT
 registered_again() { [ "$(grep -c 'agent_registered node=node02' "$WORK/controller.log")" -ge 2 ]; }
 wait_until 30 registered_again || fail "node02 did not register again"
 [ "$(grep -c nvlink_domain_mismatch "$WORK/controller.log")" = "$before" ] ||
