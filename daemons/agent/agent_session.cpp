@@ -24,6 +24,9 @@ constexpr std::int64_t kMaxBackoffMs = 5000;
 constexpr std::int64_t kDefaultHeartbeatMs = 10'000;
 constexpr std::int64_t kMinHeartbeatMs = 100;
 constexpr std::int64_t kMaxHeartbeatMs = 3'600'000;
+// The longest NodeTimeout the fence's timer takes (a week): a larger one
+// from the controller would overflow the clock's arithmetic.
+constexpr std::int64_t kMaxNodeTimeoutMs = 7LL * 24 * 3'600'000;
 
 std::string CodeName(grpc::StatusCode code) {
   // gRPC's codes are absl's, number for number.
@@ -134,9 +137,10 @@ void AgentSession::OnRegistered(const v1::RegisterReply& reply) {
   if (interval <= 0) interval = kDefaultHeartbeatMs;
   heartbeat_interval_ms_ = std::clamp(interval, kMinHeartbeatMs, kMaxHeartbeatMs);
   // Never shorter than three heartbeats: a silence that short is no outage.
-  node_timeout_ms_ = reply.node_timeout_ms() <= 0
-                         ? 0
-                         : std::max(reply.node_timeout_ms(), 3 * heartbeat_interval_ms_);
+  node_timeout_ms_ =
+      reply.node_timeout_ms() <= 0
+          ? 0
+          : std::clamp(reply.node_timeout_ms(), 3 * heartbeat_interval_ms_, kMaxNodeTimeoutMs);
   fenced_ = false;
   Heard();
   if (state_ == State::kConnecting) {

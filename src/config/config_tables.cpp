@@ -77,7 +77,7 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
     {"MaxBatchRequeue", &conf::Set<G, &ParseIntFrom<0, C::kMaxRestarts>, &C::max_batch_requeue>},
-    {"RequeueBackoff", &conf::Set<G, &ParseNonNegativeSeconds, &C::requeue_backoff>},
+    {"RequeueBackoff", &conf::Set<G, &ParseRequeueBackoff, &C::requeue_backoff>},
     {"MpiDefault", &conf::Set<G, &ParseMpiType, &C::mpi_default>},
     {"SwitchType", &conf::Set<G, &ParseSwitchType, &C::switch_type>},
     {"TopologyBlocks", &conf::Set<G, &ParseTopologyBlocks, &C::topology_blocks>},

@@ -392,6 +392,21 @@ bool ParseGpuCount(const conf::Word& word, int& out, Diagnostics& diagnostics) {
       "a node holds at most 64 GPUs");
 }
 
+bool ParseRequeueBackoff(const conf::Word& word, std::chrono::seconds& out,
+                         Diagnostics& diagnostics) {
+  int seconds = 0;
+  if (!ParseIntAtMost(
+          word, 86'400, seconds, diagnostics,
+          [](long long number) {
+            return fmt::format("RequeueBackoff={} is more than a day", number);
+          },
+          "give the first restart's wait in seconds, at most 86400")) {
+    return false;
+  }
+  out = std::chrono::seconds(seconds);
+  return true;
+}
+
 bool ParsePort(const conf::Word& word, int& out, Diagnostics& diagnostics) {
   return ParseIntAtMost(
       word, 65535, out, diagnostics,

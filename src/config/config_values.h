@@ -55,6 +55,9 @@ template <long long kLo, long long kHi>
                                         Diagnostics& diagnostics);
 [[nodiscard]] bool ParseNonNegativeSeconds(const conf::Word& word, std::chrono::seconds& out,
                                            Diagnostics& diagnostics);
+/// RequeueBackoff=: seconds, 0 to a day (it is doubled, and added to a time).
+[[nodiscard]] bool ParseRequeueBackoff(const conf::Word& word, std::chrono::seconds& out,
+                                       Diagnostics& diagnostics);
 
 /// A count limit: UNLIMITED clears it (overriding a DEFAULT line), else 0 or more.
 [[nodiscard]] bool ParseCountLimit(const conf::Word& word, std::optional<int>& out,

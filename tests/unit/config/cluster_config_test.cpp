@@ -453,6 +453,10 @@ TEST(ClusterConfigErrorTest, IntegerRanges) {
             "NodeTimeout must be a positive integer, found \"0\"");
   EXPECT_EQ(OnlyError("NodeName=n1\nControllerPort=70000\n").message,
             "ControllerPort 70000 is not a TCP port");
+  EXPECT_EQ(OnlyError("NodeName=n1\nRequeueBackoff=9223372036854775807\n").message,
+            "RequeueBackoff=9223372036854775807 is more than a day");
+  EXPECT_EQ(OnlyError("NodeName=n1\nMaxBatchRequeue=10001\n").message.substr(0, 15),
+            "MaxBatchRequeue");
   EXPECT_EQ(OnlyError("NodeName=n1\nNodeName=n2 Gpus=65\n").message,
             "Gpus=65 is more than 64 per node");
   EXPECT_EQ(OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL Default=maybe\n").message,
