@@ -56,6 +56,8 @@ absl::Status CheckStepOptions(const JobOptions& o, std::string_view job) {
       {o.exclude.has_value(), "--exclude"},
       {o.requeue.has_value(), "--requeue"},
       {o.no_kill, "--no-kill"},
+      {o.spares.has_value(), "--spares"},
+      {o.restart_policy.has_value(), "--restart-policy"},
       {o.signal.has_value(), "--signal"},
       {o.begin.has_value(), "--begin"},
       {o.deadline.has_value(), "--deadline"},

@@ -91,6 +91,19 @@ void PrintPastAttempts(const v1::Job& job) {
   }
 }
 
+// The repairs of its gang from spares, oldest first.
+void PrintRepairs(const v1::Job& job) {
+  if (job.repairs().empty()) return;
+  std::cout << fmt::format("   Repairs={}\n", job.repairs_size());
+  for (const v1::Repair& r : job.repairs()) {
+    std::cout << fmt::format(
+        "     Time={} Lost={} Replacement={} NodeRanks={} Attempt={} Restarted={} "
+        "Reason={}\n",
+        FormatTimestamp(r.time_ms()), fmt::join(r.lost(), ","), fmt::join(r.replacement(), ","),
+        fmt::join(r.node_ranks(), ","), r.attempt(), OrNull(r.restarted()), OrNull(r.reason()));
+  }
+}
+
 // The job's steps, the batch step first, one a line.
 void PrintSteps(const v1::Job& job, std::int64_t now) {
   if (job.steps().empty()) return;
@@ -158,6 +171,11 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
   std::cout << fmt::format("   Exclusive={} Requeue={} Restarts={} Switches={}\n",
                            spec.exclusive_topo() ? "TOPO" : YesNo(spec.exclusive()),
                            YesNo(spec.requeue()), std::max(job.attempt() - 1, 0), switches);
+  if (spec.spares() > 0 || !job.repairs().empty()) {
+    std::cout << fmt::format("   Spares={} SpareNodes={} RestartPolicy={}\n", spec.spares(),
+                             OrNull(job.spare_nodes()),
+                             spec.restart_policy().empty() ? "job" : spec.restart_policy());
+  }
   if (spec.segment() > 0) {
     std::cout << fmt::format("   Segment={} SpreadSegments={}\n", spec.segment(),
                              YesNo(spec.spread_segments()));
@@ -203,6 +221,7 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
                             : spec.error());
   std::cout << fmt::format("   Environment={} variables\n", spec.env_size());
   PrintPreemptions(job, now);
+  PrintRepairs(job);
   PrintPastAttempts(job);
   PrintSteps(job, now);
 }

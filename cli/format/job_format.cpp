@@ -326,6 +326,20 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
     out["placement"] = nullptr;
   }
   out["requeue"] = spec.requeue();
+  out["spares"] = spec.spares();
+  out["spare_nodes"] = job.spare_nodes();
+  out["restart_policy"] = spec.restart_policy().empty() ? "job" : spec.restart_policy();
+  nlohmann::ordered_json repairs = nlohmann::ordered_json::array();
+  for (const v1::Repair& r : job.repairs()) {
+    repairs.push_back({{"time_ms", r.time_ms()},
+                       {"attempt", r.attempt()},
+                       {"lost", Array(r.lost())},
+                       {"replacement", Array(r.replacement())},
+                       {"node_ranks", Array(r.node_ranks())},
+                       {"reason", r.reason()},
+                       {"restarted", r.restarted()}});
+  }
+  out["repairs"] = std::move(repairs);
   out["features"] = Array(spec.features());
   out["nodelist"] = spec.nodelist();
   out["exclude"] = spec.exclude();

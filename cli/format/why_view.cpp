@@ -200,6 +200,18 @@ std::string ExplainText(const v1::ExplainJobResponse& response, std::int64_t now
     out += "\nWhat would let it start sooner:\n";
     for (const std::string& suggestion : words.suggestions) AppendItem(out, suggestion);
   }
+  if (!job.repairs().empty() || !job.spare_nodes().empty()) {
+    out += fmt::format("\nGang repairs (spares held now: {}):\n",
+                       job.spare_nodes().empty() ? std::string("none") : job.spare_nodes());
+    if (job.repairs().empty()) AppendItem(out, "none yet");
+    for (const v1::Repair& r : job.repairs()) {
+      AppendItem(out,
+                 fmt::format("{}: {} replaced by {} (node rank{} {}); started {}; {}",
+                             FormatTimestamp(r.time_ms()), fmt::join(r.lost(), ","),
+                             fmt::join(r.replacement(), ","), r.node_ranks_size() == 1 ? "" : "s",
+                             fmt::join(r.node_ranks(), ","), r.restarted(), r.reason()));
+    }
+  }
   return out;
 }
 

@@ -299,6 +299,12 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
   flag(
       "-k,--no-kill", [&o] { o.no_kill = true; },
       "a batch job or allocation goes on without a node that fails, for its next steps");
+  value("--spares", o.spares, "N",
+        "hold N more nodes idle inside the job's leaf or block; a node that fails is replaced "
+        "by one and the job goes on (at most one per node of the job)");
+  value("--restart-policy", o.restart_policy, "job|step",
+        "what a repair from a spare starts again: job (the batch script or the command, the "
+        "default) or step (only the steps that ran on the lost node end)");
   value("--max-restarts", o.max_restarts, "N",
         "start the job again at most N times after node failures (implies --requeue; default: "
         "the cluster's MaxBatchRequeue)");

@@ -303,6 +303,16 @@ absl::Status CheckValues(const JobOptions& o) {
                     "job, 0-{}",
                     *o.max_restarts, config::ClusterConfig::kMaxRestarts));
   }
+  if (o.spares && (*o.spares < 0 || *o.spares > kMaxJobNodes)) {
+    return Invalid(fmt::format(
+        "--spares={}: give how many spare nodes to hold, 0 up to the job's node count", *o.spares));
+  }
+  if (o.restart_policy && !ParseRestartPolicy(*o.restart_policy)) {
+    return Invalid(
+        fmt::format("--restart-policy={}: give job (start the batch script or the "
+                    "command again) or step (end only the steps on the lost node)",
+                    *o.restart_policy));
+  }
   if (o.spread_segments && !o.segment) {
     return Invalid("--spread-segments needs --segment=S: the size of the pieces to spread");
   }
@@ -430,6 +440,8 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.exclude, from.exclude);
   fill(into.requeue, from.requeue);
   fill(into.max_restarts, from.max_restarts);
+  fill(into.spares, from.spares);
+  fill(into.restart_policy, from.restart_policy);
   into.no_kill = into.no_kill || from.no_kill;
   fill(into.signal, from.signal);
   fill(into.gpu_bind, from.gpu_bind);
@@ -727,6 +739,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_requeue(o.requeue.value_or(o.max_restarts.value_or(0) > 0));
   if (o.max_restarts) spec.set_max_restarts(*o.max_restarts);
   spec.set_no_kill(o.no_kill);
+  if (o.spares) spec.set_spares(*o.spares);
+  if (o.restart_policy) spec.set_restart_policy(*o.restart_policy);
   spec.set_qos(o.qos.value_or(""));
   spec.set_array(o.array.value_or(""));
   spec.set_dependency(o.dependency.value_or(""));
@@ -784,6 +798,11 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
            ? fmt::format("yes, at most {} times after node failures", spec.max_restarts())
            : std::string("yes"));
   if (spec.no_kill()) line("no-kill", "yes: a lost node is dropped, the job goes on");
+  if (spec.spares() > 0) {
+    line("spares", fmt::format("{} node{} held inside the gang's leaf or block; restart policy {}",
+                               spec.spares(), spec.spares() == 1 ? "" : "s",
+                               spec.restart_policy().empty() ? "job" : spec.restart_policy()));
+  }
   line("array", OrDefault(spec.array(), "(none)"));
   line("dependency", spec.dependency().empty() ? std::string("(none)")
                      : spec.kill_on_invalid_dep()

@@ -63,11 +63,13 @@ struct JobOptions {
   std::optional<std::string> nodelist;
   std::optional<std::string> exclude;
   std::optional<bool> requeue;
-  bool no_kill = false;               ///< -k/--no-kill: go on without a lost node
-  std::optional<int> max_restarts;    ///< --max-restarts=N (implies --requeue unless --no-requeue)
-  std::optional<std::string> signal;  ///< --signal=[R:|B:]SIG[@SECONDS] or none
-  std::optional<std::string> gpu_bind;  ///< ordered | closest | single:N | none
-  std::optional<std::string> cpu_bind;  ///< cores | threads | numa | none
+  bool no_kill = false;             ///< -k/--no-kill: go on without a lost node
+  std::optional<int> max_restarts;  ///< --max-restarts=N (implies --requeue unless --no-requeue)
+  std::optional<int> spares;        ///< --spares=N: spare nodes held inside the gang's domain
+  std::optional<std::string> restart_policy;  ///< --restart-policy=job|step
+  std::optional<std::string> signal;          ///< --signal=[R:|B:]SIG[@SECONDS] or none
+  std::optional<std::string> gpu_bind;        ///< ordered | closest | single:N | none
+  std::optional<std::string> cpu_bind;        ///< cores | threads | numa | none
   std::optional<std::string> hint;      ///< --hint: nomultithread | multithread | compute_bound
   std::optional<std::string> mem_bind;  ///< local | none
   std::optional<std::string> qos;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <span>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -59,11 +60,49 @@ absl::Status ValidateGangRequest(const GangRequest& r) {
   } else if (r.spread_segments) {
     return invalid("--spread-segments needs --segment=S: the size of the pieces to spread");
   }
+  if (r.spares < 0 || r.spares > r.nodes) {
+    return invalid(fmt::format("spares is {}; it must be between 0 and the job's {} node{}",
+                               r.spares, r.nodes, r.nodes == 1 ? "" : "s"));
+  }
+  if (r.spares > 0 && r.segment) {
+    return invalid(
+        "--spares cannot be combined with --segment; keep spares in each block with "
+        "SpareNodes= on its BlockName line in topology.conf");
+  }
   if (static_cast<int>(r.required_nodes.size()) > r.nodes) {
     return invalid(fmt::format("{} required nodes but only {} nodes asked for; raise -N",
                                r.required_nodes.size(), r.nodes));
   }
   return absl::OkStatus();
+}
+
+NodeGrant GrantOn(NodeId node, const NodePool& pool, Exclusivity exclusivity, int cpus,
+                  std::int64_t memory_mb, int gpus) {
+  const NodeCapacity& c = pool.Capacity(node);
+  NodeGrant grant{.node = node, .holds_group = exclusivity == Exclusivity::kTopo};
+  if (exclusivity != Exclusivity::kShared) {
+    grant.cpus = c.cpus;
+    grant.memory_mb = c.memory_mb;
+    grant.gpus = AllGpus(c.gpus);
+  } else {
+    grant.cpus = cpus;
+    grant.memory_mb = memory_mb;
+    grant.gpus = ChooseGpus(c, pool.Free(node).gpus, gpus);
+  }
+  return grant;
+}
+
+std::optional<NodeGrant> GrantFor(const GangRequest& request, const NodePool& pool, NodeId node) {
+  const int gpus = request.gpus_per_node;
+  NodeGrant grant =
+      GrantOn(node, pool, request.exclusivity, request.tasks_per_node * request.cpus_per_task,
+              request.memory_mb_per_node, gpus);
+  const NodeFree& free = pool.Free(node);
+  if (grant.cpus > free.cpus || grant.memory_mb > free.memory_mb ||
+      (free.gpus & grant.gpus) != grant.gpus || std::popcount(grant.gpus) < gpus) {
+    return std::nullopt;
+  }
+  return grant;
 }
 
 std::uint64_t ChooseGpus(const NodeCapacity& capacity, std::uint64_t free, int count) {
@@ -172,6 +211,10 @@ GangAllocator::GangAllocator(const topology::Topology& topology,
   std::iota(all_nodes_.begin(), all_nodes_.end(), 0);
   group_of_.reserve(all_nodes_.size());
   for (const NodeId n : all_nodes_) group_of_.push_back(topology.GroupOf(n));
+  // SpareNodes= take no gang: only a repair moves a rank onto one.
+  for (const NodeId n : all_nodes_) {
+    if (topology.IsSpare(n)) excluded_[n] = 1;
+  }
   // Reserved whole so that the filters' appends never reallocate.
   kept_.reserve(all_nodes_.size());
   kept_next_.reserve(all_nodes_.size());
@@ -181,12 +224,12 @@ PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePo
   std::string key;
   const bool cacheable = request.required_nodes.empty() && request.excluded_nodes.empty();
   if (cacheable) {
-    key = fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.tasks_per_node,
-                      request.cpus_per_task, request.gpus_per_node, request.memory_mb_per_node,
-                      static_cast<int>(request.exclusivity), request.partition.value_or(-1),
-                      request.max_leaves.value_or(0), request.segment.value_or(0),
-                      request.spread_segments ? 1 : 0, pool.CapacityId(),
-                      fmt::join(request.features, ","));
+    key = fmt::format("{}+{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.spares,
+                      request.tasks_per_node, request.cpus_per_task, request.gpus_per_node,
+                      request.memory_mb_per_node, static_cast<int>(request.exclusivity),
+                      request.partition.value_or(-1), request.max_leaves.value_or(0),
+                      request.segment.value_or(0), request.spread_segments ? 1 : 0,
+                      pool.CapacityId(), fmt::join(request.features, ","));
     if (const auto it = feasible_.find(key); it != feasible_.end()) return it->second;
   }
   PlacementResult result = Run(request, pool, View::kIdleCluster, nullptr);
@@ -202,6 +245,12 @@ PlacementResult GangAllocator::Run(const GangRequest& request, const NodePool& p
   if (absl::Status valid = ValidateGangRequest(request); !valid.ok()) {
     result.reason = std::string(valid.message());
     return result;
+  }
+  if (request.spares > 0) {
+    // The spares are nodes of the gang's shape placed with it.
+    GangRequest whole = request;
+    whole.nodes += std::exchange(whole.spares, 0);
+    return Run(whole, pool, view, among);
   }
   const std::optional<std::uint64_t> features = pool.FeatureMask(request.features);
   if (!features) {
@@ -223,7 +272,7 @@ PlacementResult GangAllocator::Run(const GangRequest& request, const NodePool& p
   for (const NodeId n : request.required_nodes) required_[n] = 1;
   Attempt attempt{.request = request, .pool = pool, .need = need, .view = view, .among = among};
   result = TryPlace(attempt);
-  for (const NodeId n : request.excluded_nodes) excluded_[n] = 0;
+  for (const NodeId n : request.excluded_nodes) excluded_[n] = topology_.IsSpare(n) ? 1 : 0;
   for (const NodeId n : request.required_nodes) required_[n] = 0;
   return result;
 }
@@ -645,18 +694,8 @@ bool GangAllocator::TakeNodes(Attempt& attempt) {
     const plugin::NodeNeed& need = attempt.need;
     placement.grants.reserve(nodes.size());
     for (const NodeId n : nodes) {
-      const NodeCapacity& c = pool.Capacity(n);
-      NodeGrant grant{.node = n, .holds_group = need.exclusivity == Exclusivity::kTopo};
-      if (need.exclusivity != Exclusivity::kShared) {
-        grant.cpus = c.cpus;
-        grant.memory_mb = c.memory_mb;
-        grant.gpus = AllGpus(c.gpus);
-      } else {
-        grant.cpus = need.cpus;
-        grant.memory_mb = need.memory_mb;
-        grant.gpus = ChooseGpus(c, pool.Free(n).gpus, need.gpus);
-      }
-      placement.grants.push_back(grant);
+      placement.grants.push_back(
+          GrantOn(n, pool, need.exclusivity, need.cpus, need.memory_mb, need.gpus));
     }
   }
   return true;

@@ -99,8 +99,10 @@ absl::StatusOr<PlacementReport> CheckPlacement(const topology::Topology& topolog
                                                std::span<const NodeGrant> grants) {
   const int segment = request.segment.value_or(0);
   PlacementReport report = DescribePlacement(topology, grants, segment);
-  if (static_cast<int>(grants.size()) != request.nodes) {
-    return Broken(fmt::format("{} nodes placed for a job of {}", grants.size(), request.nodes));
+  if (static_cast<int>(grants.size()) != request.nodes + request.spares) {
+    return Broken(fmt::format(
+        "{} nodes placed for a job of {}{}", grants.size(), request.nodes,
+        request.spares > 0 ? fmt::format(" and {} spares", request.spares) : std::string()));
   }
   std::set<NodeId> seen;
   for (const NodeId n : report.nodes) {

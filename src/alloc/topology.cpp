@@ -79,9 +79,9 @@ std::string Topology::AddressPatternOf(NodeId node) const {
 namespace {
 
 constexpr std::array<std::string_view, 3> kLineKeys = {"SwitchName", "BlockName", "BlockSizes"};
-constexpr std::array<std::string_view, 4> kSwitchKeys = {"Nodes", "Switches", "LinkSpeed",
-                                                         "SwitchName"};
-constexpr std::array<std::string_view, 2> kBlockKeys = {"Nodes", "BlockName"};
+constexpr std::array<std::string_view, 5> kSwitchKeys = {"Nodes", "Switches", "LinkSpeed",
+                                                         "SpareNodes", "SwitchName"};
+constexpr std::array<std::string_view, 3> kBlockKeys = {"Nodes", "SpareNodes", "BlockName"};
 
 bool Is(const conf::Word& word, std::string_view key) { return EqualsIgnoreCase(word.key, key); }
 
@@ -91,6 +91,10 @@ struct Definition {
   std::string name;
   std::vector<std::string> nodes;
   std::vector<std::string> switches;
+  /// SpareNodes=: those of `nodes` held back for gang repairs (every name
+  /// of the line's list before the split; Build keeps this one's).
+  std::vector<std::string> spares;
+  SourceLocation spares_at;
   bool has_nodes = false;
   bool has_switches = false;
   bool reported = false;  ///< from the nodes' NVLink domains (TopologyBlocks=auto)
@@ -196,6 +200,7 @@ class TopologyBuilder {
       return std::move(topology_);
     }
     BuildBlocks();
+    MarkSpares();
     if (diagnostics_.HasErrors()) return std::move(topology_);
     ComputeShape();
     BuildGroups();
@@ -247,6 +252,9 @@ class TopologyBuilder {
       } else if (Is(word, "LinkSpeed") && N == kSwitchKeys.size()) {
         long long speed = 0;
         if (!conf::ParseInt(word, conf::ZeroPolicy::kAllowZero, speed, diagnostics_)) return;
+      } else if (Is(word, "SpareNodes")) {
+        base.spares_at = word.value_at;
+        if (!conf::ExpandHostlistValue(word, base.spares, diagnostics_)) return;
       } else {
         conf::ReportUnknownKey(word, fmt::format("in a {} line", head.key), known, diagnostics_);
         return;
@@ -256,6 +264,13 @@ class TopologyBuilder {
       diagnostics_.Error(head.key_at,
                          fmt::format("switch {} lists both Nodes= and Switches=", head.value),
                          "a leaf switch lists Nodes=, a switch above the leaves lists Switches=");
+      return;
+    }
+    if (!base.spares.empty() && !base.has_nodes) {
+      diagnostics_.Error(base.spares_at,
+                         fmt::format("switch {} has SpareNodes= but no Nodes=", head.value),
+                         "spares belong to a leaf switch or a block: put SpareNodes= on the "
+                         "SwitchName line that lists them in Nodes=, or on their BlockName line");
       return;
     }
     if (!base.has_nodes && !base.has_switches) {
@@ -504,6 +519,41 @@ class TopologyBuilder {
       }
       t.blocks_.push_back(std::move(block));
     }
+  }
+
+  // SpareNodes=: each name must be one of its line's Nodes=.
+  void MarkSpares() {
+    Topology& t = topology_;
+    t.spare_.assign(t.node_names_.size(), 0);
+    auto mark = [&](const std::vector<Definition>& defs, std::string_view what) {
+      std::map<int, std::vector<std::string>> outside;  // by line: spares in none of its defs
+      std::map<int, const Definition*> first;
+      std::set<std::pair<int, std::string>> placed;
+      for (const Definition& def : defs) {
+        if (def.spares.empty()) continue;
+        first.try_emplace(def.at.line, &def);
+        for (const std::string& name : def.spares) {
+          if (std::find(def.nodes.begin(), def.nodes.end(), name) == def.nodes.end()) continue;
+          placed.emplace(def.at.line, name);
+          if (const std::optional<NodeId> id = t.FindNode(name)) t.spare_[*id] = 1;
+        }
+      }
+      for (const auto& [line, def] : first) {
+        for (const std::string& name : def->spares) {
+          if (!placed.contains({line, name})) outside[line].push_back(name);
+        }
+        if (const auto it = outside.find(line); it != outside.end()) {
+          diagnostics_.Error(
+              def->spares_at,
+              fmt::format("SpareNodes= names {} not in this {}'s Nodes=: {}",
+                          it->second.size() == 1 ? "a node" : "nodes", what,
+                          hostlist::Compress(it->second)),
+              fmt::format("a spare serves the {} it sits in: list it in Nodes= as well", what));
+        }
+      }
+    };
+    mark(switch_defs_, "switch");
+    mark(block_defs_, "block");
   }
 
   void ComputeShape() {

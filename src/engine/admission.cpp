@@ -193,10 +193,11 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
         fmt::format("qos: no QOS \"{}\"; QOS: {}", qos_name, fmt::join(names, ", ")));
   }
   if (absl::Status s = CheckAllowed(request, config, *partition, *qos); !s.ok()) return s;
-  if (partition->max_nodes && request.nodes > *partition->max_nodes) {
-    return absl::InvalidArgumentError(
-        fmt::format("nodes: partition {} allows at most {} nodes per job; the job asks for {}",
-                    partition->name, *partition->max_nodes, request.nodes));
+  if (partition->max_nodes && request.nodes + request.spares > *partition->max_nodes) {
+    return absl::InvalidArgumentError(fmt::format(
+        "nodes: partition {} allows at most {} nodes per job; the job asks for {}{}",
+        partition->name, *partition->max_nodes, request.nodes,
+        request.spares > 0 ? fmt::format(" and {} spares (--spares)", request.spares) : ""));
   }
   if (absl::Status s = ResolveTime(request, *partition, *qos, job); !s.ok()) return s;
   if (request.deadline.count() > 0 && job.time_limit == kUnlimited) {
@@ -234,6 +235,7 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   if (request.switches > 0) gang.max_leaves = request.switches;
   if (request.segment > 0) gang.segment = request.segment;
   gang.spread_segments = request.spread_segments;
+  gang.spares = request.spares;
   if (absl::Status s = ResolveNames(topology_, request.nodelist, "nodelist", gang.required_nodes);
       !s.ok()) {
     return s;

@@ -33,6 +33,7 @@ std::optional<Reservation> PlanReservation(const alloc::NodePool& pool, const Jo
       const Millis end = EndBound(*other, now);
       if (end == Millis::max()) continue;
       ForEachHeldGrant(*other, [&](const alloc::NodeGrant& g) { releases.push_back({end, g}); });
+      for (const alloc::NodeGrant& g : other->run.spares) releases.push_back({end, g});
     }
     pass.timeline.emplace(pool, std::move(releases));
   }

@@ -441,6 +441,25 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         runtime.last_heartbeat = now;
       }
     }
+    // Its spares: held again where they still fit, else gone.
+    std::erase_if(job.run.spares, [&](alloc::NodeGrant& g) {
+      g.holds_group = job.gang.exclusivity == alloc::Exclusivity::kTopo;
+      if (job.state != JobState::kRunning || g.node < 0 || g.node >= core.topology.NodeCount() ||
+          engine::NodeRankOf(job, g.node) >= 0) {
+        return true;
+      }
+      const alloc::NodeFree& free = core.pool.Free(g.node);
+      if (free.cpus < g.cpus || free.memory_mb < g.memory_mb || (free.gpus & g.gpus) != g.gpus) {
+        return true;
+      }
+      core.pool.Commit({&g, 1});
+      core.book.Holds(g.node, job.id);
+      return false;
+    });
+    if (job.state != JobState::kRunning) {
+      job.run.lost_ranks.clear();
+      job.run.repair_at = Millis{0};
+    }
     if (!core.life.RestoreImexChannels(job) && lost.empty()) {
       lost = fmt::format(
           "its IMEX channel is beyond SwitchParameters=imex_channel_count={} or another job's",
@@ -473,6 +492,18 @@ absl::Status Engine::CheckInvariants() const {
   std::vector<int> holds(core.topology.Groups().size(), 0);
   std::vector<JobId> holder(core.topology.Groups().size(), 0);
   if (absl::Status indexes = core.book.CheckIndexes(); !indexes.ok()) return indexes;
+  // Counts what a job's grant holds: its node's resources, its group's hold.
+  const auto take = [&](const alloc::NodeGrant& g, JobId id) {
+    Used& u = used[static_cast<std::size_t>(g.node)];
+    u.cpus += g.cpus;
+    u.memory_mb += g.memory_mb;
+    u.gpus |= g.gpus;
+    const topology::GroupId group = core.topology.GroupOf(g.node);
+    if (g.holds_group && group != topology::kNone) {
+      ++holds[static_cast<std::size_t>(group)];
+      holder[static_cast<std::size_t>(group)] = id;
+    }
+  };
   std::map<int, JobId> channels;  // IMEX channels of active jobs: each held, by one job
   for (const auto& [id, job] : core.book.All()) {
     if (absl::Status status = CheckStatus(job); !status.ok()) return status;
@@ -486,6 +517,20 @@ absl::Status Engine::CheckInvariants() const {
                                                   : std::string("not held")));
         }
       }
+    }
+    if (job.state != JobState::kPending && !IsFinished(job.state)) {
+      // Its spares stay held, suspended or not.
+      for (const alloc::NodeGrant& g : job.run.spares) {
+        Used& u = used[static_cast<std::size_t>(g.node)];
+        if ((u.gpus & g.gpus) != 0 || engine::NodeRankOf(job, g.node) >= 0) {
+          return absl::InternalError(fmt::format("spare {} of job {} is allocated twice",
+                                                 core.topology.NodeName(g.node), id));
+        }
+        take(g, id);
+      }
+    } else if (!job.run.spares.empty()) {
+      return absl::InternalError(
+          fmt::format("job {} holds spares while {}", id, JobStateName(job.state)));
     }
     if (IsSuspended(job)) continue;  // its grants are lent to its preemptor
     if (job.state == JobState::kPending || IsFinished(job.state)) {
@@ -509,14 +554,7 @@ absl::Status Engine::CheckInvariants() const {
       if (job.state == JobState::kRunning && std::popcount(g.gpus) < job.gang.gpus_per_node) {
         return absl::InternalError(fmt::format("job {} holds too few gpus", id));
       }
-      u.cpus += g.cpus;
-      u.memory_mb += g.memory_mb;
-      u.gpus |= g.gpus;
-      const topology::GroupId group = core.topology.GroupOf(g.node);
-      if (g.holds_group && group != topology::kNone) {
-        ++holds[static_cast<std::size_t>(group)];
-        holder[static_cast<std::size_t>(group)] = id;
-      }
+      take(g, id);
     }
   }
   // A held group serves its holder alone.

@@ -142,6 +142,16 @@ EndCause CauseOf(JobEvent event) {
   return EndCause::kNone;
 }
 
+std::string_view RestartPolicyName(RestartPolicy policy) {
+  return policy == RestartPolicy::kStep ? "step" : "job";
+}
+
+std::optional<RestartPolicy> ParseRestartPolicy(std::string_view text) {
+  if (text == "job") return RestartPolicy::kJob;
+  if (text == "step") return RestartPolicy::kStep;
+  return std::nullopt;
+}
+
 std::string_view JobStateName(JobState state) {
   static constexpr std::array<std::string_view, kJobStateCount> kNames = {
       "PENDING", "RUNNING",   "COMPLETING", "COMPLETED",

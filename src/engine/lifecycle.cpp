@@ -4,10 +4,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "cohort/alloc/placement_check.h"
 #include "cohort/check.h"
 #include "cohort/engine/engine_types.h"
 #include "cohort/text/slurm_time.h"
@@ -51,17 +54,44 @@ constexpr std::chrono::seconds kFenceMargin{2};
 
 std::string Times(int count) { return count == 1 ? "once" : fmt::format("{} times", count); }
 
+// Whether repairing `lost` starts the job's own launch again
+// (RestartPolicy): a command on every rank always, a batch script with
+// --restart-policy=job or when its own node is lost, an allocation never.
+bool RestartsOwnLaunch(const Job& job, const std::vector<int>& lost) {
+  switch (job.request.launch) {
+    case JobLaunch::kEveryRank:
+      return true;
+    case JobLaunch::kBatchScript:
+      return job.request.restart_policy == RestartPolicy::kJob ||
+             std::find(lost.begin(), lost.end(), 0) != lost.end();
+    case JobLaunch::kAllocation:
+      return false;
+  }
+  return false;
+}
+
+// Whether a repair waits that will start the job's own launch again: then
+// what its ranks report meanwhile is the loss's fallout.
+bool RepairRestartsOwnLaunch(const Job& job) {
+  return job.state == JobState::kRunning && !job.run.lost_ranks.empty() &&
+         RestartsOwnLaunch(job, job.run.lost_ranks);
+}
+
 }  // namespace
+
+std::pair<int, std::string> Lifecycle::RestartCap(const Job& job) const {
+  if (job.request.max_restarts >= 0) {
+    return {job.request.max_restarts, fmt::format("--max-restarts={}", job.request.max_restarts)};
+  }
+  return {max_batch_requeue_, fmt::format("MaxBatchRequeue={} in cohort.conf", max_batch_requeue_)};
+}
 
 bool Lifecycle::RequeueOnNodeLoss(Job& job) const {
   if (!job.request.requeue) return false;
-  const bool own = job.request.max_restarts >= 0;
-  const int cap = own ? job.request.max_restarts : max_batch_requeue_;
+  const auto [cap, source] = RestartCap(job);
   if (job.run.failure_restarts < cap) return true;
   job.reason += fmt::format("; not requeued: node failures restarted it {}, its cap ({})",
-                            Times(job.run.failure_restarts),
-                            own ? fmt::format("--max-restarts={}", cap)
-                                : fmt::format("MaxBatchRequeue={} in cohort.conf", cap));
+                            Times(job.run.failure_restarts), source);
   return false;
 }
 
@@ -109,6 +139,9 @@ void Lifecycle::Apply(Job& job, JobEvent event, Millis now, Effects& effects) {
       job.run.cause = EndCause::kNodeLostRequeue;
     }
     job.preemption.deadline = Millis{0};  // a victim that ends by itself is preempted no more
+    job.run.lost_ranks.clear();           // a repair that waited is not made
+    job.run.repair_at = Millis{0};
+    ReleaseSpares(job, effects);
     book_.SetState(job, *next, event, effects);
     // A gang whose ranks all exited 0 frees its nodes by itself; a batch
     // job's other nodes, and steps still running, must be told.
@@ -254,6 +287,16 @@ void Lifecycle::ReleaseNode(Job& job, int node_rank, Effects& effects) {
   triggers_.Released(job, grant.node);
 }
 
+void Lifecycle::ReleaseSpares(Job& job, Effects& effects) {
+  for (const alloc::NodeGrant& spare : job.run.spares) {
+    pool_.Release({&spare, 1});
+    book_.LetGo(spare.node, job.id);
+    effects.changed_nodes.push_back(spare.node);
+    triggers_.Released(job, spare.node);
+  }
+  job.run.spares.clear();
+}
+
 void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now,
                            Effects& effects) {
   Job* found = book_.Find(id);
@@ -279,6 +322,8 @@ void Lifecycle::RankExited(JobId id, NodeId node, int exit_code, int signal, Mil
     return;
   }
   if (signalled_exit_ && signalled_exit_(job, node, signal, now, effects)) return;
+  if (RepairRestartsOwnLaunch(job))
+    return;  // its peers on a lost node are gone: the repair decides
   if (job.state == JobState::kRunning) {
     // The first failure names the job's exit; ranks killed by the gang stop
     // that follows do not overwrite it.
@@ -298,6 +343,7 @@ void Lifecycle::LaunchFailed(JobId id, NodeId node, const std::string& reason, M
   Job* found = book_.Find(id);
   if (found == nullptr || NodeRankOf(*found, node) < 0) return;
   Job& job = *found;
+  if (RepairRestartsOwnLaunch(job)) return;
   if (job.state == JobState::kRunning) {
     job.run.exit_code = 1;
     // Agents name their node first already; say it once.
@@ -319,6 +365,8 @@ void Lifecycle::JobReleased(JobId id, NodeId node, Millis now, Effects& effects)
   // steps ran stays the job's for its next step.
   if (job.state == JobState::kRunning && OwnRanksOn(job, rank) == 0) return;
   ReleaseNode(job, rank, effects);
+  // A repair waits that starts the job's own launch again: it decides.
+  if (RepairRestartsOwnLaunch(job)) return;
   if (job.state == JobState::kRunning && IsBatch(job)) {
     // The script's node is done: the script has ended, whether or not its
     // exit was heard.
@@ -360,6 +408,275 @@ bool Lifecycle::DropNode(Job& job, NodeId node, std::string_view why, Millis now
   job.reason_detail = fmt::format("--no-kill: went on without {} ({})", name, why);
   Changed(job, effects);
   return true;
+}
+
+bool Lifecycle::HoldForRepair(Job& job, NodeId node, std::string_view why, Millis now,
+                              Effects& effects) {
+  const std::string& name = topology_.NodeName(node);
+  if (const int spare = SpareIndexOf(job, node); spare >= 0) {
+    const alloc::NodeGrant grant = job.run.spares[static_cast<std::size_t>(spare)];
+    job.run.spares.erase(job.run.spares.begin() + spare);
+    pool_.Release({&grant, 1});
+    book_.LetGo(node, job.id);
+    effects.changed_nodes.push_back(node);
+    triggers_.Released(job, node);
+    job.reason_detail = fmt::format("its spare {} was lost ({}); {} spare{} left", name, why,
+                                    job.run.spares.size(), job.run.spares.size() == 1 ? "" : "s");
+    Changed(job, effects);
+    return true;
+  }
+  const int rank = NodeRankOf(job, node);
+  if (job.state != JobState::kRunning || IsSuspended(job) || rank < 0 ||
+      job.run.released[static_cast<std::size_t>(rank)] != 0) {
+    return false;
+  }
+  if (job.run.lost_ranks.empty()) {
+    // The first loss: is a repair worth waiting for?
+    if (job.request.spares == 0 && !job.request.requeue) return false;
+    if (job.run.failure_restarts >= RestartCap(job).first) return false;
+    const topology::GroupId group = topology_.GroupOf(node);
+    const bool site_spare =
+        group != topology::kNone &&
+        std::any_of(topology_.Groups()[static_cast<std::size_t>(group)].nodes.begin(),
+                    topology_.Groups()[static_cast<std::size_t>(group)].nodes.end(),
+                    [&](NodeId n) { return topology_.IsSpare(n); });
+    if (job.run.spares.empty() && !site_spare) return false;
+    job.run.repair_at = now + kRepairSettle;
+  }
+  job.run.lost_ranks.push_back(rank);
+  ReleaseNode(job, rank, effects);
+  job.reason_detail =
+      fmt::format("node {} was lost ({}); repairing the gang from spares", name, why);
+  if (job.run.lost_reason.empty())
+    job.run.lost_reason = fmt::format("node {} was lost: {}", name, why);
+  Changed(job, effects);
+  return true;
+}
+
+std::optional<Lifecycle::Replacement> Lifecycle::ChooseSpare(
+    const Job& job, topology::GroupId group, bool inside, const std::vector<int>& own_taken,
+    const std::vector<NodeId>& site_taken) const {
+  const auto own_in = [&](bool same_group) -> std::optional<Replacement> {
+    std::optional<Replacement> best;
+    for (std::size_t i = 0; i < job.run.spares.size(); ++i) {
+      const NodeId n = job.run.spares[i].node;
+      if (std::find(own_taken.begin(), own_taken.end(), static_cast<int>(i)) != own_taken.end() ||
+          pool_.Condition(n) == alloc::NodeCondition::kDown ||
+          (same_group && topology_.GroupOf(n) != group)) {
+        continue;
+      }
+      if (!best || topology_.OrderOf(n) < topology_.OrderOf(best->grant.node)) {
+        best = Replacement{.grant = job.run.spares[i], .own = static_cast<int>(i)};
+      }
+    }
+    return best;
+  };
+  if (!inside) return own_in(false);
+  if (std::optional<Replacement> own = own_in(true)) return own;
+  if (group != topology::kNone) {
+    for (const NodeId n : topology_.Groups()[static_cast<std::size_t>(group)].nodes) {
+      if (!topology_.IsSpare(n) || pool_.Condition(n) == alloc::NodeCondition::kDown ||
+          std::find(site_taken.begin(), site_taken.end(), n) != site_taken.end() ||
+          NodeRankOf(job, n) >= 0) {
+        continue;
+      }
+      if (std::optional<alloc::NodeGrant> grant = alloc::GrantFor(job.gang, pool_, n)) {
+        return Replacement{.grant = *grant, .own = -1};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void Lifecycle::Repair(Job& job, Millis now, Effects& effects) {
+  std::vector<int> lost = std::exchange(job.run.lost_ranks, {});
+  const std::string why = std::exchange(job.run.lost_reason, {});
+  job.run.repair_at = Millis{0};
+  std::sort(lost.begin(), lost.end());
+  lost.erase(std::unique(lost.begin(), lost.end()), lost.end());
+  const auto give_up = [&](std::string_view because) {
+    job.run.exit_code = 1;
+    job.reason = fmt::format("{}; not repaired: {}", why, because);
+    Apply(job, JobEvent::kNodeLost, now, effects);
+  };
+  const auto [cap, source] = RestartCap(job);
+  if (job.run.failure_restarts >= cap) {
+    give_up(fmt::format("node failures restarted it {}, its cap ({})",
+                        Times(job.run.failure_restarts), source));
+    return;
+  }
+  // One spare for each lost rank: first, in the order of the ranks, one
+  // inside the lost node's group (the job's own, then SpareNodes=), so that
+  // no rank takes another's spare from its group; then, for the ranks left,
+  // any spare of the job's own (inside its domain, where it was placed).
+  std::vector<std::optional<Replacement>> picked(lost.size());
+  std::vector<int> own_taken;
+  std::vector<NodeId> site_taken;
+  for (const bool inside : {true, false}) {
+    for (std::size_t i = 0; i < lost.size(); ++i) {
+      if (picked[i]) continue;
+      const NodeId gone = job.run.placement.grants[static_cast<std::size_t>(lost[i])].node;
+      picked[i] = ChooseSpare(job, topology_.GroupOf(gone), inside, own_taken, site_taken);
+      if (!picked[i]) continue;
+      if (picked[i]->own >= 0) {
+        own_taken.push_back(picked[i]->own);
+      } else {
+        site_taken.push_back(picked[i]->grant.node);
+      }
+    }
+  }
+  std::vector<Replacement> chosen;
+  for (std::size_t i = 0; i < lost.size(); ++i) {
+    if (!picked[i]) {
+      const NodeId gone = job.run.placement.grants[static_cast<std::size_t>(lost[i])].node;
+      give_up(
+          fmt::format("{} node{} lost and no spare left for {} (--spares={}; SpareNodes= of {})",
+                      lost.size(), lost.size() == 1 ? "" : "s", topology_.NodeName(gone),
+                      job.request.spares, alloc::GroupName(topology_, topology_.GroupOf(gone))));
+      return;
+    }
+    chosen.push_back(*picked[i]);
+  }
+  const bool restart = RestartsOwnLaunch(job, lost);
+  // With a restart, a node where the gang's ranks had all ended and that
+  // was given back is held again, or the repair cannot be made.
+  std::vector<std::size_t> rehold;
+  for (std::size_t r = 0; restart && r < job.run.released.size(); ++r) {
+    if (job.run.released[r] == 0 ||
+        std::binary_search(lost.begin(), lost.end(), static_cast<int>(r)))
+      continue;
+    const alloc::NodeGrant& g = job.run.placement.grants[r];
+    const alloc::NodeFree& free = pool_.Free(g.node);
+    if (pool_.Condition(g.node) == alloc::NodeCondition::kDown || free.cpus < g.cpus ||
+        free.memory_mb < g.memory_mb || (free.gpus & g.gpus) != g.gpus) {
+      give_up(fmt::format("its share of {}, where its ranks had ended, was taken by another job",
+                          topology_.NodeName(g.node)));
+      return;
+    }
+    rehold.push_back(r);
+  }
+  RepairRecord record{.time = now,
+                      .attempt = job.run.attempt + (restart ? 1 : 0),
+                      .lost = {},
+                      .replacement = {},
+                      .node_ranks = lost,
+                      .reason = why,
+                      .restarted = {}};
+  for (std::size_t i = 0; i < lost.size(); ++i) {
+    record.lost.push_back(
+        topology_.NodeName(job.run.placement.grants[static_cast<std::size_t>(lost[i])].node));
+    record.replacement.push_back(topology_.NodeName(chosen[i].grant.node));
+  }
+  const std::string swapped = fmt::format("{} replaced by {}", fmt::join(record.lost, ","),
+                                          fmt::join(record.replacement, ","));
+  // The steps that end, while the lost nodes still hold their ranks: with
+  // a restart every running one, else those with ranks on a lost node.
+  std::vector<int> ended;
+  for (const JobStep& step : job.run.steps) {
+    if (step.state != StepState::kRunning) continue;
+    const bool touched = std::any_of(
+        step.placement.nodes.begin(), step.placement.nodes.end(), [&](const alloc::StepNode& n) {
+          return std::binary_search(lost.begin(), lost.end(), n.node_rank);
+        });
+    if (restart || touched) ended.push_back(step.id);
+  }
+  const std::string step_reason =
+      restart
+          ? fmt::format("ended when the gang was repaired ({})", swapped)
+          : fmt::format("{}; the allocation was repaired ({}): run the step again", why, swapped);
+  for (const int step : ended) {
+    // A step with ranks on a lost node fails for it (its other ranks are
+    // stopped); one elsewhere is stopped, as the attempt it ran in ends.
+    for (const int rank : lost) {
+      Steps::NodeEnded(job, step, rank, {.failed = true, .exit_code = 1, .reason = step_reason},
+                       now, effects);
+    }
+    for (JobStep& s : job.run.steps) {
+      if (s.id != step || s.state != StepState::kRunning) continue;
+      // Its ranks on the lost nodes are gone: it holds nothing of the
+      // spares that take those node ranks while its other ranks stop.
+      for (alloc::StepNode& n : s.placement.nodes) {
+        if (!std::binary_search(lost.begin(), lost.end(), n.node_rank)) continue;
+        n.cpus = 0;
+        n.gpus = 0;
+      }
+      if (s.stopping) continue;
+      s.reason = step_reason;
+      COHORT_CHECK(Steps::Signal(job, step, 0, now, effects).ok(), "a running step stops");
+    }
+  }
+  // A restart ends the attempt: its steps end with it, as accounting keeps them.
+  if (restart) Steps::EndWithJob(job, now);
+  PastAttempt past = PastOf(job, now);
+  std::vector<int> used_own;
+  for (std::size_t i = 0; i < lost.size(); ++i) {
+    const auto rank = static_cast<std::size_t>(lost[i]);
+    const Replacement& spare = chosen[i];
+    if (spare.own >= 0) {
+      used_own.push_back(spare.own);
+    } else {
+      pool_.Commit({&spare.grant, 1});
+      book_.Holds(spare.grant.node, job.id);
+    }
+    job.run.placement.grants[rank] = spare.grant;
+    job.run.released[rank] = 0;
+    job.run.exited_ok[rank] = 0;
+    effects.changed_nodes.push_back(spare.grant.node);
+  }
+  std::sort(used_own.begin(), used_own.end(), std::greater<>());
+  for (const int i : used_own) job.run.spares.erase(job.run.spares.begin() + i);
+  for (const std::size_t r : rehold) {
+    const alloc::NodeGrant& g = job.run.placement.grants[r];
+    pool_.Commit({&g, 1});
+    book_.Holds(g.node, job.id);
+    job.run.released[r] = 0;
+    effects.changed_nodes.push_back(g.node);
+  }
+  ++job.run.failure_restarts;
+  if (restart) {
+    past.cause = EndCause::kNodeLostRequeue;
+    past.reason = fmt::format("{}; repaired in place: {}", why, swapped);
+    past.exit_code = 1;
+    job.past_attempts.push_back(std::move(past));
+    if (job.past_attempts.size() > kPastAttemptsKept) {
+      job.past_attempts.erase(job.past_attempts.begin());
+    }
+    RestartOwnLaunch(job, effects);
+    record.restarted =
+        fmt::format("{} again as attempt {}", IsBatch(job) ? "the batch script" : "every rank",
+                    job.run.attempt);
+  } else {
+    record.restarted = ended.empty()
+                           ? std::string("nothing: no step ran on the lost nodes")
+                           : fmt::format("nothing; step{} {} ended", ended.size() == 1 ? "" : "s",
+                                         fmt::join(ended, ","));
+  }
+  job.reason_detail = fmt::format("repaired after {}: {}; started {} (restart {} of {})", why,
+                                  swapped, record.restarted, job.run.failure_restarts, cap);
+  job.repairs.push_back(std::move(record));
+  if (job.repairs.size() > kRepairsKept) job.repairs.erase(job.repairs.begin());
+  Changed(job, effects);
+}
+
+void Lifecycle::RestartOwnLaunch(Job& job, Effects& effects) {
+  // The steps ended already (Repair): they went with the attempt.
+  ++job.run.attempt;
+  job.run.steps.clear();
+  job.run.next_step = FirstStep(job);
+  job.run.exit_code = 0;
+  job.run.exit_signal = 0;
+  job.run.own_max_rss_kb = 0;
+  job.run.own_cpu_ms = 0;
+  std::fill(job.run.exited_ok.begin(), job.run.exited_ok.end(), 0);
+  job.run.master_port = MasterPort(job);
+  // A newer attempt's launch stops what an older one left on the node
+  // before it starts (the agents' rule): the ranks that survived the loss
+  // end as the new ones start, and what they report is of an older attempt.
+  for (std::size_t rank = 0; rank < job.run.placement.grants.size(); ++rank) {
+    if (OwnRanksOn(job, static_cast<int>(rank)) == 0) continue;
+    const alloc::NodeGrant& grant = job.run.placement.grants[rank];
+    effects.commands.emplace_back(LaunchCommand{job.id, grant.node, static_cast<int>(rank), grant});
+  }
 }
 
 void Lifecycle::CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects) {
@@ -426,6 +743,9 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
     job.run.imex_channels.push_back(*channel);
   }
   job.run.placement = placement;
+  SetSparesApart(job, effects);
+  job.run.lost_ranks.clear();
+  job.run.repair_at = Millis{0};
   job.run.released.assign(job.run.placement.grants.size(), 0);
   job.run.exited_ok.assign(job.run.placement.grants.size(), 0);
   job.run.start_time = now;
@@ -449,6 +769,24 @@ void Lifecycle::Start(Job& job, const alloc::Placement& placement, Millis now, E
     effects.commands.emplace_back(LaunchCommand{job.id, grant.node, static_cast<int>(rank), grant});
   }
   Apply(job, JobEvent::kAllocated, now, effects);
+}
+
+void Lifecycle::SetSparesApart(Job& job, Effects& effects) {
+  // The last nodes in topology order that are not required by name.
+  job.run.spares.clear();
+  std::vector<alloc::NodeGrant>& grants = job.run.placement.grants;
+  const std::vector<NodeId>& required = job.gang.required_nodes;
+  for (std::size_t i = grants.size();
+       i-- > 0 && static_cast<int>(job.run.spares.size()) < job.gang.spares;) {
+    if (std::find(required.begin(), required.end(), grants[i].node) != required.end()) continue;
+    job.run.spares.push_back(grants[i]);
+    grants.erase(grants.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  std::reverse(job.run.spares.begin(), job.run.spares.end());
+  for (const alloc::NodeGrant& spare : job.run.spares) {
+    book_.Holds(spare.node, job.id);
+    effects.changed_nodes.push_back(spare.node);
+  }
 }
 
 Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
@@ -497,6 +835,15 @@ void Lifecycle::Tick(Millis now, Effects& effects) {
       Apply(job, JobEvent::kTimeLimit, now, effects);
     } else if (WarningDue(job, now)) {
       Warn(job, effects);
+    }
+  }
+  for (Job* entry : active) {
+    Job& job = *entry;
+    // A job suspended meanwhile is repaired once it resumes: its grants
+    // are its preemptor's until then.
+    if (job.state == JobState::kRunning && !IsSuspended(job) && !job.run.lost_ranks.empty() &&
+        now >= job.run.repair_at) {
+      Repair(job, now, effects);
     }
   }
   const std::vector<Job*> waits(book_.SwitchWaits().begin(), book_.SwitchWaits().end());

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cohort/alloc/channel_pool.h"
 #include "cohort/alloc/gang_allocator.h"
@@ -86,6 +89,12 @@ class Lifecycle {
   /// False, and nothing done, where the job ends instead: not --no-kill, a
   /// command run as every rank, its first node, or its last.
   bool DropNode(Job& job, NodeId node, std::string_view why, Millis now, Effects& effects);
+  /// A node of a job was lost (`why`). A spare of the job: let go, true. A
+  /// node of a running gang that may be repaired (it asked for --spares or
+  /// --requeue, and its restart cap allows one more): its rank waits for the
+  /// repair, decided once for every loss within kRepairSettle (Tick), true.
+  /// False, and nothing done, otherwise.
+  bool HoldForRepair(Job& job, NodeId node, std::string_view why, Millis now, Effects& effects);
   /// `ranks_ok` ranks of the job on node rank `node_rank` exited 0 so far.
   void CountOk(Job& job, int node_rank, int ranks_ok, Millis now, Effects& effects);
   /// What a registering node reports of a job whose ranks there ended.
@@ -118,6 +127,32 @@ class Lifecycle {
   /// What an attempt that ends in a requeue leaves for accounting.
   [[nodiscard]] PastAttempt PastOf(const Job& job, Millis now) const;
   void ReleaseNode(Job& job, int node_rank, Effects& effects);
+  /// Moves the gang's --spares out of a new placement into job.run.spares.
+  void SetSparesApart(Job& job, Effects& effects);
+  /// Gives back the job's spares (it stops, or a spare's node was lost).
+  void ReleaseSpares(Job& job, Effects& effects);
+  /// How often node failures may restart the job, and where the cap comes
+  /// from in words.
+  [[nodiscard]] std::pair<int, std::string> RestartCap(const Job& job) const;
+  /// The repair decision for every rank in job.run.lost_ranks: a spare for
+  /// each (the job's own in the lost node's group, a SpareNodes= node of
+  /// that group, then the job's own elsewhere), else the job ends as a
+  /// node loss does (requeued or failed).
+  void Repair(Job& job, Millis now, Effects& effects);
+  /// A replacement for a node lost from `group`: `inside`, one in the group
+  /// (the job's own spare, then a SpareNodes= node that fits), else any of
+  /// the job's own; none when no such spare is left (or up).
+  struct Replacement {
+    alloc::NodeGrant grant;
+    int own = -1;  ///< index in job.run.spares; -1: a SpareNodes= node
+  };
+  [[nodiscard]] std::optional<Replacement> ChooseSpare(const Job& job, topology::GroupId group,
+                                                       bool inside,
+                                                       const std::vector<int>& own_taken,
+                                                       const std::vector<NodeId>& site_taken) const;
+  /// After a repair: the job's own launch starts again as the next attempt
+  /// on the repaired allocation (its steps have ended).
+  void RestartOwnLaunch(Job& job, Effects& effects);
   void Warn(Job& job, Effects& effects);
   [[nodiscard]] int MasterPort(const Job& job) const;
 

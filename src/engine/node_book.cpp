@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "cohort/alloc/placement_check.h"
 #include "cohort/engine/engine_types.h"
 #include "engine/engine_support.h"
 #include "engine/job_book.h"
@@ -109,6 +110,7 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   for (const JobId id : expected) {
     Job& job = book_.At(id);
     const int rank = NodeRankOf(job, node);
+    if (rank < 0) continue;  // the job's spare: nothing of it runs there
     for (const int step : Steps::RunningOn(job, rank)) {
       if (steps.contains({id, step})) continue;
       Steps::NodeEnded(
@@ -154,6 +156,17 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
   const std::set<JobId> jobs = book_.JobsOn(node);
   for (const JobId id : jobs) {
     Job& job = book_.At(id);
+    const bool in_gang = NodeRankOf(job, node) >= 0;
+    if (life_.HoldForRepair(job, node, reason, now, effects)) {
+      if (in_gang && !runtime.drain) {
+        // A node that failed a gang takes no new work when it comes back
+        // until an operator has looked at it.
+        runtime.drain = true;
+        runtime.drain_reason = fmt::format(
+            "failed job {}'s gang, which is repaired from spares: {}", DisplayId(job), reason);
+      }
+      continue;
+    }
     if (life_.DropNode(job, node, reason, now, effects)) continue;  // --no-kill
     if (job.state == JobState::kRunning) {
       job.run.exit_code = 1;
@@ -228,6 +241,10 @@ NodeView NodeBook::View(NodeId node) const {
     view.status = book_.JobsOn(node).empty() ? NodeStatus::kDrained : NodeStatus::kDraining;
   } else if (pool_.IsIdle(node)) {
     view.status = NodeStatus::kIdle;
+    if (topology_.IsSpare(node)) {
+      view.reason = fmt::format("spare: kept for repairs of gangs in {} (SpareNodes=)",
+                                alloc::GroupName(topology_, topology_.GroupOf(node)));
+    }
   } else {
     const alloc::NodeFree& free = pool_.Free(node);
     view.status = free.cpus == 0 || (pool_.Capacity(node).gpus > 0 && free.gpus == 0)

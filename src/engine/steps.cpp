@@ -103,6 +103,11 @@ absl::StatusOr<int> Steps::Start(Job& job, const alloc::StepRequest& request, Mi
     return absl::FailedPreconditionError(fmt::format(
         "job {} is suspended by a preemption; its steps start once it resumes", DisplayId(job)));
   }
+  if (!job.run.lost_ranks.empty()) {
+    // Waits, as for a busy allocation: in a moment the gang is whole again.
+    return absl::ResourceExhaustedError(fmt::format(
+        "job {} lost a node and is being repaired from its spares; ask again", DisplayId(job)));
+  }
   const alloc::StepPlacementResult placed = LedgerOf(job).Place(request);
   switch (placed.outcome) {
     case alloc::Outcome::kPlaced:

@@ -11,7 +11,8 @@
 # and when it is plugged back in, the ranks it still ran are killed: never
 # two live copies of a rank, checked in every host's process table; the
 # controller's cable pulled, each agent notices within its keepalive (10 s
-# and 5 s for the answer) and comes back when it is plugged in.
+# and 5 s for the answer) and comes back when it is plugged in; a gang with
+# a spare repaired in place when it loses a node.
 source "$(dirname "$0")/lib.sh"
 
 # What the cluster needs of the host, tried first: network, UTS and mount
@@ -189,5 +190,39 @@ second=$(sed -n 2p "$NET/nokill-$nk.out")
   fail "job $nk's steps ran on: $(cat "$NET/nokill-$nk.out")"
 wait_until 30 node_is "$cut" IDLE || fail "$cut did not come back: $(node_state "$cut")"
 pass "--no-kill: job $nk went on without $cut, its next step on ${second% }"
+
+# 4. Gang repair: a 3-node gang holding one spare loses a node. The spare
+# takes its rank in place, the other two nodes are kept, every rank starts
+# again (SLURM_RESTART_COUNT=1), one live copy of each; the lost node comes
+# back drained.
+id=$(submit -N 3 --spares=1 -o "$NET/repair-%j.out" -- \
+  sh -c 'echo "restart ${SLURM_RESTART_COUNT:-0} on $(hostname)"; exec sleep 300')
+wait_until 30 state_is "$id" RUNNING || fail "job $id did not start: $(cohort show job "$id")"
+spare=$(cohort show job "$id" --json | json "j['spare_nodes']")
+mapfile -t gang < <(job_nodes "$id")
+[ "${#gang[@]}" = 3 ] && [[ "$spare" == node0? ]] || fail "job $id holds ${gang[*]}, spare '$spare'"
+victim=${gang[1]}
+netns cut "$NET" "$victim"
+repaired() { [ "$(grep -c '^restart 1 on' "$NET/repair-$id.out")" = 3 ] && state_is "$id" RUNNING; }
+wait_until 40 repaired || fail "job $id was not repaired: $(cohort show job "$id"; cat "$NET/repair-$id.out")"
+expected=$(printf '%s\n' "${gang[0]}" "$spare" "${gang[2]}" | sort | tr '\n' ' ')
+[ "$(job_nodes "$id" | sort | tr '\n' ' ')" = "$expected" ] ||
+  fail "job $id runs on $(job_nodes "$id" | tr '\n' ' ') after the repair, not $expected"
+grep -qx "restart 1 on $spare" "$NET/repair-$id.out" || fail "no rank restarted on $spare"
+cohort show job "$id" | grep -q "Repairs=1" || fail "show job lists no repair: $(cohort show job "$id")"
+gone() {
+  local host
+  for host in node01 node02 node03 node04 node05; do
+    if job_nodes "$id" | grep -qx "$host"; then [ "$(rank_copies "$host" "$id")" = 1 ] || return 1
+    else [ "$(rank_copies "$host" "$id")" = 0 ] || return 1; fi
+  done
+}
+wait_until 10 gone || fail "not one live copy of each rank of job $id after the repair: $(copies)"
+netns heal "$NET" "$victim"
+wait_until 30 node_is "$victim" DRAINED ||
+  fail "$victim is $(node_state "$victim") after it came back, not DRAINED"
+cohort cancel "$id"
+cohort resume "$victim" >/dev/null || fail "cohort resume $victim failed"
+pass "repair: $victim replaced by spare $spare in job $id, the rest kept, every rank again as restart 1"
 
 finish_test

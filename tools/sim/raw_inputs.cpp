@@ -61,6 +61,10 @@ std::string SubmitLine(const JobRequest& r) {
   if (r.hold) line += " hold";
   if (r.requeue) line += " requeue";
   if (r.max_restarts >= 0) line += fmt::format(" restarts={}", r.max_restarts);
+  if (r.spares > 0) line += fmt::format(" spares={}", r.spares);
+  if (r.restart_policy != RestartPolicy::kJob) {
+    line += fmt::format(" restart-policy={}", RestartPolicyName(r.restart_policy));
+  }
   if (r.exclusivity == alloc::Exclusivity::kExclusive) line += " exclusive";
   if (r.exclusivity == alloc::Exclusivity::kTopo) line += " exclusive-topo";
   if (r.kill_on_invalid_dep) line += " kill-on-invalid-dep";

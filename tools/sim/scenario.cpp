@@ -430,15 +430,15 @@ class Runner {
       };
       if (key == "nodes" || key == "gpus" || key == "tasks" || key == "cpus" || key == "runtime" ||
           key == "uid" || key == "switches" || key == "checkpoint" || key == "begin" ||
-          key == "restarts") {
+          key == "restarts" || key == "spares") {
         if (absl::Status s = need_number(); !s.ok()) return s;
       }
       // The bounds the controller holds a submission to (cohort/job.h).
-      const int most = key == "nodes"   ? kMaxJobNodes
-                       : key == "tasks" ? kMaxTasksPerNode
-                       : key == "cpus"  ? kMaxCpusPerTask
-                       : key == "gpus"  ? kMaxGpusPerNode
-                                        : -1;
+      const int most = key == "nodes" || key == "spares" ? kMaxJobNodes
+                       : key == "tasks"                  ? kMaxTasksPerNode
+                       : key == "cpus"                   ? kMaxCpusPerTask
+                       : key == "gpus"                   ? kMaxGpusPerNode
+                                                         : -1;
       if (most >= 0 && *n > most) {
         return LineError(
             origin, event.line,
@@ -470,6 +470,15 @@ class Runner {
         r.uid = static_cast<std::uint32_t>(*n);
       } else if (key == "restarts") {
         r.max_restarts = static_cast<int>(*n);
+      } else if (key == "spares") {
+        r.spares = static_cast<int>(*n);
+      } else if (key == "restart-policy") {
+        const std::optional<RestartPolicy> policy = ParseRestartPolicy(value);
+        if (!policy) {
+          return LineError(origin, event.line,
+                           fmt::format("submit restart-policy={}: give job or step", value));
+        }
+        r.restart_policy = *policy;
       } else if (key == "switches") {
         r.switches = static_cast<int>(*n);
       } else if (key == "begin") {
@@ -526,7 +535,7 @@ class Runner {
                          fmt::format("submit: no key `{}`; the keys: nodes, gpus, tasks, cpus, "
                                      "runtime, time, name, user, uid, account, partition, qos, "
                                      "nodelist, exclude, after, array, switches, begin, "
-                                     "checkpoint, launch, restarts",
+                                     "checkpoint, launch, restarts, spares, restart-policy",
                                      key));
       }
     }
@@ -578,8 +587,14 @@ class Runner {
     }
     for (const JobId id : effects.changed_jobs) {
       const Job* job = engine_.FindJob(id);
-      if (job == nullptr || job->state != JobState::kPending ||
-          job->wait.reason == PendingReason::kNone) {
+      if (job == nullptr) continue;
+      std::size_t& repairs = repairs_[id];
+      for (; repairs < job->repairs.size(); ++repairs) {
+        const RepairRecord& r = job->repairs[repairs];
+        Log(fmt::format("job {} repaired: {} replaced by {}; started {}", DisplayId(*job),
+                        fmt::join(r.lost, ","), fmt::join(r.replacement, ","), r.restarted));
+      }
+      if (job->state != JobState::kPending || job->wait.reason == PendingReason::kNone) {
         continue;
       }
       const std::string why = job->reason_detail.empty()
@@ -649,6 +664,7 @@ class Runner {
   std::map<JobId, Millis> ends_;
   std::map<JobId, Millis> checkpoints_;
   std::map<JobId, std::string> reasons_;
+  std::map<JobId, std::size_t> repairs_;  ///< repairs already written, by job
   std::set<NodeId> silent_;
   std::string transcript_;
   const bool agents_scripted_;

@@ -112,6 +112,16 @@ void RunToRecord(const JobRun& run, const topology::Topology& topology, v1::JobR
   r.set_own_cpu_ms(run.own_cpu_ms);
   for (const int channel : run.imex_channels) r.add_imex_channels(channel);
   r.set_failure_restarts(run.failure_restarts);
+  for (const alloc::NodeGrant& g : run.spares) {
+    v1::GrantRecord* out = r.add_spares();
+    out->set_node(topology.NodeName(g.node));
+    out->set_cpus(g.cpus);
+    out->set_memory_mb(g.memory_mb);
+    out->set_gpus(g.gpus);
+  }
+  for (const int rank : run.lost_ranks) r.add_lost_ranks(rank);
+  r.set_repair_at_ms(run.repair_at.count());
+  r.set_lost_reason(run.lost_reason);
 }
 
 // The grants of a run and the placement's shape (for display and for the
@@ -217,6 +227,26 @@ absl::Status RunFromRecord(JobId id, const v1::JobRunRecord& r, const topology::
   run.own_cpu_ms = r.own_cpu_ms();
   run.imex_channels.assign(r.imex_channels().begin(), r.imex_channels().end());
   run.failure_restarts = std::max(r.failure_restarts(), 0);
+  for (const v1::GrantRecord& g : r.spares()) {
+    // A spare no longer in the topology is gone (the engine drops it).
+    const std::optional<NodeId> node = topology.FindNode(g.node());
+    run.spares.push_back({.node = node.value_or(topology::kNone),
+                          .cpus = g.cpus(),
+                          .memory_mb = g.memory_mb(),
+                          .gpus = g.gpus(),
+                          .holds_group = false});
+  }
+  // Lost ranks must be ranks of the gang, released, each once.
+  for (const int rank : r.lost_ranks()) {
+    if (rank < 0 || static_cast<std::size_t>(rank) >= run.released.size() ||
+        run.released[static_cast<std::size_t>(rank)] == 0 ||
+        std::find(run.lost_ranks.begin(), run.lost_ranks.end(), rank) != run.lost_ranks.end()) {
+      continue;
+    }
+    run.lost_ranks.push_back(rank);
+  }
+  run.repair_at = run.lost_ranks.empty() ? Millis{0} : Millis(r.repair_at_ms());
+  run.lost_reason = r.lost_reason();
   return StepsFromRecord(id, r, first_step, run);
 }
 
@@ -338,6 +368,16 @@ v1::JobRecord ToRecord(const Job& job, const v1::JobSpec& spec,
     PreemptionToRecord(job.preemption, *r.mutable_preemption());
   }
   for (const PastAttempt& past : job.past_attempts) PastToRecord(past, *r.add_past_attempts());
+  for (const RepairRecord& repair : job.repairs) {
+    v1::RepairRecordProto& out = *r.add_repairs();
+    out.set_time_ms(repair.time.count());
+    out.set_attempt(repair.attempt);
+    out.mutable_lost()->Assign(repair.lost.begin(), repair.lost.end());
+    out.mutable_replacement()->Assign(repair.replacement.begin(), repair.replacement.end());
+    out.mutable_node_ranks()->Assign(repair.node_ranks.begin(), repair.node_ranks.end());
+    out.set_reason(repair.reason);
+    out.set_restarted(repair.restarted);
+  }
   return r;
 }
 
@@ -389,6 +429,17 @@ absl::StatusOr<SavedJob> FromRecord(const v1::JobRecord& record,
   const int past = record.past_attempts_size();
   for (int i = std::max(past - static_cast<int>(kPastAttemptsKept), 0); i < past; ++i) {
     job.past_attempts.push_back(PastFromRecord(job.id, record.past_attempts(i), FirstStep(job)));
+  }
+  const int repairs = record.repairs_size();
+  for (int i = std::max(repairs - static_cast<int>(kRepairsKept), 0); i < repairs; ++i) {
+    const v1::RepairRecordProto& in = record.repairs(i);
+    job.repairs.push_back({.time = Millis(in.time_ms()),
+                           .attempt = in.attempt(),
+                           .lost = {in.lost().begin(), in.lost().end()},
+                           .replacement = {in.replacement().begin(), in.replacement().end()},
+                           .node_ranks = {in.node_ranks().begin(), in.node_ranks().end()},
+                           .reason = in.reason(),
+                           .restarted = in.restarted()});
   }
   return saved;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store/wire.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 #include <tuple>
@@ -172,6 +173,22 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
         "its next steps; a command run as every rank ends with its node (submit a batch script)");
   }
   r.no_kill = spec.no_kill();
+  if (spec.spares() < 0 || spec.spares() > spec.nodes()) {
+    return invalid(
+        fmt::format("spares: {} is not 0-{} (at most one spare per node of the job); "
+                    "give --spares=N",
+                    spec.spares(), std::max(spec.nodes(), 0)));
+  }
+  r.spares = spec.spares();
+  if (!spec.restart_policy().empty()) {
+    const std::optional<RestartPolicy> policy = ParseRestartPolicy(spec.restart_policy());
+    if (!policy) {
+      return invalid(
+          "restart_policy: neither job nor step; give --restart-policy=job or "
+          "--restart-policy=step");
+    }
+    r.restart_policy = *policy;
+  }
   // --signal: 0 in a field is its default (SIGUSR1, 90 s), -1 no warning.
   if (spec.warn_signal() != -1) {
     r.warning.signal = spec.warn_signal() == 0 ? kDefaultWarningSignal : spec.warn_signal();
@@ -482,6 +499,21 @@ void StepsToWire(const Job& job, JobState state, const topology::Topology& topol
                         .cpu_ms = past.own_cpu_ms,
                         .steps = past.steps},
                        *a.mutable_steps());
+  }
+  if (!job.run.spares.empty() && state == JobState::kRunning) {
+    std::vector<std::string> spares;
+    for (const alloc::NodeGrant& g : job.run.spares) spares.push_back(topology.NodeName(g.node));
+    out->set_spare_nodes(hostlist::Compress(spares));
+  }
+  for (const RepairRecord& repair : job.repairs) {
+    v1::Repair& r = *out->add_repairs();
+    r.set_time_ms(repair.time.count());
+    r.set_attempt(repair.attempt);
+    for (const std::string& n : repair.lost) r.add_lost(n);
+    for (const std::string& n : repair.replacement) r.add_replacement(n);
+    for (const int rank : repair.node_ranks) r.add_node_ranks(rank);
+    r.set_reason(repair.reason);
+    r.set_restarted(repair.restarted);
   }
 }
 

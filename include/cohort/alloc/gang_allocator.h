@@ -44,6 +44,10 @@ struct GangRequest {
   std::optional<int> max_leaves;         ///< --switches=N: at most N leaf switches
   std::optional<int> segment;            ///< --segment=S: S-node pieces, each in one block
   bool spread_segments = false;          ///< --spread-segments: each segment in a group of its own
+  /// --spares=N: that many more whole nodes of the same shape, placed with
+  /// the gang (the placement holds nodes + spares grants, in topology
+  /// order, and the caller sets the spares apart).
+  int spares = 0;
 };
 
 /// Rejects requests no cluster could run: counts below one, tasks or GPUs
@@ -150,7 +154,7 @@ class GangAllocator {
   std::vector<NodeId> kept_next_;            ///< scratch: the next filter's output
   std::vector<topology::GroupId> group_of_;  ///< by node: Topology::GroupOf, at hand
   std::vector<std::uint8_t> fit_;            ///< by node: may host one node of the gang
-  std::vector<std::uint8_t> excluded_;       ///< by node
+  std::vector<std::uint8_t> excluded_;       ///< by node: --exclude's, and SpareNodes= always
   std::vector<std::uint8_t> required_;       ///< by node
   std::vector<int> group_fit_;               ///< by group: fitting nodes
   std::vector<int> group_cap_;               ///< by group: usable nodes (whole segments)
@@ -161,6 +165,16 @@ class GangAllocator {
   /// partition, features, --switches, --segment, --spread-segments).
   std::map<std::string, PlacementResult> feasible_;
 };
+
+/// What one node of a gang gets on `node`: the whole node when exclusive,
+/// else the CPUs, memory and GPUs (ChooseGpus) asked, whether or not free.
+[[nodiscard]] NodeGrant GrantOn(NodeId node, const NodePool& pool, Exclusivity exclusivity,
+                                int cpus, std::int64_t memory_mb, int gpus);
+/// One node of `request`'s gang on `node` from what is free there now (the
+/// group holds of --exclusive=topo are the caller's to check); none when it
+/// does not fit.
+[[nodiscard]] std::optional<NodeGrant> GrantFor(const GangRequest& request, const NodePool& pool,
+                                                NodeId node);
 
 /// Chooses `count` free GPUs of a node: the locality group with the fewest
 /// free GPUs that still holds them all, else groups with the most free GPUs

@@ -99,6 +99,13 @@ class Topology {
   /// ("switch.switch.block.node").
   [[nodiscard]] std::string AddressPatternOf(NodeId node) const;
 
+  /// SpareNodes= on its leaf's or its block's line: kept off new jobs,
+  /// taken only to repair a gang that lost a node of the same placement
+  /// group (GroupOf).
+  [[nodiscard]] bool IsSpare(NodeId node) const {
+    return !spare_.empty() && spare_[static_cast<std::size_t>(node)] != 0;
+  }
+
   /// True when the switches came from a file, false for the implicit one.
   [[nodiscard]] bool HasSwitchTree() const { return !switches_.empty() && !switches_[0].implicit; }
 
@@ -128,6 +135,7 @@ class Topology {
   std::vector<int> order_of_;
   std::vector<Group> groups_;
   std::vector<GroupId> group_of_;
+  std::vector<std::uint8_t> spare_;  ///< by node: 1 for SpareNodes=
 };
 
 /// Where the cluster's node names come from.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -159,6 +160,21 @@ inline constexpr int kMaxTasksPerNode = 4096;
 inline constexpr int kMaxCpusPerTask = 4096;
 inline constexpr int kMaxGpusPerNode = 64;
 
+/// What a gang repair (a lost node replaced by a spare) starts again.
+enum class RestartPolicy : std::uint8_t {
+  /// The job's own launch, as a new attempt on the repaired allocation: the
+  /// batch script, or the command on every rank; its running steps end.
+  kJob,
+  /// Only what had ranks on the lost node: its steps end (`srun` fails and
+  /// the script may run them again on the repaired set); the batch script
+  /// restarts only when its own node was lost, a command on every rank
+  /// always.
+  kStep,
+};
+/// "job", "step".
+[[nodiscard]] std::string_view RestartPolicyName(RestartPolicy policy);
+[[nodiscard]] std::optional<RestartPolicy> ParseRestartPolicy(std::string_view text);
+
 /// What a job's own launch runs once its allocation is granted.
 enum class JobLaunch : std::uint8_t {
   /// `cohort submit -- CMD`, `cohort run` outside a job: the command as every
@@ -198,6 +214,11 @@ struct JobRequest {
   /// --no-kill: a lost node other than the first is dropped from the
   /// running job (its steps there end) rather than ending it.
   bool no_kill = false;
+  /// --spares=N: nodes held idle inside the gang's domain, each taking the
+  /// place of a node the gang loses (gang repair).
+  int spares = 0;
+  /// --restart-policy: what a repair starts again.
+  RestartPolicy restart_policy = RestartPolicy::kJob;
   std::vector<std::string> features;
   std::vector<std::string> nodelist;  ///< names that must be in the gang
   std::vector<std::string> exclude;   ///< names that must not be
@@ -317,6 +338,15 @@ struct JobRun {
   /// the command's run as every rank), as for a step.
   std::int64_t own_max_rss_kb = 0;
   std::int64_t own_cpu_ms = 0;
+  /// --spares: the spare nodes held for this run, idle, each a whole node
+  /// of the gang's shape; a repair moves one into a lost node's rank.
+  std::vector<alloc::NodeGrant> spares;
+  /// Node ranks lost while running and waiting for the repair decision,
+  /// which is made once for every loss that comes within kRepairSettle of
+  /// the first (at `repair_at`); empty: none waits.
+  std::vector<int> lost_ranks;
+  Millis repair_at{0};
+  std::string lost_reason;  ///< the first of those losses, in words
   /// IMEX channels held while it runs (SwitchType=switch/nvidia_imex): one,
   /// or one per segment, node rank r's at r × size ÷ nodes. Kept after the
   /// run for the record; held only while the job is active.
@@ -341,6 +371,24 @@ struct PastAttempt {
 };
 /// The past attempts a job keeps: the most recent ones.
 inline constexpr std::size_t kPastAttemptsKept = 16;
+
+/// One repair of a running gang: lost nodes replaced by spares in place.
+/// Persisted (RepairRecord).
+struct RepairRecord {
+  Millis time{0};
+  int attempt = 0;                       ///< the attempt it started (the same one with step policy)
+  std::vector<std::string> lost;         ///< the nodes replaced, by the order of their node ranks
+  std::vector<std::string> replacement;  ///< the spare that took each one's rank
+  std::vector<int> node_ranks;           ///< the node ranks repaired
+  std::string reason;                    ///< why the first was lost
+  std::string restarted;                 ///< what started again, in words
+};
+/// The repairs a job keeps: the most recent ones.
+inline constexpr std::size_t kRepairsKept = 16;
+/// How long the engine gathers a gang's node losses before it decides the
+/// repair: losses within this of the first (two nodes at once, a leaf
+/// switch) are repaired in one decision.
+inline constexpr Millis kRepairSettle{1000};
 
 /// What a pending job waits on. Persisted (JobWaitRecord) but for the
 /// reason's enum, which is read back from the job's reason text.
@@ -405,6 +453,7 @@ struct Job {
   std::string reason_detail;
   JobRun run;
   std::vector<PastAttempt> past_attempts;  ///< oldest first, at most kPastAttemptsKept
+  std::vector<RepairRecord> repairs;       ///< oldest first, at most kRepairsKept
   JobWait wait;
   JobArray array;
   JobPreemption preemption;
@@ -424,15 +473,27 @@ inline void ForgetPlan(Job& job) {
 /// SIGSTOPped by a preemption, running or stopping: its grants are in the pool.
 [[nodiscard]] inline bool IsSuspended(const Job& job) { return job.sub == JobSubstate::kSuspended; }
 /// The GPUs the gang asks for, over all its nodes.
+/// The GPUs the gang asks for, over all its nodes and its spares (which
+/// hold theirs idle).
 [[nodiscard]] inline int GpusAsked(const Job& job) {
-  return job.gang.gpus_per_node * job.gang.nodes;
+  return job.gang.gpus_per_node * (job.gang.nodes + job.gang.spares);
+}
+/// The job's own spare on `node`: its index in run.spares, else -1.
+[[nodiscard]] inline int SpareIndexOf(const Job& job, alloc::NodeId node) {
+  for (std::size_t i = 0; i < job.run.spares.size(); ++i) {
+    if (job.run.spares[i].node == node) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 /// A node rank a running --no-kill job lost and went on without (while it
-/// runs, only such a rank is released).
+/// runs, only such a rank is released, or one lost and waiting for its
+/// repair).
 [[nodiscard]] inline bool Dropped(const Job& job, std::size_t rank) {
-  return job.request.no_kill && job.state == JobState::kRunning && rank < job.run.released.size() &&
-         job.run.released[rank] != 0;
+  return job.state == JobState::kRunning && rank < job.run.released.size() &&
+         job.run.released[rank] != 0 &&
+         (job.request.no_kill || std::find(job.run.lost_ranks.begin(), job.run.lost_ranks.end(),
+                                           static_cast<int>(rank)) != job.run.lost_ranks.end());
 }
 
 /// Whether the job runs a batch script once (JobLaunch::kBatchScript).

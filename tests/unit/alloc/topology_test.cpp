@@ -607,3 +607,34 @@ TEST(FlatTopologyTest, EmptyCluster) {
 
 }  // namespace
 }  // namespace cohort::topology
+
+namespace cohort::topology {
+namespace {
+
+TEST(TopologySpareTest, SpareNodesAreKeptPerLeafAndPerBlock) {
+  const Topology t =
+      MustBuild(FromText("SwitchName=leaf[1-2] Nodes=n[1-8] SpareNodes=n4,n8\n"
+                         "SwitchName=spine Switches=leaf[1-2]\n"
+                         "BlockName=b1 Nodes=n[1-4]\n"
+                         "BlockName=b2 Nodes=n[5-8] SpareNodes=n7\n"));
+  std::vector<std::string> spares;
+  for (NodeId n = 0; n < t.NodeCount(); ++n) {
+    if (t.IsSpare(n)) spares.push_back(t.NodeName(n));
+  }
+  EXPECT_EQ(spares, (Names{"n4", "n7", "n8"}));
+}
+
+TEST(TopologySpareTest, ASpareOutsideItsLineOrAboveTheLeavesIsRefused) {
+  const Diagnostic outside =
+      OnlyError(FromText("SwitchName=leaf1 Nodes=n[1-4] SpareNodes=n5\n"
+                         "SwitchName=leaf2 Nodes=n[5-8]\n"));
+  EXPECT_TRUE(Contains(outside.message, "SpareNodes= names a node not in this switch's Nodes=: n5"))
+      << outside.message;
+  const Diagnostic above =
+      OnlyError(FromText("SwitchName=leaf1 Nodes=n[1-4]\n"
+                         "SwitchName=spine Switches=leaf1 SpareNodes=n1\n"));
+  EXPECT_TRUE(Contains(above.message, "has SpareNodes= but no Nodes=")) << above.message;
+}
+
+}  // namespace
+}  // namespace cohort::topology

@@ -35,14 +35,15 @@ consteval std::size_t FieldCount() {
 // lost at the first restart for a line forgotten in a group's mapping. Keep
 // it in the group's mapping (daemons/controller/store/records.cpp) or say
 // in EveryField why it is not kept, set it in EveryField, then count it here.
-static_assert(FieldCount<Job>() == 17, "Job gained or lost a field: see above");
-static_assert(FieldCount<JobRun>() == 17, "JobRun gained or lost a field: see above");
+static_assert(FieldCount<Job>() == 18, "Job gained or lost a field: see above");
+static_assert(FieldCount<JobRun>() == 21, "JobRun gained or lost a field: see above");
 static_assert(FieldCount<JobWait>() == 4, "JobWait gained or lost a field: see above");
 static_assert(FieldCount<JobArray>() == 3, "JobArray gained or lost a field: see above");
 static_assert(FieldCount<JobPreemption>() == 4, "JobPreemption gained or lost a field: see above");
 static_assert(FieldCount<JobCache>() == 5, "JobCache (never kept) gained or lost a field");
 static_assert(FieldCount<JobStep>() == 16, "JobStep gained or lost a field: see above");
 static_assert(FieldCount<PastAttempt>() == 11, "PastAttempt gained or lost a field: see above");
+static_assert(FieldCount<RepairRecord>() == 7, "RepairRecord gained or lost a field: see above");
 
 // Every field of each step of `is` is that of `was`.
 void ExpectSameSteps(const std::vector<JobStep>& is, const std::vector<JobStep>& was) {
@@ -96,6 +97,16 @@ void ExpectSameRun(const JobRun& is, const JobRun& was) {
   EXPECT_EQ(is.own_cpu_ms, was.own_cpu_ms);
   EXPECT_EQ(is.imex_channels, was.imex_channels);
   EXPECT_EQ(is.failure_restarts, was.failure_restarts);
+  ASSERT_EQ(is.spares.size(), was.spares.size());
+  for (std::size_t i = 0; i < was.spares.size(); ++i) {
+    EXPECT_EQ(is.spares[i].node, was.spares[i].node);
+    EXPECT_EQ(is.spares[i].cpus, was.spares[i].cpus);
+    EXPECT_EQ(is.spares[i].memory_mb, was.spares[i].memory_mb);
+    EXPECT_EQ(is.spares[i].gpus, was.spares[i].gpus);
+  }
+  EXPECT_EQ(is.lost_ranks, was.lost_ranks);
+  EXPECT_EQ(is.repair_at, was.repair_at);
+  EXPECT_EQ(is.lost_reason, was.lost_reason);
 }
 
 // Every field of the other persisted groups of `is` is that of `was`.
@@ -137,6 +148,18 @@ void ExpectSameGroups(const Job& is, const Job& was) {
     EXPECT_EQ(b.own_max_rss_kb, a.own_max_rss_kb);
     EXPECT_EQ(b.own_cpu_ms, a.own_cpu_ms);
     ExpectSameSteps(b.steps, a.steps);
+  }
+  ASSERT_EQ(is.repairs.size(), was.repairs.size());
+  for (std::size_t i = 0; i < was.repairs.size(); ++i) {
+    const RepairRecord& a = was.repairs[i];
+    const RepairRecord& b = is.repairs[i];
+    EXPECT_EQ(b.time, a.time);
+    EXPECT_EQ(b.attempt, a.attempt);
+    EXPECT_EQ(b.lost, a.lost);
+    EXPECT_EQ(b.replacement, a.replacement);
+    EXPECT_EQ(b.node_ranks, a.node_ranks);
+    EXPECT_EQ(b.reason, a.reason);
+    EXPECT_EQ(b.restarted, a.restarted);
   }
 }
 
@@ -258,6 +281,17 @@ class RecordsTest : public ::testing::Test {
     job.run.own_cpu_ms = 777;
     job.run.imex_channels = {7};
     job.run.failure_restarts = 1;
+    job.run.spares = {{.node = 1, .cpus = 4, .memory_mb = 512, .gpus = 0, .holds_group = false}};
+    job.run.lost_ranks = {0};
+    job.run.repair_at = Millis(2700);
+    job.run.lost_reason = "node n001 was lost: not responding";
+    job.repairs.push_back({.time = Millis(1300),
+                           .attempt = 2,
+                           .lost = {"n003"},
+                           .replacement = {"n002"},
+                           .node_ranks = {0},
+                           .reason = "node n003 was lost: its agent stopped",
+                           .restarted = "the batch script again as attempt 2"});
     job.past_attempts.push_back({.attempt = 2,
                                  .cause = EndCause::kNodeLostRequeue,
                                  .start_time = Millis(1200),
@@ -302,6 +336,8 @@ class RecordsTest : public ::testing::Test {
     v1::JobSpec spec = Spec();
     spec.set_name("sweep");
     spec.set_array("0-9%2");
+    spec.set_spares(1);
+    spec.set_restart_policy("step");
     return spec;
   }
 
@@ -328,6 +364,8 @@ TEST_F(RecordsTest, AJobComesBackFromItsRecordAsItWas) {
   EXPECT_EQ(back->job.request.partition, "gpu");
   EXPECT_EQ(back->job.request.qos, "high");
   EXPECT_EQ(back->job.request.nodes, 2);
+  EXPECT_EQ(back->job.request.spares, 1);
+  EXPECT_EQ(back->job.request.restart_policy, RestartPolicy::kStep);
   EXPECT_EQ(back->job.time_limit, job.time_limit);
   EXPECT_EQ(back->job.qos, job.qos);
   EXPECT_EQ(back->job.submit_time, job.submit_time);
@@ -370,6 +408,10 @@ TEST_F(RecordsTest, ARecordOfVersionThreeReadsAsTheSameJob) {
   job.run.exit_signal = 9;
   job.run.imex_channels.clear();  // version 3 had none, nor these
   job.run.failure_restarts = 0;
+  job.run.spares.clear();
+  job.run.lost_ranks.clear();
+  job.run.repair_at = Millis(0);
+  job.run.lost_reason.clear();
   job.wait.restart_after = Millis(0);
   v1::JobRecord now = ToRecord(job, EveryFieldSpec(), cluster_.topology);
   now.mutable_preemption()->set_suspended_since_ms(2700);  // read only while suspended

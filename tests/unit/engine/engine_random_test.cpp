@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -28,12 +29,15 @@ namespace {
 
 constexpr int kSigterm = 15;
 
-// The cluster, as a scenario's lines give it: two leaves of four nodes, a
-// low and a high (suspending) partition, a QOS that preempts, and fewer
-// IMEX channels than jobs can run at once (the invariants check that no two
-// active jobs ever hold one channel).
+// The cluster, as a scenario's lines give it: two leaves of four nodes (one
+// of them a spare kept for gang repairs, in the first leaf: a gang's own
+// spares are its last nodes, so a rank lost there has a spare inside its
+// leaf and one of its own outside), a low and a high (suspending)
+// partition, a QOS that preempts, and fewer IMEX channels than jobs can run
+// at once (the invariants check that no two active jobs ever hold one
+// channel).
 constexpr std::string_view kTopology =
-    "SwitchName=leaf0 Nodes=n[001-004]\n"
+    "SwitchName=leaf0 Nodes=n[001-004] SpareNodes=n004\n"
     "SwitchName=leaf1 Nodes=n[005-008]\n"
     "SwitchName=spine Switches=leaf[0-1]\n";
 constexpr std::string_view kConfig =
@@ -119,7 +123,14 @@ class RandomEngine {
     } else if (roll < 95) {
       Register(Pick(Nodes()), /*all_alive=*/Pick(3) != 0);
     } else {
-      silent_ = Pick(4) == 0 ? Pick(Nodes()) : -1;
+      // Now and then a node falls silent, rarely a whole leaf switch.
+      silent_.clear();
+      if (Pick(16) == 0) {
+        const NodeId first = Pick(2) * 4;
+        for (NodeId n = first; n < first + 4; ++n) silent_.insert(n);
+      } else if (Pick(4) == 0) {
+        silent_.insert(Pick(Nodes()));
+      }
       PassTime();
     }
     ++steps_;
@@ -128,7 +139,7 @@ class RandomEngine {
   // Stops the chaos: every node back and resumed, holds released, ranks end
   // well; every job must then end within a bound of rounds.
   void Settle() {
-    silent_ = -1;
+    silent_.clear();
     for (NodeId n = 0; n < Nodes(); ++n) {
       Register(n, /*all_alive=*/true);
       Do(input::Resume{n, Caller{0}});
@@ -179,6 +190,7 @@ class RandomEngine {
   [[nodiscard]] int Started() const { return started_; }
   [[nodiscard]] int Preemptions() const { return preemptions_; }
   [[nodiscard]] int StepsStarted() const { return steps_started_; }
+  [[nodiscard]] int RepairsMade() const { return repairs_made_; }
   /// The statuses (JobStatusName) some job entered.
   [[nodiscard]] const std::set<std::string>& Visited() const { return visited_; }
   /// Every job the engine holds: its status (JobStatusName), by DisplayId.
@@ -209,6 +221,7 @@ class RandomEngine {
     if (failure_) return;
     script_.push_back(sim::FormatInput(
         in, std::chrono::duration_cast<std::chrono::seconds>(now_ - kStart), *cluster_.topology));
+    const std::map<JobId, BeforeRepair> waiting = WaitingRepairs();
     Effects fx;
     (void)engine_->Apply(in, now_, fx);
     Observe(fx);
@@ -218,7 +231,96 @@ class RandomEngine {
       failure_ = fmt::format("step {}: {}", steps_, *drift);
     } else if (std::optional<std::string> restarts = RestartsWithinBounds()) {
       failure_ = fmt::format("step {}: {}", steps_, *restarts);
+    } else if (std::optional<std::string> repairs =
+                   RepairsKeepTheDomain(waiting, std::holds_alternative<input::Tick>(in))) {
+      failure_ = fmt::format("step {}: {}", steps_, *repairs);
     }
+  }
+
+  // A running gang waiting for its repair, as it was before an input.
+  struct BeforeRepair {
+    std::size_t repairs = 0;
+    std::vector<NodeId> own_spares;
+  };
+  std::map<JobId, BeforeRepair> WaitingRepairs() const {
+    std::map<JobId, BeforeRepair> out;
+    for (const auto& [id, job] : engine_->Jobs()) {
+      if (job.state != JobState::kRunning || job.run.lost_ranks.empty()) continue;
+      BeforeRepair& before = out[id];
+      before.repairs = job.repairs.size();
+      for (const alloc::NodeGrant& g : job.run.spares) before.own_spares.push_back(g.node);
+    }
+    return out;
+  }
+
+  // A gang is never partly placed past the first tick after the repair's
+  // settle time (unless suspended: then once it resumes),
+  // and a repair takes, for each lost node, a spare of the job's own or of
+  // the lost node's group (SpareNodes=); and one inside that group whenever
+  // one there was free: never one outside when a spare existed inside.
+  std::optional<std::string> RepairsKeepTheDomain(const std::map<JobId, BeforeRepair>& waiting,
+                                                  bool ticked) {
+    const topology::Topology& topology = *cluster_.topology;
+    for (const auto& [id, job] : engine_->Jobs()) {
+      if (job.state == JobState::kRunning) {
+        // (A job suspended by a preemption is repaired when it resumes.)
+        if (job.run.lost_ranks.empty() != (job.run.repair_at == Millis{0}) ||
+            (job.run.repair_at > now_ + kRepairSettle && !IsSuspended(job))) {
+          return fmt::format("job {} waits for a repair at {} ms with {} lost ranks (now {} ms)",
+                             id, job.run.repair_at.count(), job.run.lost_ranks.size(),
+                             now_.count());
+        }
+        if (ticked && !IsSuspended(job) && !job.run.lost_ranks.empty() &&
+            job.run.repair_at <= now_) {
+          return fmt::format("job {}'s repair was due at {} ms and a tick at {} ms left it waiting",
+                             id, job.run.repair_at.count(), now_.count());
+        }
+        for (const int rank : job.run.lost_ranks) {
+          if (job.run.released[static_cast<std::size_t>(rank)] == 0) {
+            return fmt::format("job {} still holds node rank {}, which it lost", id, rank);
+          }
+        }
+      }
+      const auto before = waiting.find(id);
+      if (before == waiting.end() || job.repairs.size() <= before->second.repairs) continue;
+      ++repairs_made_;
+      const RepairRecord& repair = job.repairs.back();
+      const std::vector<NodeId>& own = before->second.own_spares;
+      std::map<topology::GroupId, int> lost_in;  // by group of the lost nodes
+      std::map<topology::GroupId, int> kept_in;  // replacements inside that group
+      for (std::size_t i = 0; i < repair.lost.size(); ++i) {
+        const NodeId gone = *topology.FindNode(repair.lost[i]);
+        const NodeId spare = *topology.FindNode(repair.replacement[i]);
+        const topology::GroupId group = topology.GroupOf(gone);
+        const bool owned = std::find(own.begin(), own.end(), spare) != own.end();
+        if (!owned && !(topology.IsSpare(spare) && topology.GroupOf(spare) == group)) {
+          return fmt::format(
+              "job {}'s repair put {} in place of {}: neither its spare nor one "
+              "of that node's group",
+              id, repair.replacement[i], repair.lost[i]);
+        }
+        ++lost_in[group];
+        if (topology.GroupOf(spare) == group) ++kept_in[group];
+      }
+      for (const auto& [group, lost] : lost_in) {
+        int inside = 0;  // spares in the group the repair could have taken
+        for (const NodeId n : topology.Groups()[static_cast<std::size_t>(group)].nodes) {
+          if (engine_->Pool().Condition(n) == alloc::NodeCondition::kDown) continue;
+          const bool owned = std::find(own.begin(), own.end(), n) != own.end();
+          const std::vector<JobId> holders = engine_->ViewNode(n).jobs;
+          const bool free_site =
+              topology.IsSpare(n) && (holders.empty() || (holders.size() == 1 && holders[0] == id));
+          if (owned || free_site) ++inside;
+        }
+        if (kept_in[group] < std::min(lost, inside)) {
+          return fmt::format(
+              "job {}'s repair took {} spares inside the group of its lost nodes, "
+              "where {} were free for its {} lost",
+              id, kept_in[group], inside, lost);
+        }
+      }
+    }
+    return std::nullopt;
   }
 
   // Node failures never restart a job more often than its cap allows, nor
@@ -330,6 +432,8 @@ class RandomEngine {
     r.time_limit = std::chrono::seconds(60 * (1 + Pick(30)));
     r.requeue = Pick(2) == 0;
     if (Pick(3) == 0) r.max_restarts = Pick(3);
+    if (Pick(4) == 0) r.spares = Pick(r.nodes + 1);
+    if (Pick(3) == 0) r.restart_policy = RestartPolicy::kStep;
     r.hold = Pick(20) == 0;
     if (Pick(4) == 0) r.launch = Pick(3) == 0 ? JobLaunch::kAllocation : JobLaunch::kBatchScript;
     if (Pick(6) == 0) r.partition = "high";
@@ -443,7 +547,7 @@ class RandomEngine {
   void PassTime() {
     now_ += Millis(1000 * (1 + Pick(45)));
     for (NodeId n = 0; n < Nodes(); ++n) {
-      if (n != silent_) Do(input::Heartbeat{n});
+      if (!silent_.contains(n)) Do(input::Heartbeat{n});
     }
     Do(input::Tick{});
   }
@@ -494,7 +598,8 @@ class RandomEngine {
   std::map<std::pair<JobId, int>, std::vector<std::pair<NodeId, int>>> step_ranks_;
   std::set<std::string> visited_;
   std::map<JobId, JobStatus> followed_;  ///< by the transitions Effects reported
-  NodeId silent_ = -1;
+  std::set<NodeId> silent_;
+  int repairs_made_ = 0;
   std::optional<std::string> failure_;
   int steps_ = 0;
   int started_ = 0;
@@ -532,6 +637,7 @@ TEST(EngineRandomTest, InvariantsHoldUnderRandomEventsAndEveryJobEnds) {
     EXPECT_GT(run.Started(), steps / kSeeds / 50);
     EXPECT_GT(run.Preemptions(), 0);
     EXPECT_GT(run.StepsStarted(), steps / kSeeds / 500);
+    EXPECT_GT(run.RepairsMade(), 0) << "no gang was ever repaired from a spare";
     for (const char* status :
          {"PENDING/held_user", "PENDING/held_admin", "RUNNING/preempting", "RUNNING/suspended",
           "COMPLETING/suspended", "CANCELLED", "TIMEOUT", "NODE_FAIL", "FAILED", "COMPLETED"}) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <functional>
 #include <random>
+#include <set>
+#include <variant>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -438,6 +440,106 @@ TEST_F(EngineTest, SilentNodeGoesDownAndItsJobsFail) {
   Register(lost);
   Schedule();
   EXPECT_EQ(State(wide), JobState::kRunning);
+}
+
+// Time passes with every node heard from but `silent`; the engine ticks.
+// Returns what the tick decided.
+Effects PassQuietly(Engine& engine, Millis& now, std::chrono::seconds by,
+                    const std::vector<NodeId>& silent, int nodes) {
+  now += by;
+  for (NodeId n = 0; n < nodes; ++n) {
+    if (std::find(silent.begin(), silent.end(), n) == silent.end()) engine.NodeHeartbeat(n, now);
+  }
+  Effects fx;
+  engine.Tick(now, fx);
+  return fx;
+}
+
+TEST_F(EngineTest, AGangLosingANodeIsRepairedFromItsSpareInPlace) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 2;
+  r.spares = 1;
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  const Job& job = *engine_->FindJob(id);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  ASSERT_EQ(job.run.placement.grants.size(), 2U);
+  ASSERT_EQ(job.run.spares.size(), 1U);
+  const NodeId kept = job.run.placement.grants[0].node;
+  const NodeId lost = job.run.placement.grants[1].node;
+  const NodeId spare = job.run.spares[0].node;
+  // Placed with the gang, inside its leaf.
+  EXPECT_EQ(cluster_->topology.LeafOf(spare), cluster_->topology.LeafOf(kept));
+  const int nodes = cluster_->topology.NodeCount();
+  PassQuietly(*engine_, now_, std::chrono::seconds(31), {lost}, nodes);
+  // Lost: the rank waits for the repair decision; nothing else changed.
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.run.lost_ranks, std::vector<int>{1});
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  // What the survivor's ranks report meanwhile is the loss's fallout.
+  engine_->RankExited(id, kept, 1, 0, now_, fx);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  const Effects repair = PassQuietly(*engine_, now_, std::chrono::seconds(1), {lost}, nodes);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.run.placement.grants[0].node, kept);
+  EXPECT_EQ(job.run.placement.grants[1].node, spare);
+  EXPECT_TRUE(job.run.spares.empty());
+  EXPECT_TRUE(job.run.lost_ranks.empty());
+  EXPECT_EQ(job.run.attempt, 2);
+  EXPECT_EQ(job.run.failure_restarts, 1);
+  ASSERT_EQ(job.repairs.size(), 1U);
+  EXPECT_EQ(job.repairs[0].replacement,
+            std::vector<std::string>{cluster_->topology.NodeName(spare)});
+  ASSERT_EQ(job.past_attempts.size(), 1U);
+  EXPECT_EQ(job.past_attempts[0].cause, EndCause::kNodeLostRequeue);
+  // Every rank starts again as the next attempt: on the kept node and on
+  // the spare.
+  std::set<NodeId> launched;
+  for (const Command& c : repair.commands) {
+    if (const auto* launch = std::get_if<LaunchCommand>(&c)) launched.insert(launch->node);
+  }
+  EXPECT_EQ(launched, (std::set<NodeId>{kept, spare}));
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  // The lost node comes back drained, with its reason.
+  Register(lost);
+  EXPECT_EQ(engine_->ViewNode(lost).status, NodeStatus::kDrained);
+  EXPECT_NE(engine_->ViewNode(lost).reason.find("repaired from spares"), std::string::npos);
+  FinishEverywhere(id, 0);
+  EXPECT_EQ(job.state, JobState::kCompleted);
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
+TEST_F(EngineTest, LossesBeyondTheSparesEndTheGangAsALossDoes) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 2;
+  r.spares = 1;
+  r.requeue = true;
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  const Job& job = *engine_->FindJob(id);
+  const std::vector<NodeId> both = {job.run.placement.grants[0].node,
+                                    job.run.placement.grants[1].node};
+  const int nodes = cluster_->topology.NodeCount();
+  PassQuietly(*engine_, now_, std::chrono::seconds(31), both, nodes);
+  EXPECT_EQ(job.run.lost_ranks.size(), 2U);
+  PassQuietly(*engine_, now_, std::chrono::seconds(1), both, nodes);
+  // One decision for both: one spare for two lost ranks is no repair; the
+  // job is requeued (--requeue), its spare given back.
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_TRUE(job.repairs.empty());
+  EXPECT_TRUE(job.run.spares.empty());
+  EXPECT_EQ(job.run.failure_restarts, 1);
+  ASSERT_EQ(job.past_attempts.size(), 1U);
+  EXPECT_NE(job.past_attempts[0].reason.find("not repaired: 2 nodes lost and no spare left"),
+            std::string::npos)
+      << job.past_attempts[0].reason;
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
 }
 
 TEST_F(EngineTest, RequeueOnNodeLoss) {

@@ -428,6 +428,11 @@ function renderJob() {
   fact(facts, 'time limit', num(job.time_limit_s) ? duration(num(job.time_limit_s)) : 'none');
   if (job.state === 'JOB_PENDING') fact(facts, 'priority', job.priority);
   if (job.gpu_hours) fact(facts, 'GPU-hours', fixed(job.gpu_hours, 2));
+  if (num(spec.spares)) fact(facts, 'spares', `${spec.spares}: ${job.spare_nodes || 'none left'}`);
+  for (const r of job.repairs || []) {
+    fact(facts, 'repaired', `${clock(num(r.time_ms))}: ${(r.lost || []).join(',')} → ` +
+      `${(r.replacement || []).join(',')}; started ${r.restarted}`);
+  }
   body.append(facts, placement(job));
   if (job.state === 'JOB_PENDING') body.append(waitFacts(why ? why.value : null));
 }
