@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs the standard benchmarks against the default build and prints medians:
 # gang placement, segments on the simulator, durable submissions and restart, a container's cost to a
-# step's start, and Cohort side by side
+# step's start, a gang's repair against Slurm's requeue, and Cohort side by side
 # with Slurm 22.05 (installed by bench/peers/slurm/install.sh if missing).
 # Results and how to read them: docs/performance.md.
 #
@@ -34,6 +34,13 @@ if [ "$(id -u)" = 0 ]; then
   bash bench/container_start.sh "$PWD/$build" | grep -v '^20' | tee "$out/containers.txt"
 else
   echo "(skipped: containers need the agent to run as root)"
+fi
+
+echo "== gang repair: a node lost under an 8-node gang, detected to every rank running again, against Slurm's requeue"
+if [ "$(id -u)" = 0 ]; then
+  bash bench/repair.sh "$build" | tee "$out/repair.txt"
+else
+  echo "(skipped: the Slurm peer's slurmd must run as root)"
 fi
 
 if [ "${BENCH_SIDE_BY_SIDE:-1}" != 0 ]; then

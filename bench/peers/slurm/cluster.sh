@@ -10,6 +10,8 @@
 #   slurm_stop                cancel all jobs, stop exactly the PIDs started here,
 #                             restore the slurmd alternative if it was changed
 #
+# SLURM_EXTRA_CONF: more slurm.conf lines (bench/repair.sh: SlurmdTimeout=10).
+#
 # PROFILE: `guide` (SchedMD's high-throughput guide: batch_sched_delay=20,
 # sched_min_interval=2000000) or `nodelay` (the same with both set to 0).
 # Exports SLURM_CONF for the clients (sbatch, srun, squeue, scancel, scontrol).
@@ -73,6 +75,7 @@ MinJobAge=2
 MessageTimeout=30
 InactiveLimit=0
 KillWait=5
+${SLURM_EXTRA_CONF:-}
 CONF
   for i in $(seq 1 64); do
     printf 'NodeName=n%03d NodeHostname=n%03d NodeAddr=127.0.0.1 Port=%d CPUs=32 RealMemory=256000 State=UNKNOWN\n' \

@@ -161,6 +161,26 @@ TEST_F(WhyViewTest, ARunningJobSaysWhereAndHowToStopItWhenPreempted) {
   EXPECT_EQ(WhyInWords(ended).summary, "Job 12_3 is FAILED: NonZeroExitCode.");
 }
 
+TEST_F(WhyViewTest, ARepairedGangListsItsRepairsAndTheSparesLeft) {
+  v1::ExplainJobResponse response = Job(v1::JOB_RUNNING, "None");
+  response.mutable_job()->set_nodes("node[01,03-04]");
+  response.mutable_job()->set_spare_nodes("node05");
+  v1::Repair& repair = *response.mutable_job()->add_repairs();
+  repair.set_time_ms(kNowMs - 60'000);
+  repair.add_lost("node02");
+  repair.add_replacement("node03");
+  repair.add_node_ranks(1);
+  repair.set_attempt(2);
+  repair.set_restarted("every rank again as attempt 2");
+  repair.set_reason("node node02 was lost: not responding for 30 s (NodeTimeout)");
+  EXPECT_EQ(ExplainText(response, kNowMs),
+            "Job 12_3 (train, user alice) is RUNNING.\nJob 12_3 is running on node[01,03-04].\n"
+            "\n"
+            "Gang repairs (spares held now: node05):\n"
+            "  - 2024-05-01T13:44:00: node02 replaced by node03 (node rank 1); started every rank "
+            "again as attempt 2; node node02 was lost: not responding for 30 s (NodeTimeout)\n");
+}
+
 TEST_F(WhyViewTest, JsonHasTheWordsAndTheFacts) {
   v1::ExplainJobResponse response = Blocked();
   const nlohmann::ordered_json unknown = ExplainToJson(response, kNowMs);
