@@ -14,7 +14,9 @@
 #   netns-cluster.sh up DIR [NODES]    a controller host (ctl, 198.18.0.2), a
 #                                      login host (login, .10) and NODES node
 #                                      hosts (node01, .11, …; default 4),
-#                                      under two leaf switches
+#                                      under two leaf switches; with
+#                                      STANDBY=1 also a PostgreSQL host (db,
+#                                      .3) and a standby controller (ctl2, .4)
 #   netns-cluster.sh run DIR HOST CMD…  CMD on HOST, as root, with COHORT_CONF
 #   netns-cluster.sh cut DIR HOST      unplug HOST's cable (its link goes down)
 #   netns-cluster.sh heal DIR HOST     plug it back in
@@ -24,23 +26,27 @@
 #   netns-cluster.sh down DIR          stop every host and remove the namespaces
 #
 # BIN: the build folder (default: build/default of this repository).
-# EXTRA_CONF: more lines for cohort.conf.
+# EXTRA_CONF: more lines for cohort.conf. STANDBY=1 (at up): high
+# availability, both controllers sharing db's PostgreSQL
+# (CONTROLLER_TIMEOUT, default 5 s).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/build/default}
 PORT=6820
 
-usage() { sed -n '14,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '14,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "netns-cluster: $*" >&2; exit 1; }
 
 # The address of a host: ctl .2, login .10, nodeNN .(10+NN).
 address_of() {
   case "$1" in
     ctl) echo 198.18.0.2 ;;
+    db) echo 198.18.0.3 ;;
+    ctl2) echo 198.18.0.4 ;;
     login) echo 198.18.0.10 ;;
     node[0-9][0-9]) echo "198.18.0.$((10 + 10#${1#node}))" ;;
-    *) die "no host $1 (ctl, login, node01…)" ;;
+    *) die "no host $1 (ctl, ctl2, db, login, node01…)" ;;
   esac
 }
 
@@ -100,6 +106,12 @@ start_host() {
   for _ in $(seq 100); do [ -S "$own/munge/munge.socket" ] && break; sleep 0.1; done
   [ -S "$own/munge/munge.socket" ] || die "munged on $host did not start: $(cat "$own/munged.log")"
   case "$host" in
+    db)
+      # PostgreSQL on db's own address, trusted from the cluster's network.
+      in_host db env PG_HBA_EXTRA="host all all 198.18.0.0/24 trust" \
+        bash "$ROOT/scripts/pg_server.sh" start "$own/pg" "listen_addresses=$(address_of db)" \
+        fsync=off >/dev/null || die "PostgreSQL on db did not start: $(tail -5 "$own/pg/server.log")"
+      ;;
     ctl)
       daemon "$host" controller "$BIN/daemons/controller/cohort-controller" \
         -c "$DIR/here/cohort.conf"
@@ -109,9 +121,18 @@ start_host() {
       done
       die "the controller on ctl does not answer the login host: $(in_host login "$BIN/cli/cohort" nodes 2>&1 | tail -3)"
       ;;
+    ctl2)
+      daemon "$host" controller "$BIN/daemons/controller/cohort-controller" \
+        -c "$DIR/here/cohort.conf"
+      for _ in $(seq 100); do
+        grep -q controller_standby "$own/controller.log" 2>/dev/null && return 0
+        sleep 0.2
+      done
+      die "ctl2 did not stand by: $(tail -3 "$own/controller.log")"
+      ;;
     node*)
       daemon "$host" agent "$BIN/daemons/agent/cohort-agent" -c "$DIR/here/cohort.conf" \
-        --controller "ctl:$PORT" --node "$host" --spool "$DIR/here/spool"
+        --controller "$CONTROLLERS" --node "$host" --spool "$DIR/here/spool"
       ;;
   esac
 }
@@ -132,15 +153,23 @@ host_conf() {
   chmod 700 "$own/state"
   # The same file on every host, as a cluster's /etc/cohort/cohort.conf;
   # the keys it names are on the hosts that need them alone.
+  local ha="" cert=ctl
+  [ "$host" = ctl2 ] && cert=ctl2
+  if [ "$STANDBY" = 1 ]; then
+    ha="StateBackend=postgresql
+StateDatabase=\"host=$(address_of db) dbname=postgres user=cohort\"
+ControllerTimeout=${CONTROLLER_TIMEOUT:-5}"
+  fi
   cat >"$own/cohort.conf" <<CONF
 ClusterName=netns
-ControllerAddr=ctl
+ControllerAddr=${CONTROLLERS//:$PORT/}
 ControllerPort=$PORT
+$ha
 StateDir=$DIR/here/state
 AuthType=munge
 AuthInfo=socket=$DIR/here/munge/munge.socket
 AuthKeyFile=$DIR/here/cluster.key
-TLSCertFile=$DIR/tls/ctl.pem
+TLSCertFile=$DIR/tls/$cert.pem
 TLSKeyFile=$DIR/here/controller.key
 TLSCAFile=$DIR/tls/ca.pem
 TopologyFile=$DIR/topology.conf
@@ -151,7 +180,7 @@ PartitionName=all Nodes=node[01-$NODES] Default=YES MaxTime=1:00:00
 CONF
   install -m 600 "$DIR/cluster.key" "$own/cluster.key"
   case "$host" in
-    ctl) install -m 600 "$DIR/tls/ctl.key" "$own/controller.key" ;;
+    ctl | ctl2) install -m 600 "$DIR/tls/$host.key" "$own/controller.key" ;;
     node*)
       # Each agent proves itself with a certificate naming its node.
       install -m 600 "$DIR/tls/$host.key" "$own/agent.key"
@@ -174,10 +203,15 @@ up() {
   SWITCH="$PREFIX-switch"
   chmod 755 "$DIR"
   mkdir -p "$DIR/here" "$DIR/hosts" "$DIR/tls"
-  printf 'PREFIX=%s\nSWITCH=%s\nNODES=%s\n' "$PREFIX" "$SWITCH" "$NODES" >"$DIR/cluster"
+  STANDBY=${STANDBY:-0}
+  CONTROLLERS="ctl:$PORT"
+  [ "$STANDBY" = 1 ] && CONTROLLERS="ctl:$PORT,ctl2:$PORT"
+  printf 'PREFIX=%s\nSWITCH=%s\nNODES=%s\nSTANDBY=%s\nCONTROLLERS=%s\n' "$PREFIX" "$SWITCH" \
+    "$NODES" "$STANDBY" "$CONTROLLERS" >"$DIR/cluster"
   # A cluster that does not come up whole is taken down again.
   trap 'status=$?; [ $status -eq 0 ] || down "$DIR" >/dev/null 2>&1; exit $status' EXIT
   local hosts=(ctl login) i
+  [ "$STANDBY" = 1 ] && hosts+=(db ctl2)
   for i in $(seq -w 1 "$NODES"); do hosts+=("node$(printf '%02d' "$((10#$i))")"); done
   echo "HOSTS=\"${hosts[*]}\"" >>"$DIR/cluster"
   {
@@ -211,7 +245,9 @@ up() {
     make_host "$host"
   done
   start_host login
+  [ "$STANDBY" = 1 ] && start_host db
   start_host ctl
+  [ "$STANDBY" = 1 ] && start_host ctl2
   for host in "${hosts[@]}"; do case "$host" in node*) start_host "$host" ;; esac; done
   for _ in $(seq 150); do
     local states

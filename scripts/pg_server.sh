@@ -6,6 +6,8 @@
 # missing.
 #
 #   scripts/pg_server.sh start DIR [SETTING=VALUE ...]   prints the libpq connection string
+#     (listen_addresses=ADDRESS to be reached over TCP; PG_HBA_EXTRA: more
+#     pg_hba.conf lines, such as "host all all 198.18.0.0/24 trust")
 #   scripts/pg_server.sh stop DIR                        stops it at once and removes DIR
 set -euo pipefail
 bin=/usr/lib/postgresql/15/bin
@@ -24,6 +26,8 @@ case "$action" in
     [ "$(id -u)" -eq 0 ] && chown cohort-pgtest "$dir"
     as_owner "$bin/initdb" -D "$dir/data" -U cohort --auth=trust -E UTF8 --no-sync \
       >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+    # PG_HBA_EXTRA: more pg_hba.conf lines (a server other hosts reach).
+    [ -n "${PG_HBA_EXTRA:-}" ] && echo "$PG_HBA_EXTRA" >>"$dir/data/pg_hba.conf"
     options="-c listen_addresses='' -c unix_socket_directories='$dir'"
     for setting in "$@"; do options+=" -c $setting"; done
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -o "$options" start \

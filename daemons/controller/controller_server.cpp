@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -552,9 +553,22 @@ ServerExit ControllerServer::Run() {
   if (config.state_backend == "postgresql") {
     // The schema first (the lease is a row of it): created or migrated
     // now, a newer one refused before this controller waits on it.
-    if (absl::StatusOr<std::unique_ptr<Store>> schema = cohort::controller::OpenPostgresStore(
-            config.state_database, Store::Mode::kWrite, options->sync, 0);
-        !schema.ok()) {
+    // With --wait-for-database, a database that does not answer is waited
+    // for, as a standby waits for the lease; any other error still ends it.
+    absl::StatusOr<std::unique_ptr<Store>> schema = cohort::controller::OpenPostgresStore(
+        config.state_database, Store::Mode::kWrite, options->sync, 0);
+    for (int tries = 1; !schema.ok() && flags.wait_for_database &&
+                        absl::IsUnavailable(schema.status()) && !stop_requested_;
+         ++tries) {
+      if (tries % 15 == 1) {
+        spdlog::warn("state_database_unreachable tries={} reason={:?}; trying every 2 s", tries,
+                     std::string(schema.status().message()));
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      schema = cohort::controller::OpenPostgresStore(config.state_database, Store::Mode::kWrite,
+                                                     options->sync, 0);
+    }
+    if (!schema.ok()) {
       std::cerr << "cohort-controller: not starting: " << schema.status().message() << '\n';
       return exit_with(1);
     }
@@ -626,7 +640,9 @@ ServerExit ControllerServer::Run() {
     // Another controller is active: this one waits as its standby.
     // Its servers were left running (Serve), so this frame never unwinds.
     spdlog::warn("controller_demoted epoch={}; waiting as a standby", leadership->Epoch());
-    leave_now_(again(reload, "lease lost"));
+    ServerExit demoted = again(reload, "lease lost");
+    demoted.wait_for_database = true;
+    leave_now_(demoted);
     std::_Exit(1);
   }
   if (controller.Failed()) {

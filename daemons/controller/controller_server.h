@@ -18,6 +18,10 @@ struct ServerFlags {
   std::string http_port_file;
   std::string log_level = "info";
   bool check_state = false;  ///< check the state database, summarise it, exit
+  /// With PostgreSQL: wait until the state database answers rather than
+  /// exit (a controller that lost its lease starts again with it: what cut
+  /// it from the lease may still cut it from the database).
+  bool wait_for_database = false;
 };
 
 /// How a run ended: an exit status; or `again_because` set, and the
@@ -28,6 +32,7 @@ struct ServerExit {
   std::string again_because;
   int port = 0;
   int http_port = -1;
+  bool wait_for_database = false;  ///< executed again with --wait-for-database
 };
 
 /// Ends the process, or executes it again, as `end` says, and does not

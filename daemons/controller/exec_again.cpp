@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,10 @@ std::vector<std::string> ArgumentsAgain(int argc, char** argv, const ServerExit&
     }
     if (arg.starts_with("--port=") || arg.starts_with("--http-port=")) continue;
     out.emplace_back(arg);
+  }
+  if (end.wait_for_database &&
+      std::find(out.begin(), out.end(), "--wait-for-database") == out.end()) {
+    out.emplace_back("--wait-for-database");
   }
   out.insert(out.end(), {"--port", std::to_string(end.port)});
   if (end.http_port >= 0) out.insert(out.end(), {"--http-port", std::to_string(end.http_port)});

@@ -36,6 +36,9 @@ void AddFlags(CLI::App& app, ServerFlags& flags) {
   app.add_option("--http-port-file", flags.http_port_file,
                  "write the HTTP port listened on to this file");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn or error");
+  app.add_flag("--wait-for-database", flags.wait_for_database,
+               "with StateBackend=postgresql, wait for the state database to answer instead of "
+               "exiting (a controller that lost its lease starts again with it)");
   app.add_flag("--check-state", flags.check_state,
                "check the state database (StateDir/state.db, or StateDatabase=) and summarise it, "
                "then exit");

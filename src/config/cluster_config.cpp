@@ -17,6 +17,10 @@
 namespace cohort::config {
 namespace {
 
+// How long an agent takes to notice that its controller's machine vanished
+// (its keepalive: 10 s, then 5 s for the answer) before it dials the next.
+constexpr std::chrono::seconds kNoticeVanishedController{15};
+
 constexpr int kMaxIncludeDepth = 8;
 
 bool Is(const conf::Word& word, std::string_view key) { return EqualsIgnoreCase(word.key, key); }
@@ -71,6 +75,19 @@ class Parser {
                          "name the database as libpq does, such as StateDatabase=\"host=db1 "
                          "dbname=cohort user=cohort\" (docs/operations.md, \"High "
                          "availability\")");
+    } else if (config.state_backend == "postgresql" &&
+               config.node_timeout < config.controller_timeout + kNoticeVanishedController) {
+      // An agent hears no controller from the active one's loss until it
+      // reaches the new one; past NodeTimeout it stops its ranks.
+      diagnostics_.Warning(
+          {},
+          fmt::format("NodeTimeout={} is shorter than a takeover can take: ControllerTimeout={} "
+                      "and {} s for an agent to notice a vanished controller; agents would stop "
+                      "their jobs' ranks before they reach the new active controller",
+                      config.node_timeout.count(), config.controller_timeout.count(),
+                      kNoticeVanishedController.count()),
+          fmt::format("set NodeTimeout={} or more (docs/operations.md, \"High availability\")",
+                      (config.controller_timeout + kNoticeVanishedController).count()));
     } else if (config.state_backend != "postgresql" && !config.state_database.empty()) {
       diagnostics_.Warning({}, "StateDatabase= is set but StateBackend is not postgresql",
                            "set StateBackend=postgresql to keep the state there, or remove "

@@ -1131,6 +1131,25 @@ TEST(ClusterConfigTest, SeveralControllersAndThePostgresqlBackend) {
   EXPECT_EQ(client.controllers, (Names{"ctl1:6830", "ctl2:6821"}));
 }
 
+TEST(ClusterConfigTest, ANodeTimeoutShorterThanATakeoverIsWarnedAbout) {
+  const std::string ha = "StateBackend=postgresql\nStateDatabase=\"host=db1\"\nNodeName=n1\n";
+  const ConfigResult short_timeout = Parse(ha + "ControllerTimeout=10\nNodeTimeout=20\n");
+  ASSERT_FALSE(short_timeout.diagnostics.HasErrors()) << short_timeout.diagnostics.Format();
+  EXPECT_NE(
+      short_timeout.diagnostics.Format().find(
+          "NodeTimeout=20 is shorter than a takeover can take: ControllerTimeout=10 and 15 s"),
+      std::string::npos)
+      << short_timeout.diagnostics.Format();
+  EXPECT_NE(short_timeout.diagnostics.Format().find("set NodeTimeout=25 or more"),
+            std::string::npos);
+  EXPECT_EQ(
+      Parse(ha + "ControllerTimeout=10\nNodeTimeout=25\n").diagnostics.Format().find("takeover"),
+      std::string::npos);
+  // One controller: no takeover, no warning.
+  EXPECT_EQ(Parse("NodeName=n1\nNodeTimeout=6\n").diagnostics.Format().find("takeover"),
+            std::string::npos);
+}
+
 TEST(ClusterConfigTest, BadControllerAndBackendSettingsSayTheFix) {
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
            {"ControllerAddr=ctl1,ctl2:0x\n", "ControllerAddr entry \"ctl2:0x\""},
