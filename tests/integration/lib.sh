@@ -301,3 +301,28 @@ stop_postgres() {
   bash "$ROOT/scripts/pg_server.sh" stop "$PG_DIR"
   PG_DIR=""
 }
+
+# use_netns_cluster: for a test on a cluster of separate hosts
+# (scripts/netns-cluster.sh). Tries first what it needs of the host
+# (network, UTS and mount namespaces, a bridge, a bind mount) and skips
+# (77) with the reason when one is missing; then NET ($WORK/net) is the
+# cluster's folder, `netns` runs the script, and the exit takes the
+# cluster down before the usual cleanup.
+use_netns_cluster() {
+  local probe="cohort-probe-$$"
+  if [ "$(id -u)" -ne 0 ] || ! ip netns add "$probe" 2>/dev/null; then
+    echo "skip: this host cannot create network namespaces (needs root and iproute2's ip netns)"
+    exit 77
+  fi
+  if ! ip -n "$probe" link add probe0 type bridge 2>/dev/null ||
+    ! ip netns exec "$probe" unshare --uts --mount --propagation private \
+      sh -c 'hostname probe && mount --bind /etc/hosts /etc/hosts' 2>/dev/null; then
+    ip netns del "$probe"
+    echo "skip: this host cannot make a bridge, or UTS and mount namespaces, in a network namespace"
+    exit 77
+  fi
+  ip netns del "$probe"
+  NET=$WORK/net
+  trap 'netns down "$NET" >/dev/null 2>&1; cleanup' EXIT
+}
+netns() { BIN=$BIN bash "$ROOT/scripts/netns-cluster.sh" "$@"; }

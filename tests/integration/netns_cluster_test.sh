@@ -16,25 +16,7 @@
 # training resuming from its checkpoint through such a repair.
 source "$(dirname "$0")/lib.sh"
 
-# What the cluster needs of the host, tried first: network, UTS and mount
-# namespaces, a bridge, and a bind mount.
-probe="cohort-probe-$$"
-if [ "$(id -u)" -ne 0 ] || ! ip netns add "$probe" 2>/dev/null; then
-  echo "skip: this host cannot create network namespaces (needs root and iproute2's ip netns)"
-  exit 77
-fi
-if ! ip -n "$probe" link add probe0 type bridge 2>/dev/null ||
-  ! ip netns exec "$probe" unshare --uts --mount --propagation private \
-    sh -c 'hostname probe && mount --bind /etc/hosts /etc/hosts' 2>/dev/null; then
-  ip netns del "$probe"
-  echo "skip: this host cannot make a bridge, or UTS and mount namespaces, in a network namespace"
-  exit 77
-fi
-ip netns del "$probe"
-
-NET=$WORK/net
-netns() { BIN=$BIN bash "$ROOT/scripts/netns-cluster.sh" "$@"; }
-trap 'netns down "$NET" >/dev/null 2>&1; cleanup' EXIT
+use_netns_cluster
 EXTRA_CONF="RequeueBackoff=1" netns up "$NET" 5 || { fail "the cluster did not come up"; exit 1; }
 on() { local host=$1; shift; netns run "$NET" "$host" "$@"; }
 # Every command of the test runs on the login host, as a user's would.

@@ -13,23 +13,7 @@
 # one is cut off.
 source "$(dirname "$0")/lib.sh"
 
-probe="cohort-probe-$$"
-if [ "$(id -u)" -ne 0 ] || ! ip netns add "$probe" 2>/dev/null; then
-  echo "skip: this host cannot create network namespaces (needs root and iproute2's ip netns)"
-  exit 77
-fi
-if ! ip -n "$probe" link add probe0 type bridge 2>/dev/null ||
-  ! ip netns exec "$probe" unshare --uts --mount --propagation private \
-    sh -c 'hostname probe && mount --bind /etc/hosts /etc/hosts' 2>/dev/null; then
-  ip netns del "$probe"
-  echo "skip: this host cannot make a bridge, or UTS and mount namespaces, in a network namespace"
-  exit 77
-fi
-ip netns del "$probe"
-
-NET=$WORK/net
-netns() { BIN=$BIN bash "$ROOT/scripts/netns-cluster.sh" "$@"; }
-trap 'netns down "$NET" >/dev/null 2>&1; cleanup' EXIT
+use_netns_cluster
 # An agent notices a vanished controller within its keepalive (10 s, 5 s for
 # the answer) and dials the next; NodeTimeout must be longer than that plus
 # ControllerTimeout, or the agents fence their ranks before they reach the
