@@ -12,7 +12,8 @@
 # two live copies of a rank, checked in every host's process table; the
 # controller's cable pulled, each agent notices within its keepalive (10 s
 # and 5 s for the answer) and comes back when it is plugged in; a gang with
-# a spare repaired in place when it loses a node, and torchrun's elastic
+# a spare repaired in place when it loses a node, one whose whole leaf is
+# lost moved to its spares in the other leaf, and torchrun's elastic
 # training resuming from its checkpoint through such a repair.
 source "$(dirname "$0")/lib.sh"
 
@@ -207,6 +208,28 @@ wait_until 30 node_is "$victim" DRAINED ||
 cohort cancel "$id"
 cohort resume "$victim" >/dev/null || fail "cohort resume $victim failed"
 pass "repair: $victim replaced by spare $spare in job $id, the rest kept, every rank again as restart 1"
+
+# A whole leaf switch lost: the gang's two ranks on leaf1 (node02-03, with
+# node01, all cut at once) move in one decision to its two spares on leaf2.
+id=$(submit -N 2 --spares=2 -w node02,node03 -x node01 -o "$NET/leaf-%j.out" -- \
+  sh -c 'echo "restart ${SLURM_RESTART_COUNT:-0} on $(hostname)"; exec sleep 300')
+wait_until 30 state_is "$id" RUNNING || fail "job $id did not start: $(cohort show job "$id")"
+spares=$(cohort show job "$id" --json | json "j['spare_nodes']")
+[ "$spares" = "node[04-05]" ] || fail "job $id holds spares '$spares', not node[04-05]"
+for host in node01 node02 node03; do netns cut "$NET" "$host"; done
+moved() { [ "$(grep -c '^restart 1 on node0[45]$' "$NET/leaf-$id.out")" = 2 ] && state_is "$id" RUNNING; }
+wait_until 40 moved || fail "job $id did not move to leaf2: $(cohort show job "$id"; cat "$NET/leaf-$id.out")"
+[ "$(cohort show job "$id" --json | json "len(j['repairs'])")" = 1 ] &&
+  [ "$(cohort show job "$id" --json | json "j['repairs'][0]['lost']")" = "['node02', 'node03']" ] ||
+  fail "not one repair of both ranks: $(cohort show job "$id" --json | json "j['repairs']")"
+for host in node01 node02 node03; do netns heal "$NET" "$host"; done
+cohort cancel "$id"
+for host in node02 node03; do
+  wait_until 30 node_is "$host" DRAINED && cohort resume "$host" >/dev/null || fail "$host: $(node_state "$host")"
+done
+wait_until 30 node_is node01 IDLE || fail "node01 is $(node_state node01) after the leaf came back"
+wait_until 30 finished "$id" || fail "job $id did not end when cancelled"
+pass "leaf1 lost whole: job $id's two ranks moved to its spares node[04-05] in one repair"
 
 # 5. Elastic training through a repair: torchrun (--nnodes=1:2, c10d
 # rendezvous at the first node's own address) on two hosts and a spare; a
