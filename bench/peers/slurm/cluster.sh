@@ -172,7 +172,9 @@ slurm_stop() {
   local pid
   [ ${#SLURM_PIDS[@]} -eq 0 ] && return 0
   # Jobs first, while slurmctld and the slurmds can still end their stepds.
-  kill -0 "${SLURM_PIDS[1]}" 2>/dev/null && slurm_drain_queue 60
+  # (A queue that will not drain, such as a job on a paused node, must not
+  # stop the daemons from being stopped.)
+  if kill -0 "${SLURM_PIDS[1]}" 2>/dev/null; then slurm_drain_queue 60 || true; fi
   for pid in "${SLURM_PIDS[@]:1}"; do kill "$pid" 2>/dev/null; done
   for pid in "${SLURM_PIDS[@]:1}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
