@@ -33,6 +33,15 @@ config::ClusterConfig WithDefaultQos(config::ClusterConfig config) {
   return config;
 }
 
+// Whether a restored grant's node is still configured and still has what
+// the grant holds free.
+bool StillFits(const topology::Topology& topology, const alloc::NodePool& pool,
+               const alloc::NodeGrant& g) {
+  if (g.node < 0 || g.node >= topology.NodeCount()) return false;
+  const alloc::NodeFree& free = pool.Free(g.node);
+  return free.cpus >= g.cpus && free.memory_mb >= g.memory_mb && (free.gpus & g.gpus) == g.gpus;
+}
+
 // The policies the configuration chooses; the shell checked the choice when
 // it loaded the files (shell::LoadCluster), so a bad one here is a bug.
 plugin::PluginSet PluginsOf(const config::ClusterConfig& config) {
@@ -422,9 +431,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
       // from the job's --exclusive=topo.
       g.holds_group = job.gang.exclusivity == alloc::Exclusivity::kTopo;
       const bool known = g.node >= 0 && g.node < core.topology.NodeCount();
-      const alloc::NodeFree* free = known ? &core.pool.Free(g.node) : nullptr;
-      if (free == nullptr || free->cpus < g.cpus || free->memory_mb < g.memory_mb ||
-          (free->gpus & g.gpus) != g.gpus) {
+      if (!StillFits(core.topology, core.pool, g)) {
         job.run.released[rank] = 1;
         if (lost.empty()) {
           lost = known ? fmt::format("its share of {} no longer fits the node's configuration",
@@ -444,12 +451,8 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
     // Its spares: held again where they still fit, else gone.
     std::erase_if(job.run.spares, [&](alloc::NodeGrant& g) {
       g.holds_group = job.gang.exclusivity == alloc::Exclusivity::kTopo;
-      if (job.state != JobState::kRunning || g.node < 0 || g.node >= core.topology.NodeCount() ||
+      if (job.state != JobState::kRunning || !StillFits(core.topology, core.pool, g) ||
           engine::NodeRankOf(job, g.node) >= 0) {
-        return true;
-      }
-      const alloc::NodeFree& free = core.pool.Free(g.node);
-      if (free.cpus < g.cpus || free.memory_mb < g.memory_mb || (free.gpus & g.gpus) != g.gpus) {
         return true;
       }
       core.pool.Commit({&g, 1});
