@@ -111,7 +111,7 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
   if (!address.ok()) return address.status();
   ControllerClient client(*std::move(address));
   for (const std::string& target : client.address_.targets) {
-    std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(target, client.address_.tls);
+    std::unique_ptr<GrpcChannel> channel = client.OpenChannel(target);
     if (channel == nullptr) {
       return absl::InvalidArgumentError(
           fmt::format("controller address \"{}\": write HOST:PORT (such as 10.0.0.1:6820 or "
@@ -125,13 +125,21 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const ConnectionOptio
 
 ControllerClient::ControllerClient(ControllerAddress address) : address_(std::move(address)) {}
 
+std::unique_ptr<GrpcChannel> ControllerClient::OpenChannel(std::string_view target) const {
+  std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(target, address_.tls);
+  // With a standby to ask, a controller whose host is cut off is passed
+  // over in a second, not after the call's whole deadline.
+  if (channel != nullptr && address_.targets.size() > 1) channel->LimitConnect(kFailoverConnect);
+  return channel;
+}
+
 std::size_t ControllerClient::Follow(std::string_view active) {
   for (std::size_t i = 0; i < address_.targets.size(); ++i) {
     if (address_.targets[i] == active) return i;
   }
   // A controller the list did not name (ControllerAddr lists it another
   // way): reached as the standby said.
-  std::unique_ptr<GrpcChannel> channel = GrpcChannel::ForTarget(active, address_.tls);
+  std::unique_ptr<GrpcChannel> channel = OpenChannel(active);
   if (channel == nullptr) return current_;
   address_.targets.emplace_back(active);
   channels_.push_back(std::move(channel));
@@ -217,7 +225,7 @@ absl::Status ControllerClient::WatchJob(const v1::WatchJobRequest& request,
   absl::Status status = OnActive([&](GrpcChannel& /*unary*/, const GrpcChannel::Metadata& metadata,
                                      GrpcChannel::Deadline /*deadline*/) {
     // Connect checked every address, and Follow each one it added.
-    std::unique_ptr<GrpcChannel> stream = GrpcChannel::ForTarget(Address(), address_.tls);
+    std::unique_ptr<GrpcChannel> stream = OpenChannel(Address());
     return stream->ServerStream(
         Method("WatchJob"), request, metadata,
         [&](std::string_view message) {

@@ -55,7 +55,8 @@ struct ControllerAddress {
 /// thread may call (a client used by several threads at once must be
 /// given one controller). With several controllers a call goes to the
 /// active one: a standby's answer names it, and one that cannot be reached
-/// is passed over; while none is active (a takeover) the list is tried
+/// is passed over (one that does not take a connection in kFailoverConnect
+/// counts as such); while none is active (a takeover) the list is tried
 /// again until the deadline. A call that reached a controller is never
 /// made twice. Unary calls have a 10 s deadline and share one
 /// GrpcChannel (no threads, a fraction of a command's time); each WatchJob
@@ -109,6 +110,9 @@ class ControllerClient {
   using CallOn = std::function<absl::Status(GrpcChannel&, const GrpcChannel::Metadata&,
                                             GrpcChannel::Deadline)>;
   [[nodiscard]] absl::Status OnActive(const CallOn& call);
+  /// A channel to `target`, its connections limited to kFailoverConnect
+  /// when there are several controllers; nullptr as GrpcChannel::ForTarget.
+  [[nodiscard]] std::unique_ptr<GrpcChannel> OpenChannel(std::string_view target) const;
   /// The index of the controller at `active`, added when not listed.
   std::size_t Follow(std::string_view active);
 
@@ -126,6 +130,9 @@ int CallController(const ConnectionOptions& options,
 
 /// The deadline of unary calls.
 inline constexpr std::chrono::seconds kUnaryDeadline{10};
+/// With several controllers, how long a connection to one may take before
+/// the next is asked (GrpcChannel::LimitConnect).
+inline constexpr std::chrono::milliseconds kFailoverConnect{1000};
 /// Between rounds of the controller list while none is active.
 inline constexpr std::chrono::milliseconds kRetryPause{200};
 /// The largest request the controller takes: gRPC's default limit on a

@@ -171,7 +171,13 @@ absl::Status GrpcChannel::Connect(const Endpoint& endpoint, Deadline deadline) {
     }
     if (errno != EINPROGRESS) return failed(errno);
     // TCP: the handshake goes on; its outcome is the socket's error.
-    if (absl::Status ready = Wait(POLLOUT, deadline); !ready.ok()) return ready;
+    const bool limited = connect_limit_.count() > 0 && Clock::now() + connect_limit_ < deadline;
+    if (absl::Status ready = Wait(POLLOUT, limited ? Clock::now() + connect_limit_ : deadline);
+        !ready.ok()) {
+      if (!limited || !absl::IsDeadlineExceeded(ready)) return ready;
+      return absl::UnavailableError(
+          fmt::format("connect to {}: no answer within {} ms", Describe(), connect_limit_.count()));
+    }
     int error = 0;
     socklen_t length = sizeof(error);
     ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);

@@ -85,6 +85,14 @@ class GrpcChannel {
     return ForTarget(target, Tls());
   }
 
+  /// Bounds the TCP handshake of each connection this channel opens: one
+  /// not made within `limit` fails UNAVAILABLE, as unsent, so that a caller
+  /// with another server to ask moves on (a live host's kernel answers a
+  /// connection within a round trip, busy server or not; a host cut off
+  /// answers nothing, or only after its address fails to resolve on the
+  /// link, 3 s). Zero, the default: the call's deadline alone.
+  void LimitConnect(std::chrono::milliseconds limit) { connect_limit_ = limit; }
+
   GrpcChannel(const GrpcChannel&) = delete;
   GrpcChannel& operator=(const GrpcChannel&) = delete;
   ~GrpcChannel();
@@ -142,6 +150,7 @@ class GrpcChannel {
   absl::Status Receive(Deadline deadline);
   std::string Describe() const;
 
+  std::chrono::milliseconds connect_limit_{0};  ///< see LimitConnect
   std::mutex mutex_;
   std::string authority_;
   std::vector<Endpoint> endpoints_;  ///< empty: `host_` is resolved on each Open

@@ -50,7 +50,7 @@ wait_until 30 took_over || fail "ctl2 did not take over: $(tail -5 "$(log_of ctl
 took=$((($(date +%s%N) - start) / 1000000))
 grep -q "leadership_lost" "$(log_of ctl)" || fail "ctl did not give up its lease: $(tail -5 "$(log_of ctl)")"
 # (The login host's CLI dials ctl first, whose packets go nowhere now: each
-# command waits out its connection attempt there before it asks ctl2.)
+# command gives it a second, kFailoverConnect, before it asks ctl2.)
 wait_until 60 state_is "$id" RUNNING || fail "job $id is $(job_state "$id") under ctl2"
 # Every agent back, with its node, under ctl2.
 registered() {

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 
@@ -114,6 +115,37 @@ TEST(GrpcChannelTest, AServerThatNeverAnswersMeetsTheDeadline) {
   ASSERT_NE(channel, nullptr);
   const absl::Status status = CallSubmit(*channel, milliseconds(200));
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+}
+
+// A TCP listener whose accept queue is full: the kernel drops each further
+// handshake's SYN, as a host cut off from the network does.
+TEST(GrpcChannelTest, ALimitedConnectToAHostThatDoesNotAnswerIsUnavailableAndUnsent) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int queued = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(queued, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string target = fmt::format("127.0.0.1:{}", ntohs(address.sin_port));
+
+  std::unique_ptr<GrpcChannel> limited = GrpcChannel::ForTarget(target);
+  ASSERT_NE(limited, nullptr);
+  limited->LimitConnect(milliseconds(100));
+  absl::Status status = CallSubmit(*limited, milliseconds(30'000));
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_TRUE(NeverSent(status)) << status;
+  EXPECT_NE(std::string(status.message()).find("no answer within 100 ms"), std::string::npos)
+      << status;
+  // Without a limit, the call's deadline is the connection's.
+  std::unique_ptr<GrpcChannel> unlimited = GrpcChannel::ForTarget(target);
+  status = CallSubmit(*unlimited, milliseconds(100));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  ::close(queued);
+  ::close(listener);
 }
 
 TEST(GrpcChannelTest, AServerThatHangsUpLeavesTheCallUnavailable) {
