@@ -56,10 +56,12 @@ absl::StatusOr<std::vector<std::string>> Addresses(absl::StatusOr<std::string> p
 
 absl::StatusOr<std::unique_ptr<MpiWireUp>> MpiWireUp::Start(const std::string& folder,
                                                             LaunchFile& file, StepIoForwarder& io,
-                                                            const AbortHandler& aborts) {
+                                                            const AbortHandler& aborts,
+                                                            OnFenceFailed fence_failed) {
   std::unique_ptr<MpiWireUp> wireup(
       new MpiWireUp(io, file.ranks.empty() ? 0 : file.ranks.front().rank));
   MpiWireUp* self = wireup.get();
+  wireup->fence_failed_ = std::move(fence_failed);
 
   // The tree first, listening where this node reached `cohort run`: the
   // others reach it there too.
@@ -156,21 +158,29 @@ void MpiWireUp::CloseChildEnds() {
   if (pmi_) pmi_->CloseChildEnds();
 }
 
-// A fence's end, to the node's server; its failure is said in the output of
+// A fence's end, to the node's server. A failed one is said in the output of
 // the node's first rank too (the ranks' MPI library says only that it
-// failed).
+// failed), and fails the step: its ranks cannot get past it, and left to
+// themselves they would wait in the next fence, or crash, before the step
+// ended.
 void MpiWireUp::Deliver(int fence, absl::StatusOr<std::string> parts) {
+  const std::string failure = parts.ok() ? "" : std::string(parts.status().message());
   if (!parts.ok()) {
     io_.Queue({.kind = io::FrameKind::kStderr,
                .rank = first_rank_,
-               .data = fmt::format("cohort-stepd: {}\n", parts.status().message())});
+               .data = fmt::format("cohort-stepd: {}\n", failure)});
   }
-  const std::lock_guard lock(mutex_);
-  if (pmix_) {
-    pmix_->FenceDone(fence, std::move(parts));
-  } else if (pmi_) {
-    pmi_->FenceDone(fence, std::move(parts));
+  OnFenceFailed failed;
+  {
+    const std::lock_guard lock(mutex_);
+    if (pmix_) {
+      pmix_->FenceDone(fence, std::move(parts));
+    } else if (pmi_) {
+      pmi_->FenceDone(fence, std::move(parts));
+    }
+    if (!failure.empty()) failed = std::exchange(fence_failed_, nullptr);
   }
+  if (failed) failed(failure);
 }
 
 // Another node's stepd asks for a rank's data (PMIx's direct modex).

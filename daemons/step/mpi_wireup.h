@@ -30,6 +30,11 @@ class MpiWireUp {
   using OnAbort = std::function<void(int rank, int status, const std::string& message)>;
   /// The OnAbort for the server's abort call, named `api` ("PMIx_Abort").
   using AbortHandler = std::function<OnAbort(std::string_view api)>;
+  /// What a failed fence does to the step, once, after its ranks have been
+  /// told and `why` was said in the node's first rank's error output (it
+  /// names the fence and what failed: at a timeout, the nodes and ranks
+  /// that never arrived).
+  using OnFenceFailed = std::function<void(const std::string& why)>;
 
   /// Starts the fence tree and the server of `file.mpi.type`, and adds to
   /// each rank's environment what reaches the server. The status names
@@ -37,7 +42,8 @@ class MpiWireUp {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MpiWireUp>> Start(const std::string& folder,
                                                                         LaunchFile& file,
                                                                         StepIoForwarder& io,
-                                                                        const AbortHandler& aborts);
+                                                                        const AbortHandler& aborts,
+                                                                        OnFenceFailed fence_failed);
   ~MpiWireUp();
   MpiWireUp(const MpiWireUp&) = delete;
   MpiWireUp& operator=(const MpiWireUp&) = delete;
@@ -53,8 +59,9 @@ class MpiWireUp {
   void Answer(std::string_view request, FenceTree::Reply reply);
 
   StepIoForwarder& io_;
-  int first_rank_ = 0;  ///< the node's first rank, whose output says a fence failed
-  std::mutex mutex_;    ///< the servers, as the tree's thread reaches them
+  int first_rank_ = 0;          ///< the node's first rank, whose output says a fence failed
+  OnFenceFailed fence_failed_;  ///< cleared once called
+  std::mutex mutex_;            ///< the servers, as the tree's thread reaches them
   std::unique_ptr<PmixHost> pmix_;
   std::unique_ptr<PmiHost> pmi_;
   /// Direct-modex questions that came before this node's PMIx server was up

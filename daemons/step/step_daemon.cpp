@@ -171,7 +171,7 @@ class Aborts {
     for (const RankStartedEvent& rank : started) {
       pids_[rank.rank] = rank.pid;
       // One that aborted before all were started.
-      if (statuses_.contains(rank.rank)) ::kill(rank.pid, SIGKILL);
+      if (all_killed_ || statuses_.contains(rank.rank)) ::kill(rank.pid, SIGKILL);
     }
   }
   /// Said in the rank's output (`api` names the call), then the rank is killed.
@@ -187,6 +187,12 @@ class Aborts {
       if (const auto it = pids_.find(rank); it != pids_.end()) ::kill(it->second, SIGKILL);
     };
   }
+  /// Kills every rank, those started later too (a failed fence).
+  void KillAll() {
+    const std::lock_guard lock(mutex_);
+    all_killed_ = true;
+    for (const auto& [rank, pid] : pids_) ::kill(pid, SIGKILL);
+  }
   /// The rank's exit as its abort asked: its status, not the kill.
   RankExitEvent Reported(RankExitEvent exit) const {
     const std::lock_guard lock(mutex_);
@@ -201,6 +207,7 @@ class Aborts {
   mutable std::mutex mutex_;
   std::map<int, pid_t> pids_;
   std::map<int, int> statuses_;
+  bool all_killed_ = false;
 };
 
 }  // namespace
@@ -293,8 +300,10 @@ int RunStepDaemon(const std::string& folder) {
   if (io) stdio = io->ChildEnds();
   if (!file->mpi.type.empty()) {
     absl::StatusOr<std::unique_ptr<MpiWireUp>> started =
-        io ? MpiWireUp::Start(folder, *file, *io,
-                              [&](std::string_view api) { return aborts.Handler(*io, api); })
+        io ? MpiWireUp::Start(
+                 folder, *file, *io, [&](std::string_view api) { return aborts.Handler(*io, api); },
+                 // Said in the first rank's output already.
+                 [&](const std::string& /*why*/) { aborts.KillAll(); })
            : absl::FailedPreconditionError(
                  fmt::format("--mpi={} needs the step's stream to srun, which starts its wire-up",
                              file->mpi.type));

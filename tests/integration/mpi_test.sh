@@ -136,12 +136,17 @@ fi
 
 # Rank 3 is late for the first fence (it sleeps): after SLURM_PMIX_TIMEOUT
 # the fence fails on every node, naming the node that never arrived, and
-# the job fails rather than wait for it.
+# the stepds end the step (its ranks killed, not left to crash in the next
+# fence), so the job fails rather than wait for it.
 id=$(batch pmix-late "export SLURM_PMIX_TIMEOUT=3
 srun --mpi=pmix sh -c '[ \$SLURM_PROCID = 3 ] && sleep 120; exec $WORK/allreduce'")
 if ended pmix-late "$id" FAILED; then
   if grep -q "PMIx fence 0 timed out after 3 s (SLURM_PMIX_TIMEOUT): node02 (ranks 2-3) never arrived" <<<"$out"; then
-    pass "a fence a rank is late for fails after SLURM_PMIX_TIMEOUT, naming its node and ranks"
+    if grep -q "PMIx fence 1 timed out\|Segmentation fault" <<<"$out"; then
+      fail "srun --mpi=pmix, a late rank: the step went on past its failed fence: $out"
+    else
+      pass "a fence a rank is late for fails after SLURM_PMIX_TIMEOUT, naming its node and ranks"
+    fi
   else
     fail "srun --mpi=pmix, a late rank: the fence's failure is not said: $out"
   fi
