@@ -32,9 +32,11 @@ int Update(const UpdateOptions& o, v1::NodeAction action, std::string_view verb)
     }
     names.insert(names.end(), expanded->begin(), expanded->end());
   }
-  if (action == v1::NODE_DRAIN && o.reason.find_first_not_of(" \t") == std::string::npos) {
-    std::cerr << "cohort: drain needs --reason TEXT saying why the nodes are drained (cohort nodes "
-                 "-N shows it), such as --reason \"bad GPU 3\"\n";
+  if (action != v1::NODE_RESUME && o.reason.find_first_not_of(" \t") == std::string::npos) {
+    std::cerr << fmt::format(
+        "cohort: {} needs --reason TEXT saying why (cohort nodes -N and sinfo -R show it), such "
+        "as --reason \"bad GPU 3\"\n",
+        verb);
     return 2;
   }
   v1::UpdateNodeRequest request;
@@ -58,6 +60,20 @@ void AddDrainCommands(CLI::App& app, int& exit_code) {
   AddConnectionOptions(*drain, drain_options->connection);
   drain->callback(
       [drain_options, &exit_code] { exit_code = Update(*drain_options, v1::NODE_DRAIN, "drain"); });
+
+  auto down_options = std::make_shared<UpdateOptions>();
+  CLI::App* down = app.add_subcommand(
+      "down",
+      "take nodes out now: their jobs stop there as if the nodes were lost (requeued, repaired "
+      "from spares, or failed), and nothing runs there until resumed (cohort down NODES --reason "
+      "TEXT)");
+  down->add_option("NODES", down_options->nodes, "node names or hostlists, such as gpu[001-004]")
+      ->required();
+  down->add_option("-r,--reason", down_options->reason,
+                   "why, shown by cohort nodes -N and sinfo -R (required)");
+  AddConnectionOptions(*down, down_options->connection);
+  down->callback(
+      [down_options, &exit_code] { exit_code = Update(*down_options, v1::NODE_SET_DOWN, "down"); });
 
   auto resume_options = std::make_shared<UpdateOptions>();
   CLI::App* resume = app.add_subcommand(

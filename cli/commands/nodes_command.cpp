@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -199,6 +200,16 @@ std::string Names(const SinfoRow& row) {
   return hostlist::Compress(names);
 }
 
+// A partition's state as sinfo's AVAIL column: up, down, drain, inact.
+std::string Availability(const v1::Partition& p) {
+  if (p.state().empty() || EqualsIgnoreCase(p.state(), "UP")) return "up";
+  if (EqualsIgnoreCase(p.state(), "INACTIVE")) return "inact";
+  std::string lower = p.state();
+  std::ranges::transform(lower, lower.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
 std::string LimitText(std::int64_t seconds) {
   return seconds == 0 ? std::string("infinite") : FormatSlurmLimit(seconds);
 }
@@ -209,7 +220,8 @@ constexpr SinfoField kSinfoFields[] = {
        return r.partition->name() + (r.partition->is_default() ? "*" : "");
      }},
     {'R', "PARTITION", "partition", [](const SinfoRow& r) { return r.partition->name(); }},
-    {'a', "AVAIL", "availability", [](const SinfoRow&) { return std::string("up"); }},
+    {'a', "AVAIL", "the partition's state (up, down, drain, inact)",
+     [](const SinfoRow& r) { return Availability(*r.partition); }},
     {'l', "TIMELIMIT", "time limit",
      [](const SinfoRow& r) { return LimitText(r.partition->max_time_s()); }},
     {'L', "DEFAULTTIME", "default time limit",
@@ -260,6 +272,17 @@ constexpr SinfoField kSinfoFields[] = {
        return r.nodes.empty() || r.nodes.front()->reason().empty() ? std::string("none")
                                                                    : r.nodes.front()->reason();
      }},
+    {'u', "USER", "who gave the reason (cohort: the controller)",
+     [](const SinfoRow& r) {
+       return r.nodes.empty() || r.nodes.front()->reason().empty() ? std::string("Unknown")
+                                                                   : ReasonSetter(*r.nodes.front());
+     }},
+    {'H', "TIMESTAMP", "when the reason was given",
+     [](const SinfoRow& r) {
+       return r.nodes.empty() || r.nodes.front()->reason_time_ms() <= 0
+                  ? std::string("Unknown")
+                  : FormatTimestamp(r.nodes.front()->reason_time_ms());
+     }},
 };
 
 struct SinfoOptions {
@@ -271,6 +294,7 @@ struct SinfoOptions {
   bool no_header = false;
   bool node_oriented = false;
   bool long_listing = false;
+  bool reasons = false;  ///< -R: the nodes out of service, by reason
 };
 
 // Whether `text` (a comma list, empty: any) names `state`, by sinfo's long
@@ -283,6 +307,71 @@ bool StateWanted(const std::string& text, v1::NodeState state) {
          });
 }
 
+// The key that groups a node with others of its row: its state and every
+// field of the format but the lists and counts (%N %n %D %C).
+std::string GroupKey(const SinfoRow& alone,
+                     const std::vector<FormatSegment<SinfoField>>& segments) {
+  std::string key = NodeStateText(*alone.nodes.front());
+  for (const FormatSegment<SinfoField>& s : segments) {
+    if (s.field != nullptr &&
+        std::string_view("NnDC").find(s.field->letter) == std::string_view::npos) {
+      key += '\0' + s.field->value(alone);
+    }
+  }
+  return key;
+}
+
+// Rows by their group key, in order of their first node.
+using SinfoGroups = std::vector<std::pair<std::string, SinfoRow>>;
+
+// Adds a node's row to the group it looks the same as, or as a new group.
+void AddToGroup(SinfoGroups& groups, SinfoRow alone,
+                const std::vector<FormatSegment<SinfoField>>& segments) {
+  std::string key = GroupKey(alone, segments);
+  auto it = std::find_if(groups.begin(), groups.end(),
+                         [&](const auto& group) { return group.first == key; });
+  if (it == groups.end()) {
+    groups.emplace_back(std::move(key), std::move(alone));
+  } else {
+    it->second.nodes.push_back(alone.nodes.front());
+  }
+}
+
+// sinfo -R: the nodes down, drained or draining (or not responding), those
+// of one reason, setter and time together, across partitions (a node
+// counts once, under its first partition).
+std::vector<SinfoRow> ReasonRows(const SinfoOptions& o,
+                                 const std::vector<FormatSegment<SinfoField>>& segments,
+                                 const v1::ListPartitionsResponse& parts,
+                                 const v1::ListNodesResponse& nodes) {
+  static const v1::Partition kNone;
+  SinfoGroups groups;
+  const std::vector<std::string_view> wanted = CommaList(o.partitions);
+  for (const v1::Node& node : nodes.nodes()) {
+    const bool out = node.state() == v1::NODE_DOWN || node.state() == v1::NODE_DRAINED ||
+                     node.state() == v1::NODE_DRAINING || node.not_responding();
+    if (!out || !StateWanted(o.states, node.state())) continue;
+    const v1::Partition* partition = &kNone;
+    for (const v1::Partition& p : parts.partitions()) {
+      if (std::ranges::find(node.partitions(), p.name()) != node.partitions().end() &&
+          (wanted.empty() || std::ranges::find(wanted, p.name()) != wanted.end())) {
+        partition = &p;
+        break;
+      }
+    }
+    if (!wanted.empty() && partition == &kNone) continue;
+    SinfoRow alone{partition, node.state(), {&node}};
+    if (o.node_oriented) {
+      groups.emplace_back(std::string(), std::move(alone));
+    } else {
+      AddToGroup(groups, std::move(alone), segments);
+    }
+  }
+  std::vector<SinfoRow> rows;
+  for (auto& [key, row] : groups) rows.push_back(std::move(row));
+  return rows;
+}
+
 // The rows sinfo prints: per partition, the nodes that look the same in
 // every field of the format but the lists and counts (%N %n %D %C), as
 // Slurm groups them; with -N, one row per node.
@@ -291,10 +380,11 @@ std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
                                 const v1::ListPartitionsResponse& parts,
                                 const v1::ListNodesResponse& nodes) {
   std::vector<SinfoRow> rows;
+  if (o.reasons) return ReasonRows(o, segments, parts, nodes);
   for (const v1::Partition& p : parts.partitions()) {
     const std::vector<std::string_view> wanted = CommaList(o.partitions);
     if (!wanted.empty() && std::ranges::find(wanted, p.name()) == wanted.end()) continue;
-    std::vector<std::pair<std::string, SinfoRow>> groups;  // in order of first node
+    SinfoGroups groups;
     for (const v1::Node& node : nodes.nodes()) {
       if (std::find(node.partitions().begin(), node.partitions().end(), p.name()) ==
               node.partitions().end() ||
@@ -304,21 +394,8 @@ std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
       SinfoRow alone{&p, node.state(), {&node}};
       if (o.node_oriented) {
         rows.push_back(std::move(alone));
-        continue;
-      }
-      std::string key = NodeStateText(node);
-      for (const FormatSegment<SinfoField>& s : segments) {
-        if (s.field != nullptr &&
-            std::string_view("NnDC").find(s.field->letter) == std::string_view::npos) {
-          key += '\0' + s.field->value(alone);
-        }
-      }
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const auto& group) { return group.first == key; });
-      if (it == groups.end()) {
-        groups.emplace_back(std::move(key), std::move(alone));
       } else {
-        it->second.nodes.push_back(&node);
+        AddToGroup(groups, std::move(alone), segments);
       }
     }
     for (auto& [key, row] : groups) rows.push_back(std::move(row));
@@ -332,9 +409,10 @@ int Sinfo(const SinfoOptions& o) {
     if (const char* env = std::getenv("SINFO_FORMAT"); env != nullptr && *env != '\0') format = env;
   }
   if (format.empty()) {
-    format = o.node_oriented  ? "%N %.6D %P %.11T"
-             : o.long_listing ? "%9P %.5a %.10l %.6D %.11T %N"
-                              : "%9P %.5a %.10l %.6D %.6t %N";
+    format = o.reasons         ? "%20E %9u %19H %N"
+             : o.node_oriented ? "%N %.6D %P %.11T"
+             : o.long_listing  ? "%9P %.5a %.10l %.6D %.11T %N"
+                               : "%9P %.5a %.10l %.6D %.6t %N";
   }
   absl::StatusOr<std::vector<FormatSegment<SinfoField>>> segments =
       ParsePercentFormat(format, std::span<const SinfoField>(kSinfoFields));
@@ -379,6 +457,8 @@ void AddSinfoCommand(CLI::App& app, int& exit_code) {
   app.add_option("-n,--nodes", o->nodes, "only these nodes (a hostlist)");
   app.add_flag("-N,--Node", o->node_oriented, "one line per node");
   app.add_flag("-l,--long", o->long_listing, "states by their full name");
+  app.add_flag("-R,--list-reasons", o->reasons,
+               "the nodes down, drained or not responding, by reason: who gave it and when");
   app.add_flag("-a,--all,-e,--exact,-v,--verbose")
       ->description("accepted: every partition is shown, exactly");
   AddConnectionOptions(app, o->connection, ConfigShortName::kNone);

@@ -5,12 +5,15 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "cohort/config/cluster_config.h"
 #include "cohort/diagnostics.h"
 #include "cohort/fmt_absl.h"
+#include "cohort/text/hostlist.h"
 #include "cohort/text/slurm_time.h"
 #include "commands/commands.h"
 #include "commands/slurm_commands.h"
@@ -69,7 +72,131 @@ absl::StatusOr<v1::UpdateJobRequest> ParseUpdate(const std::vector<std::string>&
   return request;
 }
 
+// A word's KEY and VALUE; InvalidArgument when it is not KEY=VALUE.
+absl::StatusOr<std::pair<std::string, std::string>> SplitWord(const std::string& word,
+                                                              std::string_view example) {
+  const std::size_t equals = word.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("update: \"{}\" is not KEY=VALUE; write {}", word, example));
+  }
+  return std::pair{word.substr(0, equals), word.substr(equals + 1)};
+}
+
+// `update NodeName=LIST State=DRAIN|DOWN|RESUME Reason=TEXT` as an
+// UpdateNode request.
+absl::StatusOr<v1::UpdateNodeRequest> ParseNodeUpdate(const std::vector<std::string>& words) {
+  constexpr std::string_view kExample = "NodeName=node[01-02] State=DRAIN Reason=\"bad GPU\"";
+  v1::UpdateNodeRequest request;
+  std::string state;
+  for (const std::string& word : words) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = SplitWord(word, kExample);
+    if (!kv.ok()) return kv.status();
+    const auto& [key, value] = *kv;
+    if (EqualsIgnoreCase(key, "NodeName") || EqualsIgnoreCase(key, "NodeNames")) {
+      absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(value);
+      if (!names.ok())
+        return absl::InvalidArgumentError(fmt::format("NodeName: {}", names.status()));
+      request.set_nodes(hostlist::Compress(*names));
+    } else if (EqualsIgnoreCase(key, "State")) {
+      state = value;
+    } else if (EqualsIgnoreCase(key, "Reason")) {
+      request.set_reason(value);
+    } else {
+      return absl::InvalidArgumentError(fmt::format(
+          "update: {} of a node cannot be changed here; Cohort changes a node's State= (DRAIN, "
+          "DOWN, RESUME) with Reason=",
+          key));
+    }
+  }
+  if (request.nodes().empty()) {
+    return absl::InvalidArgumentError(fmt::format("update: name the nodes: {}", kExample));
+  }
+  if (EqualsIgnoreCase(state, "DRAIN")) {
+    request.set_action(v1::NODE_DRAIN);
+  } else if (EqualsIgnoreCase(state, "DOWN")) {
+    request.set_action(v1::NODE_SET_DOWN);
+  } else if (EqualsIgnoreCase(state, "RESUME") || EqualsIgnoreCase(state, "IDLE") ||
+             EqualsIgnoreCase(state, "UNDRAIN")) {
+    request.set_action(v1::NODE_RESUME);
+  } else {
+    return absl::InvalidArgumentError(
+        fmt::format("State={}: say DRAIN (running jobs finish), DOWN (they stop, as if the node "
+                    "were lost) or RESUME",
+                    state));
+  }
+  if (request.action() != v1::NODE_RESUME &&
+      request.reason().find_first_not_of(" \t") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        fmt::format("State={} needs Reason=\"...\" saying why (sinfo -R shows it)", state));
+  }
+  return request;
+}
+
+// `update PartitionName=P State=UP|DOWN|DRAIN|INACTIVE`.
+absl::StatusOr<v1::UpdatePartitionRequest> ParsePartitionUpdate(
+    const std::vector<std::string>& words) {
+  constexpr std::string_view kExample = "PartitionName=gpu State=DOWN";
+  v1::UpdatePartitionRequest request;
+  for (const std::string& word : words) {
+    absl::StatusOr<std::pair<std::string, std::string>> kv = SplitWord(word, kExample);
+    if (!kv.ok()) return kv.status();
+    const auto& [key, value] = *kv;
+    if (EqualsIgnoreCase(key, "PartitionName")) {
+      request.set_name(value);
+    } else if (EqualsIgnoreCase(key, "State")) {
+      if (!config::ParsePartitionStateName(value)) {
+        return absl::InvalidArgumentError(
+            fmt::format("State={}: say UP, DOWN (takes jobs, starts none), DRAIN (starts those "
+                        "queued, takes no new ones) or INACTIVE",
+                        value));
+      }
+      request.set_state(value);
+    } else {
+      return absl::InvalidArgumentError(fmt::format(
+          "update: {} of a partition cannot be changed here; Cohort changes its State= (the "
+          "rest is cohort.conf's: edit it and run scontrol reconfigure)",
+          key));
+    }
+  }
+  if (request.name().empty() || request.state().empty()) {
+    return absl::InvalidArgumentError(fmt::format("update: write {}", kExample));
+  }
+  return request;
+}
+
+// What `update` changes: a node, a partition, or else a job.
+enum class UpdateTarget : std::uint8_t { kJob, kNode, kPartition };
+UpdateTarget TargetOf(const std::vector<std::string>& words) {
+  for (const std::string& word : words) {
+    const std::string key = word.substr(0, word.find('='));
+    if (EqualsIgnoreCase(key, "NodeName") || EqualsIgnoreCase(key, "NodeNames")) {
+      return UpdateTarget::kNode;
+    }
+    if (EqualsIgnoreCase(key, "PartitionName")) return UpdateTarget::kPartition;
+  }
+  return UpdateTarget::kJob;
+}
+
+int Fail(const absl::Status& status) {
+  std::cerr << fmt::format("scontrol: error: {}\n", status.message());
+  return 1;
+}
+
 int UpdateJob(const JobUpdateWords& o) {
+  if (const UpdateTarget target = TargetOf(o.words); target == UpdateTarget::kNode) {
+    absl::StatusOr<v1::UpdateNodeRequest> request = ParseNodeUpdate(o.words);
+    if (!request.ok()) return Fail(request.status());
+    return CallController(o.connection, [&](ControllerClient& client) {
+      return client.UpdateNode(*request).status();
+    });
+  } else if (target == UpdateTarget::kPartition) {
+    absl::StatusOr<v1::UpdatePartitionRequest> request = ParsePartitionUpdate(o.words);
+    if (!request.ok()) return Fail(request.status());
+    return CallController(o.connection, [&](ControllerClient& client) {
+      return client.UpdatePartition(*request).status();
+    });
+  }
   absl::StatusOr<v1::UpdateJobRequest> request = ParseUpdate(o.words);
   if (!request.ok()) {
     std::cerr << fmt::format("scontrol: error: {}\n", request.status().message());
@@ -92,16 +219,23 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
   AddReconfigureCommand(app, exit_code);
   auto update = std::make_shared<JobUpdateWords>();
   CLI::App* command = app.add_subcommand(
-      "update", "change a pending job: update JobId=12 TimeLimit=2:00:00 Partition=P NumNodes=4");
-  command->add_option("KEY=VALUE", update->words, "JobId= and what to change")->required();
+      "update",
+      "change a pending job (JobId=12 TimeLimit=2:00:00 Partition=P NumNodes=4), nodes "
+      "(NodeName=LIST State=DRAIN|DOWN|RESUME Reason=TEXT) or a partition (PartitionName=P "
+      "State=UP|DOWN|DRAIN|INACTIVE)");
+  command
+      ->add_option("KEY=VALUE", update->words,
+                   "JobId=, NodeName= or PartitionName=, and what to change")
+      ->required();
   AddConnectionOptions(*command, update->connection, ConfigShortName::kNone);
   command->callback([update, &exit_code] { exit_code = UpdateJob(*update); });
   app.add_flag("-o,--oneliner,-d,--details,-Q,--quiet,-v,--verbose")
       ->description("accepted: the output is always the full record");
   app.footer(
       "Cohort's scontrol: show job|node|partition|hostnames|hostlist, hold, release,\n"
-      "requeue, update JobId=... TimeLimit=|Partition=|NumNodes= (pending jobs) and\n"
-      "reconfigure. See docs/slurm.md.");
+      "requeue, update JobId=... TimeLimit=|Partition=|NumNodes= (pending jobs),\n"
+      "update NodeName=... State=DRAIN|DOWN|RESUME Reason=..., update PartitionName=...\n"
+      "State=UP|DOWN|DRAIN|INACTIVE, and reconfigure. See docs/slurm.md.");
   // Slurm's commands exit 1 for any failure.
   app.final_callback([&exit_code] { exit_code = SlurmStatus(exit_code); });
 }

@@ -228,7 +228,9 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
 
 void PrintNode(const v1::Node& node) {
   std::cout << fmt::format("NodeName={} State={}\n", node.name(), NodeStateName(node.state()));
-  if (!node.reason().empty()) std::cout << fmt::format("   Reason={}\n", node.reason());
+  if (!node.reason().empty()) {
+    std::cout << fmt::format("   Reason={}{}\n", node.reason(), ReasonStamp(node));
+  }
   std::cout << fmt::format("   CPUAlloc={} CPUTot={}\n", node.cpus_allocated(), node.cpus());
   std::cout << fmt::format("   GpuAlloc={} GpuTot={}\n", node.gpus_allocated(), node.gpus());
   std::cout << fmt::format("   AllocMem={} RealMemory={}\n", node.memory_allocated_mb(),
@@ -349,9 +351,14 @@ void PrintPartition(const v1::Partition& p) {
                            p.max_nodes() > 0 ? std::to_string(p.max_nodes()) : "UNLIMITED",
                            limit(p.max_time_s()));
   std::cout << fmt::format("   Nodes={}\n", p.nodes());
-  std::cout << fmt::format("   PreemptMode={} State=UP TotalCPUs={} TotalNodes={} TotalGPUs={}\n",
+  std::cout << fmt::format("   PreemptMode={} State={} TotalCPUs={} TotalNodes={} TotalGPUs={}\n",
                            p.preempt_mode().empty() ? "(cluster's)" : p.preempt_mode(),
-                           p.total_cpus(), p.total_nodes(), p.total_gpus());
+                           p.state().empty() ? "UP" : p.state(), p.total_cpus(), p.total_nodes(),
+                           p.total_gpus());
+  if (!p.state_user().empty() || p.state_time_ms() > 0) {
+    std::cout << fmt::format("   StateSetBy={} StateSetAt={}\n", OrNull(p.state_user()),
+                             FormatTimestamp(p.state_time_ms()));
+  }
 }
 
 // scontrol show job without a job: every job the caller may see.

@@ -34,7 +34,7 @@ const VerbGroup kVerbGroups[] = {
     {{"priority"}, Fixed<AddPriorityCommand>},
     {{"shares"}, Fixed<AddSharesCommand>},
     {{"nodes"}, Fixed<AddNodesCommand>},
-    {{"drain", "resume"}, Fixed<AddDrainCommands>},
+    {{"drain", "down", "resume"}, Fixed<AddDrainCommands>},
     {{"token"}, Fixed<AddTokenCommand>},
     {{"reconfigure"}, Fixed<AddReconfigureCommand>},
     {{"config"}, Fixed<AddConfigCommands>},

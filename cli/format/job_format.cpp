@@ -128,6 +128,15 @@ std::string NodeReason(const v1::Node& node, std::int64_t now_ms) {
                      std::max<std::int64_t>(now_ms - node.last_heard_ms(), 0) / 1000);
 }
 
+std::string ReasonSetter(const v1::Node& node) {
+  return node.reason_user().empty() ? std::string(kControllerSetter) : node.reason_user();
+}
+
+std::string ReasonStamp(const v1::Node& node) {
+  if (node.reason().empty() || node.reason_time_ms() <= 0) return "";
+  return fmt::format(" [{}@{}]", ReasonSetter(node), FormatTimestamp(node.reason_time_ms()));
+}
+
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -383,6 +392,10 @@ nlohmann::ordered_json NodeToJson(const v1::Node& node) {
   out["state"] = NodeStateName(node.state());
   out["not_responding"] = node.not_responding();
   out["reason"] = NodeReason(node, NowMs());
+  // Who gave the reason (null: the controller) and when (null: not known).
+  out["reason_user"] = node.reason_user().empty() ? nlohmann::ordered_json()
+                                                  : nlohmann::ordered_json(node.reason_user());
+  out["reason_time_ms"] = NullIfZero(node.reason_time_ms());
   out["cpus"] = node.cpus();
   out["cpus_allocated"] = node.cpus_allocated();
   out["memory_mb"] = node.memory_mb();

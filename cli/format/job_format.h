@@ -51,6 +51,13 @@ namespace cohort::cli {
 [[nodiscard]] std::string FormatSlurmLimit(std::int64_t seconds);
 /// Local time as scontrol writes it (2024-05-01T13:45:00), or `none` for 0.
 [[nodiscard]] std::string FormatTimestamp(std::int64_t epoch_ms);
+/// Who gave a node its reason: an operator's name, else kControllerSetter
+/// (the controller itself: a lost node, a failed prolog, a repair).
+inline constexpr std::string_view kControllerSetter = "cohort";
+[[nodiscard]] std::string ReasonSetter(const v1::Node& node);
+/// ` [root@2026-12-06T13:30:00]` after a node's reason, as scontrol shows
+/// who gave it and when; empty where the time is not known.
+[[nodiscard]] std::string ReasonStamp(const v1::Node& node);
 /// How long the job has run (pending: 0; finished: until its end).
 [[nodiscard]] std::int64_t TimeUsedSeconds(const v1::Job& job, std::int64_t now_ms);
 /// The owner's login name, else the uid as a number.

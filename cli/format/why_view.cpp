@@ -136,6 +136,15 @@ WhyWords WhyInWords(const v1::ExplainJobResponse& response) {
           "it is tried once that time comes; to start it sooner, cancel it and submit again "
           "without --begin");
       return words;
+    case PendingReason::kPartitionDown:
+    case PendingReason::kPartitionInactive:
+      words.summary =
+          fmt::format("Job {}'s partition {} starts no jobs now.", id, job.spec().partition());
+      words.blockers.push_back(detail);
+      words.suggestions.push_back(
+          "it starts once an operator sets the partition UP; to run elsewhere, move it to another "
+          "partition (scontrol update JobId=ID Partition=P)");
+      return words;
     case PendingReason::kDependency:
       words.summary = fmt::format("Job {} waits for its dependency.", id);
       words.blockers.push_back(detail);

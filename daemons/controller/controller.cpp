@@ -21,8 +21,9 @@ namespace {
 
 // The calls that change what the controller persists: refused while its
 // state cannot be written (Outbox::WriteRefusal).
-constexpr std::array<std::string_view, 7> kWritingRpcs{
-    "SubmitJob", "CancelJob", "ControlJobs", "UpdateJob", "StartStep", "SignalStep", "UpdateNode"};
+constexpr std::array<std::string_view, 8> kWritingRpcs{
+    "SubmitJob", "CancelJob",  "ControlJobs", "UpdateJob",
+    "StartStep", "SignalStep", "UpdateNode",  "UpdatePartition"};
 
 // Whose calls a call counts against: its user's, or, for a caller nobody
 // vouched for, everyone's of that kind together.
@@ -158,11 +159,12 @@ void Controller::Restore(LoadedState loaded) {
   for (const v1::UsageRecordProto& u : loaded.usage) {
     saved.usage.push_back({u.account(), u.user(), u.usage(), Millis(u.as_of_ms())});
   }
+  saved.partitions = loaded.partitions;
   for (const StateBatch::NodeRow& row : loaded.nodes) {
     const std::optional<NodeId> node = state_.topology->FindNode(row.name);
     if (!node) continue;
-    saved.nodes.emplace_back(*node, NodeAdmin{row.drain, row.reason});
-    outbox_.LoadedAdmin(*node, NodeAdmin{row.drain, row.reason});
+    saved.nodes.emplace_back(*node, row.admin);
+    outbox_.LoadedAdmin(*node, row.admin);
   }
   const std::size_t jobs = saved.jobs.size();
   Effects effects;
@@ -171,7 +173,7 @@ void Controller::Restore(LoadedState loaded) {
       ->info("state_loaded path={} jobs={} unreadable={} next_job_id={} drained_nodes={}",
              options_.state_path, jobs, unreadable, state_.engine.NextId(),
              std::count_if(loaded.nodes.begin(), loaded.nodes.end(),
-                           [](const StateBatch::NodeRow& r) { return r.drain; }));
+                           [](const StateBatch::NodeRow& r) { return r.admin.drain; }));
   Execute(effects);
   // Pending jobs with an image, loaded: their pulls ahead start afresh.
   std::vector<JobId> loaded_ids;
@@ -259,6 +261,7 @@ void Controller::Execute(Effects& effects) {
     }
   }
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
+  if (effects.changed_partitions) outbox_.MarkPartitionsChanged();
   image_prefetch_.Changed(effects.changed_jobs);
   for (const Command& command : effects.commands) agent_hub_.Send(command);
   LogTransitions(effects.transitions);

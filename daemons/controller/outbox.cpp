@@ -68,8 +68,7 @@ void Outbox::MarkChanged(const std::vector<JobId>& jobs, const std::vector<NodeI
 }
 
 void Outbox::Defer(std::function<void()> out) {
-  if ((!committing_ && outbox_.empty() && dirty_jobs_.empty() && dirty_nodes_.empty() &&
-       source_.NextId() == written_next_id_) ||
+  if ((!committing_ && outbox_.empty() && !Dirty() && source_.NextId() == written_next_id_) ||
       (reading_ && stalled_)) {
     out();
     return;
@@ -99,10 +98,11 @@ StateBatch Outbox::TakeBatch() {
   for (const NodeId node : dirty_nodes_) {
     const NodeAdmin admin = source_.Admin(node);
     NodeAdmin& written = written_admin_[static_cast<std::size_t>(node)];
-    if (admin.drain == written.drain && admin.reason == written.reason) continue;
+    if (admin == written) continue;
     written = admin;
-    batch.nodes.push_back({source_.NodeName(node), admin.drain, admin.reason});
+    batch.nodes.push_back({source_.NodeName(node), admin});
   }
+  if (std::exchange(dirty_partitions_, false)) batch.partitions = source_.PartitionOverrides();
   if (const JobId next = source_.NextId(); next != written_next_id_) {
     batch.next_job_id = next;
     written_next_id_ = next;
@@ -130,7 +130,8 @@ void Outbox::Flush() {
   StateBatch batch = TakeBatch();
   std::vector<std::function<void()>> out = std::move(outbox_);
   outbox_.clear();
-  if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0 && !batch.usage) {
+  if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0 && !batch.usage &&
+      !batch.partitions) {
     for (std::function<void()>& f : out) f();
     return;
   }
@@ -202,7 +203,7 @@ void Outbox::Committed(const absl::Status& status, const CommitReport& report, S
   }
   if (on_commit_) on_commit_(report);
   for (std::function<void()>& f : out) f();
-  if (!outbox_.empty() || !dirty_jobs_.empty() || !dirty_nodes_.empty()) ScheduleFlush();
+  if (!outbox_.empty() || Dirty()) ScheduleFlush();
 }
 
 void Outbox::StartPurge(std::chrono::hours retention) {

@@ -28,6 +28,8 @@ class RecordSource {
   virtual bool JobRow(JobId id, WithEnv with_env, StateBatch::JobRow& row) = 0;
   [[nodiscard]] virtual NodeAdmin Admin(NodeId node) const = 0;
   [[nodiscard]] virtual std::string NodeName(NodeId node) const = 0;
+  /// Operators' partition states in force.
+  [[nodiscard]] virtual std::vector<PartitionAdmin> PartitionOverrides() const = 0;
   /// The id the next submission gets.
   [[nodiscard]] virtual JobId NextId() const = 0;
   /// Fair-share usage charged up to `now`.
@@ -59,6 +61,8 @@ class Outbox {
 
   /// Marks the jobs and nodes whose records the next commit writes.
   void MarkChanged(const std::vector<JobId>& jobs, const std::vector<NodeId>& nodes);
+  /// An operator changed a partition's state: the next batch writes them all.
+  void MarkPartitionsChanged() { dirty_partitions_ = true; }
   /// Marks a job never written before: its environment is written once.
   void MarkNew(JobId id) { new_jobs_.insert(id); }
 
@@ -144,6 +148,11 @@ class Outbox {
   std::set<JobId> dirty_jobs_;
   std::set<JobId> new_jobs_;  ///< dirty and never written
   std::set<NodeId> dirty_nodes_;
+  bool dirty_partitions_ = false;
+  /// Whether anything changed waits for a commit.
+  [[nodiscard]] bool Dirty() const {
+    return !dirty_jobs_.empty() || !dirty_nodes_.empty() || dirty_partitions_;
+  }
   std::vector<NodeAdmin> written_admin_;  ///< by NodeId: as last written
   JobId written_next_id_ = 0;
   /// When fair-share usage was last written; it is written at most every

@@ -439,6 +439,28 @@ std::string_view AuthTypeName(AuthType type) {
   return "auto";
 }
 
+std::string_view PartitionStateName(PartitionState state) {
+  switch (state) {
+    case PartitionState::kUp:
+      return "UP";
+    case PartitionState::kDown:
+      return "DOWN";
+    case PartitionState::kDrain:
+      return "DRAIN";
+    case PartitionState::kInactive:
+      return "INACTIVE";
+  }
+  return "UP";
+}
+
+std::optional<PartitionState> ParsePartitionStateName(std::string_view name) {
+  for (const PartitionState state : {PartitionState::kUp, PartitionState::kDown,
+                                     PartitionState::kDrain, PartitionState::kInactive}) {
+    if (EqualsIgnoreCase(name, PartitionStateName(state))) return state;
+  }
+  return std::nullopt;
+}
+
 std::string_view PreemptModeName(PreemptMode mode) {
   switch (mode) {
     case PreemptMode::kOff:

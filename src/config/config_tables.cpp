@@ -202,6 +202,7 @@ constexpr auto kPartitionOwnRows = std::to_array<conf::KeyRow<PartitionLine>>({
     {"AllowAccounts", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_accounts>},
     {"AllowUsers", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_users>},
     {"AllowQos", &conf::Set<PartitionLine, &ParseListOrAll, &S::allow_qos>},
+    {"State", &conf::Set<PartitionLine, &ParsePartitionState, &S::state>},
 });
 constexpr auto kPartitionRows =
     Concat(kPartitionOwnRows,

@@ -157,6 +157,18 @@ bool ParseGraceTime(const conf::Word& word, std::chrono::seconds& out, Diagnosti
   return true;
 }
 
+bool ParsePartitionState(const conf::Word& word, PartitionState& out, Diagnostics& diagnostics) {
+  if (const std::optional<PartitionState> state = ParsePartitionStateName(word.value)) {
+    out = *state;
+    return true;
+  }
+  diagnostics.Error(word.value_at,
+                    fmt::format("{}={}: not a partition state", word.key, word.value),
+                    "write UP (takes and starts jobs), DOWN (takes jobs, starts none), DRAIN "
+                    "(starts those queued, takes no new ones) or INACTIVE (neither)");
+  return false;
+}
+
 bool ParsePreemptMode(const conf::Word& word, PreemptMode& out, Diagnostics& diagnostics) {
   constexpr std::array<PreemptMode, 4> kModes = {PreemptMode::kOff, PreemptMode::kRequeue,
                                                  PreemptMode::kCancel, PreemptMode::kSuspend};

@@ -88,6 +88,9 @@ template <long long kLo, long long kHi>
 
 /// OFF, REQUEUE, CANCEL or SUSPEND in any case; Slurm's GANG, WITHIN and
 /// PRIORITY are refused by name.
+/// State=UP|DOWN|DRAIN|INACTIVE of a partition.
+[[nodiscard]] bool ParsePartitionState(const conf::Word& word, PartitionState& out,
+                                       Diagnostics& diagnostics);
 [[nodiscard]] bool ParsePreemptMode(const conf::Word& word, PreemptMode& out,
                                     Diagnostics& diagnostics);
 /// A signal by name (USR1, SIGUSR1, any case) or number; stored as the number.

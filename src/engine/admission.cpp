@@ -168,6 +168,60 @@ Admission::Admission(const Parts& parts)
   for (const auto& check : checks_) {
     if (check->MayMakeJobsWait(config_)) waiting_checks_.push_back(check);
   }
+  Recount();
+}
+
+config::PartitionState Admission::StateOf(const config::PartitionSpec& partition) const {
+  const PartitionAdmin* set = OverrideOf(partition.name);
+  return set != nullptr ? set->state : partition.state;
+}
+
+const PartitionAdmin* Admission::OverrideOf(std::string_view partition) const {
+  const auto it = std::find_if(overrides_.begin(), overrides_.end(),
+                               [&](const PartitionAdmin& a) { return a.name == partition; });
+  return it == overrides_.end() ? nullptr : &*it;
+}
+
+void Admission::Recount() {
+  starts_.assign(static_cast<std::size_t>(pool_.PartitionCount()), true);
+  for (const config::PartitionSpec& spec : config_.partitions) {
+    if (const std::optional<alloc::PartitionId> id = pool_.FindPartition(spec.name)) {
+      starts_[static_cast<std::size_t>(*id)] = config::StartsJobs(StateOf(spec));
+    }
+  }
+}
+
+absl::StatusOr<bool> Admission::SetState(const std::string& partition, config::PartitionState state,
+                                         const Caller& caller, Millis now) {
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError(
+        "only root and Operators= (in cohort.conf) may change a partition's state");
+  }
+  const config::PartitionSpec* spec = config_.FindPartition(partition);
+  if (spec == nullptr) {
+    std::vector<std::string> names;
+    for (const config::PartitionSpec& p : config_.partitions) names.push_back(p.name);
+    return absl::NotFoundError(
+        fmt::format("no partition \"{}\"; partitions: {}", partition, fmt::join(names, ", ")));
+  }
+  const bool started_before = config::StartsJobs(StateOf(*spec));
+  std::erase_if(overrides_, [&](const PartitionAdmin& a) { return a.name == partition; });
+  if (state != spec->state) {
+    overrides_.push_back({.name = partition, .state = state, .uid = caller.uid, .since = now});
+  }
+  Recount();
+  return !started_before && config::StartsJobs(state);
+}
+
+std::vector<PartitionAdmin> Admission::Overrides() const { return overrides_; }
+
+void Admission::RestoreOverrides(const std::vector<PartitionAdmin>& overrides) {
+  overrides_.clear();
+  for (const PartitionAdmin& set : overrides) {
+    const config::PartitionSpec* spec = config_.FindPartition(set.name);
+    if (spec != nullptr && spec->state != set.state) overrides_.push_back(set);
+  }
+  Recount();
 }
 
 absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
@@ -262,6 +316,14 @@ void Admission::ShowHeld(Job& job, Effects& effects) {
 }
 
 absl::Status Admission::CheckQueueing(const Job& job) const {
+  if (const config::PartitionSpec* spec = config_.FindPartition(job.request.partition)) {
+    if (const config::PartitionState state = StateOf(*spec); !config::TakesJobs(state)) {
+      return absl::FailedPreconditionError(fmt::format(
+          "partition: {} is {} and takes no new jobs; submit to another partition (-p; cohort "
+          "nodes lists them), or ask an operator",
+          spec->name, config::PartitionStateName(state)));
+    }
+  }
   for (const DependencyTerm& term : job.request.dependency.terms) {
     if (term.type == DependencyType::kSingleton) continue;
     if (book_.Find(term.job) == nullptr) {
@@ -400,6 +462,21 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
 bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects& effects) {
   if (IsHeld(job)) {
     ShowHeld(job, effects);
+    return false;
+  }
+  if (job.gang.partition && !starts_[static_cast<std::size_t>(*job.gang.partition)]) {
+    const config::PartitionSpec* spec = config_.FindPartition(job.request.partition);
+    const config::PartitionState state =
+        spec != nullptr ? StateOf(*spec) : config::PartitionState::kDown;
+    Lifecycle::SetReason(
+        job,
+        state == config::PartitionState::kInactive ? PendingReason::kPartitionInactive
+                                                   : PendingReason::kPartitionDown,
+        fmt::format("partition {} is {}: it starts no jobs until an operator sets it UP or "
+                    "DRAIN (scontrol update PartitionName={} State=UP)",
+                    job.request.partition, config::PartitionStateName(state),
+                    job.request.partition),
+        effects);
     return false;
   }
   if (!job.wait.dependency_left.terms.empty()) {

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "cohort/alloc/node_pool.h"
 #include "cohort/config/cluster_config.h"
+#include "cohort/engine/engine_types.h"
 #include "cohort/engine/job.h"
 #include "cohort/plugin.h"
 #include "engine/pass_state.h"
@@ -61,6 +62,20 @@ class Admission {
   /// Sets a held job's reason: who holds it and who may release it.
   static void ShowHeld(Job& job, Effects& effects);
 
+  /// A partition's state: an operator's where one is in force, else
+  /// cohort.conf's State=.
+  [[nodiscard]] config::PartitionState StateOf(const config::PartitionSpec& partition) const;
+  /// The operator's setting in force for the partition, if any.
+  [[nodiscard]] const PartitionAdmin* OverrideOf(std::string_view partition) const;
+  /// An operator sets a partition's state; the state cohort.conf gives it
+  /// takes the setting away. Whether queued jobs may now start.
+  absl::StatusOr<bool> SetState(const std::string& partition, config::PartitionState state,
+                                const Caller& caller, Millis now);
+  [[nodiscard]] std::vector<PartitionAdmin> Overrides() const;
+  /// Settings kept from before a restart; those of partitions gone, or equal
+  /// to cohort.conf's now, are dropped.
+  void RestoreOverrides(const std::vector<PartitionAdmin>& overrides);
+
  private:
   /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
   int DependencyStatus(Job& job, std::string& why);
@@ -75,6 +90,10 @@ class Admission {
   /// The chosen checks that may make jobs wait under the config, in order;
   /// the only ones a pass asks.
   std::vector<std::shared_ptr<const plugin::AdmissionCheck>> waiting_checks_;
+  std::vector<PartitionAdmin> overrides_;  ///< operators' partition states, by name
+  /// Whether the pool's partition (by PartitionId) starts jobs now.
+  std::vector<bool> starts_;
+  void Recount();
 };
 
 }  // namespace cohort::engine

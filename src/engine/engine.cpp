@@ -239,12 +239,24 @@ bool Engine::Placed(JobId job, NodeId node) const {
 void Engine::JobReleased(JobId job, NodeId node, Millis now, Effects& effects) {
   core_->life.JobReleased(job, node, now, effects);
 }
-absl::Status Engine::Drain(NodeId node, const std::string& reason, const Caller& caller,
+absl::Status Engine::Drain(NodeId node, const std::string& reason, const Caller& caller, Millis now,
                            Effects& effects) {
-  return core_->nodes.Drain(node, reason, caller, effects);
+  return core_->nodes.Drain(node, reason, caller, now, effects);
+}
+absl::Status Engine::Down(NodeId node, const std::string& reason, const Caller& caller, Millis now,
+                          Effects& effects) {
+  return core_->nodes.Down(node, reason, caller, now, effects);
 }
 absl::Status Engine::Resume(NodeId node, const Caller& caller, Effects& effects) {
   return core_->nodes.Resume(node, caller, effects);
+}
+absl::Status Engine::SetPartitionState(const std::string& partition, config::PartitionState state,
+                                       const Caller& caller, Millis now, Effects& effects) {
+  absl::StatusOr<bool> starts = core_->admission.SetState(partition, state, caller, now);
+  if (!starts.ok()) return starts.status();
+  effects.changed_partitions = true;
+  if (*starts) core_->triggers.Note(engine::Trigger::kPartitionUp);
+  return absl::OkStatus();
 }
 
 void Engine::Tick(Millis now, Effects& effects) {
@@ -293,7 +305,10 @@ absl::Status Engine::Apply(const EngineInput& input, Millis now, Effects& effect
             NodeHeartbeat(in.node, now);
             return absl::OkStatus();
           },
-          [&](const input::Drain& in) { return Drain(in.node, in.reason, in.caller, effects); },
+          [&](const input::Drain& in) {
+            return Drain(in.node, in.reason, in.caller, now, effects);
+          },
+          [&](const input::Down& in) { return Down(in.node, in.reason, in.caller, now, effects); },
           [&](const input::Resume& in) { return Resume(in.node, in.caller, effects); },
           [&](const input::RankExited& in) {
             RankExited(in.job, in.node, in.exit_code, in.signal, now, effects);
@@ -361,6 +376,15 @@ int Engine::QueuePosition(JobId id) const {
 }
 NodeView Engine::ViewNode(NodeId node) const { return core_->nodes.View(node); }
 NodeAdmin Engine::Admin(NodeId node) const { return core_->nodes.Admin(node); }
+config::PartitionState Engine::PartitionState(const config::PartitionSpec& partition) const {
+  return core_->admission.StateOf(partition);
+}
+const PartitionAdmin* Engine::PartitionOverride(std::string_view partition) const {
+  return core_->admission.OverrideOf(partition);
+}
+std::vector<PartitionAdmin> Engine::PartitionOverrides() const {
+  return core_->admission.Overrides();
+}
 JobId Engine::NextId() const { return core_->book.NextId(); }
 const alloc::NodePool& Engine::Pool() const { return core_->pool; }
 const topology::Topology& Engine::GetTopology() const { return core_->topology; }
@@ -372,6 +396,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
                "Restore must come before any other call");
   core.book.ReserveIdsBelow(state.next_id);
   core.nodes.RestoreAdmin(state.nodes);
+  core.admission.RestoreOverrides(state.partitions);
   core.priority.Usage().Restore(state.usage);
   for (SavedJob& saved : state.jobs) {
     Job* restored = core.book.Restore(std::move(saved));

@@ -156,6 +156,8 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     case PendingReason::kQosMaxGpusPerAccount:
     case PendingReason::kJobArrayTaskLimit:
     case PendingReason::kBeginTime:
+    case PendingReason::kPartitionDown:
+    case PendingReason::kPartitionInactive:
       break;  // the reason and its detail say it all
   }
   return e;

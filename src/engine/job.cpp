@@ -176,6 +176,8 @@ constexpr std::array<std::string_view, kPendingReasonCount> kPendingReasonNames 
     "JobArrayTaskLimit",
     "Requeued",
     "BeginTime",
+    "PartitionDown",
+    "PartitionInactive",
 };
 
 }  // namespace

@@ -34,11 +34,14 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
   runtime.last_heartbeat = now;
   runtime.down = false;
   runtime.down_reason.clear();
+  runtime.down_time = Millis{0};
   if (report.cpus < want.cpus || report.memory_mb < want.memory_mb || report.gpus < want.gpus) {
-    runtime.drain = true;
-    runtime.drain_reason = fmt::format(
-        "agent reports {} CPUs, {} MB, {} GPUs; its NodeName line says {} CPUs, {} MB, {} GPUs",
-        report.cpus, report.memory_mb, report.gpus, want.cpus, want.memory_mb, want.gpus);
+    DrainForController(
+        runtime,
+        fmt::format(
+            "agent reports {} CPUs, {} MB, {} GPUs; its NodeName line says {} CPUs, {} MB, {} GPUs",
+            report.cpus, report.memory_mb, report.gpus, want.cpus, want.memory_mb, want.gpus),
+        now);
   }
   if (!report.gpu_groups.empty() && report.gpus == want.gpus) {
     // Locality from discovery; a report that does not cover the node's GPUs
@@ -151,19 +154,26 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
   NodeRuntime& runtime = At(node);
   runtime.down = true;
   runtime.down_reason = reason;
+  runtime.down_time = now;
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
+  EndJobsOn(node, reason, now, effects);
+}
+
+void NodeBook::EndJobsOn(NodeId node, const std::string& reason, Millis now, Effects& effects) {
+  NodeRuntime& runtime = At(node);
   const std::set<JobId> jobs = book_.JobsOn(node);
   for (const JobId id : jobs) {
     Job& job = book_.At(id);
     const bool in_gang = NodeRankOf(job, node) >= 0;
     if (life_.HoldForRepair(job, node, reason, now, effects)) {
-      if (in_gang && !runtime.drain) {
+      if (in_gang && !runtime.admin.drain) {
         // A node that failed a gang takes no new work when it comes back
         // until an operator has looked at it.
-        runtime.drain = true;
-        runtime.drain_reason = fmt::format(
-            "failed job {}'s gang, which is repaired from spares: {}", DisplayId(job), reason);
+        DrainForController(runtime,
+                           fmt::format("failed job {}'s gang, which is repaired from spares: {}",
+                                       DisplayId(job), reason),
+                           now);
       }
       continue;
     }
@@ -180,8 +190,24 @@ void NodeBook::Lost(NodeId node, const std::string& reason, Millis now, Effects&
   }
 }
 
+namespace {
+
+// Why a node's state was set, by whom (none: the controller) and when.
+void Stamp(NodeAdmin& admin, std::string reason, std::optional<std::uint32_t> uid, Millis now) {
+  admin.reason = std::move(reason);
+  admin.uid = uid;
+  admin.since = now;
+}
+
+}  // namespace
+
+void NodeBook::DrainForController(NodeRuntime& runtime, std::string reason, Millis now) {
+  runtime.admin.drain = true;
+  Stamp(runtime.admin, std::move(reason), std::nullopt, now);
+}
+
 absl::Status NodeBook::Drain(NodeId node, const std::string& reason, const Caller& caller,
-                             Effects& effects) {
+                             Millis now, Effects& effects) {
   if (!caller.IsOperator()) {
     return absl::PermissionDeniedError("only root and Operators= (in cohort.conf) may drain nodes");
   }
@@ -189,10 +215,37 @@ absl::Status NodeBook::Drain(NodeId node, const std::string& reason, const Calle
     return absl::InvalidArgumentError("reason: say why the node is drained (--reason TEXT)");
   }
   NodeRuntime& runtime = At(node);
-  runtime.drain = true;
-  runtime.drain_reason = reason;
+  runtime.admin.drain = true;
+  Stamp(runtime.admin, reason, caller.uid, now);
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
+  return absl::OkStatus();
+}
+
+absl::Status NodeBook::Down(NodeId node, const std::string& reason, const Caller& caller,
+                            Millis now, Effects& effects) {
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError(
+        "only root and Operators= (in cohort.conf) may set nodes DOWN");
+  }
+  if (reason.empty()) {
+    return absl::InvalidArgumentError(
+        "reason: say why the node is set DOWN (scontrol update NodeName=... State=DOWN "
+        "Reason=\"...\")");
+  }
+  NodeRuntime& runtime = At(node);
+  const bool was_down = runtime.admin.down;
+  runtime.admin.down = true;
+  Stamp(runtime.admin, reason, caller.uid, now);
+  UpdateCondition(node);
+  effects.changed_nodes.push_back(node);
+  if (was_down || runtime.down) return absl::OkStatus();  // its jobs ended then
+  // Its agent is there: it ends the ranks (a lost node's agent fences
+  // them itself).
+  for (const JobId id : book_.JobsOn(node)) {
+    effects.commands.emplace_back(TerminateCommand{id, node});
+  }
+  EndJobsOn(node, fmt::format("set DOWN by an operator: {}", reason), now, effects);
   return absl::OkStatus();
 }
 
@@ -202,13 +255,12 @@ absl::Status NodeBook::Resume(NodeId node, const Caller& caller, Effects& effect
         "only root and Operators= (in cohort.conf) may resume nodes");
   }
   NodeRuntime& runtime = At(node);
-  if (runtime.down) {
+  if (runtime.down && !runtime.admin.down) {
     return absl::FailedPreconditionError(
         fmt::format("node {} is down ({}); it comes back when its agent registers",
                     topology_.NodeName(node), runtime.down_reason));
   }
-  runtime.drain = false;
-  runtime.drain_reason.clear();
+  runtime.admin = NodeAdmin{};
   UpdateCondition(node);
   effects.changed_nodes.push_back(node);
   triggers_.Note(Trigger::kNodeResumed);
@@ -218,9 +270,9 @@ absl::Status NodeBook::Resume(NodeId node, const Caller& caller, Effects& effect
 void NodeBook::UpdateCondition(NodeId node) {
   const NodeRuntime& runtime = At(node);
   alloc::NodeCondition condition = alloc::NodeCondition::kUp;
-  if (!runtime.registered || runtime.down) {
+  if (!runtime.registered || runtime.down || runtime.admin.down) {
     condition = alloc::NodeCondition::kDown;
-  } else if (runtime.drain) {
+  } else if (runtime.admin.drain) {
     condition = alloc::NodeCondition::kDrained;
   }
   pool_.SetCondition(node, condition);
@@ -229,15 +281,24 @@ void NodeBook::UpdateCondition(NodeId node) {
 NodeView NodeBook::View(NodeId node) const {
   const NodeRuntime& runtime = At(node);
   NodeView view;
-  view.reason = runtime.down ? runtime.down_reason : runtime.drain_reason;
+  // An operator's word first: a node set DOWN that is also lost is down
+  // for the operator's reason until resumed.
+  if (runtime.down && !runtime.admin.down) {
+    view.reason = runtime.down_reason;
+    view.reason_time = runtime.down_time;
+  } else if (runtime.admin.drain || runtime.admin.down) {
+    view.reason = runtime.admin.reason;
+    view.reason_uid = runtime.admin.uid;
+    view.reason_time = runtime.admin.since;
+  }
   view.jobs.assign(book_.JobsOn(node).begin(), book_.JobsOn(node).end());
   view.not_responding = runtime.not_responding;
   view.last_heard = runtime.registered ? runtime.last_heartbeat : Millis{0};
-  if (runtime.down) {
+  if (runtime.down || runtime.admin.down) {
     view.status = NodeStatus::kDown;
   } else if (!runtime.registered) {
     view.status = NodeStatus::kUnknown;
-  } else if (runtime.drain) {
+  } else if (runtime.admin.drain) {
     view.status = book_.JobsOn(node).empty() ? NodeStatus::kDrained : NodeStatus::kDraining;
   } else if (pool_.IsIdle(node)) {
     view.status = NodeStatus::kIdle;
@@ -254,10 +315,7 @@ NodeView NodeBook::View(NodeId node) const {
   return view;
 }
 
-NodeAdmin NodeBook::Admin(NodeId node) const {
-  const NodeRuntime& runtime = At(node);
-  return NodeAdmin{runtime.drain, runtime.drain ? runtime.drain_reason : std::string()};
-}
+NodeAdmin NodeBook::Admin(NodeId node) const { return At(node).admin; }
 
 void NodeBook::Heartbeat(NodeId node, Millis now) {
   NodeRuntime& runtime = At(node);
@@ -295,9 +353,7 @@ void NodeBook::Tick(Millis now, Effects& effects) {
 void NodeBook::RestoreAdmin(const std::vector<std::pair<NodeId, NodeAdmin>>& admin) {
   for (const auto& [node, settings] : admin) {
     if (node < 0 || node >= static_cast<NodeId>(nodes_.size())) continue;
-    NodeRuntime& runtime = At(node);
-    runtime.drain = settings.drain;
-    runtime.drain_reason = settings.reason;
+    At(node).admin = settings;
   }
 }
 

@@ -9,12 +9,12 @@
 #include "absl/status/status.h"
 #include "cohort/alloc/gang_allocator.h"
 #include "cohort/config/cluster_config.h"
+#include "cohort/engine/engine_types.h"
 #include "cohort/engine/job.h"
 
 namespace cohort {
 struct Effects;
 struct NodeReport;
-struct NodeAdmin;
 struct NodeView;
 struct Caller;
 }  // namespace cohort
@@ -30,10 +30,12 @@ using alloc::NodeId;
 struct NodeRuntime {
   bool registered = false;
   bool awaited = false;  ///< restored with jobs: must register within NodeTimeout
-  bool down = false;
-  bool drain = false;
-  std::string drain_reason;  ///< kept while the node is down, shown again after
+  bool down = false;     ///< its agent is lost (silent for NodeTimeout), until it registers
   std::string down_reason;
+  Millis down_time{0};
+  /// What an operator (or the controller) set: drained, set DOWN; why, by
+  /// whom, since when. Kept while the node is lost, shown again after.
+  NodeAdmin admin;
   Millis last_heartbeat{0};
   /// Silent for several heartbeats, not yet NodeTimeout (Slurm's
   /// NOT_RESPONDING): shown; its jobs go on until NodeTimeout.
@@ -67,8 +69,14 @@ class NodeBook {
   void Lost(NodeId node, const std::string& reason, Millis now, Effects& effects);
   /// Nodes silent for NodeTimeout are lost.
   void Tick(Millis now, Effects& effects);
-  absl::Status Drain(NodeId node, const std::string& reason, const Caller& caller,
+  absl::Status Drain(NodeId node, const std::string& reason, const Caller& caller, Millis now,
                      Effects& effects);
+  /// An operator's DOWN: its jobs stop there as if the node were lost (a
+  /// gang with spares is repaired, --no-kill goes on without it, a job
+  /// requeues or fails), its agent is told to end their ranks, and the node
+  /// takes nothing until resumed.
+  absl::Status Down(NodeId node, const std::string& reason, const Caller& caller, Millis now,
+                    Effects& effects);
   absl::Status Resume(NodeId node, const Caller& caller, Effects& effects);
   /// Operators' settings kept from before a restart.
   void RestoreAdmin(const std::vector<std::pair<NodeId, NodeAdmin>>& admin);
@@ -85,6 +93,11 @@ class NodeBook {
   JobBook& book_;
   PassTriggers& triggers_;
   Lifecycle& life_;
+  /// The node's jobs, as its loss (or its DOWN) leaves them.
+  void EndJobsOn(NodeId node, const std::string& reason, Millis now, Effects& effects);
+  /// Drains the node for the controller's own reason (no operator's).
+  void DrainForController(NodeRuntime& runtime, std::string reason, Millis now);
+
   std::vector<NodeRuntime> nodes_;
 };
 

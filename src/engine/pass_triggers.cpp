@@ -25,6 +25,8 @@ std::string_view TriggerName(Trigger trigger) {
       return "node_up";
     case Trigger::kNodeResumed:
       return "node_resumed";
+    case Trigger::kPartitionUp:
+      return "partition_up";
     case Trigger::kSuspended:
       return "suspended";
     case Trigger::kSwitchWaitOver:

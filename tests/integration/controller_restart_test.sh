@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # A controller killed with -9 and started again keeps every job: running
 # gangs go on and end with their real exit codes, exits that happened while
-# it was away are learnt from the agents, pending jobs and drains survive,
-# and finished jobs are in the history.
+# it was away are learnt from the agents, pending jobs, drains, a node set
+# DOWN and a partition's state survive, and finished jobs are in the
+# history.
 source "$(dirname "$0")/lib.sh"
 start_cluster
 
@@ -19,6 +20,8 @@ for id in "$long" "$fails" "$quick"; do
   wait_until 30 state_is "$id" RUNNING || fail "job $id did not start"
 done
 cohort drain node16 --reason "fan replaced" >/dev/null || fail "drain refused"
+cohort down node15 --reason "PSU swap" >/dev/null || fail "down refused"
+"$BIN/cli/slurm/scontrol" update PartitionName=high State=DRAIN || fail "partition update refused"
 # Held across the restart: its environment is then only in the database,
 # read back (off the state thread) when it launches.
 held=$(RESTART_MARK="kept-$$" submit -H -N 1 -o "$WORK/held-%j.out" -- sh -c 'echo "mark=$RESTART_MARK"')
@@ -33,7 +36,15 @@ touch "$WORK/go-quick"  # job $quick ends while no controller is there to hear i
 quick_ended() { grep -q '^done$' "$WORK"/spool/*/job-"$quick".*/events; }
 wait_until 30 quick_ended || fail "job $quick's rank did not end while the controller was away"
 restart_controller
-wait_until 30 all_nodes_up || fail "agents did not come back"
+# Every agent registered again: no node unknown, and only node15 down (an
+# operator set it so before the crash).
+agents_back() {
+  [ "$(cohort nodes -N --json | python3 -c 'import json, sys
+nodes = json.load(sys.stdin)["nodes"]
+print(sorted(n["name"] for n in nodes if n["state"] in ("UNKNOWN", "DOWN")))' 2>/dev/null)" = \
+    "['node15']" ]
+}
+wait_until 30 agents_back || fail "agents did not come back: $(cohort nodes -N)"
 
 [ "$(job_state "$long")" = RUNNING ] || fail "job $long is $(job_state "$long") after restart, not RUNNING"
 [ "$(job_state "$blocked")" = PENDING ] || fail "job $blocked is $(job_state "$blocked"), not PENDING"
@@ -61,6 +72,15 @@ pass "cohort history shows the jobs that lived through the restart"
 show=$(cohort show node node16) || fail "show node16"
 grep -q "fan replaced" <<<"$show" || fail "the drain reason did not survive: $show"
 pass "a drain and its reason survived the restart"
+
+show=$(cohort show node node15) || fail "show node15"
+grep -q "State=DOWN" <<<"$show" && grep -q "Reason=PSU swap \[root@" <<<"$show" ||
+  fail "node15 set DOWN did not stay so: $show"
+show=$("$BIN/cli/slurm/scontrol" show partition high) || fail "show partition high"
+grep -q "State=DRAIN" <<<"$show" || fail "partition high's DRAIN did not survive: $show"
+"$BIN/cli/slurm/scontrol" update PartitionName=high State=UP || fail "partition back UP refused"
+cohort resume node15 >/dev/null || fail "resume node15 refused"
+pass "a node set DOWN and a partition's DRAIN survived the restart"
 
 next=$(submit -N 1 -- true)
 [ "$next" -gt "$blocked" ] || fail "id $next after restart is not above $blocked: an id was reused"

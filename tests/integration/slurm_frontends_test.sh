@@ -151,6 +151,50 @@ scontrol release "$held" || fail "scontrol release failed"
 wait_until 30 finished "$held" || fail "released job $held did not run"
 pass "scontrol update and release"
 
+# --- node and partition states as operators set them: scontrol update
+# NodeName=… State=DRAIN|DOWN|RESUME Reason=…, sinfo -R, and a partition's
+# State=DOWN (takes jobs, starts none), DRAIN (takes none) and UP again.
+victim=$(sbatch --parsable -N 1 -w node08 --requeue --wrap "sleep 300")
+wait_until 30 state_is "$victim" RUNNING || fail "job $victim did not start: $(squeue)"
+scontrol update NodeName=node07 State=DRAIN Reason="bad fan" || fail "State=DRAIN refused"
+scontrol update NodeName=node08 State=DOWN Reason="PSU swap" || fail "State=DOWN refused"
+scontrol update NodeName=node06 State=DOWN 2>"$WORK/down.err" && fail "State=DOWN without a reason was taken"
+grep -q "needs Reason=" "$WORK/down.err" || fail "State=DOWN without Reason: $(cat "$WORK/down.err")"
+scontrol update NodeName=node06 State=BROKEN Reason=x 2>"$WORK/down.err" && fail "State=BROKEN taken"
+grep -q "State=BROKEN: say DRAIN" "$WORK/down.err" || fail "State=BROKEN: $(cat "$WORK/down.err")"
+# The job on the node set DOWN is stopped there and requeued, as for a lost node.
+requeued() {
+  [ "$(cohort show job "$victim" --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["attempt"])' 2>/dev/null)" = 2 ]
+}
+wait_until 30 requeued || fail "job $victim was not requeued off node08: $(scontrol show job "$victim")"
+reasons=$(sinfo -R -h)
+grep -Eq "^bad fan +root +[0-9-]+T[0-9:]+ node07$" <<<"$reasons" &&
+  grep -Eq "^PSU swap +root +[0-9-]+T[0-9:]+ node08$" <<<"$reasons" || fail "sinfo -R: $reasons"
+[ "$(sinfo -R | head -1 | tr -s ' ')" = "REASON USER TIMESTAMP NODELIST" ] ||
+  fail "sinfo -R's header: $(sinfo -R | head -1)"
+scontrol show node node08 | grep -q "State=DOWN" || fail "node08: $(scontrol show node node08)"
+scontrol update NodeName=node0[7-8] State=RESUME || fail "State=RESUME refused"
+wait_until 10 test -z "$(sinfo -R -h)" || fail "sinfo -R after RESUME: $(sinfo -R -h)"
+scancel "$victim"
+pass "scontrol update NodeName= State=DRAIN|DOWN|RESUME Reason=, sinfo -R; a node set DOWN requeues its job"
+
+scontrol update PartitionName=high State=DOWN || fail "partition State=DOWN refused"
+[ "$(sinfo -h -p high -o %a | sort -u)" = down ] || fail "sinfo %a of a DOWN partition: $(sinfo -h -p high -o %a)"
+waits=$(sbatch --parsable -p high --wrap true) || fail "a DOWN partition refused a job"
+wait_until 10 test "$(squeue -h -j "$waits" -o %r)" = PartitionDown ||
+  fail "job $waits in a DOWN partition: $(squeue -h -j "$waits" -o '%T %r')"
+cohort why "$waits" | grep -q "partition high is DOWN" || fail "why: $(cohort why "$waits")"
+scontrol update PartitionName=high State=DRAIN || fail "partition State=DRAIN refused"
+sbatch -p high --wrap true 2>"$WORK/drain.err" && fail "a DRAIN partition took a new job"
+grep -q "high is DRAIN and takes no new jobs" "$WORK/drain.err" || fail "DRAIN: $(cat "$WORK/drain.err")"
+wait_until 30 finished "$waits" || fail "job $waits queued before the DRAIN did not run"
+scontrol update PartitionName=high State=UP || fail "partition State=UP refused"
+scontrol show partition high | grep -q "State=UP" || fail "$(scontrol show partition high)"
+scontrol update PartitionName=nope State=UP 2>"$WORK/nope.err" && fail "an unknown partition was taken"
+grep -q 'no partition "nope"' "$WORK/nope.err" || fail "unknown partition: $(cat "$WORK/nope.err")"
+pass "partition State=DOWN holds its jobs (PartitionDown, why says so), DRAIN takes none, UP again"
+
 # --- the GPU vocabulary, GPU types, -W, --begin, --deadline
 gpus=$(sbatch --parsable -N 2 --gpus=8 --cpus-per-gpu=2 --mem-per-gpu=10G -t 5 --wrap true)
 [ "$(field "$gpus" GpusPerNode) $(field "$gpus" CpusPerTask) $(field "$gpus" MemPerNode)" = "4 8 40960M" ] ||

@@ -306,6 +306,8 @@ std::string FormatInput(const EngineInput& in, seconds at, const topology::Topol
           return fmt::format("drain {} {} reason={}", node(i.node), As(i.caller), i.reason);
         } else if constexpr (std::is_same_v<T, input::Resume>) {
           return fmt::format("resume {} {}", node(i.node), As(i.caller));
+        } else if constexpr (std::is_same_v<T, input::Down>) {
+          return fmt::format("down {} {} reason={}", node(i.node), As(i.caller), i.reason);
         } else if constexpr (std::is_same_v<T, input::RankExited>) {
           return fmt::format("rank-exited {} {} code={} signal={}", i.job, node(i.node),
                              i.exit_code, i.signal);

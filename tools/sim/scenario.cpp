@@ -350,13 +350,17 @@ class Runner {
                       signal != 0 ? fmt::format(" by signal {}", signal) : ""));
       ends_.erase(id);
       ExitAll(id, code, signal, effects);
-    } else if (verb == "drain" || verb == "resume" || verb == "lose" || verb == "return") {
+    } else if (verb == "drain" || verb == "down" || verb == "resume" || verb == "lose" ||
+               verb == "return") {
       absl::StatusOr<NodeId> node = NodeOf(event, args, origin);
       if (!node.ok()) return node.status();
       const std::string what = fmt::format("{} {}", verb, args.positional);
       if (verb == "drain") {
         const std::string reason = args.named.contains("reason") ? args.named["reason"] : "test";
         Input(input::Drain{*node, reason, CallerOf(args)}, effects, what);
+      } else if (verb == "down") {
+        const std::string reason = args.named.contains("reason") ? args.named["reason"] : "test";
+        Input(input::Down{*node, reason, CallerOf(args)}, effects, what);
       } else if (verb == "resume") {
         Input(input::Resume{*node, CallerOf(args)}, effects, what);
       } else if (verb == "lose") {
@@ -378,14 +382,15 @@ class Runner {
       if (!raw->ok()) return LineError(origin, event.line, std::string(raw->status().message()));
       Input(**raw, effects, verb);
     } else {
-      return LineError(origin, event.line,
-                       fmt::format("no verb `{}`; the verbs: submit, cancel, hold, release, "
-                                   "requeue, checkpoint-done, exit, fail, drain, resume, lose, "
-                                   "return, and for the agents and the clock register, "
-                                   "heartbeat, tick, schedule, rank-exited, released, "
-                                   "launch-failed, step, signal-step, step-rank-exited, "
-                                   "end-allocation",
-                                   verb));
+      return LineError(
+          origin, event.line,
+          fmt::format("no verb `{}`; the verbs: submit, cancel, hold, release, "
+                      "requeue, checkpoint-done, exit, fail, drain, down, resume, lose, "
+                      "return, and for the agents and the clock register, "
+                      "heartbeat, tick, schedule, rank-exited, released, "
+                      "launch-failed, step, signal-step, step-rank-exited, "
+                      "end-allocation",
+                      verb));
     }
     Play(effects);
     return absl::OkStatus();

@@ -160,7 +160,7 @@ void AgentHub::OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effe
     const std::string reason = fmt::format("{}{}", kHealthDrainPrefix, health.reason());
     if ((admin.drain && !ours) || admin.reason == reason) return;
     Log("controller")->warn("node_unhealthy node={} reason={:?}", name, health.reason());
-    (void)engine.Drain(node, reason, check, effects);
+    (void)engine.Drain(node, reason, check, ControllerState::Now(), effects);
   } else if (ours) {
     Log("controller")->info("node_healthy node={} was={:?}", name, admin.reason);
     (void)engine.Resume(node, check, effects);
@@ -179,7 +179,8 @@ void AgentHub::OnScriptFailed(NodeId node, const v1::ScriptFailed& failed, Milli
   // elsewhere.
   const Caller root{.uid = 0, .operator_listed = false};
   if (!engine.Admin(node).drain) {
-    (void)engine.Drain(node, fmt::format("{} failed: {}", script, failed.reason()), root, effects);
+    (void)engine.Drain(node, fmt::format("{} failed: {}", script, failed.reason()), root, now,
+                       effects);
   }
   if (script != "prolog") return;
   const Job* job = engine.FindJob(failed.job_id());

@@ -10,6 +10,7 @@
 
 #include "cohort/text/hostlist.h"
 #include "controller_log.h"
+#include "rpc/authenticator.h"
 
 namespace cohort::controller {
 namespace {
@@ -40,6 +41,8 @@ void NodeRpcs::NodeToWire(NodeId n, v1::Node* out) const {
   out->set_name(topology.NodeName(n));
   out->set_state(ToWire(view.status));
   out->set_reason(view.reason);
+  if (view.reason_uid) out->set_reason_user(UserNameOf(*view.reason_uid));
+  out->set_reason_time_ms(view.reason_time.count());
   out->set_not_responding(view.not_responding);
   out->set_last_heard_ms(view.last_heard.count());
   out->set_cpus(capacity.cpus);
@@ -101,14 +104,21 @@ void NodeRpcs::UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
     return;
   }
   Effects effects;
+  const Millis now = ControllerState::Now();
   for (const NodeId n : *nodes) {
     absl::Status s;
+    std::string_view action;
     if (request.action() == v1::NODE_DRAIN) {
-      s = state_.engine.Drain(n, request.reason(), who.AsCaller(), effects);
+      action = "drain";
+      s = state_.engine.Drain(n, request.reason(), who.AsCaller(), now, effects);
+    } else if (request.action() == v1::NODE_SET_DOWN) {
+      action = "down";
+      s = state_.engine.Down(n, request.reason(), who.AsCaller(), now, effects);
     } else if (request.action() == v1::NODE_RESUME) {
+      action = "resume";
       s = state_.engine.Resume(n, who.AsCaller(), effects);
     } else {
-      s = absl::InvalidArgumentError("action: say drain or resume");
+      s = absl::InvalidArgumentError("action: say drain, down or resume");
     }
     if (!s.ok()) {
       sink_.Execute(effects);
@@ -116,12 +126,42 @@ void NodeRpcs::UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
       return;
     }
     Log("controller")
-        ->info("node_update node={} action={} by_uid={}", state_.topology->NodeName(n),
-               request.action() == v1::NODE_DRAIN ? "drain" : "resume", who.uid);
+        ->info("node_update node={} action={} by_uid={} reason={:?}", state_.topology->NodeName(n),
+               action, who.uid, request.reason());
   }
   sink_.Execute(effects);
   outbox_.Respond(std::move(reply),
                   absl::StatusOr<v1::UpdateNodeResponse>(v1::UpdateNodeResponse{}));
+}
+
+void NodeRpcs::UpdatePartition(v1::UpdatePartitionRequest& request, const Identity& who,
+                               Reply<v1::UpdatePartitionResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "changing partitions"); !trusted.ok()) {
+    outbox_.Respond<v1::UpdatePartitionResponse>(std::move(reply), trusted);
+    return;
+  }
+  const std::optional<config::PartitionState> state =
+      config::ParsePartitionStateName(request.state());
+  if (!state) {
+    outbox_.Respond<v1::UpdatePartitionResponse>(
+        std::move(reply),
+        absl::InvalidArgumentError(fmt::format(
+            "State={}: not a partition state; say UP, DOWN, DRAIN or INACTIVE", request.state())));
+    return;
+  }
+  Effects effects;
+  if (absl::Status s = state_.engine.SetPartitionState(request.name(), *state, who.AsCaller(),
+                                                       ControllerState::Now(), effects);
+      !s.ok()) {
+    outbox_.Respond<v1::UpdatePartitionResponse>(std::move(reply), s);
+    return;
+  }
+  Log("controller")
+      ->info("partition_update partition={} state={} by_uid={}", request.name(),
+             config::PartitionStateName(*state), who.uid);
+  sink_.Execute(effects);
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::UpdatePartitionResponse>(v1::UpdatePartitionResponse{}));
 }
 
 void NodeRpcs::ListPartitions(v1::ListPartitionsRequest& request, const Identity& /*who*/,
@@ -152,6 +192,11 @@ void NodeRpcs::ListPartitions(v1::ListPartitionsRequest& request, const Identity
     for (const std::string& a : spec.allow_accounts) out->add_allow_accounts(a);
     for (const std::string& u : spec.allow_users) out->add_allow_users(u);
     if (spec.preempt_mode) out->set_preempt_mode(std::string(PreemptModeName(*spec.preempt_mode)));
+    out->set_state(std::string(config::PartitionStateName(state_.engine.PartitionState(spec))));
+    if (const PartitionAdmin* set = state_.engine.PartitionOverride(spec.name)) {
+      if (set->uid) out->set_state_user(UserNameOf(*set->uid));
+      out->set_state_time_ms(set->since.count());
+    }
   }
   if (!request.name().empty() && response.partitions().empty()) {
     std::vector<std::string> names;

@@ -35,6 +35,8 @@ class NodeRpcs {
   /// nodes before it keep their change).
   void UpdateNode(v1::UpdateNodeRequest& request, const Identity& who,
                   Reply<v1::UpdateNodeResponse> reply);
+  void UpdatePartition(v1::UpdatePartitionRequest& request, const Identity& who,
+                       Reply<v1::UpdatePartitionResponse> reply);
   void GetTopology(v1::GetTopologyRequest& request, const Identity& who,
                    Reply<v1::GetTopologyResponse> reply);
 

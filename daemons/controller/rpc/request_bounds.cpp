@@ -64,6 +64,8 @@ constexpr std::array kOwnBounds{
     OwnBound{"cohort.v1.StartStepRequest.nodelist", {.bytes = 64 * kKiB}},
     OwnBound{"cohort.v1.UpdateNodeRequest.nodes", {.bytes = 64 * kKiB}},
     OwnBound{"cohort.v1.UpdateNodeRequest.reason", {.bytes = kKiB}},
+    OwnBound{"cohort.v1.UpdatePartitionRequest.name", {.bytes = 256}},
+    OwnBound{"cohort.v1.UpdatePartitionRequest.state", {.bytes = 16}},
 };
 
 // The first field over its bound: where (a path such as `env[3].value`,

@@ -244,9 +244,14 @@ absl::Status PgStore::PrepareAll(StateSync sync) {
             "spec = EXCLUDED.spec"},
            {"delete_env", "DELETE FROM cohort.job_env WHERE id = $1"},
            {"upsert_node",
-            "INSERT INTO cohort.nodes(name, drain, reason) VALUES($1, $2, $3) ON CONFLICT(name) "
-            "DO UPDATE SET drain = EXCLUDED.drain, reason = EXCLUDED.reason"},
+            "INSERT INTO cohort.nodes(name, drain, reason, down, uid, since_ms) "
+            "VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(name) DO UPDATE SET drain = "
+            "EXCLUDED.drain, reason = EXCLUDED.reason, down = EXCLUDED.down, uid = EXCLUDED.uid, "
+            "since_ms = EXCLUDED.since_ms"},
            {"clear_usage", "DELETE FROM cohort.usage"},
+           {"clear_partitions", "DELETE FROM cohort.partitions"},
+           {"insert_partition",
+            "INSERT INTO cohort.partitions(name, state, uid, since_ms) VALUES($1, $2, $3, $4)"},
            {"insert_usage",
             "INSERT INTO cohort.usage(account, user_name, usage, as_of_ms) VALUES($1, $2, $3, $4)"},
            {"set_next_id",
@@ -276,13 +281,20 @@ absl::StatusOr<LoadedState> PgStore::Load() {
       {}, "loading the next job id");
   if (!next.ok()) return next.status();
   state.next_job_id = pg::IntValue(next->get(), 0, 0);
-  absl::StatusOr<pg::Result> nodes = conn_->Exec(
-      "SELECT name, drain, reason FROM cohort.nodes ORDER BY name", {}, "loading node settings");
+  absl::StatusOr<pg::Result> nodes =
+      conn_->Exec("SELECT name, drain, reason, down, uid, since_ms FROM cohort.nodes ORDER BY name",
+                  {}, "loading node settings");
   if (!nodes.ok()) return nodes.status();
   for (int row = 0; row < PQntuples(nodes->get()); ++row) {
-    state.nodes.push_back({std::string(pg::Value(nodes->get(), row, 0)),
-                           pg::Value(nodes->get(), row, 1) == "t",
-                           std::string(pg::Value(nodes->get(), row, 2))});
+    StateBatch::NodeRow& loaded = state.nodes.emplace_back();
+    loaded.name = pg::Value(nodes->get(), row, 0);
+    loaded.admin.drain = pg::Value(nodes->get(), row, 1) == "t";
+    loaded.admin.reason = pg::Value(nodes->get(), row, 2);
+    loaded.admin.down = pg::Value(nodes->get(), row, 3) == "t";
+    if (const std::int64_t uid = pg::IntValue(nodes->get(), row, 4); uid >= 0) {
+      loaded.admin.uid = static_cast<std::uint32_t>(uid);
+    }
+    loaded.admin.since = Millis(pg::IntValue(nodes->get(), row, 5));
   }
   absl::StatusOr<pg::Result> usage = conn_->Exec(
       "SELECT account, user_name, usage, as_of_ms FROM cohort.usage ORDER BY account, user_name",
@@ -294,6 +306,16 @@ absl::StatusOr<LoadedState> PgStore::Load() {
     u.set_user(std::string(pg::Value(usage->get(), row, 1)));
     u.set_usage(std::stod(std::string(pg::Value(usage->get(), row, 2))));
     u.set_as_of_ms(pg::IntValue(usage->get(), row, 3));
+  }
+  absl::StatusOr<pg::Result> partitions =
+      conn_->Exec("SELECT name, state, uid, since_ms FROM cohort.partitions ORDER BY name", {},
+                  "loading partition states");
+  if (!partitions.ok()) return partitions.status();
+  for (int row = 0; row < PQntuples(partitions->get()); ++row) {
+    std::optional<PartitionAdmin> loaded = PartitionRow(
+        std::string(pg::Value(partitions->get(), row, 0)), pg::IntValue(partitions->get(), row, 1),
+        pg::IntValue(partitions->get(), row, 2), pg::IntValue(partitions->get(), row, 3));
+    if (loaded) state.partitions.push_back(*std::move(loaded));
   }
   return state;
 }
@@ -326,7 +348,10 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
   }
   for (const StateBatch::NodeRow& node : batch.nodes) {
     pipeline.Send("upsert_node",
-                  {Utf8(node.name), Text(node.drain ? "true" : "false"), Utf8(node.reason)},
+                  {Utf8(node.name), Text(node.admin.drain ? "true" : "false"),
+                   Utf8(node.admin.reason), Text(node.admin.down ? "true" : "false"),
+                   Number(node.admin.uid ? static_cast<std::int64_t>(*node.admin.uid) : -1),
+                   Number(node.admin.since.count())},
                   "writing a node");
   }
   if (batch.usage) {
@@ -336,6 +361,16 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
                     {Utf8(u.account()), Utf8(u.user()), Text(fmt::format("{}", u.usage())),
                      Number(u.as_of_ms())},
                     "writing usage");
+    }
+  }
+  if (batch.partitions) {
+    pipeline.Send("clear_partitions", {}, "clearing partition states");
+    for (const PartitionAdmin& p : *batch.partitions) {
+      pipeline.Send(
+          "insert_partition",
+          {Utf8(p.name), Number(static_cast<std::int64_t>(p.state)),
+           Number(p.uid ? static_cast<std::int64_t>(*p.uid) : -1), Number(p.since.count())},
+          "writing a partition state");
     }
   }
   if (batch.next_job_id > 0) {
@@ -495,6 +530,14 @@ $$;
       R"sql(
 COMMENT ON COLUMN cohort.jobs.record IS
   'cohort.v1.JobRecord, its groups in messages of their own (schema version 2)';
+)sql",
+      // 3: a node set DOWN by an operator, and who set a node's state and
+      // when (as SQLite's version 5).
+      R"sql(
+ALTER TABLE cohort.nodes ADD COLUMN down boolean NOT NULL DEFAULT false,
+  ADD COLUMN uid bigint NOT NULL DEFAULT -1, ADD COLUMN since_ms bigint NOT NULL DEFAULT 0;
+CREATE TABLE cohort.partitions(name text PRIMARY KEY, state smallint NOT NULL,
+  uid bigint NOT NULL, since_ms bigint NOT NULL);
 )sql",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kPgSchemaVersion,

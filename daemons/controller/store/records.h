@@ -40,6 +40,9 @@ class StateRecords final : public RecordSource {
   [[nodiscard]] std::string NodeName(NodeId node) const override {
     return state_.topology->NodeName(node);
   }
+  [[nodiscard]] std::vector<PartitionAdmin> PartitionOverrides() const override {
+    return state_.engine.PartitionOverrides();
+  }
   [[nodiscard]] JobId NextId() const override { return state_.engine.NextId(); }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis now) const override {
     return state_.engine.Usage().Snapshot(now);

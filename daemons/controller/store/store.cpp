@@ -131,8 +131,9 @@ struct SqliteStore::Statements {
         insert_env(db, "INSERT OR REPLACE INTO job_env(id, spec) VALUES(?1, ?2)"),
         delete_env(db, "DELETE FROM job_env WHERE id = ?1"),
         upsert_node(db,
-                    "INSERT INTO nodes(name, drain, reason) VALUES(?1, ?2, ?3) "
-                    "ON CONFLICT(name) DO UPDATE SET drain = ?2, reason = ?3"),
+                    "INSERT INTO nodes(name, drain, reason, down, uid, since_ms) "
+                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO UPDATE SET drain = ?2, "
+                    "reason = ?3, down = ?4, uid = ?5, since_ms = ?6"),
         set_next_id(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('next_job_id', ?1)"),
         find_job(db, "SELECT record FROM jobs WHERE id = ?1"),
         find_env(db, "SELECT spec FROM job_env WHERE id = ?1"),
@@ -158,6 +159,18 @@ struct SqliteStore::Statements {
   Statement rollback;
 };
 
+std::optional<PartitionAdmin> PartitionRow(std::string name, std::int64_t state, std::int64_t uid,
+                                           std::int64_t since_ms) {
+  if (state < 0 || state > static_cast<std::int64_t>(config::PartitionState::kInactive)) {
+    return std::nullopt;
+  }
+  return PartitionAdmin{
+      .name = std::move(name),
+      .state = static_cast<config::PartitionState>(state),
+      .uid = uid >= 0 ? std::optional(static_cast<std::uint32_t>(uid)) : std::nullopt,
+      .since = Millis(since_ms)};
+}
+
 const std::vector<std::string>& Store::Migrations() {
   // Entry i takes the schema from version i to i + 1. Append only.
   static const std::vector<std::string> migrations = {
@@ -180,6 +193,14 @@ const std::vector<std::string>& Store::Migrations() {
       // as they are (ParseJobRecord); a controller of version 3 would read
       // version 4's as jobs that never ran, so it is refused the database.
       "SELECT 1;",
+      // 5: a node set DOWN by an operator, who set a node's state and when
+      // (sinfo -R), and operators' partition states (State=, a
+      // config::PartitionState).
+      "ALTER TABLE nodes ADD COLUMN down INTEGER NOT NULL DEFAULT 0;"
+      "ALTER TABLE nodes ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;"
+      "ALTER TABLE nodes ADD COLUMN since_ms INTEGER NOT NULL DEFAULT 0;"
+      "CREATE TABLE partitions(name TEXT PRIMARY KEY, state INTEGER NOT NULL, uid INTEGER NOT "
+      "NULL, since_ms INTEGER NOT NULL) WITHOUT ROWID;",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kSchemaVersion, "one migration per version");
   return migrations;
@@ -370,7 +391,7 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
   Statement jobs(db_, "SELECT record FROM jobs WHERE finished = 0 ORDER BY id");
   Statement meta(db_, "SELECT value FROM meta WHERE key = 'next_job_id'");
   Statement max_id(db_, "SELECT coalesce(max(id), 0) FROM jobs");
-  Statement nodes(db_, "SELECT name, drain, reason FROM nodes ORDER BY name");
+  Statement nodes(db_, "SELECT name, drain, reason, down, uid, since_ms FROM nodes ORDER BY name");
   if (!jobs.Ok() || !meta.Ok() || !max_id.Ok() || !nodes.Ok()) return Error("preparing the load");
   int rc = 0;
   while ((rc = sqlite3_step(jobs.get())) == SQLITE_ROW) {
@@ -397,8 +418,13 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
   while ((rc = sqlite3_step(nodes.get())) == SQLITE_ROW) {
     StateBatch::NodeRow& row = state.nodes.emplace_back();
     row.name = reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 0));
-    row.drain = sqlite3_column_int(nodes.get(), 1) != 0;
-    row.reason = reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 2));
+    row.admin.drain = sqlite3_column_int(nodes.get(), 1) != 0;
+    row.admin.reason = reinterpret_cast<const char*>(sqlite3_column_text(nodes.get(), 2));
+    row.admin.down = sqlite3_column_int(nodes.get(), 3) != 0;
+    if (const std::int64_t uid = sqlite3_column_int64(nodes.get(), 4); uid >= 0) {
+      row.admin.uid = static_cast<std::uint32_t>(uid);
+    }
+    row.admin.since = Millis(sqlite3_column_int64(nodes.get(), 5));
   }
   if (rc != SQLITE_DONE) return Error("loading node settings");
   Statement usage(db_, "SELECT account, user, usage, as_of_ms FROM usage ORDER BY account, user");
@@ -411,6 +437,16 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
     u.set_as_of_ms(sqlite3_column_int64(usage.get(), 3));
   }
   if (rc != SQLITE_DONE) return Error("loading fair-share usage");
+  Statement partitions(db_, "SELECT name, state, uid, since_ms FROM partitions ORDER BY name");
+  if (!partitions.Ok()) return Error("preparing the partitions' load");
+  while ((rc = sqlite3_step(partitions.get())) == SQLITE_ROW) {
+    std::optional<PartitionAdmin> row = PartitionRow(
+        reinterpret_cast<const char*>(sqlite3_column_text(partitions.get(), 0)),
+        sqlite3_column_int64(partitions.get(), 1), sqlite3_column_int64(partitions.get(), 2),
+        sqlite3_column_int64(partitions.get(), 3));
+    if (row) state.partitions.push_back(*std::move(row));
+  }
+  if (rc != SQLITE_DONE) return Error("loading partition states");
   return state;
 }
 
@@ -457,8 +493,11 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
   for (const StateBatch::NodeRow& node : batch.nodes) {
     sqlite3_stmt* stmt = s.upsert_node.Fresh();
     BindText(stmt, 1, node.name);
-    sqlite3_bind_int(stmt, 2, node.drain ? 1 : 0);
-    BindText(stmt, 3, node.reason);
+    sqlite3_bind_int(stmt, 2, node.admin.drain ? 1 : 0);
+    BindText(stmt, 3, node.admin.reason);
+    sqlite3_bind_int(stmt, 4, node.admin.down ? 1 : 0);
+    sqlite3_bind_int64(stmt, 5, node.admin.uid ? static_cast<std::int64_t>(*node.admin.uid) : -1);
+    sqlite3_bind_int64(stmt, 6, node.admin.since.count());
     if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a node");
   }
   if (batch.usage) {
@@ -474,6 +513,21 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
       sqlite3_bind_double(stmt, 3, u.usage());
       sqlite3_bind_int64(stmt, 4, u.as_of_ms());
       if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing usage");
+    }
+  }
+  if (batch.partitions) {
+    Statement clear(db_, "DELETE FROM partitions");
+    Statement insert(db_,
+                     "INSERT INTO partitions(name, state, uid, since_ms) VALUES(?1, ?2, ?3, ?4)");
+    if (!clear.Ok() || !insert.Ok()) return fail("preparing the partitions' update");
+    if (sqlite3_step(clear.get()) != SQLITE_DONE) return fail("clearing partition states");
+    for (const PartitionAdmin& p : *batch.partitions) {
+      sqlite3_stmt* stmt = insert.Fresh();
+      BindText(stmt, 1, p.name);
+      sqlite3_bind_int(stmt, 2, static_cast<int>(p.state));
+      sqlite3_bind_int64(stmt, 3, p.uid ? static_cast<std::int64_t>(*p.uid) : -1);
+      sqlite3_bind_int64(stmt, 4, p.since.count());
+      if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a partition state");
     }
   }
   if (batch.next_job_id > 0) {

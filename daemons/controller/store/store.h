@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cohort/engine/engine_types.h"
 #include "cohort/v1/state.pb.h"
 
 /// The controller's durable state: one SQLite database in WAL mode under
@@ -27,7 +28,7 @@ enum class StateSync : std::uint8_t {
 
 /// The SQLite schema this build writes. Older databases are migrated on
 /// open; a newer one is refused.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 /// Everything one turn of the controller changed, committed as one
 /// transaction.
@@ -39,14 +40,20 @@ struct StateBatch {
   std::vector<JobRow> jobs;
   struct NodeRow {
     std::string name;
-    bool drain = false;
-    std::string reason;
+    NodeAdmin admin;  ///< drained, DOWN, why, by whom, since when
   };
   std::vector<NodeRow> nodes;
   std::int64_t next_job_id = 0;  ///< 0: unchanged
   /// Fair-share usage: when set, replaces every stored row.
   std::optional<std::vector<v1::UsageRecordProto>> usage;
+  /// Operators' partition states: when set, replaces every stored row.
+  std::optional<std::vector<PartitionAdmin>> partitions;
 };
+
+/// A stored partition state as the engine takes it; none for a state this
+/// controller does not know (a newer one wrote it).
+[[nodiscard]] std::optional<PartitionAdmin> PartitionRow(std::string name, std::int64_t state,
+                                                         std::int64_t uid, std::int64_t since_ms);
 
 /// What a restarted controller loads.
 struct LoadedState {
@@ -54,6 +61,7 @@ struct LoadedState {
   std::int64_t next_job_id = 1;
   std::vector<StateBatch::NodeRow> nodes;
   std::vector<v1::UsageRecordProto> usage;  ///< fair-share usage, as last written
+  std::vector<PartitionAdmin> partitions;   ///< operators' partition states
   int schema_before = 0;                    ///< the version found on disk (0: a new database)
 };
 

@@ -28,6 +28,24 @@ enum class PreemptMode : std::uint8_t {
 };
 [[nodiscard]] std::string_view PreemptModeName(PreemptMode mode);  ///< OFF, REQUEUE, …
 
+/// A partition's `State=`, as Slurm's: what it takes and what it starts.
+enum class PartitionState : std::uint8_t {
+  kUp,        ///< takes jobs and starts them
+  kDown,      ///< takes jobs, starts none (running ones go on)
+  kDrain,     ///< takes no new jobs, starts those queued
+  kInactive,  ///< takes no new jobs and starts none
+};
+[[nodiscard]] std::string_view PartitionStateName(PartitionState state);  ///< UP, DOWN, …
+/// The state of that name (any case); none for any other word.
+[[nodiscard]] std::optional<PartitionState> ParsePartitionStateName(std::string_view name);
+/// Whether a partition in `state` takes new jobs, and starts queued ones.
+[[nodiscard]] inline bool TakesJobs(PartitionState state) {
+  return state == PartitionState::kUp || state == PartitionState::kDown;
+}
+[[nodiscard]] inline bool StartsJobs(PartitionState state) {
+  return state == PartitionState::kUp || state == PartitionState::kDrain;
+}
+
 /// One node, as its `NodeName=` line declares it (hostlists already expanded).
 struct NodeSpec {
   std::string name;
@@ -66,6 +84,9 @@ struct PartitionSpec {
   std::optional<PreemptMode> preempt_mode;
   std::optional<std::chrono::seconds> grace_time;  ///< GraceTime=; none: PreemptGraceTime
   std::optional<int> preempt_signal;  ///< PreemptSignal= (a number); none: the cluster's
+  /// State=: as an operator's `scontrol update PartitionName=… State=`
+  /// leaves it where none is in force.
+  PartitionState state = PartitionState::kUp;
   SourceLocation defined_at;
 };
 

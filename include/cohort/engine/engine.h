@@ -172,10 +172,19 @@ class Engine {
   [[nodiscard]] bool Placed(JobId job, NodeId node) const;
 
   /// Operator actions. PermissionDenied for non-operators; InvalidArgument
-  /// for a drain without a reason.
+  /// for a drain or a DOWN without a reason. DOWN ends the node's jobs
+  /// there as its loss would (engine/node_book.h).
   [[nodiscard]] absl::Status Drain(NodeId node, const std::string& reason, const Caller& caller,
-                                   Effects& effects);
+                                   Millis now, Effects& effects);
+  [[nodiscard]] absl::Status Down(NodeId node, const std::string& reason, const Caller& caller,
+                                  Millis now, Effects& effects);
   [[nodiscard]] absl::Status Resume(NodeId node, const Caller& caller, Effects& effects);
+  /// An operator's State= of a partition (UP, DOWN, DRAIN, INACTIVE; as
+  /// Slurm's): in force over cohort.conf's until set back to it. NotFound
+  /// for no such partition.
+  [[nodiscard]] absl::Status SetPartitionState(const std::string& partition,
+                                               config::PartitionState state, const Caller& caller,
+                                               Millis now, Effects& effects);
 
   /// Time passes: nodes silent for NodeTimeout go DOWN, running jobs near
   /// their limit get their TimeWarning (once per attempt), jobs past it are
@@ -219,6 +228,11 @@ class Engine {
   [[nodiscard]] std::vector<JobId> PendingOrder() const;
   [[nodiscard]] NodeView ViewNode(NodeId node) const;
   [[nodiscard]] NodeAdmin Admin(NodeId node) const;
+  /// A partition's state now, and the operator's setting behind it (null:
+  /// cohort.conf's State=).
+  [[nodiscard]] config::PartitionState PartitionState(const config::PartitionSpec& partition) const;
+  [[nodiscard]] const PartitionAdmin* PartitionOverride(std::string_view partition) const;
+  [[nodiscard]] std::vector<PartitionAdmin> PartitionOverrides() const;
   /// The id the next submission gets.
   [[nodiscard]] JobId NextId() const;
   [[nodiscard]] const alloc::NodePool& Pool() const;

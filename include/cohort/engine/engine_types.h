@@ -81,6 +81,7 @@ struct Effects {
   std::vector<JobTransition> transitions;
   std::vector<JobId> changed_jobs;
   std::vector<NodeId> changed_nodes;
+  bool changed_partitions = false;  ///< an operator's partition State= (PartitionAdmin)
   /// Finished jobs past their retention, which the engine no longer knows:
   /// what the caller keeps of them can go too.
   std::vector<JobId> forgotten_jobs;
@@ -125,10 +126,26 @@ struct NodeReport {
   std::vector<FinishedReport> finished;
 };
 
-/// What an operator set on a node, which outlives a controller restart.
+/// What an operator set on a node (or the controller, draining it), which
+/// outlives a controller restart: drained, set DOWN, or both; why, by whom
+/// and since when.
 struct NodeAdmin {
   bool drain = false;
+  bool down = false;  ///< set DOWN by an operator: no work until resumed
   std::string reason;
+  std::optional<std::uint32_t> uid;  ///< who set it; none: the controller
+  Millis since{0};                   ///< when; 0: not known (an older store)
+  friend bool operator==(const NodeAdmin&, const NodeAdmin&) = default;
+};
+
+/// An operator's State= of a partition (scontrol update PartitionName=…),
+/// in force over cohort.conf's until set back to it; outlives a restart.
+struct PartitionAdmin {
+  std::string name;
+  config::PartitionState state = config::PartitionState::kUp;
+  std::optional<std::uint32_t> uid;  ///< who set it
+  Millis since{0};                   ///< when
+  friend bool operator==(const PartitionAdmin&, const PartitionAdmin&) = default;
 };
 
 /// What a store keeps of an engine: every job not yet finished (and any
@@ -146,6 +163,7 @@ struct SavedState {
   JobId next_id = 1;
   std::vector<std::pair<NodeId, NodeAdmin>> nodes;
   std::vector<policy::UsageRecord> usage;  ///< fair-share usage
+  std::vector<PartitionAdmin> partitions;  ///< operators' partition states
 };
 
 /// A job as users name it: `12` (a job, or every task of array 12) or
@@ -169,6 +187,9 @@ enum class NodeStatus : std::uint8_t {
 struct NodeView {
   NodeStatus status = NodeStatus::kUnknown;
   std::string reason;
+  /// Who gave `reason` (an operator's drain or DOWN); none: the controller.
+  std::optional<std::uint32_t> reason_uid;
+  Millis reason_time{0};  ///< when it was given; 0: no reason, or not known
   std::vector<JobId> jobs;
   /// Not heard from for several heartbeats (a third of NodeTimeout, at least
   /// 3 s), not yet NodeTimeout: Slurm's NOT_RESPONDING, `idle*`.
@@ -228,6 +249,11 @@ struct Resume {
   NodeId node = 0;
   Caller caller;
 };
+struct Down {
+  NodeId node = 0;
+  std::string reason;
+  Caller caller;
+};
 struct RankExited {
   JobId job = 0;
   NodeId node = 0;
@@ -273,8 +299,8 @@ struct Schedule {};
 using EngineInput =
     std::variant<input::Submit, input::Cancel, input::Hold, input::Release, input::Requeue,
                  input::CheckpointDone, input::NodeRegistered, input::Heartbeat, input::Drain,
-                 input::Resume, input::RankExited, input::JobReleased, input::LaunchFailed,
-                 input::StartStep, input::SignalStep, input::StepRankExited, input::EndAllocation,
-                 input::Tick, input::Schedule>;
+                 input::Resume, input::Down, input::RankExited, input::JobReleased,
+                 input::LaunchFailed, input::StartStep, input::SignalStep, input::StepRankExited,
+                 input::EndAllocation, input::Tick, input::Schedule>;
 
 }  // namespace cohort

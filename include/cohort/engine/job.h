@@ -96,8 +96,10 @@ enum class PendingReason : std::uint8_t {
   kJobArrayTaskLimit,         ///< its array runs %N tasks already
   kRequeued,                  ///< back in the queue after a run (preempted, node lost, requeue)
   kBeginTime,                 ///< its --begin time has not come
+  kPartitionDown,             ///< its partition is DOWN: it starts nothing
+  kPartitionInactive,         ///< its partition is INACTIVE
 };
-inline constexpr int kPendingReasonCount = 14;
+inline constexpr int kPendingReasonCount = 16;
 /// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
 [[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
 /// The reason of that name; none for any other text.

@@ -37,7 +37,7 @@ TEST(VerbsTest, AVerbRegistersOnlyItsGroup) {
   EXPECT_EQ(Registered("queue"), (std::vector<std::string>{"queue"}));
   EXPECT_EQ(Registered("release"),
             (std::vector<std::string>{"checkpoint-done", "hold", "release", "requeue"}));
-  EXPECT_EQ(Registered("resume"), (std::vector<std::string>{"drain", "resume"}));
+  EXPECT_EQ(Registered("resume"), (std::vector<std::string>{"down", "drain", "resume"}));
 }
 
 // A verb builds its own group, and every verb of that group builds the same

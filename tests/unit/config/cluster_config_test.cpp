@@ -524,6 +524,24 @@ TEST(ClusterConfigErrorTest, TwoDefaultPartitions) {
   EXPECT_EQ(error.message, "partitions a and b are both Default=YES");
 }
 
+TEST(ClusterConfigTest, PartitionStateIsUpUnlessSaid) {
+  const ConfigResult result = Parse(
+      "NodeName=n1\nPartitionName=a Nodes=ALL\nPartitionName=b Nodes=ALL State=drain\n"
+      "PartitionName=c Nodes=ALL State=INACTIVE\n");
+  ASSERT_FALSE(result.diagnostics.HasErrors()) << result.diagnostics.Format();
+  EXPECT_EQ(result.config.partitions[0].state, PartitionState::kUp);
+  EXPECT_EQ(result.config.partitions[1].state, PartitionState::kDrain);
+  EXPECT_EQ(result.config.partitions[2].state, PartitionState::kInactive);
+}
+
+TEST(ClusterConfigErrorTest, PartitionStateNamesTheStates) {
+  const Diagnostic error = OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL State=CLOSED\n");
+  EXPECT_EQ(error.where.line, 2);
+  EXPECT_EQ(error.where.column, 33);
+  EXPECT_EQ(error.message, "State=CLOSED: not a partition state");
+  EXPECT_NE(error.hint.find("UP (takes and starts jobs)"), std::string::npos) << error.hint;
+}
+
 TEST(ClusterConfigErrorTest, PartitionDefinedTwice) {
   const Diagnostic error =
       OnlyError("NodeName=n1\nPartitionName=p Nodes=ALL\nPartitionName=p Nodes=n1\n");

@@ -32,6 +32,9 @@ class FakeRecords final : public RecordSource {
   [[nodiscard]] std::string NodeName(NodeId node) const override {
     return "n" + std::to_string(node);
   }
+  [[nodiscard]] std::vector<PartitionAdmin> PartitionOverrides() const override {
+    return partitions;
+  }
   [[nodiscard]] JobId NextId() const override { return next_id; }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
 
@@ -45,6 +48,7 @@ class FakeRecords final : public RecordSource {
   }
 
   std::map<JobId, v1::JobRecord> jobs;
+  std::vector<PartitionAdmin> partitions;
   JobId next_id = 1;
 };
 
@@ -117,6 +121,21 @@ TEST_F(OutboxTest, ReplyWaitsForTheCommitOfItsJob) {
   EXPECT_EQ(**reply, 42);
   ASSERT_TRUE(durable_at_reply.has_value()) << "the reply came before the commit";
   EXPECT_EQ(durable_at_reply->state(), v1::JOB_PENDING);
+}
+
+// An operator's partition state is all that changed: its reply still waits
+// for the commit that writes it.
+TEST_F(OutboxTest, APartitionStateIsCommittedBeforeItsReply) {
+  records_.partitions = {
+      {.name = "gpu", .state = config::PartitionState::kDown, .uid = 0, .since = Millis(7)}};
+  outbox_->MarkPartitionsChanged();
+  bool replied = false;
+  outbox_->Defer([&] { replied = true; });
+  EXPECT_FALSE(replied) << "a reply went out before the partition's state was written";
+  ASSERT_TRUE(RunUntil(io_, [&] { return replied; }));
+  absl::StatusOr<LoadedState> loaded = dir_.Open(Store::Mode::kRead)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->partitions, records_.partitions);
 }
 
 TEST_F(OutboxTest, LaterClosuresWaitBehindEarlierChangesInOrder) {

@@ -103,7 +103,10 @@ TEST_F(PgStoreTest, ABatchLargerThanThePipelineWindowCommitsWhole) {
   // Text that is not UTF-8 (PostgreSQL refuses it) does not fail a commit:
   // its readable column gets '?' for each bad byte.
   StateBatch odd;
-  odd.nodes = {{std::string("n\xff\0\xe2\x82", 5), true, "caf\xc3\xa9"}};
+  NodeAdmin drained;
+  drained.drain = true;
+  drained.reason = "caf\xc3\xa9";
+  odd.nodes = {{std::string("n\xff\0\xe2\x82", 5), drained}};
   const absl::Status odd_status = store->Commit(odd);
   ASSERT_TRUE(odd_status.ok()) << odd_status;
   // A batch refused (here by the fence, as a stale controller's would be)
@@ -118,7 +121,7 @@ TEST_F(PgStoreTest, ABatchLargerThanThePipelineWindowCommitsWhole) {
   EXPECT_EQ(loaded->next_job_id, 701);
   ASSERT_EQ(loaded->nodes.size(), 1U);
   EXPECT_EQ(loaded->nodes[0].name, "n????");
-  EXPECT_EQ(loaded->nodes[0].reason, "caf\xc3\xa9");
+  EXPECT_EQ(loaded->nodes[0].admin.reason, "caf\xc3\xa9");
   // And the connection is usable after it.
   StateBatch next;
   next.jobs = {Row(701, v1::JOB_PENDING)};

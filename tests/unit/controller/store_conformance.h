@@ -19,19 +19,34 @@ namespace cohort::controller::testing::conformance {
 /// Opens a new connection to the test's store.
 using Opener = std::function<std::unique_ptr<Store>(Store::Mode)>;
 
-/// Finished, running and pending jobs, a drained node, usage; the next id 6.
+/// Finished, running and pending jobs, a drained node and one set DOWN, usage;
+/// the next id 6.
 inline StateBatch Batch() {
   StateBatch batch;
   batch.jobs = {JobRow(1, v1::JOB_COMPLETED, 1000), JobRow(2, v1::JOB_FAILED, 2000, "bob"),
                 JobRow(3, v1::JOB_CANCELLED, 3000), JobRow(4, v1::JOB_RUNNING),
                 JobRow(5, v1::JOB_PENDING)};
-  batch.nodes = {{"node01", true, "bad fan"}};
+  batch.nodes = {
+      {"node01",
+       {.drain = true, .down = false, .reason = "bad fan", .uid = 1001, .since = Millis(5)}},
+      {"node02",
+       {.drain = false,
+        .down = true,
+        .reason = "PSU swap",
+        .uid = std::nullopt,
+        .since = Millis(9)}}};
   batch.next_job_id = 6;
   v1::UsageRecordProto usage;
   usage.set_account("alice");
   usage.set_usage(12.5);
   usage.set_as_of_ms(777);
   batch.usage = std::vector{usage};
+  batch.partitions = std::vector<PartitionAdmin>{
+      {.name = "gpu", .state = config::PartitionState::kDrain, .uid = 0, .since = Millis(11)},
+      {.name = "old",
+       .state = config::PartitionState::kInactive,
+       .uid = std::nullopt,
+       .since = Millis(12)}};
   return batch;
 }
 
@@ -49,9 +64,13 @@ inline void RecordsLoadBack(const Opener& open) {
   EXPECT_EQ(loaded->jobs[0].id(), 4);
   EXPECT_EQ(loaded->jobs[1].id(), 5);
   EXPECT_EQ(loaded->next_job_id, 6);
-  ASSERT_EQ(loaded->nodes.size(), 1U);
-  EXPECT_TRUE(loaded->nodes[0].drain);
-  EXPECT_EQ(loaded->nodes[0].reason, "bad fan");
+  // Every field, the setter's uid and its absence (the controller's) too.
+  ASSERT_EQ(loaded->nodes.size(), 2U);
+  EXPECT_EQ(loaded->nodes[0].name, "node01");
+  EXPECT_EQ(loaded->nodes[0].admin, Batch().nodes[0].admin);
+  EXPECT_EQ(loaded->nodes[1].name, "node02");
+  EXPECT_EQ(loaded->nodes[1].admin, Batch().nodes[1].admin);
+  EXPECT_EQ(loaded->partitions, *Batch().partitions);
   ASSERT_EQ(loaded->usage.size(), 1U);
   EXPECT_DOUBLE_EQ(loaded->usage[0].usage(), 12.5);
   absl::StatusOr<std::optional<v1::JobSpec>> env = reader->FindEnvironment(5);

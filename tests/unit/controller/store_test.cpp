@@ -117,7 +117,11 @@ TEST_F(StoreTest, MigratesEveryOlderSchema) {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ASSERT_EQ(loaded->jobs.size(), 1U);
     EXPECT_EQ(loaded->jobs[0].id(), 9);
-    EXPECT_TRUE(store->Commit(StateBatch{{}, {{"node01", false, ""}}, 10, std::nullopt}).ok());
+    StateBatch batch;
+    batch.nodes = {{"node01", NodeAdmin{}}};
+    batch.next_job_id = 10;
+    batch.partitions = std::vector<PartitionAdmin>{};
+    EXPECT_TRUE(store->Commit(batch).ok());
   }
 }
 

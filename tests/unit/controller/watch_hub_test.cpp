@@ -23,6 +23,7 @@ class OneJobRecords final : public RecordSource {
   }
   [[nodiscard]] NodeAdmin Admin(NodeId /*node*/) const override { return {}; }
   [[nodiscard]] std::string NodeName(NodeId /*node*/) const override { return "n1"; }
+  [[nodiscard]] std::vector<PartitionAdmin> PartitionOverrides() const override { return {}; }
   [[nodiscard]] JobId NextId() const override { return 2; }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
   v1::JobState state = v1::JOB_PENDING;

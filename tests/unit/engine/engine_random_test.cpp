@@ -115,8 +115,10 @@ class RandomEngine {
       FailLaunch();
     } else if (roll < 92) {
       const NodeId node = Pick(Nodes());
-      if (Pick(2) == 0) {
+      if (const int action = Pick(5); action < 2) {
         Do(input::Drain{node, "maintenance", Caller{0}});
+      } else if (action == 2) {
+        Do(input::Down{node, "PSU swap", Caller{0}});  // its jobs end there as a loss's do
       } else {
         Do(input::Resume{node, Caller{0}});
       }

@@ -134,6 +134,7 @@ class EngineTest : public ::testing::Test {
     for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
       saved.nodes.emplace_back(n, engine_->Admin(n));
     }
+    saved.partitions = engine_->PartitionOverrides();
     alloc::NodePool pool =
         alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
     engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
@@ -727,10 +728,10 @@ TEST_F(EngineTest, ASilentNodeIsNotRespondingBeforeItIsDown) {
 TEST_F(EngineTest, DrainKeepsNewWorkOffAndResumeBringsItBack) {
   Effects fx;
   const NodeId n = cluster_->Node("n001");
-  EXPECT_EQ(engine_->Drain(n, "", Caller{0}, fx).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine_->Drain(n, "bad dimm", Caller{1000}, fx).code(),
+  EXPECT_EQ(engine_->Drain(n, "", Caller{0}, now_, fx).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->Drain(n, "bad dimm", Caller{1000}, now_, fx).code(),
             absl::StatusCode::kPermissionDenied);
-  ASSERT_TRUE(engine_->Drain(n, "bad dimm", Caller{0}, fx).ok());
+  ASSERT_TRUE(engine_->Drain(n, "bad dimm", Caller{0}, now_, fx).ok());
   EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kDrained);
   const JobId id = Submit(8);
   Schedule();
@@ -743,7 +744,7 @@ TEST_F(EngineTest, DrainKeepsNewWorkOffAndResumeBringsItBack) {
 TEST_F(EngineTest, DrainReasonSurvivesTheNodeGoingDown) {
   Effects fx;
   const NodeId n = cluster_->Node("n001");
-  ASSERT_TRUE(engine_->Drain(n, "bad dimm", Caller{0}, fx).ok());
+  ASSERT_TRUE(engine_->Drain(n, "bad dimm", Caller{0}, now_, fx).ok());
   now_ += std::chrono::seconds(31);
   for (NodeId other = 0; other < cluster_->topology.NodeCount(); ++other) {
     if (other != n) engine_->NodeHeartbeat(other, now_);
@@ -754,6 +755,94 @@ TEST_F(EngineTest, DrainReasonSurvivesTheNodeGoingDown) {
   Register(n);
   EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kDrained);
   EXPECT_EQ(engine_->ViewNode(n).reason, "bad dimm");
+}
+
+// An operator's DOWN: the node's agent is told to end the job's ranks
+// there, the job ends as a node loss ends it (requeued), and the node takes
+// nothing, its agent registering again or not, until it is resumed. Who set
+// it and when are kept for sinfo -R.
+TEST_F(EngineTest, DownEndsTheNodesJobsThereAndHoldsItUntilResumed) {
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 2;
+  r.requeue = true;
+  Effects fx;
+  const JobId id = engine_->Submit(r, now_, fx).value();
+  Schedule();
+  ASSERT_EQ(State(id), JobState::kRunning);
+  const std::vector<alloc::NodeGrant> grants = engine_->FindJob(id)->run.placement.grants;
+  const NodeId n = grants[1].node;
+  EXPECT_EQ(engine_->Down(n, "", Caller{0}, now_, fx).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->Down(n, "PSU swap", Caller{1000}, now_, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  now_ += std::chrono::seconds(5);
+  Effects down;
+  ASSERT_TRUE(engine_->Down(n, "PSU swap", Caller{0}, now_, down).ok());
+  EXPECT_TRUE(std::any_of(down.commands.begin(), down.commands.end(), [&](const Command& c) {
+    const auto* t = std::get_if<TerminateCommand>(&c);
+    return t != nullptr && t->job == id && t->node == n;
+  }));
+  const NodeView view = engine_->ViewNode(n);
+  EXPECT_EQ(view.status, NodeStatus::kDown);
+  EXPECT_EQ(view.reason, "PSU swap");
+  EXPECT_EQ(view.reason_uid, std::optional<std::uint32_t>(0));
+  EXPECT_EQ(view.reason_time, now_);
+  engine_->JobReleased(id, grants[0].node, now_, fx);
+  EXPECT_EQ(State(id), JobState::kPending);
+  ASSERT_EQ(engine_->FindJob(id)->past_attempts.size(), 1U);
+  EXPECT_NE(engine_->FindJob(id)->past_attempts[0].reason.find("set DOWN by an operator: PSU swap"),
+            std::string::npos)
+      << engine_->FindJob(id)->past_attempts[0].reason;
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  Register(n);
+  EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kDown);
+  EXPECT_TRUE(engine_->Admin(n).down);
+  ASSERT_TRUE(engine_->Resume(n, Caller{0}, fx).ok());
+  EXPECT_EQ(engine_->ViewNode(n).status, NodeStatus::kIdle);
+  EXPECT_EQ(engine_->Admin(n), NodeAdmin{});
+}
+
+// A partition DOWN takes jobs and starts none (PartitionDown, saying how it
+// comes back); DRAIN starts those queued and refuses new ones; the state
+// cohort.conf gives takes the operator's away; an operator's outlives a
+// restart.
+TEST_F(EngineTest, PartitionStatesGovernWhatIsTakenAndStarted) {
+  using config::PartitionState;
+  Effects fx;
+  EXPECT_EQ(engine_->SetPartitionState("all", PartitionState::kDown, Caller{1000}, now_, fx).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(engine_->SetPartitionState("nope", PartitionState::kDown, Caller{0}, now_, fx).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(engine_->SetPartitionState("all", PartitionState::kDown, Caller{0}, now_, fx).ok());
+  EXPECT_TRUE(fx.changed_partitions);
+  const JobId id = Submit(1);
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kPending);
+  EXPECT_EQ(engine_->FindJob(id)->wait.reason, PendingReason::kPartitionDown);
+  EXPECT_NE(engine_->FindJob(id)->reason_detail.find("partition all is DOWN"), std::string::npos)
+      << engine_->FindJob(id)->reason_detail;
+  Restart();
+  for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) Register(n);
+  ASSERT_NE(engine_->PartitionOverride("all"), nullptr);
+  EXPECT_EQ(engine_->PartitionOverride("all")->uid, std::optional<std::uint32_t>(0));
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kPending);
+  ASSERT_TRUE(engine_->SetPartitionState("all", PartitionState::kDrain, Caller{0}, now_, fx).ok());
+  JobRequest r;
+  r.user_name = "alice";
+  r.uid = 1000;
+  r.nodes = 1;
+  const absl::StatusOr<JobId> refused = engine_->Submit(r, now_, fx);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("all is DRAIN and takes no new jobs"),
+            std::string::npos)
+      << refused.status();
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kRunning);  // queued before the DRAIN: it starts
+  ASSERT_TRUE(engine_->SetPartitionState("all", PartitionState::kUp, Caller{0}, now_, fx).ok());
+  EXPECT_EQ(engine_->PartitionOverride("all"), nullptr);  // cohort.conf's state again
+  EXPECT_TRUE(engine_->PartitionOverrides().empty());
 }
 
 TEST_F(EngineTest, AgentWithFewerResourcesIsDrained) {
@@ -899,7 +988,7 @@ TEST_F(EngineTest, RestoredNodeThatNeverRegistersIsLost) {
 
 TEST_F(EngineTest, RestoreKeepsDrainsAndFailsJobsTheConfigNoLongerAllows) {
   Effects fx;
-  ASSERT_TRUE(engine_->Drain(3, "bad fan", Caller{0}, fx).ok());
+  ASSERT_TRUE(engine_->Drain(3, "bad fan", Caller{0}, now_, fx).ok());
   const JobId id = Submit(1);
   config_.partitions.front().name = "renamed";
   Restart();
@@ -1352,9 +1441,9 @@ TEST_F(EngineTest, OperatorsActOnEveryJobAndNode) {
   EXPECT_EQ(engine_->Hold(JobRef{id, -1}, Caller{2000, false}, now_, fx).code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(engine_->Hold(JobRef{id, -1}, Caller{2000, true}, now_, fx).ok());
-  EXPECT_EQ(engine_->Drain(0, "maintenance", Caller{2000, false}, fx).message(),
+  EXPECT_EQ(engine_->Drain(0, "maintenance", Caller{2000, false}, now_, fx).message(),
             "only root and Operators= (in cohort.conf) may drain nodes");
-  EXPECT_TRUE(engine_->Drain(0, "maintenance", Caller{2000, true}, fx).ok());
+  EXPECT_TRUE(engine_->Drain(0, "maintenance", Caller{2000, true}, now_, fx).ok());
   EXPECT_TRUE(engine_->Cancel(id, 0, Caller{2000, true}, now_, fx).ok());
 }
 

@@ -62,11 +62,12 @@ TEST_F(ScenarioFilesTest, ALineItCannotReadIsNamedWithTheFix) {
   const auto error = [](const absl::StatusOr<std::string>& result) {
     return result.ok() ? std::string("(ran)") : std::string(result.status().message());
   };
-  EXPECT_EQ(error(RunScenario(cluster + "at 0 launch nodes=1\nrun 5\n", "s")),
-            "s:3: no verb `launch`; the verbs: submit, cancel, hold, release, requeue, "
-            "checkpoint-done, exit, fail, drain, resume, lose, return, and for the agents and "
-            "the clock register, heartbeat, tick, schedule, rank-exited, released, "
-            "launch-failed, step, signal-step, step-rank-exited, end-allocation");
+  EXPECT_EQ(
+      error(RunScenario(cluster + "at 0 launch nodes=1\nrun 5\n", "s")),
+      "s:3: no verb `launch`; the verbs: submit, cancel, hold, release, requeue, "
+      "checkpoint-done, exit, fail, drain, down, resume, lose, return, and for the agents and "
+      "the clock register, heartbeat, tick, schedule, rank-exited, released, "
+      "launch-failed, step, signal-step, step-rank-exited, end-allocation");
   EXPECT_EQ(error(RunScenario(cluster + "at 0 rank-exited 1 n9\nrun 5\n", "s")),
             "s:3: rank-exited: give a node of the cluster as word 2");
   EXPECT_EQ(error(RunScenario(cluster + "at 0 step x\nrun 5\n", "s")),
