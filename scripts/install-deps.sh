@@ -16,6 +16,8 @@ packages=(
   libyaml-dev
   # identity: MUNGE credentials (munged runs on every host of a cluster)
   libmunge-dev munge
+  # the site's submit policy (job_submit.lua): Lua 5.4, its C++ build
+  liblua5.4-dev
   # TLS: the CLI's client (static libssl) and the openssl tool that makes certificates
   libssl-dev openssl
   # HTTP/2 for the CLI (its static archive)

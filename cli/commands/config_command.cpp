@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,6 +14,8 @@
 #include "cohort/text/hostlist.h"
 #include "cohort/text/slurm_time.h"
 #include "commands/commands.h"
+#include "format/job_format.h"
+#include "job_submit_spec.h"
 #include "munge_credential.h"
 #include "tls_files.h"
 #include "transport/controller_client.h"
@@ -29,7 +32,9 @@ struct FileOptions {
   std::string config;
   std::string topology;
   bool live = false;       ///< config check --live
-  std::string controller;  ///< with --live: --controller ADDR
+  std::string controller;  ///< with --live or --replay: --controller ADDR
+  std::string policy;      ///< config check --policy FILE
+  int replay = 0;          ///< with --policy: --replay N
 
   [[nodiscard]] ClusterPaths Paths() const {
     ClusterPaths paths;
@@ -186,6 +191,120 @@ bool CheckSecurity(const config::ClusterConfig& config) {
   return true;
 }
 
+// Loads a submit policy script and says whether it loads; null after
+// printing the error.
+std::unique_ptr<policy::JobSubmitPolicy> CheckPolicy(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<policy::JobSubmitPolicy>> loaded =
+      policy::JobSubmitPolicy::Load(path);
+  if (!loaded.ok()) {
+    std::cerr << "error: policy: " << loaded.status().message() << '\n';
+    return nullptr;
+  }
+  std::cout << fmt::format("policy     {}: ok (slurm_job_submit)\n", path);
+  return *std::move(loaded);
+}
+
+// What the policy changed of a job, by job_desc's names: `partition: (none)
+// -> short`.
+std::vector<std::string> Changes(const policy::SubmitFields& a, const policy::SubmitFields& b) {
+  std::vector<std::string> out;
+  const auto text = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+  const auto limit = [](const std::optional<std::int64_t>& m) {
+    return !m                                ? std::string("(none)")
+           : *m == policy::kUnlimitedMinutes ? std::string("UNLIMITED")
+                                             : fmt::format("{} min", *m);
+  };
+  for (const auto& [name, x, y] :
+       {std::tuple{"name", &a.name, &b.name}, std::tuple{"partition", &a.partition, &b.partition},
+        std::tuple{"account", &a.account, &b.account}, std::tuple{"qos", &a.qos, &b.qos},
+        std::tuple{"comment", &a.comment, &b.comment}, std::tuple{"wckey", &a.wckey, &b.wckey}}) {
+    if (*x != *y) out.push_back(fmt::format("{}: {} -> {}", name, text(*x), text(*y)));
+  }
+  if (a.time_limit_min != b.time_limit_min) {
+    out.push_back(
+        fmt::format("time_limit: {} -> {}", limit(a.time_limit_min), limit(b.time_limit_min)));
+  }
+  for (const auto& [name, x, y] :
+       {std::tuple{"min_nodes", a.nodes, b.nodes},
+        std::tuple{"ntasks_per_node", a.tasks_per_node, b.tasks_per_node},
+        std::tuple{"cpus_per_task", a.cpus_per_task, b.cpus_per_task},
+        std::tuple{"gpus_per_node", a.gpus_per_node, b.gpus_per_node}}) {
+    if (x != y) out.push_back(fmt::format("{}: {} -> {}", name, x, y));
+  }
+  if (a.memory_mb != b.memory_mb) {
+    out.push_back(fmt::format("pn_min_memory: {} -> {}", a.memory_mb, b.memory_mb));
+  }
+  if (a.features != b.features) {
+    out.push_back(fmt::format("features: {} -> {}",
+                              text(fmt::format("{}", fmt::join(a.features, ","))),
+                              text(fmt::format("{}", fmt::join(b.features, ",")))));
+  }
+  if (a.requeue != b.requeue) {
+    out.push_back(fmt::format("requeue: {} -> {}", a.requeue ? 1 : 0, b.requeue ? 1 : 0));
+  }
+  return out;
+}
+
+// `config check --policy FILE --replay N`: the script over the last N jobs
+// to end, as the controller's history keeps them (as they were queued,
+// after the policy then in force), each reported changed, refused, failed
+// or unchanged, before the script goes live.
+void Replay(policy::JobSubmitPolicy& policy, int count, const ConnectionOptions& connection,
+            int& exit_code) {
+  const int called = CallController(connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::ListPartitionsResponse> listed =
+        client.ListPartitions(v1::ListPartitionsRequest());
+    if (!listed.ok()) return listed.status();
+    std::vector<policy::PartitionFields> parts;
+    for (const v1::Partition& p : listed->partitions()) {
+      parts.push_back({.name = p.name(),
+                       .nodes = p.nodes(),
+                       .state = p.state().empty() ? "UP" : p.state(),
+                       .is_default = p.is_default(),
+                       .max_time_min = p.max_time_s() > 0
+                                           ? std::optional((p.max_time_s() + 59) / 60)
+                                           : std::nullopt,
+                       .default_time_min = p.default_time_s() > 0
+                                               ? std::optional((p.default_time_s() + 59) / 60)
+                                               : std::nullopt,
+                       .max_nodes = p.max_nodes()});
+    }
+    v1::JobHistoryRequest request;
+    request.set_all_users(true);
+    request.set_limit(count);
+    request.set_newest(true);
+    absl::StatusOr<v1::JobHistoryResponse> history = client.JobHistory(request);
+    if (!history.ok()) return history.status();
+    int changed = 0;
+    int refused = 0;
+    int failed = 0;
+    for (const v1::Job& job : history->jobs()) {
+      const policy::SubmitFields before =
+          policy::SubmitFieldsOf(job.spec(), JobUser(job), job.uid());
+      policy::SubmitFields after = before;
+      const absl::Status status = policy.Submit(after, parts, job.uid());
+      const std::string who = fmt::format("job {} ({})", JobDisplayId(job), JobUser(job));
+      if (absl::IsPermissionDenied(status)) {
+        ++refused;
+        std::cout << fmt::format("{}: refused: {}\n", who, status.message());
+      } else if (!status.ok()) {
+        ++failed;
+        std::cout << fmt::format("{}: the policy failed: {}\n", who, status.message());
+      } else if (const std::vector<std::string> changes = Changes(before, after);
+                 !changes.empty()) {
+        ++changed;
+        std::cout << fmt::format("{}: changed: {}\n", who, fmt::join(changes, "; "));
+      }
+    }
+    const int total = history->jobs_size();
+    std::cout << fmt::format(
+        "replayed   {} job{}: {} unchanged, {} changed, {} refused, {} where the policy failed\n",
+        total, total == 1 ? "" : "s", total - changed - refused - failed, changed, refused, failed);
+    return absl::OkStatus();
+  });
+  if (called != 0) exit_code = called;
+}
+
 void PrintTree(const topology::Topology& topo, topology::SwitchId s, const std::string& prefix,
                bool last, bool top) {
   const topology::Switch& sw = topo.GetSwitch(s);
@@ -218,9 +337,34 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
                   "(NVML) agree with its blocks; exit 1 where they do not");
   check
       ->add_option("--controller", options->controller,
-                   "with --live: the controller (default: $COHORT_CONTROLLER, else the config's)")
+                   "with --live or --replay: the controller (default: $COHORT_CONTROLLER, else "
+                   "the config's)")
       ->type_name("ADDR");
+  check->add_option("--policy", options->policy,
+                    "check a submit policy script (job_submit.lua) before it goes live");
+  check
+      ->add_option("--replay", options->replay,
+                   "with --policy: run it over the last N jobs in the controller's history and "
+                   "say what it would have changed or refused")
+      ->check(CLI::Range(1, 100'000))
+      ->type_name("N");
   check->callback([options, &exit_code] {
+    if (options->replay > 0 && options->policy.empty()) {
+      std::cerr << "cohort: config check --replay N needs --policy FILE (the script to replay)\n";
+      exit_code = 2;
+      return;
+    }
+    if (!options->policy.empty()) {
+      std::unique_ptr<policy::JobSubmitPolicy> policy = CheckPolicy(options->policy);
+      if (policy == nullptr) {
+        exit_code = 1;
+        return;
+      }
+      if (options->replay > 0) {
+        Replay(*policy, options->replay, {options->controller, options->config}, exit_code);
+      }
+      if (options->config.empty() && options->topology.empty() && !options->live) return;
+    }
     if (options->live && options->config.empty() && options->topology.empty()) {
       CheckLive({options->controller, ""}, exit_code);
       return;
@@ -231,6 +375,10 @@ void AddConfigCommands(CLI::App& app, int& exit_code) {
     if (!loaded) return;
     PrintSummary(*loaded);
     if (!loaded->config_path.empty() && !CheckSecurity(loaded->config)) exit_code = 1;
+    if (!loaded->config.job_submit_script.empty() && options->policy.empty() &&
+        CheckPolicy(loaded->config.job_submit_script) == nullptr) {
+      exit_code = 1;
+    }
     if (options->live) CheckLive({options->controller, options->config}, exit_code);
   });
 }

@@ -93,6 +93,7 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       admin_rpcs_(io_, options_.tokens, options_.reconfigure),
       logged_node_status_(static_cast<std::size_t>(state_.topology->NodeCount()),
                           NodeStatus::kUnknown) {
+  state_.job_submit = options_.job_submit;
   outbox_.OnCommit([this](const Outbox::CommitReport& report) {
     metrics_.Commit(report.took, report.records, report.waiting);
   });

@@ -54,6 +54,9 @@ class Controller final : private EffectSink {
     std::chrono::hours history_retention{24 * 30};  ///< 0: keep forever
     std::optional<TokenSigner> tokens;    ///< signs REST API tokens; none: IssueToken refuses
     AdminRpcs::Reconfigurer reconfigure;  ///< `cohort reconfigure`; none: refused
+    /// The site's submit policy (JobSubmitPlugins=lua); none: every
+    /// submission as given.
+    std::shared_ptr<policy::JobSubmitPolicy> job_submit;
   };
 
   /// Connections to the state database: one writes (the store's thread),

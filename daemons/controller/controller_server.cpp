@@ -116,6 +116,22 @@ std::optional<Controller::Options> OptionsOf(const cohort::config::ClusterConfig
     return std::nullopt;
   }
   options.tokens = *std::move(tokens);
+  if (!config.job_submit_script.empty()) {
+    absl::StatusOr<std::unique_ptr<cohort::policy::JobSubmitPolicy>> policy =
+        cohort::policy::JobSubmitPolicy::Load(config.job_submit_script,
+                                              [](int level, std::string_view line) {
+                                                spdlog::log(level >= 3   ? spdlog::level::err
+                                                            : level == 2 ? spdlog::level::info
+                                                                         : spdlog::level::debug,
+                                                            "job_submit_lua {}", line);
+                                              });
+    if (!policy.ok()) {
+      std::cerr << "cohort-controller: not starting: the submit policy: "
+                << policy.status().message() << '\n';
+      return std::nullopt;
+    }
+    options.job_submit = *std::move(policy);
+  }
   options.state_path = state_path;
   options.sync = SyncOf(config.state_sync);
   options.history_retention = std::chrono::hours(24 * config.history_days);
@@ -296,6 +312,16 @@ absl::StatusOr<std::string> Reconfigure(Controller& controller, Reload& reload,
   if (errors.empty()) {
     if (!flags.state_dir.empty()) next.config.state_dir = flags.state_dir;
     errors = controller.CheckReload(next.config, next.topology);
+  }
+  // The submit policy is read again too: a script that no longer loads
+  // keeps the old configuration, and its policy, in force.
+  if (errors.empty() && !next.config.job_submit_script.empty()) {
+    if (absl::StatusOr<std::unique_ptr<cohort::policy::JobSubmitPolicy>> policy =
+            cohort::policy::JobSubmitPolicy::Load(next.config.job_submit_script);
+        !policy.ok()) {
+      errors.push_back(
+          fmt::format("the submit policy: {}", std::string(policy.status().message())));
+    }
   }
   if (!errors.empty()) {
     spdlog::warn("reconfigure_refused config={} errors={}", reload.config_path, errors.size());

@@ -11,6 +11,7 @@
 #include "agents/nvlink_domains.h"
 #include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
+#include "job_submit_policy.h"
 #include "store/wire.h"
 
 namespace cohort::controller {
@@ -48,6 +49,9 @@ struct ControllerState {
     v1::StepIo io;
   };
   std::map<std::pair<JobId, int>, StepOrder> step_specs;
+  /// The site's submit policy (JobSubmitPlugins=lua), run on the state
+  /// thread; null: none.
+  std::shared_ptr<policy::JobSubmitPolicy> job_submit;
   /// Pending jobs' container images pulled ahead (ImagePrefetch): what to
   /// tell of each, while there is something.
   std::unordered_map<JobId, std::string> image_status;

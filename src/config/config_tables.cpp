@@ -41,6 +41,30 @@ bool SetPath(const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
   return true;
 }
 
+// JobSubmitPlugins=lua, as Slurm's job_submit/lua: the script beside the
+// file unless JobSubmitScript= names one. Slurm's other plugins are rules
+// a script states.
+bool SetJobSubmitPlugins(const conf::Word& word, G& line, Diagnostics& diagnostics) {
+  bool lua = false;
+  for (const std::string& plugin : conf::SplitCommas(word.value)) {
+    if (EqualsIgnoreCase(plugin, "lua") || EqualsIgnoreCase(plugin, "job_submit/lua")) {
+      lua = true;
+    } else {
+      diagnostics.Error(
+          word.value_at,
+          fmt::format("{}={}: Cohort has no job submit plugin {}", word.key, word.value, plugin),
+          "write JobSubmitPlugins=lua and state the rule in job_submit.lua "
+          "(docs/operations.md, \"A site policy for submissions\")");
+      return false;
+    }
+  }
+  if (lua && line.target.job_submit_script.empty()) {
+    line.target.job_submit_script = ResolvePath(line.file, "job_submit.lua");
+  }
+  if (!lua) line.target.job_submit_script.clear();
+  return true;
+}
+
 bool SetControllerAddr(const conf::Word& word, G& line, Diagnostics& diagnostics) {
   return ParseControllerAddr(word, line.target, diagnostics);
 }
@@ -73,6 +97,8 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"HealthCheckProgram", &SetPath<&C::health_check_program>},
     {"Prolog", &SetPath<&C::prolog>},
     {"Epilog", &SetPath<&C::epilog>},
+    {"JobSubmitPlugins", &SetJobSubmitPlugins},
+    {"JobSubmitScript", &SetPath<&C::job_submit_script>},
     {"PrologEpilogTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
     {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},

@@ -20,6 +20,7 @@ void HistoryRpcs::JobHistory(v1::JobHistoryRequest& request, const Identity& who
   query.since_ms = request.since_ms();
   query.until_ms = request.until_ms();
   query.limit = request.limit();
+  query.newest = request.newest();
   absl::StatusOr<std::vector<v1::JobRecord>> records = reader_->History(query);
   if (!records.ok()) {
     reply(records.status());

@@ -11,9 +11,44 @@
 #include "cohort/launch/mpi_type.h"
 #include "cohort/text/hostlist.h"
 #include "controller_log.h"
+#include "job_submit_spec.h"
 #include "store/records.h"
 
 namespace cohort::controller {
+namespace {
+
+// The partitions as the submit policy's part_list shows them.
+std::vector<policy::PartitionFields> PolicyPartitions(const ControllerState& state) {
+  std::vector<policy::PartitionFields> parts;
+  const auto minutes = [](std::chrono::seconds s) { return (s.count() + 59) / 60; };
+  for (const config::PartitionSpec& spec : state.config.partitions) {
+    policy::PartitionFields& p = parts.emplace_back();
+    p.name = spec.name;
+    p.nodes = hostlist::Compress(spec.nodes);
+    p.state = std::string(config::PartitionStateName(state.engine.PartitionState(spec)));
+    p.is_default = &spec == state.config.DefaultPartition();
+    if (spec.max_time != kUnlimited) p.max_time_min = minutes(spec.max_time);
+    if (spec.default_time) p.default_time_min = minutes(*spec.default_time);
+    p.max_nodes = spec.max_nodes.value_or(0);
+  }
+  return parts;
+}
+
+}  // namespace
+
+absl::Status JobRpcs::ApplySubmitPolicy(v1::JobSpec& spec, const Identity& who) {
+  if (!state_.job_submit) return absl::OkStatus();
+  const policy::SubmitFields before = policy::SubmitFieldsOf(spec, who.user_name, who.uid);
+  policy::SubmitFields after = before;
+  absl::Status status = state_.job_submit->Submit(after, PolicyPartitions(state_), who.uid);
+  if (!status.ok()) {
+    Log("rpc")->info("submit_policy_refused user={} reason={:?}", who.user_name,
+                     std::string(status.message()));
+    return status;
+  }
+  policy::ApplySubmitFields(before, after, spec);
+  return absl::OkStatus();
+}
 
 void JobRpcs::SubmitJob(v1::SubmitJobRequest& request, const Identity& who,
                         Reply<v1::SubmitJobResponse> reply) {
@@ -22,6 +57,12 @@ void JobRpcs::SubmitJob(v1::SubmitJobRequest& request, const Identity& who,
     return;
   }
   Engine& engine = state_.engine;
+  // The site's policy first: what it changes is the job as submitted (and
+  // stored), checked below as any submission is.
+  if (absl::Status allowed = ApplySubmitPolicy(*request.mutable_spec(), who); !allowed.ok()) {
+    outbox_.Respond<v1::SubmitJobResponse>(std::move(reply), allowed);
+    return;
+  }
   absl::StatusOr<JobRequest> job =
       RequestFromSpec(request.spec(), who, state_.config.max_array_size);
   if (!job.ok()) {

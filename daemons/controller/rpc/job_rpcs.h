@@ -56,6 +56,9 @@ class JobRpcs {
                   Reply<v1::SignalStepResponse> reply);
 
  private:
+  /// Runs the site's submit policy (JobSubmitPlugins=lua) on a submission,
+  /// changing `spec` as it says; its refusal or failure otherwise.
+  absl::Status ApplySubmitPolicy(v1::JobSpec& spec, const Identity& who);
   void GetStoredJob(JobId id, const Identity& who, Reply<v1::GetJobResponse> reply);
 
   boost::asio::io_context& io_;

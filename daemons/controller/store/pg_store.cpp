@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store/pg_store.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -423,7 +424,8 @@ absl::StatusOr<std::vector<v1::JobRecord>> PgStore::History(const HistoryQuery& 
   if (!query.states.empty()) sql += fmt::format(" AND state IN ({})", list(query.states));
   if (query.since_ms > 0) sql += " AND end_ms >= " + next(Number(query.since_ms));
   if (query.until_ms > 0) sql += " AND end_ms < " + next(Number(query.until_ms));
-  sql += " ORDER BY end_ms, id";
+  sql +=
+      query.newest && query.limit > 0 ? " ORDER BY end_ms DESC, id DESC" : " ORDER BY end_ms, id";
   if (query.limit > 0) sql += " LIMIT " + next(Number(query.limit));
   absl::StatusOr<pg::Result> rows = conn_->Exec(sql, params, "reading history", true);
   if (!rows.ok()) return rows.status();
@@ -434,6 +436,7 @@ absl::StatusOr<std::vector<v1::JobRecord>> PgStore::History(const HistoryQuery& 
       return Unreadable("a job record");
     }
   }
+  if (query.newest && query.limit > 0) std::reverse(records.begin(), records.end());
   return records;
 }
 

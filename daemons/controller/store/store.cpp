@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -590,7 +591,8 @@ absl::StatusOr<std::vector<v1::JobRecord>> SqliteStore::History(const HistoryQue
     sql += fmt::format(" AND state IN ({})", placeholders(query.states.size()));
   if (query.since_ms > 0) sql += " AND end_ms >= ?";
   if (query.until_ms > 0) sql += " AND end_ms < ?";
-  sql += " ORDER BY end_ms, id";
+  sql +=
+      query.newest && query.limit > 0 ? " ORDER BY end_ms DESC, id DESC" : " ORDER BY end_ms, id";
   if (query.limit > 0) sql += " LIMIT ?";
   Statement stmt(db_, sql.c_str());
   if (!stmt.Ok()) return Error("preparing a history query");
@@ -612,6 +614,7 @@ absl::StatusOr<std::vector<v1::JobRecord>> SqliteStore::History(const HistoryQue
     }
   }
   if (rc != SQLITE_DONE) return Error("reading history");
+  if (query.newest && query.limit > 0) std::reverse(records.begin(), records.end());
   return records;
 }
 

@@ -75,6 +75,7 @@ struct HistoryQuery {
   std::int64_t since_ms = 0;  ///< ended at or after
   std::int64_t until_ms = 0;  ///< ended before; 0: now
   int limit = 0;              ///< 0: no limit
+  bool newest = false;        ///< with limit: the last `limit` to end, still oldest first
 };
 
 /// A summary `--check-state` prints.

@@ -230,6 +230,10 @@ struct ClusterConfig {
   /// on its node and after the job left it; empty: none.
   std::string prolog;
   std::string epilog;
+  /// JobSubmitPlugins=lua: the site's submit policy, the Lua script
+  /// JobSubmitScript= names (resolved), else job_submit.lua beside the
+  /// file that chose it; empty: none.
+  std::string job_submit_script;
   std::chrono::seconds prolog_epilog_timeout{300};  ///< PrologEpilogTimeout=
   std::chrono::seconds kill_wait{30};
   /// The most restarts MaxBatchRequeue= and --max-restarts allow.
