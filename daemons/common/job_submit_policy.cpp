@@ -155,7 +155,9 @@ std::optional<std::string> ReadBack(lua_State* L, int table, SubmitFields& job) 
     if (!word.empty()) job.features.push_back(word);
   }
   lua_getfield(L, table, "requeue");
-  if (lua_isboolean(L, -1)) {
+  if (lua_isnil(L, -1)) {
+    // left as it was
+  } else if (lua_isboolean(L, -1)) {
     job.requeue = lua_toboolean(L, -1) != 0;
   } else {
     int whole = 0;
@@ -409,6 +411,21 @@ JobSubmitPolicy::~JobSubmitPolicy() {
   if (L_ != nullptr) lua_close(L_);
 }
 
+absl::Status JobSubmitPolicy::Verdict(int args) {
+  if (std::optional<std::string> fault = CallBounded(args, 1)) return Failure(*fault);
+  int whole = 0;
+  const lua_Integer code = lua_tointegerx(L_, -1, &whole);
+  lua_pop(L_, 1);
+  if (whole == 0) {
+    return Failure("the hook returned no number; return slurm.SUCCESS, or an error code");
+  }
+  if (code == 0) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      user_message_.empty()
+          ? fmt::format("the site's submit policy refused the job (code {})", code)
+          : user_message_);
+}
+
 absl::Status JobSubmitPolicy::Submit(SubmitFields& job, const std::vector<PartitionFields>& parts,
                                      std::uint32_t submit_uid) {
   user_message_.clear();
@@ -424,23 +441,9 @@ absl::Status JobSubmitPolicy::Submit(SubmitFields& job, const std::vector<Partit
   lua_insert(L_, table);
   PushPartitions(L_, parts);
   lua_pushinteger(L_, submit_uid);
-  if (std::optional<std::string> fault = CallBounded(3, 1)) {
+  if (absl::Status verdict = Verdict(3); !verdict.ok()) {
     lua_settop(L_, 0);
-    return Failure(*fault);
-  }
-  int whole = 0;
-  const lua_Integer code = lua_tointegerx(L_, -1, &whole);
-  lua_pop(L_, 1);
-  if (whole == 0) {
-    lua_settop(L_, 0);
-    return Failure("slurm_job_submit returned no number; return slurm.SUCCESS, or an error code");
-  }
-  if (code != 0) {
-    lua_settop(L_, 0);
-    return absl::PermissionDeniedError(
-        user_message_.empty()
-            ? fmt::format("the site's submit policy refused the job (code {})", code)
-            : user_message_);
+    return verdict;
   }
   if (std::optional<std::string> fault = Trespass(L_, table, job)) {
     lua_settop(L_, 0);
@@ -451,6 +454,60 @@ absl::Status JobSubmitPolicy::Submit(SubmitFields& job, const std::vector<Partit
   lua_settop(L_, 0);
   if (fault) return Failure(*fault);
   job = std::move(changed);
+  return absl::OkStatus();
+}
+
+absl::Status JobSubmitPolicy::Modify(UpdateFields& update, const SubmitFields& job,
+                                     const std::vector<PartitionFields>& parts,
+                                     std::uint32_t modify_uid) {
+  user_message_.clear();
+  lua_settop(L_, 0);
+  lua_getglobal(L_, "slurm_job_modify");
+  if (!lua_isfunction(L_, -1)) {  // none: updates are not the policy's
+    lua_settop(L_, 0);
+    return absl::OkStatus();
+  }
+  // job_desc: only what the update sets, as Slurm's.
+  lua_createtable(L_, 0, 3);
+  if (update.partition) SetString(L_, "partition", *update.partition);
+  SetInteger(L_, "time_limit", update.time_limit_min.value_or(kNoVal));
+  SetInteger(L_, "min_nodes", update.nodes ? lua_Integer{*update.nodes} : kNoVal);
+  lua_pushvalue(L_, -1);
+  const int table = 1;
+  lua_insert(L_, table);
+  PushJobDesc(L_, job);  // job_rec: a copy, read only
+  PushPartitions(L_, parts);
+  lua_pushinteger(L_, modify_uid);
+  if (absl::Status verdict = Verdict(4); !verdict.ok()) {
+    lua_settop(L_, 0);
+    return verdict;
+  }
+  constexpr std::array<std::string_view, 3> kUpdatable = {"partition", "time_limit", "min_nodes"};
+  lua_pushnil(L_);
+  while (lua_next(L_, table) != 0) {
+    lua_pop(L_, 1);
+    const std::string key = lua_type(L_, -1) == LUA_TSTRING ? lua_tostring(L_, -1) : "?";
+    if (!Lists(kUpdatable, key)) {
+      lua_settop(L_, 0);
+      return Failure(
+          fmt::format("job_desc.{} cannot be set in an update; Cohort updates a "
+                      "pending job's partition, time_limit and min_nodes",
+                      key));
+    }
+  }
+  SubmitFields read;  // ReadBack's reader, on the three fields an update has
+  std::optional<std::string> fault = ReadBack(L_, table, read);
+  UpdateFields changed;
+  lua_getfield(L_, table, "partition");
+  if (!lua_isnil(L_, -1)) changed.partition = read.partition;
+  lua_pop(L_, 1);
+  changed.time_limit_min = read.time_limit_min;
+  lua_getfield(L_, table, "min_nodes");
+  int whole = 0;
+  if (lua_tointegerx(L_, -1, &whole) != kNoVal && whole != 0) changed.nodes = read.nodes;
+  lua_settop(L_, 0);
+  if (fault) return Failure(*fault);
+  update = std::move(changed);
   return absl::OkStatus();
 }
 

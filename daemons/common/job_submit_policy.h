@@ -57,6 +57,15 @@ struct SubmitFields {
   friend bool operator==(const SubmitFields&, const SubmitFields&) = default;
 };
 
+/// What an update of a pending job (scontrol update) asks to change, as
+/// slurm_job_modify's job_desc shows it: only what is set.
+struct UpdateFields {
+  std::optional<std::string> partition;        ///< partition
+  std::optional<std::int64_t> time_limit_min;  ///< time_limit (kUnlimitedMinutes: none at all)
+  std::optional<int> nodes;                    ///< min_nodes
+  friend bool operator==(const UpdateFields&, const UpdateFields&) = default;
+};
+
 /// A partition as part_list shows it.
 struct PartitionFields {
   std::string name;
@@ -100,6 +109,13 @@ class JobSubmitPolicy {
   [[nodiscard]] absl::Status Submit(SubmitFields& job, const std::vector<PartitionFields>& parts,
                                     std::uint32_t submit_uid);
 
+  /// Runs slurm_job_modify, where the script defines it, on an update of
+  /// pending job `job` by `modify_uid`: the update may be changed (in its
+  /// partition, time_limit and min_nodes) or refused, as Submit's.
+  [[nodiscard]] absl::Status Modify(UpdateFields& update, const SubmitFields& job,
+                                    const std::vector<PartitionFields>& parts,
+                                    std::uint32_t modify_uid);
+
   /// The script's file name, as messages say it.
   [[nodiscard]] const std::string& Name() const { return name_; }
 
@@ -116,6 +132,9 @@ class JobSubmitPolicy {
   /// Calls the function on the stack with `args` arguments under the time
   /// bound; the error's message when it fails.
   std::optional<std::string> CallBounded(int args, int results);
+  /// Calls a hook (function, then `args` arguments, on the stack) and reads
+  /// its verdict: OK for slurm.SUCCESS, else the refusal or the failure.
+  absl::Status Verdict(int args);
   absl::Status Failure(std::string_view what) const;
 
   std::string name_;

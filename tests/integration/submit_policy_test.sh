@@ -5,6 +5,7 @@
 # time limit is refused with the script's message, one that names no
 # partition is sent to the one the script picks, a bug in the script
 # refuses the job naming its line while the controller serves the next;
+# slurm_job_modify refuses and changes an scontrol update;
 # `cohort config check` checks the script, and `--policy FILE --replay N`
 # runs a new one over the jobs in the history before it goes live.
 source "$(dirname "$0")/lib.sh"
@@ -29,7 +30,16 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   return slurm.SUCCESS
 end
 
+-- An update may not move a job to gpu, and lengthens a job by 30 minutes
+-- at most.
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  if job_desc.partition == "gpu" then
+    slurm.log_user("jobs of %s stay out of gpu", job_rec.user_name)
+    return slurm.ERROR
+  end
+  if job_desc.time_limit ~= slurm.NO_VAL and job_desc.time_limit > job_rec.time_limit + 30 then
+    job_desc.time_limit = job_rec.time_limit + 30
+  end
   return slurm.SUCCESS
 end
 LUA
@@ -61,11 +71,21 @@ fi
 after=$(sbatch --parsable -t 5 --wrap true) || fail "the controller stopped serving after the script failed"
 pass "a bug in job_submit.lua refuses the job with its line; the next job is taken"
 
-for job in "$id" "$named" "$after"; do
+# 4. slurm_job_modify on scontrol update of a pending job: refused, and
+# changed.
+held=$(sbatch --parsable -H -t 5 --wrap true) || fail "a held job was refused"
+scontrol update JobId="$held" Partition=gpu 2>"$WORK/update.err" && fail "the update to gpu was taken"
+grep -q "jobs of root stay out of gpu" "$WORK/update.err" || fail "update refusal: $(cat "$WORK/update.err")"
+scontrol update JobId="$held" TimeLimit=2:00:00 2>"$WORK/update.err" || fail "the longer limit was refused: $(cat "$WORK/update.err")"
+[ "$(squeue -h -j "$held" -o %l)" = 35:00 ] || fail "slurm_job_modify's limit: $(squeue -h -j "$held" -o %l)"
+scancel "$held"
+pass "slurm_job_modify on scontrol update: a move refused with its message, a limit cut to the site's"
+
+for job in "$id" "$named" "$after" "$held"; do
   wait_until 30 finished "$job" || fail "job $job did not finish"
 done
 
-# 4. cohort config check: the live script, a broken one, and a new one
+# 5. cohort config check: the live script, a broken one, and a new one
 # replayed over the jobs the history holds.
 check=$(cohort config check -c "$WORK/cohort.conf") || fail "config check failed: $check"
 grep -q "^policy .*job_submit.lua: ok" <<<"$check" || fail "config check does not check the script: $check"
@@ -90,11 +110,12 @@ replay=$(cohort config check --policy "$WORK/stricter.lua" --replay 10) ||
   fail "config check --replay failed: $replay"
 grep -q "^job $id (root): refused: high takes jobs of 2 minutes at most$" <<<"$replay" &&
   grep -q "^job $named (root): changed: comment: (none) -> checked$" <<<"$replay" &&
-  grep -q "^replayed   3 jobs: 0 unchanged, 1 changed, 2 refused, 0 where the policy failed$" <<<"$replay" ||
+  grep -q "^job $held (root): refused: high takes jobs of 2 minutes at most$" <<<"$replay" &&
+  grep -q "^replayed   4 jobs: 0 unchanged, 1 changed, 3 refused, 0 where the policy failed$" <<<"$replay" ||
   fail "config check --replay: $replay"
 pass "config check: the live script, a broken one named by line, and a new one replayed over history"
 
-# 5. Reloaded with the configuration: a script that no longer loads is
+# 6. Reloaded with the configuration: a script that no longer loads is
 # refused, and the one in force stays.
 cp "$WORK/job_submit.lua" "$WORK/job_submit.lua.good"
 cp "$WORK/broken.lua" "$WORK/job_submit.lua"

@@ -50,6 +50,57 @@ absl::Status JobRpcs::ApplySubmitPolicy(v1::JobSpec& spec, const Identity& who) 
   return absl::OkStatus();
 }
 
+absl::Status JobRpcs::ApplyModifyPolicy(v1::UpdateJobRequest& request, JobRef ref,
+                                        const Identity& who) {
+  if (!state_.job_submit) return absl::OkStatus();
+  const std::vector<JobId> ids = state_.engine.Lookup(ref);
+  if (ids.empty()) return absl::OkStatus();  // the engine says what is wrong
+  const Job* job = state_.engine.FindJob(ids.front());
+  if (job == nullptr) return absl::OkStatus();
+  policy::UpdateFields update;
+  if (request.has_partition()) update.partition = request.partition();
+  if (request.has_time_limit_s()) {
+    update.time_limit_min = request.time_limit_s() == kUnlimited.count()
+                                ? policy::kUnlimitedMinutes
+                                : (request.time_limit_s() + 59) / 60;
+  }
+  if (request.has_nodes()) update.nodes = request.nodes();
+  const policy::UpdateFields asked = update;
+  absl::Status status = state_.job_submit->Modify(
+      update,
+      policy::SubmitFieldsOf(state_.specs[job->id], job->request.user_name, job->request.uid),
+      PolicyPartitions(state_), who.uid);
+  if (!status.ok()) {
+    Log("rpc")->info("update_policy_refused user={} job={} reason={:?}", who.user_name,
+                     request.job_ref(), std::string(status.message()));
+    return status;
+  }
+  if (update.partition != asked.partition) {
+    if (update.partition) {
+      request.set_partition(*update.partition);
+    } else {
+      request.clear_partition();
+    }
+  }
+  if (update.time_limit_min != asked.time_limit_min) {
+    if (!update.time_limit_min) {
+      request.clear_time_limit_s();
+    } else {
+      request.set_time_limit_s(*update.time_limit_min == policy::kUnlimitedMinutes
+                                   ? kUnlimited.count()
+                                   : *update.time_limit_min * 60);
+    }
+  }
+  if (update.nodes != asked.nodes) {
+    if (update.nodes) {
+      request.set_nodes(*update.nodes);
+    } else {
+      request.clear_nodes();
+    }
+  }
+  return absl::OkStatus();
+}
+
 void JobRpcs::SubmitJob(v1::SubmitJobRequest& request, const Identity& who,
                         Reply<v1::SubmitJobResponse> reply) {
   if (absl::Status trusted = RequireTrusted(who, "submitting"); !trusted.ok()) {
@@ -296,6 +347,10 @@ void JobRpcs::UpdateJob(v1::UpdateJobRequest& request, const Identity& who,
   absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
   if (!ref.ok()) {
     outbox_.Respond<v1::UpdateJobResponse>(std::move(reply), ref.status());
+    return;
+  }
+  if (absl::Status allowed = ApplyModifyPolicy(request, *ref, who); !allowed.ok()) {
+    outbox_.Respond<v1::UpdateJobResponse>(std::move(reply), allowed);
     return;
   }
   Engine::JobUpdate update;

@@ -59,6 +59,9 @@ class JobRpcs {
   /// Runs the site's submit policy (JobSubmitPlugins=lua) on a submission,
   /// changing `spec` as it says; its refusal or failure otherwise.
   absl::Status ApplySubmitPolicy(v1::JobSpec& spec, const Identity& who);
+  /// Runs its slurm_job_modify on an update of job `ref`, changing
+  /// `request` as it says; its refusal or failure otherwise.
+  absl::Status ApplyModifyPolicy(v1::UpdateJobRequest& request, JobRef ref, const Identity& who);
   void GetStoredJob(JobId id, const Identity& who, Reply<v1::GetJobResponse> reply);
 
   boost::asio::io_context& io_;

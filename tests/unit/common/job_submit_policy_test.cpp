@@ -190,6 +190,49 @@ end
   }
 }
 
+// slurm_job_modify sees only what an update sets (job_desc) beside the job
+// (job_rec), and may change it, refuse it, or not be there at all.
+TEST_F(JobSubmitPolicyTest, ModifySeesTheUpdateAndMayChangeOrRefuseIt) {
+  absl::StatusOr<std::unique_ptr<JobSubmitPolicy>> policy = Load(R"lua(
+function slurm_job_submit(job_desc, part_list, submit_uid) return slurm.SUCCESS end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  if job_desc.partition == "gpu" then
+    slurm.log_user("%s's jobs stay out of gpu", job_rec.user_name)
+    return slurm.ERROR
+  end
+  if job_desc.min_nodes ~= slurm.NO_VAL and job_desc.min_nodes > 4 then job_desc.min_nodes = 4 end
+  if job_desc.time_limit == slurm.NO_VAL then job_desc.comment = "x" end
+  return slurm.SUCCESS
+end
+)lua");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  UpdateFields to_gpu{.partition = "gpu", .time_limit_min = std::nullopt, .nodes = std::nullopt};
+  const absl::Status refused = (*policy)->Modify(to_gpu, Job(), parts_, 0);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(refused.message(), "alice's jobs stay out of gpu");
+  UpdateFields longer{.partition = std::nullopt, .time_limit_min = 120, .nodes = std::nullopt};
+  const absl::Status lengthened = (*policy)->Modify(longer, Job(), parts_, 0);
+  EXPECT_TRUE(lengthened.ok()) << lengthened;
+  EXPECT_EQ(longer.time_limit_min, std::optional<std::int64_t>(120));
+  EXPECT_EQ(longer.nodes, std::nullopt);
+  UpdateFields bigger{.partition = std::nullopt, .time_limit_min = 30, .nodes = 16};
+  ASSERT_TRUE((*policy)->Modify(bigger, Job(), parts_, 0).ok());
+  EXPECT_EQ(bigger, (UpdateFields{.partition = std::nullopt, .time_limit_min = 30, .nodes = 4}));
+  UpdateFields comment{.partition = "short", .time_limit_min = std::nullopt, .nodes = std::nullopt};
+  const absl::Status not_updatable = (*policy)->Modify(comment, Job(), parts_, 0);
+  EXPECT_EQ(not_updatable.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(not_updatable.message().find("job_desc.comment cannot be set in an update"),
+            std::string::npos)
+      << not_updatable;
+
+  absl::StatusOr<std::unique_ptr<JobSubmitPolicy>> submit_only =
+      Load("function slurm_job_submit(j, p, u) return slurm.SUCCESS end");
+  ASSERT_TRUE(submit_only.ok()) << submit_only.status();
+  UpdateFields any{.partition = "gpu", .time_limit_min = 5, .nodes = 1};
+  EXPECT_TRUE((*submit_only)->Modify(any, Job(), parts_, 0).ok());
+  EXPECT_EQ(any.partition, std::optional<std::string>("gpu"));
+}
+
 TEST_F(JobSubmitPolicyTest, AScriptThatCannotLoadSaysWhere) {
   absl::StatusOr<std::unique_ptr<JobSubmitPolicy>> broken =
       Load("function slurm_job_submit(j, p, u)\n  return slurm.SUCCESS\n");
