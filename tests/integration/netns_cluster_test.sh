@@ -240,11 +240,13 @@ if "$python" -c 'import torch' 2>/dev/null; then
   failed_before=$FAILURES
   # (Debian's torch 1.13 spells torchrun's options with underscores, and
   # under Python 3.11 needs --redirects and --tee given, else it fails
-  # reading their default 0; its workers' lines come as "[default0]:…".)
+  # reading their default 0; its workers' lines come as "[default0]:…".
+  # --monitor_interval=1: torchrun looks at its workers every second, not
+  # every 5, so it ends soon after they do.)
   id=$(submit -N 2 --spares=1 -o "$NET/elastic-%j.out" -- sh -c "exec $python -m torch.distributed.run \
     --nnodes=1:2 --nproc_per_node=1 --rdzv_backend=c10d --rdzv_id=\$SLURM_JOB_ID \
     --rdzv_endpoint=\$MASTER_ADDR:\$MASTER_PORT --rdzv_conf=last_call_timeout=2,join_timeout=60 \
-    --redirects=1 --tee=1 \
+    --redirects=1 --tee=1 --monitor_interval=1 \
     $ROOT/tests/data/pytorch/elastic.py $ckpt 25")
   trained() { grep -q ':step 5$' "$NET/elastic-$id.out" 2>/dev/null; }
   wait_until 60 trained || fail "job $id did not train: $(cohort show job "$id"; cat "$NET/elastic-$id.out")"
