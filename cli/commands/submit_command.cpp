@@ -115,6 +115,11 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
   }
   for (const std::string& word : command->words) spec->add_argv(word);
   spec->set_script(script);
+  // sbatch's own default file, where scripts and their users look for the
+  // output: slurm-<id>.out, an array's slurm-<array id>_<task>.out.
+  if (state.flavour == Flavour::kSbatch && spec->output().empty()) {
+    spec->set_output(spec->array().empty() ? "slurm-%j.out" : "slurm-%A_%a.out");
+  }
 
   v1::SubmitJobRequest request;
   *request.mutable_spec() = *std::move(spec);

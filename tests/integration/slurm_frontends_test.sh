@@ -151,6 +151,21 @@ scontrol release "$held" || fail "scontrol release failed"
 wait_until 30 finished "$held" || fail "released job $held did not run"
 pass "scontrol update and release"
 
+# --- sbatch's default output file, where Slurm users look: slurm-<id>.out,
+# an array's slurm-<array id>_<task>.out, in the working directory.
+plain=$(cd "$WORK" && sbatch --parsable -t 1 --wrap "echo default output") || fail "sbatch refused"
+array=$(cd "$WORK" && sbatch --parsable -t 1 --array=0-1 --wrap 'echo task $SLURM_ARRAY_TASK_ID') ||
+  fail "sbatch --array refused"
+wait_until 30 finished "$plain" || fail "job $plain did not finish"
+for task in 0 1; do
+  wait_until 30 finished "${array}_$task" || fail "task ${array}_$task did not finish"
+done
+grep -qx "default output" "$WORK/slurm-$plain.out" 2>/dev/null &&
+  grep -qx "task 0" "$WORK/slurm-${array}_0.out" 2>/dev/null &&
+  grep -qx "task 1" "$WORK/slurm-${array}_1.out" 2>/dev/null ||
+  fail "sbatch's default output files: $(ls "$WORK" | grep -E '^(slurm|cohort)-')"
+pass "sbatch without -o writes slurm-$plain.out, an array slurm-${array}_0.out and _1.out"
+
 # --- node and partition states as operators set them: scontrol update
 # NodeName=… State=DRAIN|DOWN|RESUME Reason=…, sinfo -R, and a partition's
 # State=DOWN (takes jobs, starts none), DRAIN (takes none) and UP again.
