@@ -41,6 +41,7 @@ struct AllocState {
   JobOptions options;
   ConnectionOptions connection;
   std::vector<UnsupportedOption> unsupported;
+  AllocationWords words = AllocationWords::kCohort;  ///< salloc: Slurm's
 };
 
 // What the command run in the allocation sees, as salloc sets it: the
@@ -217,9 +218,10 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
     PrintTestOnlyAnswer(*answer, std::cout);
     return 0;
   }
-  return InAllocation(*client, request.spec(), [&](const v1::Job& granted, Watch& watch) {
-    return RunInAllocation(words, granted, watch);
-  });
+  return InAllocation(
+      *client, request.spec(),
+      [&](const v1::Job& granted, Watch& watch) { return RunInAllocation(words, granted, watch); },
+      state.words);
 }
 
 // The options of `cohort alloc` and `salloc`, on `alloc`.
@@ -235,7 +237,8 @@ void ConfigureAlloc(CLI::App& alloc, AllocState& state, CommandWords words) {
 }  // namespace
 
 int InAllocation(ControllerClient& client, v1::JobSpec spec,
-                 const std::function<int(const v1::Job&, Watch&)>& run) {
+                 const std::function<int(const v1::Job&, Watch&)>& run, AllocationWords words) {
+  const bool slurm = words == AllocationWords::kSalloc;
   spec.set_allocation_only(true);
   v1::SubmitJobRequest request;
   *request.mutable_spec() = std::move(spec);
@@ -248,15 +251,21 @@ int InAllocation(ControllerClient& client, v1::JobSpec spec,
     return 1;
   }
   const std::int64_t id = submitted->job_id();
-  std::cerr << fmt::format("cohort: pending job allocation {}\n", id);
+  std::cerr << (slurm ? fmt::format("salloc: Pending job allocation {}\n", id)
+                      : fmt::format("cohort: pending job allocation {}\n", id));
   Watch watch;
   std::thread watcher([&] { WatchLoop(client, id, watch); });
   const std::optional<v1::Job> granted = WaitForGrant(client, id, watch);
   int exit_status = 1;
   if (granted) {
-    std::cerr << fmt::format("cohort: granted job allocation {} on {}\n", id, granted->nodes());
+    std::cerr << (slurm ? fmt::format("salloc: Granted job allocation {}\nsalloc: Nodes {} are "
+                                      "ready for job\n",
+                                      id, granted->nodes())
+                        : fmt::format("cohort: granted job allocation {} on {}\n", id,
+                                      granted->nodes()));
     exit_status = run(*granted, watch);
-    std::cerr << fmt::format("cohort: relinquishing job allocation {}\n", id);
+    std::cerr << (slurm ? fmt::format("salloc: Relinquishing job allocation {}\n", id)
+                        : fmt::format("cohort: relinquishing job allocation {}\n", id));
     v1::ControlJobsRequest end;
     end.add_job_refs(std::to_string(id));
     end.set_action(v1::JOB_COMPLETE);
@@ -293,6 +302,7 @@ void AddAllocCommand(CLI::App& app, int& exit_code, CommandWords words) {
 
 void AddSallocCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<AllocState>();
+  state->words = AllocationWords::kSalloc;
   ConfigureAlloc(app, *state, words);
   app.footer(
       "Cohort's salloc: waits for an allocation, runs $SHELL or the command here in it, and\n"

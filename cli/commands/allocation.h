@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include "cohort/v1/cohort.pb.h"
@@ -16,8 +17,13 @@ namespace cohort::cli {
 /// waits for it as salloc does, saying why it waits (an interrupt cancels
 /// it then), calls `run` with the granted job and the watch of its events,
 /// and ends the allocation with the status `run` returns. Returns that
-/// status, or 1 when the allocation was refused or never started.
+/// status, or 1 when the allocation was refused or never started. What it
+/// says on stderr is Cohort's (`cohort: granted job allocation 14 on
+/// node[01-02]`), or with kSalloc Slurm's salloc's, which tools read
+/// (`salloc: Granted job allocation 14`).
+enum class AllocationWords : std::uint8_t { kCohort, kSalloc };
 [[nodiscard]] int InAllocation(ControllerClient& client, v1::JobSpec spec,
-                               const std::function<int(const v1::Job&, Watch&)>& run);
+                               const std::function<int(const v1::Job&, Watch&)>& run,
+                               AllocationWords words = AllocationWords::kCohort);
 
 }  // namespace cohort::cli

@@ -166,6 +166,13 @@ grep -qx "default output" "$WORK/slurm-$plain.out" 2>/dev/null &&
   fail "sbatch's default output files: $(ls "$WORK" | grep -E '^(slurm|cohort)-')"
 pass "sbatch without -o writes slurm-$plain.out, an array slurm-${array}_0.out and _1.out"
 
+# --- salloc says what Slurm's says, which tools read: Granted job
+# allocation N, then Relinquishing it.
+out=$(salloc -N 1 -t 1 true 2>&1) || fail "salloc -N 1 true failed: $out"
+grep -Eq "^salloc: Granted job allocation [0-9]+$" <<<"$out" &&
+  grep -Eq "^salloc: Relinquishing job allocation [0-9]+$" <<<"$out" || fail "salloc's words: $out"
+pass "salloc: Granted job allocation N ... Relinquishing job allocation N"
+
 # --- node and partition states as operators set them: scontrol update
 # NodeName=… State=DRAIN|DOWN|RESUME Reason=…, sinfo -R, and a partition's
 # State=DOWN (takes jobs, starts none), DRAIN (takes none) and UP again.
