@@ -53,6 +53,16 @@ function print(...)
   for i = 1, args.n do args[i] = tostring(args[i]) end
   line(2, concat(args, "\t", 1, args.n))
 end
+-- Lua runs finalizers with hooks off, so one that loops could not be
+-- stopped: a metatable with __gc is refused (Lua marks a table for
+-- finalization only when its metatable has __gc as it is set).
+local setmetatable, rawget, error = setmetatable, rawget, error
+_G.setmetatable = function(t, mt)
+  if mt ~= nil and rawget(mt, "__gc") ~= nil then
+    error("__gc finalizers are not allowed in a submit policy", 2)
+  end
+  return setmetatable(t, mt)
+end
 )lua";
 
 // The job_desc fields, by whether the script may change them.
@@ -67,6 +77,14 @@ constexpr std::array<std::string_view, 8> kReadOnly = {"user_name", "user_id",  
 template <std::size_t N>
 bool Lists(const std::array<std::string_view, N>& names, std::string_view name) {
   return std::ranges::find(names, name) != names.end();
+}
+
+// Pushes table[key] without metamethods: the script may have given job_desc
+// a metatable, whose __index (or a value's __tostring) would run outside
+// the call's time bound. The value's type.
+int RawField(lua_State* L, int table, const char* key) {
+  lua_pushstring(L, key);
+  return lua_rawget(L, table);
 }
 
 // The policy a C function of the sandbox belongs to.
@@ -95,7 +113,7 @@ std::string Joined(const std::vector<std::string>& items) {
 // "job_desc.FIELD: ...", when a field has the wrong type or range.
 std::optional<std::string> ReadBack(lua_State* L, int table, SubmitFields& job) {
   const auto text = [&](const char* key, std::string& out) -> std::optional<std::string> {
-    lua_getfield(L, table, key);
+    RawField(L, table, key);
     std::optional<std::string> fault;
     if (lua_isnil(L, -1)) {
       out.clear();
@@ -112,7 +130,7 @@ std::optional<std::string> ReadBack(lua_State* L, int table, SubmitFields& job) 
   };
   const auto number = [&](const char* key, lua_Integer low, lua_Integer high,
                           std::optional<lua_Integer>& out) -> std::optional<std::string> {
-    lua_getfield(L, table, key);
+    RawField(L, table, key);
     std::optional<std::string> fault;
     int whole = 0;
     const lua_Integer value = lua_tointegerx(L, -1, &whole);
@@ -154,7 +172,7 @@ std::optional<std::string> ReadBack(lua_State* L, int table, SubmitFields& job) 
   for (std::string word; std::getline(words, word, ',');) {
     if (!word.empty()) job.features.push_back(word);
   }
-  lua_getfield(L, table, "requeue");
+  RawField(L, table, "requeue");
   if (lua_isnil(L, -1)) {
     // left as it was
   } else if (lua_isboolean(L, -1)) {
@@ -236,11 +254,14 @@ std::optional<std::string> Trespass(lua_State* L, int table, const SubmitFields&
     }
   }
   for (const std::string_view key : kReadOnly) {
-    lua_getfield(L, table, std::string(key).c_str());
+    const int type = RawField(L, table, std::string(key).c_str());
     std::string seen;
-    if (!lua_isnil(L, -1)) {
-      seen = luaL_tolstring(L, -1, nullptr);
-      lua_pop(L, 1);  // luaL_tolstring's copy
+    if (type == LUA_TSTRING) {
+      seen = lua_tostring(L, -1);
+    } else if (lua_isinteger(L, -1) != 0) {
+      seen = std::to_string(lua_tointeger(L, -1));
+    } else if (type != LUA_TNIL) {
+      seen = fmt::format("a {}", lua_typename(L, type));  // never what it was
     }
     lua_pop(L, 1);
     std::string was;
@@ -271,7 +292,9 @@ void* JobSubmitPolicy::Allocate(void* ud, void* ptr, std::size_t osize, std::siz
     memory->used -= old;
     return nullptr;
   }
-  if (nsize > old && memory->used - old + nsize > memory->limit) return nullptr;
+  constexpr std::size_t kOwnHeadroom = 8 * 1024 * 1024;
+  const std::size_t limit = memory->limit + (memory->in_call ? 0 : kOwnHeadroom);
+  if (nsize > old && memory->used - old + nsize > limit) return nullptr;
   void* grown = std::realloc(ptr, nsize);
   if (grown != nullptr) memory->used = memory->used - old + nsize;
   return grown;
@@ -307,10 +330,13 @@ int JobSubmitPolicy::LogLine(lua_State* L) {
 }
 
 std::optional<std::string> JobSubmitPolicy::CallBounded(int args, int results) {
+  // The hook stays set (Load sets it), for whatever of the script runs
+  // in the policy's own calls too. (Finalizers, which Lua runs with hooks
+  // off, the sandbox refuses.)
   deadline_ = std::chrono::steady_clock::now() + kPolicyCallLimit;
-  lua_sethook(L_, &JobSubmitPolicy::Hook, LUA_MASKCOUNT, kHookEvery);
+  memory_.in_call = true;
   const int status = lua_pcall(L_, args, results, 0);
-  lua_sethook(L_, nullptr, 0, 0);
+  memory_.in_call = false;
   if (status == LUA_OK) return std::nullopt;
   std::string message = status == LUA_ERRMEM ? fmt::format("used more than {} MiB of memory",
                                                            kPolicyMemoryLimit / (1024 * 1024))
@@ -352,6 +378,8 @@ absl::StatusOr<std::unique_ptr<JobSubmitPolicy>> JobSubmitPolicy::Load(const std
   policy->L_ = L;
   JobSubmitPolicy* self = policy.get();
   std::memcpy(lua_getextraspace(L), &self, sizeof(self));
+  policy->deadline_ = std::chrono::steady_clock::now() + kPolicyCallLimit;
+  lua_sethook(L, &JobSubmitPolicy::Hook, LUA_MASKCOUNT, kHookEvery);
   // The sandbox: no os, io, package or debug; no way to load code.
   for (const auto& [name, open] :
        {std::pair{"_G", &luaopen_base}, std::pair{LUA_TABLIBNAME, &luaopen_table},
@@ -428,6 +456,7 @@ absl::Status JobSubmitPolicy::Verdict(int args) {
 
 absl::Status JobSubmitPolicy::Submit(SubmitFields& job, const std::vector<PartitionFields>& parts,
                                      std::uint32_t submit_uid) {
+  deadline_ = std::chrono::steady_clock::now() + kPolicyCallLimit;
   user_message_.clear();
   lua_settop(L_, 0);
   lua_getglobal(L_, "slurm_job_submit");
@@ -460,6 +489,7 @@ absl::Status JobSubmitPolicy::Submit(SubmitFields& job, const std::vector<Partit
 absl::Status JobSubmitPolicy::Modify(UpdateFields& update, const SubmitFields& job,
                                      const std::vector<PartitionFields>& parts,
                                      std::uint32_t modify_uid) {
+  deadline_ = std::chrono::steady_clock::now() + kPolicyCallLimit;
   user_message_.clear();
   lua_settop(L_, 0);
   lua_getglobal(L_, "slurm_job_modify");
@@ -498,11 +528,11 @@ absl::Status JobSubmitPolicy::Modify(UpdateFields& update, const SubmitFields& j
   SubmitFields read;  // ReadBack's reader, on the three fields an update has
   std::optional<std::string> fault = ReadBack(L_, table, read);
   UpdateFields changed;
-  lua_getfield(L_, table, "partition");
+  RawField(L_, table, "partition");
   if (!lua_isnil(L_, -1)) changed.partition = read.partition;
   lua_pop(L_, 1);
   changed.time_limit_min = read.time_limit_min;
-  lua_getfield(L_, table, "min_nodes");
+  RawField(L_, table, "min_nodes");
   int whole = 0;
   if (lua_tointegerx(L_, -1, &whole) != kNoVal && whole != 0) changed.nodes = read.nodes;
   lua_settop(L_, 0);

@@ -121,9 +121,14 @@ class JobSubmitPolicy {
 
  private:
   JobSubmitPolicy() = default;
+  /// The script's memory. Outside its calls (the policy's own pushes and
+  /// reads, finalizers the collector runs meanwhile) a little more is
+  /// allowed, so that an allocation there cannot fail outside a protected
+  /// call, which would abort the process.
   struct Memory {
     std::size_t used = 0;
     std::size_t limit = kPolicyMemoryLimit;
+    bool in_call = false;
   };
   static void* Allocate(void* ud, void* ptr, std::size_t osize, std::size_t nsize);
   static void Hook(lua_State* L, lua_Debug* ar);

@@ -167,6 +167,46 @@ TEST_F(JobSubmitPolicyTest, TheSandboxHasNoSystemAndNoWayToLoadCode) {
   }
 }
 
+// What runs outside the script's call cannot hang the controller: job_desc
+// is read without its metamethods, a value's __tostring is never called,
+// and finalizers (which Lua runs with hooks off) are refused.
+TEST_F(JobSubmitPolicyTest, MetamethodsAndFinalizersCannotHangTheController) {
+  absl::StatusOr<std::unique_ptr<JobSubmitPolicy>> policy = Load(R"lua(
+local forever = function() while true do end end
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  if job_desc.name == "meta" then setmetatable(job_desc, {__index = forever}) end
+  if job_desc.name == "tostring" then
+    job_desc.user_name = setmetatable({}, {__tostring = forever})
+  end
+  if job_desc.name == "gc" then
+    for i = 1, 1000 do setmetatable({}, {__gc = forever}) end
+  end
+  return slurm.SUCCESS
+end
+)lua");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  SubmitFields meta = Job();
+  meta.name = "meta";
+  EXPECT_TRUE((*policy)->Submit(meta, parts_, 1000).ok());
+  EXPECT_TRUE(meta.partition.empty());
+  SubmitFields tostring = Job();
+  tostring.name = "tostring";
+  EXPECT_NE((*policy)
+                ->Submit(tostring, parts_, 1000)
+                .message()
+                .find("job_desc.user_name cannot be changed"),
+            std::string::npos);
+  SubmitFields gc = Job();
+  gc.name = "gc";
+  EXPECT_NE((*policy)
+                ->Submit(gc, parts_, 1000)
+                .message()
+                .find("__gc finalizers are not allowed in a submit policy"),
+            std::string::npos);
+  SubmitFields fine = Job();
+  EXPECT_TRUE((*policy)->Submit(fine, parts_, 1000).ok());
+}
+
 TEST_F(JobSubmitPolicyTest, WhatItOnlyReadsAndFieldsItDoesNotKnowAreRefused) {
   absl::StatusOr<std::unique_ptr<JobSubmitPolicy>> policy = Load(R"lua(
 function slurm_job_submit(job_desc, part_list, submit_uid)
