@@ -257,17 +257,17 @@ void Replay(policy::JobSubmitPolicy& policy, int count, const ConnectionOptions&
     if (!listed.ok()) return listed.status();
     std::vector<policy::PartitionFields> parts;
     for (const v1::Partition& p : listed->partitions()) {
-      parts.push_back({.name = p.name(),
-                       .nodes = p.nodes(),
-                       .state = p.state().empty() ? "UP" : p.state(),
-                       .is_default = p.is_default(),
-                       .max_time_min = p.max_time_s() > 0
-                                           ? std::optional((p.max_time_s() + 59) / 60)
-                                           : std::nullopt,
-                       .default_time_min = p.default_time_s() > 0
-                                               ? std::optional((p.default_time_s() + 59) / 60)
-                                               : std::nullopt,
-                       .max_nodes = p.max_nodes()});
+      parts.push_back(
+          {.name = p.name(),
+           .nodes = p.nodes(),
+           .state = p.state().empty() ? "UP" : p.state(),
+           .is_default = p.is_default(),
+           .max_time_min =
+               p.max_time_s() > 0 ? std::optional(policy::MinutesOf(p.max_time_s())) : std::nullopt,
+           .default_time_min = p.default_time_s() > 0
+                                   ? std::optional(policy::MinutesOf(p.default_time_s()))
+                                   : std::nullopt,
+           .max_nodes = p.max_nodes()});
     }
     v1::JobHistoryRequest request;
     request.set_all_users(true);

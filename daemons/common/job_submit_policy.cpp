@@ -190,6 +190,14 @@ std::optional<std::string> ReadBack(lua_State* L, int table, SubmitFields& job) 
   return std::nullopt;
 }
 
+// The derived read-only fields, as job_desc shows them.
+lua_Integer NumTasks(const SubmitFields& job) {
+  return static_cast<lua_Integer>(job.nodes) * job.tasks_per_node;
+}
+std::string TresPerNode(const SubmitFields& job) {
+  return job.gpus_per_node > 0 ? fmt::format("gres/gpu:{}", job.gpus_per_node) : "";
+}
+
 // The job_desc table of `job`, left on the stack.
 void PushJobDesc(lua_State* L, const SubmitFields& job) {
   lua_createtable(L, 0, 24);
@@ -213,9 +221,8 @@ void PushJobDesc(lua_State* L, const SubmitFields& job) {
   SetString(L, "array_inx", job.array);
   SetString(L, "dependency", job.dependency);
   SetString(L, "script", job.script);
-  SetInteger(L, "num_tasks", static_cast<lua_Integer>(job.nodes) * job.tasks_per_node);
-  SetString(L, "tres_per_node",
-            job.gpus_per_node > 0 ? fmt::format("gres/gpu:{}", job.gpus_per_node) : "");
+  SetInteger(L, "num_tasks", NumTasks(job));
+  SetString(L, "tres_per_node", TresPerNode(job));
 }
 
 // part_list: one table per partition, as an array.
@@ -271,12 +278,8 @@ std::optional<std::string> Trespass(lua_State* L, int table, const SubmitFields&
     if (key == "array_inx") was = before.array;
     if (key == "dependency") was = before.dependency;
     if (key == "script") was = before.script;
-    if (key == "num_tasks") {
-      was = std::to_string(static_cast<std::int64_t>(before.nodes) * before.tasks_per_node);
-    }
-    if (key == "tres_per_node" && before.gpus_per_node > 0) {
-      was = fmt::format("gres/gpu:{}", before.gpus_per_node);
-    }
+    if (key == "num_tasks") was = std::to_string(NumTasks(before));
+    if (key == "tres_per_node") was = TresPerNode(before);
     if (seen != was) return fmt::format("job_desc.{} cannot be changed by the policy", key);
   }
   return std::nullopt;

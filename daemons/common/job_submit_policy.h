@@ -26,6 +26,8 @@ namespace cohort::policy {
 
 /// time_limit of a job without one: slurm.INFINITE.
 inline constexpr std::int64_t kUnlimitedMinutes = 0xffffffff;
+/// A limit in seconds as the script sees it: whole minutes, rounded up.
+[[nodiscard]] constexpr std::int64_t MinutesOf(std::int64_t seconds) { return (seconds + 59) / 60; }
 
 /// The fields of a submission the script sees, by Slurm's job_desc names
 /// (the comments); the writable ones may be changed.

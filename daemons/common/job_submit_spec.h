@@ -25,7 +25,7 @@ template <typename Spec>
   if (spec.time_limit_s() == kUnlimited.count()) {
     f.time_limit_min = kUnlimitedMinutes;
   } else if (spec.time_limit_s() > 0) {
-    f.time_limit_min = (spec.time_limit_s() + 59) / 60;
+    f.time_limit_min = MinutesOf(spec.time_limit_s());
   }
   f.nodes = spec.nodes() == 0 ? 1 : spec.nodes();
   f.tasks_per_node = spec.tasks_per_node() == 0 ? 1 : spec.tasks_per_node();

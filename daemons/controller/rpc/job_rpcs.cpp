@@ -20,15 +20,14 @@ namespace {
 // The partitions as the submit policy's part_list shows them.
 std::vector<policy::PartitionFields> PolicyPartitions(const ControllerState& state) {
   std::vector<policy::PartitionFields> parts;
-  const auto minutes = [](std::chrono::seconds s) { return (s.count() + 59) / 60; };
   for (const config::PartitionSpec& spec : state.config.partitions) {
     policy::PartitionFields& p = parts.emplace_back();
     p.name = spec.name;
     p.nodes = hostlist::Compress(spec.nodes);
     p.state = std::string(config::PartitionStateName(state.engine.PartitionState(spec)));
     p.is_default = &spec == state.config.DefaultPartition();
-    if (spec.max_time != kUnlimited) p.max_time_min = minutes(spec.max_time);
-    if (spec.default_time) p.default_time_min = minutes(*spec.default_time);
+    if (spec.max_time != kUnlimited) p.max_time_min = policy::MinutesOf(spec.max_time.count());
+    if (spec.default_time) p.default_time_min = policy::MinutesOf(spec.default_time->count());
     p.max_nodes = spec.max_nodes.value_or(0);
   }
   return parts;
@@ -62,7 +61,7 @@ absl::Status JobRpcs::ApplyModifyPolicy(v1::UpdateJobRequest& request, JobRef re
   if (request.has_time_limit_s()) {
     update.time_limit_min = request.time_limit_s() == kUnlimited.count()
                                 ? policy::kUnlimitedMinutes
-                                : (request.time_limit_s() + 59) / 60;
+                                : policy::MinutesOf(request.time_limit_s());
   }
   if (request.has_nodes()) update.nodes = request.nodes();
   const policy::UpdateFields asked = update;
