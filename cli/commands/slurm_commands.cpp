@@ -30,6 +30,8 @@ constexpr std::array kFrontEnds = {
     FrontEnd{"scontrol", FixedOptions<AddScontrolCommand>},
     FrontEnd{"sprio", FixedOptions<AddSprioCommand>},
     FrontEnd{"sshare", FixedOptions<AddSshareCommand>},
+    FrontEnd{"sacctmgr", FixedOptions<AddSacctmgrCommand>},
+    FrontEnd{"sreport", FixedOptions<AddSreportCommand>},
 };
 
 constexpr std::array<std::string_view, kFrontEnds.size()> kNames = [] {

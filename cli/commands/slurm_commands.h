@@ -16,7 +16,8 @@
 namespace cohort::cli {
 
 /// The commands, in the order docs/slurm.md lists them: sbatch, srun,
-/// salloc, squeue, scancel, sinfo, sacct, scontrol, sprio, sshare.
+/// salloc, squeue, scancel, sinfo, sacct, scontrol, sprio, sshare, sacctmgr,
+/// sreport.
 [[nodiscard]] std::span<const std::string_view> SlurmCommandNames();
 
 /// Whether `program` (argv[0]'s file name) is one of them.
@@ -49,5 +50,7 @@ void AddSacctCommand(CLI::App& app, int& exit_code);
 void AddScontrolCommand(CLI::App& app, int& exit_code);
 void AddSprioCommand(CLI::App& app, int& exit_code);
 void AddSshareCommand(CLI::App& app, int& exit_code);
+void AddSacctmgrCommand(CLI::App& app, int& exit_code);
+void AddSreportCommand(CLI::App& app, int& exit_code);
 
 }  // namespace cohort::cli

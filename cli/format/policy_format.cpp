@@ -83,8 +83,12 @@ std::vector<std::vector<std::string>> SharesRows(const v1::SharesResponse& respo
   std::vector<std::vector<std::string>> rows = {
       {"Account", "User", "RawShares", "NormShares", "RawUsage(GPU-h)", "NormUsage", "FairShare"}};
   for (const v1::AccountShare& share : response.rows()) {
-    rows.push_back({share.user().empty() ? share.account() : " " + share.account(), share.user(),
-                    std::to_string(share.shares()), fmt::format("{:.6f}", share.norm_shares()),
+    // As Slurm's sshare: an account indented by its depth, a user's line
+    // one further under its account.
+    const int depth = share.user().empty() ? share.depth() : std::max(share.depth(), 1);
+    const std::string indent(static_cast<std::size_t>(std::max(depth, 0)), ' ');
+    rows.push_back({indent + share.account(), share.user(), std::to_string(share.shares()),
+                    fmt::format("{:.6f}", share.norm_shares()),
                     fmt::format("{:.2f}", share.usage_gpu_seconds() / 3600.0),
                     fmt::format("{:.6f}", share.norm_usage()),
                     fmt::format("{:.6f}", share.factor())});
@@ -99,6 +103,7 @@ nlohmann::ordered_json SharesToJson(const v1::SharesResponse& response) {
   for (const v1::AccountShare& share : response.rows()) {
     nlohmann::ordered_json row;
     row["account"] = share.account();
+    row["parent"] = share.parent();
     row["user"] = share.user().empty() ? nlohmann::ordered_json(nullptr)
                                        : nlohmann::ordered_json(share.user());
     row["shares"] = share.shares();

@@ -45,6 +45,12 @@ int Cpus(const v1::Job& job, Step step) {
   return spec.nodes() * std::max(spec.tasks_per_node(), 1) * per_task;
 }
 
+}  // namespace
+
+int AllocCpus(const v1::Job& job) { return Cpus(job, nullptr); }
+
+namespace {
+
 std::string JobOnly(const std::string& value, Step step) {
   return step == nullptr ? value : std::string();
 }

@@ -54,6 +54,10 @@ void PrintAccountingTable(const std::vector<AccountingColumn>& columns,
                           const std::vector<std::vector<std::string>>& rows, TableHeader header,
                           std::ostream& out);
 
+/// The CPUs a job holds, as AllocCPUS shows them: its nodes × tasks per
+/// node × CPUs per task.
+[[nodiscard]] int AllocCpus(const v1::Job& job);
+
 /// Every field name, as --helpformat lists them.
 [[nodiscard]] std::vector<std::string_view> AccountingFieldNames();
 

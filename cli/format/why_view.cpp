@@ -167,6 +167,27 @@ WhyWords WhyInWords(const v1::ExplainJobResponse& response) {
                                       : "it starts when your running jobs under this limit end, "
                                         "or with another --qos");
       return words;
+    case PendingReason::kAssocGrpGres:
+    case PendingReason::kAssocGrpCpu:
+    case PendingReason::kAssocGrpNode:
+    case PendingReason::kAssocGrpJobs:
+    case PendingReason::kAssocMaxJobs:
+      words.summary =
+          fmt::format("Job {} waits for its account's limit ({}).", id, PendingReasonName(reason));
+      words.blockers.push_back(detail);
+      words.suggestions.push_back(
+          "it starts when running jobs under this limit end; sacctmgr show assoc lists the "
+          "limits, or charge another account (scontrol update JobId=ID Account=A)");
+      return words;
+    case PendingReason::kAssocGrpGresMinutes:
+    case PendingReason::kAssocGrpCpuMinutes:
+      words.summary = fmt::format("Job {} waits: its account's budget would be overspent ({}).", id,
+                                  PendingReasonName(reason));
+      words.blockers.push_back(detail);
+      words.suggestions.push_back(
+          "ask for less time if the detail says it then fits, charge another account, or ask "
+          "an operator to raise GrpTRESMins (sacctmgr modify account)");
+      return words;
     case PendingReason::kNone:
     case PendingReason::kResources:
     case PendingReason::kPriority:

@@ -15,15 +15,16 @@
 #include "cohort/text/hostlist.h"
 #include "controller_log.h"
 #include "rpc/request_bounds.h"
+#include "store/account_records.h"
 
 namespace cohort::controller {
 namespace {
 
 // The calls that change what the controller persists: refused while its
 // state cannot be written (Outbox::WriteRefusal).
-constexpr std::array<std::string_view, 8> kWritingRpcs{
-    "SubmitJob", "CancelJob",  "ControlJobs", "UpdateJob",
-    "StartStep", "SignalStep", "UpdateNode",  "UpdatePartition"};
+constexpr std::array<std::string_view, 9> kWritingRpcs{
+    "SubmitJob",  "CancelJob",  "ControlJobs",     "UpdateJob",     "StartStep",
+    "SignalStep", "UpdateNode", "UpdatePartition", "UpdateAccounts"};
 
 // Whose calls a call counts against: its user's, or, for a caller nobody
 // vouched for, everyone's of that kind together.
@@ -88,7 +89,7 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
                       }),
       job_rpcs_(io_, state_, outbox_, reader_, *this),
       node_rpcs_(io_, state_, outbox_, *this),
-      priority_rpcs_(io_, state_, outbox_),
+      priority_rpcs_(io_, state_, outbox_, *this),
       history_rpcs_(*state_.topology, config.private_data, std::move(stores.history)),
       admin_rpcs_(io_, options_.tokens, options_.reconfigure),
       logged_node_status_(static_cast<std::size_t>(state_.topology->NodeCount()),
@@ -158,9 +159,15 @@ void Controller::Restore(LoadedState loaded) {
     saved.jobs.push_back(*std::move(job));
   }
   for (const v1::UsageRecordProto& u : loaded.usage) {
-    saved.usage.push_back({u.account(), u.user(), u.usage(), Millis(u.as_of_ms())});
+    saved.usage.push_back({u.account(), u.user(), u.usage(), Millis(u.as_of_ms()), u.gpu_seconds(),
+                           u.cpu_seconds(), Millis(u.period_start_ms())});
   }
   saved.partitions = loaded.partitions;
+  std::vector<std::string> account_warnings;
+  saved.accounting = FromRecord(loaded.accounting, account_warnings);
+  for (const std::string& warning : account_warnings) {
+    Log("controller")->warn("account_dropped reason=\"{}\"", warning);
+  }
   for (const StateBatch::NodeRow& row : loaded.nodes) {
     const std::optional<NodeId> node = state_.topology->FindNode(row.name);
     if (!node) continue;
@@ -263,6 +270,7 @@ void Controller::Execute(Effects& effects) {
   }
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
   if (effects.changed_partitions) outbox_.MarkPartitionsChanged();
+  if (effects.changed_accounts) outbox_.MarkAccountsChanged();
   image_prefetch_.Changed(effects.changed_jobs);
   for (const Command& command : effects.commands) agent_hub_.Send(command);
   LogTransitions(effects.transitions);

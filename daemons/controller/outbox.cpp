@@ -103,6 +103,7 @@ StateBatch Outbox::TakeBatch() {
     batch.nodes.push_back({source_.NodeName(node), admin});
   }
   if (std::exchange(dirty_partitions_, false)) batch.partitions = source_.PartitionOverrides();
+  if (std::exchange(dirty_accounting_, false)) batch.accounting = source_.Accounting();
   if (const JobId next = source_.NextId(); next != written_next_id_) {
     batch.next_job_id = next;
     written_next_id_ = next;
@@ -116,6 +117,9 @@ StateBatch Outbox::TakeBatch() {
       row.set_user(u.user);
       row.set_usage(u.usage);
       row.set_as_of_ms(u.as_of.count());
+      row.set_gpu_seconds(u.gpu_seconds);
+      row.set_cpu_seconds(u.cpu_seconds);
+      row.set_period_start_ms(u.period_start.count());
     }
     if (rows.empty()) batch.usage.reset();
   }
@@ -131,7 +135,7 @@ void Outbox::Flush() {
   std::vector<std::function<void()>> out = std::move(outbox_);
   outbox_.clear();
   if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0 && !batch.usage &&
-      !batch.partitions) {
+      !batch.partitions && !batch.accounting) {
     for (std::function<void()>& f : out) f();
     return;
   }

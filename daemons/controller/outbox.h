@@ -34,6 +34,8 @@ class RecordSource {
   [[nodiscard]] virtual JobId NextId() const = 0;
   /// Fair-share usage charged up to `now`.
   [[nodiscard]] virtual std::vector<policy::UsageRecord> Usage(Millis now) const = 0;
+  /// What sacctmgr made, with its audit.
+  [[nodiscard]] virtual v1::AccountingRecord Accounting() const = 0;
 };
 
 /// The durable outbox. Holds replies, agent commands and watch events
@@ -63,6 +65,8 @@ class Outbox {
   void MarkChanged(const std::vector<JobId>& jobs, const std::vector<NodeId>& nodes);
   /// An operator changed a partition's state: the next batch writes them all.
   void MarkPartitionsChanged() { dirty_partitions_ = true; }
+  /// sacctmgr changed the accounts: the next batch writes them.
+  void MarkAccountsChanged() { dirty_accounting_ = true; }
   /// Marks a job never written before: its environment is written once.
   void MarkNew(JobId id) { new_jobs_.insert(id); }
 
@@ -149,9 +153,10 @@ class Outbox {
   std::set<JobId> new_jobs_;  ///< dirty and never written
   std::set<NodeId> dirty_nodes_;
   bool dirty_partitions_ = false;
+  bool dirty_accounting_ = false;
   /// Whether anything changed waits for a commit.
   [[nodiscard]] bool Dirty() const {
-    return !dirty_jobs_.empty() || !dirty_nodes_.empty() || dirty_partitions_;
+    return !dirty_jobs_.empty() || !dirty_nodes_.empty() || dirty_partitions_ || dirty_accounting_;
   }
   std::vector<NodeAdmin> written_admin_;  ///< by NodeId: as last written
   JobId written_next_id_ = 0;

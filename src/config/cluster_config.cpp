@@ -57,6 +57,11 @@ class Parser {
     ClusterConfig& config = result_.config;
     CheckPartitions(config);
     CheckQos(config);
+    std::size_t culprit = 0;
+    if (absl::Status tree = CheckAccountTree(config.accounts, &culprit); !tree.ok()) {
+      diagnostics_.Error(config.accounts[culprit].defined_at, std::string(tree.message()),
+                         "fix the Parent= of the AccountName lines");
+    }
     if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
       diagnostics_.Error({}, "TLSCertFile and TLSKeyFile go together",
                          "give both (the controller's certificate and its key), or neither");
@@ -291,6 +296,7 @@ class Parser {
     spec.name = head.value;
     spec.defined_at = head.key_at;
     if (!AccountKeys().ParseWords(line, state, diagnostics_)) return;
+    if (spec.parent == "root") spec.parent.clear();
     for (const AccountSpec& other : result_.config.accounts) {
       if (other.name == spec.name) {
         diagnostics_.Error(head.value_at,
@@ -425,6 +431,56 @@ const AccountSpec* ClusterConfig::FindAccount(std::string_view name) const {
     if (a.name == name) return &a;
   }
   return nullptr;
+}
+
+std::vector<const AccountSpec*> ClusterConfig::AccountChain(std::string_view name) const {
+  std::vector<const AccountSpec*> chain;
+  // Bounded by the number of accounts: a loop (refused when made) cannot
+  // make it run forever.
+  for (const AccountSpec* at = FindAccount(name); at != nullptr && chain.size() <= accounts.size();
+       at = at->parent.empty() ? nullptr : FindAccount(at->parent)) {
+    chain.push_back(at);
+  }
+  return chain;
+}
+
+absl::Status CheckAccountTree(const std::vector<AccountSpec>& accounts, std::size_t* culprit) {
+  std::map<std::string_view, const AccountSpec*> by_name;
+  for (const AccountSpec& account : accounts) {
+    if (culprit != nullptr) *culprit = static_cast<std::size_t>(&account - accounts.data());
+    if (account.name.empty() || account.name == "root") {
+      return absl::InvalidArgumentError(
+          fmt::format("account \"{}\": {}", account.name,
+                      account.name.empty() ? "an account needs a name"
+                                           : "root is the top of the tree, above every account; "
+                                             "name the account otherwise"));
+    }
+    if (!by_name.emplace(account.name, &account).second) {
+      return absl::AlreadyExistsError(fmt::format("account {} is defined twice", account.name));
+    }
+  }
+  for (const AccountSpec& account : accounts) {
+    if (culprit != nullptr) *culprit = static_cast<std::size_t>(&account - accounts.data());
+    if (account.parent.empty()) continue;
+    if (!by_name.contains(account.parent)) {
+      return absl::InvalidArgumentError(
+          fmt::format("account {}: its parent {} is no account; add that account first, or write "
+                      "Parent=root",
+                      account.name, account.parent));
+    }
+    std::vector<std::string_view> path{account.name};
+    for (const AccountSpec* up = by_name.at(account.parent);;) {
+      path.push_back(up->name);
+      if (up->name == account.name) {
+        return absl::InvalidArgumentError(
+            fmt::format("account {} would be under itself ({}); give one of them another parent",
+                        account.name, fmt::join(path, " under ")));
+      }
+      if (up->parent.empty() || path.size() > accounts.size() + 1) break;
+      up = by_name.at(up->parent);
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string_view AuthTypeName(AuthType type) {

@@ -138,6 +138,7 @@ constexpr auto kSchedulingRows = std::to_array<conf::KeyRow<G>>({
     {"BackfillDepth", &conf::Set<G, &ParseIntFrom<1, kMaxBackfillDepth>, &C::backfill_depth>},
     {"MaxArraySize", &conf::Set<G, &ParseIntFrom<1, kMaxArraySizeLimit>, &C::max_array_size>},
     {"DefaultQOS", &conf::Set<G, &ParseDefaultQos, &C::default_qos>},
+    {"PriorityUsageResetPeriod", &conf::Set<G, &ParseUsageReset, &C::usage_reset_period>},
     {"Include",
      [](const conf::Word& word, G& line, Diagnostics& /*diagnostics*/) {
        line.include(word);  // reports its own errors; the rest of the line still counts
@@ -262,10 +263,20 @@ constexpr auto kQosRows = Concat(
     kQosOwnRows,
     PreemptionRows<QosLine, &Q::preempt_mode, &Q::grace_time, &Q::preempt_signal>("GraceTime"));
 
+using A = AccountSpec;
 constexpr auto kAccountRows = std::to_array<conf::KeyRow<AccountLine>>({
-    {"Shares", &conf::Set<AccountLine, &ParseIntFrom<1, kMaxCount>, &AccountSpec::shares>},
-    {"UserShares", &conf::Set<AccountLine, &ParseUserShares, &AccountSpec::user_shares>},
-    {"Users", &conf::Set<AccountLine, &ParseCommaList, &AccountSpec::users>},
+    {"Parent", &conf::Set<AccountLine, &ParseText, &A::parent>},
+    {"Shares", &conf::Set<AccountLine, &ParseIntFrom<1, kMaxCount>, &A::shares>},
+    {"UserShares", &conf::Set<AccountLine, &ParseUserShares, &A::user_shares>},
+    {"Users", &conf::Set<AccountLine, &ParseCommaList, &A::users>},
+    {"Description", &conf::Set<AccountLine, &ParseText, &A::description>},
+    {"Organization", &conf::Set<AccountLine, &ParseText, &A::organization>},
+    {"GrpTRES", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"GrpTRESMins", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"GrpJobs", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"MaxJobs", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"MaxSubmitJobs", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"MaxTRESPerJob", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
 });
 
 static_assert(conf::AllFilled(kGlobalRows));

@@ -169,6 +169,25 @@ bool ParsePartitionState(const conf::Word& word, PartitionState& out, Diagnostic
   return false;
 }
 
+bool ParseUsageReset(const conf::Word& word, UsageResetPeriod& out, Diagnostics& diagnostics) {
+  if (const std::optional<UsageResetPeriod> period = ParseUsageResetPeriod(word.value)) {
+    out = *period;
+    return true;
+  }
+  diagnostics.Error(word.value_at, fmt::format("{}={}: not a usage period", word.key, word.value),
+                    "write NONE (budgets never start again), DAILY, WEEKLY, MONTHLY, QUARTERLY "
+                    "or YEARLY");
+  return false;
+}
+
+bool ParseAccountLimit(const conf::Word& word, AssocLimits& out, Diagnostics& diagnostics) {
+  if (absl::Status set = SetLimit(word.key, word.value, out); !set.ok()) {
+    diagnostics.Error(word.value_at, std::string(set.message()));
+    return false;
+  }
+  return true;
+}
+
 bool ParsePreemptMode(const conf::Word& word, PreemptMode& out, Diagnostics& diagnostics) {
   constexpr std::array<PreemptMode, 4> kModes = {PreemptMode::kOff, PreemptMode::kRequeue,
                                                  PreemptMode::kCancel, PreemptMode::kSuspend};

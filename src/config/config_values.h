@@ -89,6 +89,12 @@ template <long long kLo, long long kHi>
 /// OFF, REQUEUE, CANCEL or SUSPEND in any case; Slurm's GANG, WITHIN and
 /// PRIORITY are refused by name.
 /// State=UP|DOWN|DRAIN|INACTIVE of a partition.
+/// PriorityUsageResetPeriod=.
+[[nodiscard]] bool ParseUsageReset(const conf::Word& word, UsageResetPeriod& out,
+                                   Diagnostics& diagnostics);
+/// One of an AccountName line's limits (GrpTRES=, MaxJobs=, …), by its key.
+[[nodiscard]] bool ParseAccountLimit(const conf::Word& word, AssocLimits& out,
+                                     Diagnostics& diagnostics);
 [[nodiscard]] bool ParsePartitionState(const conf::Word& word, PartitionState& out,
                                        Diagnostics& diagnostics);
 [[nodiscard]] bool ParsePreemptMode(const conf::Word& word, PreemptMode& out,

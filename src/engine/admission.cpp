@@ -123,11 +123,17 @@ absl::Status CheckAllowed(const JobRequest& request, const config::ClusterConfig
   }
   if (IsPrivileged(request, config)) return absl::OkStatus();
   const config::AccountSpec* account = config.FindAccount(request.account);
-  if (account != nullptr && !account->users.empty() && !Lists(account->users, request.user_name)) {
+  // An account sacctmgr made takes only its users, even before it has any.
+  if (account != nullptr && (!account->users.empty() || account->managed) &&
+      !Lists(account->users, request.user_name)) {
     return absl::PermissionDeniedError(fmt::format(
-        "account: {} is not a member of account {}; its members are {} (AccountName={} Users=), "
-        "and root and Operators= may charge any account; pass -A with an account of yours",
-        request.user_name, account->name, fmt::join(account->users, ","), account->name));
+        "account: {} is not a member of account {}; its members are {} ({}), and root and "
+        "Operators= may charge any account; pass -A with an account of yours",
+        request.user_name, account->name,
+        account->users.empty() ? std::string("none yet")
+                               : fmt::format("{}", fmt::join(account->users, ",")),
+        account->managed ? fmt::format("sacctmgr add user NAME Account={}", account->name)
+                         : fmt::format("AccountName={} Users=", account->name)));
   }
   if ((!qos.allow_accounts.empty() || !qos.allow_users.empty()) &&
       !Lists(qos.allow_accounts, request.account) && !Lists(qos.allow_users, request.user_name)) {
@@ -146,9 +152,13 @@ absl::Status CheckAllowed(const JobRequest& request, const config::ClusterConfig
   return absl::OkStatus();
 }
 
-// The account of a job that names none: the first account that lists its
-// user in Users=, else the user's own name (Slurm's default account).
+// The account of a job that names none: the user's DefaultAccount
+// (sacctmgr), else the first account that lists its user in Users=, else
+// the user's own name (Slurm's default account).
 std::string DefaultAccount(const JobRequest& request, const config::ClusterConfig& config) {
+  for (const auto& [user, account] : config.default_accounts) {
+    if (user == request.user_name) return account;
+  }
   for (const config::AccountSpec& account : config.accounts) {
     if (Lists(account.users, request.user_name)) return account.name;
   }
@@ -164,7 +174,8 @@ Admission::Admission(const Parts& parts)
       checks_(parts.checks),
       book_(parts.book),
       triggers_(parts.triggers),
-      life_(parts.life) {
+      life_(parts.life),
+      quotas_(parts.config, parts.usage) {
   for (const auto& check : checks_) {
     if (check->MayMakeJobsWait(config_)) waiting_checks_.push_back(check);
   }
@@ -333,16 +344,27 @@ absl::Status Admission::CheckQueueing(const Job& job) const {
           term.job));
     }
   }
-  const config::QosSpec* qos = config_.FindQos(job.qos);
-  if (qos == nullptr || !qos->max_submit_jobs_per_user) return absl::OkStatus();
-  std::size_t queued = 0;
-  for (const auto* index : {&book_.Pending(), &book_.Active()}) {
-    for (const Job* other : *index) {
-      if (other->qos == job.qos && other->request.uid == job.request.uid) {
-        queued += other->array.pending.empty() ? 1 : other->array.pending.size();
+  // The user's pending and running jobs that `same` says count (array
+  // tasks one each).
+  const auto queued_by_user = [&](const auto& same) {
+    std::size_t queued = 0;
+    for (const auto* index : {&book_.Pending(), &book_.Active()}) {
+      for (const Job* other : *index) {
+        if (other->request.uid == job.request.uid && same(*other)) {
+          queued += other->array.pending.empty() ? 1 : other->array.pending.size();
+        }
       }
     }
+    return queued;
+  };
+  if (quotas_.MaxSubmitJobs(job)) {
+    const std::size_t queued = queued_by_user(
+        [&](const Job& other) { return other.request.account == job.request.account; });
+    if (absl::Status s = quotas_.CheckQueueing(job, queued); !s.ok()) return s;
   }
+  const config::QosSpec* qos = config_.FindQos(job.qos);
+  if (qos == nullptr || !qos->max_submit_jobs_per_user) return absl::OkStatus();
+  const std::size_t queued = queued_by_user([&](const Job& other) { return other.qos == job.qos; });
   const std::size_t adding = job.request.array.tasks.empty() ? 1 : job.request.array.tasks.size();
   if (queued + adding > static_cast<std::size_t>(*qos->max_submit_jobs_per_user)) {
     return absl::ResourceExhaustedError(fmt::format(
@@ -356,6 +378,7 @@ absl::Status Admission::CheckQueueing(const Job& job) const {
 absl::Status Admission::CheckSubmit(const Job& job, Millis now) const {
   // Submission counts no running jobs (empty maps allocate nothing): a
   // check that needs totals waits in Admit instead.
+  if (absl::Status s = quotas_.CheckSubmit(job); !s.ok()) return s;
   const plugin::RunningTotals none;
   const plugin::AdmissionContext context{config_, none, now};
   for (const auto& check : checks_) {
@@ -538,6 +561,12 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
           fmt::format("{} tasks of the array run and it allows {} at once (%{})", it->second,
                       job.request.array.max_running, job.request.array.max_running),
           effects);
+      return false;
+    }
+  }
+  if (counts.quotas != nullptr) {
+    if (std::optional<plugin::Wait> wait = counts.quotas->Admit(job, counts.quota, now)) {
+      Lifecycle::SetReason(job, wait->reason, wait->detail, effects);
       return false;
     }
   }

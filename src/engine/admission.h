@@ -12,6 +12,7 @@
 #include "cohort/engine/job.h"
 #include "cohort/plugin.h"
 #include "engine/pass_state.h"
+#include "engine/quotas.h"
 
 namespace cohort {
 struct Effects;
@@ -38,6 +39,7 @@ class Admission {
     JobBook& book;
     PassTriggers& triggers;
     Lifecycle& life;
+    const policy::FairShare& usage;  ///< budgets' use (GrpTRESMins)
   };
   explicit Admission(const Parts& parts);
 
@@ -53,7 +55,11 @@ class Admission {
   [[nodiscard]] absl::Status CheckSubmit(const Job& job, Millis now) const;
   /// Whether some chosen check may make jobs wait under the config: passes
   /// then count running totals and give up their shortcuts.
-  [[nodiscard]] bool ChecksMayWait() const { return !waiting_checks_.empty(); }
+  [[nodiscard]] bool ChecksMayWait() const { return !waiting_checks_.empty() || quotas_.Active(); }
+  /// The account tree's limits.
+  [[nodiscard]] const Quotas& AccountLimits() const { return quotas_; }
+  /// The accounts changed (sacctmgr): their limits are taken again.
+  void AccountsChanged() { quotas_.Reindex(); }
 
   /// Whether the job may be tried now; sets its pending reason when not. A
   /// job whose dependency can never hold and that asked to be killed then is
@@ -93,6 +99,7 @@ class Admission {
   std::vector<PartitionAdmin> overrides_;  ///< operators' partition states, by name
   /// Whether the pool's partition (by PartitionId) starts jobs now.
   std::vector<bool> starts_;
+  Quotas quotas_;
   void Recount();
 };
 

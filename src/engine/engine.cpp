@@ -12,6 +12,7 @@
 #include "cohort/check.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/plugin.h"
+#include "engine/account_admin.h"
 #include "engine/engine_core.h"
 #include "engine/steps.h"
 
@@ -116,7 +117,7 @@ EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Top
       imex(config.switch_type == "nvidia_imex" ? config.imex.channel_count : 0),
       life({tree, pool, book, triggers, priority, imex, config.imex.per_segment,
             config.max_batch_requeue, config.requeue_backoff}),
-      admission({config, tree, pool, plugins.admission, book, triggers, life}),
+      admission({config, tree, pool, plugins.admission, book, triggers, life, priority.Usage()}),
       preemption({config, tree, pool, allocator, book, triggers, priority, life}),
       nodes({config, tree, pool, book, triggers, life}),
       planner({config, pool, allocator, book, triggers, priority, life, admission, preemption}) {
@@ -259,6 +260,48 @@ absl::Status Engine::SetPartitionState(const std::string& partition, config::Par
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<AccountAudit>> Engine::UpdateAccounts(const AccountUpdate& update,
+                                                                 const Caller& caller, Millis now,
+                                                                 Effects& effects) {
+  engine::EngineCore& core = *core_;
+  if (!caller.IsOperator()) {
+    return absl::PermissionDeniedError(
+        "only root and Operators= (in cohort.conf) may change accounts and users; sacctmgr show "
+        "reads them");
+  }
+  const auto queued = [&](const std::string& account) {
+    std::size_t n = 0;
+    for (const auto* index : {&core.book.Pending(), &core.book.Active()}) {
+      for (const Job* job : *index) n += job->request.account == account ? 1 : 0;
+    }
+    return n;
+  };
+  absl::StatusOr<std::vector<AccountAudit>> audit =
+      engine::ApplyAccountUpdate(update, core.config, queued);
+  if (!audit.ok()) return audit.status();
+  for (AccountAudit& entry : *audit) {
+    entry.time = now;
+    entry.uid = caller.uid;
+    core.audit.push_back(entry);
+  }
+  if (core.audit.size() > kAuditKept) {
+    core.audit.erase(core.audit.begin(), core.audit.begin() + static_cast<std::ptrdiff_t>(
+                                                                  core.audit.size() - kAuditKept));
+  }
+  core.admission.AccountsChanged();
+  core.triggers.Note(engine::Trigger::kAccounts);
+  effects.changed_accounts = true;
+  return audit;
+}
+
+AccountingState Engine::Accounting() const {
+  AccountingState state = engine::ManagedPart(core_->config);
+  state.audit = core_->audit;
+  return state;
+}
+
+const std::vector<AccountAudit>& Engine::AccountsAudit() const { return core_->audit; }
+
 void Engine::Tick(Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
   core.nodes.Tick(now, effects);
@@ -395,6 +438,13 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
   COHORT_CHECK(core.book.All().empty() && core.book.NextId() == 1,
                "Restore must come before any other call");
   core.book.ReserveIdsBelow(state.next_id);
+  // The accounts first: jobs are admitted again against them below.
+  core.audit = std::move(state.accounting.audit);
+  for (std::string& dropped : engine::MergeManaged(state.accounting, core.config)) {
+    core.audit.push_back(
+        {.time = now, .uid = 0, .action = "Drop", .where = "restart", .info = std::move(dropped)});
+  }
+  core.admission.AccountsChanged();
   core.nodes.RestoreAdmin(state.nodes);
   core.admission.RestoreOverrides(state.partitions);
   core.priority.Usage().Restore(state.usage);

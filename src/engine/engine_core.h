@@ -45,6 +45,8 @@ struct EngineCore {
   Preemption preemption;
   NodeBook nodes;
   PassPlanner planner;
+  /// sacctmgr's changes, oldest first, the last kAuditKept.
+  std::vector<AccountAudit> audit;
 };
 
 }  // namespace cohort::engine

@@ -158,6 +158,13 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     case PendingReason::kBeginTime:
     case PendingReason::kPartitionDown:
     case PendingReason::kPartitionInactive:
+    case PendingReason::kAssocGrpGres:
+    case PendingReason::kAssocGrpCpu:
+    case PendingReason::kAssocGrpNode:
+    case PendingReason::kAssocGrpJobs:
+    case PendingReason::kAssocMaxJobs:
+    case PendingReason::kAssocGrpGresMinutes:
+    case PendingReason::kAssocGrpCpuMinutes:
       break;  // the reason and its detail say it all
   }
   return e;

@@ -178,6 +178,13 @@ constexpr std::array<std::string_view, kPendingReasonCount> kPendingReasonNames 
     "BeginTime",
     "PartitionDown",
     "PartitionInactive",
+    "AssocGrpGRES",
+    "AssocGrpCpuLimit",
+    "AssocGrpNodeLimit",
+    "AssocGrpJobsLimit",
+    "AssocMaxJobsLimit",
+    "AssocGrpGRESMinutes",
+    "AssocGrpCPUMinutesLimit",
 };
 
 }  // namespace

@@ -158,6 +158,11 @@ void PassPlanner::BeginPass(PassState& pass, Millis now, Effects& effects) {
   pass.now = now;
   pass.reserved_from.assign(static_cast<std::size_t>(pool_.NodeCount()), Millis::max());
   pass.counts.checks_may_wait = admission_.ChecksMayWait();
+  if (admission_.AccountLimits().Active()) {
+    pass.counts.quotas = &admission_.AccountLimits();
+    pass.counts.now = now;
+    admission_.AccountLimits().Begin(pass.counts.quota, now);
+  }
   for (const Job* job : book_.Active()) pass.counts.Count(*job, 1);
   preemption_.Review(pass.preemptors, now, effects);
 }

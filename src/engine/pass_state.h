@@ -13,6 +13,7 @@
 #include "cohort/engine/job.h"
 #include "cohort/plugin.h"
 #include "engine/engine_support.h"
+#include "engine/quotas.h"
 
 namespace cohort::engine {
 
@@ -51,11 +52,16 @@ struct PassCounts {
   bool checks_may_wait = false;
   plugin::RunningTotals running;
   std::map<JobId, int> array_running;
+  /// The account tree's limits, when some account has one; else null.
+  const Quotas* quotas = nullptr;
+  QuotaTotals quota;
+  Millis now{0};
 
   /// A job starts (+1) or is counted as running at the start of the pass.
   void Count(const Job& job, int sign) {
     if (job.array.job_id != 0 && job.array.task_id >= 0) array_running[job.array.job_id] += sign;
     if (checks_may_wait) running.Count(job, sign);
+    if (quotas != nullptr) quotas->Count(quota, job, sign, now);
   }
 };
 

@@ -27,6 +27,8 @@ std::string_view TriggerName(Trigger trigger) {
       return "node_resumed";
     case Trigger::kPartitionUp:
       return "partition_up";
+    case Trigger::kAccounts:
+      return "accounts";
     case Trigger::kSuspended:
       return "suspended";
     case Trigger::kSwitchWaitOver:

@@ -30,6 +30,7 @@ enum class Trigger : std::uint8_t {
   kNodeUp,          ///< a node registered
   kNodeResumed,     ///< a drained node was resumed
   kPartitionUp,     ///< an operator let a partition start jobs again
+  kAccounts,        ///< sacctmgr changed the accounts: limits, shares, members
   kSuspended,       ///< a preemption victim was suspended: its nodes are free
   kSwitchWaitOver,  ///< a job's --switches wait ran out: it takes any leaves now
   kBeginTime,       ///< a job's --begin time came

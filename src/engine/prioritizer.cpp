@@ -9,16 +9,20 @@
 namespace cohort::engine {
 namespace {
 
-// The resource-seconds (GPU-seconds, else CPU-seconds) a running job has
-// used since it was last charged; they count as charged from now on.
-double TakeUnbilled(Job& job, Millis now) {
-  if (!IsActive(job) || IsSuspended(job) || job.run.start_time.count() == 0) return 0;
+// What a running job has used since it was last charged: GPU-seconds and
+// CPU-seconds, and for fair share the GPU-seconds, else the CPU-seconds.
+// They count as charged from now on.
+policy::Use TakeUnbilled(Job& job, Millis now) {
+  if (!IsActive(job) || IsSuspended(job) || job.run.start_time.count() == 0) return {};
   const Millis from = std::max(job.cache.charged_until, job.run.start_time);
-  if (now <= from) return 0;
+  if (now <= from) return {};
+  const double seconds = static_cast<double>((now - from).count()) / 1000.0;
   const int gpus = GpusHeld(job);
-  const double units = gpus > 0 ? gpus : CpusHeld(job);
+  const int cpus = CpusHeld(job);
   job.cache.charged_until = now;
-  return units * static_cast<double>((now - from).count()) / 1000.0;
+  return {.resource_seconds = (gpus > 0 ? gpus : cpus) * seconds,
+          .gpu_seconds = gpus * seconds,
+          .cpu_seconds = cpus * seconds};
 }
 
 }  // namespace
@@ -28,7 +32,7 @@ Prioritizer::Prioritizer(const config::ClusterConfig& config, const topology::To
     : config_(config),
       scale_(policy::ScaleOf(config, topology.NodeCount())),
       order_(std::move(order)),
-      fair_share_(config.priority.decay_half_life) {}
+      fair_share_(config.priority.decay_half_life, config.usage_reset_period) {}
 
 policy::PriorityFactors Prioritizer::Of(const Job& job, Millis now) const {
   return policy::JobPriority(
@@ -55,7 +59,7 @@ void Prioritizer::ChargeActive(const JobBook& book, Millis now) {
   // Summed per (account, user) and charged once each: the same usage as one
   // charge per job at the same instant, without a lookup per running job.
   const auto& owners = book.ShareOwners();
-  std::vector<double> by_slot(owners.size(), 0);
+  std::vector<policy::Use> by_slot(owners.size());
   for (Job* job : book.Active()) {
     by_slot[static_cast<std::size_t>(job->cache.share_slot)] += TakeUnbilled(*job, now);
   }

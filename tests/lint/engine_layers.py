@@ -17,6 +17,7 @@ import sys
 # are the part "lifecycle"); backfill.cpp is the planner's.
 LAYERS = [
     ["engine_support"],
+    ["quotas", "account_admin"],
     ["pass_state", "steps", "job_book", "pass_triggers"],
     ["prioritizer"],
     ["lifecycle"],

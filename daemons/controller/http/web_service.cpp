@@ -25,7 +25,7 @@ constexpr std::string_view kApiPrefix = "/api/v1/";
 // The routes of the REST API, for the answer to one that is none.
 constexpr std::string_view kRoutes =
     "GET jobs, POST jobs, GET jobs/ID, DELETE jobs/ID, GET jobs/ID/why, GET history, GET nodes, "
-    "GET partitions, GET topology, GET shares, GET priorities";
+    "GET partitions, GET topology, GET shares, GET accounts, GET transactions, GET priorities";
 
 std::string ErrorJson(const absl::Status& status) {
   nlohmann::json body = {
@@ -325,6 +325,10 @@ void WebService::ServeApi(const HttpRequest& request, std::string_view route, An
     call(&Controller::GetTopology, MessageOfQuery<v1::GetTopologyRequest>(request.query));
   } else if (collection == "shares" && bare && method == "GET") {
     call(&Controller::GetShares, MessageOfQuery<v1::SharesRequest>(request.query));
+  } else if (collection == "accounts" && bare && method == "GET") {
+    call(&Controller::ListAccounts, MessageOfQuery<v1::ListAccountsRequest>(request.query));
+  } else if (collection == "transactions" && bare && method == "GET") {
+    call(&Controller::ListTransactions, MessageOfQuery<v1::ListTransactionsRequest>(request.query));
   } else if (collection == "priorities" && bare && method == "GET") {
     call(&Controller::GetPriorities, MessageOfQuery<v1::PriorityRequest>(request.query));
   } else {

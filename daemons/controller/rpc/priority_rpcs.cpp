@@ -2,8 +2,14 @@
 #include "rpc/priority_rpcs.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
+
+#include "controller_log.h"
+#include "rpc/authenticator.h"
+#include "store/account_records.h"
 
 namespace cohort::controller {
 
@@ -79,7 +85,7 @@ void PriorityRpcs::GetShares(v1::SharesRequest& /*request*/, const Identity& who
   v1::SharesResponse response;
   response.set_half_life_s(state_.config.priority.decay_half_life.count());
   for (const policy::ShareRow& row :
-       state_.engine.Usage().Rows(state_.config, ControllerState::Now())) {
+       state_.engine.Usage().Rows(state_.engine.Config(), ControllerState::Now())) {
     // PrivateData=usage: a user sees the accounts' rows and their own.
     if (state_.config.private_data.usage && !who.is_operator && !row.user.empty() &&
         row.user != who.user_name) {
@@ -93,8 +99,128 @@ void PriorityRpcs::GetShares(v1::SharesRequest& /*request*/, const Identity& who
     out->set_usage_gpu_seconds(row.usage);
     out->set_norm_usage(row.norm_usage);
     out->set_factor(row.factor);
+    out->set_parent(row.parent);
+    out->set_depth(row.depth);
   }
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::SharesResponse>(std::move(response)));
+}
+
+namespace {
+
+void TransactionOut(const AccountAudit& entry, v1::AccountTransaction& out) {
+  out.set_time_ms(entry.time.count());
+  out.set_uid(entry.uid);
+  out.set_action(entry.action);
+  out.set_where(entry.where);
+  out.set_info(entry.info);
+  out.set_actor(UserNameOf(entry.uid));
+}
+
+}  // namespace
+
+void PriorityRpcs::ListAccounts(v1::ListAccountsRequest& /*request*/, const Identity& /*who*/,
+                                Reply<v1::ListAccountsResponse> reply) {
+  const config::ClusterConfig& config = state_.engine.Config();
+  const policy::FairShare& usage = state_.engine.Usage();
+  const Millis now = ControllerState::Now();
+  v1::ListAccountsResponse response;
+  response.set_usage_reset_period(
+      std::string(config::UsageResetPeriodName(config.usage_reset_period)));
+  response.set_period_start_ms(config::PeriodStart(config.usage_reset_period, now).count());
+  response.set_next_period_ms(config::NextPeriodStart(config.usage_reset_period, now).count());
+  // Use this period, each account's with the accounts under it.
+  std::map<std::string, policy::PeriodUse> spent;
+  usage.ForEachAccountPeriodUse(now, [&](const std::string& name, const policy::PeriodUse& use) {
+    const std::vector<const config::AccountSpec*> chain = config.AccountChain(name);
+    for (const config::AccountSpec* at : chain) {
+      spent[at->name].gpu_seconds += use.gpu_seconds;
+      spent[at->name].cpu_seconds += use.cpu_seconds;
+    }
+  });
+  std::map<std::string, std::vector<const config::AccountSpec*>> children;
+  for (const config::AccountSpec& spec : config.accounts) children[spec.parent].push_back(&spec);
+  for (auto& [parent, specs] : children) {
+    std::sort(specs.begin(), specs.end(),
+              [](const auto* a, const auto* b) { return a->name < b->name; });
+  }
+  std::set<std::string> seen;  // the tree has no loop; a bound costs nothing
+  const auto add = [&](const auto& self, const std::string& parent, int depth) -> void {
+    for (const config::AccountSpec* spec : children[parent]) {
+      if (!seen.insert(spec->name).second) continue;
+      v1::Association& line = *response.add_associations();
+      AccountLine(*spec, line);
+      line.set_depth(depth);
+      line.set_period_gpu_seconds(spent[spec->name].gpu_seconds);
+      line.set_period_cpu_seconds(spent[spec->name].cpu_seconds);
+      for (const std::string& user : spec->users) {
+        v1::Association& user_line = *response.add_associations();
+        UserLine(*spec, user, user_line);
+        user_line.set_depth(depth + 1);
+        const policy::PeriodUse own = usage.UserPeriodUse(spec->name, user, now);
+        user_line.set_period_gpu_seconds(own.gpu_seconds);
+        user_line.set_period_cpu_seconds(own.cpu_seconds);
+        user_line.set_is_default(
+            std::any_of(config.default_accounts.begin(), config.default_accounts.end(),
+                        [&](const auto& d) { return d.first == user && d.second == spec->name; }));
+      }
+      self(self, spec->name, depth + 1);
+    }
+  };
+  add(add, "", 0);
+  outbox_.Respond(std::move(reply), absl::StatusOr<v1::ListAccountsResponse>(std::move(response)));
+}
+
+void PriorityRpcs::UpdateAccounts(v1::UpdateAccountsRequest& request, const Identity& who,
+                                  Reply<v1::UpdateAccountsResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "changing accounts"); !trusted.ok()) {
+    outbox_.Respond<v1::UpdateAccountsResponse>(std::move(reply), trusted);
+    return;
+  }
+  AccountUpdate update;
+  update.verb = request.verb();
+  update.entity = request.entity();
+  update.names.assign(request.names().begin(), request.names().end());
+  update.accounts.assign(request.accounts().begin(), request.accounts().end());
+  for (const std::string& word : request.set()) {
+    const std::size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      outbox_.Respond<v1::UpdateAccountsResponse>(
+          std::move(reply), absl::InvalidArgumentError(fmt::format(
+                                "\"{}\": settings are Key=Value, as GrpTRES=gres/gpu=8", word)));
+      return;
+    }
+    update.set.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+  }
+  Effects effects;
+  absl::StatusOr<std::vector<AccountAudit>> done =
+      state_.engine.UpdateAccounts(update, who.AsCaller(), ControllerState::Now(), effects);
+  if (!done.ok()) {
+    outbox_.Respond<v1::UpdateAccountsResponse>(std::move(reply), done.status());
+    return;
+  }
+  v1::UpdateAccountsResponse response;
+  for (const AccountAudit& entry : *done) {
+    TransactionOut(entry, *response.add_done());
+    Log("controller")
+        ->info("account_update action=\"{}\" where=\"{}\" info=\"{}\" by_uid={}", entry.action,
+               entry.where, entry.info, who.uid);
+  }
+  sink_.Execute(effects);
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::UpdateAccountsResponse>(std::move(response)));
+}
+
+void PriorityRpcs::ListTransactions(v1::ListTransactionsRequest& request, const Identity& /*who*/,
+                                    Reply<v1::ListTransactionsResponse> reply) {
+  const std::vector<AccountAudit>& audit = state_.engine.AccountsAudit();
+  const std::size_t limit =
+      request.limit() > 0 ? static_cast<std::size_t>(request.limit()) : audit.size();
+  v1::ListTransactionsResponse response;
+  for (std::size_t i = audit.size() - std::min(limit, audit.size()); i < audit.size(); ++i) {
+    TransactionOut(audit[i], *response.add_transactions());
+  }
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::ListTransactionsResponse>(std::move(response)));
 }
 
 }  // namespace cohort::controller

@@ -66,6 +66,11 @@ constexpr std::array kOwnBounds{
     OwnBound{"cohort.v1.UpdateNodeRequest.reason", {.bytes = kKiB}},
     OwnBound{"cohort.v1.UpdatePartitionRequest.name", {.bytes = 256}},
     OwnBound{"cohort.v1.UpdatePartitionRequest.state", {.bytes = 16}},
+    OwnBound{"cohort.v1.UpdateAccountsRequest.verb", {.bytes = 16}},
+    OwnBound{"cohort.v1.UpdateAccountsRequest.entity", {.bytes = 16}},
+    OwnBound{"cohort.v1.UpdateAccountsRequest.names", {.bytes = 64, .entries = 1000}},
+    OwnBound{"cohort.v1.UpdateAccountsRequest.accounts", {.bytes = 64, .entries = 1000}},
+    OwnBound{"cohort.v1.UpdateAccountsRequest.set", {.bytes = 1100, .entries = 32}},
 };
 
 // The first field over its bound: where (a path such as `env[3].value`,

@@ -254,7 +254,11 @@ absl::Status PgStore::PrepareAll(StateSync sync) {
            {"insert_partition",
             "INSERT INTO cohort.partitions(name, state, uid, since_ms) VALUES($1, $2, $3, $4)"},
            {"insert_usage",
-            "INSERT INTO cohort.usage(account, user_name, usage, as_of_ms) VALUES($1, $2, $3, $4)"},
+            "INSERT INTO cohort.usage(account, user_name, usage, as_of_ms, gpu_seconds, "
+            "cpu_seconds, period_start_ms) VALUES($1, $2, $3, $4, $5, $6, $7)"},
+           {"put_accounting",
+            "INSERT INTO cohort.accounting(id, record) VALUES(1, $1) ON CONFLICT(id) DO UPDATE "
+            "SET record = EXCLUDED.record"},
            {"set_next_id",
             "INSERT INTO cohort.meta(key, value) VALUES('next_job_id', $1) ON CONFLICT(key) DO "
             "UPDATE SET value = EXCLUDED.value"},
@@ -298,7 +302,8 @@ absl::StatusOr<LoadedState> PgStore::Load() {
     loaded.admin.since = Millis(pg::IntValue(nodes->get(), row, 5));
   }
   absl::StatusOr<pg::Result> usage = conn_->Exec(
-      "SELECT account, user_name, usage, as_of_ms FROM cohort.usage ORDER BY account, user_name",
+      "SELECT account, user_name, usage, as_of_ms, gpu_seconds, cpu_seconds, period_start_ms "
+      "FROM cohort.usage ORDER BY account, user_name",
       {}, "loading fair-share usage");
   if (!usage.ok()) return usage.status();
   for (int row = 0; row < PQntuples(usage->get()); ++row) {
@@ -307,6 +312,18 @@ absl::StatusOr<LoadedState> PgStore::Load() {
     u.set_user(std::string(pg::Value(usage->get(), row, 1)));
     u.set_usage(std::stod(std::string(pg::Value(usage->get(), row, 2))));
     u.set_as_of_ms(pg::IntValue(usage->get(), row, 3));
+    u.set_gpu_seconds(std::stod(std::string(pg::Value(usage->get(), row, 4))));
+    u.set_cpu_seconds(std::stod(std::string(pg::Value(usage->get(), row, 5))));
+    u.set_period_start_ms(pg::IntValue(usage->get(), row, 6));
+  }
+  absl::StatusOr<pg::Result> accounting = conn_->Exec(
+      "SELECT record FROM cohort.accounting WHERE id = 1", {}, "loading the accounts", true);
+  if (!accounting.ok()) return accounting.status();
+  if (PQntuples(accounting->get()) > 0) {
+    const std::string_view bytes = pg::Value(accounting->get(), 0, 0);
+    if (!state.accounting.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return Unreadable("the accounts sacctmgr made");
+    }
   }
   absl::StatusOr<pg::Result> partitions =
       conn_->Exec("SELECT name, state, uid, since_ms FROM cohort.partitions ORDER BY name", {},
@@ -360,9 +377,14 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
     for (const v1::UsageRecordProto& u : *batch.usage) {
       pipeline.Send("insert_usage",
                     {Utf8(u.account()), Utf8(u.user()), Text(fmt::format("{}", u.usage())),
-                     Number(u.as_of_ms())},
+                     Number(u.as_of_ms()), Text(fmt::format("{}", u.gpu_seconds())),
+                     Text(fmt::format("{}", u.cpu_seconds())), Number(u.period_start_ms())},
                     "writing usage");
     }
+  }
+  if (batch.accounting) {
+    pipeline.Send("put_accounting", {Bytes(batch.accounting->SerializeAsString())},
+                  "writing the accounts");
   }
   if (batch.partitions) {
     pipeline.Send("clear_partitions", {}, "clearing partition states");
@@ -541,6 +563,14 @@ ALTER TABLE cohort.nodes ADD COLUMN down boolean NOT NULL DEFAULT false,
   ADD COLUMN uid bigint NOT NULL DEFAULT -1, ADD COLUMN since_ms bigint NOT NULL DEFAULT 0;
 CREATE TABLE cohort.partitions(name text PRIMARY KEY, state smallint NOT NULL,
   uid bigint NOT NULL, since_ms bigint NOT NULL);
+)sql",
+      // 4: budgets' undecayed use per usage period, and what sacctmgr made
+      // (as SQLite's version 6).
+      R"sql(
+ALTER TABLE cohort.usage ADD COLUMN gpu_seconds double precision NOT NULL DEFAULT 0,
+  ADD COLUMN cpu_seconds double precision NOT NULL DEFAULT 0,
+  ADD COLUMN period_start_ms bigint NOT NULL DEFAULT 0;
+CREATE TABLE cohort.accounting(id integer PRIMARY KEY CHECK (id = 1), record bytea NOT NULL);
 )sql",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kPgSchemaVersion,

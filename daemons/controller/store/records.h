@@ -7,6 +7,7 @@
 #include "cohort/v1/state.pb.h"
 #include "controller_state.h"
 #include "outbox.h"
+#include "store/account_records.h"
 
 /// Jobs to and from their durable records.
 namespace cohort::controller {
@@ -46,6 +47,9 @@ class StateRecords final : public RecordSource {
   [[nodiscard]] JobId NextId() const override { return state_.engine.NextId(); }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis now) const override {
     return state_.engine.Usage().Snapshot(now);
+  }
+  [[nodiscard]] v1::AccountingRecord Accounting() const override {
+    return ToRecord(state_.engine.Accounting());
   }
 
  private:

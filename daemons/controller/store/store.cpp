@@ -202,6 +202,12 @@ const std::vector<std::string>& Store::Migrations() {
       "ALTER TABLE nodes ADD COLUMN since_ms INTEGER NOT NULL DEFAULT 0;"
       "CREATE TABLE partitions(name TEXT PRIMARY KEY, state INTEGER NOT NULL, uid INTEGER NOT "
       "NULL, since_ms INTEGER NOT NULL) WITHOUT ROWID;",
+      // 6: budgets' undecayed use per usage period, and what sacctmgr made
+      // (a v1::AccountingRecord in one row).
+      "ALTER TABLE usage ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE usage ADD COLUMN cpu_seconds REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE usage ADD COLUMN period_start_ms INTEGER NOT NULL DEFAULT 0;"
+      "CREATE TABLE accounting(id INTEGER PRIMARY KEY CHECK (id = 1), record BLOB NOT NULL);",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kSchemaVersion, "one migration per version");
   return migrations;
@@ -428,7 +434,9 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
     row.admin.since = Millis(sqlite3_column_int64(nodes.get(), 5));
   }
   if (rc != SQLITE_DONE) return Error("loading node settings");
-  Statement usage(db_, "SELECT account, user, usage, as_of_ms FROM usage ORDER BY account, user");
+  Statement usage(db_,
+                  "SELECT account, user, usage, as_of_ms, gpu_seconds, cpu_seconds, "
+                  "period_start_ms FROM usage ORDER BY account, user");
   if (!usage.Ok()) return Error("preparing the usage load");
   while ((rc = sqlite3_step(usage.get())) == SQLITE_ROW) {
     v1::UsageRecordProto& u = state.usage.emplace_back();
@@ -436,8 +444,24 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
     u.set_user(reinterpret_cast<const char*>(sqlite3_column_text(usage.get(), 1)));
     u.set_usage(sqlite3_column_double(usage.get(), 2));
     u.set_as_of_ms(sqlite3_column_int64(usage.get(), 3));
+    u.set_gpu_seconds(sqlite3_column_double(usage.get(), 4));
+    u.set_cpu_seconds(sqlite3_column_double(usage.get(), 5));
+    u.set_period_start_ms(sqlite3_column_int64(usage.get(), 6));
   }
   if (rc != SQLITE_DONE) return Error("loading fair-share usage");
+  Statement accounting(db_, "SELECT record FROM accounting WHERE id = 1");
+  if (!accounting.Ok()) return Error("preparing the accounts' load");
+  if ((rc = sqlite3_step(accounting.get())) == SQLITE_ROW) {
+    const void* blob = sqlite3_column_blob(accounting.get(), 0);
+    const int size = sqlite3_column_bytes(accounting.get(), 0);
+    if (!state.accounting.ParseFromArray(blob, size)) {
+      return absl::DataLossError(
+          "the accounts sacctmgr made (table accounting) do not parse; restore the database "
+          "from a backup");
+    }
+    rc = sqlite3_step(accounting.get());
+  }
+  if (rc != SQLITE_DONE) return Error("loading the accounts");
   Statement partitions(db_, "SELECT name, state, uid, since_ms FROM partitions ORDER BY name");
   if (!partitions.Ok()) return Error("preparing the partitions' load");
   while ((rc = sqlite3_step(partitions.get())) == SQLITE_ROW) {
@@ -504,7 +528,8 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
   if (batch.usage) {
     Statement clear(db_, "DELETE FROM usage");
     Statement insert(db_,
-                     "INSERT INTO usage(account, user, usage, as_of_ms) VALUES(?1, ?2, ?3, ?4)");
+                     "INSERT INTO usage(account, user, usage, as_of_ms, gpu_seconds, cpu_seconds, "
+                     "period_start_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     if (!clear.Ok() || !insert.Ok()) return fail("preparing the usage update");
     if (sqlite3_step(clear.get()) != SQLITE_DONE) return fail("clearing usage");
     for (const v1::UsageRecordProto& u : *batch.usage) {
@@ -513,8 +538,19 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
       BindText(stmt, 2, u.user());
       sqlite3_bind_double(stmt, 3, u.usage());
       sqlite3_bind_int64(stmt, 4, u.as_of_ms());
+      sqlite3_bind_double(stmt, 5, u.gpu_seconds());
+      sqlite3_bind_double(stmt, 6, u.cpu_seconds());
+      sqlite3_bind_int64(stmt, 7, u.period_start_ms());
       if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing usage");
     }
+  }
+  if (batch.accounting) {
+    Statement put(db_, "INSERT OR REPLACE INTO accounting(id, record) VALUES(1, ?1)");
+    if (!put.Ok()) return fail("preparing the accounts' update");
+    const std::string blob = batch.accounting->SerializeAsString();
+    sqlite3_stmt* stmt = put.Fresh();
+    sqlite3_bind_blob(stmt, 1, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing the accounts");
   }
   if (batch.partitions) {
     Statement clear(db_, "DELETE FROM partitions");

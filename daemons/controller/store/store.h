@@ -28,7 +28,7 @@ enum class StateSync : std::uint8_t {
 
 /// The SQLite schema this build writes. Older databases are migrated on
 /// open; a newer one is refused.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// Everything one turn of the controller changed, committed as one
 /// transaction.
@@ -48,6 +48,8 @@ struct StateBatch {
   std::optional<std::vector<v1::UsageRecordProto>> usage;
   /// Operators' partition states: when set, replaces every stored row.
   std::optional<std::vector<PartitionAdmin>> partitions;
+  /// What sacctmgr made: when set, replaces what is stored.
+  std::optional<v1::AccountingRecord> accounting;
 };
 
 /// A stored partition state as the engine takes it; none for a state this
@@ -62,6 +64,7 @@ struct LoadedState {
   std::vector<StateBatch::NodeRow> nodes;
   std::vector<v1::UsageRecordProto> usage;  ///< fair-share usage, as last written
   std::vector<PartitionAdmin> partitions;   ///< operators' partition states
+  v1::AccountingRecord accounting;          ///< what sacctmgr made; empty: nothing
   int schema_before = 0;                    ///< the version found on disk (0: a new database)
 };
 

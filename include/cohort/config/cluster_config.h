@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cohort/config/account_limits.h"
 #include "cohort/diagnostics.h"
 #include "cohort/text/slurm_time.h"
 
@@ -110,16 +111,36 @@ struct QosSpec {
   SourceLocation defined_at;
 };
 
-/// `AccountName=` lines: an account's fair share of the cluster, and
-/// optionally its users' shares within it.
+/// One user's own limits in an account (sacctmgr's user association).
+struct UserAssoc {
+  std::string user;
+  AssocLimits limits;
+  bool operator==(const UserAssoc&) const = default;
+};
+
+/// `AccountName=` lines, and the accounts `sacctmgr add account` makes: an
+/// account's place in the tree, its fair share among its siblings, its
+/// limits, and optionally its users' shares and limits within it.
 struct AccountSpec {
   std::string name;
-  int shares = 1;  ///< Shares=
+  std::string parent;  ///< Parent=: empty: the root
+  int shares = 1;      ///< Shares= (sacctmgr's Fairshare=)
   /// UserShares=alice:2,bob:1 — a user not listed has 1 share in the account.
   std::vector<std::pair<std::string, int>> user_shares;
   /// Users=: the users who may charge jobs to the account (-A); empty: any
   /// user (an account without members, as before Users= existed).
   std::vector<std::string> users;
+  AssocLimits limits;                  ///< GrpTRES=, GrpTRESMins=, MaxJobs=, …
+  std::vector<UserAssoc> user_limits;  ///< per-user limits (sacctmgr only)
+  std::string description;             ///< Description=
+  std::string organization;            ///< Organization=
+  /// Made by sacctmgr and kept in the state store, not read from cohort.conf.
+  /// Such an account takes jobs only from its users (and operators), even
+  /// before it has any.
+  bool managed = false;
+  /// The users sacctmgr added (all of a managed account's); their shares
+  /// and limits are their entries in user_shares and user_limits.
+  std::vector<std::string> managed_users;
   SourceLocation defined_at;
 };
 
@@ -302,12 +323,18 @@ struct ClusterConfig {
   int backfill_depth = 100;            ///< BackfillDepth=: pending jobs that get a reservation
   int max_array_size = 10001;          ///< MaxArraySize=: task ids are 0 … MaxArraySize-1
   std::string default_qos = "normal";  ///< DefaultQOS=
+  /// PriorityUsageResetPeriod=: when GrpTRESMins budgets start again.
+  UsageResetPeriod usage_reset_period = UsageResetPeriod::kNone;
   std::vector<NodeSpec> nodes;
   std::vector<PartitionSpec> partitions;
   /// QOSName= lines; a QOS named by DefaultQOS= exists even when no line
   /// declares it (Priority=0, no limits).
   std::vector<QosSpec> qos;
-  std::vector<AccountSpec> accounts;  ///< AccountName= lines
+  std::vector<AccountSpec> accounts;  ///< AccountName= lines, then sacctmgr's
+  /// Users' default accounts (sacctmgr's DefaultAccount=): the account of a
+  /// job that names none. A user without one gets the first account listing
+  /// it, else an account named as the user.
+  std::vector<std::pair<std::string, std::string>> default_accounts;
   PluginChoice plugins;
 
   /// The partition with Default=YES, else the first one; null when none.
@@ -318,7 +345,17 @@ struct ClusterConfig {
   /// it gets a shared entry with Priority=0, no limits and an empty name).
   [[nodiscard]] const QosSpec* FindQos(std::string_view name) const;
   [[nodiscard]] const AccountSpec* FindAccount(std::string_view name) const;
+  /// The account and those above it, nearest first; only the account
+  /// itself (none when it has no AccountName) up to the root.
+  [[nodiscard]] std::vector<const AccountSpec*> AccountChain(std::string_view name) const;
 };
+
+/// Whether `accounts` form a tree: names unique, every Parent= an account
+/// of the list (or root), no account under itself. The error names the
+/// account and the fix; `culprit`, when given, is set to that account's
+/// index.
+[[nodiscard]] absl::Status CheckAccountTree(const std::vector<AccountSpec>& accounts,
+                                            std::size_t* culprit = nullptr);
 
 /// Reads a file for `Include=` lines. The shell passes one that reads the
 /// disk; tests pass one that serves strings. Returns NotFound or another

@@ -186,6 +186,17 @@ class Engine {
                                                config::PartitionState state, const Caller& caller,
                                                Millis now, Effects& effects);
 
+  /// sacctmgr: adds, modifies or deletes accounts, or users in accounts
+  /// (src/engine/account_admin.h), at once, for root and Operators= only;
+  /// the audit keeps who and when. Returns the audit entries it made; a
+  /// refusal changes nothing.
+  [[nodiscard]] absl::StatusOr<std::vector<AccountAudit>> UpdateAccounts(
+      const AccountUpdate& update, const Caller& caller, Millis now, Effects& effects);
+  /// What a store keeps of sacctmgr's work, with the audit.
+  [[nodiscard]] AccountingState Accounting() const;
+  /// sacctmgr's changes, oldest first.
+  [[nodiscard]] const std::vector<AccountAudit>& AccountsAudit() const;
+
   /// Time passes: nodes silent for NodeTimeout go DOWN, running jobs near
   /// their limit get their TimeWarning (once per attempt), jobs past it are
   /// stopped, --switches waits expire; while jobs wait, the queue is

@@ -82,6 +82,7 @@ struct Effects {
   std::vector<JobId> changed_jobs;
   std::vector<NodeId> changed_nodes;
   bool changed_partitions = false;  ///< an operator's partition State= (PartitionAdmin)
+  bool changed_accounts = false;    ///< sacctmgr changed the account tree (AccountingState)
   /// Finished jobs past their retention, which the engine no longer knows:
   /// what the caller keeps of them can go too.
   std::vector<JobId> forgotten_jobs;
@@ -158,12 +159,47 @@ struct SavedJob {
   JobStatus status;
 };
 
+/// sacctmgr's add, modify or delete of accounts or of users in accounts.
+struct AccountUpdate {
+  std::string verb;                ///< add, modify, delete (any case)
+  std::string entity;              ///< account, user
+  std::vector<std::string> names;  ///< the accounts, or the users
+  /// For users: the accounts they are added to, or modified or deleted in
+  /// (empty with modify and delete: every account of theirs).
+  std::vector<std::string> accounts;
+  /// Key=Value words to set: Parent, Fairshare, Description, Organization,
+  /// DefaultAccount, GrpTRES, GrpTRESMins, GrpJobs, MaxJobs, MaxSubmitJobs,
+  /// MaxTRESPerJob.
+  std::vector<std::pair<std::string, std::string>> set;
+};
+
+/// One change to the accounts, as `sacctmgr show transactions` lists it.
+struct AccountAudit {
+  Millis time{0};
+  std::uint32_t uid = 0;  ///< who made it
+  std::string action;     ///< "Add Account", "Modify User", …
+  std::string where;      ///< what it changed: "vision", "bob in vision"
+  std::string info;       ///< the settings given
+};
+
+/// What sacctmgr made, as a store keeps it: its accounts whole, cohort.conf's
+/// accounts only with the users sacctmgr added to them, users' default
+/// accounts, and the audit.
+struct AccountingState {
+  std::vector<config::AccountSpec> accounts;
+  std::vector<std::pair<std::string, std::string>> default_accounts;  ///< (user, account)
+  std::vector<AccountAudit> audit;  ///< oldest first, the last kAuditKept
+};
+/// The audit entries kept (and shown); older ones are dropped.
+inline constexpr std::size_t kAuditKept = 10'000;
+
 struct SavedState {
   std::vector<SavedJob> jobs;  ///< placement grants and released flags as they were
   JobId next_id = 1;
   std::vector<std::pair<NodeId, NodeAdmin>> nodes;
   std::vector<policy::UsageRecord> usage;  ///< fair-share usage
   std::vector<PartitionAdmin> partitions;  ///< operators' partition states
+  AccountingState accounting;              ///< sacctmgr's accounts and audit
 };
 
 /// A job as users name it: `12` (a job, or every task of array 12) or

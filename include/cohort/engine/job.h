@@ -98,8 +98,15 @@ enum class PendingReason : std::uint8_t {
   kBeginTime,                 ///< its --begin time has not come
   kPartitionDown,             ///< its partition is DOWN: it starts nothing
   kPartitionInactive,         ///< its partition is INACTIVE
+  kAssocGrpGres,              ///< an account's GrpTRES=gres/gpu would be passed
+  kAssocGrpCpu,               ///< an account's GrpTRES=cpu would be passed
+  kAssocGrpNode,              ///< an account's GrpTRES=node would be passed
+  kAssocGrpJobs,              ///< an account's GrpJobs is reached
+  kAssocMaxJobs,              ///< the user's MaxJobs in the account is reached
+  kAssocGrpGresMinutes,       ///< an account's GPU-hour budget (GrpTRESMins) would be passed
+  kAssocGrpCpuMinutes,        ///< an account's CPU-hour budget would be passed
 };
-inline constexpr int kPendingReasonCount = 16;
+inline constexpr int kPendingReasonCount = 23;
 /// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
 [[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
 /// The reason of that name; none for any other text.

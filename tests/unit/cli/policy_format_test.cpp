@@ -215,7 +215,7 @@ TEST_F(PolicyFormatTest, SharesJsonMarksTheAccountRows) {
   ASSERT_EQ(json["rows"].size(), 3u);
   EXPECT_TRUE(json["rows"][0]["user"].is_null());
   EXPECT_EQ(json["rows"][2].dump(),
-            R"({"account":"physics","user":"alice","shares":2,"norm_shares":0.666667,)"
+            R"({"account":"physics","parent":"","user":"alice","shares":2,"norm_shares":0.666667,)"
             R"("usage_gpu_seconds":27000.0,"norm_usage":0.75,"fairshare":0.115})");
 }
 

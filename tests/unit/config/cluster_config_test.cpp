@@ -789,6 +789,87 @@ TEST(ClusterConfigPolicyTest, GlobalPriorityAndPreemptionKeys) {
   EXPECT_EQ(config.default_qos, "low");
 }
 
+TEST(ClusterConfigPolicyTest, AccountsFormATreeWithLimits) {
+  const ClusterConfig config = MustParse(R"(NodeName=n1
+PartitionName=p Nodes=n1
+PriorityUsageResetPeriod=monthly
+AccountName=research Shares=3 GrpTRES=gres/gpu=16,cpu=512 GrpTRESMins=gres/gpu=600000
+AccountName=vision Parent=research MaxJobs=4 MaxSubmitJobs=100 MaxTRESPerJob=gres/gpu=8
+AccountName=cv Parent=vision Users=alice GrpJobs=2 Description="computer vision"
+AccountName=ops Parent=root
+)");
+  EXPECT_EQ(config.usage_reset_period, UsageResetPeriod::kMonthly);
+  ASSERT_EQ(config.accounts.size(), 4U);
+  const AccountSpec& research = config.accounts[0];
+  EXPECT_EQ(research.parent, "");
+  EXPECT_EQ(research.limits.grp_tres.gpus, 16);
+  EXPECT_EQ(research.limits.grp_tres.cpus, 512);
+  EXPECT_EQ(research.limits.grp_tres_mins.gpus, 600000);
+  EXPECT_EQ(FormatLimits(research.limits),
+            "GrpTRES=cpu=512,gres/gpu=16 GrpTRESMins=gres/gpu=600000");
+  EXPECT_EQ(config.accounts[1].parent, "research");
+  EXPECT_EQ(config.accounts[1].limits.max_jobs, 4);
+  EXPECT_EQ(config.accounts[1].limits.max_tres_per_job.gpus, 8);
+  EXPECT_EQ(config.accounts[2].description, "computer vision");
+  EXPECT_EQ(config.accounts[3].parent, "") << "Parent=root is the top";
+  std::vector<std::string> chain;
+  for (const AccountSpec* a : config.AccountChain("cv")) chain.push_back(a->name);
+  EXPECT_EQ(chain, (std::vector<std::string>{"cv", "vision", "research"}));
+  EXPECT_TRUE(config.AccountChain("nobody").empty());
+}
+
+TEST(ClusterConfigPolicyTest, AnAccountTreeWithALoopIsRefused) {
+  const Diagnostic error = OnlyError(R"(NodeName=n1
+PartitionName=p Nodes=n1
+AccountName=a Parent=c
+AccountName=b Parent=a
+AccountName=c Parent=b
+)");
+  EXPECT_EQ(error.where.line, 3);
+  EXPECT_EQ(error.message,
+            "account a would be under itself (a under c under b under a); give one of them "
+            "another parent");
+}
+
+TEST(AccountLimitsTest, LimitsSetClearAndOverlay) {
+  AssocLimits limits;
+  ASSERT_TRUE(SetLimit("grptres", "gres/gpu=8,cpu=64", limits).ok());
+  ASSERT_TRUE(SetLimit("GrpTRES", "cpu=-1,node=2", limits).ok()) << "one TRES at a time";
+  EXPECT_EQ(FormatTres(limits.grp_tres), "node=2,gres/gpu=8");
+  ASSERT_TRUE(SetLimit("MaxJobs", "3", limits).ok());
+  ASSERT_TRUE(SetLimit("MaxJobs", "-1", limits).ok());
+  EXPECT_FALSE(limits.max_jobs);
+  const AssocLimits before = limits;
+  EXPECT_FALSE(SetLimit("GrpTRES", "gres/gpu=2,mem=5", limits).ok());
+  EXPECT_EQ(limits, before) << "a refusal changes nothing";
+  EXPECT_FALSE(SetLimit("GrpWall", "5", limits).ok());
+  AssocLimits outer;
+  outer.max_jobs = 5;
+  outer.grp_tres.gpus = 99;
+  const AssocLimits merged = Overlay(limits, outer);
+  EXPECT_EQ(merged.max_jobs, 5);
+  EXPECT_EQ(merged.grp_tres.gpus, 8) << "the inner limit wins";
+}
+
+TEST(AccountLimitsTest, UsagePeriodsStartOnTheirBoundaries) {
+  using std::chrono::milliseconds;
+  // 2026-12-06 15:00 UTC, a Sunday.
+  const milliseconds now = std::chrono::duration_cast<milliseconds>(
+      (std::chrono::sys_days(std::chrono::year(2026) / 12 / 6) + hours(15)).time_since_epoch());
+  const auto date = [](milliseconds at) {
+    const std::chrono::year_month_day d(
+        std::chrono::floor<std::chrono::days>(std::chrono::sys_time<milliseconds>(at)));
+    return fmt::format("{}-{:02}-{:02}", static_cast<int>(d.year()),
+                       static_cast<unsigned>(d.month()), static_cast<unsigned>(d.day()));
+  };
+  EXPECT_EQ(date(PeriodStart(UsageResetPeriod::kMonthly, now)), "2026-12-01");
+  EXPECT_EQ(date(NextPeriodStart(UsageResetPeriod::kMonthly, now)), "2027-01-01");
+  EXPECT_EQ(date(PeriodStart(UsageResetPeriod::kWeekly, now)), "2026-11-30") << "a Monday";
+  EXPECT_EQ(date(PeriodStart(UsageResetPeriod::kQuarterly, now)), "2026-10-01");
+  EXPECT_EQ(date(NextPeriodStart(UsageResetPeriod::kYearly, now)), "2027-01-01");
+  EXPECT_EQ(PeriodStart(UsageResetPeriod::kNone, now).count(), 0);
+}
+
 TEST(ClusterConfigPolicyTest, PolicyDefaultsWithoutAnyKey) {
   const ClusterConfig config = MustParse("NodeName=n1\nPartitionName=p Nodes=n1\n");
   EXPECT_EQ(config.priority.age, 1000);
@@ -1019,6 +1100,21 @@ TEST(ClusterConfigPolicyErrorTest, EachBadValueIsReportedAtItsPlace) {
       {"AccountName=a Share=2", 15, "unknown key \"Share\" in an AccountName line", "Shares"},
       {"AccountName=DEFAULT Shares=2", 13, "AccountName=DEFAULT is not supported", "Shares=1"},
       {"AccountName=", 13, "account without a name", ""},
+      {"AccountName=a GrpTRES=gres/gpu=lots", 23,
+       "GrpTRES: \"gres/gpu=lots\" needs a count from 0 to 1000000000000 (or -1 to clear), as "
+       "GrpTRES=gres/gpu=8,cpu=256,node=4",
+       ""},
+      {"AccountName=a GrpTRESMins=node=5", 27,
+       "GrpTRESMins: \"node=5\" is no TRES Cohort limits; name cpu or gres/gpu (as "
+       "GrpTRESMins=gres/gpu=600000 (GPU-minutes),cpu=1000000)",
+       ""},
+      {"AccountName=a MaxJobs=x", 23,
+       "MaxJobs=\"x\": give a count from 0 to 1000000000, or -1 to clear it", ""},
+      {"AccountName=a Parent=b", 1,
+       "account a: its parent b is no account; add that account first, or write Parent=root",
+       "Parent="},
+      {"PriorityUsageResetPeriod=FORTNIGHTLY", 26,
+       "PriorityUsageResetPeriod=FORTNIGHTLY: not a usage period", "MONTHLY"},
       {"PartitionName=q Nodes=n1 PreemptMode=gang", 38,
        "PreemptMode=gang: Slurm's gang mode is not supported", ""},
       {"PartitionName=q Nodes=n1 GraceTime=x", 36,

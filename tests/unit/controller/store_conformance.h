@@ -19,8 +19,8 @@ namespace cohort::controller::testing::conformance {
 /// Opens a new connection to the test's store.
 using Opener = std::function<std::unique_ptr<Store>(Store::Mode)>;
 
-/// Finished, running and pending jobs, a drained node and one set DOWN, usage;
-/// the next id 6.
+/// Finished, running and pending jobs, a drained node and one set DOWN, usage
+/// with a budget's use, what sacctmgr made; the next id 6.
 inline StateBatch Batch() {
   StateBatch batch;
   batch.jobs = {JobRow(1, v1::JOB_COMPLETED, 1000), JobRow(2, v1::JOB_FAILED, 2000, "bob"),
@@ -40,7 +40,20 @@ inline StateBatch Batch() {
   usage.set_account("alice");
   usage.set_usage(12.5);
   usage.set_as_of_ms(777);
+  usage.set_gpu_seconds(3600.5);
+  usage.set_cpu_seconds(7200);
+  usage.set_period_start_ms(1'000'000);
   batch.usage = std::vector{usage};
+  v1::AccountingRecord& accounting = batch.accounting.emplace();
+  v1::Association& lab = *accounting.add_associations();
+  lab.set_account("lab");
+  lab.set_parent("science");
+  lab.set_grp_tres_mins("gres/gpu=600");
+  lab.set_managed(true);
+  v1::AccountTransaction& added = *accounting.add_audit();
+  added.set_time_ms(55);
+  added.set_action("Add Account");
+  added.set_where("lab");
   batch.partitions = std::vector<PartitionAdmin>{
       {.name = "gpu", .state = config::PartitionState::kDrain, .uid = 0, .since = Millis(11)},
       {.name = "old",
@@ -73,6 +86,10 @@ inline void RecordsLoadBack(const Opener& open) {
   EXPECT_EQ(loaded->partitions, *Batch().partitions);
   ASSERT_EQ(loaded->usage.size(), 1U);
   EXPECT_DOUBLE_EQ(loaded->usage[0].usage(), 12.5);
+  EXPECT_DOUBLE_EQ(loaded->usage[0].gpu_seconds(), 3600.5);
+  EXPECT_DOUBLE_EQ(loaded->usage[0].cpu_seconds(), 7200);
+  EXPECT_EQ(loaded->usage[0].period_start_ms(), 1'000'000);
+  EXPECT_EQ(loaded->accounting.SerializeAsString(), Batch().accounting->SerializeAsString());
   absl::StatusOr<std::optional<v1::JobSpec>> env = reader->FindEnvironment(5);
   ASSERT_TRUE(env.ok() && env->has_value());
   EXPECT_EQ((*env)->env(0).value(), "/usr/bin");

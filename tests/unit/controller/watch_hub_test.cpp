@@ -26,6 +26,7 @@ class OneJobRecords final : public RecordSource {
   [[nodiscard]] std::vector<PartitionAdmin> PartitionOverrides() const override { return {}; }
   [[nodiscard]] JobId NextId() const override { return 2; }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
+  [[nodiscard]] v1::AccountingRecord Accounting() const override { return {}; }
   v1::JobState state = v1::JOB_PENDING;
 };
 

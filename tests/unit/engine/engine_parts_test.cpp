@@ -294,7 +294,8 @@ TEST_F(PartsTest, StepsRunInsideAJobsAllocationAndEndWithIt) {
 
 TEST_F(PartsTest, AdmissionRefusesAnUnknownPartitionAndWakesAPassAtABeginTime) {
   const std::vector<std::shared_ptr<const plugin::AdmissionCheck>> checks;
-  Admission admission({config_, cluster_.topology, cluster_.pool, checks, book_, triggers_, life_});
+  Admission admission({config_, cluster_.topology, cluster_.pool, checks, book_, triggers_, life_,
+                       priority_.Usage()});
   JobRequest request;
   request.nodes = 1;
   request.tasks_per_node = 1;
@@ -368,7 +369,8 @@ TEST_F(PartsTest, TheNodeBookRequeuesTheJobsOfALostNodeAndCallsForAPassWhenOneCo
 
 TEST_F(PartsTest, ThePlannerStartsWhatFitsAndSaysWhichPassItRan) {
   const std::vector<std::shared_ptr<const plugin::AdmissionCheck>> checks;
-  Admission admission({config_, cluster_.topology, cluster_.pool, checks, book_, triggers_, life_});
+  Admission admission({config_, cluster_.topology, cluster_.pool, checks, book_, triggers_, life_,
+                       priority_.Usage()});
   Preemption preemption(
       {config_, cluster_.topology, cluster_.pool, allocator_, book_, triggers_, priority_, life_});
   PassPlanner planner({config_, cluster_.pool, allocator_, book_, triggers_, priority_, life_,

@@ -277,7 +277,10 @@ void ExpectGolden(const std::vector<std::string>& transcript, const std::string&
 // gives each within 5 % of half the GPU-hours.
 TEST(ScenarioTest, EqualSharesGetEqualGpuHours) {
   config::ClusterConfig config;
-  config.accounts = {{"physics", 1, {}, {}, {}}, {"biology", 1, {}, {}, {}}};
+  for (const char* name : {"physics", "biology"}) {
+    config::AccountSpec& account = config.accounts.emplace_back();
+    account.name = name;
+  }
   config.priority.decay_half_life = hours(24);
   config.priority.age = 0;  // fair share alone decides between equals
   VirtualCluster sim(ClusterBuilder().Leaves(2).NodesPerLeaf(8).Build(), config);

@@ -34,6 +34,52 @@ config::ClusterConfig Config(std::vector<config::AccountSpec> accounts) {
   return config;
 }
 
+config::AccountSpec Under(std::string name, std::string parent) {
+  config::AccountSpec spec = Account(std::move(name), 1);
+  spec.parent = std::move(parent);
+  return spec;
+}
+
+TEST(FairShareTest, InATreeEachLevelWeighsAgainstItsSiblings) {
+  FairShare fs(kHalfLife);
+  const config::ClusterConfig config =
+      Config({Account("a", 1), Under("a1", "a"), Under("a2", "a"), Account("b", 1)});
+  fs.Charge("a1", "alice", 100, Millis(0));
+  fs.Charge("b", "bob", 100, Millis(0));
+  // a (with a1's usage) used half with half the shares: 2^(−0.5/0.5); a2,
+  // idle inside a, keeps that; a1 used all of a's with half of a's shares.
+  EXPECT_DOUBLE_EQ(fs.Factor(config, "a2", "carol", Millis(0)), 0.5);
+  EXPECT_DOUBLE_EQ(fs.Factor(config, "a1", "alice", Millis(0)), 0.5 * 0.25);
+  EXPECT_DOUBLE_EQ(fs.Factor(config, "b", "bob", Millis(0)), 0.5);
+
+  const std::vector<ShareRow> rows = fs.Rows(config, Millis(0));
+  std::vector<std::string> order;
+  for (const ShareRow& row : rows) {
+    order.push_back(std::string(static_cast<std::size_t>(row.depth), ' ') + row.account + "/" +
+                    row.user);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"a/", " a1/", "  a1/alice", " a2/", "b/", " b/bob"}));
+  EXPECT_DOUBLE_EQ(rows[0].usage, 100) << "a's line counts a1's usage";
+  EXPECT_DOUBLE_EQ(rows[1].factor, fs.Factor(config, "a1", "alice", Millis(0)));
+}
+
+TEST(FairShareTest, BudgetsCountUndecayedUseAndStartAgainEachPeriod) {
+  FairShare fs(kHalfLife, config::UsageResetPeriod::kDaily);
+  const Millis day = std::chrono::duration_cast<Millis>(std::chrono::days(1));
+  const Millis t = day * 100 + kHour;
+  fs.Charge("a", "alice", Use{.resource_seconds = 10, .gpu_seconds = 10, .cpu_seconds = 40}, t);
+  fs.Charge("a", "alice", Use{.resource_seconds = 5, .gpu_seconds = 5, .cpu_seconds = 0},
+            t + kHour * 5);
+  EXPECT_DOUBLE_EQ(fs.AccountPeriodUse("a", t + kHour * 5).gpu_seconds, 15) << "no decay";
+  EXPECT_DOUBLE_EQ(fs.UserPeriodUse("a", "alice", t + kHour * 5).cpu_seconds, 40);
+  EXPECT_LT(fs.Usage("a", t + kHour * 5), 15) << "fair share decays";
+  EXPECT_DOUBLE_EQ(fs.AccountPeriodUse("a", t + day).gpu_seconds, 0) << "the next day";
+  // A snapshot keeps the period; restored, the counts are there again.
+  FairShare restored(kHalfLife, config::UsageResetPeriod::kDaily);
+  restored.Restore(fs.Snapshot(t + kHour * 6));
+  EXPECT_DOUBLE_EQ(restored.AccountPeriodUse("a", t + kHour * 6).gpu_seconds, 15);
+}
+
 TEST(FairShareTest, NothingUsedGivesEveryoneOne) {
   const FairShare fs(kHalfLife);
   const config::ClusterConfig config = Config({Account("a", 1), Account("b", 3)});

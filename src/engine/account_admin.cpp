@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/account_admin.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "cohort/diagnostics.h"
+
+namespace cohort::engine {
+namespace {
+
+constexpr std::size_t kMaxNames = 1'000;  // names in one change
+constexpr std::size_t kMaxName = 64;      // characters of an account or user name
+constexpr std::size_t kMaxSettings = 32;  // Key=Value words in one change
+constexpr std::size_t kMaxValue = 1'024;  // characters of a value
+constexpr int kMaxShares = 1'000'000;
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool Lists(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+absl::Status CheckName(std::string_view kind, std::string_view name) {
+  const bool ok = !name.empty() && name.size() <= kMaxName &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+                  });
+  if (!ok) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} name \"{}\": use 1-{} letters, digits, '_', '-' or '.'", kind, name, kMaxName));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ParseShares(std::string_view value) {
+  int shares = 0;
+  const auto [ptr, error] = std::from_chars(value.data(), value.data() + value.size(), shares);
+  if (value.empty() || error != std::errc() || ptr != value.data() + value.size() || shares < 1 ||
+      shares > kMaxShares) {
+    return absl::InvalidArgumentError(
+        fmt::format("Fairshare=\"{}\": give a share count from 1 to {}", value, kMaxShares));
+  }
+  return shares;
+}
+
+config::AccountSpec* Find(std::vector<config::AccountSpec>& accounts, std::string_view name) {
+  const auto it = std::find_if(accounts.begin(), accounts.end(),
+                               [&](const config::AccountSpec& a) { return a.name == name; });
+  return it == accounts.end() ? nullptr : &*it;
+}
+
+absl::Status NoAccount(std::string_view name) {
+  return absl::NotFoundError(fmt::format("no account {}; sacctmgr show account lists them", name));
+}
+
+// Where an account comes from, for refusals: cohort.conf's line, or sacctmgr.
+absl::Status FromConfig(const config::AccountSpec& spec, std::string_view what) {
+  return absl::FailedPreconditionError(fmt::format(
+      "account {} is defined in cohort.conf{}; {} it there and run scontrol reconfigure (sacctmgr "
+      "changes only the accounts it made)",
+      spec.name,
+      spec.defined_at.line > 0 ? fmt::format(" (line {})", spec.defined_at.line) : std::string(),
+      what));
+}
+
+absl::Status SetAccountKey(config::AccountSpec& spec, const std::string& key,
+                           const std::string& value) {
+  if (EqualsIgnoreCase(key, "Parent")) {
+    spec.parent = value == "root" ? std::string() : value;
+    return absl::OkStatus();
+  }
+  if (EqualsIgnoreCase(key, "Fairshare") || EqualsIgnoreCase(key, "Shares")) {
+    absl::StatusOr<int> shares = ParseShares(value);
+    if (!shares.ok()) return shares.status();
+    spec.shares = *shares;
+    return absl::OkStatus();
+  }
+  if (EqualsIgnoreCase(key, "Description")) {
+    spec.description = value;
+    return absl::OkStatus();
+  }
+  if (EqualsIgnoreCase(key, "Organization")) {
+    spec.organization = value;
+    return absl::OkStatus();
+  }
+  if (config::IsLimitKey(key)) return config::SetLimit(key, value, spec.limits);
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: an account takes Parent, Fairshare, Description, Organization, GrpTRES, GrpTRESMins, "
+      "GrpJobs, MaxJobs, MaxSubmitJobs and MaxTRESPerJob",
+      key));
+}
+
+config::AssocLimits& UserLimitsOf(config::AccountSpec& spec, const std::string& user) {
+  for (config::UserAssoc& assoc : spec.user_limits) {
+    if (assoc.user == user) return assoc.limits;
+  }
+  return spec.user_limits.emplace_back(config::UserAssoc{.user = user, .limits = {}}).limits;
+}
+
+using Defaults = std::vector<std::pair<std::string, std::string>>;
+
+void SetDefault(Defaults& defaults, const std::string& user, const std::string& account) {
+  std::erase_if(defaults, [&](const auto& d) { return d.first == user; });
+  defaults.emplace_back(user, account);
+}
+
+absl::Status SetUserKey(config::AccountSpec& spec, const std::string& user, const std::string& key,
+                        const std::string& value, Defaults& defaults,
+                        const std::vector<config::AccountSpec>& accounts) {
+  if (EqualsIgnoreCase(key, "Fairshare") || EqualsIgnoreCase(key, "Shares")) {
+    absl::StatusOr<int> shares = ParseShares(value);
+    if (!shares.ok()) return shares.status();
+    std::erase_if(spec.user_shares, [&](const auto& s) { return s.first == user; });
+    spec.user_shares.emplace_back(user, *shares);
+    return absl::OkStatus();
+  }
+  if (EqualsIgnoreCase(key, "DefaultAccount")) {
+    const auto it = std::find_if(accounts.begin(), accounts.end(),
+                                 [&](const config::AccountSpec& a) { return a.name == value; });
+    if (it == accounts.end() || (!Lists(it->users, user) && it->name != spec.name)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "DefaultAccount={}: user {} is not in that account; add it there first", value, user));
+    }
+    SetDefault(defaults, user, value);
+    return absl::OkStatus();
+  }
+  if (config::IsLimitKey(key)) {
+    config::AssocLimits limits = UserLimitsOf(spec, user);
+    if (absl::Status s = config::SetLimit(key, value, limits); !s.ok()) return s;
+    UserLimitsOf(spec, user) = limits;
+    std::erase_if(spec.user_limits, [](const config::UserAssoc& a) { return a.limits.Empty(); });
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: a user takes Fairshare, DefaultAccount, GrpTRES, GrpTRESMins, GrpJobs, MaxJobs, "
+      "MaxSubmitJobs and MaxTRESPerJob (and Account= to say which of its accounts)",
+      key));
+}
+
+std::string Info(const AccountUpdate& update) {
+  std::vector<std::string> words;
+  for (const auto& [key, value] : update.set) words.push_back(fmt::format("{}={}", key, value));
+  return fmt::format("{}", fmt::join(words, " "));
+}
+
+std::string Capital(std::string_view word) {
+  std::string out = Lower(word);
+  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out;
+}
+
+void RemoveUser(config::AccountSpec& spec, const std::string& user, Defaults& defaults) {
+  std::erase(spec.users, user);
+  std::erase(spec.managed_users, user);
+  std::erase_if(spec.user_shares, [&](const auto& s) { return s.first == user; });
+  std::erase_if(spec.user_limits, [&](const config::UserAssoc& a) { return a.user == user; });
+  std::erase_if(defaults, [&](const auto& d) { return d.first == user && d.second == spec.name; });
+}
+
+absl::Status UpdateAccounts(const AccountUpdate& update, const std::string& verb,
+                            std::vector<config::AccountSpec>& accounts, Defaults& defaults,
+                            const std::function<std::size_t(const std::string&)>& queued,
+                            std::vector<AccountAudit>& audit) {
+  for (const std::string& name : update.names) {
+    if (absl::Status s = CheckName("account", name); !s.ok()) return s;
+    config::AccountSpec* spec = Find(accounts, name);
+    if (verb == "add") {
+      if (name == "root") return CheckName("account", "");
+      if (spec != nullptr) {
+        return absl::AlreadyExistsError(fmt::format(
+            "account {} exists; change it with sacctmgr modify account {} set ...", name, name));
+      }
+      if (accounts.size() >= kMaxAccounts) {
+        return absl::ResourceExhaustedError(fmt::format(
+            "the tree holds {} accounts, the most it takes; delete some first", kMaxAccounts));
+      }
+      spec = &accounts.emplace_back();
+      spec->name = name;
+      spec->managed = true;
+    } else if (spec == nullptr) {
+      return NoAccount(name);
+    } else if (!spec->managed) {
+      return FromConfig(*spec, verb == "delete" ? "delete" : "change");
+    }
+    if (verb == "delete") {
+      std::vector<std::string> below;
+      for (const config::AccountSpec& other : accounts) {
+        if (other.parent == name) below.push_back(other.name);
+      }
+      if (!below.empty()) {
+        return absl::FailedPreconditionError(
+            fmt::format("account {} has the accounts {} under it; delete or move them (modify "
+                        "account ... set Parent=) first",
+                        name, fmt::join(below, ",")));
+      }
+      if (const std::size_t n = queued(name); n > 0) {
+        return absl::FailedPreconditionError(fmt::format(
+            "account {} has {} pending or running jobs; let them end or cancel them first", name,
+            n));
+      }
+      std::erase_if(defaults, [&](const auto& d) { return d.second == name; });
+      std::erase_if(accounts, [&](const config::AccountSpec& a) { return a.name == name; });
+    } else {
+      for (const auto& [key, value] : update.set) {
+        if (absl::Status s = SetAccountKey(*spec, key, value); !s.ok()) return s;
+      }
+    }
+    audit.push_back({.time = {},
+                     .uid = 0,
+                     .action = Capital(verb) + " Account",
+                     .where = name,
+                     .info = Info(update)});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateUsers(const AccountUpdate& update, const std::string& verb,
+                         std::vector<config::AccountSpec>& accounts, Defaults& defaults,
+                         std::vector<AccountAudit>& audit) {
+  if (verb == "add" && update.accounts.empty()) {
+    return absl::InvalidArgumentError(
+        "name the accounts to add the users to: sacctmgr add user NAME Account=A[,B]");
+  }
+  for (const std::string& account : update.accounts) {
+    if (absl::Status s = CheckName("account", account); !s.ok()) return s;
+  }
+  for (const std::string& user : update.names) {
+    if (absl::Status s = CheckName("user", user); !s.ok()) return s;
+    std::vector<config::AccountSpec*> targets;
+    if (!update.accounts.empty()) {
+      for (const std::string& account : update.accounts) {
+        config::AccountSpec* spec = Find(accounts, account);
+        if (spec == nullptr) return NoAccount(account);
+        targets.push_back(spec);
+      }
+    } else {
+      for (config::AccountSpec& spec : accounts) {
+        if (Lists(spec.managed_users, user)) targets.push_back(&spec);
+      }
+      if (targets.empty()) {
+        return absl::NotFoundError(fmt::format(
+            "user {} is in no account sacctmgr made it a member of; sacctmgr show assoc lists "
+            "users",
+            user));
+      }
+    }
+    for (config::AccountSpec* spec : targets) {
+      if (verb == "add") {
+        if (Lists(spec->users, user)) {
+          return absl::AlreadyExistsError(
+              fmt::format("user {} is already in account {}", user, spec->name));
+        }
+        if (spec->users.size() >= kMaxUsersPerAccount) {
+          return absl::ResourceExhaustedError(fmt::format(
+              "account {} has {} users, the most one takes", spec->name, kMaxUsersPerAccount));
+        }
+        spec->users.push_back(user);
+        spec->managed_users.push_back(user);
+      } else if (!Lists(spec->managed_users, user)) {
+        if (Lists(spec->users, user)) {
+          return absl::FailedPreconditionError(fmt::format(
+              "user {} is listed in account {}'s Users= in cohort.conf; change it there and run "
+              "scontrol reconfigure",
+              user, spec->name));
+        }
+        return absl::NotFoundError(fmt::format("user {} is not in account {}", user, spec->name));
+      }
+      if (verb == "delete") {
+        RemoveUser(*spec, user, defaults);
+      } else {
+        for (const auto& [key, value] : update.set) {
+          if (absl::Status s = SetUserKey(*spec, user, key, value, defaults, accounts); !s.ok()) {
+            return s;
+          }
+        }
+        const bool has_default = std::any_of(defaults.begin(), defaults.end(),
+                                             [&](const auto& d) { return d.first == user; });
+        if (verb == "add" && !has_default) SetDefault(defaults, user, spec->name);
+      }
+      audit.push_back({.time = {},
+                       .uid = 0,
+                       .action = Capital(verb) + " User",
+                       .where = fmt::format("{} in {}", user, spec->name),
+                       .info = Info(update)});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<AccountAudit>> ApplyAccountUpdate(
+    const AccountUpdate& update, config::ClusterConfig& config,
+    const std::function<std::size_t(const std::string& account)>& queued) {
+  const std::string verb = Lower(update.verb);
+  const std::string entity = Lower(update.entity);
+  if (verb != "add" && verb != "modify" && verb != "delete") {
+    return absl::InvalidArgumentError(
+        fmt::format("\"{}\": sacctmgr changes with add, modify or delete", update.verb));
+  }
+  if (entity != "account" && entity != "user") {
+    return absl::InvalidArgumentError(fmt::format(
+        "\"{}\": sacctmgr {} takes account or user (QOS are cohort.conf's QOSName lines)",
+        update.entity, verb));
+  }
+  if (update.names.empty()) {
+    return absl::InvalidArgumentError(fmt::format("name the {}s to {}", entity, verb));
+  }
+  if (update.names.size() > kMaxNames || update.accounts.size() > kMaxNames ||
+      update.set.size() > kMaxSettings) {
+    return absl::InvalidArgumentError(fmt::format(
+        "one change takes at most {} names and {} settings; split it", kMaxNames, kMaxSettings));
+  }
+  for (const auto& [key, value] : update.set) {
+    if (value.size() > kMaxValue || key.size() > kMaxName) {
+      return absl::InvalidArgumentError(fmt::format("{}=: a value takes at most {} characters",
+                                                    key.substr(0, kMaxName), kMaxValue));
+    }
+  }
+  if (verb == "delete" && !update.set.empty()) {
+    return absl::InvalidArgumentError("delete takes no settings; name what to delete");
+  }
+  if (verb == "modify" && update.set.empty()) {
+    return absl::InvalidArgumentError("modify needs settings: ... set Key=Value");
+  }
+  std::vector<config::AccountSpec> accounts = config.accounts;
+  Defaults defaults = config.default_accounts;
+  std::vector<AccountAudit> audit;
+  const absl::Status applied = entity == "account"
+                                   ? UpdateAccounts(update, verb, accounts, defaults, queued, audit)
+                                   : UpdateUsers(update, verb, accounts, defaults, audit);
+  if (!applied.ok()) return applied;
+  if (absl::Status tree = config::CheckAccountTree(accounts); !tree.ok()) return tree;
+  config.accounts = std::move(accounts);
+  config.default_accounts = std::move(defaults);
+  return audit;
+}
+
+AccountingState ManagedPart(const config::ClusterConfig& config) {
+  AccountingState state;
+  for (const config::AccountSpec& spec : config.accounts) {
+    if (spec.managed) {
+      state.accounts.push_back(spec);
+      continue;
+    }
+    if (spec.managed_users.empty()) continue;
+    config::AccountSpec& kept = state.accounts.emplace_back();
+    kept.name = spec.name;
+    kept.users = spec.managed_users;
+    kept.managed_users = spec.managed_users;
+    for (const auto& share : spec.user_shares) {
+      if (Lists(spec.managed_users, share.first)) kept.user_shares.push_back(share);
+    }
+    for (const config::UserAssoc& assoc : spec.user_limits) {
+      if (Lists(spec.managed_users, assoc.user)) kept.user_limits.push_back(assoc);
+    }
+  }
+  state.default_accounts = config.default_accounts;
+  return state;
+}
+
+std::vector<std::string> MergeManaged(const AccountingState& kept, config::ClusterConfig& config) {
+  std::vector<std::string> warnings;
+  for (const config::AccountSpec& spec : kept.accounts) {
+    config::AccountSpec* here = Find(config.accounts, spec.name);
+    if (spec.managed) {
+      if (here != nullptr) {
+        warnings.push_back(fmt::format(
+            "account {} made by sacctmgr is now defined in cohort.conf; cohort.conf's line wins",
+            spec.name));
+        continue;
+      }
+      config.accounts.push_back(spec);
+      continue;
+    }
+    if (here == nullptr) {
+      warnings.push_back(fmt::format(
+          "account {} is no longer in cohort.conf; the users sacctmgr added to it are dropped",
+          spec.name));
+      continue;
+    }
+    for (const std::string& user : spec.managed_users) {
+      if (Lists(here->users, user)) continue;  // cohort.conf lists it now
+      here->users.push_back(user);
+      here->managed_users.push_back(user);
+    }
+    for (const auto& share : spec.user_shares) {
+      if (Lists(here->managed_users, share.first)) here->user_shares.push_back(share);
+    }
+    for (const config::UserAssoc& assoc : spec.user_limits) {
+      if (Lists(here->managed_users, assoc.user)) here->user_limits.push_back(assoc);
+    }
+  }
+  // Accounts whose parent is gone go too, and then those under them.
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (auto it = config.accounts.begin(); it != config.accounts.end(); ++it) {
+      if (!it->managed || it->parent.empty() || Find(config.accounts, it->parent) != nullptr) {
+        continue;
+      }
+      warnings.push_back(fmt::format(
+          "account {} made by sacctmgr is dropped: its parent {} is no longer an account", it->name,
+          it->parent));
+      config.accounts.erase(it);
+      dropped = true;
+      break;
+    }
+  }
+  if (absl::Status tree = config::CheckAccountTree(config.accounts); !tree.ok()) {
+    warnings.push_back(
+        fmt::format("the accounts sacctmgr made are dropped: {}", std::string(tree.message())));
+    std::erase_if(config.accounts, [](const config::AccountSpec& a) { return a.managed; });
+  }
+  for (const auto& [user, account] : kept.default_accounts) {
+    if (Find(config.accounts, account) != nullptr)
+      config.default_accounts.emplace_back(user, account);
+  }
+  return warnings;
+}
+
+}  // namespace cohort::engine

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The account tree with Slurm's commands on the demo cluster: a GPU quota
+# (GrpTRES) on the middle of three levels holds back a leaf user's job and
+# `cohort why` names it; sacctmgr makes an account with a GPU-minute budget
+# (GrpTRESMins) that a job spends and that then stops the next; sacctmgr
+# adds a user who can then submit, and the audit shows who did it; sshare
+# indents the tree; after kill -9 the tree, the budget's use and the audit
+# are all there, and raising the budget lets the waiting job start at once.
+source "$(dirname "$0")/lib.sh"
+SLURM_BIN=$BIN/cli/slurm
+export PATH="$SLURM_BIN:$BIN/cli:$PATH"
+
+EXTRA_CONF="PriorityUsageResetPeriod=MONTHLY
+AccountName=science
+AccountName=vision Parent=science GrpTRES=gres/gpu=16
+AccountName=cv Parent=vision" start_cluster
+
+# 1. Three levels: vision's quota holds cv's third 8-GPU job.
+jobs=()
+for _ in 1 2 3; do
+  jobs+=("$(sbatch --parsable -A cv -N 1 --gpus-per-node=8 -t 5 -o /dev/null --wrap 'sleep 300')") ||
+    fail "sbatch -A cv was refused"
+done
+wait_until 20 state_is "${jobs[1]}" RUNNING || fail "the second job did not start"
+wait_until 20 considered "${jobs[2]}"
+state_is "${jobs[0]}" RUNNING || fail "the first job is $(job_state "${jobs[0]}")"
+[ "$(job_reason "${jobs[2]}")" = AssocGrpGRES ] ||
+  fail "the third job waits for $(job_reason "${jobs[2]}"), not AssocGrpGRES"
+cohort why "${jobs[2]}" | grep -q "account vision, above the job's account cv, allows 16 GPUs at once (GrpTRES=gres/gpu=16)" ||
+  fail "why does not name vision's quota: $(cohort why "${jobs[2]}")"
+scancel "${jobs[0]}"
+wait_until 20 state_is "${jobs[2]}" RUNNING || fail "the third job did not start once the quota had room"
+scancel "${jobs[1]}" "${jobs[2]}"
+pass "GrpTRES on the middle account holds a leaf user's job (AssocGrpGRES, why names it)"
+
+# 2. A budget of one GPU-minute: a job spends part of it, the next waits.
+sacctmgr -i add account lab Parent=science GrpTRESMins=gres/gpu=1 >/dev/null ||
+  fail "sacctmgr add account lab failed"
+spender=$(sbatch --parsable -A lab -N 1 --gpus-per-node=1 -t 1 -o /dev/null --wrap 'sleep 2') ||
+  fail "the first job of lab was refused"
+wait_until 30 finished "$spender" || fail "the job spending the budget did not end"
+next=$(sbatch --parsable -A lab -N 1 --gpus-per-node=1 -t 1 -o /dev/null --wrap true) ||
+  fail "the second job of lab was refused"
+wait_until 20 considered "$next"
+[ "$(job_reason "$next")" = AssocGrpGRESMinutes ] ||
+  fail "the next job waits for $(job_reason "$next") ($(job_state "$next")), not AssocGrpGRESMinutes"
+cohort why "$next" | grep -q "account lab has used 0\.[0-9] of its 1\.0 GPU-minutes" ||
+  fail "why does not say how much of the budget is used: $(cohort why "$next")"
+pass "a GPU-minute budget spent by one job stops the next (AssocGrpGRESMinutes)"
+
+# 3. A user sacctmgr adds can then charge the account.
+chmod 0711 "$WORK/state"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if out=$(as_nobody "$SLURM_BIN/sbatch" -A lab -D /tmp -o /dev/null --wrap true 2>&1); then
+  fail "nobody charged lab before being added: $out"
+else
+  grep -q "is not a member of account lab" <<<"$out" || fail "the refusal: $out"
+fi
+sacctmgr -i add user nobody Account=lab MaxJobs=2 >/dev/null || fail "sacctmgr add user failed"
+as_nobody "$SLURM_BIN/sbatch" --parsable -H -D /tmp -o /dev/null --wrap true >/dev/null ||
+  fail "nobody could not submit to its default account lab once added"
+[ "$(sacctmgr -n -s list user nobody format=account%256 | tr -d ' ')" = lab ] ||
+  fail "Snakemake's call: $(sacctmgr -n -s list user nobody format=account%256)"
+sacctmgr -n -P show transactions format=Action,Actor,Where,Info >"$WORK/audit.txt"
+grep -qx "Add Account|root|lab|Parent=science GrpTRESMins=gres/gpu=1" "$WORK/audit.txt" &&
+  grep -qx "Add User|root|nobody in lab|MaxJobs=2" "$WORK/audit.txt" ||
+  fail "the audit: $(cat "$WORK/audit.txt")"
+if out=$(sacctmgr -i modify account vision set Fairshare=4 2>&1); then
+  fail "sacctmgr changed cohort.conf's account vision: $out"
+else
+  grep -q "defined in cohort.conf" <<<"$out" || fail "the refusal for vision: $out"
+fi
+if out=$(sacctmgr -i modify account lab set Parent=lab 2>&1); then
+  fail "sacctmgr made a loop: $out"
+else
+  grep -q "account lab would be under itself" <<<"$out" || fail "the loop's refusal: $out"
+fi
+sshare | grep -q "^  cv " || fail "sshare does not indent cv two levels: $(sshare)"
+pass "sacctmgr adds a user who can then submit; the audit names who; sshare shows the tree"
+
+# 4. kill -9: the tree, the budget's use and the audit stay.
+used_kept() {
+  python3 - "$WORK/state/state.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+row = db.execute("SELECT gpu_seconds FROM usage WHERE account = 'lab' AND user = ''").fetchone()
+sys.exit(0 if row and row[0] > 0 else 1)
+PY
+}
+wait_until 30 used_kept || fail "the budget's use was not written"
+crash_controller
+restart_controller
+wait_until 30 all_nodes_up || fail "the nodes did not come back"
+probe=$(sbatch --parsable -N 1 -t 1 -o /dev/null --wrap true)
+wait_until 20 considered "$probe"
+state_is "$next" PENDING || fail "after kill -9 the budget was forgotten: job $next is $(job_state "$next")"
+[ "$(sacctmgr -n -P show account lab withassoc format=Account,ParentName,GrpTRESMins | head -1)" = "lab|science|gres/gpu=1" ] ||
+  fail "after kill -9: $(sacctmgr -n -P show account lab withassoc format=Account,ParentName,GrpTRESMins)"
+sacctmgr -n -P show transactions format=Action,Where | grep -qx "Add User|nobody in lab" ||
+  fail "the audit after kill -9: $(sacctmgr -n -P show transactions)"
+sacctmgr -i modify account lab set GrpTRESMins=gres/gpu=60 >/dev/null || fail "raising the budget failed"
+wait_until 20 finished "$next" || fail "job $next did not run once the budget was raised"
+pass "after kill -9 the tree, the budget's use and the audit remain; a raised budget applies at once"
+
+# 5. sreport's figures are the sum of the jobs' use as sacct shows it
+# (every job of this test has ended, inside the window).
+sum_cpu=$(sacct -a -X -n -P -S now-1hours --format=AllocCPUS,ElapsedRaw |
+  awk -F'|' '{ s += $1 * $2 } END { print s + 0 }')
+sum_gpu=$(sacct -a -X -n -P -S now-1hours --format=AllocTRES,ElapsedRaw |
+  awk -F'|' '{ n = 0; if (match($1, /gres\/gpu=[0-9]+/)) n = substr($1, RSTART + 9, RLENGTH - 9); s += n * $2 }
+             END { print s + 0 }')
+got=$(sreport -n -P -t seconds -T cpu,gres/gpu cluster utilization Start=now-1hours End=now+1hours |
+  cut -d'|' -f3 | paste -sd' ')
+[ "$got" = "$sum_cpu $sum_gpu" ] ||
+  fail "sreport's Allocated ($got) is not the jobs' use from sacct ($sum_cpu $sum_gpu)"
+[ "${sum_gpu:-0}" -gt 0 ] || fail "no GPU use was counted"
+root=$(sreport -n -P -t seconds cluster accountutilizationbyuser Start=now-1hours End=now+1hours | head -1 | cut -d'|' -f6)
+[ "$root" = "$sum_cpu" ] || fail "accountutilizationbyuser's root line ($root) is not $sum_cpu"
+sreport -n -P -t seconds cluster accountutilizationbyuser Start=now-1hours End=now+1hours |
+  grep -q "^cluster|  lab|root|root|cpu|[1-9]" ||
+  fail "root's line under lab: $(sreport -n -P -t seconds cluster accountutilizationbyuser Start=now-1hours End=now+1hours)"
+pass "sreport cluster utilization and accountutilizationbyuser equal the jobs' use ($sum_cpu CPU-s, $sum_gpu GPU-s)"
+
+finish_test

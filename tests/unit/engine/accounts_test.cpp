@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+// The account tree in the engine: limits that hold jobs back (with `why`'s
+// words), budgets that burn down, and sacctmgr's changes with their audit.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cohort/engine/engine.h"
+#include "test_support.h"
+
+namespace cohort {
+namespace {
+
+using std::chrono::minutes;
+using testing::ClusterBuilder;
+
+constexpr Millis kT0{1'000'000};
+
+class AccountsTest : public ::testing::Test {
+ protected:
+  void Start(const std::function<void(config::ClusterConfig&)>& adjust) {
+    cluster_ =
+        std::make_unique<testing::Cluster>(ClusterBuilder().Leaves(2).NodesPerLeaf(4).Build());
+    config_.nodes = cluster_->nodes;
+    config::PartitionSpec all;
+    all.name = "all";
+    all.is_default = true;
+    all.nodes = cluster_->topology.NodeNames();
+    all.max_time = std::chrono::hours(4);
+    config_.partitions = {all};
+    adjust(config_);
+    MakeEngine();
+  }
+
+  void MakeEngine() {
+    alloc::NodePool pool =
+        alloc::NodePool::Create(cluster_->topology, config_.nodes, config_.partitions).value();
+    engine_ = std::make_unique<Engine>(config_, cluster_->topology, std::move(pool));
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) {
+      NodeReport report;
+      report.cpus = 64;
+      report.gpus = 8;
+      report.memory_mb = 1024 * 1024;
+      Effects fx;
+      ASSERT_TRUE(engine_->NodeRegistered(n, report, now_, fx).ok());
+    }
+  }
+
+  absl::StatusOr<JobId> TrySubmit(const std::string& user, const std::string& account, int gpus,
+                                  minutes time = minutes(60)) {
+    JobRequest r;
+    r.name = "train";
+    r.user_name = user;
+    r.uid = user == "alice" ? 1000 : 1001;
+    r.account = account;
+    r.nodes = gpus > 8 ? (gpus + 7) / 8 : 1;  // 8 GPUs a node
+    r.gpus_per_node = gpus > 8 ? 8 : gpus;
+    r.tasks_per_node = 1;
+    r.time_limit = time;
+    Effects fx;
+    return engine_->Submit(r, now_, fx);
+  }
+  JobId Submit(const std::string& user, const std::string& account, int gpus,
+               minutes time = minutes(60)) {
+    absl::StatusOr<JobId> id = TrySubmit(user, account, gpus, time);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or(0);
+  }
+
+  void Schedule() {
+    Effects fx;
+    engine_->Schedule(now_, fx);
+    EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+  }
+
+  void Finish(JobId id) {
+    const Job& job = *engine_->FindJob(id);
+    const std::vector<alloc::NodeGrant> grants = job.run.placement.grants;
+    Effects fx;
+    for (const alloc::NodeGrant& g : grants) engine_->RankExited(id, g.node, 0, 0, now_, fx);
+    for (const alloc::NodeGrant& g : grants) engine_->JobReleased(id, g.node, now_, fx);
+  }
+
+  absl::Status Update(std::string verb, std::string entity, std::vector<std::string> names,
+                      std::vector<std::pair<std::string, std::string>> set = {},
+                      std::vector<std::string> accounts = {}, std::uint32_t uid = 0) {
+    AccountUpdate update{.verb = std::move(verb),
+                         .entity = std::move(entity),
+                         .names = std::move(names),
+                         .accounts = std::move(accounts),
+                         .set = std::move(set)};
+    Effects fx;
+    return engine_->UpdateAccounts(update, Caller{.uid = uid, .operator_listed = false}, now_, fx)
+        .status();
+  }
+
+  const Job& At(JobId id) const { return *engine_->FindJob(id); }
+
+  std::unique_ptr<testing::Cluster> cluster_;
+  config::ClusterConfig config_;
+  std::unique_ptr<Engine> engine_;
+  Millis now_ = kT0;
+};
+
+config::AccountSpec Account(std::string name, std::string parent,
+                            std::vector<std::string> users = {}) {
+  config::AccountSpec spec;
+  spec.name = std::move(name);
+  spec.parent = std::move(parent);
+  spec.users = std::move(users);
+  return spec;
+}
+
+TEST_F(AccountsTest, AGpuQuotaInTheMiddleOfTheTreeHoldsALeafUsersJob) {
+  Start([](config::ClusterConfig& c) {
+    c.accounts = {Account("research", ""), Account("vision", "research"),
+                  Account("cv", "vision", {"alice"})};
+    c.accounts[1].limits.grp_tres.gpus = 16;
+  });
+  const JobId first = Submit("alice", "cv", 8);
+  const JobId second = Submit("alice", "cv", 8);
+  const JobId third = Submit("alice", "cv", 8);
+  Schedule();
+  EXPECT_EQ(At(first).state, JobState::kRunning);
+  EXPECT_EQ(At(second).state, JobState::kRunning);
+  ASSERT_EQ(At(third).state, JobState::kPending);
+  EXPECT_EQ(At(third).reason, "AssocGrpGRES");
+  EXPECT_EQ(At(third).reason_detail,
+            "account vision, above the job's account cv, allows 16 GPUs at once "
+            "(GrpTRES=gres/gpu=16); its jobs and those of the accounts under it hold 16 and "
+            "this job needs 8");
+  Finish(first);
+  Schedule();
+  EXPECT_EQ(At(third).state, JobState::kRunning) << "the quota has room again";
+}
+
+TEST_F(AccountsTest, ASpentGpuHourBudgetStopsTheNextJobAndSaysWhatWouldFit) {
+  Start([](config::ClusterConfig& c) {
+    c.usage_reset_period = config::UsageResetPeriod::kMonthly;
+    c.accounts = {Account("lab", "", {"alice"})};
+    c.accounts[0].limits.grp_tres_mins.gpus = 60;  // one GPU-hour
+  });
+  const JobId first = Submit("alice", "lab", 1, minutes(50));
+  Schedule();
+  ASSERT_EQ(At(first).state, JobState::kRunning);
+  now_ += minutes(45);
+  Finish(first);
+  const JobId next = Submit("alice", "lab", 1, minutes(30));
+  Schedule();
+  ASSERT_EQ(At(next).state, JobState::kPending);
+  EXPECT_EQ(At(next).reason, "AssocGrpGRESMinutes");
+  const std::string& detail = At(next).reason_detail;
+  EXPECT_NE(detail.find("account lab has used 0.8 of its 1.0 GPU-hours (75%, "
+                        "GrpTRESMins=gres/gpu=60)"),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("this job may use up to 0.5 (1 GPU for 00:30:00); with --time=00:15:00 "
+                        "or less it fits"),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("PriorityUsageResetPeriod=MONTHLY"), std::string::npos) << detail;
+
+  const absl::StatusOr<JobId> whole = TrySubmit("alice", "lab", 2, minutes(40));
+  ASSERT_FALSE(whole.ok());
+  EXPECT_NE(whole.status().message().find("whole budget is 1.0"), std::string::npos)
+      << whole.status();
+}
+
+TEST_F(AccountsTest, PerJobAndPerUserLimitsAreInheritedDownTheTree) {
+  Start([](config::ClusterConfig& c) {
+    c.accounts = {Account("research", ""), Account("cv", "research", {"alice"})};
+    c.accounts[0].limits.max_tres_per_job.gpus = 8;
+    c.accounts[0].limits.max_jobs = 1;
+    c.accounts[0].limits.max_submit_jobs = 2;
+  });
+  const absl::StatusOr<JobId> big = TrySubmit("alice", "cv", 16);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message(),
+            "the job can never run here: account cv allows 8 GPUs per job "
+            "(MaxTRESPerJob=gres/gpu=8) and the job asks for 16; ask for fewer, or charge "
+            "another account (-A)");
+  const JobId one = Submit("alice", "cv", 1);
+  const JobId two = Submit("alice", "cv", 1);
+  Schedule();
+  EXPECT_EQ(At(one).state, JobState::kRunning);
+  EXPECT_EQ(At(two).reason, "AssocMaxJobsLimit");
+  const absl::StatusOr<JobId> third = TrySubmit("alice", "cv", 1);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(AccountsTest, SacctmgrAddsAnAccountAndAUserWhoCanThenSubmit) {
+  Start([](config::ClusterConfig& c) { c.accounts = {Account("research", "")}; });
+  EXPECT_EQ(Update("add", "account", {"vision"}, {{"Parent", "research"}}, {}, 1000).code(),
+            absl::StatusCode::kPermissionDenied)
+      << "only root and operators";
+  ASSERT_TRUE(
+      Update("add", "account", {"vision"}, {{"Parent", "research"}, {"GrpTRES", "gres/gpu=8"}})
+          .ok());
+  const absl::StatusOr<JobId> before = TrySubmit("bob", "vision", 1);
+  ASSERT_FALSE(before.ok()) << "an account sacctmgr made takes its users only";
+  EXPECT_NE(before.status().message().find("sacctmgr add user NAME Account=vision"),
+            std::string::npos)
+      << before.status();
+  ASSERT_TRUE(Update("add", "user", {"bob"}, {{"MaxJobs", "3"}}, {"vision"}).ok());
+  EXPECT_TRUE(TrySubmit("bob", "vision", 1).ok());
+  EXPECT_TRUE(TrySubmit("bob", "", 1).ok()) << "vision is bob's default account";
+
+  EXPECT_EQ(Update("modify", "account", {"research"}, {{"Fairshare", "5"}}).code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "cohort.conf's accounts are changed there";
+  EXPECT_EQ(Update("modify", "account", {"research"}, {{"Parent", "vision"}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(Update("add", "account", {"cv"}, {{"Parent", "vision"}}).ok());
+  const absl::Status loop = Update("modify", "account", {"vision"}, {{"Parent", "cv"}});
+  EXPECT_EQ(loop.message(),
+            "account vision would be under itself (vision under cv under vision); give one of "
+            "them another parent");
+  EXPECT_EQ(Update("delete", "account", {"vision"}).code(), absl::StatusCode::kFailedPrecondition)
+      << "cv is under it";
+  EXPECT_EQ(Update("add", "account", {"bad name"}).code(), absl::StatusCode::kInvalidArgument);
+
+  const std::vector<AccountAudit>& audit = engine_->AccountsAudit();
+  ASSERT_EQ(audit.size(), 3U);
+  EXPECT_EQ(audit[0].action, "Add Account");
+  EXPECT_EQ(audit[0].where, "vision");
+  EXPECT_EQ(audit[0].info, "Parent=research GrpTRES=gres/gpu=8");
+  EXPECT_EQ(audit[1].action, "Add User");
+  EXPECT_EQ(audit[1].where, "bob in vision");
+  EXPECT_EQ(audit[1].time, now_);
+
+  // What a store keeps comes back on a restart.
+  SavedState saved;
+  saved.accounting = engine_->Accounting();
+  MakeEngine();
+  Effects fx;
+  engine_->Restore(std::move(saved), now_, fx);
+  EXPECT_EQ(engine_->AccountsAudit().size(), 3U);
+  const config::AccountSpec* vision = engine_->Config().FindAccount("vision");
+  ASSERT_NE(vision, nullptr);
+  EXPECT_EQ(vision->parent, "research");
+  EXPECT_EQ(vision->limits.grp_tres.gpus, 8);
+  ASSERT_EQ(vision->user_limits.size(), 1U);
+  EXPECT_EQ(vision->user_limits[0].limits.max_jobs, 3);
+  EXPECT_TRUE(TrySubmit("bob", "", 1).ok());
+}
+
+}  // namespace
+}  // namespace cohort
