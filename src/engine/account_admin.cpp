@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cohort/diagnostics.h"
+#include "engine/engine_support.h"
 
 namespace cohort::engine {
 namespace {
@@ -22,10 +23,6 @@ std::string Lower(std::string_view text) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-bool Lists(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 absl::Status CheckName(std::string_view kind, std::string_view name) {

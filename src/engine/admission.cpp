@@ -91,10 +91,6 @@ absl::Status ResolveNames(const topology::Topology& topology, const std::vector<
   return absl::OkStatus();
 }
 
-bool Lists(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 // Root and Operators= may charge any account and pick any QOS.
 bool IsPrivileged(const JobRequest& request, const config::ClusterConfig& config) {
   return request.uid == 0 || Lists(config.operators, request.user_name);

@@ -15,6 +15,10 @@
 
 namespace cohort::engine {
 
+bool Lists(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 int GpusHeld(const Job& job) {
   int gpus = 0;
   for (const alloc::NodeGrant& g : job.run.placement.grants) gpus += std::popcount(g.gpus);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/alloc/gang_allocator.h"
@@ -27,6 +28,9 @@ using alloc::NodeId;
 [[nodiscard]] inline bool IsActive(const Job& job) {
   return job.state == JobState::kRunning || job.state == JobState::kCompleting;
 }
+
+/// Whether `name` is one of `names`.
+[[nodiscard]] bool Lists(const std::vector<std::string>& names, std::string_view name);
 
 [[nodiscard]] int GpusHeld(const Job& job);
 [[nodiscard]] int CpusHeld(const Job& job);

@@ -19,7 +19,7 @@ bool ParseNumber(std::string_view text, std::int64_t& out) {
   return error == std::errc() && end == text.data() + text.size();
 }
 
-absl::Status Bad(std::string_view part, std::string_view problem) {
+absl::Status BadArray(std::string_view part, std::string_view problem) {
   return absl::InvalidArgumentError(fmt::format("array: \"{}\": {}", part, problem));
 }
 
@@ -37,10 +37,10 @@ absl::StatusOr<Item> ParseItem(std::string_view part, int max_size) {
   const std::size_t colon = part.find(':');
   if (dash == std::string_view::npos) {
     if (colon != std::string_view::npos) {
-      return Bad(part, "a step belongs to a range, as 1-9:2");
+      return BadArray(part, "a step belongs to a range, as 1-9:2");
     }
     if (!ParseNumber(part, item.first)) {
-      return Bad(part, "not a task id; use ids such as 7, ranges such as 0-9 or 1-9:2");
+      return BadArray(part, "not a task id; use ids such as 7, ranges such as 0-9 or 1-9:2");
     }
     item.last = item.first;
   } else {
@@ -50,23 +50,23 @@ absl::StatusOr<Item> ParseItem(std::string_view part, int max_size) {
     const std::size_t rest_colon = rest.find(':');
     const std::string_view last = rest.substr(0, rest_colon);
     if (!ParseNumber(first, item.first) || !ParseNumber(last, item.last)) {
-      return Bad(part, "a range is FIRST-LAST with non-negative ids, as 0-9");
+      return BadArray(part, "a range is FIRST-LAST with non-negative ids, as 0-9");
     }
     if (rest_colon != std::string_view::npos) {
       const std::string_view step = rest.substr(rest_colon + 1);
       std::int64_t value = 0;
       if (!ParseNumber(step, value)) {
-        return Bad(part, "the step after ':' must be a whole number, as 1-9:2");
+        return BadArray(part, "the step after ':' must be a whole number, as 1-9:2");
       }
-      if (value < 1) return Bad(part, "the step must be 1 or more");
+      if (value < 1) return BadArray(part, "the step must be 1 or more");
       item.step = value;
     }
     if (item.last < item.first) {
-      return Bad(part, fmt::format("a range must go up, as {}-{}", item.last, item.first));
+      return BadArray(part, fmt::format("a range must go up, as {}-{}", item.last, item.first));
     }
   }
   if (item.last >= max_size) {
-    return Bad(part,
+    return BadArray(part,
                fmt::format("task ids go from 0 to {} (MaxArraySize={})", max_size - 1, max_size));
   }
   return item;
@@ -97,13 +97,13 @@ absl::StatusOr<ArraySpec> ParseArraySpec(std::string_view text, int max_size) {
     const std::string_view limit = text.substr(percent + 1);
     std::int64_t value = 0;
     if (!ParseNumber(limit, value) || value < 1 || value > max_size) {
-      return Bad(text, fmt::format("after '%' comes how many tasks may run at once, from 1 to {}, "
+      return BadArray(text, fmt::format("after '%' comes how many tasks may run at once, from 1 to {}, "
                                    "as 0-99%8",
                                    max_size));
     }
     spec.max_running = static_cast<int>(value);
   }
-  if (ids.empty()) return Bad(text, "no task ids before '%'; write them as 0-99%8");
+  if (ids.empty()) return BadArray(text, "no task ids before '%'; write them as 0-99%8");
 
   std::vector<Item> items;
   std::int64_t count = 0;  // with repeats: bounds the work before duplicates go
@@ -112,13 +112,13 @@ absl::StatusOr<ArraySpec> ParseArraySpec(std::string_view text, int max_size) {
     const std::string_view part =
         ids.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (part.empty()) {
-      return Bad(text, "an empty item between commas; remove the extra ','");
+      return BadArray(text, "an empty item between commas; remove the extra ','");
     }
     absl::StatusOr<Item> item = ParseItem(part, max_size);
     if (!item.ok()) return item.status();
     count += (item->last - item->first) / item->step + 1;
     if (count > max_size) {
-      return Bad(text, fmt::format("more than {} tasks (MaxArraySize), counting repeats; "
+      return BadArray(text, fmt::format("more than {} tasks (MaxArraySize), counting repeats; "
                                    "ask for fewer",
                                    max_size));
     }

@@ -19,7 +19,7 @@ constexpr std::array<DependencyType, 4> kJobTypes = {
     DependencyType::kAfterAny};
 constexpr std::string_view kKnown = "after, afterok, afternotok, afterany, singleton";
 
-absl::Status Bad(std::string_view part, std::string_view problem) {
+absl::Status BadDependency(std::string_view part, std::string_view problem) {
   return absl::InvalidArgumentError(fmt::format("dependency: \"{}\": {}", part, problem));
 }
 
@@ -32,23 +32,23 @@ bool ParseNumber(std::string_view text, Int& out) {
 
 // One job id of a term: `J` or `J_i`.
 absl::Status ParseJobId(std::string_view term, std::string_view id, DependencyTerm& out) {
-  if (id.empty()) return Bad(term, "an empty job id; write type:JOB[:JOB…], as afterok:12:13");
+  if (id.empty()) return BadDependency(term, "an empty job id; write type:JOB[:JOB…], as afterok:12:13");
   if (id.find('+') != std::string_view::npos) {
-    return Bad(term,
+    return BadDependency(term,
                "Slurm's after:JOB+MINUTES is not supported; depend on the job starting "
                "(after:JOB) or ending (afterany:JOB)");
   }
   const std::size_t underscore = id.find('_');
   const std::string_view job = id.substr(0, underscore);
   if (!ParseNumber(job, out.job) || out.job < 1) {
-    return Bad(term, fmt::format("\"{}\" is not a job id; ids are positive whole numbers, with "
+    return BadDependency(term, fmt::format("\"{}\" is not a job id; ids are positive whole numbers, with "
                                  "_TASK for one task of an array (12_3)",
                                  id));
   }
   if (underscore != std::string_view::npos) {
     const std::string_view task = id.substr(underscore + 1);
     if (!ParseNumber(task, out.array_task) || out.array_task < 0) {
-      return Bad(term, fmt::format("\"{}\": the array task after '_' must be a whole number 0 or "
+      return BadDependency(term, fmt::format("\"{}\": the array task after '_' must be a whole number 0 or "
                                    "more, as 12_3",
                                    id));
     }
@@ -67,7 +67,7 @@ absl::Status ParseTerm(std::string_view term, std::vector<DependencyTerm>& out) 
   const std::string_view type = term.substr(0, colon);
   if (EqualsIgnoreCase(type, "singleton")) {
     if (colon != std::string_view::npos) {
-      return Bad(term, "singleton takes no job ids; write singleton alone");
+      return BadDependency(term, "singleton takes no job ids; write singleton alone");
     }
     out.push_back({DependencyType::kSingleton, 0, -1});
     return absl::OkStatus();
@@ -78,12 +78,12 @@ absl::Status ParseTerm(std::string_view term, std::vector<DependencyTerm>& out) 
   if (found == kJobTypes.end()) {
     if (EqualsIgnoreCase(type, "aftercorr") || EqualsIgnoreCase(type, "expand") ||
         EqualsIgnoreCase(type, "afterburstbuffer")) {
-      return Bad(term, fmt::format("Slurm's {} is not supported; use one of {}", type, kKnown));
+      return BadDependency(term, fmt::format("Slurm's {} is not supported; use one of {}", type, kKnown));
     }
-    return Bad(term, fmt::format("unknown dependency type \"{}\"; use one of {}", type, kKnown));
+    return BadDependency(term, fmt::format("unknown dependency type \"{}\"; use one of {}", type, kKnown));
   }
   if (colon == std::string_view::npos || colon + 1 == term.size()) {
-    return Bad(term, fmt::format("{} needs job ids, as {}:12 or {}:12:13", type,
+    return BadDependency(term, fmt::format("{} needs job ids, as {}:12 or {}:12:13", type,
                                  DependencyTypeName(*found), DependencyTypeName(*found)));
   }
   for (std::size_t start = colon + 1;;) {
@@ -123,7 +123,7 @@ absl::StatusOr<Dependency> ParseDependency(std::string_view text) {
   const bool has_comma = text.find(',') != std::string_view::npos;
   const bool has_question = text.find('?') != std::string_view::npos;
   if (has_comma && has_question) {
-    return Bad(text, "mixes ',' (all must hold) and '?' (any one is enough); use one of them");
+    return BadDependency(text, "mixes ',' (all must hold) and '?' (any one is enough); use one of them");
   }
   dependency.any_of = has_question;
   const char separator = has_question ? '?' : ',';
