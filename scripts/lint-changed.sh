@@ -37,10 +37,32 @@ if [ ! -f "$build/compile_commands.json" ]; then
 fi
 sed -E 's/-std=c\+\+23/-std=c++2b/g; s/ -include [^ ]*cmake_pch\.hxx//g; s/ -Winvalid-pch//g' \
   "$build/compile_commands.json" >"$db/compile_commands.json"
+# A file of a unity build has no command of its own: its unity file does,
+# and the file is checked with that command.
+python3 - "$db/compile_commands.json" "$PWD" <<'PY'
+import json, re, sys
+path, root = sys.argv[1], sys.argv[2]
+entries = json.load(open(path))
+known = {e["file"] for e in entries}
+added = []
+for e in entries:
+    if "/Unity/unity_" not in e["file"]:
+        continue
+    try:
+        text = open(e["file"]).read()
+    except OSError:
+        continue
+    for source in re.findall(r'#include "([^"]+\.cpp)"', text):
+        if source in known:
+            continue
+        known.add(source)
+        added.append({"directory": e["directory"], "file": source,
+                      "command": e["command"].replace(e["file"], source)})
+json.dump(entries + added, open(path, "w"))
+PY
 sources=()
 for f in "${files[@]}"; do
   [[ "$f" == *.cpp ]] || continue
-  # A file of a unity build has no command of its own: its unity file does.
   if grep -q "\"file\": \"$PWD/$f\"" "$db/compile_commands.json"; then sources+=("$f"); fi
 done
 if [ ${#sources[@]} -gt 0 ]; then

@@ -14,6 +14,7 @@
 #include "cohort/fmt_absl.h"
 #include "cohort/text/hostlist.h"
 #include "commands/commands.h"
+#include "commands/reservation_command.h"
 #include "commands/slurm_commands.h"
 #include "format/job_format.h"
 #include "format/percent_format.h"
@@ -294,7 +295,8 @@ struct SinfoOptions {
   bool no_header = false;
   bool node_oriented = false;
   bool long_listing = false;
-  bool reasons = false;  ///< -R: the nodes out of service, by reason
+  bool reasons = false;       ///< -R: the nodes out of service, by reason
+  bool reservations = false;  ///< -T: the reservations
 };
 
 // Whether `text` (a comma list, empty: any) names `state`, by sinfo's long
@@ -404,6 +406,21 @@ std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
 }
 
 int Sinfo(const SinfoOptions& o) {
+  if (o.reservations) {
+    return SlurmStatus(CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+      absl::StatusOr<v1::ListReservationsResponse> list =
+          client.ListReservations(v1::ListReservationsRequest{});
+      if (!list.ok()) return list.status();
+      if (list->reservations().empty()) {
+        std::cout << "No reservations in the system\n";
+        return absl::OkStatus();
+      }
+      std::vector<std::vector<std::string>> rows = ReservationRows(*list);
+      if (o.no_header) rows.erase(rows.begin());
+      PrintColumns(rows, std::cout);
+      return absl::OkStatus();
+    }));
+  }
   std::string format = o.format;
   if (format.empty()) {
     if (const char* env = std::getenv("SINFO_FORMAT"); env != nullptr && *env != '\0') format = env;
@@ -459,6 +476,8 @@ void AddSinfoCommand(CLI::App& app, int& exit_code) {
   app.add_flag("-l,--long", o->long_listing, "states by their full name");
   app.add_flag("-R,--list-reasons", o->reasons,
                "the nodes down, drained or not responding, by reason: who gave it and when");
+  app.add_flag("-T,--reservation", o->reservations,
+               "the reservations: name, state, start, end, duration, nodes");
   app.add_flag("-a,--all,-e,--exact,-v,--verbose")
       ->description("accepted: every partition is shown, exactly");
   AddConnectionOptions(app, o->connection, ConfigShortName::kNone);

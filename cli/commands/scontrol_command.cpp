@@ -16,6 +16,7 @@
 #include "cohort/text/hostlist.h"
 #include "cohort/text/slurm_time.h"
 #include "commands/commands.h"
+#include "commands/reservation_command.h"
 #include "commands/slurm_commands.h"
 #include "spec/job_ref.h"
 #include "spec/job_resources.h"
@@ -165,14 +166,15 @@ absl::StatusOr<v1::UpdatePartitionRequest> ParsePartitionUpdate(
   return request;
 }
 
-// What `update` changes: a node, a partition, or else a job.
-enum class UpdateTarget : std::uint8_t { kJob, kNode, kPartition };
+// What `update` changes: a node, a partition, a reservation, or else a job.
+enum class UpdateTarget : std::uint8_t { kJob, kNode, kPartition, kReservation };
 UpdateTarget TargetOf(const std::vector<std::string>& words) {
   for (const std::string& word : words) {
     const std::string key = word.substr(0, word.find('='));
     if (EqualsIgnoreCase(key, "NodeName") || EqualsIgnoreCase(key, "NodeNames")) {
       return UpdateTarget::kNode;
     }
+    if (EqualsIgnoreCase(key, "ReservationName")) return UpdateTarget::kReservation;
     if (EqualsIgnoreCase(key, "PartitionName")) return UpdateTarget::kPartition;
   }
   return UpdateTarget::kJob;
@@ -190,6 +192,8 @@ int UpdateJob(const JobUpdateWords& o) {
     return CallController(o.connection, [&](ControllerClient& client) {
       return client.UpdateNode(*request).status();
     });
+  } else if (target == UpdateTarget::kReservation) {
+    return RunReservationChange(o.connection, "update", o.words);
   } else if (target == UpdateTarget::kPartition) {
     absl::StatusOr<v1::UpdatePartitionRequest> request = ParsePartitionUpdate(o.words);
     if (!request.ok()) return Fail(request.status());
@@ -217,6 +221,7 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
   AddScontrolShow(app, exit_code);
   AddControlCommands(app, exit_code);
   AddReconfigureCommand(app, exit_code);
+  AddReservationCommands(app, exit_code);
   auto update = std::make_shared<JobUpdateWords>();
   CLI::App* command = app.add_subcommand(
       "update",

@@ -10,6 +10,7 @@
 
 #include "cohort/fmt_absl.h"
 #include "commands/commands.h"
+#include "commands/reservation_command.h"
 #include "format/job_format.h"
 #include "spec/job_options.h"
 #include "spec/job_ref.h"
@@ -413,6 +414,11 @@ void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
       show->add_subcommand("partition", "a partition, or every one")->alias("partitions");
   partition->add_option("NAME", o->id, "the partition (default: every one)");
   partition->callback([o, &exit_code] { exit_code = ShowPartitions(*o); });
+  CLI::App* reservation = show->add_subcommand("reservation", "a reservation, or every one")
+                              ->alias("reservations")
+                              ->alias("res");
+  reservation->add_option("NAME", o->id, "the reservation (default: every one)");
+  reservation->callback([o, &exit_code] { exit_code = ShowReservations(o->connection, o->id); });
   auto lists = std::make_shared<std::vector<std::string>>();
   CLI::App* hostnames = show->add_subcommand("hostnames", "every name of a hostlist, one a line");
   hostnames->add_option("HOSTLIST", *lists, "default: $SLURM_JOB_NODELIST");

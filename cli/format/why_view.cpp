@@ -188,6 +188,21 @@ WhyWords WhyInWords(const v1::ExplainJobResponse& response) {
           "ask for less time if the detail says it then fits, charge another account, or ask "
           "an operator to raise GrpTRESMins (sacctmgr modify account)");
       return words;
+    case PendingReason::kReservation:
+      words.summary = fmt::format("Job {} waits for its reservation.", id);
+      words.blockers.push_back(detail);
+      words.suggestions.push_back(
+          "it starts once the reservation is active and the job fits inside it; scontrol show "
+          "reservation shows its window");
+      return words;
+    case PendingReason::kReservedForMaintenance:
+      words.summary =
+          fmt::format("Job {} would run into a maintenance reservation on the nodes it needs.", id);
+      words.blockers.push_back(detail);
+      words.suggestions.push_back(
+          "ask for less time if the detail says it then starts (scontrol update JobId=ID "
+          "TimeLimit=T), or wait until the maintenance ends");
+      return words;
     case PendingReason::kNone:
     case PendingReason::kResources:
     case PendingReason::kPriority:

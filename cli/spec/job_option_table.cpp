@@ -32,7 +32,6 @@ constexpr SbatchOption kNotImplemented[] = {
      "use --gpus-per-node; ranks are placed next to their GPUs"},
     {"--priority", Takes::kValue, Handling::kRefused, "use -q/--qos for a higher priority"},
     {"--nice", Takes::kFlag, Handling::kRefused, "use -q/--qos for a lower priority"},
-    {"--reservation", Takes::kValue, Handling::kRefused, "use -w/--nodelist or a partition"},
     {"-L,--licenses", Takes::kValue, Handling::kRefused, "use a QOS with a job limit (-q)"},
     {"-m,--distribution", Takes::kValue, Handling::kRefused,
      "ranks are placed in blocks, each next to its GPU; use --ntasks-per-node"},
@@ -340,6 +339,8 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
         "as --cpu-bind: whole cores (nomultithread, compute_bound) or threads (multithread)");
   value("--mem-bind", o.mem_bind, "local|none",
         "memory of each rank on its GPU's NUMA node (local, the default) or anywhere (none)");
+  value("--reservation", o.reservation, "NAME",
+        "run in that reservation: on its nodes, inside its window (scontrol show reservation)");
   value("-q,--qos", o.qos, "NAME",
         "quality of service: its priority, limits and preemption rights (default: the cluster's "
         "DefaultQOS)");

@@ -62,7 +62,7 @@ std::vector<std::string_view> Split(std::string_view text, std::string_view sepa
   }
 }
 
-absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
 // --time in seconds. UNLIMITED (and, as in Slurm, 0) is "no limit", sent as
 // kUnlimited; the controller refuses it in a partition with a MaxTime.
@@ -449,6 +449,7 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.hint, from.hint);
   fill(into.mem_bind, from.mem_bind);
   fill(into.qos, from.qos);
+  fill(into.reservation, from.reservation);
   fill(into.array, from.array);
   fill(into.dependency, from.dependency);
   fill(into.kill_on_invalid_dep, from.kill_on_invalid_dep);
@@ -742,6 +743,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   if (o.spares) spec.set_spares(*o.spares);
   if (o.restart_policy) spec.set_restart_policy(*o.restart_policy);
   spec.set_qos(o.qos.value_or(""));
+  spec.set_reservation(o.reservation.value_or(""));
   spec.set_array(o.array.value_or(""));
   spec.set_dependency(o.dependency.value_or(""));
   spec.set_kill_on_invalid_dep(o.kill_on_invalid_dep &&

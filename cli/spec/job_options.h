@@ -73,8 +73,9 @@ struct JobOptions {
   std::optional<std::string> hint;      ///< --hint: nomultithread | multithread | compute_bound
   std::optional<std::string> mem_bind;  ///< local | none
   std::optional<std::string> qos;
-  std::optional<std::string> array;       ///< --array as typed; the controller parses it
-  std::optional<std::string> dependency;  ///< --dependency as typed; the controller parses it
+  std::optional<std::string> reservation;  ///< --reservation
+  std::optional<std::string> array;        ///< --array as typed; the controller parses it
+  std::optional<std::string> dependency;   ///< --dependency as typed; the controller parses it
   std::optional<std::string> kill_on_invalid_dep;  ///< yes | no
   bool hold = false;
   bool exclusive = false;

@@ -16,15 +16,16 @@
 #include "controller_log.h"
 #include "rpc/request_bounds.h"
 #include "store/account_records.h"
+#include "store/reservation_records.h"
 
 namespace cohort::controller {
 namespace {
 
 // The calls that change what the controller persists: refused while its
 // state cannot be written (Outbox::WriteRefusal).
-constexpr std::array<std::string_view, 9> kWritingRpcs{
-    "SubmitJob",  "CancelJob",  "ControlJobs",     "UpdateJob",     "StartStep",
-    "SignalStep", "UpdateNode", "UpdatePartition", "UpdateAccounts"};
+constexpr std::array<std::string_view, 10> kWritingRpcs{
+    "SubmitJob",  "CancelJob",  "ControlJobs",     "UpdateJob",      "StartStep",
+    "SignalStep", "UpdateNode", "UpdatePartition", "UpdateAccounts", "UpdateReservation"};
 
 // Whose calls a call counts against: its user's, or, for a caller nobody
 // vouched for, everyone's of that kind together.
@@ -168,6 +169,14 @@ void Controller::Restore(LoadedState loaded) {
   for (const std::string& warning : account_warnings) {
     Log("controller")->warn("account_dropped reason=\"{}\"", warning);
   }
+  for (const v1::Reservation& kept : loaded.reservations) {
+    absl::StatusOr<AdvanceReservation> r = ReservationFromWire(kept, *state_.topology);
+    if (!r.ok()) {
+      Log("controller")->warn("reservation_dropped name={} reason=\"{}\"", kept.name(), r.status());
+      continue;
+    }
+    saved.reservations.push_back(*std::move(r));
+  }
   for (const StateBatch::NodeRow& row : loaded.nodes) {
     const std::optional<NodeId> node = state_.topology->FindNode(row.name);
     if (!node) continue;
@@ -271,6 +280,7 @@ void Controller::Execute(Effects& effects) {
   outbox_.MarkChanged(effects.changed_jobs, effects.changed_nodes);
   if (effects.changed_partitions) outbox_.MarkPartitionsChanged();
   if (effects.changed_accounts) outbox_.MarkAccountsChanged();
+  if (effects.changed_reservations) outbox_.MarkReservationsChanged();
   image_prefetch_.Changed(effects.changed_jobs);
   for (const Command& command : effects.commands) agent_hub_.Send(command);
   LogTransitions(effects.transitions);

@@ -104,6 +104,7 @@ StateBatch Outbox::TakeBatch() {
   }
   if (std::exchange(dirty_partitions_, false)) batch.partitions = source_.PartitionOverrides();
   if (std::exchange(dirty_accounting_, false)) batch.accounting = source_.Accounting();
+  if (std::exchange(dirty_reservations_, false)) batch.reservations = source_.Reservations();
   if (const JobId next = source_.NextId(); next != written_next_id_) {
     batch.next_job_id = next;
     written_next_id_ = next;
@@ -135,7 +136,7 @@ void Outbox::Flush() {
   std::vector<std::function<void()>> out = std::move(outbox_);
   outbox_.clear();
   if (batch.jobs.empty() && batch.nodes.empty() && batch.next_job_id == 0 && !batch.usage &&
-      !batch.partitions && !batch.accounting) {
+      !batch.partitions && !batch.accounting && !batch.reservations) {
     for (std::function<void()>& f : out) f();
     return;
   }

@@ -36,6 +36,8 @@ class RecordSource {
   [[nodiscard]] virtual std::vector<policy::UsageRecord> Usage(Millis now) const = 0;
   /// What sacctmgr made, with its audit.
   [[nodiscard]] virtual v1::AccountingRecord Accounting() const = 0;
+  /// Operators' reservations.
+  [[nodiscard]] virtual std::vector<v1::Reservation> Reservations() const = 0;
 };
 
 /// The durable outbox. Holds replies, agent commands and watch events
@@ -67,6 +69,8 @@ class Outbox {
   void MarkPartitionsChanged() { dirty_partitions_ = true; }
   /// sacctmgr changed the accounts: the next batch writes them.
   void MarkAccountsChanged() { dirty_accounting_ = true; }
+  /// A reservation changed: the next batch writes them all.
+  void MarkReservationsChanged() { dirty_reservations_ = true; }
   /// Marks a job never written before: its environment is written once.
   void MarkNew(JobId id) { new_jobs_.insert(id); }
 
@@ -154,9 +158,11 @@ class Outbox {
   std::set<NodeId> dirty_nodes_;
   bool dirty_partitions_ = false;
   bool dirty_accounting_ = false;
+  bool dirty_reservations_ = false;
   /// Whether anything changed waits for a commit.
   [[nodiscard]] bool Dirty() const {
-    return !dirty_jobs_.empty() || !dirty_nodes_.empty() || dirty_partitions_ || dirty_accounting_;
+    return !dirty_jobs_.empty() || !dirty_nodes_.empty() || dirty_partitions_ ||
+           dirty_accounting_ || dirty_reservations_;
   }
   std::vector<NodeAdmin> written_admin_;  ///< by NodeId: as last written
   JobId written_next_id_ = 0;

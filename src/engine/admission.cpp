@@ -171,7 +171,8 @@ Admission::Admission(const Parts& parts)
       book_(parts.book),
       triggers_(parts.triggers),
       life_(parts.life),
-      quotas_(parts.config, parts.usage) {
+      quotas_(parts.config, parts.usage),
+      reservations_(parts.reservations) {
   for (const auto& check : checks_) {
     if (check->MayMakeJobsWait(config_)) waiting_checks_.push_back(check);
   }
@@ -254,6 +255,28 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
         fmt::format("qos: no QOS \"{}\"; QOS: {}", qos_name, fmt::join(names, ", ")));
   }
   if (absl::Status s = CheckAllowed(request, config, *partition, *qos); !s.ok()) return s;
+  if (!request.reservation.empty()) {
+    const AdvanceReservation* r = reservations_.Find(request.reservation);
+    if (r == nullptr) {
+      return absl::NotFoundError(
+          fmt::format("reservation: no reservation {}; scontrol show reservation lists them",
+                      request.reservation));
+    }
+    if (!IsPrivileged(request, config) &&
+        !ReservationBook::Permits(*r, request.user_name, request.account)) {
+      return absl::PermissionDeniedError(fmt::format(
+          "reservation: {} is for users {} and accounts {}; user {} with account {} may not use "
+          "it",
+          r->name, r->users.empty() ? "(none)" : fmt::format("{}", fmt::join(r->users, ",")),
+          r->accounts.empty() ? "(none)" : fmt::format("{}", fmt::join(r->accounts, ",")),
+          request.user_name, request.account));
+    }
+    if (!r->partition.empty() && r->partition != partition->name) {
+      return absl::InvalidArgumentError(
+          fmt::format("reservation: {} is in partition {}; submit with -p {}", r->name,
+                      r->partition, r->partition));
+    }
+  }
   if (partition->max_nodes && request.nodes + request.spares > *partition->max_nodes) {
     return absl::InvalidArgumentError(fmt::format(
         "nodes: partition {} allows at most {} nodes per job; the job asks for {}{}",
@@ -478,6 +501,43 @@ int Admission::DependencyStatus(Job& job, std::string& why) {
   return dep.terms.empty() ? 1 : 0;
 }
 
+bool Admission::ReservationWindowOpen(Job& job, Millis now, Effects& effects) {
+  const AdvanceReservation* r = reservations_.Find(job.request.reservation);
+  if (r == nullptr) {
+    // Deleted since the job was queued: it cannot run as asked.
+    job.reason = fmt::format("its reservation {} was deleted", job.request.reservation);
+    life_.Apply(job, JobEvent::kCancelled, now, effects);
+    job.array.pending.clear();
+    return false;
+  }
+  if (now < r->start) {
+    triggers_.WakeAt(r->start);
+    Lifecycle::SetReason(
+        job, PendingReason::kReservation,
+        fmt::format("reservation {} starts in {}", r->name,
+                    FormatSlurmTime(std::chrono::duration_cast<std::chrono::seconds>(
+                        r->start - now + Millis(999)))),
+        effects);
+    return false;
+  }
+  const bool flex = (r->flags & kResvFlex) != 0;
+  if (!flex && (job.time_limit == kUnlimited || now + ToMillis(job.time_limit) > r->end)) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(r->end - now);
+    Lifecycle::SetReason(
+        job, PendingReason::kReservation,
+        fmt::format(
+            "its time limit {} runs past reservation {}'s end in {}{}",
+            FormatSlurmTime(job.time_limit), r->name, FormatSlurmTime(left),
+            left >= std::chrono::minutes(1)
+                ? fmt::format("; with --time={} or less it fits",
+                              FormatSlurmTime(std::chrono::floor<std::chrono::minutes>(left)))
+                : std::string()),
+        effects);
+    return false;
+  }
+  return true;
+}
+
 bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects& effects) {
   if (IsHeld(job)) {
     ShowHeld(job, effects);
@@ -560,6 +620,7 @@ bool Admission::Eligible(Job& job, const PassCounts& counts, Millis now, Effects
       return false;
     }
   }
+  if (!job.request.reservation.empty() && !ReservationWindowOpen(job, now, effects)) return false;
   if (counts.quotas != nullptr) {
     if (std::optional<plugin::Wait> wait = counts.quotas->Admit(job, counts.quota, now)) {
       Lifecycle::SetReason(job, wait->reason, wait->detail, effects);

@@ -13,6 +13,7 @@
 #include "cohort/plugin.h"
 #include "engine/pass_state.h"
 #include "engine/quotas.h"
+#include "engine/reservations.h"
 
 namespace cohort {
 struct Effects;
@@ -40,6 +41,7 @@ class Admission {
     PassTriggers& triggers;
     Lifecycle& life;
     const policy::FairShare& usage;  ///< budgets' use (GrpTRESMins)
+    const ReservationBook& reservations;
   };
   explicit Admission(const Parts& parts);
 
@@ -55,7 +57,9 @@ class Admission {
   [[nodiscard]] absl::Status CheckSubmit(const Job& job, Millis now) const;
   /// Whether some chosen check may make jobs wait under the config: passes
   /// then count running totals and give up their shortcuts.
-  [[nodiscard]] bool ChecksMayWait() const { return !waiting_checks_.empty() || quotas_.Active(); }
+  [[nodiscard]] bool ChecksMayWait() const {
+    return !waiting_checks_.empty() || quotas_.Active() || !reservations_.Empty();
+  }
   /// The account tree's limits.
   [[nodiscard]] const Quotas& AccountLimits() const { return quotas_; }
   /// The accounts changed (sacctmgr): their limits are taken again.
@@ -83,6 +87,9 @@ class Admission {
   void RestoreOverrides(const std::vector<PartitionAdmin>& overrides);
 
  private:
+  /// A job of a reservation: whether the reservation is active and holds the
+  /// job's time limit (not needed with FLEX); sets the reason when not.
+  bool ReservationWindowOpen(Job& job, Millis now, Effects& effects);
   /// 1: satisfied, 0: waiting, -1: can never be satisfied; `why` says which term.
   int DependencyStatus(Job& job, std::string& why);
 
@@ -100,6 +107,7 @@ class Admission {
   /// Whether the pool's partition (by PartitionId) starts jobs now.
   std::vector<bool> starts_;
   Quotas quotas_;
+  const ReservationBook& reservations_;
   void Recount();
 };
 

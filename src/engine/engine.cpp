@@ -117,10 +117,12 @@ EngineCore::EngineCore(const config::ClusterConfig& cluster, const topology::Top
       imex(config.switch_type == "nvidia_imex" ? config.imex.channel_count : 0),
       life({tree, pool, book, triggers, priority, imex, config.imex.per_segment,
             config.max_batch_requeue, config.requeue_backoff}),
-      admission({config, tree, pool, plugins.admission, book, triggers, life, priority.Usage()}),
+      admission({config, tree, pool, plugins.admission, book, triggers, life, priority.Usage(),
+                 reservations}),
       preemption({config, tree, pool, allocator, book, triggers, priority, life}),
       nodes({config, tree, pool, book, triggers, life}),
-      planner({config, pool, allocator, book, triggers, priority, life, admission, preemption}) {
+      planner({config, pool, allocator, book, triggers, priority, life, admission, preemption,
+               reservations, tree}) {
   // A victim's rank that dies of the preemption warning was preempted, not
   // failed: Preemption, above Lifecycle, says so.
   life.OnSignalledExit([this](Job& job, NodeId node, int signal, Millis now, Effects& effects) {
@@ -305,6 +307,14 @@ const std::vector<AccountAudit>& Engine::AccountsAudit() const { return core_->a
 void Engine::Tick(Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
   core.nodes.Tick(now, effects);
+  if (core.reservations.Roll(now)) {
+    core.triggers.Note(engine::Trigger::kReservations);
+    effects.changed_reservations = true;
+  }
+  // A reservation's start or end may let a waiting job start.
+  if (const std::optional<Millis> next = core.reservations.NextChange(now)) {
+    core.triggers.WakeAt(*next);
+  }
   core.priority.ChargeActive(core.book, now);
   core.planner.Tick(now);
   core.preemption.Tick(now, effects);
@@ -445,6 +455,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         {.time = now, .uid = 0, .action = "Drop", .where = "restart", .info = std::move(dropped)});
   }
   core.admission.AccountsChanged();
+  core.reservations.Restore(std::move(state.reservations));
   core.nodes.RestoreAdmin(state.nodes);
   core.admission.RestoreOverrides(state.partitions);
   core.priority.Usage().Restore(state.usage);

@@ -41,6 +41,7 @@ struct EngineCore {
   Prioritizer priority;
   alloc::ChannelPool imex;  ///< IMEX channels (SwitchType=switch/nvidia_imex); none otherwise
   Lifecycle life;
+  ReservationBook reservations;  ///< operators' reservations
   Admission admission;
   Preemption preemption;
   NodeBook nodes;

@@ -102,9 +102,16 @@ std::string Hms(Millis t) {
 }
 
 std::string NodeNames(const topology::Topology& topology, const alloc::Placement& placement) {
+  std::vector<NodeId> nodes;
+  nodes.reserve(placement.grants.size());
+  for (const alloc::NodeGrant& g : placement.grants) nodes.push_back(g.node);
+  return NodeNames(topology, nodes);
+}
+
+std::string NodeNames(const topology::Topology& topology, std::span<const NodeId> nodes) {
   std::vector<std::string> names;
-  names.reserve(placement.grants.size());
-  for (const alloc::NodeGrant& g : placement.grants) names.push_back(topology.NodeName(g.node));
+  names.reserve(nodes.size());
+  for (const NodeId n : nodes) names.push_back(topology.NodeName(n));
   return hostlist::Compress(names);
 }
 

@@ -72,5 +72,8 @@ void ForEachHeldGrant(const Job& job, Visit visit) {
 /// The placement's nodes as a hostlist.
 [[nodiscard]] std::string NodeNames(const topology::Topology& topology,
                                     const alloc::Placement& placement);
+/// The nodes as a hostlist.
+[[nodiscard]] std::string NodeNames(const topology::Topology& topology,
+                                    std::span<const NodeId> nodes);
 
 }  // namespace cohort::engine

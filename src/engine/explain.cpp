@@ -165,6 +165,8 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     case PendingReason::kAssocMaxJobs:
     case PendingReason::kAssocGrpGresMinutes:
     case PendingReason::kAssocGrpCpuMinutes:
+    case PendingReason::kReservation:
+    case PendingReason::kReservedForMaintenance:
       break;  // the reason and its detail say it all
   }
   return e;

@@ -185,6 +185,8 @@ constexpr std::array<std::string_view, kPendingReasonCount> kPendingReasonNames 
     "AssocMaxJobsLimit",
     "AssocGrpGRESMinutes",
     "AssocGrpCPUMinutesLimit",
+    "Reservation",
+    "ReqNodeNotAvail, Reserved for maintenance",
 };
 
 }  // namespace

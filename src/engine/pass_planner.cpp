@@ -157,6 +157,14 @@ void PassPlanner::BeginPass(PassState& pass, Millis now, Effects& effects) {
   preemption_.ResumeSuspended(now, effects);
   pass.now = now;
   pass.reserved_from.assign(static_cast<std::size_t>(pool_.NodeCount()), Millis::max());
+  // Operators' reservations hold their nodes from their start: waiting jobs
+  // plan around them.
+  for (const AdvanceReservation& r : reservations_.All()) {
+    for (const NodeId n : r.nodes) {
+      Millis& from = pass.reserved_from[static_cast<std::size_t>(n)];
+      from = std::min(from, std::max(r.start, now));
+    }
+  }
   pass.counts.checks_may_wait = admission_.ChecksMayWait();
   if (admission_.AccountLimits().Active()) {
     pass.counts.quotas = &admission_.AccountLimits();
@@ -178,11 +186,17 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
     ForgetPlan(job);
     return;
   }
+  std::vector<NodeId> held_off;
   bool started = false;
   while (true) {
     alloc::GangRequest gang = job.gang;
     const std::vector<NodeId> reserved = ReservedNodes(pass.reservations, now, job);
     gang.excluded_nodes.insert(gang.excluded_nodes.end(), reserved.begin(), reserved.end());
+    // Operators' reservations come on top of the backfill's.
+    const alloc::GangRequest without_held_off = gang;
+    held_off.clear();
+    const AdvanceReservation* first_holding = HeldOff(job, now, held_off);
+    gang.excluded_nodes.insert(gang.excluded_nodes.end(), held_off.begin(), held_off.end());
     if (behind) ++pass.backfill_tried;
     // Behind a waiting job only a placement matters, not why none exists:
     // skip the allocator when too few nodes could take one node of the gang.
@@ -195,7 +209,7 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
     } else {
       result = allocator_.Place(gang, pool_, alloc::GangAllocator::Classify::kNo, &may_fit);
     }
-    if (result.outcome == alloc::Outcome::kInfeasible && !reserved.empty()) {
+    if (result.outcome == alloc::Outcome::kInfeasible && (!reserved.empty() || !held_off.empty())) {
       result.outcome = alloc::Outcome::kBusy;  // reservations are in its way, not the cluster
       result.reason = "the free nodes are reserved for higher-priority jobs";
     }
@@ -226,11 +240,15 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       Lifecycle::SetReason(job, PendingReason::kReqNodeNotAvail, result.reason, effects);
       break;
     }
+    std::pair<PendingReason, std::string> held_reason;
+    const bool held_by_reservation =
+        first_holding != nullptr &&
+        ReservationIsTheReason(job, without_held_off, *first_holding, now, held_reason);
     // Victims keep their IMEX channels while they stop (and a suspended
     // one for good): no preemption for a job the channels free now cannot serve.
     const bool channels = life_.Imex().FreeCount() >= life_.ImexChannelsNeeded(job);
     const bool chose = !pass.preemptors.contains(job.id) && !behind && channels &&
-                       preemption_.TryPreempt(job, now, effects);
+                       !held_by_reservation && preemption_.TryPreempt(job, held_off, now, effects);
     if (chose) {
       // Victims without grace time stopped (or were suspended) already.
       pass.may_fit.clear();
@@ -259,8 +277,12 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
       } else {
         ForgetPlan(job);
       }
-      Lifecycle::SetReason(job, behind ? PendingReason::kPriority : PendingReason::kResources,
-                           behind ? kWaitingBehind : std::string_view(result.reason), effects);
+      if (held_by_reservation) {
+        Lifecycle::SetReason(job, held_reason.first, held_reason.second, effects);
+      } else {
+        Lifecycle::SetReason(job, behind ? PendingReason::kPriority : PendingReason::kResources,
+                             behind ? kWaitingBehind : std::string_view(result.reason), effects);
+      }
     }
     pass.blocked.insert(partition);
     if (!last_blocked_.contains(partition)) {
@@ -270,6 +292,54 @@ void PassPlanner::Take(const QueueKey& key, PassState& pass, Millis now, Effects
     }
     break;
   }
+}
+
+const AdvanceReservation* PassPlanner::HeldOff(const Job& job, Millis now,
+                                               std::vector<NodeId>& out) const {
+  if (reservations_.Empty()) return nullptr;
+  const Millis end = job.time_limit == kUnlimited ? Millis::max() : now + ToMillis(job.time_limit);
+  const AdvanceReservation* first = reservations_.Blocked(job, now, end, out);
+  if (const AdvanceReservation* own = reservations_.Find(job.request.reservation);
+      own != nullptr && (own->flags & kResvFlex) == 0) {
+    for (NodeId n = 0; n < pool_.NodeCount(); ++n) {
+      if (!std::binary_search(own->nodes.begin(), own->nodes.end(), n)) out.push_back(n);
+    }
+  }
+  return first;
+}
+
+bool PassPlanner::ReservationIsTheReason(const Job& job, const alloc::GangRequest& without,
+                                         const AdvanceReservation& first, Millis now,
+                                         std::pair<PendingReason, std::string>& reason) {
+  if (allocator_.Place(without, pool_).outcome != alloc::Outcome::kPlaced) return false;
+  const bool maintenance = (first.flags & kResvMaint) != 0;
+  reason.first = maintenance ? PendingReason::kReservedForMaintenance : PendingReason::kResources;
+  const auto in = [&](Millis at) {
+    return FormatSlurmTime(std::chrono::duration_cast<std::chrono::seconds>(
+        std::max(at - now, Millis(0)) + Millis(999)));
+  };
+  reason.second = fmt::format(
+      "reservation {}{} holds {} {}, for {}; the job needs those nodes", first.name,
+      maintenance ? " (MAINT)" : "", NodeNames(topology_, first.nodes),
+      first.start <= now ? std::string("now")
+                         : fmt::format("from {} (in {})", Hms(first.start), in(first.start)),
+      FormatSlurmTime(std::chrono::duration_cast<std::chrono::seconds>(first.end - first.start)));
+  // The counterfactual: a time limit that ends before the first of them
+  // starts, if the job then fits around the reservations active now.
+  const Millis before = first.start - now;
+  if (before >= std::chrono::minutes(1)) {
+    const auto limit = std::chrono::floor<std::chrono::minutes>(before);
+    alloc::GangRequest shorter = without;
+    reservations_.Blocked(job, now, now + limit, shorter.excluded_nodes);
+    if (allocator_.Place(shorter, pool_).outcome == alloc::Outcome::kPlaced) {
+      reason.second += fmt::format(
+          "; with its time limit {} it would run into that window; with --time={} or less it "
+          "starts now",
+          FormatSlurmTime(job.time_limit),
+          FormatSlurmTime(std::chrono::duration_cast<std::chrono::seconds>(limit)));
+    }
+  }
+  return true;
 }
 
 void PassPlanner::TakeInOrder(const QueueKey& key, PassState& pass, Millis now, Effects& effects) {

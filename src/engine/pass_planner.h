@@ -5,7 +5,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cohort/alloc/gang_allocator.h"
@@ -14,6 +16,7 @@
 #include "cohort/engine/job.h"
 #include "engine/pass_state.h"
 #include "engine/pass_triggers.h"
+#include "engine/reservations.h"
 
 namespace cohort {
 struct Effects;
@@ -44,6 +47,8 @@ class PassPlanner {
     Lifecycle& life;
     Admission& admission;
     Preemption& preemption;
+    const ReservationBook& reservations;
+    const topology::Topology& topology;
   };
   explicit PassPlanner(const Parts& parts)
       : config_(parts.config),
@@ -54,7 +59,9 @@ class PassPlanner {
         priority_(parts.priority),
         life_(parts.life),
         admission_(parts.admission),
-        preemption_(parts.preemption) {}
+        preemption_(parts.preemption),
+        reservations_(parts.reservations),
+        topology_(parts.topology) {}
 
   /// Priorities drift with age and usage: while jobs wait, a full pass runs
   /// at least this often (on the clock, so that no submission waits for it).
@@ -84,6 +91,18 @@ class PassPlanner {
   void BeginPass(PassState& pass, Millis now, Effects& effects);
   void Take(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
   void TakeInOrder(const QueueKey& key, PassState& pass, Millis now, Effects& effects);
+  /// The nodes operators' reservations keep the job off for a start now
+  /// (engine/reservations.h), appended to `out`: those of reservations it
+  /// is not in that its time limit would run into, and for a job of a
+  /// reservation (not FLEX) every node outside it. The first reservation
+  /// to start of those that keep it off, if any.
+  const AdvanceReservation* HeldOff(const Job& job, Millis now, std::vector<NodeId>& out) const;
+  /// When the nodes held off are why the job cannot start: its reason and
+  /// the time limit that would start it now, said in `reason`; false when
+  /// it would not start without them either.
+  bool ReservationIsTheReason(const Job& job, const alloc::GangRequest& without,
+                              const AdvanceReservation& first, Millis now,
+                              std::pair<PendingReason, std::string>& reason);
 
   const config::ClusterConfig& config_;
   alloc::NodePool& pool_;
@@ -94,6 +113,8 @@ class PassPlanner {
   Lifecycle& life_;
   Admission& admission_;
   Preemption& preemption_;
+  const ReservationBook& reservations_;
+  const topology::Topology& topology_;
   /// What the last full pass left for submission passes: its reservations,
   /// the first waiting job of each partition, when it ran.
   Millis last_full_pass_{0};

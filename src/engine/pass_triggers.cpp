@@ -29,6 +29,8 @@ std::string_view TriggerName(Trigger trigger) {
       return "partition_up";
     case Trigger::kAccounts:
       return "accounts";
+    case Trigger::kReservations:
+      return "reservations";
     case Trigger::kSuspended:
       return "suspended";
     case Trigger::kSwitchWaitOver:

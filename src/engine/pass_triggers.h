@@ -31,6 +31,7 @@ enum class Trigger : std::uint8_t {
   kNodeResumed,     ///< a drained node was resumed
   kPartitionUp,     ///< an operator let a partition start jobs again
   kAccounts,        ///< sacctmgr changed the accounts: limits, shares, members
+  kReservations,    ///< a reservation was made, changed, deleted, began or ended
   kSuspended,       ///< a preemption victim was suspended: its nodes are free
   kSwitchWaitOver,  ///< a job's --switches wait ran out: it takes any leaves now
   kBeginTime,       ///< a job's --begin time came

@@ -107,7 +107,9 @@ bool Preemption::MayPreempt(const Job& preemptor, const Job& victim, Millis now)
          std::find(qos->preempt.begin(), qos->preempt.end(), victim.qos) != qos->preempt.end();
 }
 
-std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Millis now) {
+std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job,
+                                                              const std::vector<NodeId>& excluded,
+                                                              Millis now) {
   const topology::Topology& topology = topology_;
   struct Candidate {
     Job* job;
@@ -136,7 +138,9 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
   // level that has one. Without a switch tree, one domain holds everything.
   std::optional<Solution> best;
   alloc::NodePool shadow = pool_;
-  FitCounter fit(job.gang, shadow);
+  alloc::GangRequest gang = job.gang;
+  gang.excluded_nodes.insert(gang.excluded_nodes.end(), excluded.begin(), excluded.end());
+  FitCounter fit(gang, shadow);
   auto under = [&](topology::SwitchId domain, topology::SwitchId s) {
     for (topology::SwitchId at = domain; at != topology::kNone;
          at = topology.GetSwitch(at).parent) {
@@ -152,7 +156,7 @@ std::optional<Preemption::Solution> Preemption::ChooseVictims(const Job& job, Mi
       released.push_back(&c);
       if (!fit.Enough()) continue;
       const alloc::PlacementResult result =
-          allocator_.Place(job.gang, shadow, alloc::GangAllocator::Classify::kNo);
+          allocator_.Place(gang, shadow, alloc::GangAllocator::Classify::kNo);
       if (result.outcome != alloc::Outcome::kPlaced) continue;
       if (s != topology::kNone && !under(result.placement.domain, s)) continue;
       Solution solution{level, 0, {}, result.placement};
@@ -216,9 +220,10 @@ void Preemption::Warn(Job& victim, const Job& preemptor, Millis now, Effects& ef
   life_.Apply(victim, JobEvent::kPreemptWarned, now, effects);
 }
 
-bool Preemption::TryPreempt(Job& job, Millis now, Effects& effects) {
+bool Preemption::TryPreempt(Job& job, const std::vector<NodeId>& excluded, Millis now,
+                            Effects& effects) {
   if (config_.preempt_mode == config::PreemptMode::kOff) return false;
-  std::optional<Solution> best = ChooseVictims(job, now);
+  std::optional<Solution> best = ChooseVictims(job, excluded, now);
   if (!best || best->victims.empty()) return false;
   std::vector<std::string> names;
   Millis deadline{0};

@@ -54,7 +54,8 @@ class Preemption {
 
   /// Chooses victims for `job` and warns them; false when none would let it
   /// start. The victims' nodes are then the job's plan.
-  bool TryPreempt(Job& job, Millis now, Effects& effects);
+  /// `excluded`: nodes the job may not take (operators' reservations).
+  bool TryPreempt(Job& job, const std::vector<NodeId>& excluded, Millis now, Effects& effects);
   /// Stops a victim as its mode says, `detail` recording how it ended.
   void StopVictim(Job& victim, const std::string& detail, Millis now, Effects& effects);
   /// A victim's rank died of the preemption warning, as a program that does
@@ -85,7 +86,9 @@ class Preemption {
   [[nodiscard]] int SignalOf(const Job& job) const;
   [[nodiscard]] bool MayPreempt(const Job& preemptor, const Job& victim, Millis now) const;
   struct Solution;
-  [[nodiscard]] std::optional<Solution> ChooseVictims(const Job& job, Millis now);
+  [[nodiscard]] std::optional<Solution> ChooseVictims(const Job& job,
+                                                      const std::vector<NodeId>& excluded,
+                                                      Millis now);
   void Warn(Job& victim, const Job& preemptor, Millis now, Effects& effects);
 
   const config::ClusterConfig& config_;

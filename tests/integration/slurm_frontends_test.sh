@@ -294,6 +294,9 @@ fi
 # --- options: unknown ones named, and docs/slurm.md's table, row by row
 sbatch --bogus --wrap true 2>"$WORK/bogus.err" && fail "--bogus was accepted"
 grep -q -- "--bogus" "$WORK/bogus.err" || fail "--bogus: $(cat "$WORK/bogus.err")"
+# The table's --reservation=r needs a reservation r (tomorrow, out of the way).
+scontrol create reservation ReservationName=r StartTime=now+1day Duration=10 Nodes=node01 \
+  Users=root >/dev/null || fail "scontrol create reservation r failed"
 rows=0
 while IFS='|' read -r _ option verdict _; do
   option=$(sed 's/^ *`//; s/` *$//' <<<"$option")

@@ -17,7 +17,7 @@ import sys
 # are the part "lifecycle"); backfill.cpp is the planner's.
 LAYERS = [
     ["engine_support"],
-    ["quotas", "account_admin"],
+    ["quotas", "account_admin", "reservations"],
     ["pass_state", "steps", "job_book", "pass_triggers"],
     ["prioritizer"],
     ["lifecycle"],
@@ -25,7 +25,7 @@ LAYERS = [
     ["pass_planner", "backfill"],
 ]
 PART_OF = {"backfill": "pass_planner"}
-FACADE = {"engine_core", "engine", "engine_actions", "explain"}
+FACADE = {"engine_core", "engine", "engine_actions", "engine_reservations", "explain"}
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 # A part's own headers are included as "engine/NAME.h"; the facade as
 # "cohort/engine/engine.h".

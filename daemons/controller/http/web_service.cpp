@@ -25,7 +25,8 @@ constexpr std::string_view kApiPrefix = "/api/v1/";
 // The routes of the REST API, for the answer to one that is none.
 constexpr std::string_view kRoutes =
     "GET jobs, POST jobs, GET jobs/ID, DELETE jobs/ID, GET jobs/ID/why, GET history, GET nodes, "
-    "GET partitions, GET topology, GET shares, GET accounts, GET transactions, GET priorities";
+    "GET partitions, GET topology, GET shares, GET accounts, GET transactions, GET reservations, "
+    "GET priorities";
 
 std::string ErrorJson(const absl::Status& status) {
   nlohmann::json body = {
@@ -327,6 +328,8 @@ void WebService::ServeApi(const HttpRequest& request, std::string_view route, An
     call(&Controller::GetShares, MessageOfQuery<v1::SharesRequest>(request.query));
   } else if (collection == "accounts" && bare && method == "GET") {
     call(&Controller::ListAccounts, MessageOfQuery<v1::ListAccountsRequest>(request.query));
+  } else if (collection == "reservations" && bare && method == "GET") {
+    call(&Controller::ListReservations, MessageOfQuery<v1::ListReservationsRequest>(request.query));
   } else if (collection == "transactions" && bare && method == "GET") {
     call(&Controller::ListTransactions, MessageOfQuery<v1::ListTransactionsRequest>(request.query));
   } else if (collection == "priorities" && bare && method == "GET") {

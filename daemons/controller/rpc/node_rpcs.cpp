@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rpc/node_rpcs.h"
 
+#include <algorithm>
 #include <bit>
 #include <set>
 #include <string>
@@ -8,9 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "cohort/diagnostics.h"
 #include "cohort/text/hostlist.h"
 #include "controller_log.h"
 #include "rpc/authenticator.h"
+#include "store/reservation_records.h"
 
 namespace cohort::controller {
 namespace {
@@ -260,6 +263,143 @@ void NodeRpcs::GetTopology(v1::GetTopologyRequest& /*request*/, const Identity& 
     response.add_nvlink_contradictions(sentence);
   }
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetTopologyResponse>(std::move(response)));
+}
+
+namespace {
+
+std::vector<std::string> CommaWords(const std::string& text) {
+  std::vector<std::string> words;
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t comma = text.find(',', start);
+    const std::size_t end = comma == std::string::npos ? text.size() : comma;
+    if (end > start) words.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
+}
+
+// The fields a create or an update gives, onto `r`.
+absl::Status ApplyFields(const v1::UpdateReservationRequest& request,
+                         const topology::Topology& topology, AdvanceReservation& r) {
+  if (request.has_start_ms()) {
+    const Millis length = r.end - r.start;
+    r.start = Millis(request.start_ms());
+    // Moved, a reservation keeps its length unless an end or a duration is given.
+    if (!request.has_end_ms() && !request.has_duration_s() && length.count() > 0) {
+      r.end = r.start + length;
+    }
+  }
+  if (request.has_duration_s()) {
+    if (request.duration_s() <= 0) {
+      return absl::InvalidArgumentError("Duration= must be longer than 0");
+    }
+    r.end =
+        r.start + std::chrono::duration_cast<Millis>(std::chrono::seconds(request.duration_s()));
+  }
+  if (request.has_end_ms()) r.end = Millis(request.end_ms());
+  if (request.has_nodes() && EqualsIgnoreCase(request.nodes(), "ALL")) {
+    r.nodes.clear();
+    for (NodeId n = 0; n < topology.NodeCount(); ++n) r.nodes.push_back(n);
+  } else if (request.has_nodes()) {
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(request.nodes());
+    if (!names.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("Nodes={}: {}", request.nodes(), std::string(names.status().message())));
+    }
+    r.nodes.clear();
+    for (const std::string& name : *names) {
+      const std::optional<NodeId> node = topology.FindNode(name);
+      if (!node) {
+        return absl::InvalidArgumentError(
+            fmt::format("Nodes=: no node {}; sinfo -N lists them", name));
+      }
+      r.nodes.push_back(*node);
+    }
+  }
+  if (request.has_users()) r.users = CommaWords(request.users());
+  if (request.has_accounts()) r.accounts = CommaWords(request.accounts());
+  if (request.has_partition()) r.partition = request.partition();
+  if (request.has_flags()) {
+    absl::StatusOr<std::uint32_t> flags = ParseReservationFlags(request.flags());
+    if (!flags.ok()) return flags.status();
+    r.flags = *flags;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void NodeRpcs::ListReservations(v1::ListReservationsRequest& /*request*/, const Identity& /*who*/,
+                                Reply<v1::ListReservationsResponse> reply) {
+  std::vector<AdvanceReservation> all = state_.engine.Reservations();
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.start != b.start ? a.start < b.start : a.name < b.name;
+  });
+  v1::ListReservationsResponse response;
+  const Millis now = ControllerState::Now();
+  for (const AdvanceReservation& r : all) {
+    ReservationToWire(r, *state_.topology, now, *response.add_reservations());
+  }
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::ListReservationsResponse>(std::move(response)));
+}
+
+void NodeRpcs::UpdateReservation(v1::UpdateReservationRequest& request, const Identity& who,
+                                 Reply<v1::UpdateReservationResponse> reply) {
+  if (absl::Status trusted = RequireTrusted(who, "changing reservations"); !trusted.ok()) {
+    outbox_.Respond<v1::UpdateReservationResponse>(std::move(reply), trusted);
+    return;
+  }
+  const Millis now = ControllerState::Now();
+  Effects effects;
+  absl::Status done;
+  const std::string& verb = request.verb();
+  if (verb == "delete") {
+    done = state_.engine.DeleteReservation(request.name(), who.AsCaller(), effects);
+  } else if (verb == "create" || verb == "update") {
+    AdvanceReservation r;
+    if (verb == "update") {
+      for (const AdvanceReservation& existing : state_.engine.Reservations()) {
+        if (existing.name == request.name()) r = existing;
+      }
+      if (r.name.empty()) {
+        done = absl::NotFoundError(
+            fmt::format("no reservation {}; scontrol show reservation lists them", request.name()));
+      }
+    } else {
+      r.name = request.name();
+      r.start = now;
+      if (!request.has_end_ms() && !request.has_duration_s()) {
+        done = absl::InvalidArgumentError("give the reservation's end: Duration= or EndTime=");
+      }
+    }
+    if (done.ok()) done = ApplyFields(request, *state_.topology, r);
+    if (done.ok()) {
+      done = verb == "create"
+                 ? state_.engine.CreateReservation(std::move(r), request.node_count(),
+                                                   who.AsCaller(), now, effects)
+                 : state_.engine.UpdateReservation(std::move(r), who.AsCaller(), now, effects);
+    }
+  } else {
+    done = absl::InvalidArgumentError(
+        fmt::format("\"{}\": reservations are created, updated or deleted", verb));
+  }
+  if (!done.ok()) {
+    outbox_.Respond<v1::UpdateReservationResponse>(std::move(reply), done);
+    return;
+  }
+  v1::UpdateReservationResponse response;
+  for (const AdvanceReservation& r : state_.engine.Reservations()) {
+    if (r.name == request.name())
+      ReservationToWire(r, *state_.topology, now, *response.mutable_reservation());
+  }
+  Log("controller")
+      ->info("reservation_{} name={} nodes={} start_ms={} end_ms={} flags={} by_uid={}", verb,
+             request.name(), response.reservation().nodes(), response.reservation().start_ms(),
+             response.reservation().end_ms(), response.reservation().flags(), who.uid);
+  sink_.Execute(effects);
+  outbox_.Respond(std::move(reply),
+                  absl::StatusOr<v1::UpdateReservationResponse>(std::move(response)));
 }
 
 }  // namespace cohort::controller

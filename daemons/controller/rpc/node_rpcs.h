@@ -37,6 +37,13 @@ class NodeRpcs {
                   Reply<v1::UpdateNodeResponse> reply);
   void UpdatePartition(v1::UpdatePartitionRequest& request, const Identity& who,
                        Reply<v1::UpdatePartitionResponse> reply);
+  /// Operators' reservations, by start.
+  void ListReservations(v1::ListReservationsRequest& request, const Identity& who,
+                        Reply<v1::ListReservationsResponse> reply);
+  /// scontrol create|update|delete reservation: root and Operators= only;
+  /// committed before the answer.
+  void UpdateReservation(v1::UpdateReservationRequest& request, const Identity& who,
+                         Reply<v1::UpdateReservationResponse> reply);
   void GetTopology(v1::GetTopologyRequest& request, const Identity& who,
                    Reply<v1::GetTopologyResponse> reply);
 

@@ -256,6 +256,8 @@ absl::Status PgStore::PrepareAll(StateSync sync) {
            {"insert_usage",
             "INSERT INTO cohort.usage(account, user_name, usage, as_of_ms, gpu_seconds, "
             "cpu_seconds, period_start_ms) VALUES($1, $2, $3, $4, $5, $6, $7)"},
+           {"clear_reservations", "DELETE FROM cohort.reservations"},
+           {"insert_reservation", "INSERT INTO cohort.reservations(name, record) VALUES($1, $2)"},
            {"put_accounting",
             "INSERT INTO cohort.accounting(id, record) VALUES(1, $1) ON CONFLICT(id) DO UPDATE "
             "SET record = EXCLUDED.record"},
@@ -325,6 +327,16 @@ absl::StatusOr<LoadedState> PgStore::Load() {
       return Unreadable("the accounts sacctmgr made");
     }
   }
+  absl::StatusOr<pg::Result> reservations = conn_->Exec(
+      "SELECT record FROM cohort.reservations ORDER BY name", {}, "loading reservations", true);
+  if (!reservations.ok()) return reservations.status();
+  for (int row = 0; row < PQntuples(reservations->get()); ++row) {
+    const std::string_view bytes = pg::Value(reservations->get(), row, 0);
+    if (!state.reservations.emplace_back().ParseFromArray(bytes.data(),
+                                                          static_cast<int>(bytes.size()))) {
+      return Unreadable("a reservation");
+    }
+  }
   absl::StatusOr<pg::Result> partitions =
       conn_->Exec("SELECT name, state, uid, since_ms FROM cohort.partitions ORDER BY name", {},
                   "loading partition states");
@@ -380,6 +392,13 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
                      Number(u.as_of_ms()), Text(fmt::format("{}", u.gpu_seconds())),
                      Text(fmt::format("{}", u.cpu_seconds())), Number(u.period_start_ms())},
                     "writing usage");
+    }
+  }
+  if (batch.reservations) {
+    pipeline.Send("clear_reservations", {}, "clearing reservations");
+    for (const v1::Reservation& r : *batch.reservations) {
+      pipeline.Send("insert_reservation", {Utf8(r.name()), Bytes(r.SerializeAsString())},
+                    "writing a reservation");
     }
   }
   if (batch.accounting) {
@@ -571,6 +590,10 @@ ALTER TABLE cohort.usage ADD COLUMN gpu_seconds double precision NOT NULL DEFAUL
   ADD COLUMN cpu_seconds double precision NOT NULL DEFAULT 0,
   ADD COLUMN period_start_ms bigint NOT NULL DEFAULT 0;
 CREATE TABLE cohort.accounting(id integer PRIMARY KEY CHECK (id = 1), record bytea NOT NULL);
+)sql",
+      // 5: operators' reservations (as SQLite's version 7).
+      R"sql(
+CREATE TABLE cohort.reservations(name text PRIMARY KEY, record bytea NOT NULL);
 )sql",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kPgSchemaVersion,

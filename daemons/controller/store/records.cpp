@@ -9,6 +9,7 @@
 
 #include "cohort/fmt_absl.h"
 #include "cohort/text/hostlist.h"
+#include "store/reservation_records.h"
 #include "store/wire.h"
 
 namespace cohort::controller {
@@ -505,6 +506,15 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   if (absl::StatusOr<SavedJob> saved = FromRecord(record, topology); saved.ok()) {
     StepsToWire(saved->job, saved->status.state, topology, out);
   }
+}
+
+std::vector<v1::Reservation> StateRecords::Reservations() const {
+  std::vector<v1::Reservation> out;
+  const Millis now = ControllerState::Now();
+  for (const AdvanceReservation& r : state_.engine.Reservations()) {
+    ReservationToWire(r, *state_.topology, now, out.emplace_back());
+  }
+  return out;
 }
 
 bool StateRecords::JobRow(JobId id, WithEnv with_env, StateBatch::JobRow& row) {

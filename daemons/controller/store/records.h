@@ -51,6 +51,7 @@ class StateRecords final : public RecordSource {
   [[nodiscard]] v1::AccountingRecord Accounting() const override {
     return ToRecord(state_.engine.Accounting());
   }
+  [[nodiscard]] std::vector<v1::Reservation> Reservations() const override;
 
  private:
   ControllerState& state_;

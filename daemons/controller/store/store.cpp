@@ -81,7 +81,9 @@ std::string ColumnBytes(sqlite3_stmt* stmt, int index) {
 // The SQLite engine: one file in WAL mode.
 class SqliteStore final : public Store {
  public:
-  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // Defined once Statements is complete: a constructor that may throw
+  // destroys statements_.
+  SqliteStore(sqlite3* db, std::string path);
   ~SqliteStore() override;
 
   absl::StatusOr<LoadedState> Load() override;
@@ -160,6 +162,8 @@ struct SqliteStore::Statements {
   Statement rollback;
 };
 
+SqliteStore::SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
 std::optional<PartitionAdmin> PartitionRow(std::string name, std::int64_t state, std::int64_t uid,
                                            std::int64_t since_ms) {
   if (state < 0 || state > static_cast<std::int64_t>(config::PartitionState::kInactive)) {
@@ -208,6 +212,8 @@ const std::vector<std::string>& Store::Migrations() {
       "ALTER TABLE usage ADD COLUMN cpu_seconds REAL NOT NULL DEFAULT 0;"
       "ALTER TABLE usage ADD COLUMN period_start_ms INTEGER NOT NULL DEFAULT 0;"
       "CREATE TABLE accounting(id INTEGER PRIMARY KEY CHECK (id = 1), record BLOB NOT NULL);",
+      // 7: operators' reservations (a v1::Reservation a row).
+      "CREATE TABLE reservations(name TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kSchemaVersion, "one migration per version");
   return migrations;
@@ -462,6 +468,18 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
     rc = sqlite3_step(accounting.get());
   }
   if (rc != SQLITE_DONE) return Error("loading the accounts");
+  Statement reservations(db_, "SELECT record FROM reservations ORDER BY name");
+  if (!reservations.Ok()) return Error("preparing the reservations' load");
+  while ((rc = sqlite3_step(reservations.get())) == SQLITE_ROW) {
+    const void* blob = sqlite3_column_blob(reservations.get(), 0);
+    const int size = sqlite3_column_bytes(reservations.get(), 0);
+    if (!state.reservations.emplace_back().ParseFromArray(blob, size)) {
+      return absl::DataLossError(
+          "a reservation (table reservations) does not parse; restore the database from a "
+          "backup");
+    }
+  }
+  if (rc != SQLITE_DONE) return Error("loading reservations");
   Statement partitions(db_, "SELECT name, state, uid, since_ms FROM partitions ORDER BY name");
   if (!partitions.Ok()) return Error("preparing the partitions' load");
   while ((rc = sqlite3_step(partitions.get())) == SQLITE_ROW) {
@@ -542,6 +560,19 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
       sqlite3_bind_double(stmt, 6, u.cpu_seconds());
       sqlite3_bind_int64(stmt, 7, u.period_start_ms());
       if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing usage");
+    }
+  }
+  if (batch.reservations) {
+    Statement clear(db_, "DELETE FROM reservations");
+    Statement insert(db_, "INSERT INTO reservations(name, record) VALUES(?1, ?2)");
+    if (!clear.Ok() || !insert.Ok()) return fail("preparing the reservations' update");
+    if (sqlite3_step(clear.get()) != SQLITE_DONE) return fail("clearing reservations");
+    for (const v1::Reservation& r : *batch.reservations) {
+      sqlite3_stmt* stmt = insert.Fresh();
+      BindText(stmt, 1, r.name());
+      const std::string blob = r.SerializeAsString();
+      sqlite3_bind_blob(stmt, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing a reservation");
     }
   }
   if (batch.accounting) {

@@ -28,7 +28,7 @@ enum class StateSync : std::uint8_t {
 
 /// The SQLite schema this build writes. Older databases are migrated on
 /// open; a newer one is refused.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 /// Everything one turn of the controller changed, committed as one
 /// transaction.
@@ -50,6 +50,8 @@ struct StateBatch {
   std::optional<std::vector<PartitionAdmin>> partitions;
   /// What sacctmgr made: when set, replaces what is stored.
   std::optional<v1::AccountingRecord> accounting;
+  /// Operators' reservations: when set, replaces every stored row.
+  std::optional<std::vector<v1::Reservation>> reservations;
 };
 
 /// A stored partition state as the engine takes it; none for a state this
@@ -62,10 +64,11 @@ struct LoadedState {
   std::vector<v1::JobRecord> jobs;  ///< every job not yet finished
   std::int64_t next_job_id = 1;
   std::vector<StateBatch::NodeRow> nodes;
-  std::vector<v1::UsageRecordProto> usage;  ///< fair-share usage, as last written
-  std::vector<PartitionAdmin> partitions;   ///< operators' partition states
-  v1::AccountingRecord accounting;          ///< what sacctmgr made; empty: nothing
-  int schema_before = 0;                    ///< the version found on disk (0: a new database)
+  std::vector<v1::UsageRecordProto> usage;    ///< fair-share usage, as last written
+  std::vector<PartitionAdmin> partitions;     ///< operators' partition states
+  v1::AccountingRecord accounting;            ///< what sacctmgr made; empty: nothing
+  std::vector<v1::Reservation> reservations;  ///< operators' reservations
+  int schema_before = 0;                      ///< the version found on disk (0: a new database)
 };
 
 /// Filters of `cohort history`. Empty fields do not filter.

@@ -101,7 +101,7 @@ absl::Status ContainersAllowed(const config::ClusterConfig& config,
 
 absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identity& who,
                                            int max_array_size) {
-  auto invalid = [](std::string message) { return absl::InvalidArgumentError(std::move(message)); };
+  auto invalid = [](const std::string& message) { return absl::InvalidArgumentError(message); };
   if (absl::Status container = CheckContainer(spec.container()); !container.ok()) return container;
   if (spec.argv().empty() && spec.script().empty() && !spec.allocation_only()) {
     return invalid("argv: nothing to run; give a script or -- COMMAND");
@@ -180,6 +180,7 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
                     spec.spares(), std::max(spec.nodes(), 0)));
   }
   r.spares = spec.spares();
+  r.reservation = spec.reservation();
   if (!spec.restart_policy().empty()) {
     const std::optional<RestartPolicy> policy = ParseRestartPolicy(spec.restart_policy());
     if (!policy) {

@@ -197,6 +197,22 @@ class Engine {
   /// sacctmgr's changes, oldest first.
   [[nodiscard]] const std::vector<AccountAudit>& AccountsAudit() const;
 
+  /// scontrol create reservation (src/engine/reservations.h), for root and
+  /// Operators=. With `node_count` > 0 and no nodes, the gang allocator
+  /// chooses that many whole nodes, closest under one switch, among those
+  /// free of other reservations and (unless IGNORE_JOBS) of running jobs
+  /// that may outlast the start. Without IGNORE_JOBS, nodes whose running
+  /// jobs may still run at the start are refused, naming the jobs.
+  [[nodiscard]] absl::Status CreateReservation(AdvanceReservation reservation, int node_count,
+                                               const Caller& caller, Millis now, Effects& effects);
+  /// scontrol update reservation: `reservation` replaces the one of its name.
+  [[nodiscard]] absl::Status UpdateReservation(AdvanceReservation reservation, const Caller& caller,
+                                               Millis now, Effects& effects);
+  /// scontrol delete reservation: its pending jobs are cancelled when next tried.
+  [[nodiscard]] absl::Status DeleteReservation(const std::string& name, const Caller& caller,
+                                               Effects& effects);
+  [[nodiscard]] const std::vector<AdvanceReservation>& Reservations() const;
+
   /// Time passes: nodes silent for NodeTimeout go DOWN, running jobs near
   /// their limit get their TimeWarning (once per attempt), jobs past it are
   /// stopped, --switches waits expire; while jobs wait, the queue is

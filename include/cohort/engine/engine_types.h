@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "cohort/alloc/gang_allocator.h"
 #include "cohort/alloc/step_ledger.h"
 #include "cohort/engine/job.h"
@@ -81,8 +82,9 @@ struct Effects {
   std::vector<JobTransition> transitions;
   std::vector<JobId> changed_jobs;
   std::vector<NodeId> changed_nodes;
-  bool changed_partitions = false;  ///< an operator's partition State= (PartitionAdmin)
-  bool changed_accounts = false;    ///< sacctmgr changed the account tree (AccountingState)
+  bool changed_partitions = false;    ///< an operator's partition State= (PartitionAdmin)
+  bool changed_accounts = false;      ///< sacctmgr changed the account tree (AccountingState)
+  bool changed_reservations = false;  ///< a reservation was made, changed, rolled or ended
   /// Finished jobs past their retention, which the engine no longer knows:
   /// what the caller keeps of them can go too.
   std::vector<JobId> forgotten_jobs;
@@ -149,6 +151,42 @@ struct PartitionAdmin {
   friend bool operator==(const PartitionAdmin&, const PartitionAdmin&) = default;
 };
 
+/// Flags= of a reservation, as Slurm's.
+enum ReservationFlag : std::uint32_t {
+  kResvMaint = 1U << 0,       ///< MAINT: maintenance; its nodes show MAINT while it is active
+  kResvIgnoreJobs = 1U << 1,  ///< IGNORE_JOBS: made even where running jobs may still run
+  kResvFlex = 1U << 2,        ///< FLEX: its jobs may also use other nodes, and outlast it
+  kResvDaily = 1U << 3,       ///< DAILY: once it ends it comes again a day later
+  kResvWeekly = 1U << 4,      ///< WEEKLY: a week later
+  kResvOverlap = 1U << 5,     ///< OVERLAP: may share nodes and time with another reservation
+};
+/// "MAINT,DAILY", in the order above; "(null)" for none.
+[[nodiscard]] std::string ReservationFlagNames(std::uint32_t flags);
+/// The flags of "MAINT,DAILY" (any case; empty or "(null)": none);
+/// InvalidArgument names a flag that is none of them.
+[[nodiscard]] absl::StatusOr<std::uint32_t> ParseReservationFlags(std::string_view names);
+
+/// An operator's reservation (scontrol create reservation): nodes held
+/// from `start` to `end` for its users and accounts. A job without
+/// --reservation keeps off them while its time limit would run into the
+/// window; a job of the reservation runs on them only, inside it.
+struct AdvanceReservation {
+  std::string name;
+  Millis start{0};
+  Millis end{0};
+  std::vector<NodeId> nodes;          ///< sorted; by Nodes=, or chosen for NodeCnt=
+  std::vector<std::string> users;     ///< Users=: who may run in it; with accounts: either
+  std::vector<std::string> accounts;  ///< Accounts=
+  std::string partition;              ///< PartitionName=: its jobs' partition; empty: any
+  std::uint32_t flags = 0;            ///< ReservationFlag bits
+  std::uint32_t uid = 0;              ///< who made it
+  Millis created{0};
+  friend bool operator==(const AdvanceReservation&, const AdvanceReservation&) = default;
+};
+/// Reservations the engine takes, and the longest one.
+inline constexpr std::size_t kMaxReservations = 1'000;
+inline constexpr std::chrono::hours kMaxReservationLength{24 * 366};
+
 /// What a store keeps of an engine: every job not yet finished (and any
 /// finished ones it wants shown again), the next id, and operators' node
 /// settings by name.
@@ -200,6 +238,7 @@ struct SavedState {
   std::vector<policy::UsageRecord> usage;  ///< fair-share usage
   std::vector<PartitionAdmin> partitions;  ///< operators' partition states
   AccountingState accounting;              ///< sacctmgr's accounts and audit
+  std::vector<AdvanceReservation> reservations;
 };
 
 /// A job as users name it: `12` (a job, or every task of array 12) or

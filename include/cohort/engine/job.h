@@ -105,8 +105,10 @@ enum class PendingReason : std::uint8_t {
   kAssocMaxJobs,              ///< the user's MaxJobs in the account is reached
   kAssocGrpGresMinutes,       ///< an account's GPU-hour budget (GrpTRESMins) would be passed
   kAssocGrpCpuMinutes,        ///< an account's CPU-hour budget would be passed
+  kReservation,               ///< its reservation has not started, or ends before its limit
+  kReservedForMaintenance,    ///< a maintenance reservation holds the nodes it would need
 };
-inline constexpr int kPendingReasonCount = 23;
+inline constexpr int kPendingReasonCount = 25;
 /// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
 [[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
 /// The reason of that name; none for any other text.
@@ -238,9 +240,10 @@ struct JobRequest {
   bool hold = false;                 ///< --hold: submitted held
   bool kill_on_invalid_dep = false;  ///< cancel, rather than wait, when the dependency cannot hold
   JobLaunch launch = JobLaunch::kEveryRank;
-  std::string gpu_type;  ///< --gres=gpu:TYPE:N: only nodes with GPUs of the type; empty: any
-  Millis begin{0};       ///< --begin: not tried before; 0: at once
-  Millis deadline{0};    ///< --deadline: cancelled once it cannot end by then; 0: none
+  std::string gpu_type;     ///< --gres=gpu:TYPE:N: only nodes with GPUs of the type; empty: any
+  Millis begin{0};          ///< --begin: not tried before; 0: at once
+  Millis deadline{0};       ///< --deadline: cancelled once it cannot end by then; 0: none
+  std::string reservation;  ///< --reservation: runs in that reservation only
 };
 
 /// One preemption of a job, as `cohort show job` lists it.

@@ -31,5 +31,7 @@
   X(ListAccounts, ListAccountsRequest, ListAccountsResponse, Priority, kUnused)             \
   X(UpdateAccounts, UpdateAccountsRequest, UpdateAccountsResponse, Priority, kNeeded)       \
   X(ListTransactions, ListTransactionsRequest, ListTransactionsResponse, Priority, kUnused) \
+  X(ListReservations, ListReservationsRequest, ListReservationsResponse, Node, kUnused)     \
+  X(UpdateReservation, UpdateReservationRequest, UpdateReservationResponse, Node, kNeeded)  \
   X(IssueToken, IssueTokenRequest, IssueTokenResponse, Admin, kNeeded)                      \
   X(Reconfigure, ReconfigureRequest, ReconfigureResponse, Admin, kNeeded)

@@ -38,6 +38,7 @@ class FakeRecords final : public RecordSource {
   [[nodiscard]] JobId NextId() const override { return next_id; }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
   [[nodiscard]] v1::AccountingRecord Accounting() const override { return {}; }
+  [[nodiscard]] std::vector<v1::Reservation> Reservations() const override { return {}; }
 
   void Put(JobId id, v1::JobState state) {
     v1::JobRecord& record = jobs[id];

@@ -50,6 +50,12 @@ inline StateBatch Batch() {
   lab.set_parent("science");
   lab.set_grp_tres_mins("gres/gpu=600");
   lab.set_managed(true);
+  v1::Reservation& maint = batch.reservations.emplace().emplace_back();
+  maint.set_name("maint");
+  maint.set_start_ms(1000);
+  maint.set_end_ms(9000);
+  maint.set_nodes("node[01-04]");
+  maint.set_flags("MAINT");
   v1::AccountTransaction& added = *accounting.add_audit();
   added.set_time_ms(55);
   added.set_action("Add Account");
@@ -90,6 +96,9 @@ inline void RecordsLoadBack(const Opener& open) {
   EXPECT_DOUBLE_EQ(loaded->usage[0].cpu_seconds(), 7200);
   EXPECT_EQ(loaded->usage[0].period_start_ms(), 1'000'000);
   EXPECT_EQ(loaded->accounting.SerializeAsString(), Batch().accounting->SerializeAsString());
+  ASSERT_EQ(loaded->reservations.size(), 1U);
+  EXPECT_EQ(loaded->reservations[0].SerializeAsString(),
+            Batch().reservations->front().SerializeAsString());
   absl::StatusOr<std::optional<v1::JobSpec>> env = reader->FindEnvironment(5);
   ASSERT_TRUE(env.ok() && env->has_value());
   EXPECT_EQ((*env)->env(0).value(), "/usr/bin");

@@ -27,6 +27,7 @@ class OneJobRecords final : public RecordSource {
   [[nodiscard]] JobId NextId() const override { return 2; }
   [[nodiscard]] std::vector<policy::UsageRecord> Usage(Millis /*now*/) const override { return {}; }
   [[nodiscard]] v1::AccountingRecord Accounting() const override { return {}; }
+  [[nodiscard]] std::vector<v1::Reservation> Reservations() const override { return {}; }
   v1::JobState state = v1::JOB_PENDING;
 };
 

@@ -294,8 +294,9 @@ TEST_F(PartsTest, StepsRunInsideAJobsAllocationAndEndWithIt) {
 
 TEST_F(PartsTest, AdmissionRefusesAnUnknownPartitionAndWakesAPassAtABeginTime) {
   const std::vector<std::shared_ptr<const plugin::AdmissionCheck>> checks;
+  const ReservationBook reservations;
   Admission admission({config_, cluster_.topology, cluster_.pool, checks, book_, triggers_, life_,
-                       priority_.Usage()});
+                       priority_.Usage(), reservations});
   JobRequest request;
   request.nodes = 1;
   request.tasks_per_node = 1;
@@ -369,12 +370,13 @@ TEST_F(PartsTest, TheNodeBookRequeuesTheJobsOfALostNodeAndCallsForAPassWhenOneCo
 
 TEST_F(PartsTest, ThePlannerStartsWhatFitsAndSaysWhichPassItRan) {
   const std::vector<std::shared_ptr<const plugin::AdmissionCheck>> checks;
+  const ReservationBook reservations;
   Admission admission({config_, cluster_.topology, cluster_.pool, checks, book_, triggers_, life_,
-                       priority_.Usage()});
+                       priority_.Usage(), reservations});
   Preemption preemption(
       {config_, cluster_.topology, cluster_.pool, allocator_, book_, triggers_, priority_, life_});
   PassPlanner planner({config_, cluster_.pool, allocator_, book_, triggers_, priority_, life_,
-                       admission, preemption});
+                       admission, preemption, reservations, cluster_.topology});
   // Each takes its nodes' every GPU: they cannot share one.
   const auto whole_nodes = [](Job& job) { job.gang.gpus_per_node = 8; };
   Job& small = Queue(2);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The account tree in the engine: limits that hold jobs back (with `why`'s
-// words), budgets that burn down, and sacctmgr's changes with their audit.
+// What operators of a shared cluster set in the engine: the account tree's
+// limits that hold jobs back (with `why`'s words), budgets that burn down,
+// sacctmgr's changes with their audit; and reservations, maintenance
+// windows among them.
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,7 +21,7 @@ using testing::ClusterBuilder;
 
 constexpr Millis kT0{1'000'000};
 
-class AccountsTest : public ::testing::Test {
+class OperatorsTest : public ::testing::Test {
  protected:
   void Start(const std::function<void(config::ClusterConfig&)>& adjust) {
     cluster_ =
@@ -31,6 +33,8 @@ class AccountsTest : public ::testing::Test {
     all.nodes = cluster_->topology.NodeNames();
     all.max_time = std::chrono::hours(4);
     config_.partitions = {all};
+    // Time moves by hours here without heartbeats: nodes stay up.
+    config_.node_timeout = std::chrono::hours(24 * 7);
     adjust(config_);
     MakeEngine();
   }
@@ -50,7 +54,7 @@ class AccountsTest : public ::testing::Test {
   }
 
   absl::StatusOr<JobId> TrySubmit(const std::string& user, const std::string& account, int gpus,
-                                  minutes time = minutes(60)) {
+                                  minutes time = minutes(60), const std::string& reservation = "") {
     JobRequest r;
     r.name = "train";
     r.user_name = user;
@@ -60,12 +64,13 @@ class AccountsTest : public ::testing::Test {
     r.gpus_per_node = gpus > 8 ? 8 : gpus;
     r.tasks_per_node = 1;
     r.time_limit = time;
+    r.reservation = reservation;
     Effects fx;
     return engine_->Submit(r, now_, fx);
   }
   JobId Submit(const std::string& user, const std::string& account, int gpus,
-               minutes time = minutes(60)) {
-    absl::StatusOr<JobId> id = TrySubmit(user, account, gpus, time);
+               minutes time = minutes(60), const std::string& reservation = "") {
+    absl::StatusOr<JobId> id = TrySubmit(user, account, gpus, time, reservation);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or(0);
   }
@@ -99,6 +104,32 @@ class AccountsTest : public ::testing::Test {
 
   const Job& At(JobId id) const { return *engine_->FindJob(id); }
 
+  void Tick() {
+    Effects fx;
+    engine_->Tick(now_, fx);
+  }
+
+  absl::Status Reserve(const std::string& name, Millis start, Millis end, std::vector<NodeId> nodes,
+                       std::uint32_t flags, std::vector<std::string> users = {"root"},
+                       int node_count = 0, std::uint32_t uid = 0) {
+    AdvanceReservation r;
+    r.name = name;
+    r.start = start;
+    r.end = end;
+    r.nodes = std::move(nodes);
+    r.users = std::move(users);
+    r.flags = flags;
+    Effects fx;
+    return engine_->CreateReservation(std::move(r), node_count,
+                                      Caller{.uid = uid, .operator_listed = false}, now_, fx);
+  }
+
+  std::vector<NodeId> AllNodes() const {
+    std::vector<NodeId> nodes;
+    for (NodeId n = 0; n < cluster_->topology.NodeCount(); ++n) nodes.push_back(n);
+    return nodes;
+  }
+
   std::unique_ptr<testing::Cluster> cluster_;
   config::ClusterConfig config_;
   std::unique_ptr<Engine> engine_;
@@ -114,7 +145,7 @@ config::AccountSpec Account(std::string name, std::string parent,
   return spec;
 }
 
-TEST_F(AccountsTest, AGpuQuotaInTheMiddleOfTheTreeHoldsALeafUsersJob) {
+TEST_F(OperatorsTest, AGpuQuotaInTheMiddleOfTheTreeHoldsALeafUsersJob) {
   Start([](config::ClusterConfig& c) {
     c.accounts = {Account("research", ""), Account("vision", "research"),
                   Account("cv", "vision", {"alice"})};
@@ -137,7 +168,7 @@ TEST_F(AccountsTest, AGpuQuotaInTheMiddleOfTheTreeHoldsALeafUsersJob) {
   EXPECT_EQ(At(third).state, JobState::kRunning) << "the quota has room again";
 }
 
-TEST_F(AccountsTest, ASpentGpuHourBudgetStopsTheNextJobAndSaysWhatWouldFit) {
+TEST_F(OperatorsTest, ASpentGpuHourBudgetStopsTheNextJobAndSaysWhatWouldFit) {
   Start([](config::ClusterConfig& c) {
     c.usage_reset_period = config::UsageResetPeriod::kMonthly;
     c.accounts = {Account("lab", "", {"alice"})};
@@ -169,7 +200,7 @@ TEST_F(AccountsTest, ASpentGpuHourBudgetStopsTheNextJobAndSaysWhatWouldFit) {
       << whole.status();
 }
 
-TEST_F(AccountsTest, PerJobAndPerUserLimitsAreInheritedDownTheTree) {
+TEST_F(OperatorsTest, PerJobAndPerUserLimitsAreInheritedDownTheTree) {
   Start([](config::ClusterConfig& c) {
     c.accounts = {Account("research", ""), Account("cv", "research", {"alice"})};
     c.accounts[0].limits.max_tres_per_job.gpus = 8;
@@ -192,7 +223,7 @@ TEST_F(AccountsTest, PerJobAndPerUserLimitsAreInheritedDownTheTree) {
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-TEST_F(AccountsTest, SacctmgrAddsAnAccountAndAUserWhoCanThenSubmit) {
+TEST_F(OperatorsTest, SacctmgrAddsAnAccountAndAUserWhoCanThenSubmit) {
   Start([](config::ClusterConfig& c) { c.accounts = {Account("research", "")}; });
   EXPECT_EQ(Update("add", "account", {"vision"}, {{"Parent", "research"}}, {}, 1000).code(),
             absl::StatusCode::kPermissionDenied)
@@ -246,6 +277,108 @@ TEST_F(AccountsTest, SacctmgrAddsAnAccountAndAUserWhoCanThenSubmit) {
   ASSERT_EQ(vision->user_limits.size(), 1U);
   EXPECT_EQ(vision->user_limits[0].limits.max_jobs, 3);
   EXPECT_TRUE(TrySubmit("bob", "", 1).ok());
+}
+
+TEST_F(OperatorsTest, AMaintenanceWindowKeepsALongJobOffWhileAShortOneStarts) {
+  Start([](config::ClusterConfig&) {});
+  const Millis hour = std::chrono::hours(1);
+  ASSERT_TRUE(Reserve("maint", now_ + 2 * hour, now_ + 4 * hour, AllNodes(), kResvMaint).ok());
+  const JobId long_job = Submit("alice", "", 0, minutes(180));
+  const JobId short_job = Submit("alice", "", 0, minutes(60));
+  Schedule();
+  EXPECT_EQ(At(short_job).state, JobState::kRunning) << "it ends before the window";
+  ASSERT_EQ(At(long_job).state, JobState::kPending);
+  EXPECT_EQ(At(long_job).reason, "ReqNodeNotAvail, Reserved for maintenance");
+  EXPECT_NE(At(long_job).reason_detail.find("reservation maint (MAINT) holds n[001-008]"),
+            std::string::npos)
+      << At(long_job).reason_detail;
+  EXPECT_NE(At(long_job).reason_detail.find("with --time=02:00:00 or less it starts now"),
+            std::string::npos)
+      << At(long_job).reason_detail;
+  // The window ends: the long job starts.
+  now_ += 4 * hour;
+  Finish(short_job);
+  Tick();
+  Schedule();
+  EXPECT_EQ(At(long_job).state, JobState::kRunning)
+      << At(long_job).reason << ": " << At(long_job).reason_detail;
+  EXPECT_TRUE(engine_->Reservations().empty()) << "an ended reservation goes";
+}
+
+TEST_F(OperatorsTest, AUsersReservationTakesItsJobsOnItsNodesOnceActive) {
+  Start([](config::ClusterConfig&) {});
+  const Millis start = now_ + minutes(10);
+  ASSERT_TRUE(Reserve("team", start, start + std::chrono::hours(2), {0, 1}, 0, {"alice"}).ok());
+  const JobId in = Submit("alice", "", 0, minutes(30), "team");
+  const absl::StatusOr<JobId> refused = TrySubmit("bob", "", 0, minutes(30), "team");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(TrySubmit("alice", "", 0, minutes(30), "nosuch").status().code(),
+            absl::StatusCode::kNotFound);
+  Schedule();
+  ASSERT_EQ(At(in).state, JobState::kPending);
+  EXPECT_EQ(At(in).reason, "Reservation");
+  // Others keep off its nodes while their limits would meet its window.
+  std::vector<JobId> others;
+  for (int i = 0; i < 8; ++i) others.push_back(Submit("bob", "", 0, minutes(60)));
+  Schedule();
+  for (const JobId id : others) {
+    if (At(id).state != JobState::kRunning) continue;
+    for (const alloc::NodeGrant& g : At(id).run.placement.grants) {
+      EXPECT_GT(g.node, 1) << "job " << id << " runs on a reserved node";
+    }
+  }
+  now_ = start;
+  Tick();
+  Schedule();
+  ASSERT_EQ(At(in).state, JobState::kRunning) << At(in).reason << ": " << At(in).reason_detail;
+  EXPECT_LE(At(in).run.placement.grants.front().node, 1) << "it runs on the reservation's nodes";
+}
+
+TEST_F(OperatorsTest, AReservationIsRefusedWhereRunningJobsMayOutlastItsStart) {
+  Start([](config::ClusterConfig&) {});
+  const JobId running = Submit("alice", "", 8, minutes(120));
+  Schedule();
+  ASSERT_EQ(At(running).state, JobState::kRunning);
+  const NodeId busy = At(running).run.placement.grants.front().node;
+  const Millis start = now_ + minutes(30);
+  const absl::Status displaced = Reserve("soon", start, start + minutes(60), {busy}, kResvMaint);
+  EXPECT_EQ(displaced.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(displaced.message().find(fmt::format("{} (until", running)), std::string::npos)
+      << displaced;
+  EXPECT_TRUE(
+      Reserve("soon", start, start + minutes(60), {busy}, kResvMaint | kResvIgnoreJobs).ok());
+  EXPECT_EQ(Reserve("other", start, start + minutes(60), {busy}, 0).code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "overlaps soon";
+  // By count: the allocator picks nodes free of jobs and other reservations.
+  ASSERT_TRUE(Reserve("four", start, start + minutes(60), {}, 0, {"alice"}, 4).ok());
+  const AdvanceReservation& four = engine_->Reservations().back();
+  ASSERT_EQ(four.nodes.size(), 4U);
+  for (const NodeId n : four.nodes) EXPECT_NE(n, busy);
+  EXPECT_EQ(Reserve("mine", start, start + minutes(60), {7}, 0, {"bob"}, 0, 1000).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Reserve("bad name", start, start + minutes(60), {7}, 0).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(OperatorsTest, ADailyReservationComesAgainAndRestartsKeepReservations) {
+  Start([](config::ClusterConfig&) {});
+  const Millis start = now_ + minutes(10);
+  ASSERT_TRUE(Reserve("nightly", start, start + minutes(60), {3}, kResvDaily | kResvMaint).ok());
+  now_ = start + minutes(61);
+  Tick();
+  ASSERT_EQ(engine_->Reservations().size(), 1U);
+  EXPECT_EQ(engine_->Reservations()[0].start, start + std::chrono::hours(24));
+
+  SavedState saved;
+  saved.reservations = engine_->Reservations();
+  MakeEngine();
+  Effects fx;
+  engine_->Restore(std::move(saved), now_, fx);
+  ASSERT_EQ(engine_->Reservations().size(), 1U);
+  EXPECT_EQ(engine_->Reservations()[0].name, "nightly");
+  EXPECT_EQ(engine_->Reservations()[0].flags, kResvDaily | kResvMaint);
 }
 
 }  // namespace

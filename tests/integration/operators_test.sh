@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The account tree with Slurm's commands on the demo cluster: a GPU quota
-# (GrpTRES) on the middle of three levels holds back a leaf user's job and
-# `cohort why` names it; sacctmgr makes an account with a GPU-minute budget
-# (GrpTRESMins) that a job spends and that then stops the next; sacctmgr
-# adds a user who can then submit, and the audit shows who did it; sshare
-# indents the tree; after kill -9 the tree, the budget's use and the audit
-# are all there, and raising the budget lets the waiting job start at once.
+# What operators of a shared cluster set, with Slurm's commands on the demo
+# cluster. The account tree: a GPU quota (GrpTRES) on the middle of three
+# levels holds back a leaf user's job and `cohort why` names it; sacctmgr
+# makes an account with a GPU-minute budget (GrpTRESMins) that a job
+# spends and that then stops the next; sacctmgr adds a user who can then
+# submit, and the audit shows who did it; sshare indents the tree.
+# Reservations: a maintenance window keeps a long job off while a short one
+# starts (both from why), its nodes are free when it starts; a reservation
+# by node count takes one leaf switch's nodes, and its job runs there.
+# After kill -9 the tree, the budget's use, the audit and the reservations
+# are all there; sreport's figures are the jobs' use as sacct shows it.
 source "$(dirname "$0")/lib.sh"
 SLURM_BIN=$BIN/cli/slurm
 export PATH="$SLURM_BIN:$BIN/cli:$PATH"
@@ -79,7 +83,42 @@ fi
 sshare | grep -q "^  cv " || fail "sshare does not indent cv two levels: $(sshare)"
 pass "sacctmgr adds a user who can then submit; the audit names who; sshare shows the tree"
 
-# 4. kill -9: the tree, the budget's use and the audit stay.
+# 4. Reservations. A maintenance window on one leaf's nodes, in 90 s: a
+# 16-node job of 5 minutes would run into it, one of a minute starts.
+scontrol create reservation ReservationName=maint StartTime=now+90 Duration=10 \
+  Nodes=node[01-04] Users=root Flags=MAINT >/dev/null || fail "scontrol create reservation maint failed"
+long=$(sbatch --parsable -N 16 -t 5 -o /dev/null --wrap true) || fail "the long job was refused"
+short=$(sbatch --parsable -N 16 -t 1 -o /dev/null --wrap true) || fail "the short job was refused"
+wait_until 20 finished "$short" || fail "the short job, which ends before the window, did not run"
+wait_until 20 considered "$long"
+cohort why "$long" | grep -q "reservation maint (MAINT) holds node\[01-04\]" ||
+  fail "why does not name the maintenance: $(cohort why "$long")"
+cohort why "$long" | grep -q "with --time=00:01:00 or less it starts now" ||
+  fail "why gives no shorter --time: $(cohort why "$long")"
+squeue -h -j "$long" -o %r | grep -q "Reserved for maintenance" || fail "squeue's reason: $(squeue -h -j "$long" -o %r)"
+# Brought forward to now, the window starts with its nodes free.
+scontrol update ReservationName=maint StartTime=now >/dev/null || fail "moving maint to now was refused"
+scontrol show reservation maint | grep -q "State=ACTIVE" || fail "maint is not active: $(scontrol show reservation maint)"
+[ "$(sinfo -h -N -n node[01-04] -o %T | sort -u | tr -d ' ')" = idle ] ||
+  fail "maint's nodes are not free at its start: $(sinfo -N -n node[01-04])"
+sinfo -T | grep -q "^maint  *ACTIVE" || fail "sinfo -T: $(sinfo -T)"
+# By count: the allocator picks one leaf's four nodes.
+scontrol create reservation ReservationName=team StartTime=now Duration=30 NodeCnt=4 Users=nobody \
+  >/dev/null || fail "scontrol create reservation team failed"
+team_nodes=$(scontrol show reservation team | sed -n 's/.*Nodes=\([^ ]*\).*/\1/p')
+case "$team_nodes" in node\[05-08\]|node\[09-12\]|node\[13-16\]) ;;
+  *) fail "team's four nodes are not one leaf's, or take maint's: $team_nodes";; esac
+mine=$(sbatch --parsable --reservation=team -N 4 -t 5 -o /dev/null --wrap 'sleep 1') ||
+  fail "a job of team was refused"
+wait_until 20 state_is "$mine" RUNNING || wait_until 20 finished "$mine" || fail "team's job did not start"
+[ "$(cohort show job "$mine" --json | sed -n 's/.*"nodes": *"\([^"]*\)".*/\1/p' | head -1)" = "$team_nodes" ] ||
+  fail "team's job ran outside it: $(cohort show job "$mine" --json | grep '"nodes"')"
+if out=$(as_nobody "$SLURM_BIN/sbatch" --reservation=maint -D /tmp -o /dev/null --wrap true 2>&1); then
+  fail "nobody submitted into maint: $out"
+fi
+pass "a maintenance window keeps a long job off (why: --time that fits) while a short one runs; by count, one leaf"
+
+# 5. kill -9: the tree, the budget's use, the audit and the reservations stay.
 used_kept() {
   python3 - "$WORK/state/state.db" <<'PY'
 import sqlite3, sys
@@ -99,11 +138,16 @@ state_is "$next" PENDING || fail "after kill -9 the budget was forgotten: job $n
   fail "after kill -9: $(sacctmgr -n -P show account lab withassoc format=Account,ParentName,GrpTRESMins)"
 sacctmgr -n -P show transactions format=Action,Where | grep -qx "Add User|nobody in lab" ||
   fail "the audit after kill -9: $(sacctmgr -n -P show transactions)"
+scontrol show reservation team | grep -qF "Nodes=$team_nodes" ||
+  fail "after kill -9 team is gone: $(scontrol show reservation)"
+scontrol delete ReservationName=maint >/dev/null && scontrol delete ReservationName=team >/dev/null ||
+  fail "deleting the reservations failed"
+wait_until 20 finished "$long" || fail "the long job did not run once maint was deleted"
 sacctmgr -i modify account lab set GrpTRESMins=gres/gpu=60 >/dev/null || fail "raising the budget failed"
 wait_until 20 finished "$next" || fail "job $next did not run once the budget was raised"
-pass "after kill -9 the tree, the budget's use and the audit remain; a raised budget applies at once"
+pass "after kill -9 the tree, the budget's use, the audit and the reservations remain; changes apply at once"
 
-# 5. sreport's figures are the sum of the jobs' use as sacct shows it
+# 6. sreport's figures are the sum of the jobs' use as sacct shows it
 # (every job of this test has ended, inside the window).
 sum_cpu=$(sacct -a -X -n -P -S now-1hours --format=AllocCPUS,ElapsedRaw |
   awk -F'|' '{ s += $1 * $2 } END { print s + 0 }')
