@@ -125,7 +125,17 @@ out=$(call GET "history?all_users=true" "$token")
   fail "GET history: $out"
 out=$(call GET shares "$token")
 [ "$(status_of "$out")" = 200 ] || fail "GET shares: $out"
+out=$(call GET accounts "$token")
+[ "$(json "$out" '[a["account"] for a in d["associations"] if not a["user"]]')" = "['pretrain', 'research']" ] ||
+  fail "GET accounts: $out"
+"$BIN/cli/slurm/scontrol" create reservation ReservationName=later StartTime=now+1day Duration=60 \
+  Nodes=node16 Users=root >/dev/null || fail "scontrol create reservation failed"
+out=$(call GET reservations "$token")
+[ "$(json "$out" '[(r["name"], r["nodes"], r["active"]) for r in d["reservations"]]')" = "[('later', 'node16', False)]" ] ||
+  fail "GET reservations: $out"
+out=$(call GET "transactions?limit=5" "$token")
+[ "$(status_of "$out")" = 200 ] || fail "GET transactions: $out"
 out=$(call GET "nothing")
 [ "$(status_of "$out")" = 404 ] && grep -q 'GET jobs, POST jobs' <<<"$out" || fail "an unknown route: $out"
-pass "DELETE jobs/ID cancels; history and shares answer; an unknown route lists the routes"
+pass "DELETE jobs/ID cancels; history, shares, accounts, reservations and transactions answer; an unknown route lists the routes"
 finish_test
