@@ -68,20 +68,9 @@ bool OneOf(std::string_view word, std::initializer_list<std::string_view> names)
                      [&](std::string_view n) { return EqualsIgnoreCase(word, n); });
 }
 
-std::vector<std::string> Commas(std::string_view text) {
-  std::vector<std::string> out;
-  for (std::size_t start = 0; start <= text.size();) {
-    const std::size_t comma = text.find(',', start);
-    const std::size_t end = comma == std::string_view::npos ? text.size() : comma;
-    if (end > start) out.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<Field>> ParseFormat(std::string_view value) {
   std::vector<Field> fields;
-  for (const std::string& item : Commas(value)) {
+  for (const std::string& item : CommaStrings(value)) {
     Field field;
     const std::size_t percent = item.find('%');
     field.name = item.substr(0, percent);
@@ -164,7 +153,7 @@ absl::StatusOr<Command> Parse(const std::vector<std::string>& words) {
         return absl::InvalidArgumentError(
             fmt::format("\"{}\": after set come Key=Value words", word));
       } else {
-        for (std::string& name : Commas(word)) c.names.push_back(std::move(name));
+        for (std::string& name : CommaStrings(word)) c.names.push_back(std::move(name));
       }
       continue;
     }
@@ -185,17 +174,17 @@ absl::StatusOr<Command> Parse(const std::vector<std::string>& words) {
       continue;
     }
     if (names_key) {
-      for (std::string& name : Commas(value)) c.names.push_back(std::move(name));
+      for (std::string& name : CommaStrings(value)) c.names.push_back(std::move(name));
     } else if (account_key) {
-      for (std::string& name : Commas(value)) {
+      for (std::string& name : CommaStrings(value)) {
         (c.entity == "account" ? c.names : c.accounts).push_back(std::move(name));
       }
     } else if (OneOf(key, {"user", "users"})) {
-      for (std::string& name : Commas(value)) {
+      for (std::string& name : CommaStrings(value)) {
         (c.entity == "user" ? c.names : c.users).push_back(std::move(name));
       }
     } else if (OneOf(key, {"parent", "parentname"})) {
-      for (std::string& name : Commas(value)) c.parents.push_back(std::move(name));
+      for (std::string& name : CommaStrings(value)) c.parents.push_back(std::move(name));
     } else {
       return absl::InvalidArgumentError(fmt::format(
           "\"{}\": where takes Name=, Account=, User= and Parent=; {} the settings{}", word,

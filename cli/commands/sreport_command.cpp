@@ -83,12 +83,6 @@ absl::StatusOr<std::int64_t> ParseWhen(std::string_view key, const std::string& 
   return ParseHistoryTime(value, key, NowMs());
 }
 
-std::vector<std::string> Names(std::string_view list) {
-  std::vector<std::string> names;
-  for (std::string_view name : CommaList(list)) names.emplace_back(name);
-  return names;
-}
-
 struct Report {
   std::string kind;  // utilization, topusage, accountutilizationbyuser
   Window window;
@@ -140,9 +134,9 @@ absl::StatusOr<Report> Parse(const std::vector<std::string>& words) {
       if (!at.ok()) return at.status();
       r.window.end_ms = *at;
     } else if (EqualsIgnoreCase(key, "users") || EqualsIgnoreCase(key, "user")) {
-      r.users = Names(value);
+      r.users = CommaStrings(value);
     } else if (EqualsIgnoreCase(key, "accounts") || EqualsIgnoreCase(key, "account")) {
-      r.accounts = Names(value);
+      r.accounts = CommaStrings(value);
     } else if (EqualsIgnoreCase(key, "topcount")) {
       int n = 0;
       const auto [ptr, error] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -207,7 +201,7 @@ void Title(const SreportOptions& o, const std::string& what, const Window& w,
 
 absl::Status Run(ControllerClient& client, const SreportOptions& o, const Report& r) {
   std::vector<std::string> tres_list;
-  for (const std::string& t : Names(o.tres)) {
+  for (const std::string& t : CommaStrings(o.tres)) {
     if (EqualsIgnoreCase(t, "cpu")) {
       tres_list.emplace_back("cpu");
     } else if (EqualsIgnoreCase(t, "gres/gpu") || EqualsIgnoreCase(t, "gpu")) {

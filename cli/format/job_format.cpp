@@ -64,6 +64,11 @@ std::vector<std::string_view> CommaList(std::string_view text) {
   return items;
 }
 
+std::vector<std::string> CommaStrings(std::string_view text) {
+  const std::vector<std::string_view> items = CommaList(text);
+  return {items.begin(), items.end()};
+}
+
 std::string_view JobStateName(v1::JobState state) {
   for (const StateName& s : kJobStates) {
     if (s.state == state) return s.name;

@@ -19,6 +19,8 @@ namespace cohort::cli {
 /// The non-empty items of a comma list, as Slurm's commands read their
 /// lists (`CD,,F` is `CD,F`).
 [[nodiscard]] std::vector<std::string_view> CommaList(std::string_view text);
+/// CommaList's items as strings.
+[[nodiscard]] std::vector<std::string> CommaStrings(std::string_view text);
 
 /// PENDING, RUNNING, COMPLETING, COMPLETED, FAILED, CANCELLED, TIMEOUT,
 /// NODE_FAIL (as squeue's %T).
