@@ -27,6 +27,7 @@ constexpr std::array kFrontEnds = {
     FrontEnd{"scancel", FixedOptions<AddScancelCommand>},
     FrontEnd{"sinfo", FixedOptions<AddSinfoCommand>},
     FrontEnd{"sacct", FixedOptions<AddSacctCommand>},
+    FrontEnd{"sstat", FixedOptions<AddSstatCommand>},
     FrontEnd{"scontrol", FixedOptions<AddScontrolCommand>},
     FrontEnd{"sprio", FixedOptions<AddSprioCommand>},
     FrontEnd{"sshare", FixedOptions<AddSshareCommand>},

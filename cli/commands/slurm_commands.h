@@ -16,8 +16,8 @@
 namespace cohort::cli {
 
 /// The commands, in the order docs/slurm.md lists them: sbatch, srun,
-/// salloc, squeue, scancel, sinfo, sacct, scontrol, sprio, sshare, sacctmgr,
-/// sreport.
+/// salloc, squeue, scancel, sinfo, sacct, sstat, scontrol, sprio, sshare,
+/// sacctmgr, sreport.
 [[nodiscard]] std::span<const std::string_view> SlurmCommandNames();
 
 /// Whether `program` (argv[0]'s file name) is one of them.
@@ -47,6 +47,7 @@ void AddSqueueCommand(CLI::App& app, int& exit_code);
 void AddScancelCommand(CLI::App& app, int& exit_code);
 void AddSinfoCommand(CLI::App& app, int& exit_code);
 void AddSacctCommand(CLI::App& app, int& exit_code);
+void AddSstatCommand(CLI::App& app, int& exit_code);
 void AddScontrolCommand(CLI::App& app, int& exit_code);
 void AddSprioCommand(CLI::App& app, int& exit_code);
 void AddSshareCommand(CLI::App& app, int& exit_code);

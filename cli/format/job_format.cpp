@@ -427,6 +427,28 @@ std::string FormatCpuTime(std::int64_t ms) {
   return FormatSlurmTime(std::chrono::seconds(ms / 1000));
 }
 
+std::string FormatUsageSize(std::int64_t kb) {
+  constexpr std::int64_t kKiB = 1024;
+  if (kb < kKiB) return fmt::format("{}K", std::max<std::int64_t>(kb, 0));
+  if (kb < kKiB * kKiB) return fmt::format("{:.2f}M", static_cast<double>(kb) / kKiB);
+  if (kb < kKiB * kKiB * kKiB) {
+    return fmt::format("{:.2f}G", static_cast<double>(kb) / (kKiB * kKiB));
+  }
+  return fmt::format("{:.2f}T", static_cast<double>(kb) / (kKiB * kKiB * kKiB));
+}
+
+std::string FormatTresUsage(std::int64_t cpu_ms, std::int64_t rss_kb, std::int64_t gpu_mem_mb,
+                            int gpu_util_pct) {
+  // Slurm names TRES in their ids' order: cpu, mem, then the GRES.
+  std::string tres = fmt::format("cpu={},mem={}", FormatCpuTime(std::max<std::int64_t>(cpu_ms, 0)),
+                                 FormatUsageSize(rss_kb));
+  if (gpu_util_pct >= 0) {
+    tres += fmt::format(",gres/gpumem={},gres/gpuutil={}", FormatUsageSize(gpu_mem_mb * 1024),
+                        gpu_util_pct);
+  }
+  return tres;
+}
+
 int HostlistSize(const std::string& hostlist) {
   absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(hostlist);
   return names.ok() ? static_cast<int>(names->size()) : 0;

@@ -131,6 +131,15 @@ void PrintParsable(const std::vector<std::vector<std::string>>& rows, ParsableEn
 /// CPU time as sacct's TotalCPU: `MM:SS.mmm` under an hour, else
 /// `[D-]HH:MM:SS`.
 [[nodiscard]] std::string FormatCpuTime(std::int64_t ms);
+/// Usage as sacct's and sstat's TRESUsageInAve and TRESUsageInMax write
+/// it: `cpu=TIME,mem=SIZE`, then, where the GPUs were measured (a
+/// utilization of 0 or more), `gres/gpumem=SIZE,gres/gpuutil=PERCENT`.
+/// Sizes as Slurm prints them: `2044K`, `1.50M`, `40G`.
+[[nodiscard]] std::string FormatTresUsage(std::int64_t cpu_ms, std::int64_t rss_kb,
+                                          std::int64_t gpu_mem_mb, int gpu_util_pct);
+/// A size in kB as Slurm prints usage: `512K` below a MiB, then `1.50M`,
+/// `2.25G`.
+[[nodiscard]] std::string FormatUsageSize(std::int64_t kb);
 /// How many nodes a hostlist names (0 when it does not parse).
 [[nodiscard]] int HostlistSize(const std::string& hostlist);
 /// How many nodes the step runs on (its hostlist's).

@@ -25,6 +25,20 @@ namespace {
 
 using Step = const v1::JobStep*;
 
+enum class Usage { kAve, kMax };
+
+// TRESUsageInAve or Max of a job's own launch or a step (their messages
+// name the figures alike); empty before any of its ranks ended.
+template <typename Message>
+std::string TresIn(const Message& m, Usage which) {
+  if (m.total_cpu_ms() == 0 && m.max_rss_kb() == 0 && !m.has_gpu()) return {};
+  const bool max = which == Usage::kMax;
+  const int util = !m.has_gpu() ? -1 : max ? m.gpu().util_max_pct() : m.gpu().util_ave_pct();
+  return FormatTresUsage(max ? m.max_cpu_ms() : m.ave_cpu_ms(),
+                         max ? m.max_rss_kb() : m.ave_rss_kb(),
+                         max ? m.gpu().mem_max_mb() : m.gpu().mem_ave_mb(), util);
+}
+
 // A time as sacct writes it: local, or Unknown when it has not come.
 std::string When(std::int64_t epoch_ms) {
   return epoch_ms > 0 ? FormatTimestamp(epoch_ms) : std::string("Unknown");
@@ -146,6 +160,23 @@ constexpr AccountingField kFields[] = {
      [](const v1::Job& j, Step s, auto) {
        const std::int64_t ms = s != nullptr ? s->total_cpu_ms() : j.total_cpu_ms();
        return ms > 0 ? FormatCpuTime(ms) : std::string("00:00:00");
+     }},
+    {"AveRSS", 10, Align::kRight,
+     [](const v1::Job& j, Step s, auto) {
+       return FormatMaxRss(s != nullptr ? s->ave_rss_kb() : j.ave_rss_kb());
+     }},
+    {"AveCPU", 10, Align::kRight,
+     [](const v1::Job& j, Step s, auto) {
+       const std::int64_t ms = s != nullptr ? s->ave_cpu_ms() : j.ave_cpu_ms();
+       return ms > 0 ? FormatCpuTime(ms) : std::string("00:00:00");
+     }},
+    {"TRESUsageInAve", 40, Align::kLeft,
+     [](const v1::Job& j, Step s, auto) {
+       return s != nullptr ? TresIn(*s, Usage::kAve) : TresIn(j, Usage::kAve);
+     }},
+    {"TRESUsageInMax", 40, Align::kLeft,
+     [](const v1::Job& j, Step s, auto) {
+       return s != nullptr ? TresIn(*s, Usage::kMax) : TresIn(j, Usage::kMax);
      }},
     {"Reason", 20, Align::kLeft,
      [](const v1::Job& j, Step s, auto) { return s != nullptr ? s->reason() : j.reason(); }},

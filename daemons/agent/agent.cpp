@@ -46,6 +46,20 @@ constexpr std::chrono::seconds kStopDeadline{10};
 constexpr std::chrono::seconds kPollInterval{1};
 constexpr int kNoticeQueueBytes = 4 << 20;
 
+// NVML for the samples of what launches use, where they are taken and the
+// driver is there; the agent goes on without.
+std::unique_ptr<GpuUsageReader> OpenGpuUsage(const AgentSettings& settings) {
+  if (settings.fake_exec || settings.gather_interval.count() == 0) return nullptr;
+  absl::StatusOr<std::unique_ptr<GpuUsageReader>> reader =
+      GpuUsageReader::Open(nvml::LibraryPath());
+  if (!reader.ok()) {
+    AgentLog().log(absl::IsNotFound(reader.status()) ? spdlog::level::debug : spdlog::level::warn,
+                   "gpu_usage_off reason={:?}", std::string(reader.status().message()));
+    return nullptr;
+  }
+  return *std::move(reader);
+}
+
 std::string NodeNames(const std::vector<NodeSetup>& nodes) {
   std::vector<std::string> names;
   names.reserve(nodes.size());
@@ -58,6 +72,7 @@ std::string NodeNames(const std::vector<NodeSetup>& nodes) {
 Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
     : loop_(loop),
       settings_(std::move(settings)),
+      gpu_usage_(OpenGpuUsage(settings_)),
       environment_{.auth_type = settings_.auth_type,
                    .munge_socket = settings_.munge_socket,
                    .auth_key = settings_.auth_key,
@@ -73,7 +88,9 @@ Agent::Agent(boost::asio::io_context& loop, AgentSettings settings)
                              .container_hooks_dir = settings_.container_hooks_dir,
                              .container_state_dir = settings_.spool_dir + "/containers",
                              .imex_channel_dir = settings_.imex_channel_dir,
-                             .imex_dev_major = settings_.imex_dev_major}},
+                             .imex_dev_major = settings_.imex_dev_major,
+                             .gather_interval = settings_.gather_interval,
+                             .gpus = gpu_usage_.get()}},
       work_(boost::asio::make_work_guard(loop)),
       stop_signals_(loop, SIGINT, SIGTERM),
       stop_deadline_(loop),

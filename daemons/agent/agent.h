@@ -21,6 +21,7 @@
 #include "agent_options.h"
 #include "child_reaper.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "gpu_usage.h"
 #include "http_server.h"
 #include "image_prefetcher.h"
 #include "step_launcher.h"
@@ -64,6 +65,9 @@ class Agent {
 
   boost::asio::io_context& loop_;
   AgentSettings settings_;
+  /// The nodes' GPUs as NVML reads them, for the samples of what launches
+  /// use; null without NVML (or without samples).
+  std::unique_ptr<GpuUsageReader> gpu_usage_;
   NodeEnvironment environment_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   boost::asio::signal_set stop_signals_;

@@ -306,6 +306,7 @@ absl::StatusOr<AgentSettings> ResolveSettings(const AgentOptions& options) {
   settings.cluster_name = config->cluster_name;
   settings.health_program = config->health_check_program;
   settings.health_interval = config->health_check_interval;
+  settings.gather_interval = config->job_acct_gather_frequency;
   settings.prolog = config->prolog;
   settings.epilog = config->epilog;
   settings.script_timeout = config->prolog_epilog_timeout;

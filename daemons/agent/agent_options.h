@@ -81,6 +81,7 @@ struct AgentSettings {
   std::vector<NodeSetup> nodes;             ///< one for a real node; one per emulated node
   std::string health_program;               ///< HealthCheckProgram; empty: none
   std::chrono::seconds health_interval{0};  ///< HealthCheckInterval; 0: never
+  std::chrono::seconds gather_interval{0};  ///< JobAcctGatherFrequency; 0: never
   int http_port = -1;                       ///< the metrics' HTTP port; -1: none
   std::string http_port_file;
   std::string http_address;

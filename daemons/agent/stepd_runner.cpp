@@ -25,6 +25,7 @@
 #include "launch_isolation.h"
 #include "launch_plans.h"
 #include "launch_tasks.h"
+#include "process_usage.h"
 
 namespace cohort::agent {
 namespace {
@@ -392,6 +393,10 @@ void StepdRunner::OnStepdExit(step::LaunchId id, std::uint64_t serial, int wait_
 }
 
 void StepdRunner::Poll() {
+  if (settings_.gather_interval.count() > 0 && std::chrono::steady_clock::now() >= next_sample_) {
+    next_sample_ = std::chrono::steady_clock::now() + settings_.gather_interval;
+    SampleUsage();
+  }
   const auto now = std::chrono::system_clock::now();
   for (auto it = runs_.begin(); it != runs_.end();) {
     const step::LaunchId id = it->first;
@@ -426,6 +431,75 @@ void StepdRunner::Poll() {
     }
     ++it;
   }
+}
+
+void StepdRunner::SampleUsage() {
+  std::vector<Runs::value_type*> live;
+  for (Runs::value_type& entry : runs_) {
+    if (!entry.second.tracker.Record().Done() &&
+        !entry.second.tracker.Record().LiveRanks().empty()) {
+      live.push_back(&entry);
+    }
+  }
+  if (live.empty()) return;
+  const ProcessTable processes = ProcessTable::Read();
+  const double tick_ms = ProcessTable::TickMs();
+  const std::int64_t page_kb = ProcessTable::PageKb();
+  const std::vector<GpuReading> gpus =
+      settings_.gpus != nullptr ? settings_.gpus->Read() : std::vector<GpuReading>{};
+  v1::AgentMessage message;
+  v1::UsageReport& report = *message.mutable_usage();
+  report.set_sampled_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].util_pct < 0) continue;
+    v1::GpuSample& sample = *report.add_gpus();
+    sample.set_index(static_cast<int>(i));
+    sample.set_util_pct(gpus[i].util_pct);
+    sample.set_mem_used_mb(gpus[i].mem_used_mb);
+  }
+  for (Runs::value_type* entry : live) {
+    const step::LaunchId id = entry->first;
+    Run& run = entry->second;
+    v1::LaunchUsage& launch = *report.add_launches();
+    launch.set_job_id(id.job_id);
+    launch.set_attempt(id.attempt);
+    if (id.step != step::kOwnLaunch) launch.set_step(id.step);
+    launch.set_gpus(run.gpus);
+    for (const auto& [rank, pid] : run.tracker.Record().LiveRanks()) {
+      const TreeUsage tree = processes.Subtree(pid, tick_ms, page_kb);
+      std::int64_t& peak = run.peak_rss_kb[rank];
+      peak = std::max(peak, tree.rss_kb);
+      v1::TaskSample& task = *launch.add_tasks();
+      task.set_rank(rank);
+      task.set_cpu_ms(tree.cpu_ms);
+      task.set_rss_kb(tree.rss_kb);
+      task.set_max_rss_kb(peak);
+    }
+    // The launch's GPUs that NVML read.
+    int measured = 0;
+    int busiest = 0;
+    std::int64_t util = 0;
+    std::int64_t memory = 0;
+    std::int64_t fullest = 0;
+    for (std::size_t i = 0; i < gpus.size() && i < nvml::kMaxGpus; ++i) {
+      if (((run.gpus >> i) & 1U) == 0 || gpus[i].util_pct < 0) continue;
+      ++measured;
+      util += gpus[i].util_pct;
+      busiest = std::max(busiest, gpus[i].util_pct);
+      memory += gpus[i].mem_used_mb;
+      fullest = std::max(fullest, gpus[i].mem_used_mb);
+    }
+    if (measured > 0) {
+      ++run.gpu_samples;
+      run.gpu_util_sum += util / measured;
+      run.gpu_util_max = std::max(run.gpu_util_max, busiest);
+      run.gpu_mem_max_mb = std::max(run.gpu_mem_max_mb, fullest);
+      run.gpu_mem_sum_mb += memory / measured;
+    }
+  }
+  send_(std::move(message));
 }
 
 void StepdRunner::Refresh(step::LaunchId id, Run& run) {
@@ -509,6 +583,13 @@ void StepdRunner::Forward(step::LaunchId id, Run& run, const step::LaunchReport&
           exited->set_signal(r.signal);
           exited->set_max_rss_kb(r.max_rss_kb);
           exited->set_cpu_ms(r.cpu_ms);
+          if (run.gpu_samples > 0) {
+            v1::GpuUsage& gpu = *exited->mutable_gpu();
+            gpu.set_util_ave_pct(static_cast<int>(run.gpu_util_sum / run.gpu_samples));
+            gpu.set_util_max_pct(run.gpu_util_max);
+            gpu.set_mem_max_mb(run.gpu_mem_max_mb);
+            gpu.set_mem_ave_mb(run.gpu_mem_sum_mb / run.gpu_samples);
+          }
           send_(std::move(message));
           LaunchLog().log(
               r.exit_code == 0 && r.signal == 0 ? spdlog::level::debug : spdlog::level::info,

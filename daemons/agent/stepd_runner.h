@@ -22,6 +22,7 @@
 #include "child_reaper.h"
 #include "cohort/engine/engine_types.h"
 #include "cohort/v1/cohort.grpc.pb.h"
+#include "gpu_usage.h"
 #include "image_prefetcher.h"
 #include "job_scripts.h"
 #include "launch_file.h"
@@ -55,6 +56,11 @@ struct StepdSettings {
   /// are and their major (-1: from /proc/devices); empty dir: no IMEX.
   std::string imex_channel_dir;
   int imex_dev_major = -1;
+  /// JobAcctGatherFrequency: how often what live launches use is sampled
+  /// and sent (UsageReport); 0: never. `gpus` reads the node's GPUs (null:
+  /// no NVML); it outlives the runner.
+  std::chrono::seconds gather_interval{0};
+  const GpuUsageReader* gpus = nullptr;
 };
 
 /// Runs each Launch as a spool folder and a cohort-stepd that starts and
@@ -118,6 +124,15 @@ class StepdRunner final : public LaunchRunner {
     bool batch = false;      ///< the job's batch script (signals to "every rank" pass it by)
     std::vector<int> cpus;   ///< the PUs it holds (binding::GrantCpus); empty: none
     std::uint64_t gpus = 0;  ///< mask of the GPUs it holds
+    /// What the samples saw: each rank's largest resident memory, and its
+    /// GPUs' utilization and memory in use (per GPU: each sample's average
+    /// added up, and the most of one), reported with each rank's end.
+    std::map<int, std::int64_t> peak_rss_kb;
+    int gpu_samples = 0;
+    std::int64_t gpu_util_sum = 0;
+    int gpu_util_max = 0;
+    std::int64_t gpu_mem_max_mb = 0;
+    std::int64_t gpu_mem_sum_mb = 0;
   };
   using Runs = std::map<step::LaunchId, Run>;
 
@@ -147,6 +162,8 @@ class StepdRunner final : public LaunchRunner {
   void Forward(step::LaunchId id, Run& run, const step::LaunchReport& report);
   /// Once the launch is done: when it ended, from its event file.
   static void NoteEnd(Run& run);
+  /// Samples what every live launch uses and sends it (UsageReport).
+  void SampleUsage();
   void ArmKill(step::LaunchId id, Run& run, std::chrono::steady_clock::time_point at);
   /// The launches of `job_id` (its own and its steps') whose ranks may
   /// still run.
@@ -170,6 +187,7 @@ class StepdRunner final : public LaunchRunner {
   /// Jobs told to stop here (Terminate without a step), until JobReleased.
   std::set<std::int64_t> terminating_;
   std::uint64_t serials_ = 0;
+  std::chrono::steady_clock::time_point next_sample_{};
   std::unique_ptr<JobScripts> scripts_;  ///< set when the cluster has a Prolog or an Epilog
   NodeMetrics counters_;                 ///< launches started and failed, stepd start times
   ImagePrefetcher& images_;

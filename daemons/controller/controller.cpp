@@ -336,8 +336,10 @@ void Controller::Notify(JobId id) {
     watch_hub_.Publish(id, std::move(event),
                        finished ? JobWatcher::Last::kYes : JobWatcher::Last::kNo);
   }
-  if (finished || job->state == JobState::kPending)
-    state_.bindings.erase(id);  // ended, or requeued
+  if (finished || job->state == JobState::kPending) {  // ended, or requeued
+    state_.bindings.erase(id);
+    state_.usage.Forget(id);
+  }
   if (finished) state_.envs.erase(id);
   // A step's command is needed until its launches are out; they went with
   // the effects that started it.
@@ -425,7 +427,8 @@ void Controller::Metrics(Reply<std::string> reply) {
                                    .rpc_calls_refused = call_rate_.Refused(),
                                    .agent_reports_refused = agent_hub_.RefusedReports(),
                                    .state_write_stalls = outbox_.Stalls(),
-                                   .state_writes_refused = !outbox_.WriteRefusal().ok()}));
+                                   .state_writes_refused = !outbox_.WriteRefusal().ok()},
+                          &state_.usage, state_.config.metrics_job_series));
   });
 }
 

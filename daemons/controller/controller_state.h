@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agents/nvlink_domains.h"
+#include "agents/usage_book.h"
 #include "cohort/engine/engine.h"
 #include "cohort/v1/cohort.pb.h"
 #include "job_submit_policy.h"
@@ -55,6 +56,8 @@ struct ControllerState {
   /// Pending jobs' container images pulled ahead (ImagePrefetch): what to
   /// tell of each, while there is something.
   std::unordered_map<JobId, std::string> image_status;
+  /// What running launches use now, as their agents sampled it.
+  UsageBook usage;
 
   /// The job as the API shows it (store/wire.h's JobToWire, with what only
   /// the controller knows).
@@ -62,6 +65,9 @@ struct ControllerState {
     controller::JobToWire(job, specs[job.id], engine, queue_position, out);
     if (const auto it = image_status.find(job.id); it != image_status.end()) {
       out->set_image_status(it->second);
+    }
+    if (job.state == JobState::kRunning) {
+      if (std::optional<v1::LiveUsage> now = usage.Whole(job.id)) *out->mutable_usage() = *now;
     }
   }
 };

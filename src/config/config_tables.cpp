@@ -101,6 +101,8 @@ constexpr auto kDaemonAndPriorityRows = std::to_array<conf::KeyRow<G>>({
     {"JobSubmitScript", &SetPath<&C::job_submit_script>},
     {"PrologEpilogTimeout", &conf::Set<G, &ParsePositiveSeconds, &C::prolog_epilog_timeout>},
     {"HealthCheckInterval", &conf::Set<G, &ParsePositiveSeconds, &C::health_check_interval>},
+    {"MetricsJobSeries", &conf::Set<G, &ParseIntFrom<0, 100000>, &C::metrics_job_series>},
+    {"JobAcctGatherFrequency", &conf::Set<G, &ParseGatherFrequency, &C::job_acct_gather_frequency>},
     {"KillWait", &conf::Set<G, &ParseNonNegativeSeconds, &C::kill_wait>},
     {"MaxBatchRequeue", &conf::Set<G, &ParseIntFrom<0, C::kMaxRestarts>, &C::max_batch_requeue>},
     {"RequeueBackoff", &conf::Set<G, &ParseRequeueBackoff, &C::requeue_backoff>},

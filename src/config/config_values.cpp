@@ -643,6 +643,28 @@ bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnos
   return true;
 }
 
+bool ParseGatherFrequency(const conf::Word& word, std::chrono::seconds& out,
+                          Diagnostics& diagnostics) {
+  std::string_view text = word.value;
+  if (text.size() > 5 && EqualsIgnoreCase(text.substr(0, 5), "task=")) text.remove_prefix(5);
+  constexpr long long kDay = 86400;
+  long long seconds = -1;
+  if (!text.empty() && text.size() <= 6 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    seconds = std::stoll(std::string(text));
+  }
+  if (seconds < 0 || seconds > kDay) {
+    diagnostics.Error(
+        word.value_at, fmt::format("JobAcctGatherFrequency={} is no sample period", word.value),
+        "write the seconds between samples of what jobs use, e.g. JobAcctGatherFrequency=30 or "
+        "task=30 (0: never; at most 86400); Cohort samples tasks alone, not energy, network "
+        "or filesystem");
+    return false;
+  }
+  out = std::chrono::seconds(seconds);
+  return true;
+}
+
 bool ParseContainerRuntime(const conf::Word& word, std::string& out, Diagnostics& diagnostics) {
   return ParseChoice(
       word, "ContainerRuntime", {"builtin", "none"},

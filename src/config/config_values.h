@@ -124,6 +124,12 @@ template <long long kLo, long long kHi>
                                          Diagnostics& diagnostics);
 /// MpiDefault=: an MPI type (launch::CanonicalMpiType), stored canonical.
 [[nodiscard]] bool ParseMpiType(const conf::Word& word, std::string& out, Diagnostics& diagnostics);
+/// JobAcctGatherFrequency=: seconds between the agents' samples of what
+/// launches use, as `N` or Slurm's `task=N` (its other kinds, energy=,
+/// network= and filesystem=, are gathered by nothing here: refused); 0:
+/// never. At most a day.
+[[nodiscard]] bool ParseGatherFrequency(const conf::Word& word, std::chrono::seconds& out,
+                                        Diagnostics& diagnostics);
 /// StateBackend=: sqlite or postgresql, stored in lowercase.
 /// ContainerRuntime=: "builtin" or "none" (any case), lowercased.
 [[nodiscard]] bool ParseContainerRuntime(const conf::Word& word, std::string& out,

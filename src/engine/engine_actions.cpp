@@ -147,24 +147,17 @@ void Engine::StepRankExited(JobId id, int step, NodeId node, int exit_code, int 
                             now, effects);
 }
 
-void Engine::AddUsage(JobId id, std::optional<int> step, std::int64_t max_rss_kb,
-                      std::int64_t cpu_ms) {
+void Engine::AddUsage(JobId id, std::optional<int> step, const RankUsage& usage) {
   Job* job = core_->book.Find(id);
-  // A rank's usage past a century of CPU time is no report but a lie, and
-  // would overflow the sum.
-  constexpr std::int64_t kMostCpuMs = std::int64_t{1} << 52;
-  if (job == nullptr || max_rss_kb < 0 || cpu_ms < 0 || cpu_ms > kMostCpuMs) return;
-  std::int64_t* peak = &job->run.own_max_rss_kb;
-  std::int64_t* cpu = &job->run.own_cpu_ms;
+  if (job == nullptr) return;
+  TaskUsage* into = &job->run.own_usage;
   if (step) {
     const auto it = std::find_if(job->run.steps.begin(), job->run.steps.end(),
                                  [&](const JobStep& s) { return s.id == *step; });
     if (it == job->run.steps.end()) return;
-    peak = &it->max_rss_kb;
-    cpu = &it->cpu_ms;
+    into = &it->usage;
   }
-  *peak = std::max(*peak, max_rss_kb);
-  *cpu = std::min(*cpu + cpu_ms, kMostCpuMs);  // both at most 2^52: no overflow
+  AddRankUsage(*into, usage);
 }
 
 void Engine::StepLaunchFailed(JobId id, int step, NodeId node, const std::string& reason,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cohort/engine/job.h"
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -236,6 +237,37 @@ std::string DisplayId(const Job& job) {
                        FormatArrayTasks(job.array.pending, job.request.array.max_running));
   }
   return std::to_string(job.id);
+}
+
+bool AddRankUsage(TaskUsage& usage, const RankUsage& rank) {
+  // Past these a figure is no report but a lie, and would overflow a sum:
+  // a century of CPU time, a petabyte of memory, 2^31 ranks.
+  constexpr std::int64_t kMostCpuMs = std::int64_t{1} << 52;
+  constexpr std::int64_t kMostKb = std::int64_t{1} << 40;
+  constexpr int kMostRanks = 1 << 30;
+  const auto percent = [](int p) { return p >= 0 && p <= 100; };
+  if (rank.max_rss_kb < 0 || rank.max_rss_kb > kMostKb || rank.cpu_ms < 0 ||
+      rank.cpu_ms > kMostCpuMs || usage.ranks >= kMostRanks) {
+    return false;
+  }
+  if (rank.gpu_measured &&
+      (!percent(rank.gpu_util_ave) || !percent(rank.gpu_util_max) || rank.gpu_mem_max_mb < 0 ||
+       rank.gpu_mem_max_mb > kMostKb || rank.gpu_mem_ave_mb < 0 || rank.gpu_mem_ave_mb > kMostKb)) {
+    return false;
+  }
+  usage.max_rss_kb = std::max(usage.max_rss_kb, rank.max_rss_kb);
+  usage.cpu_ms = std::min(usage.cpu_ms + rank.cpu_ms, kMostCpuMs);  // both ≤ 2^52: no overflow
+  usage.max_cpu_ms = std::max(usage.max_cpu_ms, rank.cpu_ms);
+  usage.rss_sum_kb += rank.max_rss_kb;  // ≤ 2^30 ranks × 2^40 kB: no overflow
+  ++usage.ranks;
+  if (rank.gpu_measured) {
+    usage.gpu_util_max = std::max(usage.gpu_util_max, rank.gpu_util_max);
+    usage.gpu_util_sum += rank.gpu_util_ave;
+    ++usage.gpu_ranks;
+    usage.gpu_mem_max_mb = std::max(usage.gpu_mem_max_mb, rank.gpu_mem_max_mb);
+    usage.gpu_mem_sum_mb += rank.gpu_mem_ave_mb;
+  }
+  return true;
 }
 
 bool IsFinished(JobState state) {

@@ -104,8 +104,7 @@ PastAttempt Lifecycle::PastOf(const Job& job, Millis now) const {
                    .exit_code = job.run.exit_code,
                    .exit_signal = job.run.exit_signal,
                    .reason = job.reason,
-                   .own_max_rss_kb = job.run.own_max_rss_kb,
-                   .own_cpu_ms = job.run.own_cpu_ms,
+                   .own_usage = job.run.own_usage,
                    .steps = job.run.steps};
   past.nodes.reserve(job.run.placement.grants.size());
   for (const alloc::NodeGrant& g : job.run.placement.grants) {
@@ -665,8 +664,7 @@ void Lifecycle::RestartOwnLaunch(Job& job, Effects& effects) {
   job.run.next_step = FirstStep(job);
   job.run.exit_code = 0;
   job.run.exit_signal = 0;
-  job.run.own_max_rss_kb = 0;
-  job.run.own_cpu_ms = 0;
+  job.run.own_usage = {};
   std::fill(job.run.exited_ok.begin(), job.run.exited_ok.end(), 0);
   job.run.master_port = MasterPort(job);
   // A newer attempt's launch stops what an older one left on the node

@@ -24,6 +24,9 @@ wait_until 30 running || fail "jobs $four and $one did not start"
 considered() { [ "$(job_reason "$wide")" = Resources ]; }
 wait_until 30 considered || fail "job $wide waits for $(job_reason "$wide")"
 token=$(cohort token | sed -n 's/^COHORT_TOKEN=//p')
+# A maintenance window an hour ahead, for the reservations' table.
+"$BIN/cli/slurm/scontrol" create reservation ReservationName=window StartTime=now+3600 Duration=30 \
+  Nodes=node16 Users=root Flags=MAINT >/dev/null || fail "scontrol create reservation failed"
 
 # chromium URL ARGS...: the page after its scripts ran (virtual time lets
 # the first refresh and the job's explanation arrive), as HTML on stdout.
@@ -68,10 +71,11 @@ if len(page.placed_nodes) != 4: problems.append(f"nodes marked for the 4-node jo
 if "best possible is 1" not in text: problems.append("no placement against the best possible")
 if "optimal" not in text: problems.append("the placement is not called optimal")
 if "RUNNING" not in text or "PENDING" not in text: problems.append("no RUNNING and PENDING states")
+if "window" not in text or "MAINT" not in text: problems.append("the reservation window is not listed")
 for p in problems: print("dashboard:", p)
 sys.exit(1 if problems else 0)
 PY
-pass "the queue lists jobs $four, $one and $wide; the tree marks job $four's 4 nodes on 1 leaf, optimal"
+pass "the queue lists jobs $four, $one and $wide; the tree marks job $four's 4 nodes on 1 leaf, optimal; the maintenance window is listed"
 
 chromium_run "$base/#token=$token&job=$four" --screenshot="$WORK/dashboard.png" >/dev/null
 [ -s "$WORK/dashboard.png" ] && [ "$(head -c 4 "$WORK/dashboard.png" | tail -c 3)" = PNG ] ||

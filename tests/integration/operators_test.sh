@@ -11,11 +11,23 @@
 # by node count takes one leaf switch's nodes, and its job runs there.
 # After kill -9 the tree, the budget's use, the audit and the reservations
 # are all there; sreport's figures are the jobs' use as sacct shows it.
+# What a job uses: the agents sample each second (JobAcctGatherFrequency=1)
+# through a stand-in for NVIDIA's NVML (built by the tests) that answers
+# recorded utilization and memory; sstat shows a running step's CPU,
+# memory and GPUs, /metrics and the REST API's job mark its GPUs idle once
+# the recording says so, and sacct keeps the step's figures after it ends.
 source "$(dirname "$0")/lib.sh"
 SLURM_BIN=$BIN/cli/slurm
 export PATH="$SLURM_BIN:$BIN/cli:$PATH"
+STANDIN="$BIN/tests/unit/libcohort_nvml_standin.so"
+[ -f "$STANDIN" ] || { fail "no NVML stand-in at $STANDIN: the build makes it"; finish_test; }
+# Each of a node's 8 GPUs: no fabric, 85% busy, 30,000 MiB in use.
+for _ in 1 2 3 4 5 6 7 8; do echo "- 0 85 30000"; done >"$WORK/gpus"
+export COHORT_NVML_LIBRARY="$STANDIN" COHORT_NVML_STANDIN="$WORK/gpus"
 
-EXTRA_CONF="PriorityUsageResetPeriod=MONTHLY
+IT_HTTP=on
+EXTRA_CONF="JobAcctGatherFrequency=1
+PriorityUsageResetPeriod=MONTHLY
 AccountName=science
 AccountName=vision Parent=science GrpTRES=gres/gpu=16
 AccountName=cv Parent=vision" start_cluster
@@ -165,5 +177,45 @@ sreport -n -P -t seconds cluster accountutilizationbyuser Start=now-1hours End=n
   grep -q "^cluster|  lab|root|root|cpu|[1-9]" ||
   fail "root's line under lab: $(sreport -n -P -t seconds cluster accountutilizationbyuser Start=now-1hours End=now+1hours)"
 pass "sreport cluster utilization and accountutilizationbyuser equal the jobs' use ($sum_cpu CPU-s, $sum_gpu GPU-s)"
+
+# 7. What a job uses while it runs (sstat, /metrics, the REST API) and
+# after (sacct). Each rank holds 96 MiB and burns 2 s of CPU, then waits.
+rank="import os, time
+b = b'x' * (96 << 20)
+t = time.time()
+while time.time() - t < 2: pass
+while not os.path.exists('$WORK/stop'): time.sleep(0.2)"
+job=$(sbatch --parsable -N 2 --gpus-per-node=2 -t 5 -o "$WORK/use.out" \
+  --wrap "srun -N 2 --ntasks-per-node=1 python3 -c \"$rank\"") || fail "sbatch of the usage job failed"
+sampled() {
+  local line
+  line=$(sstat -n -P -j "$job.0" --format=NTasks,MaxRSS,AveCPU 2>/dev/null) || return 1
+  [[ "$line" =~ ^2[|]([0-9.]+)M[|]00:0[2-9] ]] && awk -v m="${BASH_REMATCH[1]}" 'BEGIN { exit !(m >= 96) }'
+}
+wait_until 30 sampled || fail "sstat never showed 2 tasks of 96M and 2 s each: $(sstat -j "$job.0" 2>&1)"
+line=$(sstat -n -P -j "$job" --format=JobID,NTasks,TRESUsageInAve,MaxRSSNode)
+grep -q "^$job\.batch|1|" <<<"$line" || fail "sstat -j $job shows no batch step: $line"
+grep -q "^$job\.0|2|cpu=00:0[2-9]\.[0-9]*,mem=[0-9.]*M,gres/gpumem=29\.30G,gres/gpuutil=85|node" <<<"$line" ||
+  fail "sstat's step 0 is not 2 tasks on 85% busy GPUs: $line"
+out=$(sstat -j "$job.7" 2>&1) && fail "sstat of a step that is not running succeeded: $out"
+pass "sstat shows a running step's tasks, CPU time, memory and GPUs ($(cut -d'|' -f3 <<<"${line#*$'\n'}"))"
+
+# The GPUs go idle: /metrics and the job as the REST API shows it say so.
+for _ in 1 2 3 4 5 6 7 8; do echo "- 0 0 30000"; done >"$WORK/gpus"
+idle() { web "$(web_base)/api/v1/jobs/$job" | grep -q '"gpu_idle_since_ms": *"[1-9]'; }
+wait_until 20 idle || fail "the job's GPUs never showed idle: $(web "$(web_base)/api/v1/jobs/$job")"
+metrics=$(web -f "$(web_base)/metrics")
+grep -q "^cohort_job_gpu_utilization_ratio{job=\"$job\",user=\"root\",account=\"[a-z]*\",partition=\"gpu\"} 0$" <<<"$metrics" ||
+  fail "/metrics has no idle utilization for job $job: $(grep cohort_job_ <<<"$metrics")"
+grep -q "^cohort_job_gpus{job=\"$job\",.*} 4$" <<<"$metrics" || fail "/metrics does not count job $job's 4 GPUs"
+grep -q "^cohort_job_gpus_idle_seconds{job=\"$job\"" <<<"$metrics" || fail "/metrics has no idle time"
+pass "a job whose GPUs went idle is marked so in the REST API and /metrics"
+
+touch "$WORK/stop"
+wait_until 30 finished "$job" || fail "the usage job did not end"
+line=$(sacct -n -P -j "$job" --format=JobID,AveRSS,MaxRSS,AveCPU,TRESUsageInMax | grep "^$job\.0|")
+[[ "$line" =~ ^$job\.0[|]([0-9]+)K[|]([0-9]+)K[|]00:0[2-9]\.[0-9]+[|]cpu=00:0[2-9]\.[0-9]+,mem=[0-9.]+M,gres/gpumem=29\.30G,gres/gpuutil=85$ ]] &&
+  [ "${BASH_REMATCH[1]}" -ge 98304 ] || fail "sacct's step 0 after the job: $line"
+pass "sacct keeps the step's usage: AveRSS, MaxRSS, AveCPU and TRESUsageInMax with the GPUs ($line)"
 
 finish_test

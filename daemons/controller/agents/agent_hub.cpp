@@ -256,7 +256,13 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
     case v1::AgentMessage::kRankExited: {
       const v1::RankExited& e = message.rank_exited();
       engine.AddUsage(e.job_id(), e.has_step() ? std::optional(e.step()) : std::nullopt,
-                      e.max_rss_kb(), e.cpu_ms());
+                      {.max_rss_kb = e.max_rss_kb(),
+                       .cpu_ms = e.cpu_ms(),
+                       .gpu_measured = e.has_gpu(),
+                       .gpu_util_ave = e.gpu().util_ave_pct(),
+                       .gpu_util_max = e.gpu().util_max_pct(),
+                       .gpu_mem_max_mb = e.gpu().mem_max_mb(),
+                       .gpu_mem_ave_mb = e.gpu().mem_ave_mb()});
       if (e.has_step()) {
         engine.StepRankExited(e.job_id(), e.step(), node, e.exit_code(), e.signal(), now, effects);
       } else {
@@ -288,6 +294,9 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
     case v1::AgentMessage::kImagePrepared:
       if (options_.on_image_prepared) options_.on_image_prepared(node, message.image_prepared());
       break;
+    case v1::AgentMessage::kUsage:
+      OnUsage(node, message.usage(), now);
+      break;
     case v1::AgentMessage::kHeartbeat: {
       // The agent counts its silence from the last answer it had: past
       // NodeTimeout it stops the ranks the controller has given up on.
@@ -300,6 +309,29 @@ void AgentHub::OnReport(AgentLink* link, NodeId node, const v1::AgentMessage& me
       break;
   }
   sink_.Execute(effects);
+}
+
+void AgentHub::OnUsage(NodeId node, const v1::UsageReport& report, Millis now) {
+  const std::string& name = state_.topology->NodeName(node);
+  if (absl::Status checked = CheckUsageReport(report); !checked.ok()) {
+    Log("controller")
+        ->warn("agent_report_refused node={} report=usage reason={:?}", name,
+               std::string(checked.message()));
+    ++refused_reports_;
+    return;
+  }
+  // Believed only for jobs the engine runs there, at the attempt it runs.
+  std::vector<UsageBook::Accepted> accepted;
+  for (const v1::LaunchUsage& launch : report.launches()) {
+    const Job* job = state_.engine.FindJob(launch.job_id());
+    if (job == nullptr || job->state != JobState::kRunning ||
+        !state_.engine.Placed(launch.job_id(), node) || job->run.attempt != launch.attempt()) {
+      continue;
+    }
+    accepted.push_back({.launch = &launch});
+  }
+  // The node's clock may differ; the sample is as old as its arrival.
+  state_.usage.Record(node, name, now, accepted, report);
 }
 
 absl::Status AgentHub::Refusal(const v1::Register& message, AgentLink* link) const {
@@ -351,6 +383,8 @@ void AgentHub::Register(AgentLink* link, const v1::Register& message) {
   links_[node] = link;
   link_nodes_[link] = node;
   last_heard_[node] = ControllerState::Now();
+  // A new agent samples its launches afresh.
+  state_.usage.ForgetNode(node);
   const NodeReport report = ReportOf(message);
   Effects effects;
   (void)state_.engine.NodeRegistered(node, report, ControllerState::Now(), effects);

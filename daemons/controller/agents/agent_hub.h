@@ -98,6 +98,9 @@ class AgentHub {
   /// prolog the job is requeued.
   void OnScriptFailed(NodeId node, const v1::ScriptFailed& failed, Millis now, Effects& effects);
   void OnHealth(NodeId node, const v1::NodeHealth& health, Effects& effects);
+  /// A node's sample of what its launches use (UsageBook): kept for the
+  /// launches of jobs that run there; a report past its bounds is refused.
+  void OnUsage(NodeId node, const v1::UsageReport& report, Millis now);
   void FailLaunch(const LaunchCommand& launch);
   /// The job's environment when memory has it, else null.
   [[nodiscard]] const v1::JobSpec* KnownEnvironment(const Job& job);

@@ -49,6 +49,75 @@ void JobGauges(Exposition& out, const Engine& engine) {
   }
 }
 
+// What the running jobs sampled use, labelled by job, user, account and
+// partition: the `most` holding the most GPUs (then the oldest), so that a
+// cluster of many small jobs does not grow the scrape without bound.
+void JobUsageGauges(Exposition& out, const Engine& engine, const UsageBook& usage, int most) {
+  struct Sampled {
+    const Job* job;
+    v1::LiveUsage now;
+  };
+  std::vector<Sampled> sampled;
+  for (const JobId id : usage.Jobs()) {
+    const Job* job = engine.FindJob(id);
+    std::optional<v1::LiveUsage> now = usage.Whole(id);
+    if (job == nullptr || job->state != JobState::kRunning || !now) continue;
+    sampled.push_back({job, *std::move(now)});
+  }
+  std::stable_sort(sampled.begin(), sampled.end(),
+                   [](const Sampled& a, const Sampled& b) { return a.now.gpus() > b.now.gpus(); });
+  const std::size_t shown = std::min(sampled.size(), static_cast<std::size_t>(std::max(most, 0)));
+  out.Family("cohort_job_usage_series_omitted", MetricType::kGauge,
+             "Running jobs sampled but left out of the cohort_job_* series (MetricsJobSeries= "
+             "bounds them; those holding the most GPUs are shown).");
+  out.Sample("cohort_job_usage_series_omitted", {}, static_cast<double>(sampled.size() - shown));
+  const auto labels = [&](const Job& job) -> Labels {
+    return {{"job", DisplayId(job)},
+            {"user", job.request.user_name},
+            {"account", job.request.account},
+            {"partition", PartitionOf(job, engine.Config())}};
+  };
+  const double now_ms = static_cast<double>(ControllerState::Now().count());
+  for (const auto& [name, help, value] :
+       {std::tuple{
+            "cohort_job_cpu_seconds",
+            "CPU time of a running job's live ranks and what they reaped, at the last "
+            "sample.",
+            +[](const v1::LiveUsage&u, double) { return static_cast<double>(u.cpu_ms()) / 1e3; }},
+        std::tuple{
+            "cohort_job_memory_rss_bytes", "Resident memory of a running job's ranks.",
+            +[](const v1::LiveUsage&u, double) { return static_cast<double>(u.rss_kb()) * 1024; }},
+        std::tuple{"cohort_job_gpus", "GPUs a running job holds on the nodes that sampled it.",
+                   +[](const v1::LiveUsage&u, double) { return static_cast<double>(u.gpus()); }},
+        std::tuple{"cohort_job_gpu_utilization_ratio",
+                   "Utilization of a running job's GPUs, averaged (NVML; absent where "
+                   "unmeasured).",
+                   +[](const v1::LiveUsage&u, double) {
+                     return u.gpu_measured() ? u.gpu_util_pct() / 100.0 : -1.0;
+                   }},
+        std::tuple{"cohort_job_gpu_memory_used_bytes",
+                   "Memory in use on a running job's GPUs, together (NVML).",
+                   +[](const v1::LiveUsage&u, double) {
+                     return u.gpu_measured() ? static_cast<double>(u.gpu_mem_mb()) * 1048576 : -1.0;
+                   }},
+        std::tuple{"cohort_job_gpus_idle_seconds",
+                   "How long every GPU of a running job has been under 5% busy; 0 while any "
+                   "is busier.",
+                   +[](const v1::LiveUsage&u, double now) {
+                     if (!u.gpu_measured()) return -1.0;
+                     return u.gpu_idle_since_ms() == 0
+                                ? 0.0
+                                : std::max(now - static_cast<double>(u.gpu_idle_since_ms()), 0.0) /
+                                      1e3;
+                   }}}) {
+    out.Family(name, MetricType::kGauge, help);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const double v = value(sampled[i].now, now_ms);
+      if (v >= 0) out.Sample(name, labels(*sampled[i].job), v);
+    }
+  }
+}
+
 void NodeGauges(Exposition& out, const Engine& engine) {
   const alloc::NodePool& pool = engine.Pool();
   const topology::Topology& topology = engine.GetTopology();
@@ -154,10 +223,12 @@ void ControllerMetrics::Commit(std::chrono::steady_clock::duration took, std::si
 }
 
 std::string ControllerMetrics::Render(const Engine& engine, std::size_t agent_streams,
-                                      const Refusals& refusals) const {
+                                      const Refusals& refusals, const UsageBook* usage,
+                                      int job_series) const {
   Exposition out;
   JobGauges(out, engine);
   NodeGauges(out, engine);
+  if (usage != nullptr) JobUsageGauges(out, engine, *usage, job_series);
   out.Family("cohort_jobs_submitted_total", MetricType::kCounter,
              "Jobs submitted (each array task split off counts too).");
   out.Sample("cohort_jobs_submitted_total", {}, static_cast<double>(submitted_));

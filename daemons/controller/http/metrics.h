@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "agents/usage_book.h"
 #include "cohort/engine/engine.h"
 #include "cohort/text/prometheus_text.h"
 
@@ -15,7 +16,9 @@
 /// it counts as it goes (submissions, starts, ends, preemptions, scheduling
 /// passes) and, at each scrape, gauges of the engine's jobs, nodes and GPUs.
 /// Labels are bounded: states, partitions, pending reasons, switches,
-/// accounts; never a job. Used on the state thread only.
+/// accounts; a job only in the usage series of the running jobs sampled,
+/// at most MetricsJobSeries= of them (those holding the most GPUs). Used on
+/// the state thread only.
 namespace cohort::controller {
 
 /// What the controller's bounds turned away (docs/operations.md,
@@ -49,10 +52,12 @@ class ControllerMetrics {
   void Commit(std::chrono::steady_clock::duration took, std::size_t records, std::size_t waiting);
 
   /// The exposition: the counters, and gauges of `engine` now, with
-  /// `agent_streams` nodes whose agent is connected, and what the bounds
-  /// turned away.
+  /// `agent_streams` nodes whose agent is connected, what the bounds
+  /// turned away, and what running jobs use (`usage`, at most `job_series`
+  /// jobs).
   [[nodiscard]] std::string Render(const Engine& engine, std::size_t agent_streams,
-                                   const Refusals& refusals = {}) const;
+                                   const Refusals& refusals = {}, const UsageBook* usage = nullptr,
+                                   int job_series = 0) const;
 
  private:
   std::uint64_t submitted_ = 0;

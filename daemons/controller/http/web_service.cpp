@@ -24,7 +24,8 @@ constexpr std::string_view kApiPrefix = "/api/v1/";
 
 // The routes of the REST API, for the answer to one that is none.
 constexpr std::string_view kRoutes =
-    "GET jobs, POST jobs, GET jobs/ID, DELETE jobs/ID, GET jobs/ID/why, GET history, GET nodes, "
+    "GET jobs, POST jobs, GET jobs/ID, DELETE jobs/ID, GET jobs/ID/why, GET jobs/ID/usage, "
+    "GET history, GET nodes, "
     "GET partitions, GET topology, GET shares, GET accounts, GET transactions, GET reservations, "
     "GET priorities";
 
@@ -312,6 +313,10 @@ void WebService::ServeApi(const HttpRequest& request, std::string_view route, An
         MessageOfQuery<v1::CancelJobRequest>(request.query);
     if (cancel.ok()) cancel->add_job_refs(std::string(id));
     call(&Controller::CancelJob, std::move(cancel));
+  } else if (collection == "jobs" && !id.empty() && sub == "usage" && method == "GET") {
+    v1::JobUsageRequest usage;
+    usage.set_job_ref(std::string(id));
+    call(&Controller::GetJobUsage, absl::StatusOr<v1::JobUsageRequest>(std::move(usage)));
   } else if (collection == "jobs" && !id.empty() && sub == "why" && method == "GET") {
     v1::ExplainJobRequest explain;
     explain.set_job_ref(std::string(id));

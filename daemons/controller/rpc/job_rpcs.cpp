@@ -223,6 +223,37 @@ void JobRpcs::GetJob(v1::GetJobRequest& request, const Identity& who,
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::GetJobResponse>(std::move(response)));
 }
 
+void JobRpcs::GetJobUsage(v1::JobUsageRequest& request, const Identity& who,
+                          Reply<v1::JobUsageResponse> reply) {
+  const Engine& engine = state_.engine;
+  const auto refuse = [&](absl::Status status) {
+    outbox_.Respond<v1::JobUsageResponse>(std::move(reply), std::move(status));
+  };
+  absl::StatusOr<JobRef> ref = ParseJobRef(request.job_ref());
+  if (!ref.ok()) return refuse(ref.status());
+  const std::vector<JobId> ids = engine.Lookup(*ref);
+  const Job* job = engine.FindJob(ids.empty() ? ref->job : ids.front());
+  if (job == nullptr || (ids.empty() && ref->task >= 0)) {
+    return refuse(absl::NotFoundError(fmt::format(
+        "job {} not found; see cohort queue, or sacct for finished jobs", request.job_ref())));
+  }
+  if (!MaySeeJob(who, job->request.uid, state_.config.private_data)) {
+    return refuse(HiddenJob(job->id));
+  }
+  if (job->state != JobState::kRunning) {
+    return refuse(absl::FailedPreconditionError(fmt::format(
+        "job {} is {}: sstat shows what running jobs use; see sacct -j {} for what it used",
+        DisplayId(*job), JobStateName(job->state), DisplayId(*job))));
+  }
+  v1::JobUsageResponse response;
+  response.set_display_id(DisplayId(*job));
+  response.set_gather_interval_s(state_.config.job_acct_gather_frequency.count());
+  for (v1::LiveUsage& launch : state_.usage.Launches(job->id, IsBatch(*job) ? "batch" : "")) {
+    *response.add_steps() = std::move(launch);
+  }
+  outbox_.Respond(std::move(reply), absl::StatusOr<v1::JobUsageResponse>(std::move(response)));
+}
+
 void JobRpcs::GetStoredJob(JobId id, const Identity& who, Reply<v1::GetJobResponse> reply) {
   // Finished long enough ago to have left memory: the store has it. Read
   // off the state thread; the answer is converted back on it (the topology

@@ -33,6 +33,10 @@ class JobRpcs {
                  Reply<v1::CancelJobResponse> reply);
   /// A job in memory, else (finished long ago) as the store keeps it.
   void GetJob(v1::GetJobRequest& request, const Identity& who, Reply<v1::GetJobResponse> reply);
+  /// sstat: what a running job's launches use now (UsageBook), for whoever
+  /// may see the job; FailedPrecondition for a job that is not running.
+  void GetJobUsage(v1::JobUsageRequest& request, const Identity& who,
+                   Reply<v1::JobUsageResponse> reply);
   void ListJobs(v1::ListJobsRequest& request, const Identity& who,
                 Reply<v1::ListJobsResponse> reply);
   /// Hold, release, requeue or checkpoint-done of each job named; partial

@@ -60,6 +60,34 @@ JobSubstate SubstateOf(const v1::JobRecord& record, JobState state) {
 // One mapping per group of the job: each writes its group's every field,
 // and reads it back.
 
+// Only where a rank's end was reported: older records have none.
+void UsageToRecord(const TaskUsage& usage, v1::TaskUsageRecord& out) {
+  out.set_rss_sum_kb(usage.rss_sum_kb);
+  out.set_ranks(usage.ranks);
+  out.set_gpu_util_max(usage.gpu_util_max);
+  out.set_gpu_util_sum(usage.gpu_util_sum);
+  out.set_gpu_ranks(usage.gpu_ranks);
+  out.set_gpu_mem_max_mb(usage.gpu_mem_max_mb);
+  out.set_gpu_mem_sum_mb(usage.gpu_mem_sum_mb);
+  out.set_max_cpu_ms(usage.max_cpu_ms);
+}
+
+// A record's figures as they were written (AddRankUsage bounded them);
+// negative counts, which it never wrote, read as none.
+TaskUsage UsageFromRecord(std::int64_t max_rss_kb, std::int64_t cpu_ms,
+                          const v1::TaskUsageRecord& r) {
+  return {.max_rss_kb = max_rss_kb,
+          .cpu_ms = cpu_ms,
+          .max_cpu_ms = r.max_cpu_ms(),
+          .rss_sum_kb = r.rss_sum_kb(),
+          .ranks = std::max(r.ranks(), 0),
+          .gpu_util_max = r.gpu_util_max(),
+          .gpu_util_sum = r.gpu_util_sum(),
+          .gpu_ranks = std::max(r.gpu_ranks(), 0),
+          .gpu_mem_max_mb = r.gpu_mem_max_mb(),
+          .gpu_mem_sum_mb = r.gpu_mem_sum_mb()};
+}
+
 void StepToRecord(const JobStep& step, v1::StepRecord& out) {
   out.set_id(step.id);
   for (std::size_t i = 0; i < step.placement.nodes.size(); ++i) {
@@ -74,8 +102,9 @@ void StepToRecord(const JobStep& step, v1::StepRecord& out) {
   out.set_reason(step.reason);
   out.set_token(step.token);
   out.set_master_port(step.master_port);
-  out.set_max_rss_kb(step.max_rss_kb);
-  out.set_cpu_ms(step.cpu_ms);
+  out.set_max_rss_kb(step.usage.max_rss_kb);
+  out.set_cpu_ms(step.usage.cpu_ms);
+  if (step.usage.ranks > 0) UsageToRecord(step.usage, *out.mutable_usage());
   out.set_tasks(step.placement.tasks);
   out.set_sharing(static_cast<int>(step.placement.sharing));
   out.set_state(static_cast<int>(step.state));
@@ -109,8 +138,9 @@ void RunToRecord(const JobRun& run, const topology::Topology& topology, v1::JobR
   r.set_warned_attempt(run.warned_attempt);
   for (const JobStep& step : run.steps) StepToRecord(step, *r.add_steps());
   r.set_next_step(run.next_step);
-  r.set_own_max_rss_kb(run.own_max_rss_kb);
-  r.set_own_cpu_ms(run.own_cpu_ms);
+  r.set_own_max_rss_kb(run.own_usage.max_rss_kb);
+  r.set_own_cpu_ms(run.own_usage.cpu_ms);
+  if (run.own_usage.ranks > 0) UsageToRecord(run.own_usage, *r.mutable_own_usage());
   for (const int channel : run.imex_channels) r.add_imex_channels(channel);
   r.set_failure_restarts(run.failure_restarts);
   for (const alloc::NodeGrant& g : run.spares) {
@@ -182,8 +212,7 @@ absl::StatusOr<JobStep> StepFromRecord(JobId id, const v1::StepRecord& s, int fi
   step.reason = s.reason();
   step.token = s.token();
   step.master_port = s.master_port() >= 20000 && s.master_port() <= 39999 ? s.master_port() : 0;
-  step.max_rss_kb = s.max_rss_kb();
-  step.cpu_ms = s.cpu_ms();
+  step.usage = UsageFromRecord(s.max_rss_kb(), s.cpu_ms(), s.usage());
   step.start_time = Millis(s.start_time_ms());
   step.end_time = Millis(s.end_time_ms());
   step.ranks_exited = s.ranks_exited();
@@ -224,8 +253,7 @@ absl::Status RunFromRecord(JobId id, const v1::JobRunRecord& r, const topology::
   GrantsFromRecord(r, topology, run);
   run.master_port = r.master_port();
   run.warned_attempt = r.warned_attempt();
-  run.own_max_rss_kb = r.own_max_rss_kb();
-  run.own_cpu_ms = r.own_cpu_ms();
+  run.own_usage = UsageFromRecord(r.own_max_rss_kb(), r.own_cpu_ms(), r.own_usage());
   run.imex_channels.assign(r.imex_channels().begin(), r.imex_channels().end());
   run.failure_restarts = std::max(r.failure_restarts(), 0);
   for (const v1::GrantRecord& g : r.spares()) {
@@ -260,8 +288,9 @@ void PastToRecord(const PastAttempt& past, v1::PastAttemptRecord& r) {
   r.set_exit_code(past.exit_code);
   r.set_exit_signal(past.exit_signal);
   r.set_reason(past.reason);
-  r.set_own_max_rss_kb(past.own_max_rss_kb);
-  r.set_own_cpu_ms(past.own_cpu_ms);
+  r.set_own_max_rss_kb(past.own_usage.max_rss_kb);
+  r.set_own_cpu_ms(past.own_usage.cpu_ms);
+  if (past.own_usage.ranks > 0) UsageToRecord(past.own_usage, *r.mutable_own_usage());
   for (const JobStep& step : past.steps) StepToRecord(step, *r.add_steps());
 }
 
@@ -277,8 +306,7 @@ PastAttempt PastFromRecord(JobId id, const v1::PastAttemptRecord& r, int first_s
                    .exit_code = r.exit_code(),
                    .exit_signal = r.exit_signal(),
                    .reason = r.reason(),
-                   .own_max_rss_kb = r.own_max_rss_kb(),
-                   .own_cpu_ms = r.own_cpu_ms(),
+                   .own_usage = UsageFromRecord(r.own_max_rss_kb(), r.own_cpu_ms(), r.own_usage()),
                    .steps = {}};
   for (const v1::StepRecord& s : r.steps()) {
     absl::StatusOr<JobStep> step =
@@ -501,8 +529,7 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   *out->mutable_preemptions() = record.preemption().records();
   // The steps as the engine's job has them; a record the engine could not
   // read shows none.
-  out->set_max_rss_kb(run.own_max_rss_kb());
-  out->set_total_cpu_ms(run.own_cpu_ms());
+  UsageToWire(UsageFromRecord(run.own_max_rss_kb(), run.own_cpu_ms(), run.own_usage()), *out);
   if (absl::StatusOr<SavedJob> saved = FromRecord(record, topology); saved.ok()) {
     StepsToWire(saved->job, saved->status.state, topology, out);
   }

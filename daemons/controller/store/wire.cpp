@@ -384,6 +384,25 @@ std::string_view BatchStepState(const Job& job, JobState state) {
   }
 }
 
+// Both messages name the figures alike.
+template <typename Message>
+void SetUsage(const TaskUsage& usage, Message& out) {
+  out.set_max_rss_kb(usage.max_rss_kb);
+  out.set_total_cpu_ms(usage.cpu_ms);
+  out.set_max_cpu_ms(usage.max_cpu_ms);
+  if (usage.ranks > 0) {
+    out.set_ave_rss_kb(usage.rss_sum_kb / usage.ranks);
+    out.set_ave_cpu_ms(usage.cpu_ms / usage.ranks);
+  }
+  if (usage.gpu_ranks > 0) {
+    v1::GpuUsage& gpu = *out.mutable_gpu();
+    gpu.set_util_ave_pct(static_cast<int>(usage.gpu_util_sum / usage.gpu_ranks));
+    gpu.set_util_max_pct(usage.gpu_util_max);
+    gpu.set_mem_max_mb(usage.gpu_mem_max_mb);
+    gpu.set_mem_ave_mb(usage.gpu_mem_sum_mb / usage.gpu_ranks);
+  }
+}
+
 // One attempt's steps as clients see them: a batch job's batch step (on its
 // first node), then its job steps, their nodes named by node rank.
 struct AttemptSteps {
@@ -395,8 +414,7 @@ struct AttemptSteps {
   int exit_code = 0;
   int exit_signal = 0;
   std::string_view batch_reason;
-  std::int64_t max_rss_kb = 0;
-  std::int64_t cpu_ms = 0;
+  const TaskUsage* usage = nullptr;  ///< the job's own launch's
   std::span<const JobStep> steps;
 };
 
@@ -410,8 +428,7 @@ void AttemptStepsToWire(const AttemptSteps& a,
     batch.set_nodes(a.nodes.front());
     batch.set_tasks(1);
     batch.set_start_time_ms(a.start.count());
-    batch.set_max_rss_kb(a.max_rss_kb);
-    batch.set_total_cpu_ms(a.cpu_ms);
+    UsageToWire(*a.usage, batch);
     if (a.end.count() != 0) {
       batch.set_exit_code(a.exit_code);
       batch.set_exit_signal(a.exit_signal);
@@ -437,8 +454,7 @@ void AttemptStepsToWire(const AttemptSteps& a,
     s.set_start_time_ms(step.start_time.count());
     s.set_end_time_ms(step.end_time.count());
     s.set_reason(step.reason);
-    s.set_max_rss_kb(step.max_rss_kb);
-    s.set_total_cpu_ms(step.cpu_ms);
+    UsageToWire(step.usage, s);
   }
 }
 
@@ -455,6 +471,9 @@ std::string_view PastStateName(EndCause cause) {
 }
 
 }  // namespace
+
+void UsageToWire(const TaskUsage& usage, v1::JobStep& out) { SetUsage(usage, out); }
+void UsageToWire(const TaskUsage& usage, v1::Job& out) { SetUsage(usage, out); }
 
 void StepsToWire(const Job& job, JobState state, const topology::Topology& topology, v1::Job* out) {
   if (!job.run.placement.grants.empty()) {  // not started (or requeued): no steps yet
@@ -473,8 +492,7 @@ void StepsToWire(const Job& job, JobState state, const topology::Topology& topol
                         .exit_signal = job.run.exit_signal,
                         .batch_reason = state == JobState::kFailed ? std::string_view(job.reason)
                                                                    : std::string_view(),
-                        .max_rss_kb = job.run.own_max_rss_kb,
-                        .cpu_ms = job.run.own_cpu_ms,
+                        .usage = &job.run.own_usage,
                         .steps = job.run.steps},
                        *out->mutable_steps());
   }
@@ -496,8 +514,7 @@ void StepsToWire(const Job& job, JobState state, const topology::Topology& topol
                         .exit_code = past.exit_code,
                         .exit_signal = past.exit_signal,
                         .batch_reason = past.reason,
-                        .max_rss_kb = past.own_max_rss_kb,
-                        .cpu_ms = past.own_cpu_ms,
+                        .usage = &past.own_usage,
                         .steps = past.steps},
                        *a.mutable_steps());
   }
@@ -592,8 +609,7 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_dependency(FormatDependency(job.wait.dependency_left));
   out->set_suspended(IsSuspended(job));
   out->set_preempt_deadline_ms(job.preemption.deadline.count());
-  out->set_max_rss_kb(job.run.own_max_rss_kb);
-  out->set_total_cpu_ms(job.run.own_cpu_ms);
+  UsageToWire(job.run.own_usage, *out);
   StepsToWire(job, job.state, topology, out);
 }
 

@@ -125,6 +125,12 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
 /// record has it apart, in SavedJob).
 void StepsToWire(const Job& job, JobState state, const topology::Topology& topology, v1::Job* out);
 
+/// What a launch's ranks used, as sacct shows it: MaxRSS, TotalCPU, their
+/// averages per rank and the GPUs' (set only when measured). For a step,
+/// and for a job's own launch.
+void UsageToWire(const TaskUsage& usage, v1::JobStep& out);
+void UsageToWire(const TaskUsage& usage, v1::Job& out);
+
 /// The facts of `cohort why` (everything but the job itself).
 void ExplanationToWire(const Explanation& why, v1::ExplainJobResponse* out);
 

@@ -247,6 +247,12 @@ struct ClusterConfig {
   /// check its node; empty: none.
   std::string health_check_program;
   std::chrono::seconds health_check_interval{0};  ///< 0: never
+  /// JobAcctGatherFrequency=: how often each agent samples what its
+  /// launches use (CPU, memory, GPUs: sstat); 0: never.
+  std::chrono::seconds job_acct_gather_frequency{30};
+  /// MetricsJobSeries=: at most this many running jobs get cohort_job_*
+  /// usage series in /metrics (those holding the most GPUs); 0: none.
+  int metrics_job_series = 100;
   /// Prolog= and Epilog=: what each agent runs before a job's first launch
   /// on its node and after the job left it; empty: none.
   std::string prolog;

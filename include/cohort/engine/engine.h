@@ -132,11 +132,11 @@ class Engine {
   /// RankExited). Unknown jobs, steps and nodes are ignored.
   void StepRankExited(JobId job, int step, NodeId node, int exit_code, int signal, Millis now,
                       Effects& effects);
-  /// What a rank of the job used (its wait4 usage), as the agent reports
-  /// it with the rank's exit: of a step's rank, or (none) of the job's own
-  /// launch. Peaks take the largest, CPU times add up. Unknown jobs and
-  /// steps are ignored.
-  void AddUsage(JobId job, std::optional<int> step, std::int64_t max_rss_kb, std::int64_t cpu_ms);
+  /// What a rank of the job used (its wait4 usage, its node's GPU samples),
+  /// as the agent reports it with the rank's exit: of a step's rank, or
+  /// (none) of the job's own launch (AddRankUsage). Unknown jobs and steps,
+  /// and figures out of range, are ignored.
+  void AddUsage(JobId job, std::optional<int> step, const RankUsage& usage);
   /// A step's launch on `node` failed: the step fails with the reason and its
   /// ranks elsewhere are stopped; the job runs on.
   void StepLaunchFailed(JobId job, int step, NodeId node, const std::string& reason, Millis now,

@@ -268,6 +268,38 @@ enum class StepState : std::uint8_t {
 /// "RUNNING", "COMPLETED", … as `cohort queue --steps` shows them.
 [[nodiscard]] std::string_view StepStateName(StepState state);
 
+/// What a launch's ranks used (a step's, or the job's own launch's), added
+/// up as each rank's end reports it: its wait4 figures, and what its
+/// node's samples saw of the launch's GPUs there (JobAcctGatherFrequency).
+struct TaskUsage {
+  std::int64_t max_rss_kb = 0;      ///< the largest peak resident memory of one rank (MaxRSS)
+  std::int64_t cpu_ms = 0;          ///< their user and system CPU time together (TotalCPU)
+  std::int64_t max_cpu_ms = 0;      ///< the most CPU time one rank took
+  std::int64_t rss_sum_kb = 0;      ///< their peaks added up: AveRSS is this ÷ ranks
+  int ranks = 0;                    ///< ranks whose end was reported
+  int gpu_util_max = 0;             ///< percent: the busiest one of its GPUs was
+  std::int64_t gpu_util_sum = 0;    ///< each reporting rank's node's average per GPU, added up
+  int gpu_ranks = 0;                ///< ranks whose node measured its GPUs
+  std::int64_t gpu_mem_max_mb = 0;  ///< the most memory one of its GPUs held
+  std::int64_t gpu_mem_sum_mb = 0;  ///< each reporting rank's node's average per GPU, added up
+};
+
+/// One rank's end, as usage (Engine::AddUsage).
+struct RankUsage {
+  std::int64_t max_rss_kb = 0;
+  std::int64_t cpu_ms = 0;
+  bool gpu_measured = false;
+  int gpu_util_ave = 0;  ///< percent
+  int gpu_util_max = 0;
+  std::int64_t gpu_mem_max_mb = 0;
+  std::int64_t gpu_mem_ave_mb = 0;
+};
+
+/// Adds one rank's end to `usage`; false (nothing added) when a figure is
+/// out of range: negative, a percentage past 100, or past a century of
+/// CPU time or 2^40 kB, which no node reports but a lying one.
+bool AddRankUsage(TaskUsage& usage, const RankUsage& rank);
+
 /// One step of a running job (`cohort run` inside its allocation): ranks on
 /// some of the allocation's nodes, placed by its StepLedger.
 struct JobStep {
@@ -284,9 +316,8 @@ struct JobStep {
   /// What `cohort run` named this step with (random), so that asking again
   /// after a lost answer finds it rather than starting a second; empty: none.
   std::string token;
-  std::int64_t max_rss_kb = 0;  ///< the largest peak resident memory of its ranks (MaxRSS)
-  std::int64_t cpu_ms = 0;      ///< their user and system CPU time together (TotalCPU)
-  int exit_code = 0;            ///< its first failing rank's; 0 when every rank exited 0
+  TaskUsage usage;    ///< what its ranks used
+  int exit_code = 0;  ///< its first failing rank's; 0 when every rank exited 0
   int exit_signal = 0;
   bool stopping = false;   ///< its ranks were told to stop (cancelled, or a rank failed)
   bool cancelled = false;  ///< by its owner: it ends CANCELLED, however its ranks exit
@@ -348,8 +379,7 @@ struct JobRun {
   int next_step = 0;
   /// What the ranks of the job's own launch used (the batch script's, or
   /// the command's run as every rank), as for a step.
-  std::int64_t own_max_rss_kb = 0;
-  std::int64_t own_cpu_ms = 0;
+  TaskUsage own_usage;
   /// --spares: the spare nodes held for this run, idle, each a whole node
   /// of the gang's shape; a repair moves one into a lost node's rank.
   std::vector<alloc::NodeGrant> spares;
@@ -377,8 +407,7 @@ struct PastAttempt {
   int exit_code = 0;
   int exit_signal = 0;
   std::string reason;  ///< in words, why it ended
-  std::int64_t own_max_rss_kb = 0;
-  std::int64_t own_cpu_ms = 0;
+  TaskUsage own_usage;
   std::vector<JobStep> steps;  ///< their placements index `nodes`
 };
 /// The past attempts a job keeps: the most recent ones.

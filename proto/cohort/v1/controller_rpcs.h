@@ -14,6 +14,7 @@
   X(SubmitJob, SubmitJobRequest, SubmitJobResponse, Job, kNeeded)                           \
   X(CancelJob, CancelJobRequest, CancelJobResponse, Job, kNeeded)                           \
   X(GetJob, GetJobRequest, GetJobResponse, Job, kNeeded)                                    \
+  X(GetJobUsage, JobUsageRequest, JobUsageResponse, Job, kNeeded)                           \
   X(ListJobs, ListJobsRequest, ListJobsResponse, Job, kNeeded)                              \
   X(ControlJobs, ControlJobsRequest, ControlJobsResponse, Job, kNeeded)                     \
   X(UpdateJob, UpdateJobRequest, UpdateJobResponse, Job, kNeeded)                           \

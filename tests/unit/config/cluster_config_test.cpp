@@ -443,6 +443,22 @@ TEST(ClusterConfigErrorTest, BadInteger) {
   EXPECT_EQ(error.hint, "write CPUs=<number>");
 }
 
+TEST(ClusterConfigTest, UsageIsSampledAsOftenAsJobAcctGatherFrequencySays) {
+  const std::string node = "NodeName=n1\nPartitionName=p Nodes=ALL Default=YES\n";
+  EXPECT_EQ(MustParse(node).job_acct_gather_frequency, std::chrono::seconds(30));
+  EXPECT_EQ(MustParse(node + "JobAcctGatherFrequency=task=5\n").job_acct_gather_frequency,
+            std::chrono::seconds(5));
+  EXPECT_EQ(MustParse(node + "JobAcctGatherFrequency=0\n").job_acct_gather_frequency,
+            std::chrono::seconds(0));
+  EXPECT_EQ(MustParse(node + "MetricsJobSeries=7\n").metrics_job_series, 7);
+  for (const char* bad : {"energy=30", "task=", "-1", "86401", "30s", "task=5,energy=0"}) {
+    const Diagnostic error =
+        OnlyError(fmt::format("NodeName=n1\nJobAcctGatherFrequency={}\n", bad));
+    EXPECT_EQ(error.message, fmt::format("JobAcctGatherFrequency={} is no sample period", bad));
+    EXPECT_NE(error.hint.find("task=30"), std::string::npos);
+  }
+}
+
 TEST(ClusterConfigErrorTest, IntegerRanges) {
   EXPECT_EQ(OnlyError("NodeName=n1\nMpiDefault=pmi3\n").message, "MpiDefault=pmi3 is no MPI type");
   EXPECT_EQ(OnlyError("NodeName=n1\nContainerRegistryMirrors=nvcr.io=ftp://m\n").message,

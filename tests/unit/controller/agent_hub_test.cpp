@@ -291,7 +291,7 @@ TEST_F(AgentHubTest, ReportsAboutAJobElsewhereAreDropped) {
   Drain();
   EXPECT_EQ(job.state, JobState::kRunning);
   EXPECT_EQ(job.run.attempt, attempt) << "a prolog failure elsewhere requeued the job";
-  EXPECT_EQ(job.run.own_cpu_ms, 0);
+  EXPECT_EQ(job.run.own_usage.cpu_ms, 0);
   EXPECT_FALSE(state_->bindings.contains(id));
   EXPECT_EQ(hub_->RefusedReports(), 4U);
   EXPECT_FALSE(state_->engine.Admin(&liar == &a ? 0 : 1).drain)

@@ -36,14 +36,42 @@ consteval std::size_t FieldCount() {
 // it in the group's mapping (daemons/controller/store/records.cpp) or say
 // in EveryField why it is not kept, set it in EveryField, then count it here.
 static_assert(FieldCount<Job>() == 18, "Job gained or lost a field: see above");
-static_assert(FieldCount<JobRun>() == 21, "JobRun gained or lost a field: see above");
+static_assert(FieldCount<JobRun>() == 20, "JobRun gained or lost a field: see above");
 static_assert(FieldCount<JobWait>() == 4, "JobWait gained or lost a field: see above");
 static_assert(FieldCount<JobArray>() == 3, "JobArray gained or lost a field: see above");
 static_assert(FieldCount<JobPreemption>() == 4, "JobPreemption gained or lost a field: see above");
 static_assert(FieldCount<JobCache>() == 5, "JobCache (never kept) gained or lost a field");
-static_assert(FieldCount<JobStep>() == 16, "JobStep gained or lost a field: see above");
-static_assert(FieldCount<PastAttempt>() == 11, "PastAttempt gained or lost a field: see above");
+static_assert(FieldCount<JobStep>() == 15, "JobStep gained or lost a field: see above");
+static_assert(FieldCount<PastAttempt>() == 10, "PastAttempt gained or lost a field: see above");
+static_assert(FieldCount<TaskUsage>() == 10, "TaskUsage gained or lost a field: see above");
 static_assert(FieldCount<RepairRecord>() == 7, "RepairRecord gained or lost a field: see above");
+
+// Every figure of `is` is that of `was`.
+void ExpectSameUsage(const TaskUsage& is, const TaskUsage& was) {
+  EXPECT_EQ(is.max_rss_kb, was.max_rss_kb);
+  EXPECT_EQ(is.cpu_ms, was.cpu_ms);
+  EXPECT_EQ(is.max_cpu_ms, was.max_cpu_ms);
+  EXPECT_EQ(is.rss_sum_kb, was.rss_sum_kb);
+  EXPECT_EQ(is.ranks, was.ranks);
+  EXPECT_EQ(is.gpu_util_max, was.gpu_util_max);
+  EXPECT_EQ(is.gpu_util_sum, was.gpu_util_sum);
+  EXPECT_EQ(is.gpu_ranks, was.gpu_ranks);
+  EXPECT_EQ(is.gpu_mem_max_mb, was.gpu_mem_max_mb);
+  EXPECT_EQ(is.gpu_mem_sum_mb, was.gpu_mem_sum_mb);
+}
+
+// One rank's usage with a GPU measured, every figure set.
+TaskUsage SomeUsage(std::int64_t rss_kb, std::int64_t cpu_ms) {
+  TaskUsage usage;
+  EXPECT_TRUE(AddRankUsage(usage, {.max_rss_kb = rss_kb,
+                                   .cpu_ms = cpu_ms,
+                                   .gpu_measured = true,
+                                   .gpu_util_ave = 40,
+                                   .gpu_util_max = 90,
+                                   .gpu_mem_max_mb = 8000,
+                                   .gpu_mem_ave_mb = 6000}));
+  return usage;
+}
 
 // Every field of each step of `is` is that of `was`.
 void ExpectSameSteps(const std::vector<JobStep>& is, const std::vector<JobStep>& was) {
@@ -65,8 +93,7 @@ void ExpectSameSteps(const std::vector<JobStep>& is, const std::vector<JobStep>&
     EXPECT_EQ(b.reason, a.reason);
     EXPECT_EQ(b.token, a.token);
     EXPECT_EQ(b.master_port, a.master_port);
-    EXPECT_EQ(b.max_rss_kb, a.max_rss_kb);
-    EXPECT_EQ(b.cpu_ms, a.cpu_ms);
+    ExpectSameUsage(b.usage, a.usage);
     EXPECT_EQ(b.stopping, a.stopping);
     EXPECT_EQ(b.cancelled, a.cancelled);
   }
@@ -93,8 +120,7 @@ void ExpectSameRun(const JobRun& is, const JobRun& was) {
   EXPECT_EQ(is.warned_attempt, was.warned_attempt);
   ExpectSameSteps(is.steps, was.steps);
   EXPECT_EQ(is.next_step, was.next_step);
-  EXPECT_EQ(is.own_max_rss_kb, was.own_max_rss_kb);
-  EXPECT_EQ(is.own_cpu_ms, was.own_cpu_ms);
+  ExpectSameUsage(is.own_usage, was.own_usage);
   EXPECT_EQ(is.imex_channels, was.imex_channels);
   EXPECT_EQ(is.failure_restarts, was.failure_restarts);
   ASSERT_EQ(is.spares.size(), was.spares.size());
@@ -145,8 +171,7 @@ void ExpectSameGroups(const Job& is, const Job& was) {
     EXPECT_EQ(b.exit_code, a.exit_code);
     EXPECT_EQ(b.exit_signal, a.exit_signal);
     EXPECT_EQ(b.reason, a.reason);
-    EXPECT_EQ(b.own_max_rss_kb, a.own_max_rss_kb);
-    EXPECT_EQ(b.own_cpu_ms, a.own_cpu_ms);
+    ExpectSameUsage(b.own_usage, a.own_usage);
     ExpectSameSteps(b.steps, a.steps);
   }
   ASSERT_EQ(is.repairs.size(), was.repairs.size());
@@ -222,8 +247,16 @@ class RecordsTest : public ::testing::Test {
     done.node_exits = {1};
     done.token = "a1b2";
     done.master_port = 20007;
-    done.max_rss_kb = 2048;
-    done.cpu_ms = 1500;
+    done.usage = {.max_rss_kb = 2048,
+                  .cpu_ms = 1500,
+                  .max_cpu_ms = 900,
+                  .rss_sum_kb = 3000,
+                  .ranks = 2,
+                  .gpu_util_max = 97,
+                  .gpu_util_sum = 150,
+                  .gpu_ranks = 2,
+                  .gpu_mem_max_mb = 40000,
+                  .gpu_mem_sum_mb = 61000};
     done.start_time = Millis(5000);
     done.end_time = Millis(6000);
     JobStep& running = job.run.steps.emplace_back();
@@ -277,8 +310,7 @@ class RecordsTest : public ::testing::Test {
     job.run.exited_ok = {2, 1};
     job.run.master_port = 20123;
     job.run.warned_attempt = 2;
-    job.run.own_max_rss_kb = 4096;
-    job.run.own_cpu_ms = 777;
+    job.run.own_usage = SomeUsage(4096, 777);
     job.run.imex_channels = {7};
     job.run.failure_restarts = 1;
     job.run.spares = {{.node = 1, .cpus = 4, .memory_mb = 512, .gpus = 0, .holds_group = false}};
@@ -300,8 +332,7 @@ class RecordsTest : public ::testing::Test {
                                  .exit_code = 1,
                                  .exit_signal = 9,
                                  .reason = "node n002 was lost: not responding",
-                                 .own_max_rss_kb = 2048,
-                                 .own_cpu_ms = 55,
+                                 .own_usage = SomeUsage(2048, 55),
                                  .steps = job.run.steps});
     job.wait.eligible_time = Millis(1500);
     job.wait.restart_after = Millis(1450);
@@ -412,6 +443,9 @@ TEST_F(RecordsTest, ARecordOfVersionThreeReadsAsTheSameJob) {
   job.run.lost_ranks.clear();
   job.run.repair_at = Millis(0);
   job.run.lost_reason.clear();
+  job.run.own_usage = {};  // version 3 kept only MaxRSS and TotalCPU of the job's own launch
+  job.run.own_usage.max_rss_kb = 4096;
+  job.run.own_usage.cpu_ms = 777;
   job.wait.restart_after = Millis(0);
   v1::JobRecord now = ToRecord(job, EveryFieldSpec(), cluster_.topology);
   now.mutable_preemption()->set_suspended_since_ms(2700);  // read only while suspended

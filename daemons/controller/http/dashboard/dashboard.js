@@ -135,6 +135,7 @@ const SOURCES = {
   partitions: 'api/v1/partitions',
   topology: 'api/v1/topology',
   shares: 'api/v1/shares',
+  reservations: 'api/v1/reservations',
 };
 
 async function refresh() {
@@ -192,6 +193,7 @@ function render() {
   renderTree();
   renderJob();
   renderShares();
+  renderReservations();
 }
 
 function showBanner(message, hint) {
@@ -248,7 +250,7 @@ function renderQueue() {
     const spec = job.spec || {};
     const running = isRunning(job);
     const where = running
-      ? [job.nodes, job.suspended ? el('span', { class: 'tag' }, 'suspended') : null]
+      ? [job.nodes, job.suspended ? el('span', { class: 'tag' }, 'suspended') : null, idleTag(job)]
       : [job.reason || 'pending', job.queue_position ? ` (#${job.queue_position})` : '',
         job.held ? el('span', { class: 'tag' }, 'held') : null];
     const when = running ? duration((Date.now() - num(job.start_time_ms)) / 1000)
@@ -269,6 +271,31 @@ function renderQueue() {
     return row;
   });
   fillBody(table, rows, 10, value ? 'no jobs pending or running' : 'no data');
+}
+
+/** A running job whose every GPU was under 5% busy at each sample since: how long. */
+function idleTag(job) {
+  const usage = job.usage || {};
+  const since = num(usage.gpu_idle_since_ms);
+  if (!usage.gpu_measured || !since) return null;
+  const idle = duration(Math.max(Date.now() - since, 0) / 1000);
+  return el('span', {
+    class: 'tag idle-gpus',
+    title: `every GPU of job ${job.display_id} has been under 5% busy for ${idle} (NVML samples)`,
+  }, `GPUs idle ${idle}`);
+}
+
+/** What a running job uses now, from its nodes' last samples. */
+function usageText(job) {
+  const u = job.usage;
+  if (!u) return '';
+  const parts = [`${u.tasks || 0} tasks`, `CPU ${duration(num(u.cpu_ms) / 1000)}`,
+    `RSS ${fixed(num(u.rss_kb) / 1048576, 2)} GiB`];
+  if (u.gpu_measured) {
+    parts.push(`GPUs ${u.gpu_util_pct || 0}% busy (max ${u.gpu_util_max_pct || 0}%), ` +
+      `${fixed(num(u.gpu_mem_mb) / 1024, 1)} GiB in use`);
+  }
+  return parts.join(' · ');
 }
 
 /** The numeric id (as a string) of the selected job, from its explanation or the queue. */
@@ -428,6 +455,7 @@ function renderJob() {
   fact(facts, 'time limit', num(job.time_limit_s) ? duration(num(job.time_limit_s)) : 'none');
   if (job.state === 'JOB_PENDING') fact(facts, 'priority', job.priority);
   if (job.gpu_hours) fact(facts, 'GPU-hours', fixed(job.gpu_hours, 2));
+  fact(facts, 'uses now', usageText(job), idleTag(job) ? ' ' : '', idleTag(job));
   if (num(spec.spares)) fact(facts, 'spares', `${spec.spares}: ${job.spare_nodes || 'none left'}`);
   for (const r of job.repairs || []) {
     fact(facts, 'repaired', `${clock(num(r.time_ms))}: ${(r.lost || []).join(',')} → ` +
@@ -501,6 +529,26 @@ function renderShares() {
     el('td', { class: 'num' }, fixed(num(r.usage_gpu_seconds) / 3600, 2)),
     el('td', { class: 'num' }, fixed(r.norm_usage, 3)), el('td', { class: 'num' }, fixed(r.factor, 3))));
   fillBody($('#shares'), out, 6, value ? 'no accounts' : 'no data');
+}
+
+/** Operators' reservations by start: a maintenance window is marked. */
+function renderReservations() {
+  const value = sectionValue('reservations', 'reservations');
+  const list = value ? value.reservations || [] : [];
+  $('#reservations-count').textContent = value ? `${list.length}` : '';
+  const out = list.map((r) => {
+    const flags = (r.flags || '').split(',').filter(Boolean);
+    const who = [...(r.users || []).map((u) => `user ${u}`), ...(r.accounts || []).map((a) => `account ${a}`)];
+    if (r.partition) who.push(`partition ${r.partition}`);
+    return el('tr', { class: flags.includes('MAINT') ? 'maint-row' : '' },
+      el('td', { class: 'mono' }, r.name),
+      el('td', {}, r.active ? el('span', { class: 'state s-running' }, 'ACTIVE') : 'INACTIVE'),
+      el('td', { class: 'mono' }, clock(num(r.start_ms))), el('td', { class: 'mono' }, clock(num(r.end_ms))),
+      el('td', { class: 'mono' }, r.nodes || `${r.node_count || 0} nodes`),
+      el('td', {}, who.join(', ') || 'everyone'),
+      el('td', {}, flags.map((f) => el('span', { class: f === 'MAINT' ? 'tag maint' : 'tag' }, f))));
+  });
+  fillBody($('#reservations'), out, 7, value ? 'no reservations' : 'no data');
 }
 
 // ---------------------------------------------------------------- start
