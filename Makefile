@@ -3,13 +3,13 @@
 #   make build   install missing packages, configure and build (RelWithDebInfo)
 #   make test    build the default and sanitizer presets, run their tests, lint the last commit
 #   make demo    build, start a local 16-node cluster, run a multi-node job, show it
-#   make bench   run the benchmarks, Cohort side by side with Slurm (see docs/performance.md)
+#   make bench   build the benchmarks too, run them, Cohort side by side with Slurm (docs/performance.md)
 #   make bench-peers  install the peer scheduler the benchmarks compare with (Slurm 22.05)
 #   make bench-scale  16,384 emulated nodes, 100,000 jobs (several minutes; not in make test)
 #   make lint    clang-format and clang-tidy on the C++ files of the last commit
 #   make clean   remove the build trees
 
-.PHONY: all deps build build-asan test test-default test-asan demo bench bench-peers bench-scale clean lint
+.PHONY: all deps build build-asan build-bench test test-default test-asan demo bench bench-peers bench-scale clean lint
 
 all: build
 
@@ -39,13 +39,19 @@ lint: build
 demo: build
 	bash scripts/demo.sh
 
-bench: build bench-peers
+# The default preset leaves the benchmarks' programs out (make test needs
+# none of them); the benchmarks' targets configure it with them.
+build-bench: deps
+	cmake --preset default -DCOHORT_BUILD_BENCH=ON
+	cmake --build --preset default
+
+bench: build-bench bench-peers
 	bash bench/run.sh
 
 bench-peers:
 	@bash bench/peers/slurm/install.sh
 
-bench-scale: build
+bench-scale: build-bench
 	bash bench/scale/run.sh build/default
 
 clean:

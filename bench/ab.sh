@@ -50,7 +50,7 @@ build_of() {
     git -C "$root" worktree add --detach "$tree" "$sha" >&2
   fi
   echo "ab: building $1 ($sha) in $tree/build/default" >&2
-  (cd "$tree" && cmake --preset default >&2 &&
+  (cd "$tree" && cmake --preset default -DCOHORT_BUILD_BENCH=ON >&2 &&
     cmake --build --preset default ${AB_TARGETS:+--target $AB_TARGETS} -- -j"$(nproc)" >&2)
   echo "$tree/build/default"
 }

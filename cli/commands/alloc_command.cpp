@@ -186,7 +186,14 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
     const char* shell = std::getenv("SHELL");
     words.emplace_back(shell != nullptr && *shell != '\0' ? shell : "/bin/sh");
   }
-  const JobOptions& options = state.options;
+  JobOptions options = state.options;
+  // salloc's SALLOC_* variables: below the command line.
+  if (state.words == AllocationWords::kSalloc) {
+    if (absl::Status read = ApplyInputVariables("SALLOC_", options); !read.ok()) {
+      std::cerr << fmt::format("salloc: error: {}\n", read.message());
+      return 2;
+    }
+  }
   if (options.array) {
     std::cerr << "cohort: alloc: --array makes many jobs, and alloc holds one allocation\n";
     return 2;

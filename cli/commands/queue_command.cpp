@@ -121,6 +121,7 @@ const std::vector<Field>& Fields() {
        }},
       {'j', "NAME", "name", [](const v1::Job& j, auto) { return j.spec().name(); }},
       {'u', "USER", "user", [](const v1::Job& j, auto) { return JobUser(j); }},
+      {'U', "UID", "user id", [](const v1::Job& j, auto) { return std::to_string(j.uid()); }},
       {'a', "ACCOUNT", "account", [](const v1::Job& j, auto) { return j.spec().account(); }},
       {'P', "PARTITION", "partition", [](const v1::Job& j, auto) { return j.spec().partition(); }},
       {'T', "STATE", "state",
@@ -352,7 +353,8 @@ void AddQueueCommand(CLI::App& app, int& exit_code) {
                     "NODE_FAIL (NF), or all (default: PENDING,RUNNING,COMPLETING)");
   queue->add_option("-o,--format", o->format,
                     "squeue-like fields: %i id (12, 12_3), %A numeric id, %F array id, %K array "
-                    "task, %j name, %u user, %a account, %P partition, %q QOS, %p priority, %T "
+                    "task, %j name, %u user, %U user id, %a account, %P partition, %q QOS, %p "
+                    "priority, %T "
                     "state, %t short state, %M time used, %l time limit, %D nodes, %R nodes or "
                     "(reason), %N nodes, %r reason, %Q queue position, %V/%S/%e submit/start "
                     "(pending: expected)/end time; %.10i right-aligns in 10 columns, %10i "

@@ -71,6 +71,13 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
   }
 
   JobOptions options = state.options;
+  // sbatch's SBATCH_* variables: below the command line, above the script.
+  if (state.flavour == Flavour::kSbatch) {
+    if (absl::Status read = ApplyInputVariables("SBATCH_", options); !read.ok()) {
+      std::cerr << fmt::format("sbatch: error: {}\n", read.message());
+      return 2;
+    }
+  }
   std::string script;
   if (options.wrap) {
     script = WrapScript(*options.wrap);

@@ -480,6 +480,86 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   }
 }
 
+namespace {
+
+// Slurm's input variables (sbatch(1), salloc(1) "INPUT ENVIRONMENT
+// VARIABLES") for the options Cohort has, after the command's prefix. A
+// flag's variable sets it whatever its value.
+struct InputVariable {
+  std::string_view suffix;
+  std::string_view option;
+  bool flag = false;
+};
+constexpr InputVariable kInputVariables[] = {
+    {"ACCOUNT", "--account"},
+    {"ARRAY_INX", "--array"},
+    {"CONSTRAINT", "--constraint"},
+    {"CPU_BIND", "--cpu-bind"},
+    {"ERROR", "--error"},
+    {"EXPORT", "--export"},
+    {"GPU_BIND", "--gpu-bind"},
+    {"GPUS", "--gpus"},
+    {"GPUS_PER_NODE", "--gpus-per-node"},
+    {"GPUS_PER_TASK", "--gpus-per-task"},
+    {"GRES", "--gres"},
+    {"HINT", "--hint"},
+    {"JOB_NAME", "--job-name"},
+    {"MEM_BIND", "--mem-bind"},
+    {"MEM_PER_CPU", "--mem-per-cpu"},
+    {"MEM_PER_GPU", "--mem-per-gpu"},
+    {"MEM_PER_NODE", "--mem"},
+    {"NO_KILL", "--no-kill", true},
+    {"NO_REQUEUE", "--no-requeue", true},
+    {"OPEN_MODE", "--open-mode"},
+    {"OUTPUT", "--output"},
+    {"PARTITION", "--partition"},
+    {"QOS", "--qos"},
+    {"REQ_SWITCH", "--switches"},
+    {"REQUEUE", "--requeue", true},
+    {"RESERVATION", "--reservation"},
+    {"SIGNAL", "--signal"},
+    {"TIMELIMIT", "--time"},
+    {"WCKEY", "--wckey"},
+};
+
+}  // namespace
+
+absl::Status ApplyInputVariables(std::string_view prefix, JobOptions& options,
+                                 const char* const* environment) {
+  if (environment == nullptr) environment = environ;
+  JobOptions from_environment;
+  for (const char* const* entry = environment; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::size_t equals = text.find('=');
+    if (equals == std::string_view::npos || !text.starts_with(prefix)) continue;
+    const std::string_view suffix = text.substr(prefix.size(), equals - prefix.size());
+    const std::string_view value = text.substr(equals + 1);
+    const auto known = std::find_if(std::begin(kInputVariables), std::end(kInputVariables),
+                                    [&](const InputVariable& v) { return v.suffix == suffix; });
+    if (known == std::end(kInputVariables)) continue;  // another tool's, or not Cohort's
+    // One parser per variable, so that an error names it.
+    const std::string name(text.substr(0, equals));
+    const std::vector<std::string> words{known->flag ? std::string(known->option)
+                                                     : fmt::format("{}={}", known->option, value)};
+    JobOptions one;
+    CLI::App parser;
+    parser.set_help_flag();
+    const std::vector<UnsupportedOption> unsupported = AddJobOptions(parser, one, words);
+    try {
+      parser.parse(std::vector<std::string>(words.rbegin(), words.rend()));
+    } catch (const CLI::ParseError& e) {
+      return Invalid(fmt::format("{}={:?}: {}", name, value, e.what()));
+    }
+    absl::Status valid = CheckValues(one);
+    if (valid.ok()) valid = CheckNotImplemented(unsupported);
+    if (!valid.ok()) return Invalid(fmt::format("{}={:?}: {}", name, value, valid.message()));
+    FillUnset(one, from_environment);
+    from_environment = std::move(one);
+  }
+  FillUnset(options, from_environment);
+  return absl::OkStatus();
+}
+
 absl::Status ApplyDirectives(std::string_view script, const std::string& path,
                              JobOptions& options) {
   const directives::DirectiveResult parsed = directives::ParseDirectives(script, path);

@@ -103,6 +103,16 @@ struct JobOptions {
 /// Sets every option that `into` lacks from `from`. Flags are or-ed.
 void FillUnset(JobOptions& into, const JobOptions& from);
 
+/// Slurm's input environment variables of sbatch (`prefix` "SBATCH_") or
+/// salloc ("SALLOC_"): each one set stands for its option (SBATCH_ACCOUNT
+/// for --account, SBATCH_TIMELIMIT for --time, …; docs/slurm.md lists
+/// them) and sets it where the command line did not, so that it wins over
+/// a script's directives (applied after) as in Slurm. `environment` is
+/// this process's (null: `environ`). InvalidArgument names the variable and
+/// what is wrong with its value.
+[[nodiscard]] absl::Status ApplyInputVariables(std::string_view prefix, JobOptions& options,
+                                               const char* const* environment = nullptr);
+
 /// Reads the #SBATCH and #COHORT directives of a script into `options`, as
 /// if given on a command line: first every #SBATCH line, then every #COHORT
 /// line (so #COHORT wins), a later line overriding an earlier one. Warnings

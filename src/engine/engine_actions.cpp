@@ -45,6 +45,23 @@ absl::Status ActOnEach(engine::JobBook& book, JobRef ref, const Caller& caller,
   return acted == 0 ? none(book.At(ids.front())) : absl::OkStatus();
 }
 
+// Holding or releasing one pending task of an array (`12_2`) acts on it
+// alone, as in Slurm: it is split off the array's record first, keeping the
+// record's hold. Nothing happens for a caller who may not act on the array.
+void SplitNamedTask(engine::EngineCore& core, JobRef ref, const Caller& caller,
+                    std::string_view verb, Millis now, Effects& effects) {
+  if (ref.task < 0) return;
+  Job* record = core.book.Find(ref.job);
+  if (record == nullptr || record->state != JobState::kPending || record->array.job_id != ref.job ||
+      record->array.task_id == ref.task ||
+      std::find(record->array.pending.begin(), record->array.pending.end(), ref.task) ==
+          record->array.pending.end() ||
+      !CheckOwner(*record, caller, verb).ok()) {
+    return;
+  }
+  core.life.SplitTask(*record, now, effects, ref.task);
+}
+
 // The one job a step is started in or signalled: a job, or one task of an
 // array, after the owner check.
 absl::StatusOr<Job*> OneJob(engine::JobBook& book, JobRef ref, const Caller& caller,
@@ -308,6 +325,7 @@ absl::Status Engine::Update(JobRef ref, const JobUpdate& update, const Caller& c
 
 absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
+  SplitNamedTask(core, ref, caller, "hold", now, effects);
   absl::Status held = ActOnEach(
       core.book, ref, caller, "hold",
       [&](Job& job) -> absl::StatusOr<bool> {
@@ -333,6 +351,7 @@ absl::Status Engine::Hold(JobRef ref, const Caller& caller, Millis now, Effects&
 
 absl::Status Engine::Release(JobRef ref, const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
+  SplitNamedTask(core, ref, caller, "release", now, effects);
   absl::Status released = ActOnEach(
       core.book, ref, caller, "release",
       [&](Job& job) -> absl::StatusOr<bool> {

@@ -787,10 +787,12 @@ void Lifecycle::SetSparesApart(Job& job, Effects& effects) {
   }
 }
 
-Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
-  COHORT_CHECK(!array.array.pending.empty(), "no task left to split off");
-  const int task = array.array.pending.front();
-  array.array.pending.erase(array.array.pending.begin());
+Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects, int named) {
+  std::vector<int>& pending = array.array.pending;
+  const auto at = named < 0 ? pending.begin() : std::find(pending.begin(), pending.end(), named);
+  COHORT_CHECK(at != pending.end(), "no such task left to split off");
+  const int task = *at;
+  pending.erase(at);
   if (array.array.pending.empty()) {
     // The last task takes the array's record, as in Slurm.
     array.array.task_id = task;
@@ -812,7 +814,7 @@ Job& Lifecycle::SplitTask(Job& array, Millis now, Effects& effects) {
   copy.cache.priority = array.cache.priority;
   copy.cache.charged_until = now;
   const JobId id = copy.id;
-  Job& split = book_.Add(std::move(copy), JobSubstate::kNone, effects);
+  Job& split = book_.Add(std::move(copy), IsHeld(array) ? array.sub : JobSubstate::kNone, effects);
   book_.AddArrayTask(array.id, id);
   Changed(array, effects);
   Changed(split, effects);

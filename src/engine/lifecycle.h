@@ -76,9 +76,10 @@ class Lifecycle {
   void Apply(Job& job, JobEvent event, Millis now, Effects& effects);
   /// Commits the placement and launches the gang.
   void Start(Job& job, const alloc::Placement& placement, Millis now, Effects& effects);
-  /// Splits the next task off an array's record (the last task takes the
-  /// record itself) and returns it.
-  Job& SplitTask(Job& array, Millis now, Effects& effects);
+  /// Splits a pending task off an array's record, the next one (`task` -1)
+  /// or the one named, which must be pending there; the last task takes the
+  /// record itself. The task keeps the record's hold. Returns the task.
+  Job& SplitTask(Job& array, Millis now, Effects& effects, int task = -1);
 
   // What agents report. Unknown jobs and nodes outside the gang are ignored.
   void RankExited(JobId id, NodeId node, int exit_code, int signal, Millis now, Effects& effects);

@@ -321,4 +321,14 @@ done < <(sed -n '/^## sbatch, srun and salloc options/,/^## /p' "$ROOT/docs/slur
 [ "$rows" -gt 90 ] || fail "docs/slurm.md's option table has $rows rows"
 pass "docs/slurm.md's $rows options parse as it says"
 
+# SBATCH_* variables: below the command line, above the script's #SBATCH.
+printf '#!/bin/bash\n#SBATCH -t 99 -J script\ntrue\n' >"$WORK/env.sh"
+out=$(SBATCH_ACCOUNT=research SBATCH_TIMELIMIT=7 SBATCH_JOB_NAME=fromenv \
+  sbatch --test-only -J cli "$WORK/env.sh" 2>&1) || fail "sbatch with SBATCH_* failed: $out"
+grep -q '^account *research$' <<<"$out" && grep -q '^time_limit *00:07:00$' <<<"$out" &&
+  grep -q '^name *cli$' <<<"$out" || fail "SBATCH_* did not sit between the command line and #SBATCH: $out"
+out=$(SBATCH_SIGNAL=FOO@30 sbatch --test-only --wrap true 2>&1) && fail "SBATCH_SIGNAL=FOO@30 was taken"
+grep -q '^sbatch: error: SBATCH_SIGNAL="FOO@30": --signal' <<<"$out" || fail "a bad SBATCH_SIGNAL: $out"
+pass "SBATCH_ACCOUNT and SBATCH_TIMELIMIT fill what the command line left, over the script's #SBATCH"
+
 finish_test

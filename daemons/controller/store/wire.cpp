@@ -599,7 +599,8 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   if (!job.array.pending.empty()) {
     out->set_array_pending(FormatArrayTasks(job.array.pending, job.request.array.max_running));
   }
-  out->set_priority(job.state == JobState::kPending ? job.cache.priority : 0);
+  // As Slurm's: a held job's priority is 0 (sprio still shows its factors).
+  out->set_priority(job.state == JobState::kPending && !IsHeld(job) ? job.cache.priority : 0);
   out->set_expected_start_ms(job.state == JobState::kPending ? job.cache.expected_start.count()
                                                              : 0);
   for (const PreemptionRecord& p : job.preemption.records)

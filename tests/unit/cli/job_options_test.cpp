@@ -96,6 +96,38 @@ TEST(JobOptionsTest, SignalDirectiveIsReadAndTheCommandLineWins) {
             "SIGUSR1 or 10, optionally B: before and @SECONDS after (or none for no warning)");
 }
 
+TEST(JobOptionsTest, InputVariablesSitBetweenTheCommandLineAndTheScript) {
+  const char* const environment[] = {
+      "SBATCH_ACCOUNT=vision", "SBATCH_OUTPUT=out-%j.txt", "SBATCH_TIMELIMIT=10", "SBATCH_REQUEUE=",
+      "SBATCH_UNKNOWN=x",      "SALLOC_PARTITION=debug",   "PATH=/usr/bin",       nullptr};
+  JobOptions options;
+  options.account = "from-command-line";
+  ASSERT_TRUE(ApplyInputVariables("SBATCH_", options, environment).ok());
+  EXPECT_EQ(options.account, "from-command-line");
+  EXPECT_EQ(options.output, "out-%j.txt");
+  EXPECT_EQ(options.time, "10");
+  EXPECT_EQ(options.requeue, true);
+  EXPECT_FALSE(options.partition.has_value()) << "SALLOC_ is salloc's";
+  // The script's directives fill only what is still unset.
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(
+      ApplyDirectives("#!/bin/bash\n#SBATCH -t 99 -o script.out -N 2\n", "job.sh", options).ok());
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(options.time, "10");
+  EXPECT_EQ(options.output, "out-%j.txt");
+
+  JobOptions salloc;
+  ASSERT_TRUE(ApplyInputVariables("SALLOC_", salloc, environment).ok());
+  EXPECT_EQ(salloc.partition, "debug");
+
+  const char* const bad[] = {"SBATCH_SIGNAL=FOO@30", nullptr};
+  JobOptions refused;
+  const absl::Status status = ApplyInputVariables("SBATCH_", refused, bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_TRUE(std::string(status.message()).starts_with("SBATCH_SIGNAL=\"FOO@30\": --signal: "))
+      << status;
+}
+
 TEST(JobOptionsTest, JobJsonShowsTheWarning) {
   v1::Job job;
   EXPECT_EQ(JobToJson(job, 0)["warn_signal"], "USR1");

@@ -649,6 +649,33 @@ TEST(PolicyTest, ArrayTasksAreCancelledOneByOneOrAllTogether) {
   }
 }
 
+TEST(PolicyTest, OnePendingTaskOfAnArrayIsHeldAndReleasedAlone) {
+  VirtualCluster sim(ClusterBuilder().Leaves(1).NodesPerLeaf(1).Build(), {});
+  JobRequest r = Request(1, 8, hours(1));
+  r.array.tasks = {0, 1, 2, 3};
+  const JobId array = sim.Submit(r, {minutes(30)}).value();
+  Effects fx;
+  ASSERT_TRUE(sim.engine().Hold(JobRef{array, -1}, Caller{0}, sim.now(), fx).ok());
+  ASSERT_TRUE(sim.engine().Release(JobRef{array, 2}, Caller{0}, sim.now(), fx).ok());
+  sim.Play(fx);
+  const std::vector<JobId> two = sim.engine().Lookup(JobRef{array, 2});
+  ASSERT_EQ(two.size(), 1U);
+  EXPECT_NE(two.front(), array) << "task 2 was split off the array's record";
+  EXPECT_FALSE(IsHeld(*sim.engine().FindJob(two.front())));
+  EXPECT_TRUE(IsHeld(*sim.engine().FindJob(array))) << "the other tasks stay held";
+  EXPECT_EQ(DisplayId(*sim.engine().FindJob(array)), fmt::format("{}_[0-1,3]", array));
+  sim.RunUntil(sim.now() + seconds(2));
+  EXPECT_EQ(sim.engine().FindJob(two.front())->state, JobState::kRunning);
+  // Holding one pending task leaves the rest as they were.
+  ASSERT_TRUE(sim.engine().Release(JobRef{array, -1}, Caller{0}, sim.now(), fx).ok());
+  ASSERT_TRUE(sim.engine().Hold(JobRef{array, 3}, Caller{0}, sim.now(), fx).ok());
+  sim.Play(fx);
+  const std::vector<JobId> three = sim.engine().Lookup(JobRef{array, 3});
+  ASSERT_EQ(three.size(), 1U);
+  EXPECT_TRUE(IsHeld(*sim.engine().FindJob(three.front())));
+  EXPECT_FALSE(IsHeld(*sim.engine().FindJob(array)));
+}
+
 TEST(PolicyTest, QosLimitsWaitOrRefuse) {
   config::ClusterConfig config;
   config::QosSpec normal;
