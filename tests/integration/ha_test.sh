@@ -5,8 +5,9 @@
 # emulating agent that knows both. Four clients submit while the active
 # controller is killed (kill -9): the standby takes over, every job that
 # was acknowledged exists once and completes, a 4-node job running across
-# the takeover ends with its exit code, and the killed controller comes
-# back as the standby. Then fencing: the active controller is paused
+# the takeover ends with its exit code, an account, a user and a
+# reservation operators made before it (sacctmgr, scontrol) are there with
+# their audit, and the killed controller comes back as the standby. Then fencing: the active controller is paused
 # (SIGSTOP) until the standby took over, and once resumed it commits
 # nothing.
 source "$(dirname "$0")/lib.sh"
@@ -53,6 +54,15 @@ grep -q "not the active controller; the active one is $A" "$WORK/agent.log" &&
 cohort queue --controller "$B" >/dev/null &&
   pass "the CLI, pointed at the standby, follows it to the active one" ||
   fail "the CLI did not follow the standby's redirect"
+
+# What operators made before the takeover: an account with a budget and a
+# user (sacctmgr, audited) and a reservation.
+SLURM_BIN=$BIN/cli/slurm
+"$SLURM_BIN/sacctmgr" -i add account lab GrpTRESMins=gres/gpu=600 >/dev/null &&
+  "$SLURM_BIN/sacctmgr" -i add user root Account=lab >/dev/null ||
+  fail "sacctmgr add account and user failed"
+"$SLURM_BIN/scontrol" create reservation ReservationName=window StartTime=now+3600 Duration=30 \
+  Nodes=node16 Users=root Flags=MAINT >/dev/null || fail "scontrol create reservation failed"
 
 # A 4-node job that runs across the takeover and ends with exit code 3.
 GANG=$(submit -N 4 -J gang --wrap 'sleep 8; exit 3')
@@ -119,6 +129,13 @@ grep -q '"exit_code": *3' <<<"$gang" && pass "the 4-node job ended with its exit
 cohort history -j "$GANG" -P | grep "FAILED" | grep -q "|3:0" &&
   pass "cohort history reads the 4-node job from PostgreSQL" ||
   fail "history does not show the 4-node job: $(cohort history -j "$GANG" -P)"
+
+"$SLURM_BIN/sacctmgr" -n -P show transactions format=Action,Where,Info >"$WORK/audit.txt" &&
+  grep -qx 'Add Account|lab|GrpTRESMins=gres/gpu=600' "$WORK/audit.txt" &&
+  grep -q '^Add User|root in lab|' "$WORK/audit.txt" &&
+  "$SLURM_BIN/scontrol" show reservation window | grep -q 'Flags=MAINT' &&
+  pass "the new active controller has the account and user sacctmgr added, their audit and the reservation" ||
+  fail "after the takeover: $(cat "$WORK/audit.txt"); $("$SLURM_BIN/scontrol" show reservation 2>&1)"
 
 # The killed controller comes back, as the standby.
 start_ha_controller a "${A##*:}"
