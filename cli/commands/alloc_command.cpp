@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -42,6 +43,7 @@ struct AllocState {
   ConnectionOptions connection;
   std::vector<UnsupportedOption> unsupported;
   AllocationWords words = AllocationWords::kCohort;  ///< salloc: Slurm's
+  bool no_shell = false;  ///< salloc --no-shell: leave the allocation running, run nothing
 };
 
 // What the command run in the allocation sees, as salloc sets it: the
@@ -225,10 +227,20 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
     PrintTestOnlyAnswer(*answer, std::cout);
     return 0;
   }
+  // sbatch's -Q (which the job options take and drop) quiets salloc.
+  const bool quiet = state.words == AllocationWords::kSalloc &&
+                     std::any_of(state.unsupported.begin(), state.unsupported.end(),
+                                 [](const UnsupportedOption& u) {
+                                   return u.name == "--quiet" && u.option->count() > 0;
+                                 });
+  if (state.no_shell) {
+    return InAllocation(*client, request.spec(), [](const v1::Job&, Watch&) { return 0; },
+                        {.words = state.words, .quiet = quiet, .keep = true});
+  }
   return InAllocation(
       *client, request.spec(),
       [&](const v1::Job& granted, Watch& watch) { return RunInAllocation(words, granted, watch); },
-      state.words);
+      {.words = state.words, .quiet = quiet, .keep = false});
 }
 
 // The options of `cohort alloc` and `salloc`, on `alloc`.
@@ -244,8 +256,11 @@ void ConfigureAlloc(CLI::App& alloc, AllocState& state, CommandWords words) {
 }  // namespace
 
 int InAllocation(ControllerClient& client, v1::JobSpec spec,
-                 const std::function<int(const v1::Job&, Watch&)>& run, AllocationWords words) {
-  const bool slurm = words == AllocationWords::kSalloc;
+                 const std::function<int(const v1::Job&, Watch&)>& run, AllocationStyle style) {
+  const bool slurm = style.words == AllocationWords::kSalloc;
+  const auto say = [&style](const std::string& text) {
+    if (!style.quiet) std::cerr << text;
+  };
   spec.set_allocation_only(true);
   v1::SubmitJobRequest request;
   *request.mutable_spec() = std::move(spec);
@@ -258,21 +273,22 @@ int InAllocation(ControllerClient& client, v1::JobSpec spec,
     return 1;
   }
   const std::int64_t id = submitted->job_id();
-  std::cerr << (slurm ? fmt::format("salloc: Pending job allocation {}\n", id)
-                      : fmt::format("cohort: pending job allocation {}\n", id));
+  say(slurm ? fmt::format("salloc: Pending job allocation {}\n", id)
+            : fmt::format("cohort: pending job allocation {}\n", id));
   Watch watch;
   std::thread watcher([&] { WatchLoop(client, id, watch); });
   const std::optional<v1::Job> granted = WaitForGrant(client, id, watch);
   int exit_status = 1;
   if (granted) {
-    std::cerr << (slurm ? fmt::format("salloc: Granted job allocation {}\nsalloc: Nodes {} are "
-                                      "ready for job\n",
-                                      id, granted->nodes())
-                        : fmt::format("cohort: granted job allocation {} on {}\n", id,
-                                      granted->nodes()));
+    say(slurm ? fmt::format("salloc: Granted job allocation {}\nsalloc: Nodes {} are "
+                            "ready for job\n",
+                            id, granted->nodes())
+              : fmt::format("cohort: granted job allocation {} on {}\n", id, granted->nodes()));
     exit_status = run(*granted, watch);
-    std::cerr << (slurm ? fmt::format("salloc: Relinquishing job allocation {}\n", id)
-                        : fmt::format("cohort: relinquishing job allocation {}\n", id));
+  }
+  if (granted && !style.keep) {
+    say(slurm ? fmt::format("salloc: Relinquishing job allocation {}\n", id)
+              : fmt::format("cohort: relinquishing job allocation {}\n", id));
     v1::ControlJobsRequest end;
     end.add_job_refs(std::to_string(id));
     end.set_action(v1::JOB_COMPLETE);
@@ -311,6 +327,9 @@ void AddSallocCommand(CLI::App& app, int& exit_code, CommandWords words) {
   auto state = std::make_shared<AllocState>();
   state->words = AllocationWords::kSalloc;
   ConfigureAlloc(app, *state, words);
+  app.add_flag("--no-shell", state->no_shell,
+               "once granted, exit and leave the allocation running (until its time limit or "
+               "scancel); run steps in it with srun --jobid=ID");
   app.footer(
       "Cohort's salloc: waits for an allocation, runs $SHELL or the command here in it, and\n"
       "ends the allocation with its status, as `cohort alloc` does. See docs/slurm.md.");

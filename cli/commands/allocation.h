@@ -20,10 +20,17 @@ namespace cohort::cli {
 /// status, or 1 when the allocation was refused or never started. What it
 /// says on stderr is Cohort's (`cohort: granted job allocation 14 on
 /// node[01-02]`), or with kSalloc Slurm's salloc's, which tools read
-/// (`salloc: Granted job allocation 14`).
+/// (`salloc: Granted job allocation 14`); `quiet` says only errors
+/// (salloc -Q). `keep` leaves the allocation to run on after `run` (salloc
+/// --no-shell): it ends at its time limit or when cancelled.
 enum class AllocationWords : std::uint8_t { kCohort, kSalloc };
+struct AllocationStyle {
+  AllocationWords words = AllocationWords::kCohort;
+  bool quiet = false;
+  bool keep = false;
+};
 [[nodiscard]] int InAllocation(ControllerClient& client, v1::JobSpec spec,
                                const std::function<int(const v1::Job&, Watch&)>& run,
-                               AllocationWords words = AllocationWords::kCohort);
+                               AllocationStyle style = {});
 
 }  // namespace cohort::cli

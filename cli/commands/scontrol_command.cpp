@@ -214,6 +214,20 @@ int UpdateJob(const JobUpdateWords& o) {
       o.connection, [&](ControllerClient& client) { return client.UpdateJob(*request).status(); });
 }
 
+// scontrol ping: whether the controller answers, in Slurm's words (tools
+// grep for "is UP"); 1 when it does not.
+int Ping(const ConnectionOptions& connection) {
+  absl::StatusOr<ControllerClient> client = ControllerClient::Connect(connection);
+  if (!client.ok()) return Fail(client.status());
+  const absl::Status answered = client->ListPartitions(v1::ListPartitionsRequest{}).status();
+  // A refusal (a user past their calls a second) is an answer too.
+  const bool up =
+      answered.ok() || (!absl::IsUnavailable(answered) && !absl::IsDeadlineExceeded(answered));
+  std::cout << fmt::format("Slurmctld(primary) at {} is {}\n", client->Address(),
+                           up ? "UP" : "DOWN");
+  return up ? 0 : 1;
+}
+
 }  // namespace
 
 void AddScontrolCommand(CLI::App& app, int& exit_code) {
@@ -222,6 +236,11 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
   AddControlCommands(app, exit_code);
   AddReconfigureCommand(app, exit_code);
   AddReservationCommands(app, exit_code);
+  auto ping_connection = std::make_shared<ConnectionOptions>();
+  CLI::App* ping = app.add_subcommand(
+      "ping", "whether the controller answers: Slurmctld(primary) at ADDRESS is UP (or DOWN, 1)");
+  AddConnectionOptions(*ping, *ping_connection, ConfigShortName::kNone);
+  ping->callback([ping_connection, &exit_code] { exit_code = Ping(*ping_connection); });
   auto update = std::make_shared<JobUpdateWords>();
   CLI::App* command = app.add_subcommand(
       "update",
@@ -240,7 +259,7 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
       "Cohort's scontrol: show job|node|partition|hostnames|hostlist, hold, release,\n"
       "requeue, update JobId=... TimeLimit=|Partition=|NumNodes= (pending jobs),\n"
       "update NodeName=... State=DRAIN|DOWN|RESUME Reason=..., update PartitionName=...\n"
-      "State=UP|DOWN|DRAIN|INACTIVE, and reconfigure. See docs/slurm.md.");
+      "State=UP|DOWN|DRAIN|INACTIVE, reconfigure and ping. See docs/slurm.md.");
   // Slurm's commands exit 1 for any failure.
   app.final_callback([&exit_code] { exit_code = SlurmStatus(exit_code); });
 }

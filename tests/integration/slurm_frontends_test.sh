@@ -172,6 +172,16 @@ out=$(salloc -N 1 -t 1 true 2>&1) || fail "salloc -N 1 true failed: $out"
 grep -Eq "^salloc: Granted job allocation [0-9]+$" <<<"$out" &&
   grep -Eq "^salloc: Relinquishing job allocation [0-9]+$" <<<"$out" || fail "salloc's words: $out"
 pass "salloc: Granted job allocation N ... Relinquishing job allocation N"
+out=$(salloc -Q -N 1 -t 1 true 2>&1) || fail "salloc -Q failed: $out"
+[ -z "$out" ] || fail "salloc -Q said: $out"
+out=$(salloc --no-shell -N 1 -t 5 2>&1) || fail "salloc --no-shell failed: $out"
+kept=$(sed -n 's/^salloc: Granted job allocation \([0-9]*\)$/\1/p' <<<"$out")
+[ -n "$kept" ] && state_is "$kept" RUNNING && srun --jobid="$kept" -N 1 true ||
+  fail "salloc --no-shell left no allocation to run in: $out"
+scancel "$kept"
+pass "salloc -Q says nothing; salloc --no-shell leaves its allocation running for srun --jobid"
+scontrol ping | grep -Eq '^Slurmctld\(primary\) at .+ is UP$' || fail "scontrol ping: $(scontrol ping 2>&1)"
+pass "scontrol ping: the controller is UP"
 
 # --- node and partition states as operators set them: scontrol update
 # NodeName=… State=DRAIN|DOWN|RESUME Reason=…, sinfo -R, and a partition's
