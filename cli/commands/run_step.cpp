@@ -276,7 +276,9 @@ int StepOutcome(const v1::Job& job, const std::optional<v1::JobStep>& step, cons
   return interrupted ? 130 : 1;
 }
 
-// How long the output of a step that ended may still be on its way.
+// How long the output streams of a step that ended may stay silent before
+// cohort run stops waiting for them (a stepd that died says no Done);
+// output that keeps arriving is waited for.
 constexpr std::chrono::seconds kOutputWait{5};
 
 // Waits for the step to end while printing its ranks' output, from `folder`

@@ -200,7 +200,12 @@ v1::StepIo StepIoServer::Io() const {
 void StepIoServer::Finish(int nodes, std::chrono::milliseconds limit) {
   {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, limit, [&] { return done_ >= nodes; });
+    std::uint64_t seen = output_frames_;
+    while (done_ < nodes && changed_.wait_for(lock, limit, [&] {
+      return done_ >= nodes || output_frames_ != seen;
+    })) {
+      seen = output_frames_;
+    }
   }
   stop_ = true;
   (void)::write(wake_[1], "x", 1);
@@ -460,6 +465,9 @@ void StepIoServer::Serve() {
           }
           if (frame.kind == io::FrameKind::kStdout || frame.kind == io::FrameKind::kStderr) {
             Print(frame.rank, frame.kind == io::FrameKind::kStderr, frame.data);
+            const std::lock_guard lock(mutex_);
+            ++output_frames_;
+            changed_.notify_all();
           } else if (frame.kind == io::FrameKind::kFencePart) {
             if (!take_part(c, frame)) {
               close = true;

@@ -53,8 +53,10 @@ class StepIoServer {
   [[nodiscard]] v1::StepIo Io() const;
 
   /// Once the step has ended: waits until `nodes` stepds have said Done
-  /// (every rank's output is here), or `limit` has passed, then stops the
-  /// thread and prints what is left of unfinished lines.
+  /// (every rank's output is here), or `limit` has passed with no output
+  /// arriving (output still on its way is waited for, however long: a busy
+  /// machine must not cut it off), then stops the thread and prints what is
+  /// left of unfinished lines.
   void Finish(int nodes, std::chrono::milliseconds limit);
 
  private:
@@ -79,7 +81,8 @@ class StepIoServer {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
-  int done_ = 0;  ///< stepds that said Done; guarded by mutex_
+  int done_ = 0;                     ///< stepds that said Done; guarded by mutex_
+  std::uint64_t output_frames_ = 0;  ///< stdout and stderr frames received; guarded by mutex_
   /// Output without its newline yet, by (rank, stderr?); the thread's.
   std::map<std::pair<int, bool>, std::string> partial_;
 };
