@@ -55,16 +55,8 @@ void UsageBook::Record(NodeId node, const std::string& node_name, Millis at,
                        const std::vector<Accepted>& launches, const v1::UsageReport& report) {
   std::vector<std::pair<JobId, int>>& listed = listed_[node];
   std::vector<JobId> touched;
-  for (const auto& [job, step] : listed) {
-    touched.push_back(job);
-    const auto it = jobs_.find(job);
-    if (it == jobs_.end()) continue;
-    const auto launch = it->second.launches.find(step);
-    if (launch == it->second.launches.end()) continue;
-    launch->second.erase(node);
-    if (launch->second.empty()) it->second.launches.erase(launch);
-  }
-  listed.clear();
+  for (const auto& [job, step] : listed) touched.push_back(job);
+  Unlist(node, listed);
   NodeGpus& gpus = gpus_[node];
   gpus.util.assign(kMostReportGpus, -1);
   gpus.mem_mb.assign(kMostReportGpus, 0);
@@ -101,17 +93,30 @@ void UsageBook::Forget(JobId job) { jobs_.erase(job); }
 void UsageBook::ForgetNode(NodeId node) {
   const auto it = listed_.find(node);
   if (it == listed_.end()) return;
-  for (const auto& [job, step] : it->second) {
-    const auto found = jobs_.find(job);
-    if (found == jobs_.end()) continue;
-    const auto launch = found->second.launches.find(step);
-    if (launch == found->second.launches.end()) continue;
-    launch->second.erase(node);
-    if (launch->second.empty()) found->second.launches.erase(launch);
-    if (found->second.launches.empty()) jobs_.erase(found);
-  }
+  std::vector<std::pair<JobId, int>> listed = std::move(it->second);
   listed_.erase(it);
+  std::vector<JobId> jobs;
+  for (const auto& [job, step] : listed) jobs.push_back(job);
+  Unlist(node, listed);
+  for (const JobId job : jobs) {
+    const auto found = jobs_.find(job);
+    if (found != jobs_.end() && found->second.launches.empty()) jobs_.erase(found);
+  }
   gpus_.erase(node);
+}
+
+void UsageBook::Unlist(NodeId node, std::vector<std::pair<JobId, int>>& listed) {
+  // A job left without launches keeps its entry (and its idle mark) for
+  // the caller to decide on.
+  for (const auto& [job, step] : listed) {
+    const auto it = jobs_.find(job);
+    if (it == jobs_.end()) continue;
+    const auto launch = it->second.launches.find(step);
+    if (launch == it->second.launches.end()) continue;
+    launch->second.erase(node);
+    if (launch->second.empty()) it->second.launches.erase(launch);
+  }
+  listed.clear();
 }
 
 void UsageBook::Sum(const std::map<NodeId, NodeSample>& nodes, v1::LiveUsage& out) const {

@@ -85,6 +85,9 @@ class UsageBook {
   void Sum(const std::map<topology::NodeId, NodeSample>& nodes, v1::LiveUsage& out) const;
   /// Sets the job's idle mark from its latest samples.
   void MarkIdle(JobSamples& job, Millis at) const;
+  /// Removes `node`'s samples of the launches `listed` (what it listed
+  /// last), and empties the list.
+  void Unlist(topology::NodeId node, std::vector<std::pair<JobId, int>>& listed);
 
   std::unordered_map<JobId, JobSamples> jobs_;
   std::unordered_map<topology::NodeId, NodeGpus> gpus_;
