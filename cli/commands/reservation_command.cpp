@@ -84,6 +84,16 @@ absl::StatusOr<v1::UpdateReservationRequest> ParseReservationWords(
             fmt::format("NodeCnt={}: give a node count of 1 or more", value));
       }
       request.set_node_count(count);
+    } else if (EqualsIgnoreCase(key, "Switches")) {
+      int count = 0;
+      const auto [ptr, error] = std::from_chars(value.data(), value.data() + value.size(), count);
+      if (value.empty() || error != std::errc() || ptr != value.data() + value.size() ||
+          count < 0 || count > 1'000'000) {
+        return absl::InvalidArgumentError(fmt::format(
+            "Switches={}: give the most leaf switches the nodes may span (1 or more; 0 clears)",
+            value));
+      }
+      request.set_switches(count);
     } else if (EqualsIgnoreCase(key, "Users")) {
       request.set_users(value);
     } else if (EqualsIgnoreCase(key, "Accounts")) {
@@ -95,7 +105,7 @@ absl::StatusOr<v1::UpdateReservationRequest> ParseReservationWords(
     } else {
       return absl::InvalidArgumentError(fmt::format(
           "{}: a reservation takes ReservationName, StartTime, EndTime, Duration, Nodes, NodeCnt, "
-          "Users, Accounts, PartitionName and Flags",
+          "Switches, Users, Accounts, PartitionName and Flags",
           key));
     }
   }
@@ -108,12 +118,16 @@ absl::StatusOr<v1::UpdateReservationRequest> ParseReservationWords(
 std::string ReservationRecordText(const v1::Reservation& r) {
   return fmt::format(
       "ReservationName={} StartTime={} EndTime={} Duration={}\n"
-      "   Nodes={} NodeCnt={} PartitionName={} Flags={}\n"
+      "   Nodes={} NodeCnt={} PartitionName={} Flags={}{}\n"
       "   Users={} Accounts={} State={} CreatedBy={}\n",
       r.name(), FormatTimestamp(r.start_ms()), FormatTimestamp(r.end_ms()),
       Duration(r.end_ms() - r.start_ms()), r.nodes(), r.node_count(), OrNull(r.partition()),
-      OrNull(r.flags()), Joined(r.users()), Joined(r.accounts()),
-      r.active() ? "ACTIVE" : "INACTIVE", r.user().empty() ? std::to_string(r.uid()) : r.user());
+      OrNull(r.flags()),
+      r.by_count() ? fmt::format(" Placement=ALLOCATOR Switches={}",
+                                 r.switches() > 0 ? std::to_string(r.switches()) : "(null)")
+                   : std::string(),
+      Joined(r.users()), Joined(r.accounts()), r.active() ? "ACTIVE" : "INACTIVE",
+      r.user().empty() ? std::to_string(r.uid()) : r.user());
 }
 
 std::vector<std::vector<std::string>> ReservationRows(const v1::ListReservationsResponse& list) {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// sacctmgr: the account tree, its users and limits, and the audit of their
-// changes, in Slurm's words (add|modify|delete|show|list account|user,
-// show association|transactions; -i, -n, -p, -P, -s, where, set, format=).
+// sacctmgr: the account tree, its users and limits, the QOS, and the audit
+// of their changes, in Slurm's words (add|modify|delete|show|list
+// account|user|qos, show association|transactions; -i, -n, -p, -P, -s,
+// where, set, format=).
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -18,6 +20,7 @@
 
 #include "cohort/diagnostics.h"
 #include "cohort/fmt_absl.h"
+#include "cohort/text/slurm_time.h"
 #include "commands/commands.h"
 #include "commands/slurm_commands.h"
 #include "format/job_format.h"
@@ -45,7 +48,7 @@ struct Field {
 
 struct Command {
   std::string verb;    // add, modify, delete, show
-  std::string entity;  // account, user, association, transaction
+  std::string entity;  // account, user, qos, association, transaction
   std::vector<std::string> names;
   std::vector<std::string> accounts;  // where Account= (users, associations)
   std::vector<std::string> users;     // where User= (accounts, associations)
@@ -95,7 +98,7 @@ absl::StatusOr<Command> Parse(const std::vector<std::string>& words) {
   Command c;
   if (words.size() < 2) {
     return absl::InvalidArgumentError(
-        "say what to do: sacctmgr add|modify|delete|show|list account|user|association|"
+        "say what to do: sacctmgr add|modify|delete|show|list account|user|qos|association|"
         "transactions ...");
   }
   const std::string& verb = words[0];
@@ -120,17 +123,15 @@ absl::StatusOr<Command> Parse(const std::vector<std::string>& words) {
     c.entity = "association";
   } else if (OneOf(entity, {"transaction", "transactions", "txn"})) {
     c.entity = "transaction";
-  } else if (OneOf(entity, {"qos"})) {
-    return absl::InvalidArgumentError(
-        "QOS are cohort.conf's QOSName lines here; change them there and run scontrol "
-        "reconfigure (docs/configuration.md)");
+  } else if (OneOf(entity, {"qos", "qoss"})) {
+    c.entity = "qos";
   } else {
     return absl::InvalidArgumentError(fmt::format(
-        "\"{}\": sacctmgr works on account, user, association and transactions", entity));
+        "\"{}\": sacctmgr works on account, user, qos, association and transactions", entity));
   }
   if (c.verb != "show" && (c.entity == "association" || c.entity == "transaction")) {
     return absl::InvalidArgumentError(fmt::format(
-        "{} {}: change accounts and users; associations follow them", c.verb, c.entity));
+        "{} {}: change accounts, users and QOS; associations follow them", c.verb, c.entity));
   }
   bool setting = false;
   for (std::size_t i = 2; i < words.size(); ++i) {
@@ -207,24 +208,91 @@ std::string LimitText(bool has, int value) { return has ? std::to_string(value) 
 
 std::string Tres(const std::string& text) { return text; }
 
-// "cpu=12,gres/gpu=340": this period's use in TRES-minutes.
-std::string UsedMinutes(const v1::Association& line) {
-  std::vector<std::string> items;
-  items.push_back(fmt::format("cpu={:.0f}", line.period_cpu_seconds() / 60));
-  items.push_back(fmt::format("gres/gpu={:.0f}", line.period_gpu_seconds() / 60));
-  return fmt::format("{}", fmt::join(items, ","));
-}
-
 struct Row {
   const v1::Association* line = nullptr;
   const v1::AccountTransaction* transaction = nullptr;
   std::string default_account;
   bool tree = false;
+  const v1::Qos* qos = nullptr;
+  // An association's QOS and default QOS in force: its own, else inherited.
+  std::string qos_list;
+  std::string default_qos;
 };
+
+Row OfLine(const v1::Association* line) {
+  Row row;
+  row.line = line;
+  return row;
+}
+Row OfTransaction(const v1::AccountTransaction* transaction) {
+  Row row;
+  row.transaction = transaction;
+  return row;
+}
+Row OfQos(const v1::Qos* qos) {
+  Row row;
+  row.qos = qos;
+  return row;
+}
+
+std::string Seconds(bool has, std::int64_t seconds) {
+  return has ? FormatSlurmTime(std::chrono::seconds(seconds)) : std::string();
+}
+
+// "cpu=12,gres/gpu=340": this period's use in TRES-minutes.
+std::string UsedMinutes(double cpu_seconds, double gpu_seconds) {
+  return fmt::format("cpu={:.0f},gres/gpu={:.0f}", cpu_seconds / 60, gpu_seconds / 60);
+}
+
+std::optional<std::pair<std::string, int>> QosValue(const std::string& f, const v1::Qos& q) {
+  if (f == "name") return std::pair{q.name(), 10};
+  if (f == "priority") return std::pair{std::to_string(q.priority()), 10};
+  if (f == "gracetime") return std::pair{Seconds(true, q.grace_time_s()), 10};
+  if (f == "preempt") return std::pair{fmt::format("{}", fmt::join(q.preempt(), ",")), 10};
+  if (f == "preemptmode") {
+    return std::pair{q.preempt_mode().empty() ? std::string("cluster") : q.preempt_mode(), 11};
+  }
+  if (f == "flags") return std::pair{std::string(), 10};
+  if (f == "usagefactor") return std::pair{std::string("1.000000"), 11};
+  if (f == "grptres") return std::pair{q.grp_tres(), 13};
+  if (f == "grptresmins") return std::pair{q.grp_tres_mins(), 13};
+  if (f == "grptresraw")
+    return std::pair{UsedMinutes(q.period_cpu_seconds(), q.period_gpu_seconds()), 20};
+  if (f == "grpjobs") return std::pair{LimitText(q.has_grp_jobs(), q.grp_jobs()), 7};
+  if (f == "maxtres" || f == "maxtresperjob" || f == "maxtrespj") {
+    return std::pair{q.max_tres_per_job(), 13};
+  }
+  if (f == "maxtrespu" || f == "maxtresperuser") {
+    return std::pair{q.has_max_gpus_per_user() ? fmt::format("gres/gpu={}", q.max_gpus_per_user())
+                                               : std::string(),
+                     13};
+  }
+  if (f == "maxtrespa" || f == "maxtresperaccount") {
+    return std::pair{q.has_max_gpus_per_account()
+                         ? fmt::format("gres/gpu={}", q.max_gpus_per_account())
+                         : std::string(),
+                     13};
+  }
+  if (f == "maxjobspu" || f == "maxjobsperuser") {
+    return std::pair{LimitText(q.has_max_jobs_per_user(), q.max_jobs_per_user()), 9};
+  }
+  if (f == "maxsubmitpu" || f == "maxsubmitjobsperuser" || f == "maxsubmitjobspu") {
+    return std::pair{LimitText(q.has_max_submit_jobs_per_user(), q.max_submit_jobs_per_user()), 11};
+  }
+  if (f == "maxwall") return std::pair{Seconds(q.has_max_wall_s(), q.max_wall_s()), 11};
+  if (f == "descr" || f == "description") {
+    return std::pair{q.description().empty() ? q.name() : q.description(), 20};
+  }
+  if (f == "managed" || f == "source") {
+    return std::pair{std::string(q.managed() ? "sacctmgr" : "cohort.conf"), 11};
+  }
+  return std::nullopt;
+}
 
 // A field's value and default width; none for a field this entity lacks.
 std::optional<std::pair<std::string, int>> Value(const std::string& field, const Row& row) {
   const std::string f = Lower(field);
+  if (row.qos != nullptr) return QosValue(f, *row.qos);
   if (row.transaction != nullptr) {
     const v1::AccountTransaction& t = *row.transaction;
     if (f == "time") return std::pair{FormatTimestamp(t.time_ms()), 19};
@@ -252,7 +320,11 @@ std::optional<std::pair<std::string, int>> Value(const std::string& field, const
   if (f == "grpjobs") return std::pair{LimitText(a.has_grp_jobs(), a.grp_jobs()), 7};
   if (f == "grptres") return std::pair{Tres(a.grp_tres()), 13};
   if (f == "grptresmins") return std::pair{Tres(a.grp_tres_mins()), 13};
-  if (f == "grptresraw") return std::pair{UsedMinutes(a), 20};
+  if (f == "grptresraw") {
+    return std::pair{UsedMinutes(a.period_cpu_seconds(), a.period_gpu_seconds()), 20};
+  }
+  if (f == "qos") return std::pair{row.qos_list, 20};
+  if (f == "defqos" || f == "def qos" || f == "defaultqos") return std::pair{row.default_qos, 9};
   if (f == "maxjobs") return std::pair{LimitText(a.has_max_jobs(), a.max_jobs()), 7};
   if (f == "maxsubmit" || f == "maxsubmitjobs") {
     return std::pair{LimitText(a.has_max_submit_jobs(), a.max_submit_jobs()), 9};
@@ -282,6 +354,11 @@ std::string Header(const std::string& field) {
   if (f == "defaultaccount" || f == "defacct") return "Def Acct";
   if (f == "maxsubmitjobs") return "MaxSubmit";
   if (f == "maxtresperjob") return "MaxTRES";
+  if (f == "defqos" || f == "defaultqos") return "Def QOS";
+  if (f == "maxtresperuser") return "MaxTRESPU";
+  if (f == "maxtresperaccount") return "MaxTRESPA";
+  if (f == "maxjobsperuser") return "MaxJobsPU";
+  if (f == "maxsubmitjobsperuser" || f == "maxsubmitjobspu") return "MaxSubmitPU";
   if (f == "description") return "Descr";
   if (f == "organization") return "Org";
   return field;
@@ -318,15 +395,36 @@ absl::Status CheckFields(const std::vector<Field>& fields, const Row& sample,
                          std::string_view entity) {
   for (const Field& field : fields) {
     if (!Value(field.name, sample)) {
-      return absl::InvalidArgumentError(
-          fmt::format("format: {} has no field {}; {}", entity, field.name,
-                      entity == "transactions"
-                          ? "the fields are Time, Action, Actor, Where, Info"
-                          : "the fields are Account, User, ParentName, Share, GrpJobs, GrpTRES, "
-                            "GrpTRESMins, GrpTRESRaw, MaxJobs, MaxSubmit, MaxTRES, Descr, Org, "
-                            "DefaultAccount, Admin, Cluster"));
+      return absl::InvalidArgumentError(fmt::format(
+          "format: {} has no field {}; {}", entity, field.name,
+          entity == "transactions" ? "the fields are Time, Action, Actor, Where, Info"
+          : entity == "qos" ? "the fields are Name, Priority, GraceTime, Preempt, PreemptMode, "
+                              "Flags, UsageFactor, GrpTRES, GrpTRESMins, GrpTRESRaw, GrpJobs, "
+                              "MaxTRES, MaxTRESPU, MaxTRESPA, MaxJobsPU, MaxSubmitPU, MaxWall, "
+                              "Descr, Source"
+                            : "the fields are Account, User, ParentName, Share, GrpJobs, GrpTRES, "
+                              "GrpTRESMins, GrpTRESRaw, MaxJobs, MaxSubmit, MaxTRES, QOS, DefQOS, "
+                              "Descr, Org, DefaultAccount, Admin, Cluster"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ShowQos(const SacctmgrOptions& o, const Command& c,
+                     const v1::ListAccountsResponse& response) {
+  std::vector<Row> rows;
+  for (const v1::Qos& qos : response.qos()) {
+    if (Listed(c.names, qos.name())) rows.push_back(OfQos(&qos));
+  }
+  const std::vector<Field> fields =
+      c.format.empty()
+          ? Defaults({"Name", "Priority", "GraceTime", "Preempt", "PreemptMode", "Flags",
+                      "UsageFactor", "GrpTRES", "GrpTRESMins", "GrpJobs", "MaxTRES", "MaxTRESPU",
+                      "MaxTRESPA", "MaxJobsPU", "MaxSubmitPU", "MaxWall"})
+          : c.format;
+  const v1::Qos sample;
+  if (absl::Status s = CheckFields(fields, OfQos(&sample), "qos"); !s.ok()) return s;
+  Print(o, fields, rows);
   return absl::OkStatus();
 }
 
@@ -337,15 +435,12 @@ absl::Status Show(ControllerClient& client, const SacctmgrOptions& o, const Comm
     if (!response.ok()) return response.status();
     std::vector<Row> rows;
     for (const v1::AccountTransaction& t : response->transactions()) {
-      rows.push_back({.line = nullptr, .transaction = &t, .default_account = {}, .tree = false});
+      rows.push_back(OfTransaction(&t));
     }
     const std::vector<Field> fields =
         c.format.empty() ? Defaults({"Time", "Action", "Actor", "Where", "Info"}) : c.format;
     const v1::AccountTransaction sample;
-    if (absl::Status s = CheckFields(
-            fields, {.line = nullptr, .transaction = &sample, .default_account = {}, .tree = false},
-            "transactions");
-        !s.ok()) {
+    if (absl::Status s = CheckFields(fields, OfTransaction(&sample), "transactions"); !s.ok()) {
       return s;
     }
     Print(o, fields, rows);
@@ -354,6 +449,7 @@ absl::Status Show(ControllerClient& client, const SacctmgrOptions& o, const Comm
   absl::StatusOr<v1::ListAccountsResponse> response =
       client.ListAccounts(v1::ListAccountsRequest{});
   if (!response.ok()) return response.status();
+  if (c.entity == "qos") return ShowQos(o, c, *response);
   // Each user's default account: the one marked, else its first.
   std::map<std::string, std::string> defaults;
   for (const v1::Association& line : response->associations()) {
@@ -364,12 +460,23 @@ absl::Status Show(ControllerClient& client, const SacctmgrOptions& o, const Comm
   const bool assoc = c.with_assoc || o.with_assoc || c.entity == "association";
   std::vector<Row> rows;
   std::map<std::string, bool> user_seen;
+  // QOS= and DefaultQOS= in force: an association's own, else its
+  // account's, else up the tree (accounts come before those under them).
+  std::map<std::string, std::pair<std::string, std::string>> account_qos;
   for (const v1::Association& line : response->associations()) {
     const bool user_line = !line.user().empty();
+    const auto& [up_list, up_default] = account_qos[user_line ? line.account() : line.parent()];
+    std::string qos_list =
+        line.qos().empty() ? up_list : fmt::format("{}", fmt::join(line.qos(), ","));
+    std::string default_qos = line.default_qos().empty() ? up_default : line.default_qos();
+    if (!user_line) account_qos[line.account()] = {qos_list, default_qos};
     Row row{.line = &line,
             .transaction = nullptr,
             .default_account = user_line ? defaults[line.user()] : std::string(),
-            .tree = c.tree};
+            .tree = c.tree,
+            .qos = nullptr,
+            .qos_list = std::move(qos_list),
+            .default_qos = std::move(default_qos)};
     if (c.entity == "account") {
       if (!Listed(c.names, line.account()) || !Listed(c.parents, line.parent())) continue;
       if (user_line && (!assoc || !Listed(c.users, line.user()))) continue;
@@ -388,26 +495,22 @@ absl::Status Show(ControllerClient& client, const SacctmgrOptions& o, const Comm
   std::vector<Field> fields = c.format;
   if (fields.empty()) {
     if (c.entity == "account") {
-      fields = assoc
-                   ? Defaults({"Account", "Descr", "Org", "ParentName", "User", "Share", "GrpJobs",
-                               "GrpTRES", "GrpTRESMins", "MaxJobs", "MaxSubmit", "MaxTRES"})
-                   : Defaults({"Account", "Descr", "Org"});
+      fields = assoc ? Defaults({"Account", "Descr", "Org", "ParentName", "User", "Share",
+                                 "GrpJobs", "GrpTRES", "GrpTRESMins", "MaxJobs", "MaxSubmit",
+                                 "MaxTRES", "QOS", "DefQOS"})
+                     : Defaults({"Account", "Descr", "Org"});
     } else if (c.entity == "user") {
       fields = assoc ? Defaults({"User", "DefaultAccount", "Admin", "Account", "Share", "MaxJobs",
-                                 "MaxSubmit", "MaxTRES", "GrpTRES", "GrpTRESMins"})
+                                 "MaxSubmit", "MaxTRES", "GrpTRES", "GrpTRESMins", "QOS", "DefQOS"})
                      : Defaults({"User", "DefaultAccount", "Admin"});
     } else {
-      fields = Defaults({"Account", "User", "ParentName", "Share", "GrpJobs", "GrpTRES",
-                         "GrpTRESMins", "GrpTRESRaw", "MaxJobs", "MaxSubmit", "MaxTRES"});
+      fields =
+          Defaults({"Account", "User", "ParentName", "Share", "GrpJobs", "GrpTRES", "GrpTRESMins",
+                    "GrpTRESRaw", "MaxJobs", "MaxSubmit", "MaxTRES", "QOS", "DefQOS"});
     }
   }
   const v1::Association sample;
-  if (absl::Status s = CheckFields(
-          fields, {.line = &sample, .transaction = nullptr, .default_account = {}, .tree = false},
-          c.entity);
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = CheckFields(fields, OfLine(&sample), c.entity); !s.ok()) return s;
   Print(o, fields, rows);
   return absl::OkStatus();
 }
@@ -479,15 +582,16 @@ void AddSacctmgrCommand(CLI::App& app, int& exit_code) {
   app.add_flag("-s,--associations", o->with_assoc, "list users' and accounts' associations");
   app.add_flag("-Q,--quiet", o->quiet, "print nothing but errors");
   app.add_option("COMMAND", o->words,
-                 "add|modify|delete|show|list account|user|association|transactions, names, "
+                 "add|modify|delete|show|list account|user|qos|association|transactions, names, "
                  "where ..., set Key=Value, format=F1,F2%W")
       ->required();
   AddConnectionOptions(app, o->connection, ConfigShortName::kNone);
   app.footer(
       "Cohort's sacctmgr: the account tree (Parent=), users in accounts, their shares and\n"
-      "limits (GrpTRES=, GrpTRESMins=, GrpJobs=, MaxJobs=, MaxSubmitJobs=, MaxTRESPerJob=),\n"
-      "and the audit of every change (show transactions). Changes are root's and\n"
-      "Operators='s, apply at once, and survive restarts. See docs/slurm.md.");
+      "limits (GrpTRES=, GrpTRESMins=, GrpJobs=, MaxJobs=, MaxSubmitJobs=, MaxTRESPerJob=,\n"
+      "QOS=, DefaultQOS=), the QOS and their limits, and the audit of every change (show\n"
+      "transactions). Changes are root's and Operators='s, apply at once, and survive\n"
+      "restarts. See docs/slurm.md.");
   app.callback([o, &exit_code] { exit_code = Sacctmgr(*o); });
 }
 

@@ -109,6 +109,8 @@ constexpr AccountingField kFields[] = {
      }},
     {"Submit", 19, Align::kRight,
      [](const v1::Job& j, Step s, auto) { return JobOnly(When(j.submit_time_ms()), s); }},
+    {"Eligible", 19, Align::kRight,
+     [](const v1::Job& j, Step s, auto) { return JobOnly(When(j.eligible_time_ms()), s); }},
     {"Start", 19, Align::kRight,
      [](const v1::Job& j, Step s, auto) {
        return When(s != nullptr ? s->start_time_ms() : j.start_time_ms());

@@ -172,21 +172,32 @@ WhyWords WhyInWords(const v1::ExplainJobResponse& response) {
     case PendingReason::kAssocGrpNode:
     case PendingReason::kAssocGrpJobs:
     case PendingReason::kAssocMaxJobs:
-      words.summary =
-          fmt::format("Job {} waits for its account's limit ({}).", id, PendingReasonName(reason));
+    case PendingReason::kQosGrpGres:
+    case PendingReason::kQosGrpCpu:
+    case PendingReason::kQosGrpNode:
+    case PendingReason::kQosGrpJobs: {
+      const bool qos = PendingReasonName(reason).starts_with("QOS");
+      words.summary = fmt::format("Job {} waits for its {}'s limit ({}).", id,
+                                  qos ? "QOS" : "account", PendingReasonName(reason));
       words.blockers.push_back(detail);
       words.suggestions.push_back(
-          "it starts when running jobs under this limit end; sacctmgr show assoc lists the "
-          "limits, or charge another account (scontrol update JobId=ID Account=A)");
+          qos ? "it starts when running jobs of this QOS end; sacctmgr show qos lists the "
+                "limits; or submit with another --qos"
+              : "it starts when running jobs under this limit end; sacctmgr show assoc lists the "
+                "limits; or submit charging another account (-A)");
       return words;
+    }
+    case PendingReason::kQosGrpGresMinutes:
+    case PendingReason::kQosGrpCpuMinutes:
     case PendingReason::kAssocGrpGresMinutes:
     case PendingReason::kAssocGrpCpuMinutes:
-      words.summary = fmt::format("Job {} waits: its account's budget would be overspent ({}).", id,
+      words.summary = fmt::format("Job {} waits: its {}'s budget would be overspent ({}).", id,
+                                  PendingReasonName(reason).starts_with("QOS") ? "QOS" : "account",
                                   PendingReasonName(reason));
       words.blockers.push_back(detail);
       words.suggestions.push_back(
-          "ask for less time if the detail says it then fits, charge another account, or ask "
-          "an operator to raise GrpTRESMins (sacctmgr modify account)");
+          "ask for less time if the detail says it then fits, charge another account or use "
+          "another QOS, or ask an operator to raise GrpTRESMins (sacctmgr modify account|qos)");
       return words;
     case PendingReason::kReservation:
       words.summary = fmt::format("Job {} waits for its reservation.", id);

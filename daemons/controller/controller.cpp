@@ -161,7 +161,7 @@ void Controller::Restore(LoadedState loaded) {
   }
   for (const v1::UsageRecordProto& u : loaded.usage) {
     saved.usage.push_back({u.account(), u.user(), u.usage(), Millis(u.as_of_ms()), u.gpu_seconds(),
-                           u.cpu_seconds(), Millis(u.period_start_ms())});
+                           u.cpu_seconds(), Millis(u.period_start_ms()), u.qos()});
   }
   saved.partitions = loaded.partitions;
   std::vector<std::string> account_warnings;

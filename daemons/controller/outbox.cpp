@@ -121,6 +121,7 @@ StateBatch Outbox::TakeBatch() {
       row.set_gpu_seconds(u.gpu_seconds);
       row.set_cpu_seconds(u.cpu_seconds);
       row.set_period_start_ms(u.period_start.count());
+      row.set_qos(u.qos);
     }
     if (rows.empty()) batch.usage.reset();
   }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <vector>
@@ -107,9 +108,74 @@ TresCounts Overlay(const TresCounts& inner, const TresCounts& outer) {
   return out;
 }
 
+constexpr std::size_t kMaxQosNames = 64;  // in one QOS= list
+constexpr std::size_t kMaxQosName = 64;
+
+bool IsQosKey(std::string_view key) {
+  return EqualsIgnoreCase(key, "QOS") || EqualsIgnoreCase(key, "QOS+") ||
+         EqualsIgnoreCase(key, "QOS-") || EqualsIgnoreCase(key, "DefaultQOS");
+}
+
+absl::StatusOr<std::vector<std::string>> QosNames(std::string_view key, std::string_view value) {
+  std::vector<std::string> names;
+  if (value.empty() || value == "-1" || value == "''") return names;
+  for (std::size_t start = 0; start <= value.size();) {
+    const std::size_t comma = value.find(',', start);
+    const std::size_t end = comma == std::string_view::npos ? value.size() : comma;
+    const std::string_view name = value.substr(start, end - start);
+    start = end + 1;
+    const bool ok = !name.empty() && name.size() <= kMaxQosName &&
+                    std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                      return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+                    });
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}=\"{}\": QOS names are 1-{} letters, digits, '_', '-' or '.', "
+                      "comma-separated (sacctmgr show qos lists them)",
+                      key, value, kMaxQosName));
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+    if (names.size() > kMaxQosNames) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}=: at most {} QOS in one list", key, kMaxQosNames));
+    }
+  }
+  return names;
+}
+
+absl::Status SetQos(std::string_view key, std::string_view value, AssocLimits& limits) {
+  absl::StatusOr<std::vector<std::string>> names = QosNames(key, value);
+  if (!names.ok()) return names.status();
+  if (EqualsIgnoreCase(key, "DefaultQOS")) {
+    if (names->size() > 1) {
+      return absl::InvalidArgumentError(
+          fmt::format("DefaultQOS=\"{}\": name one QOS (-1 clears it)", value));
+    }
+    limits.default_qos = names->empty() ? std::string() : names->front();
+    return absl::OkStatus();
+  }
+  std::vector<std::string> list = limits.qos;
+  if (EqualsIgnoreCase(key, "QOS")) {
+    list = *std::move(names);
+  } else if (EqualsIgnoreCase(key, "QOS+")) {
+    for (std::string& name : *names) {
+      if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(std::move(name));
+    }
+  } else {
+    for (const std::string& name : *names) std::erase(list, name);
+  }
+  if (list.size() > kMaxQosNames) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}=: at most {} QOS in one list", key, kMaxQosNames));
+  }
+  limits.qos = std::move(list);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsLimitKey(std::string_view key) {
+  if (IsQosKey(key)) return true;
   for (const CountKey& k : kCountKeys) {
     if (EqualsIgnoreCase(key, k.name)) return true;
   }
@@ -120,6 +186,7 @@ bool IsLimitKey(std::string_view key) {
 }
 
 absl::Status SetLimit(std::string_view key, std::string_view value, AssocLimits& limits) {
+  if (IsQosKey(key)) return SetQos(key, value, limits);
   for (const CountKey& k : kCountKeys) {
     if (!EqualsIgnoreCase(key, k.name)) continue;
     if (EqualsIgnoreCase(value, "UNLIMITED")) {
@@ -143,7 +210,7 @@ absl::Status SetLimit(std::string_view key, std::string_view value, AssocLimits&
   }
   return absl::InvalidArgumentError(
       fmt::format("{} is no limit; limits are GrpTRES, GrpTRESMins, GrpJobs, MaxJobs, "
-                  "MaxSubmitJobs and MaxTRESPerJob",
+                  "MaxSubmitJobs, MaxTRESPerJob, QOS and DefaultQOS",
                   key));
 }
 
@@ -165,6 +232,8 @@ std::string FormatLimits(const AssocLimits& limits) {
     words.push_back(fmt::format("MaxSubmitJobs={}", *limits.max_submit_jobs));
   }
   AddTres(words, "MaxTRESPerJob", limits.max_tres_per_job);
+  if (!limits.qos.empty()) words.push_back(fmt::format("QOS={}", fmt::join(limits.qos, ",")));
+  if (!limits.default_qos.empty()) words.push_back("DefaultQOS=" + limits.default_qos);
   return fmt::format("{}", fmt::join(words, " "));
 }
 
@@ -176,6 +245,8 @@ AssocLimits Overlay(const AssocLimits& inner, const AssocLimits& outer) {
   Prefer(out.grp_jobs, outer.grp_jobs);
   Prefer(out.max_jobs, outer.max_jobs);
   Prefer(out.max_submit_jobs, outer.max_submit_jobs);
+  if (out.qos.empty()) out.qos = outer.qos;
+  if (out.default_qos.empty()) out.default_qos = outer.default_qos;
   return out;
 }
 

@@ -61,6 +61,9 @@ class Parser {
     if (absl::Status tree = CheckAccountTree(config.accounts, &culprit); !tree.ok()) {
       diagnostics_.Error(config.accounts[culprit].defined_at, std::string(tree.message()),
                          "fix the Parent= of the AccountName lines");
+    } else if (absl::Status qos = CheckAccountQos(config.accounts, config.qos, &culprit);
+               !qos.ok()) {
+      diagnostics_.Error(config.accounts[culprit].defined_at, std::string(qos.message()));
     }
     if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
       diagnostics_.Error({}, "TLSCertFile and TLSKeyFile go together",
@@ -481,6 +484,86 @@ absl::Status CheckAccountTree(const std::vector<AccountSpec>& accounts, std::siz
     }
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// The QOS list in force for an association whose own is `own`: the nearest
+// one set up the tree from `account`.
+const std::vector<std::string>& ListInForce(
+    const std::vector<std::string>& own, const AccountSpec* account,
+    const std::map<std::string_view, const AccountSpec*>& by_name) {
+  if (!own.empty()) return own;
+  for (std::size_t steps = 0; account != nullptr && steps <= by_name.size(); ++steps) {
+    if (!account->limits.qos.empty()) return account->limits.qos;
+    const auto up = by_name.find(account->parent);
+    account = up == by_name.end() ? nullptr : up->second;
+  }
+  return own;
+}
+
+}  // namespace
+
+absl::Status CheckAccountQos(const std::vector<AccountSpec>& accounts,
+                             const std::vector<QosSpec>& qos, std::size_t* culprit) {
+  std::map<std::string_view, const AccountSpec*> by_name;
+  for (const AccountSpec& account : accounts) by_name.emplace(account.name, &account);
+  const auto known = [&](const std::string& name) {
+    return std::any_of(qos.begin(), qos.end(), [&](const QosSpec& q) { return q.name == name; });
+  };
+  const auto check = [&](const AssocLimits& limits, const AccountSpec& account,
+                         const std::string& who) -> absl::Status {
+    std::vector<std::string> names = limits.qos;
+    if (!limits.default_qos.empty()) names.push_back(limits.default_qos);
+    for (const std::string& name : names) {
+      if (known(name)) continue;
+      std::vector<std::string_view> all;
+      for (const QosSpec& q : qos) all.push_back(q.name);
+      return absl::InvalidArgumentError(
+          fmt::format("{}: no QOS {}; QOS are {} (sacctmgr add qos {} makes one)", who, name,
+                      fmt::join(all, ","), name));
+    }
+    if (limits.default_qos.empty()) return absl::OkStatus();
+    const AccountSpec* from = limits.qos.empty() ? &account : nullptr;
+    const std::vector<std::string>& allowed = ListInForce(limits.qos, from, by_name);
+    if (!allowed.empty() &&
+        std::find(allowed.begin(), allowed.end(), limits.default_qos) == allowed.end()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: DefaultQOS={} is not one of the QOS it may use ({}); add it to QOS= or pick one "
+          "of those",
+          who, limits.default_qos, fmt::join(allowed, ",")));
+    }
+    return absl::OkStatus();
+  };
+  for (const AccountSpec& account : accounts) {
+    if (culprit != nullptr) *culprit = static_cast<std::size_t>(&account - accounts.data());
+    if (absl::Status s = check(account.limits, account, "account " + account.name); !s.ok()) {
+      return s;
+    }
+    for (const UserAssoc& user : account.user_limits) {
+      if (absl::Status s =
+              check(user.limits, account, fmt::format("user {} in {}", user.user, account.name));
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+AssocQos QosOf(const ClusterConfig& config, const std::string& account, const std::string& user) {
+  AssocLimits limits;
+  const AccountSpec* spec = config.FindAccount(account);
+  if (spec != nullptr) {
+    for (const UserAssoc& assoc : spec->user_limits) {
+      if (assoc.user == user) limits = assoc.limits;
+    }
+  }
+  for (const AccountSpec* at : config.AccountChain(account)) {
+    if (limits.qos.empty()) limits.qos = at->limits.qos;
+    if (limits.default_qos.empty()) limits.default_qos = at->limits.default_qos;
+  }
+  return {.allowed = std::move(limits.qos), .default_qos = std::move(limits.default_qos)};
 }
 
 std::string_view AuthTypeName(AuthType type) {

@@ -260,6 +260,11 @@ constexpr auto
                  }},
                 {"AllowAccounts", &conf::Set<QosLine, &ParseListOrAll, &Q::allow_accounts>},
                 {"AllowUsers", &conf::Set<QosLine, &ParseListOrAll, &Q::allow_users>},
+                {"GrpTRES", &conf::Set<QosLine, &ParseAccountLimit, &Q::limits>},
+                {"GrpTRESMins", &conf::Set<QosLine, &ParseAccountLimit, &Q::limits>},
+                {"GrpJobs", &conf::Set<QosLine, &ParseAccountLimit, &Q::limits>},
+                {"MaxTRESPerJob", &conf::Set<QosLine, &ParseAccountLimit, &Q::limits>},
+                {"Description", &conf::Set<QosLine, &ParseText, &Q::description>},
             });
 constexpr auto kQosRows = Concat(
     kQosOwnRows,
@@ -279,6 +284,8 @@ constexpr auto kAccountRows = std::to_array<conf::KeyRow<AccountLine>>({
     {"MaxJobs", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
     {"MaxSubmitJobs", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
     {"MaxTRESPerJob", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"QOS", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
+    {"DefaultQOS", &conf::Set<AccountLine, &ParseAccountLimit, &A::limits>},
 });
 
 static_assert(conf::AllFilled(kGlobalRows));
@@ -304,6 +311,28 @@ const conf::KeyTable<PartitionLine>& PartitionKeys() {
   static const conf::KeyTable<PartitionLine> table("PartitionName", "in a PartitionName line",
                                                    kPartitionRows);
   return table;
+}
+
+absl::Status SetQosKey(std::string_view key, std::string_view value, QosSpec& qos) {
+  const conf::KeyRow<QosLine>* row = QosKeys().Find(key);
+  const conf::Word word{
+      .key = std::string(key), .value = std::string(value), .key_at = {}, .value_at = {}};
+  Diagnostics diagnostics;
+  if (row == nullptr) {
+    QosKeys().ReportUnknown(word, diagnostics);
+  } else {
+    QosLine line{.target = qos, .preempt_at = {}};
+    if (row->parse(word, line, diagnostics) && !diagnostics.HasErrors()) {
+      qos = std::move(line.target);
+      return absl::OkStatus();
+    }
+  }
+  std::string message;
+  for (const Diagnostic& d : diagnostics.All()) {
+    if (!message.empty()) message += "; ";
+    message += d.hint.empty() ? d.message : fmt::format("{}: {}", d.message, d.hint);
+  }
+  return absl::InvalidArgumentError(message.empty() ? fmt::format("{}: not set", key) : message);
 }
 
 const conf::KeyTable<QosLine>& QosKeys() {

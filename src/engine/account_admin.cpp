@@ -2,9 +2,13 @@
 #include "engine/account_admin.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
+
+#include "absl/strings/str_split.h"
 
 #include "cohort/diagnostics.h"
 #include "engine/engine_support.h"
@@ -91,7 +95,7 @@ absl::Status SetAccountKey(config::AccountSpec& spec, const std::string& key,
   if (config::IsLimitKey(key)) return config::SetLimit(key, value, spec.limits);
   return absl::InvalidArgumentError(fmt::format(
       "{}: an account takes Parent, Fairshare, Description, Organization, GrpTRES, GrpTRESMins, "
-      "GrpJobs, MaxJobs, MaxSubmitJobs and MaxTRESPerJob",
+      "GrpJobs, MaxJobs, MaxSubmitJobs, MaxTRESPerJob, QOS (QOS+=, QOS-=) and DefaultQOS",
       key));
 }
 
@@ -138,7 +142,8 @@ absl::Status SetUserKey(config::AccountSpec& spec, const std::string& user, cons
   }
   return absl::InvalidArgumentError(fmt::format(
       "{}: a user takes Fairshare, DefaultAccount, GrpTRES, GrpTRESMins, GrpJobs, MaxJobs, "
-      "MaxSubmitJobs and MaxTRESPerJob (and Account= to say which of its accounts)",
+      "MaxSubmitJobs, MaxTRESPerJob, QOS (QOS+=, QOS-=) and DefaultQOS (and Account= to say "
+      "which of its accounts)",
       key));
 }
 
@@ -164,8 +169,7 @@ void RemoveUser(config::AccountSpec& spec, const std::string& user, Defaults& de
 
 absl::Status UpdateAccounts(const AccountUpdate& update, const std::string& verb,
                             std::vector<config::AccountSpec>& accounts, Defaults& defaults,
-                            const std::function<std::size_t(const std::string&)>& queued,
-                            std::vector<AccountAudit>& audit) {
+                            const InUse& in_use, std::vector<AccountAudit>& audit) {
   for (const std::string& name : update.names) {
     if (absl::Status s = CheckName("account", name); !s.ok()) return s;
     config::AccountSpec* spec = Find(accounts, name);
@@ -198,7 +202,7 @@ absl::Status UpdateAccounts(const AccountUpdate& update, const std::string& verb
                         "account ... set Parent=) first",
                         name, fmt::join(below, ",")));
       }
-      if (const std::size_t n = queued(name); n > 0) {
+      if (const std::size_t n = in_use.by_account(name); n > 0) {
         return absl::FailedPreconditionError(fmt::format(
             "account {} has {} pending or running jobs; let them end or cancel them first", name,
             n));
@@ -292,21 +296,210 @@ absl::Status UpdateUsers(const AccountUpdate& update, const std::string& verb,
   return absl::OkStatus();
 }
 
+constexpr std::size_t kMaxQos = 1'000;  // QOS the cluster takes
+
+config::QosSpec* FindQos(std::vector<config::QosSpec>& all, std::string_view name) {
+  const auto it = std::find_if(all.begin(), all.end(),
+                               [&](const config::QosSpec& q) { return q.name == name; });
+  return it == all.end() ? nullptr : &*it;
+}
+
+// sacctmgr's names for QOS keys, as cohort.conf's QOSName lines spell them.
+std::string_view QosConfKey(std::string_view key) {
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kAliases{{
+      {"MaxJobsPU", "MaxJobsPerUser"},
+      {"MaxSubmitJobsPU", "MaxSubmitJobsPerUser"},
+      {"MaxSubmitPU", "MaxSubmitJobsPerUser"},
+      {"MaxSubmitJobs", "MaxSubmitJobsPerUser"},
+      {"MaxTRESPJ", "MaxTRESPerJob"},
+      {"GrpJobsLimit", "GrpJobs"},
+  }};
+  for (const auto& [alias, name] : kAliases) {
+    if (EqualsIgnoreCase(key, alias)) return name;
+  }
+  return key;
+}
+
+// MaxTRESPerUser= and MaxTRESPerAccount=: a QOS limits only GPUs per user
+// and per account.
+absl::Status SetQosGpus(const std::string& key, const std::string& value, std::optional<int>& out) {
+  config::AssocLimits scratch;
+  const absl::Status parsed = config::SetLimit("GrpTRES", value, scratch);
+  const config::TresCounts& tres = scratch.grp_tres;
+  if (!parsed.ok() || tres.cpus || tres.nodes || (tres.gpus && *tres.gpus > 1'000'000)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}=\"{}\": a QOS limits GPUs per user and per account; write {}=gres/gpu=8 "
+                    "(gres/gpu=-1 clears it)",
+                    key, value, key));
+  }
+  out.reset();
+  if (tres.gpus) out = static_cast<int>(*tres.gpus);
+  return absl::OkStatus();
+}
+
+absl::Status SetQosSetting(config::QosSpec& qos, const std::string& key, const std::string& value) {
+  if (EqualsIgnoreCase(key, "MaxTRESPerUser") || EqualsIgnoreCase(key, "MaxTRESPU")) {
+    return SetQosGpus(key, value, qos.max_gpus_per_user);
+  }
+  if (EqualsIgnoreCase(key, "MaxTRESPerAccount") || EqualsIgnoreCase(key, "MaxTRESPA")) {
+    return SetQosGpus(key, value, qos.max_gpus_per_account);
+  }
+  const bool clear = value == "-1" || value == "''" || value.empty();
+  if (EqualsIgnoreCase(key, "Preempt") || EqualsIgnoreCase(key, "Preempt+") ||
+      EqualsIgnoreCase(key, "Preempt-")) {
+    std::vector<std::string> names;
+    if (!clear) {
+      names = absl::StrSplit(value, ',');
+      for (const std::string& name : names) {
+        if (absl::Status s = CheckName("QOS", name); !s.ok()) return s;
+      }
+    }
+    if (EqualsIgnoreCase(key, "Preempt")) {
+      qos.preempt = std::move(names);
+    } else if (EqualsIgnoreCase(key, "Preempt+")) {
+      for (std::string& name : names) {
+        if (!Lists(qos.preempt, name)) qos.preempt.push_back(std::move(name));
+      }
+    } else {
+      for (const std::string& name : names) std::erase(qos.preempt, name);
+    }
+    return absl::OkStatus();
+  }
+  if (EqualsIgnoreCase(key, "Description")) {
+    qos.description = value;
+    return absl::OkStatus();
+  }
+  if (EqualsIgnoreCase(key, "AllowAccounts") || EqualsIgnoreCase(key, "AllowUsers")) {
+    return config::SetQosKey(key, clear ? "ALL" : value, qos);
+  }
+  const std::string_view conf_key = QosConfKey(key);
+  if (config::IsLimitKey(conf_key)) {
+    if (EqualsIgnoreCase(conf_key, "QOS") || EqualsIgnoreCase(conf_key, "QOS+") ||
+        EqualsIgnoreCase(conf_key, "QOS-") || EqualsIgnoreCase(conf_key, "DefaultQOS") ||
+        EqualsIgnoreCase(conf_key, "MaxJobs")) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: a QOS takes MaxJobsPerUser and MaxSubmitJobsPerUser; QOS= and DefaultQOS= are an "
+          "account's or a user's (sacctmgr modify account|user)",
+          key));
+    }
+    return config::SetLimit(conf_key, value, qos.limits);
+  }
+  if (EqualsIgnoreCase(key, "Flags") || EqualsIgnoreCase(key, "UsageFactor") ||
+      EqualsIgnoreCase(key, "UsageThreshold") || EqualsIgnoreCase(key, "MinTRESPerJob")) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: Cohort's QOS do not take it; they take Priority, MaxWall, MaxJobsPerUser, "
+        "MaxSubmitJobsPerUser, MaxTRESPerUser, MaxTRESPerAccount, MaxTRESPerJob, GrpTRES, "
+        "GrpTRESMins, GrpJobs, Preempt, PreemptMode, GraceTime, Description",
+        key));
+  }
+  return config::SetQosKey(conf_key, clear ? "UNLIMITED" : value, qos);
+}
+
+// Where a QOS is named, for a refusal to delete it; empty: nowhere.
+std::string QosUsedBy(const config::ClusterConfig& config,
+                      const std::vector<config::AccountSpec>& accounts, const std::string& name) {
+  if (config.default_qos == name) return "it is the cluster's DefaultQOS (cohort.conf)";
+  for (const config::PartitionSpec& p : config.partitions) {
+    if (Lists(p.allow_qos, name)) return fmt::format("partition {}'s AllowQos names it", p.name);
+  }
+  for (const config::QosSpec& q : config.qos) {
+    if (Lists(q.preempt, name)) return fmt::format("QOS {} preempts it (Preempt=)", q.name);
+  }
+  for (const config::AccountSpec& a : accounts) {
+    const auto names = [&](const config::AssocLimits& l) {
+      return Lists(l.qos, name) || l.default_qos == name;
+    };
+    if (names(a.limits)) return fmt::format("account {} lists it in QOS= or DefaultQOS=", a.name);
+    for (const config::UserAssoc& u : a.user_limits) {
+      if (names(u.limits)) {
+        return fmt::format("user {} in account {} lists it in QOS= or DefaultQOS=", u.user, a.name);
+      }
+    }
+  }
+  return {};
+}
+
+absl::Status UpdateQos(const AccountUpdate& update, const std::string& verb,
+                       const config::ClusterConfig& config, std::vector<config::QosSpec>& all,
+                       const std::vector<config::AccountSpec>& accounts, const InUse& in_use,
+                       std::vector<AccountAudit>& audit) {
+  for (const std::string& name : update.names) {
+    if (absl::Status s = CheckName("QOS", name); !s.ok()) return s;
+    config::QosSpec* qos = FindQos(all, name);
+    if (verb == "add") {
+      if (qos != nullptr) {
+        return absl::AlreadyExistsError(fmt::format(
+            "QOS {} exists; change it with sacctmgr modify qos {} set ...", name, name));
+      }
+      if (all.size() >= kMaxQos) {
+        return absl::ResourceExhaustedError(
+            fmt::format("the cluster has {} QOS, the most it takes; delete some first", kMaxQos));
+      }
+      qos = &all.emplace_back();
+      qos->name = name;
+      qos->managed = true;
+    } else if (qos == nullptr) {
+      return absl::NotFoundError(fmt::format("no QOS {}; sacctmgr show qos lists them", name));
+    } else if (!qos->managed) {
+      return absl::FailedPreconditionError(fmt::format(
+          "QOS {} is defined in cohort.conf{}; {} it there and run scontrol reconfigure (sacctmgr "
+          "changes only the QOS it made)",
+          name,
+          qos->defined_at.line > 0 ? fmt::format(" (line {})", qos->defined_at.line)
+                                   : std::string(),
+          verb == "delete" ? "delete" : "change"));
+    }
+    if (verb == "delete") {
+      if (std::string used = QosUsedBy(config, accounts, name); !used.empty()) {
+        return absl::FailedPreconditionError(
+            fmt::format("QOS {} is in use: {}; change that first", name, used));
+      }
+      if (const std::size_t n = in_use.by_qos(name); n > 0) {
+        return absl::FailedPreconditionError(fmt::format(
+            "QOS {} has {} pending or running jobs; let them end or cancel them first", name, n));
+      }
+      std::erase_if(all, [&](const config::QosSpec& q) { return q.name == name; });
+    } else {
+      for (const auto& [key, value] : update.set) {
+        if (absl::Status s = SetQosSetting(*qos, key, value); !s.ok()) return s;
+      }
+    }
+    audit.push_back({.time = {},
+                     .uid = 0,
+                     .action = Capital(verb) + " QOS",
+                     .where = name,
+                     .info = Info(update)});
+  }
+  // Every Preempt= names a QOS other than its own.
+  for (const config::QosSpec& qos : all) {
+    for (const std::string& victim : qos.preempt) {
+      if (victim == qos.name) {
+        return absl::InvalidArgumentError(fmt::format(
+            "QOS {} lists itself in Preempt=; a QOS cannot preempt its own jobs", qos.name));
+      }
+      if (FindQos(all, victim) == nullptr) {
+        return absl::InvalidArgumentError(fmt::format(
+            "QOS {}: Preempt= names no QOS {}; sacctmgr show qos lists them", qos.name, victim));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::StatusOr<std::vector<AccountAudit>> ApplyAccountUpdate(
-    const AccountUpdate& update, config::ClusterConfig& config,
-    const std::function<std::size_t(const std::string& account)>& queued) {
+absl::StatusOr<std::vector<AccountAudit>> ApplyAccountUpdate(const AccountUpdate& update,
+                                                             config::ClusterConfig& config,
+                                                             const InUse& in_use) {
   const std::string verb = Lower(update.verb);
   const std::string entity = Lower(update.entity);
   if (verb != "add" && verb != "modify" && verb != "delete") {
     return absl::InvalidArgumentError(
         fmt::format("\"{}\": sacctmgr changes with add, modify or delete", update.verb));
   }
-  if (entity != "account" && entity != "user") {
-    return absl::InvalidArgumentError(fmt::format(
-        "\"{}\": sacctmgr {} takes account or user (QOS are cohort.conf's QOSName lines)",
-        update.entity, verb));
+  if (entity != "account" && entity != "user" && entity != "qos") {
+    return absl::InvalidArgumentError(
+        fmt::format("\"{}\": sacctmgr {} takes account, user or qos", update.entity, verb));
   }
   if (update.names.empty()) {
     return absl::InvalidArgumentError(fmt::format("name the {}s to {}", entity, verb));
@@ -330,14 +523,22 @@ absl::StatusOr<std::vector<AccountAudit>> ApplyAccountUpdate(
   }
   std::vector<config::AccountSpec> accounts = config.accounts;
   Defaults defaults = config.default_accounts;
+  std::vector<config::QosSpec> qos = config.qos;
   std::vector<AccountAudit> audit;
-  const absl::Status applied = entity == "account"
-                                   ? UpdateAccounts(update, verb, accounts, defaults, queued, audit)
-                                   : UpdateUsers(update, verb, accounts, defaults, audit);
+  absl::Status applied;
+  if (entity == "account") {
+    applied = UpdateAccounts(update, verb, accounts, defaults, in_use, audit);
+  } else if (entity == "user") {
+    applied = UpdateUsers(update, verb, accounts, defaults, audit);
+  } else {
+    applied = UpdateQos(update, verb, config, qos, accounts, in_use, audit);
+  }
   if (!applied.ok()) return applied;
   if (absl::Status tree = config::CheckAccountTree(accounts); !tree.ok()) return tree;
+  if (absl::Status named = config::CheckAccountQos(accounts, qos); !named.ok()) return named;
   config.accounts = std::move(accounts);
   config.default_accounts = std::move(defaults);
+  config.qos = std::move(qos);
   return audit;
 }
 
@@ -361,11 +562,33 @@ AccountingState ManagedPart(const config::ClusterConfig& config) {
     }
   }
   state.default_accounts = config.default_accounts;
+  for (const config::QosSpec& qos : config.qos) {
+    if (qos.managed) state.qos.push_back(qos);
+  }
   return state;
 }
 
 std::vector<std::string> MergeManaged(const AccountingState& kept, config::ClusterConfig& config) {
   std::vector<std::string> warnings;
+  // The QOS first: the accounts name them.
+  for (const config::QosSpec& qos : kept.qos) {
+    if (FindQos(config.qos, qos.name) != nullptr) {
+      warnings.push_back(fmt::format(
+          "QOS {} made by sacctmgr is now defined in cohort.conf; cohort.conf's line wins",
+          qos.name));
+      continue;
+    }
+    config.qos.push_back(qos);
+  }
+  for (config::QosSpec& qos : config.qos) {
+    if (!qos.managed) continue;
+    std::erase_if(qos.preempt, [&](const std::string& victim) {
+      if (victim != qos.name && FindQos(config.qos, victim) != nullptr) return false;
+      warnings.push_back(
+          fmt::format("QOS {}: Preempt= drops {}, which is no longer a QOS", qos.name, victim));
+      return true;
+    });
+  }
   for (const config::AccountSpec& spec : kept.accounts) {
     config::AccountSpec* here = Find(config.accounts, spec.name);
     if (spec.managed) {
@@ -419,6 +642,30 @@ std::vector<std::string> MergeManaged(const AccountingState& kept, config::Clust
   for (const auto& [user, account] : kept.default_accounts) {
     if (Find(config.accounts, account) != nullptr)
       config.default_accounts.emplace_back(user, account);
+  }
+  // QOS= and DefaultQOS= naming a QOS that is gone drop it.
+  const auto prune = [&](config::AssocLimits& limits, const std::string& who) {
+    std::erase_if(limits.qos, [&](const std::string& name) {
+      if (FindQos(config.qos, name) != nullptr) return false;
+      warnings.push_back(fmt::format("{}: QOS= drops {}, which is no longer a QOS", who, name));
+      return true;
+    });
+    if (!limits.default_qos.empty() &&
+        (FindQos(config.qos, limits.default_qos) == nullptr ||
+         (!limits.qos.empty() && !Lists(limits.qos, limits.default_qos)))) {
+      warnings.push_back(
+          fmt::format("{}: DefaultQOS={} is dropped: no such QOS, or not in its QOS=", who,
+                      limits.default_qos));
+      limits.default_qos.clear();
+    }
+  };
+  for (config::AccountSpec& spec : config.accounts) {
+    if (spec.managed) prune(spec.limits, "account " + spec.name);
+    for (config::UserAssoc& user : spec.user_limits) {
+      if (spec.managed || Lists(spec.managed_users, user.user)) {
+        prune(user.limits, fmt::format("user {} in {}", user.user, spec.name));
+      }
+    }
   }
   return warnings;
 }

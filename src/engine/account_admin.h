@@ -18,21 +18,27 @@ namespace cohort::engine {
 inline constexpr std::size_t kMaxAccounts = 10'000;
 inline constexpr std::size_t kMaxUsersPerAccount = 10'000;
 
-/// Applies `update` to `config`'s accounts and default accounts. `queued`
-/// says how many pending or running jobs an account has (an account with
-/// some is not deleted). Returns the audit entries (time and uid unset);
-/// a refusal changes nothing and names the account or key and the fix.
-[[nodiscard]] absl::StatusOr<std::vector<AccountAudit>> ApplyAccountUpdate(
-    const AccountUpdate& update, config::ClusterConfig& config,
-    const std::function<std::size_t(const std::string& account)>& queued);
+/// How many pending or running jobs an account or a QOS has: neither is
+/// deleted while it has some.
+struct InUse {
+  std::function<std::size_t(const std::string& account)> by_account;
+  std::function<std::size_t(const std::string& qos)> by_qos;
+};
 
-/// What of `config`'s accounts a store keeps (AccountingState's accounts
-/// and default accounts; the audit is the caller's).
+/// Applies `update` to `config`'s accounts, default accounts and QOS.
+/// Returns the audit entries (time and uid unset); a refusal changes
+/// nothing and names the account, QOS or key and the fix.
+[[nodiscard]] absl::StatusOr<std::vector<AccountAudit>> ApplyAccountUpdate(
+    const AccountUpdate& update, config::ClusterConfig& config, const InUse& in_use);
+
+/// What of `config`'s accounts and QOS a store keeps (AccountingState's
+/// accounts, default accounts and QOS; the audit is the caller's).
 [[nodiscard]] AccountingState ManagedPart(const config::ClusterConfig& config);
 
-/// Adds what a store kept to `config`'s cohort.conf accounts. What no longer
-/// fits (an account cohort.conf now defines, a user of an account gone, a
-/// parent gone) is dropped and said in the returned warnings.
+/// Adds what a store kept to `config`'s cohort.conf accounts and QOS. What
+/// no longer fits (an account or QOS cohort.conf now defines, a user of an
+/// account gone, a parent gone, a QOS name no QOS has) is dropped and said
+/// in the returned warnings.
 [[nodiscard]] std::vector<std::string> MergeManaged(const AccountingState& kept,
                                                     config::ClusterConfig& config);
 

@@ -145,7 +145,27 @@ absl::Status CheckAllowed(const JobRequest& request, const config::ClusterConfig
         "it; pass another --qos",
         qos_name, fmt::join(who, " and "), request.user_name, request.account));
   }
+  const config::AssocQos assoc = config::QosOf(config, request.account, request.user_name);
+  if (!assoc.allowed.empty() && !Lists(assoc.allowed, qos_name)) {
+    return absl::PermissionDeniedError(fmt::format(
+        "qos: user {} in account {} may use QOS {}; \"{}\" is not one of them; pass --qos with "
+        "one of those (sacctmgr show assoc lists them; an operator adds one with sacctmgr modify "
+        "account {} set QOS+={})",
+        request.user_name, request.account, fmt::join(assoc.allowed, ","), qos_name,
+        request.account, qos_name));
+  }
   return absl::OkStatus();
+}
+
+// The QOS of a job that names none: its association's DefaultQOS, else the
+// cluster's DefaultQOS where the association may use it, else the first QOS
+// it may use.
+std::string DefaultQos(const JobRequest& request, const config::ClusterConfig& config) {
+  if (config.accounts.empty()) return config.default_qos;
+  config::AssocQos assoc = config::QosOf(config, request.account, request.user_name);
+  if (!assoc.default_qos.empty()) return assoc.default_qos;
+  if (assoc.allowed.empty() || Lists(assoc.allowed, config.default_qos)) return config.default_qos;
+  return assoc.allowed.front();
 }
 
 // The account of a job that names none: the user's DefaultAccount
@@ -173,9 +193,7 @@ Admission::Admission(const Parts& parts)
       life_(parts.life),
       quotas_(parts.config, parts.usage),
       reservations_(parts.reservations) {
-  for (const auto& check : checks_) {
-    if (check->MayMakeJobsWait(config_)) waiting_checks_.push_back(check);
-  }
+  AccountsChanged();
   Recount();
 }
 
@@ -188,6 +206,16 @@ const PartitionAdmin* Admission::OverrideOf(std::string_view partition) const {
   const auto it = std::find_if(overrides_.begin(), overrides_.end(),
                                [&](const PartitionAdmin& a) { return a.name == partition; });
   return it == overrides_.end() ? nullptr : &*it;
+}
+
+void Admission::AccountsChanged() {
+  quotas_.Reindex();
+  // A QOS limit set or cleared by sacctmgr changes which checks may make
+  // jobs wait.
+  waiting_checks_.clear();
+  for (const auto& check : checks_) {
+    if (check->MayMakeJobsWait(config_)) waiting_checks_.push_back(check);
+  }
 }
 
 void Admission::Recount() {
@@ -246,7 +274,7 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   }
   request.partition = partition->name;
   if (request.account.empty()) request.account = DefaultAccount(request, config);
-  const std::string qos_name = request.qos.empty() ? config.default_qos : request.qos;
+  const std::string qos_name = request.qos.empty() ? DefaultQos(request, config) : request.qos;
   const config::QosSpec* qos = config.FindQos(qos_name);
   if (qos == nullptr) {
     std::vector<std::string> names;

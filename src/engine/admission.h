@@ -63,7 +63,7 @@ class Admission {
   /// The account tree's limits.
   [[nodiscard]] const Quotas& AccountLimits() const { return quotas_; }
   /// The accounts changed (sacctmgr): their limits are taken again.
-  void AccountsChanged() { quotas_.Reindex(); }
+  void AccountsChanged();
 
   /// Whether the job may be tried now; sets its pending reason when not. A
   /// job whose dependency can never hold and that asked to be killed then is

@@ -271,15 +271,25 @@ absl::StatusOr<std::vector<AccountAudit>> Engine::UpdateAccounts(const AccountUp
         "only root and Operators= (in cohort.conf) may change accounts and users; sacctmgr show "
         "reads them");
   }
-  const auto queued = [&](const std::string& account) {
+  const auto queued = [&](auto matches) {
     std::size_t n = 0;
     for (const auto* index : {&core.book.Pending(), &core.book.Active()}) {
-      for (const Job* job : *index) n += job->request.account == account ? 1 : 0;
+      for (const Job* job : *index) n += matches(*job) ? 1 : 0;
     }
     return n;
   };
+  const engine::InUse in_use{
+      .by_account =
+          [&](const std::string& account) {
+            return queued([&](const Job& job) { return job.request.account == account; });
+          },
+      .by_qos =
+          [&](const std::string& qos) {
+            return queued([&](const Job& job) { return job.qos == qos; });
+          },
+  };
   absl::StatusOr<std::vector<AccountAudit>> audit =
-      engine::ApplyAccountUpdate(update, core.config, queued);
+      engine::ApplyAccountUpdate(update, core.config, in_use);
   if (!audit.ok()) return audit.status();
   for (AccountAudit& entry : *audit) {
     entry.time = now;
@@ -291,6 +301,7 @@ absl::StatusOr<std::vector<AccountAudit>> Engine::UpdateAccounts(const AccountUp
                                                                   core.audit.size() - kAuditKept));
   }
   core.admission.AccountsChanged();
+  core.priority.QosChanged();
   core.triggers.Note(engine::Trigger::kAccounts);
   effects.changed_accounts = true;
   return audit;
@@ -311,6 +322,7 @@ void Engine::Tick(Millis now, Effects& effects) {
     core.triggers.Note(engine::Trigger::kReservations);
     effects.changed_reservations = true;
   }
+  PlaceReservationsAtStart(now, effects);
   // A reservation's start or end may let a waiting job start.
   if (const std::optional<Millis> next = core.reservations.NextChange(now)) {
     core.triggers.WakeAt(*next);
@@ -455,6 +467,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
         {.time = now, .uid = 0, .action = "Drop", .where = "restart", .info = std::move(dropped)});
   }
   core.admission.AccountsChanged();
+  core.priority.QosChanged();
   core.reservations.Restore(std::move(state.reservations));
   core.nodes.RestoreAdmin(state.nodes);
   core.admission.RestoreOverrides(state.partitions);

@@ -50,7 +50,9 @@ std::vector<NodeId> HeldByOthers(const engine::ReservationBook& book, const Adva
 }
 
 // `count` whole nodes for `r`, chosen by the gang allocator as for a job:
-// closest under one switch, on a pool as it is once running jobs end.
+// closest under one switch (at most r.switches leaves where set), on a pool
+// as it is once running jobs end. The reservation's own jobs keep no node
+// from it.
 absl::StatusOr<std::vector<NodeId>> ChooseNodes(engine::EngineCore& core,
                                                 const AdvanceReservation& r, int count,
                                                 Millis now) {
@@ -62,22 +64,26 @@ absl::StatusOr<std::vector<NodeId>> ChooseNodes(engine::EngineCore& core,
   alloc::GangRequest gang;
   gang.nodes = count;
   gang.exclusivity = alloc::Exclusivity::kExclusive;
+  if (r.switches > 0) gang.max_leaves = r.switches;
   if (!r.partition.empty()) gang.partition = pool.FindPartition(r.partition);
   gang.excluded_nodes = HeldByOthers(core.reservations, r);
   for (const Job* job : core.book.Active()) {
     const std::vector<alloc::NodeGrant> grants = engine::HeldGrants(*job);
     pool.Release(grants);
-    if ((r.flags & kResvIgnoreJobs) == 0 && engine::EndBound(*job, now) > r.start) {
+    if ((r.flags & kResvIgnoreJobs) == 0 && job->request.reservation != r.name &&
+        engine::EndBound(*job, now) > r.start) {
       for (const alloc::NodeGrant& g : grants) gang.excluded_nodes.push_back(g.node);
     }
   }
   const alloc::PlacementResult placed = core.allocator.Place(gang, pool);
   if (placed.outcome != alloc::Outcome::kPlaced) {
     return absl::FailedPreconditionError(fmt::format(
-        "no {} nodes are free of other reservations{} then ({}); ask for fewer, a later "
+        "no {} nodes{} are free of other reservations{} then ({}); ask for fewer{}, a later "
         "StartTime=, or name Nodes=",
-        count, (r.flags & kResvIgnoreJobs) == 0 ? " and of jobs that may still run" : "",
-        placed.reason));
+        count,
+        r.switches > 0 ? fmt::format(" under at most {} leaf switches", r.switches) : std::string(),
+        (r.flags & kResvIgnoreJobs) == 0 ? " and of jobs that may still run" : "", placed.reason,
+        r.switches > 0 ? " or more Switches=" : ""));
   }
   std::vector<NodeId> nodes;
   for (const alloc::NodeGrant& g : placed.placement.grants) nodes.push_back(g.node);
@@ -112,14 +118,84 @@ absl::Status CheckJobs(const engine::EngineCore& core, const AdvanceReservation&
       fmt::join(named, ", ")));
 }
 
+absl::Status CheckShape(const AdvanceReservation& r, const topology::Topology& topology) {
+  const int switches = std::max(1, static_cast<int>(topology.Switches().size()));
+  if (r.switches < 0 || r.switches > switches) {
+    return absl::InvalidArgumentError(fmt::format(
+        "Switches={}: give 1 to {} leaf switches, or leave it out", r.switches, switches));
+  }
+  if (r.switches > 0 && !r.by_count) {
+    return absl::InvalidArgumentError(
+        "Switches= shapes a reservation by count: give NodeCnt= instead of Nodes=");
+  }
+  return absl::OkStatus();
+}
+
+// Whether `node` can serve `r` now: up and taking work, and (unless
+// IGNORE_JOBS) held by none but the reservation's own jobs.
+bool Serves(const engine::EngineCore& core, const AdvanceReservation& r, NodeId node) {
+  switch (core.nodes.View(node).status) {
+    case NodeStatus::kIdle:
+    case NodeStatus::kMixed:
+    case NodeStatus::kAllocated:
+      break;
+    case NodeStatus::kUnknown:  // not checked while so (PlaceReservationsAtStart)
+    case NodeStatus::kDraining:
+    case NodeStatus::kDrained:
+    case NodeStatus::kDown:
+      return false;
+  }
+  if ((r.flags & kResvIgnoreJobs) != 0) return true;
+  for (const Job* job : core.book.Active()) {
+    if (job->request.reservation == r.name) continue;
+    bool holds = false;
+    engine::ForEachHeldGrant(*job, [&](const alloc::NodeGrant& g) { holds |= g.node == node; });
+    if (holds) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+void Engine::PlaceReservationsAtStart(Millis now, Effects& effects) {
+  engine::EngineCore& core = *core_;
+  std::vector<AdvanceReservation> due;  // by count, their window begun, not yet checked
+  for (const AdvanceReservation& r : core.reservations.All()) {
+    if (r.by_count && r.start <= now && now < r.end && r.placed_for != r.start) due.push_back(r);
+  }
+  for (AdvanceReservation& r : due) {
+    // A node not heard from yet (a controller just restarted) is not judged
+    // until its agent registers or NodeTimeout finds it lost.
+    if (std::any_of(r.nodes.begin(), r.nodes.end(),
+                    [&](NodeId n) { return core.nodes.View(n).status == NodeStatus::kUnknown; })) {
+      continue;
+    }
+    core.reservations.MarkPlaced(r.name, r.start);
+    if (std::all_of(r.nodes.begin(), r.nodes.end(), [&](NodeId n) { return Serves(core, r, n); })) {
+      continue;
+    }
+    absl::StatusOr<std::vector<NodeId>> chosen =
+        ChooseNodes(core, r, static_cast<int>(r.nodes.size()), now);
+    // Where no set serves, it keeps its nodes: those that serve do, and the
+    // others may come back within the window.
+    if (!chosen.ok()) continue;
+    r.nodes = *std::move(chosen);
+    r.placed_for = r.start;
+    if (core.reservations.Put(std::move(r), true, now).ok()) {
+      effects.changed_reservations = true;
+      core.triggers.Note(engine::Trigger::kReservations);
+    }
+  }
+}
 
 absl::Status Engine::CreateReservation(AdvanceReservation reservation, int node_count,
                                        const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
   if (absl::Status s = OperatorsOnly(caller); !s.ok()) return s;
   if (absl::Status s = CheckPartition(core, reservation); !s.ok()) return s;
-  if (reservation.nodes.empty() && node_count > 0) {
+  reservation.by_count = reservation.nodes.empty() && node_count > 0;
+  if (absl::Status s = CheckShape(reservation, core.topology); !s.ok()) return s;
+  if (reservation.by_count) {
     absl::StatusOr<std::vector<NodeId>> chosen = ChooseNodes(core, reservation, node_count, now);
     if (!chosen.ok()) return chosen.status();
     reservation.nodes = *std::move(chosen);
@@ -134,11 +210,28 @@ absl::Status Engine::CreateReservation(AdvanceReservation reservation, int node_
   return absl::OkStatus();
 }
 
-absl::Status Engine::UpdateReservation(AdvanceReservation reservation, const Caller& caller,
-                                       Millis now, Effects& effects) {
+absl::Status Engine::UpdateReservation(AdvanceReservation reservation, int node_count,
+                                       const Caller& caller, Millis now, Effects& effects) {
   engine::EngineCore& core = *core_;
   if (absl::Status s = OperatorsOnly(caller); !s.ok()) return s;
   if (absl::Status s = CheckPartition(core, reservation); !s.ok()) return s;
+  const AdvanceReservation* before = core.reservations.Find(reservation.name);
+  if (node_count > 0) reservation.by_count = true;
+  if (absl::Status s = CheckShape(reservation, core.topology); !s.ok()) return s;
+  const bool reshaped =
+      before != nullptr && reservation.by_count &&
+      (node_count > 0 || reservation.switches != before->switches ||
+       reservation.start != before->start || reservation.partition != before->partition);
+  if (reshaped) {
+    // Chosen again for the new shape or window: the old nodes are free.
+    const int count = node_count > 0 ? node_count : static_cast<int>(reservation.nodes.size());
+    AdvanceReservation scratch = reservation;
+    scratch.nodes.clear();
+    absl::StatusOr<std::vector<NodeId>> chosen = ChooseNodes(core, scratch, count, now);
+    if (!chosen.ok()) return chosen.status();
+    reservation.nodes = *std::move(chosen);
+    reservation.placed_for = Millis(0);
+  }
   std::sort(reservation.nodes.begin(), reservation.nodes.end());
   if (absl::Status s = CheckJobs(core, reservation, now); !s.ok()) return s;
   if (absl::Status s = core.reservations.Put(std::move(reservation), true, now); !s.ok()) return s;

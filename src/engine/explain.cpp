@@ -167,6 +167,12 @@ absl::StatusOr<Explanation> Engine::Explain(JobRef ref, Millis now) {
     case PendingReason::kAssocGrpCpuMinutes:
     case PendingReason::kReservation:
     case PendingReason::kReservedForMaintenance:
+    case PendingReason::kQosGrpGres:
+    case PendingReason::kQosGrpCpu:
+    case PendingReason::kQosGrpNode:
+    case PendingReason::kQosGrpJobs:
+    case PendingReason::kQosGrpGresMinutes:
+    case PendingReason::kQosGrpCpuMinutes:
       break;  // the reason and its detail say it all
   }
   return e;

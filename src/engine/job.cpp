@@ -188,6 +188,12 @@ constexpr std::array<std::string_view, kPendingReasonCount> kPendingReasonNames 
     "AssocGrpCPUMinutesLimit",
     "Reservation",
     "ReqNodeNotAvail, Reserved for maintenance",
+    "QOSGrpGRES",
+    "QOSGrpCpuLimit",
+    "QOSGrpNodeLimit",
+    "QOSGrpJobsLimit",
+    "QOSGrpGRESMinutes",
+    "QOSGrpCPUMinutesLimit",
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include "engine/prioritizer.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 #include "engine/engine_support.h"
 #include "engine/job_book.h"
@@ -52,7 +54,9 @@ void Prioritizer::Rank(std::span<Job* const> jobs, const JobBook& book, Millis n
 }
 
 void Prioritizer::Charge(Job& job, Millis now) {
-  fair_share_.Charge(job.request.account, job.request.user_name, TakeUnbilled(job, now), now);
+  const policy::Use use = TakeUnbilled(job, now);
+  fair_share_.Charge(job.request.account, job.request.user_name, use, now);
+  fair_share_.ChargeQos(job.qos, use, now);
 }
 
 void Prioritizer::ChargeActive(const JobBook& book, Millis now) {
@@ -60,12 +64,16 @@ void Prioritizer::ChargeActive(const JobBook& book, Millis now) {
   // charge per job at the same instant, without a lookup per running job.
   const auto& owners = book.ShareOwners();
   std::vector<policy::Use> by_slot(owners.size());
+  std::map<std::string_view, policy::Use> by_qos;  // QOS budgets
   for (Job* job : book.Active()) {
-    by_slot[static_cast<std::size_t>(job->cache.share_slot)] += TakeUnbilled(*job, now);
+    const policy::Use use = TakeUnbilled(*job, now);
+    by_slot[static_cast<std::size_t>(job->cache.share_slot)] += use;
+    by_qos[job->qos] += use;
   }
   for (std::size_t slot = 0; slot < by_slot.size(); ++slot) {
     fair_share_.Charge(owners[slot].first, owners[slot].second, by_slot[slot], now);
   }
+  for (const auto& [qos, use] : by_qos) fair_share_.ChargeQos(std::string(qos), use, now);
 }
 
 }  // namespace cohort::engine

@@ -36,7 +36,11 @@ class Prioritizer {
   void Rank(std::span<Job* const> jobs, const JobBook& book, Millis now,
             std::span<double> shares) const;
 
-  /// Charges what the job used since it was last charged.
+  /// The QOS changed (sacctmgr): their priorities are weighed again.
+  void QosChanged() { scale_ = policy::ScaleOf(config_, scale_.cluster_nodes); }
+
+  /// Charges what the job used since it was last charged (its account's,
+  /// its user's and its QOS's use).
   void Charge(Job& job, Millis now);
   /// Charges every active job of `book`, once per (account, user).
   void ChargeActive(const JobBook& book, Millis now);

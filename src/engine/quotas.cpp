@@ -90,11 +90,82 @@ struct TresCheck {
   PendingReason reason;
 };
 
+// `qos`: the limit is a QOS's, whose waits have reasons of their own.
 std::array<TresCheck, 3> TresChecks(const config::TresCounts& limit, const Demand& demand,
-                                    const AccountHeld& held) {
-  return {{{limit.gpus, demand.gpus, held.gpus, "GPUs", "gres/gpu", PendingReason::kAssocGrpGres},
-           {limit.cpus, demand.cpus, held.cpus, "CPUs", "cpu", PendingReason::kAssocGrpCpu},
-           {limit.nodes, demand.nodes, held.nodes, "nodes", "node", PendingReason::kAssocGrpNode}}};
+                                    const AccountHeld& held, bool qos = false) {
+  using enum PendingReason;
+  return {
+      {{limit.gpus, demand.gpus, held.gpus, "GPUs", "gres/gpu", qos ? kQosGrpGres : kAssocGrpGres},
+       {limit.cpus, demand.cpus, held.cpus, "CPUs", "cpu", qos ? kQosGrpCpu : kAssocGrpCpu},
+       {limit.nodes, demand.nodes, held.nodes, "nodes", "node",
+        qos ? kQosGrpNode : kAssocGrpNode}}};
+}
+
+// What `limits` (an account's, a user's in one, or a QOS's) never let the
+// job do: run at all (GrpJobs=0), hold what it asks (GrpTRES), or fit its
+// time limit in the whole budget (GrpTRESMins). `who` names the holder.
+absl::Status GrpRefusal(const config::AssocLimits& limits, const Job& job, const Demand& demand,
+                        const std::string& who, std::string_view instead) {
+  if (limits.grp_jobs && *limits.grp_jobs == 0) {
+    return absl::FailedPreconditionError(
+        fmt::format("the job can never run here: {} allows no running jobs (GrpJobs=0); {}, or "
+                    "ask an operator",
+                    who, instead));
+  }
+  for (const TresCheck& check : TresChecks(limits.grp_tres, demand, AccountHeld{})) {
+    if (check.limit && check.asked > *check.limit) {
+      return absl::FailedPreconditionError(fmt::format(
+          "the job can never run here: {} allows {} {} at once (GrpTRES={}={}) and the job "
+          "asks for {}; ask for fewer, or {}",
+          who, *check.limit, check.noun, check.tres, *check.limit, check.asked, instead));
+    }
+  }
+  const config::TresCounts& budgets = limits.grp_tres_mins;
+  const std::optional<double> seconds = LimitSeconds(job);
+  for (const auto& [limit, units, noun, tres] :
+       {std::tuple{budgets.gpus, demand.gpus, "GPU", "gres/gpu"},
+        std::tuple{budgets.cpus, demand.cpus, "CPU", "cpu"}}) {
+    if (!limit || units == 0) continue;
+    const double budget = static_cast<double>(*limit) * 60;
+    const BudgetUnit unit = UnitFor(budget);
+    if (!seconds) {
+      return absl::FailedPreconditionError(fmt::format(
+          "time: {} has a budget of {} {}-{} (GrpTRESMins={}={}) and a job without a time "
+          "limit could use all of it; give -t/--time",
+          who, In(unit, budget), noun, unit.name, tres, *limit));
+    }
+    const double cost = static_cast<double>(units) * *seconds;
+    if (cost > budget) {
+      return absl::FailedPreconditionError(fmt::format(
+          "the job can never run here: it may use {} {}-{} ({} {}{} for {}) and {}'s whole "
+          "budget is {} (GrpTRESMins={}={}); ask for less time or fewer {}s",
+          In(unit, cost), noun, unit.name, units, noun, units == 1 ? "" : "s",
+          FormatSlurmTime(job.time_limit), who, In(unit, budget), tres, *limit, noun));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether `limits` make the job wait now: GrpJobs reached, or GrpTRES
+// passed with what `held` holds. `whose` says whose jobs hold it.
+std::optional<plugin::Wait> GrpWait(const config::AssocLimits& limits, const AccountHeld& held,
+                                    const Demand& demand, const std::string& who,
+                                    std::string_view whose, bool qos) {
+  if (limits.grp_jobs && held.jobs >= *limits.grp_jobs) {
+    return plugin::Wait{qos ? PendingReason::kQosGrpJobs : PendingReason::kAssocGrpJobs,
+                        fmt::format("{} allows {} running jobs at once (GrpJobs={}); {} run ({})",
+                                    who, *limits.grp_jobs, *limits.grp_jobs, held.jobs, whose)};
+  }
+  for (const TresCheck& check : TresChecks(limits.grp_tres, demand, held, qos)) {
+    if (check.limit && check.held + check.asked > *check.limit) {
+      return plugin::Wait{
+          check.reason,
+          fmt::format("{} allows {} {} at once (GrpTRES={}={}); {} hold {} and this job needs {}",
+                      who, *check.limit, check.noun, check.tres, *check.limit, whose, check.held,
+                      check.asked)};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -109,6 +180,9 @@ void Quotas::Reindex() {
   parent_.assign(config_.accounts.size(), -1);
   active_ = false;
   budgets_ = false;
+  qos_limits_ = false;
+  for (const config::QosSpec& qos : config_.qos) qos_limits_ |= qos.limits.HasQuota();
+  active_ = qos_limits_;
   for (std::size_t i = 0; i < config_.accounts.size(); ++i) {
     index_.emplace(config_.accounts[i].name, static_cast<int>(i));
   }
@@ -116,12 +190,18 @@ void Quotas::Reindex() {
     const config::AccountSpec& spec = config_.accounts[i];
     if (!spec.parent.empty()) parent_[i] = IndexOf(spec.parent);
     const auto note = [&](const config::AssocLimits& limits) {
-      active_ |= !limits.Empty();
+      active_ |= limits.HasQuota();
       budgets_ |= !limits.grp_tres_mins.Empty();
     };
     note(spec.limits);
     for (const config::UserAssoc& user : spec.user_limits) note(user.limits);
   }
+}
+
+const config::QosSpec* Quotas::LimitedQos(const Job& job) const {
+  if (!qos_limits_) return nullptr;
+  const config::QosSpec* qos = config_.FindQos(job.qos);
+  return qos != nullptr && qos->limits.HasQuota() ? qos : nullptr;
 }
 
 int Quotas::IndexOf(const std::string& account) const {
@@ -156,6 +236,7 @@ void Quotas::Begin(QuotaTotals& totals, Millis now) const {
   totals.accounts.assign(config_.accounts.size(), AccountHeld{});
   totals.users.clear();
   totals.spent.clear();
+  totals.qos.clear();
   if (!budgets_) return;
   totals.spent.assign(config_.accounts.size(), policy::PeriodUse{});
   usage_.ForEachAccountPeriodUse(now, [&](const std::string& name, const policy::PeriodUse& use) {
@@ -170,8 +251,11 @@ void Quotas::Begin(QuotaTotals& totals, Millis now) const {
 
 void Quotas::Count(QuotaTotals& totals, const Job& job, int sign, Millis now) const {
   const int a = IndexOf(job.request.account);
-  if (a < 0 || totals.accounts.size() != parent_.size()) return;
+  if (totals.accounts.size() != parent_.size()) return;
+  if (a < 0 && !qos_limits_) return;
   const AccountHeld held = AccountHeldBy(job, now);
+  if (qos_limits_) Add(totals.qos[job.qos], held, sign);
+  if (a < 0) return;
   std::size_t steps = 0;
   for (int at = a; at >= 0 && steps <= parent_.size();
        at = parent_[static_cast<std::size_t>(at)], ++steps) {
@@ -181,9 +265,25 @@ void Quotas::Count(QuotaTotals& totals, const Job& job, int sign, Millis now) co
 }
 
 absl::Status Quotas::CheckSubmit(const Job& job) const {
-  const int a = IndexOf(job.request.account);
-  if (a < 0 || !active_) return absl::OkStatus();
+  if (!active_) return absl::OkStatus();
   const Demand demand = DemandOf(job);
+  if (const config::QosSpec* qos = LimitedQos(job)) {
+    for (const TresCheck& check : TresChecks(qos->limits.max_tres_per_job, demand, {})) {
+      if (check.limit && check.asked > *check.limit) {
+        return absl::FailedPreconditionError(fmt::format(
+            "the job can never run here: QOS {} allows {} {} per job (MaxTRESPerJob={}={}) and "
+            "the job asks for {}; ask for fewer, or use another --qos",
+            qos->name, *check.limit, check.noun, check.tres, *check.limit, check.asked));
+      }
+    }
+    if (absl::Status s = GrpRefusal(qos->limits, job, demand, fmt::format("QOS {}", qos->name),
+                                    "use another --qos");
+        !s.ok()) {
+      return s;
+    }
+  }
+  const int a = IndexOf(job.request.account);
+  if (a < 0) return absl::OkStatus();
   const std::string& account = job.request.account;
   const config::AssocLimits max = MaxLimits(job);
   for (const TresCheck& check : TresChecks(max.max_tres_per_job, demand, AccountHeld{})) {
@@ -201,50 +301,11 @@ absl::Status Quotas::CheckSubmit(const Job& job) const {
         "charge another account (-A), or ask an operator",
         account, job.request.user_name));
   }
-  const auto grp_refusal = [&](const config::AssocLimits& limits,
-                               const std::string& who) -> absl::Status {
-    if (limits.grp_jobs && *limits.grp_jobs == 0) {
-      return absl::FailedPreconditionError(fmt::format(
-          "the job can never run here: {} allows no running jobs (GrpJobs=0); charge another "
-          "account (-A), or ask an operator",
-          who));
-    }
-    for (const TresCheck& check : TresChecks(limits.grp_tres, demand, AccountHeld{})) {
-      if (check.limit && check.asked > *check.limit) {
-        return absl::FailedPreconditionError(fmt::format(
-            "the job can never run here: {} allows {} {} at once (GrpTRES={}={}) and the job "
-            "asks for {}; ask for fewer, or charge another account (-A)",
-            who, *check.limit, check.noun, check.tres, *check.limit, check.asked));
-      }
-    }
-    const config::TresCounts& budgets = limits.grp_tres_mins;
-    const std::optional<double> seconds = LimitSeconds(job);
-    for (const auto& [limit, units, noun, tres] :
-         {std::tuple{budgets.gpus, demand.gpus, "GPU", "gres/gpu"},
-          std::tuple{budgets.cpus, demand.cpus, "CPU", "cpu"}}) {
-      if (!limit || units == 0) continue;
-      const double budget = static_cast<double>(*limit) * 60;
-      const BudgetUnit unit = UnitFor(budget);
-      if (!seconds) {
-        return absl::FailedPreconditionError(fmt::format(
-            "time: {} has a budget of {} {}-{} (GrpTRESMins={}={}) and a job without a time "
-            "limit could use all of it; give -t/--time",
-            who, In(unit, budget), noun, unit.name, tres, *limit));
-      }
-      const double cost = static_cast<double>(units) * *seconds;
-      if (cost > budget) {
-        return absl::FailedPreconditionError(fmt::format(
-            "the job can never run here: it may use {} {}-{} ({} {}{} for {}) and {}'s whole "
-            "budget is {} (GrpTRESMins={}={}); ask for less time or fewer {}s",
-            In(unit, cost), noun, unit.name, units, noun, units == 1 ? "" : "s",
-            FormatSlurmTime(job.time_limit), who, In(unit, budget), tres, *limit, noun));
-      }
-    }
-    return absl::OkStatus();
-  };
+  constexpr std::string_view kInstead = "charge another account (-A)";
   if (const config::AssocLimits* own = UserLimits(a, job.request.user_name)) {
-    if (absl::Status s =
-            grp_refusal(*own, fmt::format("user {} in account {}", job.request.user_name, account));
+    if (absl::Status s = GrpRefusal(
+            *own, job, demand, fmt::format("user {} in account {}", job.request.user_name, account),
+            kInstead);
         !s.ok()) {
       return s;
     }
@@ -253,7 +314,9 @@ absl::Status Quotas::CheckSubmit(const Job& job) const {
   for (int at = a; at >= 0 && steps <= parent_.size();
        at = parent_[static_cast<std::size_t>(at)], ++steps) {
     const config::AccountSpec& spec = config_.accounts[static_cast<std::size_t>(at)];
-    if (absl::Status s = grp_refusal(spec.limits, fmt::format("account {}", spec.name)); !s.ok()) {
+    if (absl::Status s =
+            GrpRefusal(spec.limits, job, demand, fmt::format("account {}", spec.name), kInstead);
+        !s.ok()) {
       return s;
     }
   }
@@ -279,31 +342,11 @@ absl::Status Quotas::CheckQueueing(const Job& job, std::size_t queued) const {
   return absl::OkStatus();
 }
 
-std::optional<plugin::Wait> Quotas::AdmitBudget(const Job& job, int at, const QuotaTotals& totals,
-                                                Millis now) const {
-  // `at` ≥ 0: that account with those under it; -1: the job's user in its
-  // account.
-  const int a = IndexOf(job.request.account);
-  const config::AssocLimits* limits = at >= 0
-                                          ? &config_.accounts[static_cast<std::size_t>(at)].limits
-                                          : UserLimits(a, job.request.user_name);
-  if (limits == nullptr || limits->grp_tres_mins.Empty()) return std::nullopt;
-  policy::PeriodUse spent;
-  const AccountHeld* held = nullptr;
-  if (at >= 0) {
-    if (static_cast<std::size_t>(at) < totals.spent.size()) {
-      spent = totals.spent[static_cast<std::size_t>(at)];
-    }
-    held = &totals.accounts[static_cast<std::size_t>(at)];
-  } else {
-    spent = usage_.UserPeriodUse(job.request.account, job.request.user_name, now);
-    const auto it = totals.users.find({a, job.request.uid});
-    static const AccountHeld kNone;
-    held = it == totals.users.end() ? &kNone : &it->second;
-  }
-  const std::string who =
-      at >= 0 ? fmt::format("account {}", config_.accounts[static_cast<std::size_t>(at)].name)
-              : fmt::format("user {} in account {}", job.request.user_name, job.request.account);
+std::optional<plugin::Wait> Quotas::AdmitBudget(const Job& job, const config::AssocLimits& limits,
+                                                const policy::PeriodUse& spent,
+                                                const AccountHeld& held, const std::string& who,
+                                                bool qos, Millis now) const {
+  if (limits.grp_tres_mins.Empty()) return std::nullopt;
   const Demand demand = DemandOf(job);
   const std::optional<double> seconds = LimitSeconds(job);
   const config::UsageResetPeriod period = config_.usage_reset_period;
@@ -313,11 +356,12 @@ std::optional<plugin::Wait> Quotas::AdmitBudget(const Job& job, int at, const Qu
           : fmt::format("the budget starts again on {} (PriorityUsageResetPeriod={})",
                         Date(config::NextPeriodStart(period, now)),
                         config::UsageResetPeriodName(period));
+  using enum PendingReason;
   for (const auto& [limit, used, promised, units, noun, tres, reason] :
-       {std::tuple{limits->grp_tres_mins.gpus, spent.gpu_seconds, held->promised_gpu_seconds,
-                   demand.gpus, "GPU", "gres/gpu", PendingReason::kAssocGrpGresMinutes},
-        std::tuple{limits->grp_tres_mins.cpus, spent.cpu_seconds, held->promised_cpu_seconds,
-                   demand.cpus, "CPU", "cpu", PendingReason::kAssocGrpCpuMinutes}}) {
+       {std::tuple{limits.grp_tres_mins.gpus, spent.gpu_seconds, held.promised_gpu_seconds,
+                   demand.gpus, "GPU", "gres/gpu", qos ? kQosGrpGresMinutes : kAssocGrpGresMinutes},
+        std::tuple{limits.grp_tres_mins.cpus, spent.cpu_seconds, held.promised_cpu_seconds,
+                   demand.cpus, "CPU", "cpu", qos ? kQosGrpCpuMinutes : kAssocGrpCpuMinutes}}) {
     if (!limit || units == 0) continue;
     const double budget = static_cast<double>(*limit) * 60;
     const double cost = seconds ? static_cast<double>(units) * *seconds : INFINITY;
@@ -349,11 +393,22 @@ std::optional<plugin::Wait> Quotas::AdmitBudget(const Job& job, int at, const Qu
 
 std::optional<plugin::Wait> Quotas::Admit(const Job& job, const QuotaTotals& totals,
                                           Millis now) const {
-  const int a = IndexOf(job.request.account);
-  if (a < 0 || !active_ || totals.accounts.size() != parent_.size()) return std::nullopt;
+  if (!active_ || totals.accounts.size() != parent_.size()) return std::nullopt;
   const Demand demand = DemandOf(job);
-  const std::string& account = job.request.account;
   static const AccountHeld kNone;
+  if (const config::QosSpec* qos = LimitedQos(job)) {
+    const auto it = totals.qos.find(qos->name);
+    const AccountHeld& held = it == totals.qos.end() ? kNone : it->second;
+    const std::string who = fmt::format("QOS {}", qos->name);
+    if (auto wait = GrpWait(qos->limits, held, demand, who, "its jobs", true)) return wait;
+    if (auto wait = AdmitBudget(job, qos->limits, usage_.QosPeriodUse(qos->name, now), held, who,
+                                true, now)) {
+      return wait;
+    }
+  }
+  const int a = IndexOf(job.request.account);
+  if (a < 0) return std::nullopt;
+  const std::string& account = job.request.account;
   const auto user_it = totals.users.find({a, job.request.uid});
   const AccountHeld& user_held = user_it == totals.users.end() ? kNone : user_it->second;
 
@@ -365,46 +420,34 @@ std::optional<plugin::Wait> Quotas::Admit(const Job& job, const QuotaTotals& tot
                     "(MaxJobs={}); {} run",
                     account, job.request.user_name, *max.max_jobs, *max.max_jobs, user_held.jobs)};
   }
-  const auto grp_wait = [&](const config::AssocLimits& limits, const AccountHeld& held,
-                            const std::string& who,
-                            std::string_view whose) -> std::optional<plugin::Wait> {
-    if (limits.grp_jobs && held.jobs >= *limits.grp_jobs) {
-      return plugin::Wait{PendingReason::kAssocGrpJobs,
-                          fmt::format("{} allows {} running jobs at once (GrpJobs={}); {} run "
-                                      "({})",
-                                      who, *limits.grp_jobs, *limits.grp_jobs, held.jobs, whose)};
-    }
-    for (const TresCheck& check : TresChecks(limits.grp_tres, demand, held)) {
-      if (check.limit && check.held + check.asked > *check.limit) {
-        return plugin::Wait{
-            check.reason,
-            fmt::format("{} allows {} {} at once (GrpTRES={}={}); {} hold {} and this job needs {}",
-                        who, *check.limit, check.noun, check.tres, *check.limit, whose, check.held,
-                        check.asked)};
-      }
-    }
-    return std::nullopt;
-  };
   if (const config::AssocLimits* own = UserLimits(a, job.request.user_name)) {
-    if (auto wait = grp_wait(*own, user_held,
-                             fmt::format("user {} in account {}", job.request.user_name, account),
-                             "the user's jobs there")) {
+    const std::string who = fmt::format("user {} in account {}", job.request.user_name, account);
+    if (auto wait = GrpWait(*own, user_held, demand, who, "the user's jobs there", false)) {
       return wait;
     }
-    if (auto wait = AdmitBudget(job, -1, totals, now)) return wait;
+    if (auto wait =
+            AdmitBudget(job, *own, usage_.UserPeriodUse(account, job.request.user_name, now),
+                        user_held, who, false, now)) {
+      return wait;
+    }
   }
   std::size_t steps = 0;
   for (int at = a; at >= 0 && steps <= parent_.size();
        at = parent_[static_cast<std::size_t>(at)], ++steps) {
-    const config::AccountSpec& spec = config_.accounts[static_cast<std::size_t>(at)];
+    const auto i = static_cast<std::size_t>(at);
+    const config::AccountSpec& spec = config_.accounts[i];
     const std::string who =
         at == a ? fmt::format("account {}", spec.name)
                 : fmt::format("account {}, above the job's account {},", spec.name, account);
-    if (auto wait = grp_wait(spec.limits, totals.accounts[static_cast<std::size_t>(at)], who,
-                             "its jobs and those of the accounts under it")) {
+    if (auto wait = GrpWait(spec.limits, totals.accounts[i], demand, who,
+                            "its jobs and those of the accounts under it", false)) {
       return wait;
     }
-    if (auto wait = AdmitBudget(job, at, totals, now)) return wait;
+    const policy::PeriodUse spent = i < totals.spent.size() ? totals.spent[i] : policy::PeriodUse{};
+    if (auto wait = AdmitBudget(job, spec.limits, spent, totals.accounts[i],
+                                fmt::format("account {}", spec.name), false, now)) {
+      return wait;
+    }
   }
   return std::nullopt;
 }

@@ -35,13 +35,16 @@ struct QuotaTotals {
   /// Undecayed use this period, by account with the accounts under it;
   /// filled only where some limit is a budget (GrpTRESMins=).
   std::vector<policy::PeriodUse> spent;
+  /// What each QOS's running jobs hold, by QOS name.
+  std::map<std::string, AccountHeld, std::less<>> qos;
 };
 
 /// The account tree's limits (cohort.conf's AccountName lines and
-/// sacctmgr's accounts and users): what they refuse at submission, and what
-/// they make a pending job wait for. Grp limits bound an account with every
-/// account under it; Max limits bound each user, inherited down the tree
-/// and overridden by a user's own (Slurm's association limits).
+/// sacctmgr's accounts and users) and the QOS' Grp limits: what they refuse
+/// at submission, and what they make a pending job wait for. Grp limits
+/// bound an account with every account under it; Max limits bound each
+/// user, inherited down the tree and overridden by a user's own (Slurm's
+/// association limits). A QOS's Grp limits bound all its jobs together.
 class Quotas {
  public:
   /// `config` and `usage` outlive it.
@@ -77,16 +80,21 @@ class Quotas {
   /// The Max limits in force for the job's user: the user's own, then the
   /// nearest account's up the tree.
   [[nodiscard]] config::AssocLimits MaxLimits(const Job& job) const;
-  [[nodiscard]] std::optional<plugin::Wait> AdmitBudget(const Job& job, int at,
-                                                        const QuotaTotals& totals,
-                                                        Millis now) const;
+  /// A budget (GrpTRESMins) of `limits` that the job would overspend:
+  /// `spent` this period, `held` what running jobs may still use.
+  [[nodiscard]] std::optional<plugin::Wait> AdmitBudget(
+      const Job& job, const config::AssocLimits& limits, const policy::PeriodUse& spent,
+      const AccountHeld& held, const std::string& who, bool qos, Millis now) const;
+  /// The job's QOS, where it has Grp or per-job limits.
+  [[nodiscard]] const config::QosSpec* LimitedQos(const Job& job) const;
 
   const config::ClusterConfig& config_;
   const policy::FairShare& usage_;
   std::map<std::string, int, std::less<>> index_;
   std::vector<int> parent_;  ///< by index; -1: the root
   bool active_ = false;
-  bool budgets_ = false;  ///< some GrpTRESMins=
+  bool budgets_ = false;     ///< some GrpTRESMins=
+  bool qos_limits_ = false;  ///< some QOS has Grp or per-job limits
 };
 
 }  // namespace cohort::engine

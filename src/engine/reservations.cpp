@@ -147,6 +147,12 @@ const AdvanceReservation* ReservationBook::Blocked(const Job& job, Millis from, 
   return first;
 }
 
+void ReservationBook::MarkPlaced(std::string_view name, Millis start) {
+  for (AdvanceReservation& r : all_) {
+    if (r.name == name) r.placed_for = start;
+  }
+}
+
 bool ReservationBook::Roll(Millis now) {
   bool changed = false;
   for (AdvanceReservation& r : all_) {

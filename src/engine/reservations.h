@@ -24,6 +24,9 @@ class ReservationBook {
   /// field and the fix; nothing changes then.
   absl::Status Put(AdvanceReservation r, bool replace, Millis now);
   absl::Status Remove(std::string_view name);
+  /// Notes that the nodes of the reservation named were checked for the
+  /// window starting at `start` (AdvanceReservation::placed_for).
+  void MarkPlaced(std::string_view name, Millis start);
 
   [[nodiscard]] const AdvanceReservation* Find(std::string_view name) const;
   [[nodiscard]] const std::vector<AdvanceReservation>& All() const { return all_; }

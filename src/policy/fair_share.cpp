@@ -64,6 +64,7 @@ void FairShare::Roll(Millis now) {
   period_start_ = start;
   for (auto& [name, d] : accounts_) d.gpu_seconds = d.cpu_seconds = 0;
   for (auto& [key, d] : users_) d.gpu_seconds = d.cpu_seconds = 0;
+  qos_.clear();
 }
 
 PeriodUse FairShare::AccountPeriodUse(const std::string& account, Millis now) const {
@@ -136,14 +137,34 @@ void FairShare::Add(Decayed& d, const Use& use, Millis now) const {
   d.cpu_seconds += use.cpu_seconds;
 }
 
+namespace {
+
+// Whether a charge adds nothing, or is no amount (negative, NaN, infinite).
+bool NothingToCharge(const Use& use) {
+  // `!(x >= 0)` also catches NaN.
+  const auto bad = [](double x) { return !(x >= 0) || std::isinf(x); };
+  return bad(use.resource_seconds) || bad(use.gpu_seconds) || bad(use.cpu_seconds) ||
+         !(use.resource_seconds > 0 || use.gpu_seconds > 0 || use.cpu_seconds > 0);
+}
+
+}  // namespace
+
+void FairShare::ChargeQos(const std::string& qos, const Use& use, Millis now) {
+  if (qos.empty() || NothingToCharge(use)) return;
+  Roll(now);
+  PeriodUse& to = qos_[qos];
+  to.gpu_seconds += use.gpu_seconds;
+  to.cpu_seconds += use.cpu_seconds;
+}
+
+PeriodUse FairShare::QosPeriodUse(const std::string& qos, Millis now) const {
+  const auto it = qos_.find(qos);
+  return it == qos_.end() || !InPeriod(now) ? PeriodUse{} : it->second;
+}
+
 void FairShare::Charge(const std::string& account, const std::string& user, const Use& use,
                        Millis now) {
-  // `!(x > 0)` also drops NaN.
-  const auto bad = [](double x) { return !(x >= 0) || std::isinf(x); };
-  if (bad(use.resource_seconds) || bad(use.gpu_seconds) || bad(use.cpu_seconds) ||
-      !(use.resource_seconds > 0 || use.gpu_seconds > 0 || use.cpu_seconds > 0)) {
-    return;
-  }
+  if (NothingToCharge(use)) return;
   Roll(now);
   Add(accounts_[account], use, now);
   // An empty user would read back as the account's total in a Snapshot.
@@ -310,18 +331,38 @@ std::vector<UsageRecord> FairShare::Snapshot(Millis now) const {
     const double usage = At(d, now);
     const PeriodUse period = PeriodOf(d, now);
     if (usage > 0 || period.gpu_seconds > 0 || period.cpu_seconds > 0) {
-      records.push_back({account, user, usage, std::max(now, d.as_of), period.gpu_seconds,
-                         period.cpu_seconds, period_start_});
+      records.push_back({account,
+                         user,
+                         usage,
+                         std::max(now, d.as_of),
+                         period.gpu_seconds,
+                         period.cpu_seconds,
+                         period_start_,
+                         {}});
     }
   };
   for (const auto& [name, d] : accounts_) add(name, "", d);
   for (const auto& [key, d] : users_) add(key.first, key.second, d);
+  if (InPeriod(now)) {
+    for (const auto& [name, use] : qos_) {
+      if (use.gpu_seconds <= 0 && use.cpu_seconds <= 0) continue;
+      records.push_back({.account = {},
+                         .user = {},
+                         .usage = 0,
+                         .as_of = now,
+                         .gpu_seconds = use.gpu_seconds,
+                         .cpu_seconds = use.cpu_seconds,
+                         .period_start = period_start_,
+                         .qos = name});
+    }
+  }
   return records;
 }
 
 void FairShare::Restore(const std::vector<UsageRecord>& records) {
   accounts_.clear();
   users_.clear();
+  qos_.clear();
   period_start_ = Millis(0);
   for (const UsageRecord& record : records) {
     period_start_ = std::max(period_start_, record.period_start);
@@ -336,6 +377,10 @@ void FairShare::Restore(const std::vector<UsageRecord>& records) {
     const double gpu = this_period && usable(record.gpu_seconds) ? record.gpu_seconds : 0;
     const double cpu = this_period && usable(record.cpu_seconds) ? record.cpu_seconds : 0;
     if (!decayed && gpu == 0 && cpu == 0) continue;
+    if (!record.qos.empty()) {
+      if (gpu > 0 || cpu > 0) qos_[record.qos] = {.gpu_seconds = gpu, .cpu_seconds = cpu};
+      continue;
+    }
     Decayed& d =
         record.user.empty() ? accounts_[record.account] : users_[{record.account, record.user}];
     d = {decayed ? record.usage : 0, record.as_of, gpu, cpu};

@@ -6,11 +6,15 @@
 # makes an account with a GPU-minute budget (GrpTRESMins) that a job
 # spends and that then stops the next; sacctmgr adds a user who can then
 # submit, and the audit shows who did it; sshare indents the tree.
+# QOS by sacctmgr: a QOS's GrpTRES holds its second job (why names it), an
+# account's QOS= list refuses another QOS.
 # Reservations: a maintenance window keeps a long job off while a short one
 # starts (both from why), its nodes are free when it starts; a reservation
-# by node count takes one leaf switch's nodes, and its job runs there.
-# After kill -9 the tree, the budget's use, the audit and the reservations
-# are all there; sreport's figures are the jobs' use as sacct shows it.
+# by node count takes one leaf switch's nodes, and its job runs there; one
+# by shape (NodeCnt=4 Switches=1) whose node goes DOWN before its start is
+# placed again on another leaf when it starts.
+# After kill -9 the tree, the QOS, the budget's use, the audit and the
+# reservations are all there; sreport's figures are the jobs' use as sacct shows it.
 # What a job uses: the agents sample each second (JobAcctGatherFrequency=1)
 # through a stand-in for NVIDIA's NVML (built by the tests) that answers
 # recorded utilization and memory; sstat shows a running step's CPU,
@@ -95,6 +99,41 @@ fi
 sshare | grep -q "^  cv " || fail "sshare does not indent cv two levels: $(sshare)"
 pass "sacctmgr adds a user who can then submit; the audit names who; sshare shows the tree"
 
+# 3b. A QOS made by sacctmgr: its GrpTRES bounds its jobs together; an
+# account's QOS= list decides who may ask for it.
+sacctmgr -i add qos burst Priority=10 GrpTRES=gres/gpu=8 MaxWall=10 >/dev/null ||
+  fail "sacctmgr add qos burst failed"
+[ "$(sacctmgr -n -P show qos burst format=Name,Priority,GrpTRES,MaxWall)" = "burst|10|gres/gpu=8|00:10:00" ] ||
+  fail "sacctmgr show qos: $(sacctmgr -P show qos)"
+q1=$(sbatch --parsable -A science --qos=burst -N 1 --gpus-per-node=8 -t 5 -o /dev/null --wrap 'sleep 300') &&
+  q2=$(sbatch --parsable -A science --qos=burst -N 1 --gpus-per-node=8 -t 5 -o /dev/null --wrap true) ||
+  fail "sbatch --qos=burst was refused"
+wait_until 20 state_is "$q1" RUNNING || fail "the first burst job did not start"
+wait_until 20 considered "$q2"
+[ "$(job_reason "$q2")" = QOSGrpGRES ] || fail "the second burst job waits for $(job_reason "$q2"), not QOSGrpGRES"
+cohort why "$q2" | grep -q "QOS burst allows 8 GPUs at once (GrpTRES=gres/gpu=8); its jobs hold 8" ||
+  fail "why does not name the QOS's limit: $(cohort why "$q2")"
+if out=$(sbatch -A science --qos=burst -t 20 -o /dev/null --wrap true 2>&1); then
+  fail "a job over burst's MaxWall was taken: $out"
+fi
+sacctmgr -i modify account lab set QOS=normal >/dev/null || fail "sacctmgr modify account lab set QOS= failed"
+if out=$(as_nobody "$SLURM_BIN/sbatch" --qos=burst -D /tmp -o /dev/null --wrap true 2>&1); then
+  fail "nobody used burst outside lab's QOS list: $out"
+else
+  grep -q "user nobody in account lab may use QOS normal; \"burst\" is not one of them" <<<"$out" ||
+    fail "the QOS refusal: $out"
+fi
+[ "$(sacctmgr -n -P show assoc where account=lab format=Account,User,QOS | tr '\n' ' ')" = "lab||normal lab|nobody|normal " ] ||
+  fail "the association's QOS: $(sacctmgr -P show assoc where account=lab format=Account,User,QOS)"
+if out=$(sacctmgr -i delete qos burst 2>&1); then
+  fail "sacctmgr deleted a QOS with jobs: $out"
+fi
+sacctmgr -n -P show transactions format=Action,Where,Info | grep -qx "Add QOS|burst|Priority=10 GrpTRES=gres/gpu=8 MaxWall=10" ||
+  fail "the audit has no QOS: $(sacctmgr -n -P show transactions)"
+scancel "$q1"
+wait_until 20 finished "$q2" || fail "the second burst job did not run once the first ended"
+pass "sacctmgr's QOS: GrpTRES holds its jobs together (QOSGrpGRES, why names it); QOS= lists what an account may use"
+
 # 4. Reservations. A maintenance window on one leaf's nodes, in 90 s: a
 # 16-node job of 5 minutes would run into it, one of a minute starts.
 scontrol create reservation ReservationName=maint StartTime=now+90 Duration=10 \
@@ -130,6 +169,27 @@ if out=$(as_nobody "$SLURM_BIN/sbatch" --reservation=maint -D /tmp -o /dev/null 
 fi
 pass "a maintenance window keeps a long job off (why: --time that fits) while a short one runs; by count, one leaf"
 
+# By shape, placed at its start: four nodes under one leaf switch, in 6 s.
+# One of them goes DOWN before then; at the start the allocator chooses
+# the last free leaf instead.
+scontrol create reservation ReservationName=shape StartTime=now+6 Duration=5 NodeCnt=4 Switches=1 \
+  Users=root >/dev/null || fail "scontrol create reservation shape failed"
+shape_nodes() { scontrol show reservation shape | sed -n 's/.*Nodes=\([^ ]*\).*/\1/p'; }
+planned=$(shape_nodes)
+scontrol show reservation shape | grep -q "Placement=ALLOCATOR Switches=1" ||
+  fail "shape's record: $(scontrol show reservation shape)"
+case "$planned" in node\[05-08\]|node\[09-12\]|node\[13-16\]) ;;
+  *) fail "shape's four nodes are not a free leaf's: $planned (team has $team_nodes)";; esac
+victim=$(scontrol show hostnames "$planned" | head -1)
+scontrol update NodeName="$victim" State=DOWN Reason="fan" >/dev/null || fail "setting $victim DOWN failed"
+moved() { [ "$(shape_nodes)" != "$planned" ] && scontrol show reservation shape | grep -q State=ACTIVE; }
+wait_until 20 moved || fail "shape was not placed again at its start: $(scontrol show reservation shape)"
+case "$(shape_nodes)" in node\[05-08\]|node\[09-12\]|node\[13-16\]) ;;
+  *) fail "shape's new nodes are not one leaf's: $(shape_nodes)";; esac
+scontrol show hostnames "$(shape_nodes)" | grep -qx "$victim" && fail "shape kept the DOWN node $victim"
+scontrol update NodeName="$victim" State=RESUME >/dev/null || fail "resuming $victim failed"
+pass "a reservation by shape whose node went DOWN is placed again on one leaf at its start ($planned, then $(shape_nodes))"
+
 # 5. kill -9: the tree, the budget's use, the audit and the reservations stay.
 used_kept() {
   python3 - "$WORK/state/state.db" <<'PY'
@@ -152,8 +212,13 @@ sacctmgr -n -P show transactions format=Action,Where | grep -qx "Add User|nobody
   fail "the audit after kill -9: $(sacctmgr -n -P show transactions)"
 scontrol show reservation team | grep -qF "Nodes=$team_nodes" ||
   fail "after kill -9 team is gone: $(scontrol show reservation)"
-scontrol delete ReservationName=maint >/dev/null && scontrol delete ReservationName=team >/dev/null ||
-  fail "deleting the reservations failed"
+[ "$(sacctmgr -n -P show qos burst format=Name,GrpTRES)" = "burst|gres/gpu=8" ] ||
+  fail "after kill -9 the QOS burst: $(sacctmgr -n -P show qos)"
+scontrol show reservation shape | grep -qF "Nodes=$(shape_nodes)" && [ -n "$(shape_nodes)" ] ||
+  fail "after kill -9 shape is gone: $(scontrol show reservation)"
+for r in maint team shape; do
+  scontrol delete ReservationName=$r >/dev/null || fail "deleting reservation $r failed"
+done
 wait_until 20 finished "$long" || fail "the long job did not run once maint was deleted"
 sacctmgr -i modify account lab set GrpTRESMins=gres/gpu=60 >/dev/null || fail "raising the budget failed"
 wait_until 20 finished "$next" || fail "job $next did not run once the budget was raised"

@@ -324,6 +324,11 @@ absl::Status ApplyFields(const v1::UpdateReservationRequest& request,
     if (!flags.ok()) return flags.status();
     r.flags = *flags;
   }
+  if (request.has_switches()) r.switches = request.switches();
+  if (request.has_nodes()) r.by_count = false;
+  if (request.has_node_count() && request.node_count() < 0) {
+    return absl::InvalidArgumentError("NodeCnt= must be 1 or more");
+  }
   return absl::OkStatus();
 }
 
@@ -375,10 +380,10 @@ void NodeRpcs::UpdateReservation(v1::UpdateReservationRequest& request, const Id
     }
     if (done.ok()) done = ApplyFields(request, *state_.topology, r);
     if (done.ok()) {
-      done = verb == "create"
-                 ? state_.engine.CreateReservation(std::move(r), request.node_count(),
-                                                   who.AsCaller(), now, effects)
-                 : state_.engine.UpdateReservation(std::move(r), who.AsCaller(), now, effects);
+      done = verb == "create" ? state_.engine.CreateReservation(std::move(r), request.node_count(),
+                                                                who.AsCaller(), now, effects)
+                              : state_.engine.UpdateReservation(std::move(r), request.node_count(),
+                                                                who.AsCaller(), now, effects);
     }
   } else {
     done = absl::InvalidArgumentError(

@@ -167,6 +167,16 @@ void PriorityRpcs::ListAccounts(v1::ListAccountsRequest& /*request*/, const Iden
     }
   };
   add(add, "", 0);
+  std::vector<const config::QosSpec*> qos;
+  for (const config::QosSpec& q : config.qos) qos.push_back(&q);
+  std::sort(qos.begin(), qos.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  for (const config::QosSpec* q : qos) {
+    v1::Qos& out = *response.add_qos();
+    QosOut(*q, out);
+    const policy::PeriodUse use = usage.QosPeriodUse(q->name, now);
+    out.set_period_gpu_seconds(use.gpu_seconds);
+    out.set_period_cpu_seconds(use.cpu_seconds);
+  }
   outbox_.Respond(std::move(reply), absl::StatusOr<v1::ListAccountsResponse>(std::move(response)));
 }
 

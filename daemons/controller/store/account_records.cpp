@@ -15,6 +15,8 @@ void LimitsOut(const config::AssocLimits& limits, v1::Association& out) {
   if (limits.grp_jobs) out.set_grp_jobs(*limits.grp_jobs);
   if (limits.max_jobs) out.set_max_jobs(*limits.max_jobs);
   if (limits.max_submit_jobs) out.set_max_submit_jobs(*limits.max_submit_jobs);
+  for (const std::string& name : limits.qos) out.add_qos(name);
+  out.set_default_qos(limits.default_qos);
 }
 
 config::AssocLimits LimitsIn(const v1::Association& line, std::vector<std::string>& warnings) {
@@ -33,10 +35,89 @@ config::AssocLimits LimitsIn(const v1::Association& line, std::vector<std::strin
   if (line.has_grp_jobs()) set("GrpJobs", std::to_string(line.grp_jobs()));
   if (line.has_max_jobs()) set("MaxJobs", std::to_string(line.max_jobs()));
   if (line.has_max_submit_jobs()) set("MaxSubmitJobs", std::to_string(line.max_submit_jobs()));
+  if (line.qos_size() > 0) {
+    std::string names;
+    for (const std::string& name : line.qos()) names += (names.empty() ? "" : ",") + name;
+    set("QOS", names);
+  }
+  set("DefaultQOS", line.default_qos());
   return limits;
 }
 
 }  // namespace
+
+void QosOut(const config::QosSpec& qos, v1::Qos& out) {
+  out.set_name(qos.name);
+  out.set_priority(qos.priority);
+  if (qos.max_jobs_per_user) out.set_max_jobs_per_user(*qos.max_jobs_per_user);
+  if (qos.max_submit_jobs_per_user) out.set_max_submit_jobs_per_user(*qos.max_submit_jobs_per_user);
+  if (qos.max_gpus_per_user) out.set_max_gpus_per_user(*qos.max_gpus_per_user);
+  if (qos.max_gpus_per_account) out.set_max_gpus_per_account(*qos.max_gpus_per_account);
+  if (qos.max_wall) out.set_max_wall_s(qos.max_wall->count());
+  for (const std::string& victim : qos.preempt) out.add_preempt(victim);
+  if (qos.preempt_mode)
+    out.set_preempt_mode(std::string(config::PreemptModeName(*qos.preempt_mode)));
+  if (qos.grace_time) out.set_grace_time_s(qos.grace_time->count());
+  if (qos.preempt_signal) out.set_preempt_signal(*qos.preempt_signal);
+  out.set_grp_tres(config::FormatTres(qos.limits.grp_tres));
+  out.set_grp_tres_mins(config::FormatTres(qos.limits.grp_tres_mins));
+  if (qos.limits.grp_jobs) out.set_grp_jobs(*qos.limits.grp_jobs);
+  out.set_max_tres_per_job(config::FormatTres(qos.limits.max_tres_per_job));
+  out.set_description(qos.description);
+  out.set_managed(qos.managed);
+  for (const std::string& a : qos.allow_accounts) out.add_allow_accounts(a);
+  for (const std::string& u : qos.allow_users) out.add_allow_users(u);
+}
+
+config::QosSpec QosIn(const v1::Qos& in, std::vector<std::string>& warnings) {
+  config::QosSpec qos;
+  qos.name = in.name();
+  qos.managed = in.managed();
+  qos.description = in.description();
+  const auto set = [&](std::string_view key, const std::string& value) {
+    if (value.empty()) return;
+    if (absl::Status s = config::SetQosKey(key, value, qos); !s.ok()) {
+      warnings.push_back(
+          fmt::format("QOS {}: {} dropped: {}", in.name(), key, std::string(s.message())));
+    }
+  };
+  set("Priority", std::to_string(in.priority()));
+  if (in.has_max_jobs_per_user()) set("MaxJobsPerUser", std::to_string(in.max_jobs_per_user()));
+  if (in.has_max_submit_jobs_per_user()) {
+    set("MaxSubmitJobsPerUser", std::to_string(in.max_submit_jobs_per_user()));
+  }
+  if (in.has_max_gpus_per_user()) set("MaxGpusPerUser", std::to_string(in.max_gpus_per_user()));
+  if (in.has_max_gpus_per_account()) {
+    set("MaxGpusPerAccount", std::to_string(in.max_gpus_per_account()));
+  }
+  // Times and the signal as this build's bounds allow; out of them, dropped.
+  constexpr std::int64_t kMaxSeconds = 366LL * 24 * 3600 * 100;
+  if (in.has_max_wall_s() && in.max_wall_s() > 0 && in.max_wall_s() <= kMaxSeconds) {
+    qos.max_wall = std::chrono::seconds(in.max_wall_s());
+  }
+  set("PreemptMode", in.preempt_mode());
+  if (in.has_grace_time_s() && in.grace_time_s() >= 0 && in.grace_time_s() <= kMaxSeconds) {
+    qos.grace_time = std::chrono::seconds(in.grace_time_s());
+  }
+  if (in.has_preempt_signal() && in.preempt_signal() >= 1 && in.preempt_signal() <= 64) {
+    qos.preempt_signal = in.preempt_signal();
+  }
+  qos.preempt.assign(in.preempt().begin(), in.preempt().end());
+  qos.allow_accounts.assign(in.allow_accounts().begin(), in.allow_accounts().end());
+  qos.allow_users.assign(in.allow_users().begin(), in.allow_users().end());
+  const auto limit = [&](std::string_view key, const std::string& value) {
+    if (value.empty()) return;
+    if (absl::Status s = config::SetLimit(key, value, qos.limits); !s.ok()) {
+      warnings.push_back(
+          fmt::format("QOS {}: {} dropped: {}", in.name(), key, std::string(s.message())));
+    }
+  };
+  limit("GrpTRES", in.grp_tres());
+  limit("GrpTRESMins", in.grp_tres_mins());
+  if (in.has_grp_jobs()) limit("GrpJobs", std::to_string(in.grp_jobs()));
+  limit("MaxTRESPerJob", in.max_tres_per_job());
+  return qos;
+}
 
 void AccountLine(const config::AccountSpec& spec, v1::Association& out) {
   out.set_account(spec.name);
@@ -74,6 +155,7 @@ v1::AccountingRecord ToRecord(const AccountingState& state) {
                       [&](const auto& d) { return d.first == user && d.second == spec.name; }));
     }
   }
+  for (const config::QosSpec& qos : state.qos) QosOut(qos, *record.add_qos());
   for (const AccountAudit& entry : state.audit) {
     v1::AccountTransaction& out = *record.add_audit();
     out.set_time_ms(entry.time.count());
@@ -114,6 +196,7 @@ AccountingState FromRecord(const v1::AccountingRecord& record, std::vector<std::
     }
     if (line.is_default()) state.default_accounts.emplace_back(line.user(), line.account());
   }
+  for (const v1::Qos& qos : record.qos()) state.qos.push_back(QosIn(qos, warnings));
   for (const v1::AccountTransaction& t : record.audit()) {
     state.audit.push_back({.time = Millis(t.time_ms()),
                            .uid = t.uid(),

@@ -17,6 +17,11 @@ void AccountLine(const config::AccountSpec& spec, v1::Association& out);
 /// A user's line in `spec`: its own share and limits, whether sacctmgr added it.
 void UserLine(const config::AccountSpec& spec, const std::string& user, v1::Association& out);
 
+/// A QOS on the wire and in the store.
+void QosOut(const config::QosSpec& qos, v1::Qos& out);
+/// And back. A field that no longer parses is dropped, said in `warnings`.
+[[nodiscard]] config::QosSpec QosIn(const v1::Qos& in, std::vector<std::string>& warnings);
+
 /// What a store keeps of sacctmgr's work.
 [[nodiscard]] v1::AccountingRecord ToRecord(const AccountingState& state);
 /// And back. A line that no longer parses (a limit this build refuses) is

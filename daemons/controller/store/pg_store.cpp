@@ -250,6 +250,10 @@ absl::Status PgStore::PrepareAll(StateSync sync) {
             "EXCLUDED.drain, reason = EXCLUDED.reason, down = EXCLUDED.down, uid = EXCLUDED.uid, "
             "since_ms = EXCLUDED.since_ms"},
            {"clear_usage", "DELETE FROM cohort.usage"},
+           {"clear_qos_usage", "DELETE FROM cohort.qos_usage"},
+           {"insert_qos_usage",
+            "INSERT INTO cohort.qos_usage(name, gpu_seconds, cpu_seconds, period_start_ms) "
+            "VALUES($1, $2, $3, $4)"},
            {"clear_partitions", "DELETE FROM cohort.partitions"},
            {"insert_partition",
             "INSERT INTO cohort.partitions(name, state, uid, since_ms) VALUES($1, $2, $3, $4)"},
@@ -317,6 +321,17 @@ absl::StatusOr<LoadedState> PgStore::Load() {
     u.set_gpu_seconds(std::stod(std::string(pg::Value(usage->get(), row, 4))));
     u.set_cpu_seconds(std::stod(std::string(pg::Value(usage->get(), row, 5))));
     u.set_period_start_ms(pg::IntValue(usage->get(), row, 6));
+  }
+  absl::StatusOr<pg::Result> qos_usage =
+      conn_->Exec("SELECT name, gpu_seconds, cpu_seconds, period_start_ms FROM cohort.qos_usage",
+                  {}, "loading QOS usage");
+  if (!qos_usage.ok()) return qos_usage.status();
+  for (int row = 0; row < PQntuples(qos_usage->get()); ++row) {
+    v1::UsageRecordProto& u = state.usage.emplace_back();
+    u.set_qos(std::string(pg::Value(qos_usage->get(), row, 0)));
+    u.set_gpu_seconds(std::stod(std::string(pg::Value(qos_usage->get(), row, 1))));
+    u.set_cpu_seconds(std::stod(std::string(pg::Value(qos_usage->get(), row, 2))));
+    u.set_period_start_ms(pg::IntValue(qos_usage->get(), row, 3));
   }
   absl::StatusOr<pg::Result> accounting = conn_->Exec(
       "SELECT record FROM cohort.accounting WHERE id = 1", {}, "loading the accounts", true);
@@ -386,7 +401,15 @@ absl::Status PgStore::Commit(const StateBatch& batch) {
   }
   if (batch.usage) {
     pipeline.Send("clear_usage", {}, "clearing usage");
+    pipeline.Send("clear_qos_usage", {}, "clearing QOS usage");
     for (const v1::UsageRecordProto& u : *batch.usage) {
+      if (!u.qos().empty()) {
+        pipeline.Send("insert_qos_usage",
+                      {Utf8(u.qos()), Text(fmt::format("{}", u.gpu_seconds())),
+                       Text(fmt::format("{}", u.cpu_seconds())), Number(u.period_start_ms())},
+                      "writing QOS usage");
+        continue;
+      }
       pipeline.Send("insert_usage",
                     {Utf8(u.account()), Utf8(u.user()), Text(fmt::format("{}", u.usage())),
                      Number(u.as_of_ms()), Text(fmt::format("{}", u.gpu_seconds())),
@@ -594,6 +617,11 @@ CREATE TABLE cohort.accounting(id integer PRIMARY KEY CHECK (id = 1), record byt
       // 5: operators' reservations (as SQLite's version 7).
       R"sql(
 CREATE TABLE cohort.reservations(name text PRIMARY KEY, record bytea NOT NULL);
+)sql",
+      // 6: each QOS's use this usage period (as SQLite's version 8).
+      R"sql(
+CREATE TABLE cohort.qos_usage(name text PRIMARY KEY, gpu_seconds double precision NOT NULL,
+  cpu_seconds double precision NOT NULL, period_start_ms bigint NOT NULL);
 )sql",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kPgSchemaVersion,

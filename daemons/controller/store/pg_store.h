@@ -18,7 +18,7 @@ namespace cohort::controller {
 
 /// The PostgreSQL schema this build writes; older ones are migrated on
 /// open, a newer one is refused.
-inline constexpr int kPgSchemaVersion = 5;
+inline constexpr int kPgSchemaVersion = 6;
 
 /// Opens a connection to the database `conninfo` names. kWrite creates and
 /// migrates the schema (serialized between controllers by an advisory

@@ -495,6 +495,8 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   out->set_reason(record.reason());
   out->set_reason_detail(record.reason_detail());
   out->set_submit_time_ms(record.submit_time_ms());
+  out->set_eligible_time_ms(record.wait().eligible_time_ms() != 0 ? record.wait().eligible_time_ms()
+                                                                  : record.submit_time_ms());
   out->set_start_time_ms(run.start_time_ms());
   out->set_end_time_ms(run.end_time_ms());
   std::vector<std::string> nodes;

@@ -26,6 +26,8 @@ void ReservationToWire(const AdvanceReservation& r, const topology::Topology& to
   out.set_user(UserNameOf(r.uid));
   out.set_created_ms(r.created.count());
   out.set_active(r.start <= now && now < r.end);
+  out.set_by_count(r.by_count);
+  out.set_switches(r.switches);
 }
 
 absl::StatusOr<AdvanceReservation> ReservationFromWire(const v1::Reservation& r,
@@ -52,6 +54,11 @@ absl::StatusOr<AdvanceReservation> ReservationFromWire(const v1::Reservation& r,
   out.flags = *flags;
   out.uid = r.uid();
   out.created = Millis(r.created_ms());
+  out.by_count = r.by_count();
+  // A shape this topology cannot have is dropped: the nodes stand.
+  if (r.switches() > 0 && r.switches() <= static_cast<int>(topology.Switches().size())) {
+    out.switches = r.switches();
+  }
   return out;
 }
 

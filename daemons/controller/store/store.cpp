@@ -214,6 +214,9 @@ const std::vector<std::string>& Store::Migrations() {
       "CREATE TABLE accounting(id INTEGER PRIMARY KEY CHECK (id = 1), record BLOB NOT NULL);",
       // 7: operators' reservations (a v1::Reservation a row).
       "CREATE TABLE reservations(name TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;",
+      // 8: each QOS's use this usage period (its GrpTRESMins budgets).
+      "CREATE TABLE qos_usage(name TEXT PRIMARY KEY, gpu_seconds REAL NOT NULL, cpu_seconds REAL "
+      "NOT NULL, period_start_ms INTEGER NOT NULL) WITHOUT ROWID;",
   };
   COHORT_CHECK(static_cast<int>(migrations.size()) == kSchemaVersion, "one migration per version");
   return migrations;
@@ -455,6 +458,16 @@ absl::StatusOr<LoadedState> SqliteStore::Load() {
     u.set_period_start_ms(sqlite3_column_int64(usage.get(), 6));
   }
   if (rc != SQLITE_DONE) return Error("loading fair-share usage");
+  Statement qos_usage(db_, "SELECT name, gpu_seconds, cpu_seconds, period_start_ms FROM qos_usage");
+  if (!qos_usage.Ok()) return Error("preparing the QOS usage load");
+  while ((rc = sqlite3_step(qos_usage.get())) == SQLITE_ROW) {
+    v1::UsageRecordProto& u = state.usage.emplace_back();
+    u.set_qos(reinterpret_cast<const char*>(sqlite3_column_text(qos_usage.get(), 0)));
+    u.set_gpu_seconds(sqlite3_column_double(qos_usage.get(), 1));
+    u.set_cpu_seconds(sqlite3_column_double(qos_usage.get(), 2));
+    u.set_period_start_ms(sqlite3_column_int64(qos_usage.get(), 3));
+  }
+  if (rc != SQLITE_DONE) return Error("loading QOS usage");
   Statement accounting(db_, "SELECT record FROM accounting WHERE id = 1");
   if (!accounting.Ok()) return Error("preparing the accounts' load");
   if ((rc = sqlite3_step(accounting.get())) == SQLITE_ROW) {
@@ -548,9 +561,26 @@ absl::Status SqliteStore::Commit(const StateBatch& batch) {
     Statement insert(db_,
                      "INSERT INTO usage(account, user, usage, as_of_ms, gpu_seconds, cpu_seconds, "
                      "period_start_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    if (!clear.Ok() || !insert.Ok()) return fail("preparing the usage update");
-    if (sqlite3_step(clear.get()) != SQLITE_DONE) return fail("clearing usage");
+    Statement clear_qos(db_, "DELETE FROM qos_usage");
+    Statement insert_qos(db_,
+                         "INSERT INTO qos_usage(name, gpu_seconds, cpu_seconds, period_start_ms) "
+                         "VALUES(?1, ?2, ?3, ?4)");
+    if (!clear.Ok() || !insert.Ok() || !clear_qos.Ok() || !insert_qos.Ok()) {
+      return fail("preparing the usage update");
+    }
+    if (sqlite3_step(clear.get()) != SQLITE_DONE || sqlite3_step(clear_qos.get()) != SQLITE_DONE) {
+      return fail("clearing usage");
+    }
     for (const v1::UsageRecordProto& u : *batch.usage) {
+      if (!u.qos().empty()) {
+        sqlite3_stmt* stmt = insert_qos.Fresh();
+        BindText(stmt, 1, u.qos());
+        sqlite3_bind_double(stmt, 2, u.gpu_seconds());
+        sqlite3_bind_double(stmt, 3, u.cpu_seconds());
+        sqlite3_bind_int64(stmt, 4, u.period_start_ms());
+        if (sqlite3_step(stmt) != SQLITE_DONE) return fail("writing QOS usage");
+        continue;
+      }
       sqlite3_stmt* stmt = insert.Fresh();
       BindText(stmt, 1, u.account());
       BindText(stmt, 2, u.user());

@@ -28,7 +28,7 @@ enum class StateSync : std::uint8_t {
 
 /// The SQLite schema this build writes. Older databases are migrated on
 /// open; a newer one is refused.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 /// Everything one turn of the controller changed, committed as one
 /// transaction.

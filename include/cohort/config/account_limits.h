@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,10 +41,17 @@ struct AssocLimits {
   std::optional<int> grp_jobs;         ///< GrpJobs=: running at once
   std::optional<int> max_jobs;         ///< MaxJobs=: running at once, per user
   std::optional<int> max_submit_jobs;  ///< MaxSubmitJobs=: pending and running, per user
-  [[nodiscard]] bool Empty() const {
-    return grp_tres.Empty() && grp_tres_mins.Empty() && max_tres_per_job.Empty() && !grp_jobs &&
-           !max_jobs && !max_submit_jobs;
+  /// QOS=: the QOS its jobs may ask for; empty: those of the account above
+  /// (at the top: every QOS). DefaultQOS=: a job's QOS when it names none;
+  /// empty: the account above's, else the cluster's DefaultQOS.
+  std::vector<std::string> qos;
+  std::string default_qos;
+  /// Whether some count, TRES or budget limit is set (what passes count).
+  [[nodiscard]] bool HasQuota() const {
+    return !grp_tres.Empty() || !grp_tres_mins.Empty() || !max_tres_per_job.Empty() || grp_jobs ||
+           max_jobs || max_submit_jobs;
   }
+  [[nodiscard]] bool Empty() const { return !HasQuota() && qos.empty() && default_qos.empty(); }
   bool operator==(const AssocLimits&) const = default;
 };
 
@@ -51,9 +59,12 @@ struct AssocLimits {
 [[nodiscard]] bool IsLimitKey(std::string_view key);
 
 /// Sets the limit `key` (GrpTRES, GrpTRESMins, MaxTRESPerJob, GrpJobs,
-/// MaxJobs, MaxSubmitJobs; any case) from `value`. A TRES list changes only
-/// the TRES it names; a count of -1 (or UNLIMITED for a plain count) clears
-/// a limit, as in sacctmgr. Bad input is refused with InvalidArgument
+/// MaxJobs, MaxSubmitJobs, QOS, QOS+, QOS-, DefaultQOS; any case) from
+/// `value`. A TRES list changes only the TRES it names; a count of -1 (or
+/// UNLIMITED for a plain count) clears a limit, as in sacctmgr; `QOS=` with
+/// no names (or -1) clears the list, `QOS+=`/`QOS-=` add and remove names.
+/// QOS names are checked for their form here, against the QOS defined by
+/// the caller (CheckAccountQos). Bad input is refused with InvalidArgument
 /// naming the key and the fix; `limits` is then unchanged.
 [[nodiscard]] absl::Status SetLimit(std::string_view key, std::string_view value,
                                     AssocLimits& limits);

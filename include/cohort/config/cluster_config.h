@@ -108,6 +108,13 @@ struct QosSpec {
   /// when its account or its user is listed); both empty: everyone.
   std::vector<std::string> allow_accounts;
   std::vector<std::string> allow_users;
+  /// GrpTRES=, GrpTRESMins=, GrpJobs=: every running job of the QOS
+  /// together (a budget: their use this period); MaxTRESPerJob=. The
+  /// association keys (MaxJobs, QOS, …) are not a QOS's and stay unset.
+  AssocLimits limits;
+  std::string description;  ///< Description=
+  /// Made by sacctmgr and kept in the state store, not read from cohort.conf.
+  bool managed = false;
   SourceLocation defined_at;
 };
 
@@ -362,6 +369,30 @@ struct ClusterConfig {
 /// index.
 [[nodiscard]] absl::Status CheckAccountTree(const std::vector<AccountSpec>& accounts,
                                             std::size_t* culprit = nullptr);
+
+/// Whether the QOS=, QOS+= and DefaultQOS= of `accounts` (a tree, as
+/// CheckAccountTree passes) and of their users name QOS of `qos`, and each
+/// DefaultQOS is one of the QOS its association may use. The error names
+/// the association, the QOS and the fix; `culprit` as in CheckAccountTree.
+[[nodiscard]] absl::Status CheckAccountQos(const std::vector<AccountSpec>& accounts,
+                                           const std::vector<QosSpec>& qos,
+                                           std::size_t* culprit = nullptr);
+
+/// Sets one key of `qos` as a QOSName line does (Priority, MaxWall,
+/// MaxJobsPerUser, GrpTRES, Preempt, …; any case). Preempt's names are not
+/// checked against the other QOS here. Bad input: InvalidArgument with
+/// cohort.conf's message and fix; `qos` is then unchanged.
+[[nodiscard]] absl::Status SetQosKey(std::string_view key, std::string_view value, QosSpec& qos);
+
+/// The QOS a job of `user` in `account` may ask for (empty: any) and its
+/// default (empty: the cluster's DefaultQOS): the user's own, else the
+/// nearest account's up the tree.
+struct AssocQos {
+  std::vector<std::string> allowed;
+  std::string default_qos;
+};
+[[nodiscard]] AssocQos QosOf(const ClusterConfig& config, const std::string& account,
+                             const std::string& user);
 
 /// Reads a file for `Include=` lines. The shell passes one that reads the
 /// disk; tests pass one that serves strings. Returns NotFound or another

@@ -199,15 +199,19 @@ class Engine {
 
   /// scontrol create reservation (src/engine/reservations.h), for root and
   /// Operators=. With `node_count` > 0 and no nodes, the gang allocator
-  /// chooses that many whole nodes, closest under one switch, among those
-  /// free of other reservations and (unless IGNORE_JOBS) of running jobs
-  /// that may outlast the start. Without IGNORE_JOBS, nodes whose running
-  /// jobs may still run at the start are refused, naming the jobs.
+  /// chooses that many whole nodes, closest under one switch (at most
+  /// `reservation.switches` leaf switches where set), among those free of
+  /// other reservations and (unless IGNORE_JOBS) of running jobs that may
+  /// outlast the start; at each start it chooses again if some of them
+  /// cannot serve then. Without IGNORE_JOBS, nodes whose running jobs may
+  /// still run at the start are refused, naming the jobs.
   [[nodiscard]] absl::Status CreateReservation(AdvanceReservation reservation, int node_count,
                                                const Caller& caller, Millis now, Effects& effects);
-  /// scontrol update reservation: `reservation` replaces the one of its name.
-  [[nodiscard]] absl::Status UpdateReservation(AdvanceReservation reservation, const Caller& caller,
-                                               Millis now, Effects& effects);
+  /// scontrol update reservation: `reservation` replaces the one of its
+  /// name. `node_count` > 0 (or a reservation by count with its Switches=
+  /// or time changed) has the allocator choose its nodes again.
+  [[nodiscard]] absl::Status UpdateReservation(AdvanceReservation reservation, int node_count,
+                                               const Caller& caller, Millis now, Effects& effects);
   /// scontrol delete reservation: its pending jobs are cancelled when next tried.
   [[nodiscard]] absl::Status DeleteReservation(const std::string& name, const Caller& caller,
                                                Effects& effects);
@@ -272,6 +276,10 @@ class Engine {
   [[nodiscard]] absl::Status CheckInvariants() const;
 
  private:
+  /// Reservations by count whose window began: nodes that cannot serve
+  /// have the allocator choose the set again.
+  void PlaceReservationsAtStart(Millis now, Effects& effects);
+
   std::unique_ptr<engine::EngineCore> core_;
 };
 

@@ -181,6 +181,12 @@ struct AdvanceReservation {
   std::uint32_t flags = 0;            ///< ReservationFlag bits
   std::uint32_t uid = 0;              ///< who made it
   Millis created{0};
+  /// NodeCnt=: the gang allocator chose the nodes, and at each start it
+  /// chooses again if some cannot serve (down, drained, or busy with jobs
+  /// not the reservation's), in the same shape.
+  bool by_count = false;
+  int switches = 0;      ///< Switches=: by count, at most this many leaf switches
+  Millis placed_for{0};  ///< the start whose nodes were checked (not kept)
   friend bool operator==(const AdvanceReservation&, const AdvanceReservation&) = default;
 };
 /// Reservations the engine takes, and the longest one.
@@ -200,14 +206,14 @@ struct SavedJob {
 /// sacctmgr's add, modify or delete of accounts or of users in accounts.
 struct AccountUpdate {
   std::string verb;                ///< add, modify, delete (any case)
-  std::string entity;              ///< account, user
-  std::vector<std::string> names;  ///< the accounts, or the users
+  std::string entity;              ///< account, user, qos
+  std::vector<std::string> names;  ///< the accounts, the users, or the QOS
   /// For users: the accounts they are added to, or modified or deleted in
   /// (empty with modify and delete: every account of theirs).
   std::vector<std::string> accounts;
   /// Key=Value words to set: Parent, Fairshare, Description, Organization,
   /// DefaultAccount, GrpTRES, GrpTRESMins, GrpJobs, MaxJobs, MaxSubmitJobs,
-  /// MaxTRESPerJob.
+  /// MaxTRESPerJob, QOS, DefaultQOS; a QOS's keys (Priority, MaxWall, …).
   std::vector<std::pair<std::string, std::string>> set;
 };
 
@@ -226,7 +232,8 @@ struct AccountAudit {
 struct AccountingState {
   std::vector<config::AccountSpec> accounts;
   std::vector<std::pair<std::string, std::string>> default_accounts;  ///< (user, account)
-  std::vector<AccountAudit> audit;  ///< oldest first, the last kAuditKept
+  std::vector<AccountAudit> audit;   ///< oldest first, the last kAuditKept
+  std::vector<config::QosSpec> qos;  ///< the QOS sacctmgr made
 };
 /// The audit entries kept (and shown); older ones are dropped.
 inline constexpr std::size_t kAuditKept = 10'000;

@@ -107,8 +107,14 @@ enum class PendingReason : std::uint8_t {
   kAssocGrpCpuMinutes,        ///< an account's CPU-hour budget would be passed
   kReservation,               ///< its reservation has not started, or ends before its limit
   kReservedForMaintenance,    ///< a maintenance reservation holds the nodes it would need
+  kQosGrpGres,                ///< its QOS's GrpTRES=gres/gpu would be passed
+  kQosGrpCpu,                 ///< its QOS's GrpTRES=cpu would be passed
+  kQosGrpNode,                ///< its QOS's GrpTRES=node would be passed
+  kQosGrpJobs,                ///< its QOS's GrpJobs is reached
+  kQosGrpGresMinutes,         ///< its QOS's GPU-hour budget (GrpTRESMins) would be passed
+  kQosGrpCpuMinutes,          ///< its QOS's CPU-hour budget would be passed
 };
-inline constexpr int kPendingReasonCount = 25;
+inline constexpr int kPendingReasonCount = 31;
 /// "Resources", "QOSMaxJobsPerUserLimit", … as Slurm's squeue shows them.
 [[nodiscard]] std::string_view PendingReasonName(PendingReason reason);
 /// The reason of that name; none for any other text.

@@ -29,6 +29,9 @@ struct UsageRecord {
   double gpu_seconds = 0;
   double cpu_seconds = 0;
   Millis period_start{0};  ///< the period those count in
+  /// Set: the record is a QOS's use this period (account and user empty;
+  /// only the undecayed counts mean anything).
+  std::string qos{};
 };
 
 /// What one charge adds: the fair-share amount (GPU-seconds, or
@@ -98,6 +101,12 @@ class FairShare {
               Millis now) {
     Charge(account, user, Use{.resource_seconds = resource_seconds}, now);
   }
+
+  /// Adds the GPU- and CPU-seconds of `use` to the QOS's use this period
+  /// (its GrpTRESMins budgets), with Charge's rules.
+  void ChargeQos(const std::string& qos, const Use& use, Millis now);
+  /// What the QOS's jobs used in the period holding `now`.
+  [[nodiscard]] PeriodUse QosPeriodUse(const std::string& qos, Millis now) const;
 
   /// What the account itself (its jobs, not those of accounts under it)
   /// used in the period holding `now`.
@@ -181,6 +190,7 @@ class FairShare {
   Millis period_start_{0};
   std::map<std::string, Decayed> accounts_;
   std::map<std::pair<std::string, std::string>, Decayed> users_;
+  std::map<std::string, PeriodUse, std::less<>> qos_;  ///< this period
 };
 
 }  // namespace cohort::policy

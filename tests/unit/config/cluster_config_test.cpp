@@ -847,6 +847,62 @@ AccountName=c Parent=b
             "another parent");
 }
 
+TEST(ClusterConfigPolicyTest, QosLinesTakeGrpLimitsAndAccountsListTheirQos) {
+  const ClusterConfig config = MustParse(R"(NodeName=n1
+PartitionName=p Nodes=n1
+QOSName=burst Priority=10 GrpTRES=gres/gpu=16 GrpTRESMins=gres/gpu=6000 GrpJobs=4 MaxTRESPerJob=node=2 Description="burst capacity"
+AccountName=research QOS=normal,burst DefaultQOS=normal
+AccountName=vision Parent=research DefaultQOS=burst
+)");
+  const QosSpec* burst = config.FindQos("burst");
+  ASSERT_NE(burst, nullptr);
+  EXPECT_EQ(burst->limits.grp_tres.gpus, 16);
+  EXPECT_EQ(burst->limits.grp_tres_mins.gpus, 6000);
+  EXPECT_EQ(burst->limits.grp_jobs, 4);
+  EXPECT_EQ(burst->limits.max_tres_per_job.nodes, 2);
+  EXPECT_EQ(burst->description, "burst capacity");
+  EXPECT_FALSE(burst->managed);
+  const AssocQos vision = QosOf(config, "vision", "alice");
+  EXPECT_EQ(vision.allowed, (std::vector<std::string>{"normal", "burst"})) << "the parent's list";
+  EXPECT_EQ(vision.default_qos, "burst");
+  EXPECT_TRUE(QosOf(config, "ops", "alice").allowed.empty()) << "no line: every QOS";
+
+  const Diagnostic unknown = OnlyError(R"(NodeName=n1
+PartitionName=p Nodes=n1
+AccountName=research QOS=normal,gold
+)");
+  EXPECT_EQ(unknown.where.line, 3);
+  EXPECT_EQ(unknown.message,
+            "account research: no QOS gold; QOS are normal (sacctmgr add qos gold makes one)");
+  const Diagnostic outside = OnlyError(R"(NodeName=n1
+PartitionName=p Nodes=n1
+QOSName=burst
+AccountName=research QOS=burst
+AccountName=vision Parent=research DefaultQOS=normal
+)");
+  EXPECT_EQ(outside.message,
+            "account vision: DefaultQOS=normal is not one of the QOS it may use (burst); add it "
+            "to QOS= or pick one of those");
+
+  AssocLimits limits;
+  ASSERT_TRUE(SetLimit("QOS", "a,b", limits).ok());
+  ASSERT_TRUE(SetLimit("QOS+", "c,a", limits).ok());
+  ASSERT_TRUE(SetLimit("QOS-", "b", limits).ok());
+  EXPECT_EQ(limits.qos, (std::vector<std::string>{"a", "c"}));
+  EXPECT_FALSE(SetLimit("DefaultQOS", "a,c", limits).ok()) << "one default";
+  EXPECT_FALSE(SetLimit("QOS", "a b", limits).ok());
+  EXPECT_FALSE(limits.Empty());
+  EXPECT_FALSE(limits.HasQuota()) << "a QOS list is no quota";
+  ASSERT_TRUE(SetLimit("QOS", "-1", limits).ok());
+  EXPECT_TRUE(limits.qos.empty());
+
+  QosSpec qos;
+  EXPECT_TRUE(SetQosKey("maxwall", "1:00:00", qos).ok());
+  EXPECT_EQ(qos.max_wall, std::chrono::hours(1));
+  const absl::Status typo = SetQosKey("MaxJobsPerUsr", "3", qos);
+  EXPECT_NE(typo.message().find("did you mean MaxJobsPerUser?"), std::string_view::npos) << typo;
+}
+
 TEST(AccountLimitsTest, LimitsSetClearAndOverlay) {
   AssocLimits limits;
   ASSERT_TRUE(SetLimit("grptres", "gres/gpu=8,cpu=64", limits).ok());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cohort/text/dependency.h"
+#include "store/account_records.h"
 #include "store/job_record.h"
 #include "store/records.h"
 #include "store/wire.h"
@@ -590,6 +591,78 @@ TEST_F(RecordsTest, StepsNoEngineCouldHaveMadeAreRefusedWithTheJobAndStep) {
   record.mutable_run()->mutable_steps(1)->mutable_nodes(1)->set_node_rank(5);
   EXPECT_EQ(FromRecord(record, cluster_.topology).status().message(),
             "job 7: step 2: it holds on node rank 5 what the allocation does not have free");
+}
+
+// What sacctmgr made of QOS and associations' QOS lists comes back from the
+// store as it was.
+TEST(AccountRecordsTest, QosAndAssociationsQosListsComeBackAsTheyWere) {
+  config::QosSpec qos;
+  qos.name = "burst";
+  qos.priority = 50;
+  qos.max_jobs_per_user = 3;
+  qos.max_submit_jobs_per_user = 9;
+  qos.max_gpus_per_user = 8;
+  qos.max_gpus_per_account = 32;
+  qos.max_wall = std::chrono::seconds(5400);
+  qos.preempt = {"normal"};
+  qos.preempt_mode = config::PreemptMode::kRequeue;
+  qos.grace_time = std::chrono::seconds(90);
+  qos.preempt_signal = 10;
+  qos.allow_accounts = {"vision"};
+  qos.allow_users = {"alice"};
+  qos.limits.grp_tres.gpus = 16;
+  qos.limits.grp_tres_mins.gpus = 6000;
+  qos.limits.grp_jobs = 4;
+  qos.limits.max_tres_per_job.nodes = 2;
+  qos.description = "burst capacity";
+  qos.managed = true;
+  AccountingState state;
+  state.qos = {qos};
+  config::AccountSpec& vision = state.accounts.emplace_back();
+  vision.name = "vision";
+  vision.managed = true;
+  vision.limits.qos = {"normal", "burst"};
+  vision.limits.default_qos = "normal";
+  vision.users = vision.managed_users = {"alice"};
+  config::UserAssoc alice;
+  alice.user = "alice";
+  alice.limits.qos = {"burst"};
+  alice.limits.default_qos = "burst";
+  vision.user_limits.push_back(alice);
+  std::vector<std::string> warnings;
+  const AccountingState back = FromRecord(ToRecord(state), warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  ASSERT_EQ(back.qos.size(), 1U);
+  const config::QosSpec& q = back.qos[0];
+  EXPECT_EQ(q.name, "burst");
+  EXPECT_EQ(q.priority, 50);
+  EXPECT_EQ(q.max_jobs_per_user, 3);
+  EXPECT_EQ(q.max_submit_jobs_per_user, 9);
+  EXPECT_EQ(q.max_gpus_per_user, 8);
+  EXPECT_EQ(q.max_gpus_per_account, 32);
+  EXPECT_EQ(q.max_wall, std::chrono::seconds(5400));
+  EXPECT_EQ(q.preempt, qos.preempt);
+  EXPECT_EQ(q.preempt_mode, config::PreemptMode::kRequeue);
+  EXPECT_EQ(q.grace_time, std::chrono::seconds(90));
+  EXPECT_EQ(q.preempt_signal, 10);
+  EXPECT_EQ(q.allow_accounts, qos.allow_accounts);
+  EXPECT_EQ(q.allow_users, qos.allow_users);
+  EXPECT_EQ(q.limits, qos.limits);
+  EXPECT_EQ(q.description, "burst capacity");
+  EXPECT_TRUE(q.managed);
+  ASSERT_EQ(back.accounts.size(), 1U);
+  EXPECT_EQ(back.accounts[0].limits, vision.limits);
+  ASSERT_EQ(back.accounts[0].user_limits.size(), 1U);
+  EXPECT_EQ(back.accounts[0].user_limits[0], vision.user_limits[0]);
+
+  // A field this build refuses is dropped with a warning; the rest stands.
+  v1::AccountingRecord record = ToRecord(state);
+  record.mutable_qos(0)->set_grp_tres("gres/fpga=2");
+  record.mutable_associations(0)->add_qos("no such name!");
+  const AccountingState partial = FromRecord(record, warnings);
+  EXPECT_EQ(warnings.size(), 2U);
+  EXPECT_TRUE(partial.qos[0].limits.grp_tres.Empty());
+  EXPECT_EQ(partial.qos[0].limits.grp_jobs, 4);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // limits that hold jobs back (with `why`'s words), budgets that burn down,
 // sacctmgr's changes with their audit; and reservations, maintenance
 // windows among them.
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,21 +54,34 @@ class OperatorsTest : public ::testing::Test {
     }
   }
 
-  absl::StatusOr<JobId> TrySubmit(const std::string& user, const std::string& account, int gpus,
-                                  minutes time = minutes(60), const std::string& reservation = "") {
+  // A one-rank job of `gpus` GPUs (whole nodes of 8 past 8).
+  static JobRequest Request(const std::string& user, int gpus, minutes time) {
     JobRequest r;
     r.name = "train";
     r.user_name = user;
     r.uid = user == "alice" ? 1000 : 1001;
-    r.account = account;
     r.nodes = gpus > 8 ? (gpus + 7) / 8 : 1;  // 8 GPUs a node
     r.gpus_per_node = gpus > 8 ? 8 : gpus;
     r.tasks_per_node = 1;
     r.time_limit = time;
+    return r;
+  }
+  absl::StatusOr<JobId> TrySubmit(const std::string& user, const std::string& account, int gpus,
+                                  minutes time = minutes(60), const std::string& reservation = "") {
+    JobRequest r = Request(user, gpus, time);
+    r.account = account;
     r.reservation = reservation;
     Effects fx;
     return engine_->Submit(r, now_, fx);
   }
+  absl::StatusOr<JobId> TrySubmitQos(const std::string& user, const std::string& qos, int gpus,
+                                     minutes time = minutes(60)) {
+    JobRequest r = Request(user, gpus, time);
+    r.qos = qos;
+    Effects fx;
+    return engine_->Submit(r, now_, fx);
+  }
+
   JobId Submit(const std::string& user, const std::string& account, int gpus,
                minutes time = minutes(60), const std::string& reservation = "") {
     absl::StatusOr<JobId> id = TrySubmit(user, account, gpus, time, reservation);
@@ -277,6 +291,169 @@ TEST_F(OperatorsTest, SacctmgrAddsAnAccountAndAUserWhoCanThenSubmit) {
   ASSERT_EQ(vision->user_limits.size(), 1U);
   EXPECT_EQ(vision->user_limits[0].limits.max_jobs, 3);
   EXPECT_TRUE(TrySubmit("bob", "", 1).ok());
+}
+
+TEST_F(OperatorsTest, SacctmgrQosLimitsItsJobsTogetherAndAssociationsListTheirQos) {
+  Start([](config::ClusterConfig&) {});
+  ASSERT_TRUE(Update("add", "account", {"vision"}).ok());
+  ASSERT_TRUE(Update("add", "user", {"alice", "bob"}, {}, {"vision"}).ok());
+  ASSERT_TRUE(Update("add", "qos", {"burst"},
+                     {{"Priority", "50"},
+                      {"GrpTRES", "gres/gpu=16"},
+                      {"MaxTRESPerUser", "gres/gpu=16"},
+                      {"MaxWall", "2:00:00"}})
+                  .ok());
+  const config::QosSpec* burst = engine_->Config().FindQos("burst");
+  ASSERT_NE(burst, nullptr);
+  EXPECT_EQ(burst->max_gpus_per_user, 16);
+  EXPECT_EQ(burst->max_wall, std::chrono::hours(2));
+  EXPECT_TRUE(burst->managed);
+
+  // GrpTRES bounds the QOS's jobs together, whoever runs them.
+  const JobId a = TrySubmitQos("alice", "burst", 8).value();
+  const JobId b = TrySubmitQos("bob", "burst", 8).value();
+  const JobId c = TrySubmitQos("alice", "burst", 8).value();
+  Schedule();
+  EXPECT_EQ(At(a).state, JobState::kRunning);
+  EXPECT_EQ(At(b).state, JobState::kRunning);
+  ASSERT_EQ(At(c).state, JobState::kPending);
+  EXPECT_EQ(At(c).reason, "QOSGrpGRES");
+  EXPECT_EQ(At(c).reason_detail,
+            "QOS burst allows 16 GPUs at once (GrpTRES=gres/gpu=16); its jobs hold 16 and this "
+            "job needs 8");
+  EXPECT_EQ(TrySubmitQos("alice", "burst", 8, minutes(180)).status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "over MaxWall";
+
+  // An association's QOS list: what its jobs may ask for, and their default.
+  ASSERT_TRUE(Update("modify", "account", {"vision"}, {{"QOS", "normal"}}).ok());
+  const absl::StatusOr<JobId> refused = TrySubmitQos("alice", "burst", 1);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("user alice in account vision may use QOS normal; "
+                                            "\"burst\" is not one of them"),
+            std::string::npos)
+      << refused.status();
+  ASSERT_TRUE(
+      Update("modify", "user", {"alice"}, {{"QOS+", "burst"}, {"DefaultQOS", "burst"}}, {"vision"})
+          .ok());
+  EXPECT_EQ(At(TrySubmitQos("alice", "", 0).value()).qos, "burst") << "her DefaultQOS";
+  EXPECT_EQ(At(TrySubmitQos("bob", "", 0).value()).qos, "normal") << "the account's list";
+  EXPECT_EQ(TrySubmitQos("bob", "burst", 0).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Update("modify", "account", {"vision"}, {{"DefaultQOS", "nosuch"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Update("modify", "account", {"vision"}, {{"DefaultQOS", "burst"}}).message(),
+            "account vision: DefaultQOS=burst is not one of the QOS it may use (normal); add it "
+            "to QOS= or pick one of those");
+
+  // Refusals: cohort.conf's QOS, one in use, a loop of one, unknown keys.
+  EXPECT_EQ(Update("modify", "qos", {"normal"}, {{"Priority", "5"}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Update("delete", "qos", {"burst"}).code(), absl::StatusCode::kFailedPrecondition)
+      << "alice's association and jobs name it";
+  EXPECT_EQ(Update("modify", "qos", {"burst"}, {{"Preempt", "burst"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Update("modify", "qos", {"burst"}, {{"Flags", "DenyOnLimit"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Update("modify", "qos", {"burst"}, {{"MaxTRESPerUser", "cpu=4"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(Update("modify", "qos", {"burst"}, {{"GrpTRES", "gres/gpu=-1"}}).ok());
+  Schedule();
+  EXPECT_EQ(At(c).state, JobState::kRunning) << "the limit is gone";
+
+  // What a store keeps comes back on a restart.
+  SavedState saved;
+  saved.accounting = engine_->Accounting();
+  ASSERT_EQ(saved.accounting.qos.size(), 1U);
+  MakeEngine();
+  Effects fx;
+  engine_->Restore(std::move(saved), now_, fx);
+  burst = engine_->Config().FindQos("burst");
+  ASSERT_NE(burst, nullptr);
+  EXPECT_EQ(burst->priority, 50);
+  EXPECT_EQ(burst->max_gpus_per_user, 16);
+  EXPECT_EQ(TrySubmitQos("bob", "burst", 0).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(At(TrySubmitQos("alice", "", 0).value()).qos, "burst");
+}
+
+TEST_F(OperatorsTest, AQosGpuHourBudgetBurnsDownWithItsJobs) {
+  Start([](config::ClusterConfig& c) {
+    c.usage_reset_period = config::UsageResetPeriod::kMonthly;
+    config::QosSpec spot;
+    spot.name = "spot";
+    spot.limits.grp_tres_mins.gpus = 60;  // one GPU-hour among all its jobs
+    c.qos = {spot};
+  });
+  const JobId first = TrySubmitQos("alice", "spot", 1, minutes(50)).value();
+  Schedule();
+  ASSERT_EQ(At(first).state, JobState::kRunning);
+  now_ += minutes(45);
+  Finish(first);
+  const JobId next = TrySubmitQos("bob", "spot", 1, minutes(30)).value();
+  Schedule();
+  ASSERT_EQ(At(next).state, JobState::kPending);
+  EXPECT_EQ(At(next).reason, "QOSGrpGRESMinutes");
+  EXPECT_NE(At(next).reason_detail.find("QOS spot has used 0.8 of its 1.0 GPU-hours (75%"),
+            std::string::npos)
+      << At(next).reason_detail;
+  EXPECT_EQ(At(TrySubmitQos("bob", "", 1, minutes(30)).value()).qos, "normal");
+  // The use is kept with fair-share usage and comes back on a restart.
+  SavedState saved;
+  saved.usage = engine_->Usage().Snapshot(now_);
+  MakeEngine();
+  Effects fx;
+  engine_->Restore(std::move(saved), now_, fx);
+  EXPECT_NEAR(engine_->Usage().QosPeriodUse("spot", now_).gpu_seconds, 45 * 60, 1);
+  const absl::StatusOr<JobId> whole = TrySubmitQos("bob", "spot", 2, minutes(40));
+  EXPECT_EQ(whole.status().code(), absl::StatusCode::kFailedPrecondition)
+      << "costs more than the whole budget";
+}
+
+TEST_F(OperatorsTest, AReservationByCountIsPlacedAgainAtItsStartWhereANodeCannotServe) {
+  Start([](config::ClusterConfig&) {});
+  const Millis start = now_ + minutes(30);
+  // Four nodes under one leaf switch (each leaf has 4).
+  ASSERT_TRUE(Reserve("four", start, start + minutes(60), {}, 0, {"alice"}, 4).ok());
+  std::vector<NodeId> planned = engine_->Reservations().back().nodes;
+  ASSERT_EQ(planned.size(), 4U);
+  EXPECT_TRUE(engine_->Reservations().back().by_count);
+  const auto leaf_of = [&](NodeId n) { return cluster_->topology.LeafOf(n); };
+  for (const NodeId n : planned) EXPECT_EQ(leaf_of(n), leaf_of(planned[0]));
+  // One of them goes down before the start.
+  Effects fx;
+  ASSERT_TRUE(
+      engine_->Down(planned[1], "PSU", Caller{.uid = 0, .operator_listed = false}, now_, fx).ok());
+  now_ = start;
+  Tick();
+  const std::vector<NodeId> placed = engine_->Reservations().back().nodes;
+  ASSERT_EQ(placed.size(), 4U);
+  EXPECT_EQ(std::count(placed.begin(), placed.end(), planned[1]), 0) << "the down node is left out";
+  for (const NodeId n : placed) EXPECT_EQ(leaf_of(n), leaf_of(placed[0])) << "the same shape";
+  const JobId in = Submit("alice", "", 0, minutes(30), "four");
+  Schedule();
+  EXPECT_EQ(At(in).state, JobState::kRunning) << At(in).reason << ": " << At(in).reason_detail;
+
+  // A shape: at most one leaf switch, so 5 nodes cannot be had.
+  const Millis later = start + std::chrono::hours(3);
+  AdvanceReservation shaped;
+  shaped.name = "shaped";
+  shaped.start = later;
+  shaped.end = later + minutes(60);
+  shaped.users = {"alice"};
+  shaped.switches = 1;
+  const absl::Status five =
+      engine_->CreateReservation(shaped, 5, Caller{.uid = 0, .operator_listed = false}, now_, fx);
+  EXPECT_EQ(five.code(), absl::StatusCode::kFailedPrecondition) << five;
+  EXPECT_NE(five.message().find("under at most 1 leaf switches"), std::string::npos) << five;
+  EXPECT_TRUE(
+      engine_->CreateReservation(shaped, 3, Caller{.uid = 0, .operator_listed = false}, now_, fx)
+          .ok());
+  shaped.nodes = {0};
+  shaped.name = "named";
+  EXPECT_EQ(
+      engine_->CreateReservation(shaped, 0, Caller{.uid = 0, .operator_listed = false}, now_, fx)
+          .code(),
+      absl::StatusCode::kInvalidArgument)
+      << "Switches= shapes a reservation by count only";
 }
 
 TEST_F(OperatorsTest, AMaintenanceWindowKeepsALongJobOffWhileAShortOneStarts) {
