@@ -36,7 +36,16 @@ int main(int argc, char** argv) {
     cohort::cli::AddCommands(app, exit_code, words);
   }
   try {
-    app.parse(argc, argv);
+    if (slurm) {
+      // Long options shortened as getopt takes them (squeue --job=12).
+      absl::StatusOr<std::vector<std::string>> args = cohort::cli::ExpandLongOptions(
+          app, words, cohort::cli::TakesCommand(program));
+      if (!args.ok()) throw CLI::ArgumentMismatch(std::string(args.status().message()));
+      std::reverse(args->begin(), args->end());  // CLI11 reads a vector from the back
+      app.parse(*args);
+    } else {
+      app.parse(argc, argv);
+    }
   } catch (const CLI::ParseError& e) {
     exit_code = app.exit(e);
     // Slurm's commands exit 1 for any mistake in their command line.

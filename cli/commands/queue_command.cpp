@@ -13,6 +13,7 @@
 
 #include "cohort/diagnostics.h"
 #include "cohort/fmt_absl.h"
+#include "cohort/text/array_spec.h"
 #include "commands/commands.h"
 #include "commands/slurm_commands.h"
 #include "format/job_format.h"
@@ -42,7 +43,34 @@ struct QueueOptions {
   std::string qos;            ///< -q
   std::string long_format;    ///< squeue -O: Slurm's field names, turned into `format`
   bool long_listing = false;  ///< squeue -l
+  bool each_task = false;     ///< squeue -r: an array's tasks not started, one a line
 };
+
+// squeue -r: each array's line of tasks not yet started (12_[5-99]) as one
+// line a task (12_5 ... 12_99). A list that does not parse stays one line.
+std::vector<v1::Job> OneLineATask(std::vector<v1::Job> jobs) {
+  constexpr int kMaxTaskId = 4'000'001;  // Slurm's largest MaxArraySize
+  std::vector<v1::Job> out;
+  out.reserve(jobs.size());
+  for (v1::Job& job : jobs) {
+    if (job.array_job_id() <= 0 || job.array_task_id() >= 0 || job.array_pending().empty()) {
+      out.push_back(std::move(job));
+      continue;
+    }
+    const absl::StatusOr<ArraySpec> pending = ParseArraySpec(job.array_pending(), kMaxTaskId);
+    if (!pending.ok()) {
+      out.push_back(std::move(job));
+      continue;
+    }
+    for (const int task : pending->tasks) {
+      v1::Job& one = out.emplace_back(job);
+      one.set_array_task_id(task);
+      one.set_array_pending("");
+      one.set_display_id(fmt::format("{}_{}", job.array_job_id(), task));
+    }
+  }
+  return out;
+}
 
 bool Listed(const std::vector<std::string_view>& list, std::string_view value) {
   return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
@@ -301,6 +329,7 @@ int Queue(const QueueOptions& o) {
       if ((!o.start || job.state() == v1::JOB_PENDING) && Wanted(job, o)) jobs.push_back(job);
     }
     std::sort(jobs.begin(), jobs.end(), DisplayOrder);
+    if (o.each_task) jobs = OneLineATask(std::move(jobs));
     if (o.start) {
       // Soonest first; unknown starts last.
       std::stable_sort(jobs.begin(), jobs.end(), [](const v1::Job& a, const v1::Job& b) {
@@ -386,8 +415,10 @@ void AddSqueueCommand(CLI::App& app, int& exit_code) {
   app.add_flag("-l,--long", o->long_listing, "also the state by name and the time limit");
   app.add_flag("--start", o->start, "pending jobs with their expected start");
   app.add_flag("-s,--steps", o->steps, "the jobs' steps instead");
-  app.add_flag("-r,--array,-v,--verbose")
-      ->description("accepted: array tasks not yet started are listed as one line, 12_[5-99]");
+  app.add_flag("-r,--array", o->each_task,
+               "each array task not yet started on a line of its own (12_5, 12_6, ...), not as "
+               "one line (12_[5-99])");
+  app.add_flag("-v,--verbose")->description("accepted; prints nothing more");
   app.add_flag("--json", o->json, "print {\"jobs\": [...]} as JSON");
   AddFilterOptions(app, *o);
   AddConnectionOptions(app, o->connection, ConfigShortName::kNone);

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace cohort::cli {
 namespace {
 
@@ -53,6 +55,65 @@ void AddSlurmCommand(CLI::App& app, std::string_view program, int& exit_code, Co
   for (const FrontEnd& front_end : kFrontEnds) {
     if (front_end.name == program) front_end.add(app, exit_code, words);
   }
+}
+
+bool TakesCommand(std::string_view program) {
+  return program == "sbatch" || program == "srun" || program == "salloc";
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandLongOptions(const CLI::App& app,
+                                                           std::span<const std::string> args,
+                                                           bool stop_at_command) {
+  const std::vector<const CLI::Option*> options =
+      app.get_options([](const CLI::Option* o) { return o->nonpositional(); });
+  const auto takes_value = [](const CLI::Option* o) { return o->get_items_expected_min() > 0; };
+  std::vector<std::string> out(args.begin(), args.end());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::string& arg = out[i];
+    if (arg == "--") break;
+    if (arg.size() > 2 && arg.starts_with("--")) {
+      const std::size_t eq = arg.find('=');
+      const std::string name = arg.substr(2, eq == std::string::npos ? eq : eq - 2);
+      const CLI::Option* exact = nullptr;
+      std::vector<std::pair<const CLI::Option*, std::string>> prefixed;
+      for (const CLI::Option* o : options) {
+        for (const std::string& lname : o->get_lnames()) {
+          if (lname == name) exact = o;
+          if (lname.starts_with(name) &&
+              std::ranges::none_of(prefixed, [&](const auto& p) { return p.first == o; })) {
+            prefixed.emplace_back(o, lname);
+          }
+        }
+      }
+      const CLI::Option* found = exact;
+      if (found == nullptr && prefixed.size() == 1) {
+        found = prefixed.front().first;
+        out[i] = "--" + prefixed.front().second +
+                 (eq == std::string::npos ? std::string() : arg.substr(eq));
+      } else if (found == nullptr && prefixed.size() > 1) {
+        std::string possible;
+        for (const auto& [o, lname] : prefixed) possible += " '--" + lname + "'";
+        return absl::InvalidArgumentError(fmt::format(
+            "option '--{}' is ambiguous; possibilities:{}", name, possible));
+      }
+      if (found != nullptr && eq == std::string::npos && takes_value(found)) ++i;
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') {
+      // -p gpu: the next word is the value; -pgpu and clusters are one word.
+      const std::string letter(1, arg[1]);
+      for (const CLI::Option* o : options) {
+        const auto& snames = o->get_snames();
+        if (arg.size() == 2 && std::ranges::find(snames, letter) != snames.end() &&
+            takes_value(o)) {
+          ++i;
+        }
+      }
+      continue;
+    }
+    if (stop_at_command) break;
+  }
+  return out;
 }
 
 int SlurmStatus(int cohort_status) { return cohort_status == 0 ? 0 : 1; }

@@ -2,7 +2,11 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +31,19 @@ namespace cohort::cli {
 /// the callback that runs it and stores the exit status in `exit_code`.
 /// `words` are the arguments after the program's name.
 void AddSlurmCommand(CLI::App& app, std::string_view program, int& exit_code, CommandWords words);
+
+/// `args` (the arguments after the program's name) with each long option
+/// that is a unique prefix of one of `app`'s written out whole, as getopt
+/// takes them: `squeue --job=12` is `--jobs=12`. An exact name wins; a
+/// prefix of several is refused, naming them. The words after `--`, and
+/// for sbatch, srun and salloc (`stop_at_command`) those from the first
+/// that is no option or an option's value on, are the user's and kept.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> ExpandLongOptions(
+    const CLI::App& app, std::span<const std::string> args, bool stop_at_command);
+
+/// Whether the front-end `program` takes a command (and its arguments)
+/// after its options: sbatch, srun, salloc.
+[[nodiscard]] bool TakesCommand(std::string_view program);
 
 /// The exit status Slurm's commands use for a status of a `cohort` verb: 0
 /// stays 0, any failure (Cohort's 2 for a mistake in the command line too)

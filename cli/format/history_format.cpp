@@ -156,7 +156,8 @@ namespace {
 constexpr std::string_view kFutureForms =
     "write HH:MM[:SS] (the next such time of day), YYYY-MM-DD[THH:MM[:SS]] (local time), "
     "now+N[seconds|minutes|hours|days|weeks] (such as now+1hour), today, tomorrow, midnight, "
-    "noon or teatime";
+    "noon, elevenses, fika or teatime, and a time of day with -today or -tomorrow "
+    "(noon-tomorrow)";
 
 // The next time the local clock reads hour:minute:second, from `now_ms`
 // (today's, else tomorrow's); `days` more days on.
@@ -186,24 +187,50 @@ absl::StatusOr<std::int64_t> ParseFutureTime(std::string_view text, std::string_
     int hour;
     int days;  // 0: the next such time; 1: tomorrow's
   };
-  constexpr Word kWords[] = {
-      {"midnight", 0, 0}, {"noon", 12, 0}, {"teatime", 16, 0}, {"tomorrow", 0, 1}};
+  constexpr Word kWords[] = {{"midnight", 0, 0},  {"noon", 12, 0},    {"elevenses", 11, 0},
+                             {"fika", 15, 0},      {"teatime", 16, 0}, {"tomorrow", 0, 1}};
   std::optional<std::int64_t> at;
   if (EqualsIgnoreCase(text, "today") || EqualsIgnoreCase(text, "now")) return now_ms;
+  // As Slurm: a time of day, then the day it falls on (noon-tomorrow,
+  // 16:00-today); alone, the next such time.
+  std::string_view clock = text;
+  std::optional<int> on_day;  // days from today
+  for (const auto& [suffix, days] : {std::pair{"-today", 0}, std::pair{"-tomorrow", 1}}) {
+    const std::string_view s(suffix);
+    if (text.size() > s.size() && EqualsIgnoreCase(text.substr(text.size() - s.size()), s)) {
+      clock = text.substr(0, text.size() - s.size());
+      on_day = days;
+    }
+  }
+  const auto at_clock = [&](int h, int m, int sec) -> std::optional<std::int64_t> {
+    if (!on_day) return NextClock(now_ms, h, m, sec, 0);
+    // That day's, as given: today's may be past (it starts at once).
+    const std::time_t now_s = static_cast<std::time_t>(now_ms / 1000);
+    std::tm local{};
+    if (::localtime_r(&now_s, &local) == nullptr) return std::nullopt;
+    local.tm_hour = h;
+    local.tm_min = m;
+    local.tm_sec = sec;
+    local.tm_mday += *on_day;
+    return LocalToEpochMs(local);
+  };
   for (const Word& w : kWords) {
-    if (EqualsIgnoreCase(text, w.word)) at = NextClock(now_ms, w.hour, 0, 0, w.days);
+    if (!EqualsIgnoreCase(clock, w.word)) continue;
+    if (w.days > 0 && on_day) break;  // tomorrow-tomorrow
+    at = w.days > 0 ? NextClock(now_ms, w.hour, 0, 0, w.days) : at_clock(w.hour, 0, 0);
   }
   int hour = 0, minute = 0, second = 0;
   std::size_t pos = 0;
-  if (!at && ReadDigits(text, pos, 1, 2, hour) && ReadChar(text, pos, ':') &&
-      ReadDigits(text, pos, 2, 2, minute) &&
-      (pos == text.size() || (ReadChar(text, pos, ':') && ReadDigits(text, pos, 2, 2, second))) &&
-      pos == text.size()) {
+  if (!at && ReadDigits(clock, pos, 1, 2, hour) && ReadChar(clock, pos, ':') &&
+      ReadDigits(clock, pos, 2, 2, minute) &&
+      (pos == clock.size() ||
+       (ReadChar(clock, pos, ':') && ReadDigits(clock, pos, 2, 2, second))) &&
+      pos == clock.size()) {
     if (hour > 23 || minute > 59 || second > 59) {
       return absl::InvalidArgumentError(
           fmt::format("{}: {}: no such time of day; {}", option, text, kFutureForms));
     }
-    at = NextClock(now_ms, hour, minute, second, 0);
+    at = at_clock(hour, minute, second);
   }
   if (at) return *at;
   // now+N and dates as the history's times; their error with these forms.

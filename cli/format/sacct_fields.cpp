@@ -203,6 +203,12 @@ absl::StatusOr<std::vector<AccountingColumn>> ParseAccountingFields(std::string_
     for (const AccountingField& f : kFields) {
       if (EqualsIgnoreCase(f.name, name)) column.field = &f;
     }
+    // As Slurm's sacct: a field may be shortened to a prefix, which names
+    // the first field of the table it begins (job: JobID).
+    for (const AccountingField& f : kFields) {
+      if (column.field != nullptr || name.empty() || name.size() > f.name.size()) continue;
+      if (EqualsIgnoreCase(f.name.substr(0, name.size()), name)) column.field = &f;
+    }
     if (column.field == nullptr) {
       return absl::InvalidArgumentError(fmt::format("--format: no field {}; fields (any case): {}",
                                                     name, fmt::join(AccountingFieldNames(), ",")));

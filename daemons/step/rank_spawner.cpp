@@ -161,7 +161,26 @@ struct ChildPlan {
   char* const* env = nullptr;
   const RankStdio* stdio = nullptr;           // null: /dev/null and the rank's files
   const ContainerEntry* container = nullptr;  // null: the node's own files
+  char* task_pid = nullptr;  // the room after SLURM_TASK_PID= in `env`, for the child's pid
 };
+
+// SLURM_TASK_PID= and room for any pid: the child writes its own in.
+constexpr std::string_view kTaskPid = "SLURM_TASK_PID=";
+constexpr std::size_t kPidDigits = 20;
+
+// Writes `pid` in decimal at `out` (kPidDigits + 1 bytes), terminated.
+// Between fork and exec: no allocation, no locale.
+void WritePid(pid_t pid, char* out) {
+  char digits[kPidDigits];
+  std::size_t n = 0;
+  auto value = static_cast<unsigned long long>(pid);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && n < kPidDigits);
+  for (std::size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  out[n] = '\0';
+}
 
 int OpenOutput(const std::string& path, OpenMode mode) {
   // O_APPEND in both modes: the rank that truncates shares the file with
@@ -328,6 +347,7 @@ int RemapToRoot() {
   // Nothing of the stepd's (the event file, the agent's socket) leaks into a
   // rank, close-on-exec or not; the report pipe closes on exec.
   ::closefrom(pmi >= 0 ? kReportFd + 2 : kReportFd + 1);
+  if (plan.task_pid != nullptr) WritePid(::getpid(), plan.task_pid);
   ::execve(program.c_str(), plan.argv, plan.env);
   ChildFails(kReportFd, ChildStep::kExec);
 }
@@ -431,7 +451,11 @@ SpawnResult SpawnRanks(const LaunchFile& file,
   for (std::size_t i = 0; i < file.ranks.size(); ++i) {
     const RankLaunch& rank = file.ranks[i];
     std::vector<std::string> env = account ? AccountEnvironment(rank.env, *account) : rank.env;
+    // SLURM_TASK_PID: the rank's own pid, known once forked.
+    std::erase_if(env, [](const std::string& var) { return var.starts_with(kTaskPid); });
+    env.push_back(std::string(kTaskPid) + std::string(kPidDigits + 1, '\0'));
     std::vector<char*> env_pointers = Pointers(env);
+    char* task_pid = env.back().data() + kTaskPid.size();
 
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) {
@@ -449,6 +473,7 @@ SpawnResult SpawnRanks(const LaunchFile& file,
         .env = env_pointers.data(),
         .stdio = i < stdio.size() ? &stdio[i] : nullptr,
         .container = container,
+        .task_pid = task_pid,
     };
     const pid_t pid = ::fork();
     if (pid == 0) {

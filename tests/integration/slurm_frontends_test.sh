@@ -341,4 +341,23 @@ out=$(SBATCH_SIGNAL=FOO@30 sbatch --test-only --wrap true 2>&1) && fail "SBATCH_
 grep -q '^sbatch: error: SBATCH_SIGNAL="FOO@30": --signal' <<<"$out" || fail "a bad SBATCH_SIGNAL: $out"
 pass "SBATCH_ACCOUNT and SBATCH_TIMELIMIT fill what the command line left, over the script's #SBATCH"
 
+# Long options shortened as getopt takes them, sacct's shortened fields,
+# squeue -r's line a task, --begin=noon-tomorrow, SLURM_TASK_PID.
+arr=$(sbatch --parsable --arr=0-3 --hol -o /dev/null --wrap true) || fail "sbatch --arr= --hol was refused"
+[ "$(squeue --job="$arr" -h -o %i | tr '\n' ' ')" = "${arr}_[0-3] " ] ||
+  fail "squeue --job=: $(squeue --job="$arr" -h -o %i)"
+[ "$(squeue --job="$arr" -r -h -o '%i %K' | tr '\n' ' ')" = "${arr}_0 0 ${arr}_1 1 ${arr}_2 2 ${arr}_3 3 " ] ||
+  fail "squeue -r: $(squeue --job="$arr" -r -h -o '%i %K')"
+out=$(squeue --s 2>&1) && fail "squeue --s was taken: $out"
+grep -q "option '--s' is ambiguous; possibilities:" <<<"$out" || fail "squeue --s: $out"
+[ "$(sacct -n -P -X -j "$snake" --format=jobidr,stat)" = "$snake|COMPLETED" ] ||
+  fail "sacct --format=jobidr,stat: $(sacct -n -P -X -j "$snake" --format=jobidr,stat 2>&1)"
+scancel "$arr"
+later=$(sbatch --parsable --begin=noon-tomorrow --wrap true) || fail "--begin=noon-tomorrow was refused"
+[ "$(squeue -h -j "$later" -o %r)" = BeginTime ] || fail "--begin=noon-tomorrow: $(squeue -h -j "$later" -o '%T %r')"
+scancel "$later"
+[ "$(srun -n1 sh -c '[ "$SLURM_TASK_PID" = "$$" ] && echo same')" = same ] ||
+  fail "SLURM_TASK_PID is not the rank's pid: $(srun -n1 sh -c 'echo "$SLURM_TASK_PID $$"')"
+pass "getopt's shortened options (--arr, --job=), sacct's shortened fields, squeue -r, noon-tomorrow, SLURM_TASK_PID"
+
 finish_test

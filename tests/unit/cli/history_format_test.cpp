@@ -56,11 +56,19 @@ TEST_F(HistoryFormatTest, BeginTimesAreTheNextSuchTime) {
   EXPECT_EQ(at("teatime"), kMidnight + 16 * kHour);
   EXPECT_EQ(at("tomorrow"), kMidnight + 24 * kHour);
   EXPECT_EQ(at("2024-06-01"), 1717200000000);
+  // A time of day on a day, as Slurm reads them.
+  EXPECT_EQ(at("noon-tomorrow"), kMidnight + 36 * kHour);
+  EXPECT_EQ(at("noon-today"), kMidnight + 12 * kHour) << "today's, though past";
+  EXPECT_EQ(at("16:30-tomorrow"), kMidnight + 40 * kHour + 30 * 60 * 1000);
+  EXPECT_EQ(at("fika"), kMidnight + 15 * kHour);
+  EXPECT_EQ(at("elevenses-tomorrow"), kMidnight + 35 * kHour);
+  EXPECT_FALSE(ParseFutureTime("tomorrow-tomorrow", "--begin", kNowMs).ok());
   const absl::StatusOr<std::int64_t> past = ParseFutureTime("now-1hour", "--begin", kNowMs);
   EXPECT_EQ(past.status().message(),
             "--begin: now-1hour is in the past; write HH:MM[:SS] (the next such time of day), "
             "YYYY-MM-DD[THH:MM[:SS]] (local time), now+N[seconds|minutes|hours|days|weeks] (such "
-            "as now+1hour), today, tomorrow, midnight, noon or teatime");
+            "as now+1hour), today, tomorrow, midnight, noon, elevenses, fika or teatime, and a "
+            "time of day with -today or -tomorrow (noon-tomorrow)");
   EXPECT_FALSE(ParseFutureTime("25:00", "--begin", kNowMs).ok());
   EXPECT_FALSE(ParseFutureTime("soon", "--deadline", kNowMs).ok());
 }
