@@ -253,7 +253,7 @@ void AddScontrolCommand(CLI::App& app, int& exit_code) {
       ->required();
   AddConnectionOptions(*command, update->connection, ConfigShortName::kNone);
   command->callback([update, &exit_code] { exit_code = UpdateJob(*update); });
-  app.add_flag("-o,--oneliner,-d,--details,-Q,--quiet,-v,--verbose")
+  app.add_flag("-d,--details,-Q,--quiet,-v,--verbose")
       ->description("accepted: the output is always the full record");
   app.footer(
       "Cohort's scontrol: show job|node|partition|hostnames|hostlist, hold, release,\n"

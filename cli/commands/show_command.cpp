@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct ShowOptions {
   std::string node;
   bool json = false;
   bool ranks = false;
+  bool whole_array = false;  ///< scontrol: an array's id shows every task of it
 };
 
 // --ranks: where each rank runs, one a line.
@@ -248,6 +251,35 @@ void PrintNode(const v1::Node& node) {
                                                : fmt::format("{}", fmt::join(node.jobs(), ",")));
 }
 
+// Every job the controller still knows, in any state (finished ones until
+// it forgets them, as Slurm's MinJobAge), that `keep` wants, in order.
+absl::StatusOr<std::vector<v1::Job>> KnownJobs(ControllerClient& client,
+                                               const std::function<bool(const v1::Job&)>& keep) {
+  v1::ListJobsRequest request;
+  request.set_all_users(true);
+  for (const v1::JobState s :
+       {v1::JOB_PENDING, v1::JOB_RUNNING, v1::JOB_COMPLETING, v1::JOB_COMPLETED, v1::JOB_FAILED,
+        v1::JOB_CANCELLED, v1::JOB_TIMEOUT, v1::JOB_NODE_FAIL}) {
+    request.add_states(s);
+  }
+  absl::StatusOr<v1::ListJobsResponse> response = client.ListJobs(request);
+  if (!response.ok()) return response.status();
+  std::vector<v1::Job> jobs;
+  for (const v1::Job& job : response->jobs()) {
+    if (keep(job)) jobs.push_back(job);
+  }
+  std::sort(jobs.begin(), jobs.end(), DisplayOrder);
+  return jobs;
+}
+
+void PrintJobs(const std::vector<v1::Job>& jobs) {
+  const std::int64_t now = NowMs();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (i > 0) std::cout << '\n';
+    PrintJob(jobs[i], now);
+  }
+}
+
 int ShowJob(const ShowOptions& o) {
   absl::StatusOr<JobRef> ref = ParseJobRef(o.id, "show job");
   if (!ref.ok()) {
@@ -262,6 +294,17 @@ int ShowJob(const ShowOptions& o) {
     absl::StatusOr<v1::GetJobResponse> response = client.GetJob(request);
     if (!response.ok()) return response.status();
     const std::int64_t now = NowMs();
+    const v1::Job& found = response->job();
+    if (o.whole_array && ref->task < 0 && found.array_job_id() == found.id()) {
+      // An array's id: each of its tasks, as Slurm's scontrol.
+      absl::StatusOr<std::vector<v1::Job>> tasks = KnownJobs(
+          client, [&](const v1::Job& j) { return j.array_job_id() == found.array_job_id(); });
+      if (!tasks.ok()) return tasks.status();
+      if (!tasks->empty()) {
+        PrintJobs(*tasks);
+        return absl::OkStatus();
+      }
+    }
     if (o.json) {
       nlohmann::ordered_json out = JobToJson(response->job(), now);
       if (o.ranks) out["ranks"] = RanksToJson(response->job());
@@ -365,20 +408,42 @@ void PrintPartition(const v1::Partition& p) {
 // scontrol show job without a job: every job the caller may see.
 int ShowAllJobs(const ShowOptions& o) {
   return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
-    v1::ListJobsRequest request;
-    request.set_all_users(true);
-    absl::StatusOr<v1::ListJobsResponse> response = client.ListJobs(request);
-    if (!response.ok()) return response.status();
-    std::vector<v1::Job> jobs(response->jobs().begin(), response->jobs().end());
-    std::sort(jobs.begin(), jobs.end(), DisplayOrder);
-    const std::int64_t now = NowMs();
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (i > 0) std::cout << '\n';
-      PrintJob(jobs[i], now);
-    }
-    if (jobs.empty()) std::cout << "No jobs in the system\n";
+    absl::StatusOr<std::vector<v1::Job>> jobs =
+        KnownJobs(client, [](const v1::Job&) { return true; });
+    if (!jobs.ok()) return jobs.status();
+    PrintJobs(*jobs);
+    if (jobs->empty()) std::cout << "No jobs in the system\n";
     return absl::OkStatus();
   });
+}
+
+// scontrol -o: each record on one line. What `run` prints is taken whole:
+// a record's indented lines join its first, blank lines between records go.
+int OneLinePerRecord(const std::function<int()>& run) {
+  std::ostringstream captured;
+  std::streambuf* const saved = std::cout.rdbuf(captured.rdbuf());
+  const int status = run();
+  std::cout.rdbuf(saved);
+  std::istringstream lines(captured.str());
+  std::string line;
+  std::string record;
+  const auto flush = [&] {
+    if (!record.empty()) std::cout << record << '\n';
+    record.clear();
+  };
+  while (std::getline(lines, line)) {
+    const std::size_t text = line.find_first_not_of(' ');
+    if (text == std::string::npos) {
+      flush();
+    } else if (text > 0 && !record.empty()) {
+      record += ' ' + line.substr(text);
+    } else {
+      flush();
+      record = line;
+    }
+  }
+  flush();
+  return status;
 }
 
 int ShowPartitions(const ShowOptions& o) {
@@ -401,24 +466,39 @@ void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
   CLI::App* show = scontrol.add_subcommand("show", "show jobs, nodes, partitions or hostlists");
   show->require_subcommand(1);
   auto o = std::make_shared<ShowOptions>();
+  o->whole_array = true;
+  auto one_line = std::make_shared<bool>(false);
+  scontrol.add_flag("-o,--oneliner", *one_line, "each record of show on one line");
+  // The records of show, one a line with -o.
+  const auto records = [one_line](const std::function<int()>& run) {
+    return *one_line ? OneLinePerRecord(run) : run();
+  };
   AddConnectionOptions(*show, o->connection, ConfigShortName::kNone);
   // `jobid` and -d/-dd after it: Snakemake's `scontrol show jobid -dd 12`.
   CLI::App* job = show->add_subcommand("job", "a job, or every job")->alias("jobs")->alias("jobid");
-  job->add_option("JOB", o->id, "the job: 12 or 12_3 (default: every job)");
+  job->add_option("JOB", o->id,
+                  "the job: 12, 12_3, or an array's 12 for each of its tasks "
+                  "(default: every job the controller still knows)");
   job->add_flag("-d,--details")->description("accepted: the record is always in full");
-  job->callback([o, &exit_code] { exit_code = o->id.empty() ? ShowAllJobs(*o) : ShowJob(*o); });
+  job->callback([o, records, &exit_code] {
+    exit_code = records([&] { return o->id.empty() ? ShowAllJobs(*o) : ShowJob(*o); });
+  });
   CLI::App* node = show->add_subcommand("node", "a node, or every node")->alias("nodes");
   node->add_option("NAME", o->node, "the node, or a hostlist (default: every node)");
-  node->callback([o, &exit_code] { exit_code = ShowNode(*o); });
+  node->callback([o, records, &exit_code] { exit_code = records([&] { return ShowNode(*o); }); });
   CLI::App* partition =
       show->add_subcommand("partition", "a partition, or every one")->alias("partitions");
   partition->add_option("NAME", o->id, "the partition (default: every one)");
-  partition->callback([o, &exit_code] { exit_code = ShowPartitions(*o); });
+  partition->callback(
+      [o, records, &exit_code] { exit_code = records([&] { return ShowPartitions(*o); }); });
   CLI::App* reservation = show->add_subcommand("reservation", "a reservation, or every one")
                               ->alias("reservations")
                               ->alias("res");
   reservation->add_option("NAME", o->id, "the reservation (default: every one)");
-  reservation->callback([o, &exit_code] { exit_code = ShowReservations(o->connection, o->id); });
+  reservation->callback([o, records, &exit_code] {
+    exit_code = records([&] { return ShowReservations(o->connection, o->id); });
+  });
+  for (CLI::App* sub : {show, job, node, partition, reservation}) sub->fallthrough();
   auto lists = std::make_shared<std::vector<std::string>>();
   CLI::App* hostnames = show->add_subcommand("hostnames", "every name of a hostlist, one a line");
   hostnames->add_option("HOSTLIST", *lists, "default: $SLURM_JOB_NODELIST");

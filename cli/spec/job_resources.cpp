@@ -103,12 +103,15 @@ std::optional<int> ParseCount(std::string_view text) {
 
 absl::StatusOr<NodeRange> ParseNodeRange(std::string_view text) {
   const std::size_t dash = text.find('-');
-  const std::optional<int> min = ParseCount(text.substr(0, dash));
+  // As Slurm's: -N-3 (no MIN) is one to three nodes.
+  const std::optional<int> min =
+      dash == 0 ? std::optional<int>(1) : ParseCount(text.substr(0, dash));
   const std::optional<int> max =
       dash == std::string_view::npos ? min : ParseCount(text.substr(dash + 1));
   if (!min || !max || *min < 1 || *max < *min) {
     return Refuse(fmt::format(
-        "-N/--nodes \"{}\": write a node count (4) or a range MIN-MAX (2-4) of at least 1 node",
+        "-N/--nodes \"{}\": write a node count (4) or a range MIN-MAX (2-4, or -4 for 1-4) of at "
+        "least 1 node",
         text));
   }
   return NodeRange{*min, *max};

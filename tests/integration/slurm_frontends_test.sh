@@ -360,4 +360,14 @@ scancel "$later"
   fail "SLURM_TASK_PID is not the rank's pid: $(srun -n1 sh -c 'echo "$SLURM_TASK_PID $$"')"
 pass "getopt's shortened options (--arr, --job=), sacct's shortened fields, squeue -r, noon-tomorrow, SLURM_TASK_PID"
 
+# scontrol show job: an array's id shows each task, no id shows finished
+# jobs too, -o puts each record on one line; srun -N-3 is one to three nodes.
+[ "$(scontrol -o show job "$array" | grep -o ' ArrayJobId=[0-9]* ArrayTaskId=[0-9]*' | tr '\n' ' ')" = \
+  " ArrayJobId=$array ArrayTaskId=0  ArrayJobId=$array ArrayTaskId=1 " ] ||
+  fail "scontrol -o show job of array $array: $(scontrol -o show job "$array")"
+scontrol show job | grep -q "^JobId=$plain " || fail "scontrol show job leaves out finished job $plain"
+[ "$(scontrol show job "$plain" -o | wc -l)" = 1 ] || fail "scontrol show job -o: $(scontrol show job "$plain" -o)"
+[ "$(srun -N-3 -n1 true && echo ran)" = ran ] || fail "srun -N-3 was refused"
+pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs too; -o one line a record; srun -N-3"
+
 finish_test
