@@ -24,6 +24,7 @@
 #include "cohort/engine/job.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/launch/binding.h"
+#include "cohort/launch/resource_limits.h"
 #include "cohort/text/directives.h"
 #include "cohort/text/hostlist.h"
 #include "cohort/text/slurm_time.h"
@@ -796,7 +797,17 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_nodelist(o.nodelist.value_or(""));
   spec.set_exclude(o.exclude.value_or(""));
   for (v1::EnvVar& var : BuildEnvironment(*ParseExport(o.export_env.value_or("ALL")))) {
+    // This command's own limits below stand, whatever the environment said.
+    if (var.name().starts_with(launch::kRlimitPrefix)) continue;
     *spec.add_env() = std::move(var);
+  }
+  // The submitter's soft limits (ulimit), as sbatch and srun pass them.
+  for (const launch::ResourceLimit& limit : launch::kResourceLimits) {
+    rlimit current{};
+    if (::getrlimit(limit.resource, &current) != 0) continue;
+    v1::EnvVar& var = *spec.add_env();
+    var.set_name(fmt::format("{}{}", launch::kRlimitPrefix, limit.name));
+    var.set_value(std::to_string(current.rlim_cur));
   }
 
   absl::StatusOr<std::string> cwd = CurrentDirectory();

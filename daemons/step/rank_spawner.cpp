@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "cohort/launch/resource_limits.h"
 #include "pmi_host.h"
 #include "run_as.h"
 
@@ -167,6 +168,41 @@ struct ChildPlan {
 // SLURM_TASK_PID= and room for any pid: the child writes its own in.
 constexpr std::string_view kTaskPid = "SLURM_TASK_PID=";
 constexpr std::size_t kPidDigits = 20;
+
+// The submitter's soft limits from the rank's SLURM_RLIMIT_* (as sbatch
+// and srun pass them), each up to this node's hard limit; a value that is
+// no number is passed over. Between fork and exec: no allocation.
+void ApplyResourceLimits(char* const* env) {
+  const std::string_view prefix = launch::kRlimitPrefix;
+  for (char* const* entry = env; *entry != nullptr; ++entry) {
+    const std::string_view var(*entry);
+    if (!var.starts_with(prefix)) continue;
+    const std::string_view rest = var.substr(prefix.size());
+    const std::size_t equals = rest.find('=');
+    if (equals == std::string_view::npos || equals + 1 == rest.size()) continue;
+    const std::string_view name = rest.substr(0, equals);
+    const std::string_view digits = rest.substr(equals + 1);
+    rlim_t value = 0;
+    bool number = true;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') {
+        number = false;
+        break;
+      }
+      const auto digit = static_cast<rlim_t>(c - '0');
+      value = value > (RLIM_INFINITY - digit) / 10 ? RLIM_INFINITY : value * 10 + digit;
+    }
+    if (!number) continue;
+    for (const launch::ResourceLimit& limit : launch::kResourceLimits) {
+      if (limit.name != name) continue;
+      rlimit now{};
+      if (::getrlimit(limit.resource, &now) != 0) break;
+      now.rlim_cur = std::min(value, now.rlim_max);
+      (void)::setrlimit(limit.resource, &now);
+      break;
+    }
+  }
+}
 
 // Writes `pid` in decimal at `out` (kPidDigits + 1 bytes), terminated.
 // Between fork and exec: no allocation, no locale.
@@ -348,6 +384,7 @@ int RemapToRoot() {
   // rank, close-on-exec or not; the report pipe closes on exec.
   ::closefrom(pmi >= 0 ? kReportFd + 2 : kReportFd + 1);
   if (plan.task_pid != nullptr) WritePid(::getpid(), plan.task_pid);
+  ApplyResourceLimits(plan.env);
   ::execve(program.c_str(), plan.argv, plan.env);
   ChildFails(kReportFd, ChildStep::kExec);
 }

@@ -368,6 +368,9 @@ pass "getopt's shortened options (--arr, --job=), sacct's shortened fields, sque
 scontrol show job | grep -q "^JobId=$plain " || fail "scontrol show job leaves out finished job $plain"
 [ "$(scontrol show job "$plain" -o | wc -l)" = 1 ] || fail "scontrol show job -o: $(scontrol show job "$plain" -o)"
 [ "$(srun -N-3 -n1 true && echo ran)" = ran ] || fail "srun -N-3 was refused"
-pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs too; -o one line a record; srun -N-3"
+# The submitter's ulimits reach the ranks (Slurm's PropagateResourceLimits).
+limits=$(ulimit -S -n 512 && ulimit -S -c 0 && srun -n1 sh -c 'echo "$(ulimit -n) $(ulimit -c)"')
+[ "$limits" = "512 0" ] || fail "srun's ranks did not get the submitter's ulimits: $limits"
+pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs too; -o one line a record; srun -N-3; ulimits"
 
 finish_test
