@@ -234,13 +234,14 @@ int Alloc(const AllocState& state, const std::vector<std::string>& remaining) {
                                    return u.name == "--quiet" && u.option->count() > 0;
                                  });
   if (state.no_shell) {
-    return InAllocation(*client, request.spec(), [](const v1::Job&, Watch&) { return 0; },
-                        {.words = state.words, .quiet = quiet, .keep = true});
+    return InAllocation(
+        *client, request.spec(), [](const v1::Job&, Watch&) { return 0; },
+        {.words = state.words, .quiet = quiet, .keep = true, .immediate = ImmediateOf(options)});
   }
   return InAllocation(
       *client, request.spec(),
       [&](const v1::Job& granted, Watch& watch) { return RunInAllocation(words, granted, watch); },
-      {.words = state.words, .quiet = quiet, .keep = false});
+      {.words = state.words, .quiet = quiet, .keep = false, .immediate = ImmediateOf(options)});
 }
 
 // The options of `cohort alloc` and `salloc`, on `alloc`.
@@ -275,6 +276,12 @@ int InAllocation(ControllerClient& client, v1::JobSpec spec,
   const std::int64_t id = submitted->job_id();
   say(slurm ? fmt::format("salloc: Pending job allocation {}\n", id)
             : fmt::format("cohort: pending job allocation {}\n", id));
+  if (style.immediate) {
+    if (absl::Status started = StartsWithin(client, id, *style.immediate); !started.ok()) {
+      client.PrintError(started);
+      return 1;
+    }
+  }
   Watch watch;
   std::thread watcher([&] { WatchLoop(client, id, watch); });
   const std::optional<v1::Job> granted = WaitForGrant(client, id, watch);

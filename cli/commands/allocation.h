@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "cohort/v1/cohort.pb.h"
 #include "commands/job_follow.h"
@@ -28,6 +30,8 @@ struct AllocationStyle {
   AllocationWords words = AllocationWords::kCohort;
   bool quiet = false;
   bool keep = false;
+  /// --immediate: the allocation is given up unless granted this soon.
+  std::optional<std::chrono::seconds> immediate{};
 };
 [[nodiscard]] int InAllocation(ControllerClient& client, v1::JobSpec spec,
                                const std::function<int(const v1::Job&, Watch&)>& run,

@@ -226,6 +226,37 @@ int Outcome(const v1::Job& job) {
 
 }  // namespace
 
+std::optional<std::chrono::seconds> ImmediateOf(const JobOptions& options) {
+  if (options.immediate.empty()) return std::nullopt;
+  return std::chrono::seconds(std::stoi(options.immediate));  // digits, checked when parsed
+}
+
+absl::Status StartsWithin(ControllerClient& client, std::int64_t job_id,
+                          std::chrono::seconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job last;
+  while (true) {
+    absl::StatusOr<v1::GetJobResponse> got = client.GetJob(request);
+    if (!got.ok()) return got.status();
+    last = got->job();
+    if (last.state() != v1::JOB_PENDING) return absl::OkStatus();
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  v1::CancelJobRequest cancel;
+  cancel.add_job_ids(job_id);
+  if (absl::StatusOr<v1::CancelJobResponse> r = client.CancelJob(cancel); !r.ok()) {
+    return r.status();
+  }
+  return absl::UnavailableError(fmt::format(
+      "Unable to allocate resources: job {} did not start within {} s (--immediate) and is "
+      "cancelled; it waited for {}{}",
+      job_id, within.count(), last.reason().empty() ? "a pass" : last.reason(),
+      last.reason_detail().empty() ? "" : ": " + last.reason_detail()));
+}
+
 int FollowJob(ControllerClient& client, std::int64_t job_id,
               const std::optional<std::filesystem::path>& folder, RankLabels labels) {
   Watch watch;

@@ -70,6 +70,13 @@ void StopWatch(Watch& watch);
 [[nodiscard]] absl::StatusOr<std::optional<std::filesystem::path>> TakeOutput(
     const JobOptions& options, v1::JobSpec& spec);
 
+/// --immediate[=SECONDS]: OK once the job has started (or ended) within
+/// `within` of now; else cancels it and returns Unavailable saying so, with
+/// why it waited. The options' value: none when --immediate was not given.
+[[nodiscard]] absl::Status StartsWithin(ControllerClient& client, std::int64_t job_id,
+                                        std::chrono::seconds within);
+[[nodiscard]] std::optional<std::chrono::seconds> ImmediateOf(const JobOptions& options);
+
 /// Waits for a submitted job to end while printing its progress to stderr
 /// and its ranks' output from `folder` (when set); returns the exit status
 /// of `cohort run` (0 completed, the exit code of a failed job, else 1).

@@ -159,13 +159,19 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     // held from here, and the command as a step over all of it, whose
     // servers wire the ranks up and whose ranks run in the container (the
     // job's own launch has neither).
-    return InAllocation(*client, *std::move(spec), [&](const v1::Job& job, Watch& /*watch*/) {
-      const StepRun step{.job = std::to_string(job.id()),
-                         .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
-                         .stdin_rank = stdin_rank,
-                         .mpi = state.mpi};
-      return RunStep(*client, options, step, command->words);
-    });
+    return InAllocation(*client, *std::move(spec),
+                        [&](const v1::Job& job, Watch& /*watch*/) {
+                          const StepRun step{
+                              .job = std::to_string(job.id()),
+                              .labels = state.label ? RankLabels::kRank : RankLabels::kNone,
+                              .stdin_rank = stdin_rank,
+                              .mpi = state.mpi};
+                          return RunStep(*client, options, step, command->words);
+                        },
+                        {.words = AllocationWords::kCohort,
+                         .quiet = false,
+                         .keep = false,
+                         .immediate = ImmediateOf(options)});
   }
 
   // The ranks' output files, which FollowJob prints.
@@ -187,6 +193,16 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
       std::filesystem::remove_all(*folder, ignored);
     }
     return 1;
+  }
+  if (const std::optional<std::chrono::seconds> within = ImmediateOf(options)) {
+    if (absl::Status started = StartsWithin(*client, submitted->job_id(), *within); !started.ok()) {
+      client->PrintError(started);
+      if (folder) {
+        std::error_code ignored;
+        std::filesystem::remove_all(*folder, ignored);
+      }
+      return 1;
+    }
   }
   return FollowJob(*client, submitted->job_id(), folder,
                    state.label ? RankLabels::kRank : RankLabels::kNone);

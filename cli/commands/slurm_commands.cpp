@@ -93,8 +93,8 @@ absl::StatusOr<std::vector<std::string>> ExpandLongOptions(const CLI::App& app,
       } else if (found == nullptr && prefixed.size() > 1) {
         std::string possible;
         for (const auto& [o, lname] : prefixed) possible += " '--" + lname + "'";
-        return absl::InvalidArgumentError(fmt::format(
-            "option '--{}' is ambiguous; possibilities:{}", name, possible));
+        return absl::InvalidArgumentError(
+            fmt::format("option '--{}' is ambiguous; possibilities:{}", name, possible));
       }
       if (found != nullptr && eq == std::string::npos && takes_value(found)) ++i;
       continue;

@@ -148,6 +148,13 @@ int Submit(const SubmitState& state, const std::vector<std::string>& remaining) 
                                    response->job_id())
                     << std::endl;
         }
+        if (const std::optional<std::chrono::seconds> within = ImmediateOf(options);
+            within && !options.test_only) {
+          if (absl::Status started = StartsWithin(client, response->job_id(), *within);
+              !started.ok()) {
+            return started;
+          }
+        }
         if (options.wait && !options.test_only) {
           CatchInterrupts();
           job_status = FollowJob(client, response->job_id(), std::nullopt, RankLabels::kNone);

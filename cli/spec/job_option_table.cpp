@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cohort/launch/resource_limits.h"
 #include "spec/job_resources.h"
 
 namespace cohort::cli {
@@ -91,10 +92,6 @@ constexpr SbatchOption kNotImplemented[] = {
      "jobs share nodes but never CPUs or GPUs; ask for fewer"},
     {"--contiguous", Takes::kFlag, Handling::kRefused,
      "use --switches=1 for nodes under one leaf switch"},
-    {"--propagate", Takes::kFlag, Handling::kRefused,
-     "resource limits are the node's; set them in the script (ulimit)"},
-    {"-I,--immediate", Takes::kFlag, Handling::kRefused,
-     "use --test-only to see whether it would start now"},
     {"--reboot", Takes::kFlag, Handling::kRefused,
      "nodes are never rebooted for jobs; leave it out"},
     {"--spread-job", Takes::kFlag, Handling::kRefused,
@@ -260,6 +257,37 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
   value("--open-mode", o.open_mode, "append|truncate",
         "open the -o and -e files for appending, or empty them first (default: truncate)");
   // Slurm's --exclusive[=user|mcs|topo]: a value only after `=`, so that
+  command
+      .add_flag("--immediate{1}", o.immediate,
+                "give up (and cancel the job) unless it starts within SECONDS (default 1)")
+      ->each([](const std::string& seconds) {
+        const bool digits =
+            !seconds.empty() && seconds.size() <= 6 &&
+            std::ranges::all_of(seconds, [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits) {
+          throw CLI::ValidationError("--immediate",
+                                     fmt::format("\"{}\" is no count of seconds; write "
+                                                 "--immediate or --immediate=30",
+                                                 seconds));
+        }
+      })
+      ->group(group);
+  // -I alone: one second (an attached count, -I30, is getopt's and not taken).
+  command
+      .add_flag_callback(
+          "-I", [&o] { o.immediate = "1"; }, "--immediate")
+      ->group(group);
+  // As --exclusive, a value only after `=`.
+  command
+      .add_flag("--propagate{ALL}", o.propagate,
+                "the resource limits (ulimit -S) the ranks take from here: ALL (the default), "
+                "NONE, or a list of AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK")
+      ->each([](const std::string& list) {
+        if (absl::Status s = launch::CheckPropagate(list); !s.ok()) {
+          throw CLI::ValidationError("--propagate", std::string(s.message()));
+        }
+      })
+      ->group(group);
   // `sbatch --exclusive job.sh` keeps job.sh as the script.
   command
       .add_flag("--exclusive{node}", o.exclusive_mode,

@@ -801,8 +801,10 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
     if (var.name().starts_with(launch::kRlimitPrefix)) continue;
     *spec.add_env() = std::move(var);
   }
-  // The submitter's soft limits (ulimit), as sbatch and srun pass them.
+  // The submitter's soft limits (ulimit), as sbatch and srun pass them
+  // (--propagate chooses which).
   for (const launch::ResourceLimit& limit : launch::kResourceLimits) {
+    if (!launch::Propagates(o.propagate, limit.name)) continue;
     rlimit current{};
     if (::getrlimit(limit.resource, &current) != 0) continue;
     v1::EnvVar& var = *spec.add_env();

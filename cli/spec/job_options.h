@@ -91,7 +91,11 @@ struct JobOptions {
   std::optional<std::string> mail_user;
   std::optional<std::string> wrap;  ///< --wrap: the command a generated script runs
   bool wait = false;                ///< -W/--wait: return when the job ends, with its status
-  ContainerOptions container;       ///< the steps' container
+  /// --propagate[=LIST]: the resource limits the ranks take from here (ALL,
+  /// the default; NONE; or names such as NOFILE,CORE).
+  std::string propagate = "ALL";
+  std::string immediate;       ///< -I/--immediate[=SECONDS]: "" not given; digits (1 when bare)
+  ContainerOptions container;  ///< the steps' container
 };
 
 /// The container the options ask for: their values checked

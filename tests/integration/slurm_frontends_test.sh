@@ -371,6 +371,19 @@ scontrol show job | grep -q "^JobId=$plain " || fail "scontrol show job leaves o
 # The submitter's ulimits reach the ranks (Slurm's PropagateResourceLimits).
 limits=$(ulimit -S -n 512 && ulimit -S -c 0 && srun -n1 sh -c 'echo "$(ulimit -n) $(ulimit -c)"')
 [ "$limits" = "512 0" ] || fail "srun's ranks did not get the submitter's ulimits: $limits"
-pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs too; -o one line a record; srun -N-3; ulimits"
+stack=$(ulimit -S -n 512 && ulimit -S -s 4096 && srun -n1 --propagate=NOFILE sh -c 'echo "$(ulimit -n) $(ulimit -s)"')
+[[ $stack == "512 "* && $stack != "512 4096" ]] || fail "--propagate=NOFILE passed on more or less: $stack"
+out=$(sbatch --propagate=NOFILE,FOO --wrap true 2>&1) && fail "--propagate=FOO was taken"
+grep -q '"FOO" is no limit' <<<"$out" || fail "--propagate=FOO: $out"
+# --immediate: a job that cannot start at once is cancelled, saying why.
+out=$(sbatch --immediate --begin=now+60 --wrap true 2>&1) && fail "sbatch --immediate of a later job succeeded: $out"
+grep -q "did not start within 1 s (--immediate) and is cancelled; it waited for BeginTime" <<<"$out" ||
+  fail "sbatch --immediate: $out"
+out=$(salloc --immediate=2 --begin=now+60 true 2>&1) && fail "salloc --immediate=2 of a later job succeeded: $out"
+grep -q "did not start within 2 s (--immediate)" <<<"$out" || fail "salloc --immediate=2: $out"
+out=$(salloc -I --begin=now+60 true 2>&1) && fail "salloc -I of a later job succeeded: $out"
+grep -q "did not start within 1 s (--immediate)" <<<"$out" || fail "salloc -I: $out"
+[ "$(srun --immediate=10 -n1 echo at once)" = "at once" ] || fail "srun --immediate of a job that can start failed"
+pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs too; -o one line a record; srun -N-3; ulimits, --propagate; --immediate"
 
 finish_test
