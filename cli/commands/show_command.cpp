@@ -4,6 +4,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cohort/fmt_absl.h"
+#include "cohort/text/hostlist.h"
 #include "commands/commands.h"
 #include "commands/reservation_command.h"
 #include "format/job_format.h"
@@ -143,7 +145,7 @@ void PrintJob(const v1::Job& job, std::int64_t now) {
   std::cout << fmt::format("   UserId={}({}) Account={} Partition={}\n", JobUser(job), job.uid(),
                            OrNull(spec.account()), OrNull(spec.partition()));
   std::cout << fmt::format(
-      "   JobState={} Reason={} Attempt={}{}\n", JobStateName(job.state()),
+      "   JobState={} Reason={} Attempt={}{}\n", JobStateName(job),
       job.reason().empty() ? "None" : job.reason(), job.attempt(),
       job.queue_position() > 0 ? fmt::format(" QueuePosition={}", job.queue_position()) : "");
   if (!job.reason_detail().empty()) {
@@ -405,6 +407,62 @@ void PrintPartition(const v1::Partition& p) {
   }
 }
 
+// scontrol show step: the running steps of every job, or of JOB, or the
+// step JOB.STEP in whatever state it is, in Slurm's words.
+int ShowSteps(const ShowOptions& o) {
+  std::string job_part = o.id;
+  std::string step_part;
+  if (const std::size_t dot = o.id.find('.'); dot != std::string::npos) {
+    job_part = o.id.substr(0, dot);
+    step_part = o.id.substr(dot + 1);
+    if (step_part.empty()) {
+      std::cerr << fmt::format("scontrol: error: show step {}: write JOB.STEP (12.0, 12.batch)\n",
+                               o.id);
+      return 1;
+    }
+  }
+  std::optional<JobRef> wanted;
+  if (!job_part.empty()) {
+    absl::StatusOr<JobRef> ref = ParseJobRef(job_part, "show step");
+    if (!ref.ok()) {
+      std::cerr << fmt::format("scontrol: error: {}\n", ref.status().message());
+      return 1;
+    }
+    wanted = *ref;
+  }
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<std::vector<v1::Job>> jobs = KnownJobs(client, [&](const v1::Job& j) {
+      return !wanted || j.display_id() == FormatJobRef(*wanted) ||
+             (wanted->task < 0 && j.id() == wanted->job);
+    });
+    if (!jobs.ok()) return jobs.status();
+    int shown = 0;
+    for (const v1::Job& job : *jobs) {
+      for (const v1::JobStep& step : job.steps()) {
+        const bool named = !step_part.empty();
+        if (named ? step.name() != step_part : step.state() != "RUNNING") continue;
+        if (shown++ > 0) std::cout << '\n';
+        std::cout << fmt::format(
+            "StepId={}.{} UserId={} StartTime={} TimeLimit={}\n"
+            "   State={} Partition={} NodeList={}\n"
+            "   Nodes={} Tasks={} Name={}\n"
+            "   ExitCode={}:{}{}\n",
+            job.display_id(), step.name(), job.uid(), FormatTimestamp(step.start_time_ms()),
+            job.time_limit_s() > 0 ? FormatLimit(job.time_limit_s()) : std::string("UNLIMITED"),
+            step.state(), job.spec().partition(), step.nodes(),
+            hostlist::Expand(step.nodes()).value_or(std::vector<std::string>{}).size(),
+            step.tasks(), step.name() == "batch" ? "batch" : job.spec().name(), step.exit_code(),
+            step.exit_signal(), step.reason().empty() ? "" : " Reason=" + step.reason());
+      }
+    }
+    if (shown == 0) {
+      if (!o.id.empty()) return absl::NotFoundError(fmt::format("no step {} is known", o.id));
+      std::cout << "No job steps in the system\n";
+    }
+    return absl::OkStatus();
+  });
+}
+
 // scontrol show job without a job: every job the caller may see.
 int ShowAllJobs(const ShowOptions& o) {
   return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
@@ -499,6 +557,13 @@ void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
     exit_code = records([&] { return ShowReservations(o->connection, o->id); });
   });
   for (CLI::App* sub : {show, job, node, partition, reservation}) sub->fallthrough();
+  CLI::App* step =
+      show->add_subcommand("step", "a step, a job's running steps, or every one")->alias("steps");
+  step->add_option("STEP", o->id,
+                   "JOB.STEP (12.0, 12.batch) in any state, or JOB for its running steps "
+                   "(default: every running step)");
+  step->callback([o, records, &exit_code] { exit_code = records([&] { return ShowSteps(*o); }); });
+  step->fallthrough();
   auto lists = std::make_shared<std::vector<std::string>>();
   CLI::App* hostnames = show->add_subcommand("hostnames", "every name of a hostlist, one a line");
   hostnames->add_option("HOSTLIST", *lists, "default: $SLURM_JOB_NODELIST");

@@ -115,6 +115,14 @@ std::string_view NodeStateName(v1::NodeState state) {
   }
 }
 
+std::string_view JobStateName(const v1::Job& job) {
+  return job.stopped() ? std::string_view("STOPPED") : JobStateName(job.state());
+}
+
+std::string_view JobStateCode(const v1::Job& job) {
+  return job.stopped() ? std::string_view("ST") : JobStateCode(job.state());
+}
+
 std::string NodeStateLower(v1::NodeState state) {
   std::string name(NodeStateName(state));
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -291,7 +299,7 @@ nlohmann::ordered_json JobToJson(const v1::Job& job, std::int64_t now_ms) {
   out["uid"] = job.uid();
   out["account"] = spec.account();
   out["partition"] = spec.partition();
-  out["state"] = JobStateName(job.state());
+  out["state"] = JobStateName(job);
   out["reason"] = job.reason();
   out["reason_detail"] = job.reason_detail();
   out["nodes"] = job.nodes();

@@ -27,6 +27,10 @@ namespace cohort::cli {
 [[nodiscard]] std::string_view JobStateName(v1::JobState state);
 /// PD, R, CG, CD, F, CA, TO, NF (as squeue's %t).
 [[nodiscard]] std::string_view JobStateCode(v1::JobState state);
+/// A job's state as squeue and scontrol show it: its state's, or STOPPED
+/// (ST) while its owner has it stopped (scancel --signal=STOP).
+[[nodiscard]] std::string_view JobStateName(const v1::Job& job);
+[[nodiscard]] std::string_view JobStateCode(const v1::Job& job);
 /// A state from its name or code, in any case; nullopt when unknown.
 [[nodiscard]] std::optional<v1::JobState> ParseJobState(std::string_view text);
 /// COMPLETED, FAILED, CANCELLED, TIMEOUT or NODE_FAIL: the job will not change again.

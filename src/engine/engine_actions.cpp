@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 
 #include "cohort/engine/engine.h"
 #include "cohort/text/slurm_time.h"
@@ -212,6 +213,12 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
     }
     for (const alloc::NodeGrant& g : job.run.placement.grants) {
       effects.commands.emplace_back(SignalCommand{id, g.node, signal, SignalScope::kRanks});
+    }
+    // As Slurm's: a job whose ranks were sent SIGSTOP shows STOPPED until
+    // a SIGCONT.
+    if ((signal == SIGSTOP && !job.run.stopped) || (signal == SIGCONT && job.run.stopped)) {
+      job.run.stopped = signal == SIGSTOP;
+      engine::Lifecycle::Changed(job, effects);
     }
     return absl::OkStatus();
   }

@@ -237,6 +237,7 @@ void Lifecycle::Finish(Job& job, Millis now, Effects& effects) {
     job.run.exited_ok.clear();
     job.run.steps.clear();  // the next attempt numbers its steps anew
     job.run.imex_channels.clear();
+    job.run.stopped = false;
     job.run.next_step = FirstStep(job);
     ++job.run.attempt;
     triggers_.Note(Trigger::kRequeued);

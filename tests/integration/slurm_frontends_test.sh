@@ -386,4 +386,18 @@ grep -q "did not start within 1 s (--immediate)" <<<"$out" || fail "salloc -I: $
 [ "$(srun --immediate=10 -n1 echo at once)" = "at once" ] || fail "srun --immediate of a job that can start failed"
 pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs too; -o one line a record; srun -N-3; ulimits, --propagate; --immediate"
 
+# scancel --signal=STOP shows STOPPED until CONT; scontrol show step.
+held=$(sbatch --parsable -t 5 -o /dev/null --wrap 'srun -n1 sleep 300') || fail "sbatch of the step job failed"
+step_runs() { scontrol show step "$held.0" 2>/dev/null | grep -q "State=RUNNING"; }
+wait_until 30 step_runs || fail "step $held.0 never ran: $(scontrol show step "$held.0" 2>&1)"
+scontrol -o show step | grep -q "^StepId=$held.0 UserId=0 .* State=RUNNING .* Tasks=1 " ||
+  fail "scontrol -o show step: $(scontrol -o show step)"
+scancel --signal=STOP "$held" || fail "scancel --signal=STOP failed"
+[ "$(squeue -h -j "$held" -o '%T %t')" = "STOPPED ST" ] || fail "after SIGSTOP: $(squeue -h -j "$held" -o '%T %t')"
+scontrol show job "$held" | grep -q "JobState=STOPPED" || fail "scontrol's JobState: $(scontrol show job "$held" | grep JobState)"
+scancel --signal=CONT "$held" || fail "scancel --signal=CONT failed"
+[ "$(squeue -h -j "$held" -o %T)" = RUNNING ] || fail "after SIGCONT: $(squeue -h -j "$held" -o %T)"
+scancel "$held"
+pass "scancel --signal=STOP shows STOPPED (ST) until CONT; scontrol show step"
+
 finish_test

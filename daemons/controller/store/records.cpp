@@ -142,6 +142,7 @@ void RunToRecord(const JobRun& run, const topology::Topology& topology, v1::JobR
   r.set_own_cpu_ms(run.own_usage.cpu_ms);
   if (run.own_usage.ranks > 0) UsageToRecord(run.own_usage, *r.mutable_own_usage());
   for (const int channel : run.imex_channels) r.add_imex_channels(channel);
+  r.set_stopped(run.stopped);
   r.set_failure_restarts(run.failure_restarts);
   for (const alloc::NodeGrant& g : run.spares) {
     v1::GrantRecord* out = r.add_spares();
@@ -255,6 +256,7 @@ absl::Status RunFromRecord(JobId id, const v1::JobRunRecord& r, const topology::
   run.warned_attempt = r.warned_attempt();
   run.own_usage = UsageFromRecord(r.own_max_rss_kb(), r.own_cpu_ms(), r.own_usage());
   run.imex_channels.assign(r.imex_channels().begin(), r.imex_channels().end());
+  run.stopped = r.stopped();
   run.failure_restarts = std::max(r.failure_restarts(), 0);
   for (const v1::GrantRecord& g : r.spares()) {
     // A spare no longer in the topology is gone (the engine drops it).
@@ -517,6 +519,7 @@ void RecordToWire(const v1::JobRecord& record, const topology::Topology& topolog
   }
   PlacementToWire(topology, grants, nodes, record.spec().segment(), out->mutable_placement());
   *out->mutable_imex_channels() = run.imex_channels();
+  out->set_stopped(run.stopped() && record.state() == v1::JOB_RUNNING);
   out->set_exit_code(run.exit_code());
   out->set_exit_signal(run.exit_signal());
   out->set_attempt(run.attempt());

@@ -573,6 +573,7 @@ void JobToWire(const Job& job, const v1::JobSpec& spec, const Engine& engine, in
   out->set_reason_detail(job.reason_detail);
   out->set_submit_time_ms(job.submit_time.count());
   out->set_eligible_time_ms(job.wait.eligible_time.count());
+  out->set_stopped(job.run.stopped && job.state == JobState::kRunning);
   out->set_start_time_ms(job.run.start_time.count());
   out->set_end_time_ms(job.run.end_time.count());
   std::vector<std::string> nodes;

@@ -399,6 +399,9 @@ struct JobRun {
   /// or one per segment, node rank r's at r × size ÷ nodes. Kept after the
   /// run for the record; held only while the job is active.
   std::vector<int> imex_channels;
+  /// Its owner (or an operator) stopped its ranks with SIGSTOP and has not
+  /// sent SIGCONT since (scancel --signal=STOP): squeue shows STOPPED.
+  bool stopped = false;
 };
 
 /// An attempt that ended in a requeue, kept for accounting (`sacct

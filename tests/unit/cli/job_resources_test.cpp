@@ -27,7 +27,10 @@ std::string Refusal(const JobOptions& options) {
 TEST(JobResourcesTest, NodeRangesAndCounts) {
   EXPECT_EQ(ParseNodeRange("4")->min, 4);
   EXPECT_EQ(ParseNodeRange("2-4")->max, 4);
-  for (const char* bad : {"", "0", "4-2", "x", "2-", "-3", "1-2-3"}) {
+  // As Slurm's: -N-3 is one to three nodes.
+  EXPECT_EQ(ParseNodeRange("-3")->min, 1);
+  EXPECT_EQ(ParseNodeRange("-3")->max, 3);
+  for (const char* bad : {"", "0", "4-2", "x", "2-", "-0", "--3", "1-2-3"}) {
     EXPECT_FALSE(ParseNodeRange(bad).ok()) << bad;
   }
   EXPECT_EQ(ParseCount("12"), 12);

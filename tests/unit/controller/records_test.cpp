@@ -37,7 +37,7 @@ consteval std::size_t FieldCount() {
 // it in the group's mapping (daemons/controller/store/records.cpp) or say
 // in EveryField why it is not kept, set it in EveryField, then count it here.
 static_assert(FieldCount<Job>() == 18, "Job gained or lost a field: see above");
-static_assert(FieldCount<JobRun>() == 20, "JobRun gained or lost a field: see above");
+static_assert(FieldCount<JobRun>() == 21, "JobRun gained or lost a field: see above");
 static_assert(FieldCount<JobWait>() == 4, "JobWait gained or lost a field: see above");
 static_assert(FieldCount<JobArray>() == 3, "JobArray gained or lost a field: see above");
 static_assert(FieldCount<JobPreemption>() == 4, "JobPreemption gained or lost a field: see above");
@@ -123,6 +123,7 @@ void ExpectSameRun(const JobRun& is, const JobRun& was) {
   EXPECT_EQ(is.next_step, was.next_step);
   ExpectSameUsage(is.own_usage, was.own_usage);
   EXPECT_EQ(is.imex_channels, was.imex_channels);
+  EXPECT_EQ(is.stopped, was.stopped);
   EXPECT_EQ(is.failure_restarts, was.failure_restarts);
   ASSERT_EQ(is.spares.size(), was.spares.size());
   for (std::size_t i = 0; i < was.spares.size(); ++i) {
@@ -313,6 +314,7 @@ class RecordsTest : public ::testing::Test {
     job.run.warned_attempt = 2;
     job.run.own_usage = SomeUsage(4096, 777);
     job.run.imex_channels = {7};
+    job.run.stopped = true;
     job.run.failure_restarts = 1;
     job.run.spares = {{.node = 1, .cpus = 4, .memory_mb = 512, .gpus = 0, .holds_group = false}};
     job.run.lost_ranks = {0};
@@ -439,6 +441,7 @@ TEST_F(RecordsTest, ARecordOfVersionThreeReadsAsTheSameJob) {
   job.run.exit_code = 3;
   job.run.exit_signal = 9;
   job.run.imex_channels.clear();  // version 3 had none, nor these
+  job.run.stopped = false;
   job.run.failure_restarts = 0;
   job.run.spares.clear();
   job.run.lost_ranks.clear();
