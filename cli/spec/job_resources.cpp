@@ -14,7 +14,7 @@
 namespace cohort::cli {
 namespace {
 
-absl::Status Refuse(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+absl::Status Refuse(const std::string& message) { return absl::InvalidArgumentError(message); }
 
 bool IsTypeName(std::string_view name) {
   // As Gres= on a node line allows: MIG-like names may start with a digit

@@ -7,7 +7,9 @@
 // for a read of an unset string (-Wmaybe-uninitialized), a false positive
 // that comes and goes with the struct's size.
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // clang has no such warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace cohort::cli {
 namespace {
