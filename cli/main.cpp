@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   try {
     if (slurm) {
       // Long options shortened as getopt takes them (squeue --job=12).
-      absl::StatusOr<std::vector<std::string>> args = cohort::cli::ExpandLongOptions(
-          app, words, cohort::cli::TakesCommand(program));
+      absl::StatusOr<std::vector<std::string>> args =
+          cohort::cli::ExpandLongOptions(app, words, cohort::cli::TakesCommand(program));
       if (!args.ok()) throw CLI::ArgumentMismatch(std::string(args.status().message()));
       std::reverse(args->begin(), args->end());  // CLI11 reads a vector from the back
       app.parse(*args);

@@ -425,7 +425,7 @@ int ShowSteps(const ShowOptions& o) {
   if (!job_part.empty()) {
     absl::StatusOr<JobRef> ref = ParseJobRef(job_part, "show step");
     if (!ref.ok()) {
-      std::cerr << fmt::format("scontrol: error: {}\n", ref.status().message());
+      std::cerr << fmt::format("scontrol: error: {}\n", std::string(ref.status().message()));
       return 1;
     }
     wanted = *ref;

@@ -187,8 +187,8 @@ absl::StatusOr<std::int64_t> ParseFutureTime(std::string_view text, std::string_
     int hour;
     int days;  // 0: the next such time; 1: tomorrow's
   };
-  constexpr Word kWords[] = {{"midnight", 0, 0},  {"noon", 12, 0},    {"elevenses", 11, 0},
-                             {"fika", 15, 0},      {"teatime", 16, 0}, {"tomorrow", 0, 1}};
+  constexpr Word kWords[] = {{"midnight", 0, 0}, {"noon", 12, 0},    {"elevenses", 11, 0},
+                             {"fika", 15, 0},    {"teatime", 16, 0}, {"tomorrow", 0, 1}};
   std::optional<std::int64_t> at;
   if (EqualsIgnoreCase(text, "today") || EqualsIgnoreCase(text, "now")) return now_ms;
   // As Slurm: a time of day, then the day it falls on (noon-tomorrow,
