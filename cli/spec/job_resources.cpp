@@ -48,7 +48,7 @@ std::int64_t Megabytes(const std::optional<std::string>& text) {
 absl::Status CheckMemory(const std::optional<std::string>& text, std::string_view option) {
   if (!text) return absl::OkStatus();
   absl::StatusOr<std::int64_t> mb = ParseSlurmMemoryMb(*text);
-  if (!mb.ok()) return Refuse(fmt::format("{}: {}", option, mb.status().message()));
+  if (!mb.ok()) return Refuse(fmt::format("{}: {}", option, std::string(mb.status().message())));
   return absl::OkStatus();
 }
 
