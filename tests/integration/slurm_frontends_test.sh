@@ -365,7 +365,9 @@ pass "getopt's shortened options (--arr, --job=), sacct's shortened fields, sque
 [ "$(scontrol -o show job "$array" | grep -o ' ArrayJobId=[0-9]* ArrayTaskId=[0-9]*' | tr '\n' ' ')" = \
   " ArrayJobId=$array ArrayTaskId=0  ArrayJobId=$array ArrayTaskId=1 " ] ||
   fail "scontrol -o show job of array $array: $(scontrol -o show job "$array")"
-scontrol show job | grep -q "^JobId=$plain " || fail "scontrol show job leaves out finished job $plain"
+# (grep reads it all: with -q it could leave scontrol writing into a closed
+# pipe, which pipefail counts as a failure.)
+scontrol show job | grep "^JobId=$plain " >/dev/null || fail "scontrol show job leaves out finished job $plain"
 [ "$(scontrol show job "$plain" -o | wc -l)" = 1 ] || fail "scontrol show job -o: $(scontrol show job "$plain" -o)"
 [ "$(srun -N-3 -n1 true && echo ran)" = ran ] || fail "srun -N-3 was refused"
 # The submitter's ulimits reach the ranks (Slurm's PropagateResourceLimits).
@@ -390,7 +392,7 @@ pass "scontrol show job ARRAY lists its tasks, without an id the finished jobs t
 held=$(sbatch --parsable -t 5 -o /dev/null --wrap 'srun -n1 sleep 300') || fail "sbatch of the step job failed"
 step_runs() { scontrol show step "$held.0" 2>/dev/null | grep -q "State=RUNNING"; }
 wait_until 30 step_runs || fail "step $held.0 never ran: $(scontrol show step "$held.0" 2>&1)"
-scontrol -o show step | grep -q "^StepId=$held.0 UserId=0 .* State=RUNNING .* Tasks=1 " ||
+scontrol -o show step | grep "^StepId=$held.0 UserId=0 .* State=RUNNING .* Tasks=1 " >/dev/null ||
   fail "scontrol -o show step: $(scontrol -o show step)"
 scancel --signal=STOP "$held" || fail "scancel --signal=STOP failed"
 [ "$(squeue -h -j "$held" -o '%T %t')" = "STOPPED ST" ] || fail "after SIGSTOP: $(squeue -h -j "$held" -o '%T %t')"
