@@ -440,14 +440,16 @@ absl::Status UpdateQos(const AccountUpdate& update, const std::string& verb,
       qos->managed = true;
     } else if (qos == nullptr) {
       return absl::NotFoundError(fmt::format("no QOS {}; sacctmgr show qos lists them", name));
+    } else if (!qos->managed && qos->defined_at.line == 0 && name == config.default_qos) {
+      return absl::FailedPreconditionError(fmt::format(
+          "QOS {} is the cluster's DefaultQOS, which cohort.conf declares without a QOSName line; "
+          "add QOSName={} there to {} it and run scontrol reconfigure",
+          name, name, verb == "delete" ? "replace" : "change"));
     } else if (!qos->managed) {
       return absl::FailedPreconditionError(fmt::format(
-          "QOS {} is defined in cohort.conf{}; {} it there and run scontrol reconfigure (sacctmgr "
-          "changes only the QOS it made)",
-          name,
-          qos->defined_at.line > 0 ? fmt::format(" (line {})", qos->defined_at.line)
-                                   : std::string(),
-          verb == "delete" ? "delete" : "change"));
+          "QOS {} is defined in cohort.conf (line {}); {} it there and run scontrol reconfigure "
+          "(sacctmgr changes only the QOS it made)",
+          name, qos->defined_at.line, verb == "delete" ? "delete" : "change"));
     }
     if (verb == "delete") {
       if (std::string used = QosUsedBy(config, accounts, name); !used.empty()) {
