@@ -159,10 +159,10 @@ constexpr std::string_view kFutureForms =
     "noon, elevenses, fika or teatime, and a time of day with -today or -tomorrow "
     "(noon-tomorrow)";
 
-// The next time the local clock reads hour:minute:second, from `now_ms`
-// (today's, else tomorrow's); `days` more days on.
-std::optional<std::int64_t> NextClock(std::int64_t now_ms, int hour, int minute, int second,
-                                      int days) {
+// When the local clock reads hour:minute:second `days` days from the day
+// of `now_ms` (0: today's, past or not).
+std::optional<std::int64_t> ClockOn(std::int64_t now_ms, int hour, int minute, int second,
+                                    int days) {
   const std::time_t now_s = static_cast<std::time_t>(now_ms / 1000);
   std::tm local{};
   if (::localtime_r(&now_s, &local) == nullptr) return std::nullopt;
@@ -170,11 +170,15 @@ std::optional<std::int64_t> NextClock(std::int64_t now_ms, int hour, int minute,
   local.tm_min = minute;
   local.tm_sec = second;
   local.tm_mday += days;
-  std::optional<std::int64_t> at = LocalToEpochMs(local);
-  if (at && days == 0 && *at <= now_ms) {
-    local.tm_mday += 1;
-    at = LocalToEpochMs(local);
-  }
+  return LocalToEpochMs(local);
+}
+
+// The next time the local clock reads hour:minute:second, from `now_ms`
+// (today's, else tomorrow's); `days` more days on.
+std::optional<std::int64_t> NextClock(std::int64_t now_ms, int hour, int minute, int second,
+                                      int days) {
+  const std::optional<std::int64_t> at = ClockOn(now_ms, hour, minute, second, days);
+  if (at && days == 0 && *at <= now_ms) return ClockOn(now_ms, hour, minute, second, 1);
   return at;
 }
 
@@ -202,17 +206,9 @@ absl::StatusOr<std::int64_t> ParseFutureTime(std::string_view text, std::string_
       on_day = days;
     }
   }
-  const auto at_clock = [&](int h, int m, int sec) -> std::optional<std::int64_t> {
-    if (!on_day) return NextClock(now_ms, h, m, sec, 0);
-    // That day's, as given: today's may be past (it starts at once).
-    const std::time_t now_s = static_cast<std::time_t>(now_ms / 1000);
-    std::tm local{};
-    if (::localtime_r(&now_s, &local) == nullptr) return std::nullopt;
-    local.tm_hour = h;
-    local.tm_min = m;
-    local.tm_sec = sec;
-    local.tm_mday += *on_day;
-    return LocalToEpochMs(local);
+  // That day's, as given (today's may be past: it starts at once), else the next.
+  const auto at_clock = [&](int h, int m, int sec) {
+    return on_day ? ClockOn(now_ms, h, m, sec, *on_day) : NextClock(now_ms, h, m, sec, 0);
   };
   for (const Word& w : kWords) {
     if (!EqualsIgnoreCase(clock, w.word)) continue;
