@@ -2,12 +2,12 @@
 #include "process_usage.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <unordered_set>
 
@@ -21,9 +21,35 @@ constexpr int kUtimeField = 14;
 constexpr int kCstimeField = 17;
 constexpr int kRssField = 24;
 
+// /proc/PID/stat is one line well under this; more is not a stat line.
+constexpr std::size_t kStatBytes = 4096;
+
 struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
+
+// The file's first kStatBytes, or nothing where it cannot be read. A
+// process that exits between the open and the read fails the read with
+// ESRCH: that is an answer here, never an exception (libstdc++'s filebuf
+// throws on a failed read, and the agent must outlive its ranks).
+std::string ReadStat(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text(kStatBytes, '\0');
+  std::size_t size = 0;
+  while (size < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0) size = 0;
+      break;
+    }
+    size += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  text.resize(size);
+  return text;
+}
 
 }  // namespace
 
@@ -68,8 +94,7 @@ ProcessTable ProcessTable::Read(const std::string& proc) {
     pid_t pid = 0;
     const auto [at, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
     if (error != std::errc() || at != name.data() + name.size() || pid <= 0) continue;
-    std::ifstream in(proc + "/" + std::string(name) + "/stat");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = ReadStat(proc + "/" + std::string(name) + "/stat");
     if (const std::optional<ProcessUsage> usage = ParseProcessUsage(text)) table.Add(pid, *usage);
   }
   return table;

@@ -9,8 +9,6 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 #include <openssl/crypto.h>
@@ -18,6 +16,8 @@
 #include <openssl/hmac.h>
 
 #include <nlohmann/json.hpp>
+
+#include "cluster_files.h"
 
 namespace cohort::controller {
 namespace {
@@ -107,13 +107,13 @@ absl::StatusOr<TokenSigner> TokenSigner::FromKeyFile(const std::string& path) {
     return KeyFileError(
         path, fmt::format("others may read it (mode {:o}); chmod 600 it", info.st_mode & 0777));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return KeyFileError(path, "cannot read it");
-  if (key.size() < kTokenKeyBytes) {
-    return KeyFileError(path, fmt::format("it holds {} bytes", key.size()));
+  if (!S_ISREG(info.st_mode)) return KeyFileError(path, "it is not a file");
+  absl::StatusOr<std::string> key = shell::ReadFile(path);
+  if (!key.ok()) return KeyFileError(path, "cannot read it");
+  if (key->size() < kTokenKeyBytes) {
+    return KeyFileError(path, fmt::format("it holds {} bytes", key->size()));
   }
-  return TokenSigner(std::move(key));
+  return TokenSigner(*std::move(key));
 }
 
 TokenSigner TokenSigner::FromKey(std::string key) { return TokenSigner(std::move(key)); }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -55,6 +56,21 @@ TEST(ProcessUsageTest, ReadsThisMachinesProcesses) {
   const TreeUsage self = table.Subtree(::getpid(), ProcessTable::TickMs(), ProcessTable::PageKb());
   EXPECT_GT(self.rss_kb, 0) << "this test's own memory";
   EXPECT_EQ(ProcessTable::Read("/nonexistent").Size(), 0U);
+}
+
+TEST(ProcessUsageTest, AStatThatFailsToReadIsPassedOver) {
+  // A process that exits between open and read fails the read (ESRCH); a
+  // folder where the file should be fails it the same way (EISDIR).
+  const std::string proc = ::testing::TempDir() + "proc-" + std::to_string(::getpid());
+  std::filesystem::remove_all(proc);
+  std::filesystem::create_directories(proc + "/7/stat");
+  std::filesystem::create_directories(proc + "/8");
+  std::ofstream(proc + "/8/stat") << "8 (rank) S 1 8 8 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 1 1 3";
+  ProcessTable table;
+  EXPECT_NO_THROW(table = ProcessTable::Read(proc));
+  EXPECT_EQ(table.Size(), 1U);
+  EXPECT_EQ(table.Subtree(8, 1.0, 1).cpu_ms, 3);
+  std::filesystem::remove_all(proc);
 }
 
 class GpuUsageTest : public ::testing::Test {

@@ -86,6 +86,12 @@ TEST(TokenTest, TheKeyFileIsMadeOnceAndMustBePrivate) {
   std::ofstream(path, std::ios::trunc) << "short";
   EXPECT_NE(TokenSigner::FromKeyFile(path).status().message().find("holds 5 bytes"),
             std::string_view::npos);
+  const std::string folder_key = (folder / "key.d").string();
+  std::filesystem::create_directories(folder_key);
+  ::chmod(folder_key.c_str(), 0700);
+  EXPECT_NE(TokenSigner::FromKeyFile(folder_key).status().message().find("not a file"),
+            std::string_view::npos)
+      << "a folder where the key should be is an error, not an exception";
   std::filesystem::remove_all(folder);
 }
 
