@@ -16,6 +16,18 @@
 
 namespace cohort::shell {
 
+namespace {
+
+// Whether `path` names something; a path that cannot be looked at (a
+// folder on the way that may not be searched) is as good as absent, and
+// never an exception on a reload.
+bool Exists(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::exists(path, error);
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -70,14 +82,14 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
     const std::filesystem::path folder = std::filesystem::path(*paths.config).parent_path();
     const std::filesystem::path yaml = folder / "topology.yaml";
     const std::filesystem::path conf = folder / "topology.conf";
-    if (std::filesystem::exists(yaml)) {
+    if (Exists(yaml)) {
       loaded.topology_path = yaml.string();
-      if (std::filesystem::exists(conf)) {
+      if (Exists(conf)) {
         loaded.diagnostics.Warning({conf.string(), 0, 0},
                                    "topology.conf is not read: topology.yaml beside it is",
                                    "remove the one that is out of date");
       }
-    } else if (std::filesystem::exists(conf)) {
+    } else if (Exists(conf)) {
       loaded.topology_path = conf.string();
     }
   }
@@ -89,7 +101,7 @@ LoadedCluster LoadCluster(const ClusterPaths& paths) {
   if (paths.config && loaded.config.topology_blocks == "auto") {
     reported.emplace();
     reported->file = NvlinkBlocksPath(loaded.config);
-    if (std::filesystem::exists(reported->file)) {
+    if (Exists(reported->file)) {
       absl::StatusOr<std::string> text = ReadFile(reported->file);
       if (text.ok()) {
         reported->text = *std::move(text);

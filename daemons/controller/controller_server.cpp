@@ -51,7 +51,8 @@ StateSync SyncOf(const std::string& name) {
 // --check-state: what the database holds and whether it is sound.
 int CheckState(const cohort::config::ClusterConfig& config, const std::string& path) {
   const bool postgres = config.state_backend == "postgresql";
-  if (!postgres && !std::filesystem::exists(path)) {
+  std::error_code error;
+  if (!postgres && !std::filesystem::exists(path, error)) {
     std::cerr << fmt::format(
         "cohort-controller: no state database at {}; a new one is created at "
         "the first start\n",
