@@ -126,12 +126,14 @@ slurm_submit_long() {
 # dispatch NODES FILE: a NODES-node job of one rank per node, each rank
 # appending `date +%s%N` to FILE, started by the blocking launcher (cohort
 # run, srun: an allocation and ranks fanned out to the nodes, as a user
-# starts an interactive gang); returns once the job has ended.
+# starts an interactive gang); returns once the job has ended. Neither
+# reads stdin: a piped one would be passed on to rank 0.
 cohort_dispatch() {
-  cohort run -N "$1" --exclusive -- sh -c "date +%s%N >>$2" >/dev/null 2>>"$WORK/run.log"
+  cohort run -N "$1" --exclusive -- sh -c "date +%s%N >>$2" </dev/null >/dev/null \
+    2>>"$WORK/run.log"
 }
 slurm_dispatch() {
-  srun -N "$1" --ntasks-per-node=1 --exclusive -o /dev/null sh -c "date +%s%N >>$2"
+  srun -N "$1" --ntasks-per-node=1 --exclusive -o /dev/null sh -c "date +%s%N >>$2" </dev/null
 }
 
 # submit_step_job: a batch job of 8 whole nodes whose script appends the

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cohort token` and `cohort reconfigure`: the calls on the controller
 // itself, as Slurm's `scontrol token` and `scontrol reconfigure`.
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -31,13 +33,55 @@ int Token(const TokenOptions& o) {
   });
 }
 
+// How long reconfigure waits for the controller that applies the files.
+constexpr std::chrono::seconds kRestartWait{60};
+constexpr std::chrono::milliseconds kRestartPoll{50};
+
+// Whether a controller other than `before` answers now.
+bool NewInstanceAnswers(const ConnectionOptions& connection, const std::string& before) {
+  absl::StatusOr<ControllerClient> client = ControllerClient::Connect(connection);
+  if (!client.ok()) return false;
+  absl::StatusOr<v1::PingResponse> ping = client->Ping(v1::PingRequest{});
+  return ping.ok() && ping->instance() != before;
+}
+
+// The controller applies valid files by restarting in place; the answer
+// waits for the new one, so that the next command finds it (as Slurm's
+// reconfigure returns once slurmctld runs the new files).
 int Reconfigure(const ConnectionOptions& connection) {
-  return CallController(connection, [&](ControllerClient& client) -> absl::Status {
-    absl::StatusOr<v1::ReconfigureResponse> response = client.Reconfigure(v1::ReconfigureRequest{});
-    if (!response.ok()) return response.status();
-    std::cout << response->summary() << '\n';
-    return absl::OkStatus();
-  });
+  std::string before;
+  std::string summary;
+  if (const int code = CallController(connection,
+                                      [&](ControllerClient& client) -> absl::Status {
+                                        absl::StatusOr<v1::PingResponse> ping =
+                                            client.Ping(v1::PingRequest{});
+                                        if (ping.ok()) before = ping->instance();
+                                        absl::StatusOr<v1::ReconfigureResponse> response =
+                                            client.Reconfigure(v1::ReconfigureRequest{});
+                                        if (!response.ok()) return response.status();
+                                        summary = response->summary();
+                                        return absl::OkStatus();
+                                      });
+      code != 0) {
+    return code;
+  }
+  // A controller without Ping (an older release) is not waited for.
+  if (!before.empty()) {
+    const auto deadline = std::chrono::steady_clock::now() + kRestartWait;
+    while (!NewInstanceAnswers(connection, before)) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::cout << summary << '\n';
+        std::cerr << fmt::format(
+            "cohort: the controller has not answered in the {} s since; see its log for why "
+            "it did not start again\n",
+            kRestartWait.count());
+        return 1;
+      }
+      std::this_thread::sleep_for(kRestartPoll);
+    }
+  }
+  std::cout << summary << '\n';
+  return 0;
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -52,6 +55,15 @@ struct RunState {
   std::string mpi;          ///< --mpi (or SLURM_MPI_TYPE): canonical; empty: MpiDefault
 };
 
+// Whether our stdin is data to pass on (a pipe, a file, a socket), as in
+// `echo x | srun cat` or `srun sort <file`. A terminal is left to --pty
+// (its keys are typed at the step's own terminal) and /dev/null has none.
+bool StdinIsData() {
+  struct stat info {};
+  if (::fstat(STDIN_FILENO, &info) != 0) return false;
+  return S_ISFIFO(info.st_mode) || S_ISREG(info.st_mode) || S_ISSOCK(info.st_mode);
+}
+
 // The job whose allocation `cohort run` runs in: --jobid, else the job it
 // runs inside (COHORT_JOB_ID, which every batch script and rank has); none
 // outside a job.
@@ -92,9 +104,17 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     const auto [end, ec] =
         std::from_chars(state.input.data(), state.input.data() + state.input.size(), stdin_rank);
     if (ec != std::errc() || end != state.input.data() + state.input.size() || stdin_rank < 0) {
-      std::cerr << fmt::format("cohort: --input: {:?} is neither a rank (0, 1, ...) nor none\n",
-                               state.input);
-      return 2;
+      // Not a rank: a file, which rank 0 reads as this command's stdin.
+      const int fd = ::open(state.input.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        std::cerr << fmt::format(
+            "cohort: --input: {:?} is neither a rank (0, 1, ...), none, nor a file to read: {}\n",
+            state.input, std::strerror(errno));
+        return 2;
+      }
+      ::dup2(fd, STDIN_FILENO);
+      ::close(fd);
+      stdin_rank = 0;
     }
   }
   if (const std::string allocation = AllocationOf(state); !allocation.empty()) {
@@ -154,11 +174,14 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     std::cerr << fmt::format("cohort: {}\n", client.status());
     return 2;
   }
-  if (launch::MpiTypeNeedsServer(state.mpi) || spec->has_container()) {
+  SetLaunchHost(*spec->mutable_env(), StepIoHost(client->Address()));
+  if (launch::MpiTypeNeedsServer(state.mpi) || spec->has_container() ||
+      (stdin_rank >= 0 && StdinIsData())) {
     // As Slurm's srun outside a job: an allocation of the options' shape,
     // held from here, and the command as a step over all of it, whose
-    // servers wire the ranks up and whose ranks run in the container (the
-    // job's own launch has neither).
+    // servers wire the ranks up, whose ranks run in the container, and
+    // whose stream carries our stdin to its rank (the job's own launch has
+    // none of these).
     return InAllocation(*client, *std::move(spec),
                         [&](const v1::Job& job, Watch& /*watch*/) {
                           const StepRun step{
@@ -232,9 +255,9 @@ void ConfigureRun(CLI::App& run, RunState& state, CommandWords words) {
                "inside a job: run one task on a pseudo-terminal, its stdin, stdout and stderr "
                "this terminal's (cohort run --pty bash: a shell on a compute node)");
   run.add_option("--input", state.input,
-                 "inside a job: the step's rank that reads this command's stdin (default 0), "
-                 "or none")
-      ->type_name("RANK|none");
+                 "the step's rank that reads this command's stdin (default 0; outside a job "
+                 "when stdin is a pipe or a file), none, or a file rank 0 reads instead")
+      ->type_name("RANK|none|FILE");
   AddConnectionOptions(run, state.connection, ConfigShortName::kNone);
   TakeCommandVerbatim(run, "COMMAND",
                       "the command and its arguments (after --); everything after it is passed "

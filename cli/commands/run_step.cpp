@@ -330,6 +330,16 @@ int FollowStep(ControllerClient& client, const v1::StartStepResponse& started,
 
 }  // namespace
 
+void SetLaunchHost(google::protobuf::RepeatedPtrField<v1::EnvVar>& env, const std::string& host) {
+  for (const std::string_view name : {"SLURM_LAUNCH_NODE_IPADDR", "SLURM_SRUN_COMM_HOST"}) {
+    const auto it = std::find_if(env.begin(), env.end(),
+                                 [&](const v1::EnvVar& var) { return var.name() == name; });
+    v1::EnvVar& var = it != env.end() ? *it : *env.Add();
+    var.set_name(std::string(name));
+    var.set_value(host);
+  }
+}
+
 int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& step,
             const std::vector<std::string>& command) {
   if (absl::Status checked = CheckStepOptions(options, step.job); !checked.ok()) {
@@ -367,9 +377,11 @@ int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& 
   request.set_sharing(step.sharing);
   request.set_name(spec->name());
   request.set_mpi(step.mpi);
+  request.set_overcommit(options.overcommit);
   if (spec->has_container()) *request.mutable_container() = spec->container();
   for (const std::string& word : command) request.add_argv(word);
   *request.mutable_env() = spec->env();
+  SetLaunchHost(*request.mutable_env(), StepIoHost(client.Address()));
   request.set_work_dir(spec->work_dir());
 
   // The ranks' output: over the network unless -o or -e name files, which

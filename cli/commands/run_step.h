@@ -40,4 +40,9 @@ struct StepRun {
 [[nodiscard]] int RunStep(ControllerClient& client, const JobOptions& options, const StepRun& step,
                           const std::vector<std::string>& command);
 
+/// Sets SLURM_LAUNCH_NODE_IPADDR and SLURM_SRUN_COMM_HOST in `env` (over
+/// any the caller inherited from an outer srun) to `host`: the address of
+/// this host the nodes reach it by, as Slurm's srun sets them for its tasks.
+void SetLaunchHost(google::protobuf::RepeatedPtrField<v1::EnvVar>& env, const std::string& host);
+
 }  // namespace cohort::cli

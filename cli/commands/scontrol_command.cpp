@@ -219,7 +219,7 @@ int UpdateJob(const JobUpdateWords& o) {
 int Ping(const ConnectionOptions& connection) {
   absl::StatusOr<ControllerClient> client = ControllerClient::Connect(connection);
   if (!client.ok()) return Fail(client.status());
-  const absl::Status answered = client->ListPartitions(v1::ListPartitionsRequest{}).status();
+  const absl::Status answered = client->Ping(v1::PingRequest{}).status();
   // A refusal (a user past their calls a second) is an answer too.
   const bool up =
       answered.ok() || (!absl::IsUnavailable(answered) && !absl::IsDeadlineExceeded(answered));

@@ -518,6 +518,21 @@ int ShowPartitions(const ShowOptions& o) {
   });
 }
 
+// scontrol show config: the cluster-wide settings the controller runs with,
+// `Name = value` a line as Slurm prints them (tools split at " = ").
+int ShowConfig(const ConnectionOptions& connection) {
+  return CallController(connection, [&](ControllerClient& client) -> absl::Status {
+    absl::StatusOr<v1::GetConfigResponse> response = client.GetConfig(v1::GetConfigRequest{});
+    if (!response.ok()) return response.status();
+    std::cout << fmt::format("Configuration data as of {}\n",
+                             FormatTimestamp(response->as_of_ms()));
+    for (const v1::ConfigEntry& entry : response->entries()) {
+      std::cout << fmt::format("{:<23} = {}\n", entry.name(), entry.value());
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
@@ -564,6 +579,11 @@ void AddScontrolShow(CLI::App& scontrol, int& exit_code) {
                    "(default: every running step)");
   step->callback([o, records, &exit_code] { exit_code = records([&] { return ShowSteps(*o); }); });
   step->fallthrough();
+  CLI::App* config = show->add_subcommand("config", "the cluster-wide settings in force")
+                         ->alias("conf")
+                         ->alias("configuration");
+  config->callback([o, &exit_code] { exit_code = ShowConfig(o->connection); });
+  config->fallthrough();
   auto lists = std::make_shared<std::vector<std::string>>();
   CLI::App* hostnames = show->add_subcommand("hostnames", "every name of a hostlist, one a line");
   hostnames->add_option("HOSTLIST", *lists, "default: $SLURM_JOB_NODELIST");

@@ -56,7 +56,8 @@ int Cpus(const v1::Job& job, Step step) {
   const v1::JobSpec& spec = job.spec();
   const int per_task = std::max(spec.cpus_per_task(), 1);
   if (step != nullptr) return step->tasks() * per_task;
-  return spec.nodes() * std::max(spec.tasks_per_node(), 1) * per_task;
+  // Overcommitted, a node holds one task's CPUs.
+  return spec.nodes() * (spec.overcommit() ? 1 : std::max(spec.tasks_per_node(), 1)) * per_task;
 }
 
 }  // namespace

@@ -86,8 +86,6 @@ constexpr SbatchOption kNotImplemented[] = {
     {"--tres-per-task", Takes::kValue, Handling::kRefused,
      "use --gpus-per-task and -c/--cpus-per-task"},
     {"--tres-bind", Takes::kValue, Handling::kRefused, "use --gpu-bind"},
-    {"-O,--overcommit", Takes::kFlag, Handling::kRefused,
-     "use --gpu-bind=single:N to share GPUs between ranks"},
     {"-s,--oversubscribe", Takes::kFlag, Handling::kRefused,
      "jobs share nodes but never CPUs or GPUs; ask for fewer"},
     {"--contiguous", Takes::kFlag, Handling::kRefused,
@@ -323,6 +321,10 @@ std::vector<UnsupportedOption> AddJobOptions(CLI::App& command, JobOptions& o,
       "start the job again if a node fails or it is preempted");
   flag(
       "--no-requeue", [&o] { o.requeue = false; }, "never start the job again (the default)");
+  flag(
+      "-O,--overcommit", [&o] { o.overcommit = true; },
+      "a node holds --cpus-per-task CPUs however many tasks it runs, and they share them (more "
+      "than one task a CPU)");
   flag(
       "-k,--no-kill", [&o] { o.no_kill = true; },
       "a batch job or allocation goes on without a node that fails, for its next steps");

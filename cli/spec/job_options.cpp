@@ -444,6 +444,7 @@ void FillUnset(JobOptions& into, const JobOptions& from) {
   fill(into.spares, from.spares);
   fill(into.restart_policy, from.restart_policy);
   into.no_kill = into.no_kill || from.no_kill;
+  into.overcommit = into.overcommit || from.overcommit;
   fill(into.signal, from.signal);
   fill(into.gpu_bind, from.gpu_bind);
   fill(into.cpu_bind, from.cpu_bind);
@@ -512,6 +513,7 @@ constexpr InputVariable kInputVariables[] = {
     {"NO_KILL", "--no-kill", true},
     {"NO_REQUEUE", "--no-requeue", true},
     {"OPEN_MODE", "--open-mode"},
+    {"OVERCOMMIT", "--overcommit", true},
     {"OUTPUT", "--output"},
     {"PARTITION", "--partition"},
     {"QOS", "--qos"},
@@ -833,6 +835,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobOptions& o, const std::string&
   spec.set_requeue(o.requeue.value_or(o.max_restarts.value_or(0) > 0));
   if (o.max_restarts) spec.set_max_restarts(*o.max_restarts);
   spec.set_no_kill(o.no_kill);
+  spec.set_overcommit(o.overcommit);
   if (o.spares) spec.set_spares(*o.spares);
   if (o.restart_policy) spec.set_restart_policy(*o.restart_policy);
   spec.set_qos(o.qos.value_or(""));
@@ -893,6 +896,7 @@ void PrintJobSpec(const v1::JobSpec& spec, std::ostream& out) {
            ? fmt::format("yes, at most {} times after node failures", spec.max_restarts())
            : std::string("yes"));
   if (spec.no_kill()) line("no-kill", "yes: a lost node is dropped, the job goes on");
+  if (spec.overcommit()) line("overcommit", "yes: a node's tasks share cpus-per-task CPUs");
   if (spec.spares() > 0) {
     line("spares", fmt::format("{} node{} held inside the gang's leaf or block; restart policy {}",
                                spec.spares(), spec.spares() == 1 ? "" : "s",

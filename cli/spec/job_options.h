@@ -64,6 +64,7 @@ struct JobOptions {
   std::optional<std::string> exclude;
   std::optional<bool> requeue;
   bool no_kill = false;             ///< -k/--no-kill: go on without a lost node
+  bool overcommit = false;          ///< -O/--overcommit: more than one task a CPU
   std::optional<int> max_restarts;  ///< --max-restarts=N (implies --requeue unless --no-requeue)
   std::optional<int> spares;        ///< --spares=N: spare nodes held inside the gang's domain
   std::optional<std::string> restart_policy;  ///< --restart-policy=job|step

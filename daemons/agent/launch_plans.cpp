@@ -25,6 +25,7 @@ absl::StatusOr<std::vector<binding::RankBinding>> PlanBindings(const layout::Nod
   request.gpus = launch.gpus();
   request.ranks = LaunchTasks(launch);
   request.cpus_per_task = spec.cpus_per_task() > 0 ? spec.cpus_per_task() : 1;
+  request.overcommit = spec.overcommit();
   absl::StatusOr<binding::BindingOptions> options =
       binding::ParseBindingOptions(spec.gpu_bind(), spec.cpu_bind(), spec.mem_bind());
   if (!options.ok()) return options.status();
@@ -87,6 +88,7 @@ step::LaunchPlan MakePlan(const v1::Launch& launch, const std::string& node,
                            : spec.tasks_per_node() != 0 ? spec.tasks_per_node()
                                                         : 1;
   context.cpus_per_task = spec.cpus_per_task() > 0 ? spec.cpus_per_task() : 1;
+  context.overcommit = spec.overcommit();
   for (int gpu = 0; gpu < 64; ++gpu) {
     if ((launch.gpus() >> gpu) & 1U) context.gpus.push_back(gpu);
   }

@@ -92,7 +92,7 @@ Controller::Controller(config::ClusterConfig config, std::unique_ptr<topology::T
       node_rpcs_(io_, state_, outbox_, *this),
       priority_rpcs_(io_, state_, outbox_, *this),
       history_rpcs_(*state_.topology, config.private_data, std::move(stores.history)),
-      admin_rpcs_(io_, options_.tokens, options_.reconfigure),
+      admin_rpcs_(io_, state_, options_.tokens, options_.reconfigure),
       logged_node_status_(static_cast<std::size_t>(state_.topology->NodeCount()),
                           NodeStatus::kUnknown) {
   state_.job_submit = options_.job_submit;

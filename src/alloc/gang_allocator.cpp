@@ -94,9 +94,8 @@ NodeGrant GrantOn(NodeId node, const NodePool& pool, Exclusivity exclusivity, in
 
 std::optional<NodeGrant> GrantFor(const GangRequest& request, const NodePool& pool, NodeId node) {
   const int gpus = request.gpus_per_node;
-  NodeGrant grant =
-      GrantOn(node, pool, request.exclusivity, request.tasks_per_node * request.cpus_per_task,
-              request.memory_mb_per_node, gpus);
+  NodeGrant grant = GrantOn(node, pool, request.exclusivity, CpusPerNode(request),
+                            request.memory_mb_per_node, gpus);
   const NodeFree& free = pool.Free(node);
   if (grant.cpus > free.cpus || grant.memory_mb > free.memory_mb ||
       (free.gpus & grant.gpus) != grant.gpus || std::popcount(grant.gpus) < gpus) {
@@ -225,7 +224,7 @@ PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePo
   const bool cacheable = request.required_nodes.empty() && request.excluded_nodes.empty();
   if (cacheable) {
     key = fmt::format("{}+{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.spares,
-                      request.tasks_per_node, request.cpus_per_task, request.gpus_per_node,
+                      CpusPerNode(request), request.cpus_per_task, request.gpus_per_node,
                       request.memory_mb_per_node, static_cast<int>(request.exclusivity),
                       request.partition.value_or(-1), request.max_leaves.value_or(0),
                       request.segment.value_or(0), request.spread_segments ? 1 : 0,
@@ -262,7 +261,7 @@ PlacementResult GangAllocator::Run(const GangRequest& request, const NodePool& p
   }
   plugin::NodeNeed need;
   need.exclusivity = request.exclusivity;
-  need.cpus = request.tasks_per_node * request.cpus_per_task;
+  need.cpus = CpusPerNode(request);
   need.memory_mb = request.memory_mb_per_node;
   need.gpus = request.gpus_per_node;
   need.features = *features;

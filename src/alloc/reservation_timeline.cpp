@@ -12,8 +12,7 @@ bool MayFitOneNode(const alloc::GangRequest& gang, const alloc::NodeCapacity& ca
     return free.cpus == capacity.cpus && free.memory_mb == capacity.memory_mb &&
            free.gpus == alloc::AllGpus(capacity.gpus);
   }
-  return free.cpus >= gang.tasks_per_node * gang.cpus_per_task &&
-         free.memory_mb >= gang.memory_mb_per_node &&
+  return free.cpus >= alloc::CpusPerNode(gang) && free.memory_mb >= gang.memory_mb_per_node &&
          std::popcount(free.gpus) >= gang.gpus_per_node;
 }
 
@@ -21,7 +20,7 @@ GangShape ShapeOf(const alloc::GangRequest& gang) {
   // --exclusive=topo asks of each node what --exclusive does: the shadow
   // pool's placement checks the groups.
   return {gang.partition.value_or(-1), gang.exclusivity != alloc::Exclusivity::kShared,
-          gang.tasks_per_node * gang.cpus_per_task, gang.memory_mb_per_node, gang.gpus_per_node};
+          alloc::CpusPerNode(gang), gang.memory_mb_per_node, gang.gpus_per_node};
 }
 
 bool MayFitOneNode(const GangShape& shape, const alloc::NodeCapacity& capacity,
@@ -80,7 +79,7 @@ const ReservationTimeline::Fits& ReservationTimeline::FitTimes(const alloc::Gang
   Shape& shape = it->second;
   if (!fresh) return shape.fits;
   shape.gang.tasks_per_node = 1;
-  shape.gang.cpus_per_task = gang.tasks_per_node * gang.cpus_per_task;
+  shape.gang.cpus_per_task = alloc::CpusPerNode(gang);
   shape.gang.memory_mb_per_node = gang.memory_mb_per_node;
   shape.gang.gpus_per_node = gang.gpus_per_node;
   shape.gang.exclusivity = gang.exclusivity;

@@ -21,6 +21,7 @@ struct StepLedger::Shape {
   std::vector<char> required;  ///< by node rank: named by -w
   int required_count = 0;
   StepSharing sharing = StepSharing::kWholeNodes;
+  bool overcommit = false;
 };
 
 namespace {
@@ -37,10 +38,12 @@ std::vector<int> Balanced(int tasks, int nodes) {
 
 }  // namespace
 
-StepLedger::StepLedger(std::vector<NodeGrant> grants, int tasks_per_node, int cpus_per_task)
+StepLedger::StepLedger(std::vector<NodeGrant> grants, int tasks_per_node, int cpus_per_task,
+                       bool overcommit)
     : grants_(std::move(grants)),
       tasks_per_node_(std::max(tasks_per_node, 1)),
       cpus_per_task_(std::max(cpus_per_task, 1)),
+      overcommit_(overcommit),
       cpus_used_(grants_.size(), 0),
       gpus_used_(grants_.size(), 0),
       dropped_(grants_.size(), 0),
@@ -98,6 +101,7 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
   }
   shape.required_count = static_cast<int>(request.node_ranks.size());
   shape.sharing = request.sharing;
+  shape.overcommit = request.overcommit || overcommit_;
   shape.cpus_per_task = request.cpus_per_task > 0 ? request.cpus_per_task : cpus_per_task_;
   shape.gpus_per_node = request.gpus_per_node;
   const bool explicit_tpn = request.tasks_per_node > 0;
@@ -147,7 +151,8 @@ absl::Status StepLedger::Resolve(const StepRequest& request, Shape& shape) const
 StepLedger::Need StepLedger::NeedOn(const Shape& shape, int node_rank, int tasks) const {
   const NodeGrant& grant = grants_[static_cast<std::size_t>(node_rank)];
   if (shape.sharing == StepSharing::kExact) {
-    return {.cpus = std::int64_t{tasks} * shape.cpus_per_task,
+    const std::int64_t cpus = std::int64_t{tasks} * shape.cpus_per_task;
+    return {.cpus = shape.overcommit ? std::min<std::int64_t>(cpus, grant.cpus) : cpus,
             .gpus = std::max(shape.gpus_per_node, 0)};
   }
   return {.cpus = grant.cpus,
@@ -172,10 +177,10 @@ bool StepLedger::Fits(const Shape& shape, int node_rank, int tasks, Against agai
   if (dropped_[static_cast<std::size_t>(node_rank)] != 0) return false;
   const NodeGrant& grant = grants_[static_cast<std::size_t>(node_rank)];
   const Need need = NeedOn(shape, node_rank, tasks);
-  if (std::int64_t{tasks} * shape.cpus_per_task > grant.cpus ||
-      need.gpus > std::popcount(grant.gpus)) {
-    return false;
-  }
+  const bool cpus_fit = shape.overcommit
+                            ? shape.cpus_per_task <= grant.cpus && tasks <= kMaxTasksPerNode
+                            : std::int64_t{tasks} * shape.cpus_per_task <= grant.cpus;
+  if (!cpus_fit || need.gpus > std::popcount(grant.gpus)) return false;
   if (against == Against::kIdle || shape.sharing == StepSharing::kOverlap) return true;
   return need.cpus <= FreeCpus(node_rank) && need.gpus <= std::popcount(FreeGpus(node_rank));
 }
@@ -225,13 +230,23 @@ StepPlacementResult StepLedger::Place(const StepRequest& request) const {
     return result;
   }
   const NodeGrant& first = grants_.front();
+  const std::string gpus =
+      shape.gpus_per_node > 0 ? fmt::format(" and {} GPUs", shape.gpus_per_node) : "";
+  if (shape.overcommit) {
+    result.reason = fmt::format(
+        "the step's {} task{} on a node share its CPUs (--overcommit), but need {} CPU{}{} and "
+        "at most {} tasks a node, and the allocation holds {} CPUs and {} GPUs on each node; ask "
+        "for fewer tasks or CPUs per task",
+        most, Plural(most), shape.cpus_per_task, Plural(shape.cpus_per_task), gpus,
+        kMaxTasksPerNode, first.cpus, std::popcount(first.gpus));
+    return result;
+  }
   result.reason = fmt::format(
       "the step's {} task{} × {} CPU{} on a node need {} CPUs{}, but the allocation holds {} "
-      "CPUs and {} GPUs on each node; ask for fewer tasks or CPUs per task",
+      "CPUs and {} GPUs on each node; ask for fewer tasks or CPUs per task, or let tasks share "
+      "CPUs with -O/--overcommit",
       most, Plural(most), shape.cpus_per_task, Plural(shape.cpus_per_task),
-      std::int64_t{most} * shape.cpus_per_task,
-      shape.gpus_per_node > 0 ? fmt::format(" and {} GPUs", shape.gpus_per_node) : "", first.cpus,
-      std::popcount(first.gpus));
+      std::int64_t{most} * shape.cpus_per_task, gpus, first.cpus, std::popcount(first.gpus));
   return result;
 }
 

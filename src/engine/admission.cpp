@@ -324,6 +324,7 @@ absl::StatusOr<Job> Admission::Resolve(JobRequest request) const {
   gang.nodes = request.nodes;
   gang.tasks_per_node = request.tasks_per_node;
   gang.cpus_per_task = request.cpus_per_task;
+  gang.overcommit = request.overcommit;
   gang.gpus_per_node = request.gpus_per_node;
   gang.memory_mb_per_node = request.memory_mb;
   gang.exclusivity = request.exclusivity;

@@ -19,10 +19,6 @@
 namespace cohort {
 namespace {
 
-// Finished jobs stay visible to `cohort show job` this long, then leave
-// memory (history is kept by the store).
-constexpr Millis kFinishedRetention = std::chrono::minutes(5);
-
 // The default QOS exists whether or not a QOSName= line declares it.
 config::ClusterConfig WithDefaultQos(config::ClusterConfig config) {
   if (std::none_of(config.qos.begin(), config.qos.end(),
@@ -83,7 +79,7 @@ absl::Status CheckStatus(const Job& job) {
 // or GPU twice, and only while the job runs or stops.
 absl::Status CheckSteps(const Job& job) {
   alloc::StepLedger ledger(job.run.placement.grants, job.gang.tasks_per_node,
-                           job.gang.cpus_per_task);
+                           job.gang.cpus_per_task, job.gang.overcommit);
   for (const JobStep& step : job.run.steps) {
     if (step.id < FirstStep(job) || step.id >= job.run.next_step ||
         step.node_exits.size() != step.placement.nodes.size()) {
@@ -515,6 +511,7 @@ void Engine::Restore(SavedState state, Millis now, Effects& effects) {
       job.gang.nodes = static_cast<int>(job.run.placement.grants.size());
       job.gang.tasks_per_node = job.request.tasks_per_node;
       job.gang.cpus_per_task = job.request.cpus_per_task;
+      job.gang.overcommit = job.request.overcommit;
       job.gang.gpus_per_node = job.request.gpus_per_node;
       job.gang.memory_mb_per_node = job.request.memory_mb;
     }

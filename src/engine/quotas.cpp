@@ -22,9 +22,7 @@ struct Demand {
 
 Demand DemandOf(const Job& job) {
   const std::int64_t nodes = job.gang.nodes + job.gang.spares;
-  return {.cpus = nodes * job.gang.tasks_per_node * job.gang.cpus_per_task,
-          .nodes = nodes,
-          .gpus = GpusAsked(job)};
+  return {.cpus = nodes * alloc::CpusPerNode(job.gang), .nodes = nodes, .gpus = GpusAsked(job)};
 }
 
 // The seconds a job may run: its time limit; none when unlimited.

@@ -82,7 +82,7 @@ void CountExits(JobStep& step, std::size_t index, int exited) {
 
 alloc::StepLedger Steps::LedgerOf(const Job& job) {
   alloc::StepLedger ledger(job.run.placement.grants, job.gang.tasks_per_node,
-                           job.gang.cpus_per_task);
+                           job.gang.cpus_per_task, job.gang.overcommit);
   for (const JobStep& step : job.run.steps) {
     if (step.state == StepState::kRunning) ledger.Take(step.placement);
   }

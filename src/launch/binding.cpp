@@ -246,7 +246,7 @@ std::vector<RankBinding> HomeRanks(const NodeLayout& layout, const BindingReques
 // What each rank gets of each NUMA node it is home to: the node's cores
 // split among the ranks there (or all of them, for --cpu-bind=numa).
 absl::StatusOr<std::vector<std::vector<Share>>> ShareNumaNodes(
-    const NodeLayout& layout, CpuBind cpu, const std::vector<int>& usable,
+    const NodeLayout& layout, CpuBind cpu, bool overcommit, const std::vector<int>& usable,
     const std::vector<RankBinding>& plan) {
   std::vector<std::vector<Share>> shares(plan.size());
   for (const int numa : usable) {
@@ -267,17 +267,21 @@ absl::StatusOr<std::vector<std::vector<Share>>> ShareNumaNodes(
       }
       continue;
     }
-    if (k > pus) {
+    if (k > pus && !overcommit) {
       return Invalid(
           fmt::format("{} ranks share NUMA node {}, which has {} "
                       "hardware thread{}; run fewer ranks per "
-                      "node or use --cpu-bind=none",
+                      "node, use --cpu-bind=none, or let ranks share threads with "
+                      "-O/--overcommit",
                       k, numa, pus, pus == 1 ? "" : "s"));
     }
-    std::vector<std::vector<Core>> parts = SplitNuma(node, k);
+    // Overcommitted, each thread takes ranks in turn: rank i the part i
+    // modulo the threads.
+    const int part_count = std::min(k, pus);
+    std::vector<std::vector<Core>> parts = SplitNuma(node, part_count);
     for (int i = 0; i < k; ++i) {
       shares[static_cast<std::size_t>(here[static_cast<std::size_t>(i)])].push_back(
-          {std::move(parts[static_cast<std::size_t>(i)]), numa, pus, k});
+          {parts[static_cast<std::size_t>(i % part_count)], numa, pus, k});
     }
   }
   return shares;
@@ -293,7 +297,7 @@ absl::Status BindCpus(const BindingRequest& request, const std::vector<std::vect
       cores.insert(cores.end(), share.cores.begin(), share.cores.end());
     }
     const int have = PuCount(cores);
-    if (have < request.cpus_per_task) {
+    if (have < request.cpus_per_task && !request.overcommit) {
       const Share& first = shares[static_cast<std::size_t>(rank.local_rank)].front();
       return Invalid(fmt::format(
           "--cpus-per-task={} but rank {} gets {} hardware thread{} (NUMA "
@@ -532,7 +536,7 @@ absl::StatusOr<std::vector<RankBinding>> PlanBinding(const NodeLayout& layout,
           "use --cpu-bind=none");
     }
     absl::StatusOr<std::vector<std::vector<Share>>> shares =
-        ShareNumaNodes(layout, request.options.cpu, usable, plan);
+        ShareNumaNodes(layout, request.options.cpu, request.overcommit, usable, plan);
     if (!shares.ok()) return shares.status();
     if (absl::Status bound = BindCpus(request, *shares, plan); !bound.ok()) return bound;
   }

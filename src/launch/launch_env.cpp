@@ -115,6 +115,7 @@ std::vector<Var> LaunchVariables(const LaunchContext& context, int local_rank) {
   if (context.restart_count > 0) {
     slurm.emplace_back("SLURM_RESTART_COUNT", std::to_string(context.restart_count));
   }
+  if (context.overcommit) slurm.emplace_back("SLURM_OVERCOMMIT", "1");
   if (context.imex_channel >= 0) {
     vars.emplace_back("NVIDIA_IMEX_CHANNELS", std::to_string(context.imex_channel));
   }

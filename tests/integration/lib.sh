@@ -8,6 +8,10 @@
 # A test script sets BIN (the build folder) and ROOT (the repository) from
 # its arguments, sources this file, calls start_cluster, and uses `cohort`.
 set -uo pipefail
+# Nothing here reads the harness's stdin: srun and cohort run outside a job
+# pass on a piped one (as Slurm's srun does), so a test pipes its input
+# explicitly.
+exec </dev/null
 
 BIN=$(cd "${1:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)
 ROOT=$(cd "${2:?usage: TEST BUILD_DIR REPO_ROOT}" && pwd)

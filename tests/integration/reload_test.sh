@@ -58,14 +58,28 @@ out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/cli/cohort" recon
   fail "nobody reconfigured the controller"
 grep -q 'only root may' <<<"$out" || fail "the refusal does not say who may: $out"
 echo "PartitionName=high Nodes=ALL MaxTime=1:00:00 DefaultTime=10 PriorityTier=10" >>"$WORK/cluster.conf"
-out=$(cohort reconfigure 2>&1) || fail "root's reconfigure failed: $out"
-grep -q 'restarts in place' <<<"$out" || fail "cohort reconfigure said: $out"
-# The controller answered, then restarts: its third start in the log.
-restarted() { [ "$(grep -c controller_started "$log")" -ge 3 ]; }
-wait_until 30 restarted || fail "the controller did not restart after cohort reconfigure"
-wait_until 30 all_nodes_up || fail "the agents did not come back after cohort reconfigure"
-state_is "$job" RUNNING || fail "job $job is $(job_state "$job") after cohort reconfigure"
-pass "only root may reconfigure; root's cohort reconfigure applies the file"
+out=$("$BIN/cli/slurm/scontrol" reconfigure 2>&1) || fail "root's reconfigure failed: $out"
+grep -q 'restarts in place' <<<"$out" || fail "scontrol reconfigure said: $out"
+# It answers once the new controller does (its third start in the log), so
+# the very next command finds it, as after Slurm's.
+[ "$(grep -c controller_started "$log")" -ge 3 ] ||
+  fail "scontrol reconfigure answered before the controller restarted"
+cohort queue >/dev/null || fail "the first command after scontrol reconfigure failed"
+wait_until 30 all_nodes_up || fail "the agents did not come back after scontrol reconfigure"
+state_is "$job" RUNNING || fail "job $job is $(job_state "$job") after scontrol reconfigure"
+pass "only root may reconfigure; root's scontrol reconfigure applies the file and returns once it runs"
+
+# scontrol show config: the settings in force, by Slurm's names, from the
+# restarted controller.
+config=$("$BIN/cli/slurm/scontrol" show config) || fail "scontrol show config failed: $config"
+grep -Eq '^Configuration data as of [0-9]{4}-' <<<"$config" &&
+  grep -Eq '^SlurmdTimeout += 10 sec$' <<<"$config" &&
+  grep -Eq '^ClusterName += demo$' <<<"$config" &&
+  grep -Eq '^KillWait += 5 sec$' <<<"$config" &&
+  grep -Eq '^PreemptMode += REQUEUE$' <<<"$config" &&
+  grep -Eq "^StateSaveLocation += $WORK/state\$" <<<"$config" ||
+  fail "scontrol show config: $config"
+pass "scontrol show config lists the settings in force (SlurmdTimeout = 10 sec, …)"
 
 # logrotate: the file is moved away, SIGUSR2 opens a new one.
 mv "$log" "$log.1"

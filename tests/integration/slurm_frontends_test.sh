@@ -183,6 +183,38 @@ pass "salloc -Q says nothing; salloc --no-shell leaves its allocation running fo
 scontrol ping | grep -Eq '^Slurmctld\(primary\) at .+ is UP$' || fail "scontrol ping: $(scontrol ping 2>&1)"
 pass "scontrol ping: the controller is UP"
 
+# --- -O/--overcommit: more tasks than CPUs, sharing them; the tasks see
+# SLURM_OVERCOMMIT and the address srun ran from. 40 tasks on one node of
+# at most 32 CPUs hold one CPU; a step of a 1-task job shares its CPU.
+cat >"$WORK/over.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH -O -n 40 -t 5
+srun sh -c 'echo "$SLURM_PROCID $SLURM_OVERCOMMIT $SLURM_LAUNCH_NODE_IPADDR $SLURM_SRUN_COMM_HOST"'
+srun -n 1 -O sh -c 'echo "cpus $SLURM_CPUS_ON_NODE"'
+SCRIPT
+over=$(sbatch --parsable -o "$WORK/over-%j.out" "$WORK/over.sh") || fail "sbatch -O refused: $over"
+shared=$(sbatch --parsable -n 1 -o "$WORK/shared-%j.out" \
+  --wrap 'srun -O -n 4 --exact sh -c "echo shared \$SLURM_PROCID"')
+over_done() { finished "$over" && finished "$shared"; }
+wait_until 60 over_done || fail "the overcommitted jobs did not finish: $(squeue)"
+lines=$(grep -c '^[0-9]* 1 127\.0\.0\.1 127\.0\.0\.1$' "$WORK/over-$over.out" 2>/dev/null)
+[ "$lines" = 40 ] && grep -qx "cpus 1" "$WORK/over-$over.out" &&
+  [ "$(sacct -P -n --format=AllocCPUS -j "$over" | head -n1)" = 1 ] ||
+  fail "sbatch -O -n 40: $lines tasks said so: $(head -5 "$WORK/over-$over.out" 2>&1)"
+[ "$(grep -c '^shared [0-3]$' "$WORK/shared-$shared.out" 2>/dev/null)" = 4 ] ||
+  fail "srun -O -n 4 in a 1-CPU job: $(cat "$WORK/shared-$shared.out" 2>&1)"
+pass "-O/--overcommit: 40 tasks on one CPU, and srun -O -n 4 in a 1-CPU job"
+
+# --- srun outside a job passes a piped or redirected stdin to rank 0, and
+# --input=FILE reads a file there (Slurm's `echo x | srun cat`).
+out=$(echo "piped line" | srun -N 1 -t 1 cat 2>/dev/null)
+[ "$out" = "piped line" ] || fail "echo x | srun cat printed: $out"
+printf 'from a file\n' >"$WORK/input.txt"
+out=$(srun -N 1 -t 1 --input="$WORK/input.txt" cat 2>/dev/null </dev/null)
+[ "$out" = "from a file" ] || fail "srun --input=FILE cat printed: $out"
+out=$(srun -N 1 -t 1 cat </dev/null 2>/dev/null) && [ -z "$out" ] || fail "srun cat </dev/null: $out"
+pass "srun outside a job: echo x | srun cat, srun --input=FILE cat, and /dev/null reads nothing"
+
 # --- node and partition states as operators set them: scontrol update
 # NodeName=… State=DRAIN|DOWN|RESUME Reason=…, sinfo -R, and a partition's
 # State=DOWN (takes jobs, starts none), DRAIN (takes none) and UP again.

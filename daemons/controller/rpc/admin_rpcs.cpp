@@ -2,12 +2,25 @@
 #include "rpc/admin_rpcs.h"
 
 #include <pwd.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "cohort/config/config_listing.h"
 #include "controller_log.h"
 
 namespace cohort::controller {
+
+AdminRpcs::AdminRpcs(boost::asio::io_context& state_io, const ControllerState& state,
+                     std::optional<TokenSigner> signer, Reconfigurer reconfigure)
+    : io_(state_io),
+      state_(state),
+      started_ms_(ControllerState::Now().count()),
+      // The pid stays across the exec of a restart in place; the start
+      // time does not.
+      instance_(fmt::format("{}-{}", ::getpid(), started_ms_)),
+      signer_(std::move(signer)),
+      reconfigure_(std::move(reconfigure)) {}
 
 void AdminRpcs::IssueToken(v1::IssueTokenRequest& request, const Identity& who,
                            Reply<v1::IssueTokenResponse> reply) {
@@ -90,6 +103,29 @@ void AdminRpcs::Reconfigure(v1::ReconfigureRequest& /*request*/, const Identity&
   }
   v1::ReconfigureResponse response;
   response.set_summary(*std::move(done));
+  reply(std::move(response));
+}
+
+void AdminRpcs::Ping(v1::PingRequest& /*request*/, const Identity& /*who*/,
+                     Reply<v1::PingResponse> reply) {
+  v1::PingResponse response;
+  response.set_instance(instance_);
+  response.set_started_ms(started_ms_);
+  response.set_cluster_name(state_.config.cluster_name);
+  reply(std::move(response));
+}
+
+void AdminRpcs::GetConfig(v1::GetConfigRequest& /*request*/, const Identity& /*who*/,
+                          Reply<v1::GetConfigResponse> reply) {
+  v1::GetConfigResponse response;
+  response.set_as_of_ms(started_ms_);
+  for (config::ConfigLine& line : config::ListConfig(
+           state_.config,
+           std::chrono::duration_cast<std::chrono::seconds>(Engine::kFinishedRetention).count())) {
+    v1::ConfigEntry& entry = *response.add_entries();
+    entry.set_name(std::move(line.name));
+    entry.set_value(std::move(line.value));
+  }
   reply(std::move(response));
 }
 

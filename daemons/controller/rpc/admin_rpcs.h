@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "cohort/v1/cohort.pb.h"
+#include "controller_state.h"
 #include "rpc/api_token.h"
 #include "store/wire.h"
 #include "worker.h"
@@ -14,9 +15,11 @@
 namespace cohort::controller {
 
 /// The Controller service's calls on the controller itself: issuing REST
-/// API tokens (`cohort token`, as `scontrol token`) and rereading the
-/// configuration (`cohort reconfigure`, as `scontrol reconfigure`). On the
-/// state thread (io()); they read no scheduler state themselves.
+/// API tokens (`cohort token`, as `scontrol token`), rereading the
+/// configuration (`cohort reconfigure`, as `scontrol reconfigure`), and
+/// saying which controller answers and what configuration it runs
+/// (`scontrol ping`, `scontrol show config`). On the state thread (io());
+/// they read no scheduler state themselves.
 class AdminRpcs {
  public:
   /// The lifespan of a token when the caller names none, as Slurm's.
@@ -27,9 +30,8 @@ class AdminRpcs {
   /// InvalidArgument with every error located. State thread.
   using Reconfigurer = std::function<absl::StatusOr<std::string>()>;
 
-  AdminRpcs(boost::asio::io_context& state_io, std::optional<TokenSigner> signer,
-            Reconfigurer reconfigure)
-      : io_(state_io), signer_(std::move(signer)), reconfigure_(std::move(reconfigure)) {}
+  AdminRpcs(boost::asio::io_context& state_io, const ControllerState& state,
+            std::optional<TokenSigner> signer, Reconfigurer reconfigure);
 
   /// Where the calls run: the state thread.
   boost::asio::io_context& io() { return io_; }
@@ -43,9 +45,18 @@ class AdminRpcs {
   /// controller cannot reread its files (started without them).
   void Reconfigure(v1::ReconfigureRequest& request, const Identity& who,
                    Reply<v1::ReconfigureResponse> reply);
+  /// Anyone: this process's instance, which a restart in place (reconfigure)
+  /// or a takeover changes, so that a caller can wait for the new one.
+  void Ping(v1::PingRequest& request, const Identity& who, Reply<v1::PingResponse> reply);
+  /// Anyone: the cluster-wide settings in force (config::ListConfig).
+  void GetConfig(v1::GetConfigRequest& request, const Identity& who,
+                 Reply<v1::GetConfigResponse> reply);
 
  private:
   boost::asio::io_context& io_;
+  const ControllerState& state_;
+  std::int64_t started_ms_ = 0;
+  std::string instance_;
   std::optional<TokenSigner> signer_;
   Reconfigurer reconfigure_;
 };

@@ -469,6 +469,7 @@ absl::StatusOr<alloc::StepRequest> StepRequestOf(const v1::StartStepRequest& req
       .tasks_per_node = request.tasks_per_node(),
       .cpus_per_task = request.cpus_per_task(),
       .gpus_per_node = request.has_gpus_per_node() ? request.gpus_per_node() : -1};
+  step.overcommit = request.overcommit();
   switch (request.sharing()) {
     case v1::STEP_EXACT:
       step.sharing = alloc::StepSharing::kExact;
@@ -587,6 +588,8 @@ void JobRpcs::StartStep(v1::StartStepRequest& request, const Identity& who,
   }
   if (!request.name().empty()) spec.set_name(request.name());
   spec.set_mpi(*mpi);
+  // The ranks share CPUs when the step or its job overcommits.
+  spec.set_overcommit(spec.overcommit() || request.overcommit());
   // pyxis's rule: each --container-* option of the step over the job's
   // (sbatch's), as srun reads sbatch's from its environment; a step with no
   // image or name from either runs on the host.

@@ -149,6 +149,7 @@ absl::StatusOr<JobRequest> RequestFromSpec(const v1::JobSpec& spec, const Identi
   r.nodes = spec.nodes();
   r.tasks_per_node = spec.tasks_per_node() == 0 ? 1 : spec.tasks_per_node();
   r.cpus_per_task = spec.cpus_per_task() == 0 ? 1 : spec.cpus_per_task();
+  r.overcommit = spec.overcommit();
   r.gpus_per_node = spec.gpus_per_node();
   r.memory_mb = spec.memory_mb();
   r.time_limit = std::chrono::seconds(spec.time_limit_s());
@@ -259,9 +260,9 @@ const std::vector<NodeKinds::Kind>& NodeKinds::Of(std::string_view partition) co
 
 absl::Status NodeKinds::Check(const Kind& kind, const binding::BindingRequest& wanted) {
   const binding::BindingOptions& o = wanted.options;
-  const VerdictKey key{&kind,      wanted.gpus,         wanted.ranks, wanted.cpus_per_task,
-                       o.gpu.kind, o.gpu.ranks_per_gpu, o.cpu,        o.mem,
-                       o.numbering};
+  const VerdictKey key{&kind,       wanted.gpus,         wanted.ranks, wanted.cpus_per_task,
+                       o.gpu.kind,  o.gpu.ranks_per_gpu, o.cpu,        o.mem,
+                       o.numbering, wanted.overcommit};
   if (const auto it = verdicts_.find(key); it != verdicts_.end()) return it->second;
   // Bounded: a flood of odd shapes costs a check each, not memory.
   if (verdicts_.size() >= 4096) verdicts_.clear();
@@ -280,6 +281,7 @@ absl::Status CheckBindingAtSubmit(const v1::JobSpec& spec, const JobRequest& req
   binding::BindingRequest wanted;
   wanted.ranks = request.tasks_per_node;
   wanted.cpus_per_task = request.cpus_per_task;
+  wanted.overcommit = request.overcommit;
   wanted.gpus = request.gpus_per_node >= 64 ? ~std::uint64_t{0}
                                             : (std::uint64_t{1} << request.gpus_per_node) - 1;
   wanted.options = *options;

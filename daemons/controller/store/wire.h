@@ -93,7 +93,7 @@ class NodeKinds {
  private:
   std::map<std::string, std::vector<Kind>, std::less<>> by_partition_;
   using VerdictKey = std::tuple<const Kind*, std::uint64_t, int, int, binding::GpuBindKind, int,
-                                binding::CpuBind, binding::MemBind, binding::GpuNumbering>;
+                                binding::CpuBind, binding::MemBind, binding::GpuNumbering, bool>;
   std::map<VerdictKey, absl::Status> verdicts_;
 };
 

@@ -29,6 +29,10 @@ namespace cohort::alloc {
 /// job while it runs.
 enum class Exclusivity : std::uint8_t { kShared, kExclusive, kTopo };
 
+/// The most tasks a node runs of one job or step (Slurm's
+/// MaxTasksPerNode); without --overcommit its CPUs bound them first.
+inline constexpr int kMaxTasksPerNode = 4096;
+
 /// What one job asks for, per node of its gang.
 struct GangRequest {
   int nodes = 1;
@@ -48,7 +52,17 @@ struct GangRequest {
   /// the gang (the placement holds nodes + spares grants, in topology
   /// order, and the caller sets the spares apart).
   int spares = 0;
+  /// -O/--overcommit: each node holds cpus_per_task CPUs however many tasks
+  /// it runs (they share them).
+  bool overcommit = false;
 };
+
+/// The CPUs a gang holds on each of its nodes: tasks × CPUs per task, or
+/// with --overcommit the CPUs of one task.
+[[nodiscard]] inline int CpusPerNode(const GangRequest& request) {
+  return request.overcommit ? request.cpus_per_task
+                            : request.tasks_per_node * request.cpus_per_task;
+}
 
 /// Rejects requests no cluster could run: counts below one, tasks or GPUs
 /// beyond a node's limits, a node count not a multiple of the segment.

@@ -40,6 +40,10 @@ struct StepRequest {
   /// -w: nodes the step must run on, as node ranks of the allocation.
   std::vector<int> node_ranks{};
   StepSharing sharing = StepSharing::kWholeNodes;
+  /// -O/--overcommit (or an overcommitted allocation's): a node's tasks
+  /// share its CPUs, more than one a CPU; with --exact the step holds at
+  /// most what the node has.
+  bool overcommit = false;
 };
 
 /// One node of a step: how many of the step's tasks run there and what
@@ -71,9 +75,11 @@ struct StepPlacementResult {
 /// What one allocation holds and what its running steps use of it.
 class StepLedger {
  public:
-  /// `grants` by node rank, as the allocation was placed; `tasks_per_node`
-  /// and `cpus_per_task` as the job asked them.
-  StepLedger(std::vector<NodeGrant> grants, int tasks_per_node, int cpus_per_task);
+  /// `grants` by node rank, as the allocation was placed; `tasks_per_node`,
+  /// `cpus_per_task` and `overcommit` as the job asked them (the steps of
+  /// an overcommitted job are).
+  StepLedger(std::vector<NodeGrant> grants, int tasks_per_node, int cpus_per_task,
+             bool overcommit = false);
 
   /// Where the step would run now (kPlaced), or that it must wait for
   /// running steps to end (kBusy: "Step creation temporarily disabled"),
@@ -117,6 +123,7 @@ class StepLedger {
   std::vector<NodeGrant> grants_;
   int tasks_per_node_ = 1;
   int cpus_per_task_ = 1;
+  bool overcommit_ = false;
   std::vector<int> cpus_used_;            ///< by node rank
   std::vector<std::uint64_t> gpus_used_;  ///< by node rank
   std::vector<std::uint8_t> dropped_;     ///< by node rank: lost (Drop)

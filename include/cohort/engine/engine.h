@@ -40,6 +40,11 @@ using alloc::NodeId;
 /// `now`, same decisions.
 class Engine {
  public:
+  /// How long an ended job stays in the queue's listings and `cohort show
+  /// job` before it leaves memory (Slurm's MinJobAge; the store keeps its
+  /// history).
+  static constexpr Millis kFinishedRetention = std::chrono::minutes(5);
+
   /// The topology must outlive the engine.
   Engine(const config::ClusterConfig& config, const topology::Topology& topology,
          alloc::NodePool pool);

@@ -173,7 +173,7 @@ inline constexpr std::chrono::seconds kMaxWarningLead{65535};
 /// The most one job may ask for (docs/operations.md, "Resource bounds"):
 /// checked at submission, before anything sized by them is made.
 inline constexpr int kMaxJobNodes = 65536;
-inline constexpr int kMaxTasksPerNode = 4096;
+inline constexpr int kMaxTasksPerNode = alloc::kMaxTasksPerNode;
 inline constexpr int kMaxCpusPerTask = 4096;
 inline constexpr int kMaxGpusPerNode = 64;
 
@@ -216,6 +216,7 @@ struct JobRequest {
   int nodes = 1;
   int tasks_per_node = 1;
   int cpus_per_task = 1;
+  bool overcommit = false;  ///< -O: a node holds one task's CPUs, its tasks share them
   int gpus_per_node = 0;
   std::int64_t memory_mb = 0;
   std::chrono::seconds time_limit{0};  ///< 0: the partition's DefaultTime, else MaxTime

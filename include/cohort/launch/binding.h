@@ -87,6 +87,10 @@ struct BindingRequest {
   int ranks = 1;           ///< the job's ranks on this node (local ranks 0..ranks-1)
   int cpus_per_task = 1;   ///< CPUs (hardware threads) each rank needs at least
   BindingOptions options;
+  /// -O/--overcommit: more ranks than hardware threads share them, each
+  /// thread taking ranks in turn, and a rank may get fewer threads than
+  /// cpus_per_task.
+  bool overcommit = false;
 };
 
 /// One local rank's binding.
@@ -106,8 +110,9 @@ struct RankBinding {
 /// InvalidArgument, with the reason and what to change, for a request that
 /// is malformed (no rank, cpus-per-task below 1, a granted GPU the layout
 /// lacks) or cannot be bound on this layout (more ranks than single:N allows,
-/// more ranks on a NUMA node than it has hardware threads, cpus-per-task
-/// above a rank's share, binding CPUs of a node without any).
+/// more ranks on a NUMA node than it has hardware threads or cpus-per-task
+/// above a rank's share, both unless overcommitted; binding CPUs of a node
+/// without any).
 [[nodiscard]] absl::StatusOr<std::vector<RankBinding>> PlanBinding(const layout::NodeLayout& layout,
                                                                    const BindingRequest& request);
 

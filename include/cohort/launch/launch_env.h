@@ -52,7 +52,8 @@ struct LaunchContext {
   std::string node_name;
   int tasks_per_node = 1;
   int cpus_per_task = 1;
-  std::vector<int> gpus;  ///< GPU indices granted on this node, ascending
+  bool overcommit = false;  ///< -O: SLURM_OVERCOMMIT=1, as Slurm sets it
+  std::vector<int> gpus;    ///< GPU indices granted on this node, ascending
   std::string master_addr;
   int master_port = 0;  ///< 0: none given
   std::string submit_dir;

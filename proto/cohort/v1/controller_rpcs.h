@@ -35,4 +35,6 @@
   X(ListReservations, ListReservationsRequest, ListReservationsResponse, Node, kUnused)     \
   X(UpdateReservation, UpdateReservationRequest, UpdateReservationResponse, Node, kNeeded)  \
   X(IssueToken, IssueTokenRequest, IssueTokenResponse, Admin, kNeeded)                      \
-  X(Reconfigure, ReconfigureRequest, ReconfigureResponse, Admin, kNeeded)
+  X(Reconfigure, ReconfigureRequest, ReconfigureResponse, Admin, kNeeded)                   \
+  X(Ping, PingRequest, PingResponse, Admin, kUnused)                                        \
+  X(GetConfig, GetConfigRequest, GetConfigResponse, Admin, kUnused)

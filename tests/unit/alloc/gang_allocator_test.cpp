@@ -153,6 +153,22 @@ TEST(GangAllocatorTest, ResourcesPerNodeAreGranted) {
   }
 }
 
+// -O/--overcommit: a node holds one task's CPUs however many tasks it runs,
+// so 128 tasks fit a 64-CPU node that without it could never hold them.
+TEST(GangAllocatorTest, OvercommitHoldsOneTasksCpusPerNode) {
+  Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).CpusPerNode(64).Build();
+  GangAllocator allocator(cluster.topology);
+  GangRequest request = Nodes(1);
+  request.tasks_per_node = 128;
+  request.cpus_per_task = 2;
+  EXPECT_EQ(allocator.Place(request, cluster.pool).outcome, Outcome::kInfeasible);
+  request.overcommit = true;
+  EXPECT_EQ(CpusPerNode(request), 2);
+  const PlacementResult result = allocator.Place(request, cluster.pool);
+  ASSERT_EQ(result.outcome, Outcome::kPlaced) << result.reason;
+  EXPECT_EQ(result.placement.grants[0].cpus, 2);
+}
+
 TEST(GangAllocatorTest, SharedNodesPackBeforeEmptyOnes) {
   Cluster cluster = ClusterBuilder().Leaves(1).NodesPerLeaf(2).GpusPerNode(8).Build();
   GangAllocator allocator(cluster.topology);

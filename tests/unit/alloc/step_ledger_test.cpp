@@ -72,6 +72,33 @@ TEST(StepLedgerTest, MoreNodesThanTheAllocationHasNamesBothNumbers) {
             "the step asks for 5 nodes, but the allocation has 4; ask for -N 4 or fewer");
 }
 
+// -O/--overcommit: a step's tasks share CPUs, so more tasks than CPUs fit;
+// with --exact it holds at most the node's CPUs, and an overcommitted job's
+// steps are overcommitted too.
+TEST(StepLedgerTest, OvercommittedTasksShareTheNodesCpus) {
+  StepLedger ledger = Allocation(2, 1, 4, 0);
+  const StepPlacementResult refused = ledger.Place({.tasks = 16});
+  EXPECT_EQ(refused.outcome, Outcome::kInfeasible);
+  EXPECT_NE(refused.reason.find("-O/--overcommit"), std::string::npos) << refused.reason;
+  const StepPlacementResult shared =
+      ledger.Place({.tasks = 16, .sharing = StepSharing::kExact, .overcommit = true});
+  ASSERT_EQ(shared.outcome, Outcome::kPlaced) << shared.reason;
+  EXPECT_EQ(Tasks(shared.placement), (std::vector<int>{8, 8}));
+  for (const StepNode& node : shared.placement.nodes) EXPECT_EQ(node.cpus, 4);
+  const StepPlacementResult past =
+      ledger.Place({.nodes = 1, .tasks = kMaxTasksPerNode + 1, .overcommit = true});
+  EXPECT_EQ(past.outcome, Outcome::kInfeasible);
+  EXPECT_NE(past.reason.find("at most 4096 tasks a node"), std::string::npos) << past.reason;
+
+  std::vector<NodeGrant> grants = {{.node = 1, .cpus = 2, .memory_mb = 0, .gpus = 0}};
+  const StepLedger job(std::move(grants), 64, 2, /*overcommit=*/true);
+  const StepPlacementResult step = job.Place({});
+  ASSERT_EQ(step.outcome, Outcome::kPlaced) << step.reason;
+  EXPECT_EQ(step.placement.tasks, 64);
+  EXPECT_EQ(job.Place({.cpus_per_task = 3}).outcome, Outcome::kInfeasible)
+      << "a task still needs its CPUs";
+}
+
 // A node the job lost (--no-kill) takes no step: the default step runs on
 // the nodes left, and naming the lost one says so.
 TEST(StepLedgerTest, ALostNodeTakesNoStep) {
@@ -183,7 +210,8 @@ TEST(StepLedgerTest, BadRequestsAreRefusedWithTheFieldAndTheFix) {
   // What no node of the allocation holds.
   EXPECT_EQ(refused({.nodes = 1, .tasks = 5}),
             "the step's 5 tasks × 1 CPU on a node need 5 CPUs, but the allocation holds 4 CPUs "
-            "and 1 GPUs on each node; ask for fewer tasks or CPUs per task");
+            "and 1 GPUs on each node; ask for fewer tasks or CPUs per task, or let tasks share "
+            "CPUs with -O/--overcommit");
   EXPECT_NE(refused({.gpus_per_node = 2}).find("need 2 CPUs and 2 GPUs"), std::string::npos);
   EXPECT_EQ(StepLedger({}, 1, 1).Place({}).reason, "the allocation holds no nodes");
 }

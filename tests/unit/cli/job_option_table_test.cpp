@@ -77,8 +77,10 @@ TEST(JobOptionTableTest, EveryEntrySaysWhatToDoOrWhyItIsHarmless) {
 namespace cohort::cli {
 namespace {
 
-// `--exclusive` as Slurm's getopt reads it: a mode only after `=`.
-JobOptions ParseExclusive(std::vector<std::string> words, std::string* script = nullptr) {
+// `words` as `cohort submit` parses them, the script (or command) in
+// `script`: `--exclusive` as Slurm's getopt reads it, a mode only after
+// `=`, and the others.
+JobOptions ParseWords(std::vector<std::string> words, std::string* script = nullptr) {
   CLI::App app;
   JobOptions options;
   AddJobOptions(app, options, words);
@@ -92,22 +94,46 @@ JobOptions ParseExclusive(std::vector<std::string> words, std::string* script = 
 
 TEST(JobOptionTableTest, ExclusiveTakesAModeOnlyAfterAnEqualsSign) {
   std::string script;
-  JobOptions whole = ParseExclusive({"--exclusive", "job.sh"}, &script);
+  JobOptions whole = ParseWords({"--exclusive", "job.sh"}, &script);
   EXPECT_TRUE(whole.exclusive);
   EXPECT_FALSE(whole.exclusive_topo);
   EXPECT_EQ(script, "job.sh");
-  JobOptions topo = ParseExclusive({"--exclusive=topo", "job.sh"});
+  JobOptions topo = ParseWords({"--exclusive=topo", "job.sh"});
   EXPECT_TRUE(topo.exclusive);
   EXPECT_TRUE(topo.exclusive_topo);
-  EXPECT_FALSE(ParseExclusive({"job.sh"}).exclusive);
+  EXPECT_FALSE(ParseWords({"job.sh"}).exclusive);
   try {
-    ParseExclusive({"--exclusive=user", "job.sh"});
+    ParseWords({"--exclusive=user", "job.sh"});
     ADD_FAILURE() << "--exclusive=user was taken";
   } catch (const CLI::ValidationError& e) {
     EXPECT_NE(std::string(e.what()).find("--exclusive=user is not supported"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(ParseExclusive({"--exclusive=blocks", "job.sh"}), CLI::ValidationError);
+  EXPECT_THROW(ParseWords({"--exclusive=blocks", "job.sh"}), CLI::ValidationError);
+}
+
+}  // namespace
+}  // namespace cohort::cli
+
+namespace cohort::cli {
+namespace {
+
+// -O/--overcommit (and SLURM_OVERCOMMIT's sbatch twin) reach the spec; the
+// --test-only summary says so.
+TEST(JobOptionTableTest, OvercommitReachesTheSpec) {
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"-O", "-n", "8", "job.sh"},
+        std::vector<std::string>{"--overcommit", "job.sh"}}) {
+    const JobOptions options = ParseWords(words);
+    EXPECT_TRUE(options.overcommit) << words.front();
+    absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(options, "job");
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_TRUE(spec->overcommit());
+  }
+  const char* const environment[] = {"SBATCH_OVERCOMMIT=1", nullptr};
+  JobOptions from_env;
+  ASSERT_TRUE(ApplyInputVariables("SBATCH_", from_env, environment).ok());
+  EXPECT_TRUE(from_env.overcommit);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "cohort/config/cluster_config.h"
+#include "cohort/config/config_listing.h"
 #include "test_support.h"
 
 namespace cohort::config {
@@ -260,6 +261,39 @@ TEST(ConfigPolicyChoiceTest, EveryBadItemOfAListIsReported) {
   EXPECT_EQ(result.diagnostics.All()[1].where.column, 37);
   EXPECT_EQ(result.diagnostics.All()[2].where.column, 45);
   EXPECT_EQ(result.config.plugins.admission, (Names{"admission/limits"}));
+}
+
+}  // namespace
+}  // namespace cohort::config
+
+namespace cohort::config {
+namespace {
+
+// scontrol show config: the settings of a parsed file, sorted, by Slurm's
+// names where slurm.conf has the setting.
+TEST(ConfigListingTest, ListsTheSettingsInForceBySlurmsNames) {
+  const ConfigResult parsed = ParseClusterConfig(
+      "ClusterName=lab\nNodeTimeout=45\nKillWait=7\nPreemptMode=REQUEUE\n"
+      "PriorityDecayHalfLife=2-12\nMpiDefault=pmix\nNodeName=n1\nPartitionName=p Nodes=n1\n",
+      "/etc/cohort/cohort.conf", [](const std::string& path) -> absl::StatusOr<std::string> {
+        return absl::NotFoundError(path);
+      });
+  ASSERT_FALSE(parsed.diagnostics.HasErrors());
+  const std::vector<ConfigLine> lines = ListConfig(parsed.config, 300);
+  std::map<std::string, std::string> by_name;
+  for (const ConfigLine& line : lines) by_name[line.name] = line.value;
+  EXPECT_EQ(by_name.size(), lines.size()) << "each name once";
+  EXPECT_TRUE(std::is_sorted(lines.begin(), lines.end(),
+                             [](const auto& a, const auto& b) { return a.name < b.name; }));
+  EXPECT_EQ(by_name["ClusterName"], "lab");
+  EXPECT_EQ(by_name["SlurmdTimeout"], "45 sec");
+  EXPECT_EQ(by_name["KillWait"], "7 sec");
+  EXPECT_EQ(by_name["MinJobAge"], "300 sec");
+  EXPECT_EQ(by_name["PreemptMode"], "REQUEUE");
+  EXPECT_EQ(by_name["PriorityDecayHalfLife"], "2-12:00:00");
+  EXPECT_EQ(by_name["MpiDefault"], "pmix");
+  EXPECT_EQ(by_name["Prolog"], "(null)");
+  EXPECT_FALSE(by_name.contains("NodeTimeout")) << "listed by Slurm's name alone";
 }
 
 }  // namespace

@@ -254,11 +254,30 @@ TEST(BindingTest, MoreRanksThanHardwareThreadsOnANumaNodeAreRefused) {
   const NodeLayout layout = LayoutBuilder().Numa(1, 2, 1).GpuNuma({0, 0, 0}).Build();
   EXPECT_EQ(Refusal(layout, Request(0b111, 3)),
             "3 ranks share NUMA node 0, which has 2 hardware threads; run "
-            "fewer ranks per node or "
-            "use --cpu-bind=none");
+            "fewer ranks per node, use --cpu-bind=none, or let ranks share threads with "
+            "-O/--overcommit");
   BindingOptions none;
   none.cpu = CpuBind::kNone;
   EXPECT_TRUE(CheckBinding(layout, Request(0b111, 3, none)).ok());
+}
+
+// -O/--overcommit: more ranks than threads take the threads in turn, and a
+// rank may get fewer than --cpus-per-task.
+TEST(BindingTest, OvercommittedRanksShareThreadsInTurn) {
+  const NodeLayout layout = LayoutBuilder().Numa(1, 2, 1).GpuNuma({0, 0, 0}).Build();
+  BindingRequest request = Request(0b111, 5);
+  request.overcommit = true;
+  const std::vector<RankBinding> plan = MustPlan(layout, request);
+  ASSERT_EQ(plan.size(), 5U);
+  for (const RankBinding& rank : plan) ASSERT_EQ(rank.cpus.size(), 1U) << rank.local_rank;
+  EXPECT_NE(plan[0].cpus, plan[1].cpus);
+  EXPECT_EQ(plan[0].cpus, plan[2].cpus);
+  EXPECT_EQ(plan[1].cpus, plan[3].cpus);
+  EXPECT_EQ(plan[0].cpus, plan[4].cpus);
+  request.cpus_per_task = 4;
+  EXPECT_EQ(MustPlan(layout, request).size(), 5U) << "each rank binds to what it has";
+  request.overcommit = false;
+  EXPECT_FALSE(CheckBinding(layout, request).ok());
 }
 
 // --- --gpu-bind

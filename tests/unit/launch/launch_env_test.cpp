@@ -81,6 +81,13 @@ TEST(BuildRankEnvironmentTest, TheJobsStartAndEndTimes) {
   EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_JOB_END_TIME"), std::nullopt);
 }
 
+TEST(BuildRankEnvironmentTest, OvercommitIsSaidOnlyWhenAsked) {
+  LaunchContext context = TrainingJob();
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_OVERCOMMIT"), std::nullopt);
+  context.overcommit = true;
+  EXPECT_EQ(Get(BuildRankEnvironment(context, 0), "SLURM_OVERCOMMIT"), "1");
+}
+
 TEST(BuildRankEnvironmentTest, SlurmResourceVariablesInSlurmsForms) {
   LaunchContext context = TrainingJob();
   context.account = "vision";
