@@ -203,11 +203,12 @@ void FakeRunner::Launch(const v1::Launch& launch) {
       });
 }
 
-void FakeRunner::End(Runs::iterator it, const std::vector<int>& ranks, int exit_code, int signal) {
+// `ranks` by value: a caller may pass run.live_ranks itself, which this
+// changes.
+void FakeRunner::End(Runs::iterator it, std::vector<int> ranks, int exit_code, int signal) {
   Run& run = it->second;
   const std::int64_t job_id = it->first;
-  const std::vector<int> ending = ranks;  // `ranks` may be run.live_ranks itself
-  for (const int rank : ending) {
+  for (const int rank : ranks) {
     const auto live = std::find(run.live_ranks.begin(), run.live_ranks.end(), rank);
     if (live == run.live_ranks.end()) continue;
     run.live_ranks.erase(live);
@@ -280,7 +281,9 @@ void FakeRunner::Terminate(const v1::Terminate& message) {
     // Nothing runs here: the controller may free the node now.
     v1::AgentMessage released;
     released.mutable_job_released()->set_job_id(message.job_id());
-    released.mutable_job_released()->set_attempt(it == runs_.end() ? 0 : it->second.attempt);
+    released.mutable_job_released()->set_attempt(message.attempt() != 0 ? message.attempt()
+                                                 : it == runs_.end()    ? 0
+                                                                        : it->second.attempt);
     send_(std::move(released));
     return;
   }

@@ -95,7 +95,7 @@ class FakeRunner final : public LaunchRunner {
   using Runs = std::map<std::int64_t, Run>;
 
   /// Ends `ranks` of the run: exit `exit_code` or signal `signal`.
-  void End(Runs::iterator it, const std::vector<int>& ranks, int exit_code, int signal);
+  void End(Runs::iterator it, std::vector<int> ranks, int exit_code, int signal);
   void Refuse(const v1::Launch& launch, const std::string& reason);
 
   boost::asio::io_context& loop_;

@@ -741,11 +741,14 @@ void StepdRunner::Terminate(const v1::Terminate& message) {
   const auto live = Unfinished(job_id);
   if (!message.has_step()) {
     if (live.empty()) {
-      // Nothing runs here: the controller may free the node now.
-      int attempt = 0;
+      // Nothing runs here: the controller may free the node now, of the
+      // attempt it stops (a node of a batch job that ran no step may never
+      // have seen that attempt), else of the last one seen here.
+      int attempt = message.attempt();
       for (auto found = runs_.lower_bound(step::LaunchId{job_id, std::numeric_limits<int>::min(),
                                                          std::numeric_limits<int>::min()});
-           found != runs_.end() && found->first.job_id == job_id; ++found) {
+           found != runs_.end() && found->first.job_id == job_id && message.attempt() == 0;
+           ++found) {
         attempt = found->first.attempt;
       }
       LaunchLog().debug("terminate_unknown job={} node={}", job_id, setup_.name);

@@ -222,8 +222,21 @@ absl::Status Engine::Cancel(JobId id, int signal, const Caller& caller, Millis n
     }
     return absl::OkStatus();
   }
-  job.reason = caller.IsOperator() && caller.uid != job.request.uid ? "cancelled by an operator"
-                                                                    : "cancelled by its owner";
+  const char* reason = caller.IsOperator() && caller.uid != job.request.uid
+                           ? "cancelled by an operator"
+                           : "cancelled by its owner";
+  if (job.state == JobState::kCompleting) {
+    // Its ranks are stopping already. An end that would queue it again
+    // (scontrol requeue, a preemption, a lost node) becomes its end: it
+    // does not run again, as Slurm's scancel of a requeueing job.
+    if (FinalState(job.run.cause) == JobState::kPending) {
+      job.run.cause = EndCause::kCancelled;
+      job.reason = reason;
+      engine::Lifecycle::Changed(job, effects);
+    }
+    return absl::OkStatus();
+  }
+  job.reason = reason;
   core.life.Apply(job, JobEvent::kCancelled, now, effects);
   if (job.array.job_id == job.id && job.array.task_id < 0) job.array.pending.clear();
   return absl::OkStatus();

@@ -172,7 +172,8 @@ void Lifecycle::StopGang(Job& job, Effects& effects) {
         effects.commands.emplace_back(
             SignalCommand{job.id, job.run.placement.grants[rank].node, SIGCONT, SignalScope::kAll});
       }
-      effects.commands.emplace_back(TerminateCommand{job.id, job.run.placement.grants[rank].node});
+      effects.commands.emplace_back(TerminateCommand{
+          .job = job.id, .node = job.run.placement.grants[rank].node, .attempt = job.run.attempt});
     }
   }
 }

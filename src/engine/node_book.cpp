@@ -66,7 +66,8 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
                                         ? Steps::RunningOn(*it, rank)
                                         : std::vector<int>{};
       if (std::find(live.begin(), live.end(), *running.step) == live.end()) {
-        effects.commands.emplace_back(TerminateCommand{running.job, node, running.step});
+        effects.commands.emplace_back(TerminateCommand{
+            .job = running.job, .node = node, .step = running.step, .attempt = running.attempt});
       } else {
         steps.emplace(running.job, *running.step);
       }
@@ -75,7 +76,8 @@ absl::Status NodeBook::Registered(NodeId node, const NodeReport& report, Millis 
     // Unknown, finished, elsewhere, an older attempt, or stopping (the
     // terminate may have been lost with the old stream): stop it (again).
     if (!current || it->state == JobState::kCompleting) {
-      effects.commands.emplace_back(TerminateCommand{running.job, node});
+      effects.commands.emplace_back(
+          TerminateCommand{.job = running.job, .node = node, .attempt = running.attempt});
     }
     if (!current) continue;
     accounted.insert(running.job);
@@ -243,7 +245,8 @@ absl::Status NodeBook::Down(NodeId node, const std::string& reason, const Caller
   // Its agent is there: it ends the ranks (a lost node's agent fences
   // them itself).
   for (const JobId id : book_.JobsOn(node)) {
-    effects.commands.emplace_back(TerminateCommand{id, node});
+    effects.commands.emplace_back(
+        TerminateCommand{.job = id, .node = node, .attempt = book_.At(id).run.attempt});
   }
   EndJobsOn(node, fmt::format("set DOWN by an operator: {}", reason), now, effects);
   return absl::OkStatus();

@@ -31,7 +31,8 @@ void StopRanks(const Job& job, JobStep& step, Effects& effects) {
   if (step.stopping) return;
   step.stopping = true;
   ToEachNode(job, step, effects, [&](NodeId node, const alloc::StepNode&) {
-    return TerminateCommand{.job = job.id, .node = node, .step = step.id};
+    return TerminateCommand{
+        .job = job.id, .node = node, .step = step.id, .attempt = job.run.attempt};
   });
 }
 

@@ -87,36 +87,12 @@
 # |                                     |   cancelled; echo and exit 0            |                                       |
 # | python (cohort run ... python -c)   | python3 when PATH has no `python`       | Debian 12 has no `python`             |
 #
-# README errata: README.md lines found false where README.md is plainly what
-# is wrong (ERRATA below). While README.md says so, the test expects the
-# truth instead and prints a `note:` with the README line; once README.md is
-# fixed they apply to nothing.
-#
 # COHORT_README=FILE checks another copy of README.md (an edit before it is
 # made).
 [ -n "${COHORT_README:-}" ] && COHORT_README=$(realpath "$COHORT_README")
 source "$(dirname "$0")/lib.sh"
 README=${COHORT_README:-$ROOT/README.md}
 [ -r "$README" ] || { fail "cannot read $README"; finish_test; }
-
-# ERRATA: sed -E -z expressions over the normalised expected output of a
-# console command (one text, lines joined by \n), each with why; each
-# matches only the README's false text, so that a fixed README.md is
-# compared as it is.
-ERRATA=(
-  # squeue's TIME_LIMIT is Slurm's form, 5:00, not 00:05:00.
-  's/(\n1 gpu hello root RUNNING 0:<ss>) 00:05:00 (4 node\[01-04\]\n)/\1 5:00 \2/'
-  # With a GPU per rank each rank sees all of the job's GPUs on its node, its
-  # own at LOCAL_RANK (README's own words below the block, docs/slurm.md).
-  's/(rank [0-9]+ of 8 on node[0-9]+ \(node rank [0-9]+, local rank [01]\), master [0-9.]+:<port>), GPUs [01]\n/\1, GPUs 0,1\n/g'
-  # `cohort config check -c` also prints the controller, state, auth and tls.
-  's/(\npartition research: [^\n]*PriorityTier 1\n)$/\1controller 127.0.0.1:6820\nstate sqlite: \/var\/lib\/cohort\/state.db, StateSync=full\nauth munge (munged at \/run\/munge\/munge.socket.2)\ntls off: the TCP port is plain\n/'
-  # `cohort place` prints the placement's line after the leaves it spans.
-  's/(\n spans 2 leaf switches: leaf5, leaf6\n)( gpu033 )/\1 placement: leaves leaf5,leaf6; at most 4 hops (under spine2)\n\2/'
-  # The errors come unknown keys first; node4's is at column 24, where
-  # node[4-8] begins.
-  's/^tests\/data\/broken\/topology.conf:3:25: (error: node node4 is under two leaf switches \(leaf1, leaf2\)\n)/tests\/data\/broken\/topology.conf:7:30: error: unknown key "Speed" in a SwitchName line\n hint: known keys: Nodes, Switches, LinkSpeed, SpareNodes, SwitchName\ntests\/data\/broken\/topology.conf:3:24: \1/'
-)
 
 # --- README.md's blocks, one file each: NN.LANG, lines "LINENO<tab>TEXT"
 BLOCKS=$WORK/readme
@@ -240,20 +216,11 @@ run_console() {
       exps[n]+="$text"$'\n'
     fi
   done <"$block"
-  local k jobs=() expected=() prefix=() actual=() cmd at deadline id e before after
+  local k jobs=() expected=() prefix=() actual=() cmd at deadline id e
   for ((k = 0; k <= n; k++)); do
     cmd=${cmds[k]} at="README.md:${ats[k]}"
     COMMANDS=$((COMMANDS + 1))
     printf '%s' "${exps[k]}" | normalise >"$WORK/expected"
-    for e in "${ERRATA[@]}"; do
-      before=$(cat "$WORK/expected")
-      after=$(sed -E -z "$e" <<<"$before")
-      if [ "$after" != "$before" ] && [ -n "$before" ]; then
-        echo "note: $at ($cmd): README.md is wrong here; the test expects instead:"
-        diff <(echo "$before") <(echo "$after") | sed -n 's/^> /      /p'
-        printf '%s\n' "$after" >"$WORK/expected"
-      fi
-    done
     mapfile -t expected <"$WORK/expected"
     [ -z "${exps[k]}" ] && expected=()
     # The lines up to the first `...`: matched at the start while retrying.

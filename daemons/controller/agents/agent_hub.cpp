@@ -465,6 +465,7 @@ void AgentHub::Send(const Command& command) {
     out.set_kill_wait_ms(
         std::chrono::duration_cast<std::chrono::milliseconds>(state_.config.kill_wait).count());
     if (terminate.step) out.set_step(*terminate.step);
+    out.set_attempt(terminate.attempt);
     node = terminate.node;
   }
   SendToNode(node, std::move(message));

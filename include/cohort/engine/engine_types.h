@@ -63,6 +63,7 @@ struct TerminateCommand {
   JobId job = 0;
   NodeId node = 0;
   std::optional<int> step{};
+  int attempt = 0;  ///< the attempt it stops (a node may not have seen it); 0: any
 };
 using Command = std::variant<LaunchCommand, SignalCommand, TerminateCommand>;
 

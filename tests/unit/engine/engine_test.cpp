@@ -1686,6 +1686,34 @@ TEST_F(EngineTest, StepsEndWithTheirJobAndARequeueNumbersThemAnew) {
   EXPECT_EQ(engine_->FindJob(id)->run.steps[0].state, StepState::kCancelled);
 }
 
+// `scontrol requeue 12; scancel 12`: the cancel arrives while the requeue
+// stops the ranks, and the job ends CANCELLED instead of running again.
+// Each terminate names the attempt it stops.
+TEST_F(EngineTest, ACancelDuringARequeueEndsTheJob) {
+  const JobId id = Submit(2);
+  Schedule();
+  Effects fx;
+  ASSERT_TRUE(engine_->Requeue(JobRef{id, -1}, {1000}, now_, fx).ok());
+  ASSERT_EQ(State(id), JobState::kCompleting);
+  int terminates = 0;
+  for (const Command& c : fx.commands) {
+    if (const auto* t = std::get_if<TerminateCommand>(&c)) {
+      EXPECT_EQ(t->attempt, 1);
+      ++terminates;
+    }
+  }
+  EXPECT_EQ(terminates, 2);
+  ASSERT_TRUE(engine_->Cancel(JobRef{id, -1}, 0, {1000}, now_, fx).ok());
+  for (const alloc::NodeGrant& g : engine_->FindJob(id)->run.placement.grants) {
+    engine_->JobReleased(id, g.node, now_, fx);
+  }
+  EXPECT_EQ(State(id), JobState::kCancelled);
+  EXPECT_EQ(engine_->FindJob(id)->reason, "cancelled by its owner");
+  Schedule();
+  EXPECT_EQ(State(id), JobState::kCancelled) << "it does not run again";
+  EXPECT_TRUE(engine_->CheckInvariants().ok()) << engine_->CheckInvariants();
+}
+
 // --- --begin, --deadline, scontrol update, GPU types
 
 TEST_F(EngineTest, BeginTimeKeepsAJobPendingUntilItComes) {
