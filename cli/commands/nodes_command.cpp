@@ -143,12 +143,49 @@ void AddNodesCommand(CLI::App& app, int& exit_code) {
 
 namespace {
 
+// What an active reservation makes of its nodes in sinfo's state, as
+// Slurm's: "maint" for a node of a MAINT reservation that is not down or
+// drained, "resv" for an idle node of another; none otherwise.
+enum class Reserved : std::uint8_t { kNone, kMaint, kResv };
+
 // sinfo: one row per partition and state (per node with -N).
 struct SinfoRow {
   const v1::Partition* partition = nullptr;
   v1::NodeState state = v1::NODE_STATE_UNSPECIFIED;
   std::vector<const v1::Node*> nodes;
+  Reserved reserved = Reserved::kNone;
 };
+
+// The active reservations' nodes by name: kMaint where a MAINT one holds
+// the node, else kResv.
+using ReservedNodes = std::map<std::string, Reserved, std::less<>>;
+ReservedNodes ReservedBy(const v1::ListReservationsResponse& list) {
+  ReservedNodes reserved;
+  for (const v1::Reservation& r : list.reservations()) {
+    if (!r.active()) continue;
+    const bool maint = std::ranges::any_of(CommaList(r.flags()), [](std::string_view flag) {
+      return EqualsIgnoreCase(flag, "MAINT");
+    });
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(r.nodes());
+    if (!names.ok()) continue;
+    for (std::string& name : *names) {
+      Reserved& kind = reserved[std::move(name)];
+      if (maint || kind == Reserved::kNone) kind = maint ? Reserved::kMaint : Reserved::kResv;
+    }
+  }
+  return reserved;
+}
+
+// How `node` shows in sinfo's state, given the reservations.
+Reserved ReservedState(const v1::Node& node, const ReservedNodes& reserved) {
+  const auto it = reserved.find(node.name());
+  if (it == reserved.end() || node.state() == v1::NODE_DOWN || node.state() == v1::NODE_DRAINED ||
+      node.state() == v1::NODE_DRAINING) {
+    return Reserved::kNone;
+  }
+  if (it->second == Reserved::kMaint) return Reserved::kMaint;
+  return node.state() == v1::NODE_IDLE ? Reserved::kResv : Reserved::kNone;
+}
 
 struct SinfoField {
   char letter;
@@ -163,7 +200,9 @@ std::string NotResponding(const SinfoRow& row) {
   return !row.nodes.empty() && row.nodes.front()->not_responding() ? "*" : "";
 }
 
-std::string CompactState(v1::NodeState state) {
+std::string CompactState(v1::NodeState state, Reserved reserved = Reserved::kNone) {
+  if (reserved == Reserved::kMaint) return "maint";
+  if (reserved == Reserved::kResv) return "resv";
   switch (state) {
     case v1::NODE_IDLE:
       return "idle";
@@ -232,9 +271,14 @@ constexpr SinfoField kSinfoFields[] = {
      }},
     {'D', "NODES", "node count", [](const SinfoRow& r) { return std::to_string(r.nodes.size()); }},
     {'t', "STATE", "state, short",
-     [](const SinfoRow& r) { return CompactState(r.state) + NotResponding(r); }},
+     [](const SinfoRow& r) { return CompactState(r.state, r.reserved) + NotResponding(r); }},
     {'T', "STATE", "state",
-     [](const SinfoRow& r) { return NodeStateLower(r.state) + NotResponding(r); }},
+     [](const SinfoRow& r) {
+       return (r.reserved == Reserved::kMaint  ? std::string("maint")
+               : r.reserved == Reserved::kResv ? std::string("reserved")
+                                               : NodeStateLower(r.state)) +
+              NotResponding(r);
+     }},
     {'N', "NODELIST", "nodes", [](const SinfoRow& r) { return Names(r); }},
     {'n', "HOSTNAMES", "nodes", [](const SinfoRow& r) { return Names(r); }},
     {'c', "CPUS", "CPUs per node",
@@ -300,12 +344,16 @@ struct SinfoOptions {
 };
 
 // Whether `text` (a comma list, empty: any) names `state`, by sinfo's long
-// or short name.
-bool StateWanted(const std::string& text, v1::NodeState state) {
+// or short name (maint, resv and reserved name what reservations make of
+// it).
+bool StateWanted(const std::string& text, v1::NodeState state, Reserved reserved) {
   const std::vector<std::string_view> words = CommaList(text);
   return words.empty() || std::ranges::any_of(words, [&](std::string_view word) {
            return EqualsIgnoreCase(word, NodeStateLower(state)) ||
-                  EqualsIgnoreCase(word, CompactState(state));
+                  EqualsIgnoreCase(word, CompactState(state)) ||
+                  (reserved != Reserved::kNone &&
+                   (EqualsIgnoreCase(word, CompactState(state, reserved)) ||
+                    (reserved == Reserved::kResv && EqualsIgnoreCase(word, "reserved"))));
          });
 }
 
@@ -314,6 +362,7 @@ bool StateWanted(const std::string& text, v1::NodeState state) {
 std::string GroupKey(const SinfoRow& alone,
                      const std::vector<FormatSegment<SinfoField>>& segments) {
   std::string key = NodeStateText(*alone.nodes.front());
+  key += static_cast<char>('0' + static_cast<int>(alone.reserved));
   for (const FormatSegment<SinfoField>& s : segments) {
     if (s.field != nullptr &&
         std::string_view("NnDC").find(s.field->letter) == std::string_view::npos) {
@@ -345,14 +394,15 @@ void AddToGroup(SinfoGroups& groups, SinfoRow alone,
 std::vector<SinfoRow> ReasonRows(const SinfoOptions& o,
                                  const std::vector<FormatSegment<SinfoField>>& segments,
                                  const v1::ListPartitionsResponse& parts,
-                                 const v1::ListNodesResponse& nodes) {
+                                 const v1::ListNodesResponse& nodes,
+                                 const ReservedNodes& reserved) {
   static const v1::Partition kNone;
   SinfoGroups groups;
   const std::vector<std::string_view> wanted = CommaList(o.partitions);
   for (const v1::Node& node : nodes.nodes()) {
     const bool out = node.state() == v1::NODE_DOWN || node.state() == v1::NODE_DRAINED ||
                      node.state() == v1::NODE_DRAINING || node.not_responding();
-    if (!out || !StateWanted(o.states, node.state())) continue;
+    if (!out || !StateWanted(o.states, node.state(), ReservedState(node, reserved))) continue;
     const v1::Partition* partition = &kNone;
     for (const v1::Partition& p : parts.partitions()) {
       if (std::ranges::find(node.partitions(), p.name()) != node.partitions().end() &&
@@ -362,7 +412,7 @@ std::vector<SinfoRow> ReasonRows(const SinfoOptions& o,
       }
     }
     if (!wanted.empty() && partition == &kNone) continue;
-    SinfoRow alone{partition, node.state(), {&node}};
+    SinfoRow alone{partition, node.state(), {&node}, ReservedState(node, reserved)};
     if (o.node_oriented) {
       groups.emplace_back(std::string(), std::move(alone));
     } else {
@@ -380,20 +430,21 @@ std::vector<SinfoRow> ReasonRows(const SinfoOptions& o,
 std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
                                 const std::vector<FormatSegment<SinfoField>>& segments,
                                 const v1::ListPartitionsResponse& parts,
-                                const v1::ListNodesResponse& nodes) {
+                                const v1::ListNodesResponse& nodes, const ReservedNodes& reserved) {
   std::vector<SinfoRow> rows;
-  if (o.reasons) return ReasonRows(o, segments, parts, nodes);
+  if (o.reasons) return ReasonRows(o, segments, parts, nodes, reserved);
   for (const v1::Partition& p : parts.partitions()) {
     const std::vector<std::string_view> wanted = CommaList(o.partitions);
     if (!wanted.empty() && std::ranges::find(wanted, p.name()) == wanted.end()) continue;
     SinfoGroups groups;
     for (const v1::Node& node : nodes.nodes()) {
+      const Reserved shown = ReservedState(node, reserved);
       if (std::find(node.partitions().begin(), node.partitions().end(), p.name()) ==
               node.partitions().end() ||
-          !StateWanted(o.states, node.state())) {
+          !StateWanted(o.states, node.state(), shown)) {
         continue;
       }
-      SinfoRow alone{&p, node.state(), {&node}};
+      SinfoRow alone{&p, node.state(), {&node}, shown};
       if (o.node_oriented) {
         rows.push_back(std::move(alone));
       } else {
@@ -445,11 +496,14 @@ int Sinfo(const SinfoOptions& o) {
     request.set_nodes(o.nodes);
     absl::StatusOr<v1::ListNodesResponse> nodes = client.ListNodes(request);
     if (!nodes.ok()) return nodes.status();
+    absl::StatusOr<v1::ListReservationsResponse> reservations =
+        client.ListReservations(v1::ListReservationsRequest{});
+    if (!reservations.ok()) return reservations.status();
     if (!o.no_header) {
       std::cout << FormatLine(*segments, [](const SinfoField& f) { return std::string(f.header); })
                 << '\n';
     }
-    for (const SinfoRow& row : SinfoRows(o, *segments, *parts, *nodes)) {
+    for (const SinfoRow& row : SinfoRows(o, *segments, *parts, *nodes, ReservedBy(*reservations))) {
       std::cout << FormatLine(*segments, [&](const SinfoField& f) { return f.value(row); }) << '\n';
     }
     return absl::OkStatus();

@@ -150,8 +150,11 @@ squeue -h -j "$long" -o %r | grep -q "Reserved for maintenance" || fail "squeue'
 # Brought forward to now, the window starts with its nodes free.
 scontrol update ReservationName=maint StartTime=now >/dev/null || fail "moving maint to now was refused"
 scontrol show reservation maint | grep -q "State=ACTIVE" || fail "maint is not active: $(scontrol show reservation maint)"
-[ "$(sinfo -h -N -n node[01-04] -o %T | sort -u | tr -d ' ')" = idle ] ||
-  fail "maint's nodes are not free at its start: $(sinfo -N -n node[01-04])"
+# sinfo shows them as Slurm's does: maint (and free: no job holds them).
+[ "$(sinfo -h -N -n node[01-04] -o %T | sort -u | tr -d ' ')" = maint ] &&
+  [ "$(sinfo -h -N -n node[01-04] -o %C | sort -u | tr -d ' ')" = 0/32/0/32 ] &&
+  [ "$(sinfo -h -t maint -N -o %N | sort -u | tr '\n' ' ')" = "node01 node02 node03 node04 " ] ||
+  fail "maint's nodes are not free, or not shown maint, at its start: $(sinfo -N -n node[01-04])"
 sinfo -T | grep -q "^maint  *ACTIVE" || fail "sinfo -T: $(sinfo -T)"
 # By count: the allocator picks one leaf's four nodes.
 scontrol create reservation ReservationName=team StartTime=now Duration=30 NodeCnt=4 Users=nobody \
@@ -159,6 +162,8 @@ scontrol create reservation ReservationName=team StartTime=now Duration=30 NodeC
 team_nodes=$(scontrol show reservation team | sed -n 's/.*Nodes=\([^ ]*\).*/\1/p')
 case "$team_nodes" in node\[05-08\]|node\[09-12\]|node\[13-16\]) ;;
   *) fail "team's four nodes are not one leaf's, or take maint's: $team_nodes";; esac
+[ "$(sinfo -h -N -n "$team_nodes" -o %t | sort -u | tr -d ' ')" = resv ] ||
+  fail "team's idle nodes are not shown resv: $(sinfo -N -n "$team_nodes")"
 mine=$(sbatch --parsable --reservation=team -N 4 -t 5 -o /dev/null --wrap 'sleep 1') ||
   fail "a job of team was refused"
 wait_until 20 state_is "$mine" RUNNING || wait_until 20 finished "$mine" || fail "team's job did not start"
