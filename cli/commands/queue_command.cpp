@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,9 +18,11 @@
 #include "cohort/diagnostics.h"
 #include "cohort/fmt_absl.h"
 #include "cohort/text/array_spec.h"
+#include "cohort/text/hostlist.h"
 #include "commands/commands.h"
 #include "commands/slurm_commands.h"
 #include "format/job_format.h"
+#include "format/job_sort.h"
 #include "format/percent_format.h"
 #include "format/policy_format.h"
 #include "transport/controller_client.h"
@@ -41,6 +47,9 @@ struct QueueOptions {
   std::string names;          ///< -n
   std::string accounts;       ///< -A
   std::string qos;            ///< -q
+  std::string nodelist;       ///< -w: a hostlist; jobs on any of its nodes
+  std::string sort;           ///< -S: squeue's sort letters (-p,i)
+  int iterate_s = 0;          ///< -i: print again every this many seconds; 0: once
   std::string long_format;    ///< squeue -O: Slurm's field names, turned into `format`
   bool long_listing = false;  ///< squeue -l
   bool each_task = false;     ///< squeue -r: an array's tasks not started, one a line
@@ -74,6 +83,14 @@ std::vector<v1::Job> OneLineATask(std::vector<v1::Job> jobs) {
 
 bool Listed(const std::vector<std::string_view>& list, std::string_view value) {
   return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// Whether a job on `hostlist` runs on one of `nodes` (none: any job).
+bool OnNodes(const std::string& hostlist, const std::set<std::string, std::less<>>& nodes) {
+  if (nodes.empty()) return true;
+  absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(hostlist);
+  return names.ok() &&
+         std::ranges::any_of(*names, [&](const std::string& name) { return nodes.contains(name); });
 }
 
 // Whether the job passes -j, -p, -n, -A and -q. A plain id also names
@@ -256,6 +273,48 @@ absl::StatusOr<std::string> FormatOfFields(std::string_view fields) {
   return format;
 }
 
+// One listing of Queue's.
+absl::Status ListOnce(ControllerClient& client, const v1::ListJobsRequest& request,
+                      const QueueOptions& o, const std::vector<SortKey>& sort_keys,
+                      const std::set<std::string, std::less<>>& on_nodes,
+                      const std::vector<Segment>& segments) {
+  absl::StatusOr<v1::ListJobsResponse> response = client.ListJobs(request);
+  if (!response.ok()) return response.status();
+  std::vector<v1::Job> jobs;
+  for (const v1::Job& job : response->jobs()) {
+    if ((!o.start || job.state() == v1::JOB_PENDING) && Wanted(job, o) &&
+        OnNodes(job.nodes(), on_nodes)) {
+      jobs.push_back(job);
+    }
+  }
+  std::sort(jobs.begin(), jobs.end(), DisplayOrder);
+  if (o.each_task) jobs = OneLineATask(std::move(jobs));
+  if (o.start) {
+    // Soonest first; unknown starts last.
+    std::stable_sort(jobs.begin(), jobs.end(), [](const v1::Job& a, const v1::Job& b) {
+      const bool a_known = a.expected_start_ms() > 0;
+      const bool b_known = b.expected_start_ms() > 0;
+      if (a_known != b_known) return a_known;
+      return a.expected_start_ms() < b.expected_start_ms();
+    });
+  }
+  const std::int64_t now = NowMs();
+  if (!sort_keys.empty()) SortJobs(jobs, sort_keys, now);
+  if (o.steps) {
+    PrintSteps(jobs, o, now);
+  } else if (o.json) {
+    nlohmann::ordered_json out;
+    out["jobs"] = nlohmann::ordered_json::array();
+    for (const v1::Job& job : jobs) out["jobs"].push_back(JobToJson(job, now));
+    std::cout << out.dump(2) << '\n';
+  } else if (!segments.empty()) {
+    PrintFormatted(segments, jobs, !o.no_header, now);
+  } else {
+    PrintTable(o.start ? "iPjutSDR" : "iPjuTMlDR", jobs, !o.no_header, now);
+  }
+  return absl::OkStatus();
+}
+
 int Queue(const QueueOptions& o) {
   v1::ListJobsRequest request;
   if (o.me && (o.all || !o.user.empty())) {
@@ -320,36 +379,40 @@ int Queue(const QueueOptions& o) {
     segments = *std::move(parsed);
   }
 
+  absl::StatusOr<std::vector<SortKey>> sort_keys = ParseSortKeys(o.sort);
+  if (!sort_keys.ok()) {
+    std::cerr << fmt::format("cohort: {}\n", sort_keys.status().message());
+    return 2;
+  }
+  std::set<std::string, std::less<>> on_nodes;
+  if (!o.nodelist.empty()) {
+    absl::StatusOr<std::vector<std::string>> names = hostlist::Expand(o.nodelist);
+    if (!names.ok()) {
+      std::cerr << fmt::format("cohort: -w/--nodelist: {}\n", names.status().message());
+      return 2;
+    }
+    on_nodes.insert(names->begin(), names->end());
+  }
+  if (o.iterate_s < 0) {
+    std::cerr << "cohort: -i/--iterate takes the seconds between listings, 1 or more\n";
+    return 2;
+  }
   return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
-    absl::StatusOr<v1::ListJobsResponse> response = client.ListJobs(request);
-    if (!response.ok()) return response.status();
-    std::vector<v1::Job> jobs;
-    for (const v1::Job& job : response->jobs()) {
-      if ((!o.start || job.state() == v1::JOB_PENDING) && Wanted(job, o)) jobs.push_back(job);
-    }
-    std::sort(jobs.begin(), jobs.end(), DisplayOrder);
-    if (o.each_task) jobs = OneLineATask(std::move(jobs));
-    if (o.start) {
-      // Soonest first; unknown starts last.
-      std::stable_sort(jobs.begin(), jobs.end(), [](const v1::Job& a, const v1::Job& b) {
-        const bool a_known = a.expected_start_ms() > 0;
-        const bool b_known = b.expected_start_ms() > 0;
-        if (a_known != b_known) return a_known;
-        return a.expected_start_ms() < b.expected_start_ms();
-      });
-    }
-    const std::int64_t now = NowMs();
-    if (o.steps) {
-      PrintSteps(jobs, o, now);
-    } else if (o.json) {
-      nlohmann::ordered_json out;
-      out["jobs"] = nlohmann::ordered_json::array();
-      for (const v1::Job& job : jobs) out["jobs"].push_back(JobToJson(job, now));
-      std::cout << out.dump(2) << '\n';
-    } else if (!segments.empty()) {
-      PrintFormatted(segments, jobs, !o.no_header, now);
-    } else {
-      PrintTable(o.start ? "iPjutSDR" : "iPjuTMlDR", jobs, !o.no_header, now);
+    // -i: the listing again every iterate_s seconds, each under the time
+    // it was made, as squeue's, until interrupted.
+    for (bool first = true; first || o.iterate_s > 0; first = false) {
+      if (!first) std::this_thread::sleep_for(std::chrono::seconds(o.iterate_s));
+      if (o.iterate_s > 0) {
+        const std::time_t now = std::time(nullptr);
+        char stamp[64] = {};
+        std::strftime(stamp, sizeof stamp, "%a %b %e %H:%M:%S %Y", std::localtime(&now));
+        std::cout << stamp << '\n';
+      }
+      if (absl::Status listed = ListOnce(client, request, o, *sort_keys, on_nodes, segments);
+          !listed.ok()) {
+        return listed;
+      }
+      std::cout << std::flush;
     }
     return absl::OkStatus();
   });
@@ -364,6 +427,17 @@ void AddFilterOptions(CLI::App& command, QueueOptions& o) {
   command.add_option("-n,--name", o.names, "only jobs with these names")->type_name("LIST");
   command.add_option("-A,--account", o.accounts, "only jobs of these accounts")->type_name("LIST");
   command.add_option("-q,--qos", o.qos, "only jobs of these QOS")->type_name("LIST");
+  command.add_option("-w,--nodelist", o.nodelist, "only jobs on some of these nodes")
+      ->type_name("HOSTLIST");
+  command
+      .add_option("-S,--sort", o.sort,
+                  "order by these format letters, each after - for descending (-S -p,i: the "
+                  "highest priority first); default: by id")
+      ->type_name("LETTERS");
+  command
+      .add_option("-i,--iterate", o.iterate_s,
+                  "list again every this many seconds, each under its time, until interrupted")
+      ->type_name("SECONDS");
 }
 
 }  // namespace

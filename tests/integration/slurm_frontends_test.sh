@@ -135,8 +135,21 @@ grep -q "gpu:a100:4" "$WORK/sinfo" || fail "sinfo %G: $(cat "$WORK/sinfo")"
 scontrol show job "$run" | grep -q "^JobId=$run JobName=fmt" || fail "scontrol show job: $(scontrol show job "$run")"
 [ "$(field "$run" JobState)" = RUNNING ] || fail "scontrol JobState: $(scontrol show job "$run")"
 scontrol show partition gpu | grep -q "^PartitionName=gpu" || fail "scontrol show partition"
-scancel "$run"
-pass "squeue, sinfo and scontrol formats"
+# -S (descending id, then by id), -w (jobs on these nodes), -i (again each
+# second, under its time).
+later=$(sbatch --parsable --hold -o /dev/null --wrap true)
+[ "$(squeue -h -S -i -j "$run,$later" -o %i | tr '\n' ' ')" = "$later $run " ] &&
+  [ "$(squeue -h -S i -j "$run,$later" -o %i | tr '\n' ' ')" = "$run $later " ] ||
+  fail "squeue -S: $(squeue -h -S -i -j "$run,$later" -o %i | tr '\n' ' ')"
+first_node=$(scontrol show hostnames "$(squeue -h -j "$run" -o %N)" | head -n1)
+[ "$(squeue -h -w "$first_node" -o %i)" = "$run" ] && [ -z "$(squeue -h -w node08 -o %i)" ] ||
+  fail "squeue -w $first_node: $(squeue -h -w "$first_node" -o %i)"
+iterated=$(timeout 2.5 squeue -i 1 -h -j "$run" -o %i)
+[ "$(grep -cx "$run" <<<"$iterated")" -ge 2 ] &&
+  [ "$(grep -Ec '^[A-Z][a-z]{2} [A-Z][a-z]{2} ' <<<"$iterated")" -ge 2 ] ||
+  fail "squeue -i 1: $iterated"
+scancel "$run" "$later"
+pass "squeue, sinfo and scontrol formats; squeue -S, -w and -i"
 
 # --- scontrol hold, update, release on a pending job
 held=$(sbatch --parsable -H -t 30 --wrap true)
