@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -51,7 +52,73 @@ int SendCancel(const CancelOptions& o, v1::CancelJobRequest request) {
       o.connection, [&](ControllerClient& client) { return client.CancelJob(request).status(); });
 }
 
-int Cancel(const CancelOptions& o) {
+// JOB.STEP (12.0, 12_3.1): that step alone, cancelled or with -s signalled;
+// none for a job's id. InvalidArgument for 12.batch or a step that is no
+// number: a job's batch step is the job.
+struct StepName {
+  std::string job;
+  int step = 0;
+};
+absl::StatusOr<std::optional<StepName>> StepOf(const std::string& id) {
+  const std::size_t dot = id.find('.');
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string_view step(id.data() + dot + 1, id.size() - dot - 1);
+  int number = -1;
+  const auto [end, ec] = std::from_chars(step.data(), step.data() + step.size(), number);
+  if (ec != std::errc() || end != step.data() + step.size() || number < 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "\"{}\": a step is JOB.N (12.0); the batch step ({}.batch) is the job itself: cancel {}",
+        id, id.substr(0, dot), id.substr(0, dot)));
+  }
+  return StepName{id.substr(0, dot), number};
+}
+
+// The steps among `ids` (JOB.STEP) cancelled or signalled, each alone; the
+// jobs' ids are left in `ids`. 0, or the status of the first that failed.
+int CancelSteps(const CancelOptions& o, std::vector<std::string>& ids) {
+  std::vector<StepName> steps;
+  std::vector<std::string> jobs;
+  for (const std::string& id : ids) {
+    absl::StatusOr<std::optional<StepName>> step = StepOf(id);
+    if (!step.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", step.status().message());
+      return 2;
+    }
+    if (*step) {
+      steps.push_back(**step);
+    } else {
+      jobs.push_back(id);
+    }
+  }
+  ids = std::move(jobs);
+  if (steps.empty()) return 0;
+  int signal = 0;
+  if (!o.signal.empty()) {
+    absl::StatusOr<int> parsed = ParseSignal(o.signal);
+    if (!parsed.ok()) {
+      std::cerr << fmt::format("cohort: {}\n", parsed.status());
+      return 2;
+    }
+    signal = *parsed;
+  }
+  return CallController(o.connection, [&](ControllerClient& client) -> absl::Status {
+    for (const StepName& step : steps) {
+      v1::SignalStepRequest request;
+      request.set_job_ref(step.job);
+      request.set_step_id(step.step);
+      request.set_signal(signal);
+      if (absl::Status done = client.SignalStep(request).status(); !done.ok()) return done;
+    }
+    return absl::OkStatus();
+  });
+}
+
+int Cancel(const CancelOptions& given) {
+  CancelOptions o = given;
+  const bool named = !o.ids.empty();
+  if (const int steps = CancelSteps(o, o.ids); steps != 0 || (named && o.ids.empty())) {
+    return steps;
+  }
   absl::StatusOr<std::vector<JobRef>> refs = ParseJobRefs(o.ids, "cancel");
   if (!refs.ok()) {
     std::cerr << fmt::format("cohort: {}\n", refs.status());
@@ -116,7 +183,12 @@ absl::StatusOr<std::vector<std::int64_t>> FilteredJobs(ControllerClient& client,
   return ids;
 }
 
-int Scancel(const ScancelOptions& o) {
+int Scancel(const ScancelOptions& given) {
+  // Steps named (12.0) go alone; the filters choose among the jobs named.
+  ScancelOptions o = given;
+  const bool named = !o.cancel.ids.empty();
+  if (const int steps = CancelSteps(o.cancel, o.cancel.ids); steps != 0) return steps;
+  if (named && o.cancel.ids.empty()) return 0;
   const bool filtered = o.me || !o.user.empty() || !o.states.empty() || !o.partition.empty() ||
                         !o.name.empty() || !o.account.empty();
   if (o.cancel.ids.empty() && !filtered) {
@@ -146,7 +218,7 @@ void AddCancelCommand(CLI::App& app, int& exit_code) {
   cancel
       ->add_option("JOB", o->ids,
                    "the jobs: an id (12; for an array, every task of it) or one array task "
-                   "(12_3)")
+                   "(12_3); or a step of one (12.0), alone")
       ->required();
   cancel->add_option("-s,--signal", o->signal,
                      "send this signal to every rank instead of cancelling: a name (USR1, TERM, "
@@ -157,7 +229,8 @@ void AddCancelCommand(CLI::App& app, int& exit_code) {
 
 void AddScancelCommand(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<ScancelOptions>();
-  app.add_option("JOB", o->cancel.ids, "the jobs: ids (12) or array tasks (12_3)");
+  app.add_option("JOB", o->cancel.ids,
+                 "the jobs: ids (12) or array tasks (12_3); or steps (12.0), each alone");
   app.add_option("-s,--signal", o->cancel.signal,
                  "send this signal to the jobs' ranks instead of cancelling (USR1, TERM, 10)");
   app.add_option("-u,--user", o->user, "the jobs of this user");

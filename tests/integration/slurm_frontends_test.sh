@@ -444,7 +444,13 @@ scancel --signal=STOP "$held" || fail "scancel --signal=STOP failed"
 scontrol show job "$held" | grep -q "JobState=STOPPED" || fail "scontrol's JobState: $(scontrol show job "$held" | grep JobState)"
 scancel --signal=CONT "$held" || fail "scancel --signal=CONT failed"
 [ "$(squeue -h -j "$held" -o %T)" = RUNNING ] || fail "after SIGCONT: $(squeue -h -j "$held" -o %T)"
-scancel "$held"
-pass "scancel --signal=STOP shows STOPPED (ST) until CONT; scontrol show step"
+# scancel JOB.STEP: the step alone; the batch script (srun failed) ends.
+scancel "$held.0" || fail "scancel $held.0 failed"
+step_cancelled() { scontrol show step "$held.0" 2>/dev/null | grep -q "State=CANCELLED"; }
+wait_until 30 step_cancelled || fail "step $held.0 after scancel: $(scontrol show step "$held.0" 2>&1)"
+out=$(scancel "$held.batch" 2>&1) && fail "scancel $held.batch was taken: $out"
+grep -q "is the job itself: cancel $held" <<<"$out" || fail "scancel $held.batch said: $out"
+scancel "$held" 2>/dev/null
+pass "scancel --signal=STOP shows STOPPED (ST) until CONT; scontrol show step; scancel JOB.STEP"
 
 finish_test
