@@ -297,6 +297,20 @@ constexpr SinfoField kSinfoFields[] = {
        if (r.nodes.empty() || r.nodes.front()->features().empty()) return std::string("(null)");
        return fmt::format("{}", fmt::join(r.nodes.front()->features(), ","));
      }},
+    {'F', "NODES(A/I/O/T)", "nodes allocated/idle/other/total",
+     [](const SinfoRow& r) {
+       int allocated = 0, idle = 0, other = 0;
+       for (const v1::Node* n : r.nodes) {
+         if (n->state() == v1::NODE_ALLOCATED || n->state() == v1::NODE_MIXED) {
+           ++allocated;
+         } else if (n->state() == v1::NODE_IDLE) {
+           ++idle;
+         } else {
+           ++other;
+         }
+       }
+       return fmt::format("{}/{}/{}/{}", allocated, idle, other, r.nodes.size());
+     }},
     {'C', "CPUS(A/I/O/T)", "CPUs allocated/idle/other/total",
      [](const SinfoRow& r) {
        int allocated = 0, idle = 0, other = 0, total = 0;
@@ -340,6 +354,7 @@ struct SinfoOptions {
   bool node_oriented = false;
   bool long_listing = false;
   bool reasons = false;       ///< -R: the nodes out of service, by reason
+  bool summarize = false;     ///< -s: one row a partition, nodes counted by state
   bool reservations = false;  ///< -T: the reservations
 };
 
@@ -359,13 +374,18 @@ bool StateWanted(const std::string& text, v1::NodeState state, Reserved reserved
 
 // The key that groups a node with others of its row: its state and every
 // field of the format but the lists and counts (%N %n %D %C).
-std::string GroupKey(const SinfoRow& alone,
-                     const std::vector<FormatSegment<SinfoField>>& segments) {
-  std::string key = NodeStateText(*alone.nodes.front());
-  key += static_cast<char>('0' + static_cast<int>(alone.reserved));
+std::string GroupKey(const SinfoRow& alone, const std::vector<FormatSegment<SinfoField>>& segments,
+                     bool summarize) {
+  // -s: the states are counted, not grouped (%F).
+  std::string key;
+  if (!summarize) {
+    key = NodeStateText(*alone.nodes.front());
+    key += static_cast<char>('0' + static_cast<int>(alone.reserved));
+  }
   for (const FormatSegment<SinfoField>& s : segments) {
     if (s.field != nullptr &&
-        std::string_view("NnDC").find(s.field->letter) == std::string_view::npos) {
+        std::string_view("NnDCF").find(s.field->letter) == std::string_view::npos &&
+        !(summarize && (s.field->letter == 't' || s.field->letter == 'T'))) {
       key += '\0' + s.field->value(alone);
     }
   }
@@ -377,8 +397,8 @@ using SinfoGroups = std::vector<std::pair<std::string, SinfoRow>>;
 
 // Adds a node's row to the group it looks the same as, or as a new group.
 void AddToGroup(SinfoGroups& groups, SinfoRow alone,
-                const std::vector<FormatSegment<SinfoField>>& segments) {
-  std::string key = GroupKey(alone, segments);
+                const std::vector<FormatSegment<SinfoField>>& segments, bool summarize = false) {
+  std::string key = GroupKey(alone, segments, summarize);
   auto it = std::find_if(groups.begin(), groups.end(),
                          [&](const auto& group) { return group.first == key; });
   if (it == groups.end()) {
@@ -448,7 +468,7 @@ std::vector<SinfoRow> SinfoRows(const SinfoOptions& o,
       if (o.node_oriented) {
         rows.push_back(std::move(alone));
       } else {
-        AddToGroup(groups, std::move(alone), segments);
+        AddToGroup(groups, std::move(alone), segments, o.summarize);
       }
     }
     for (auto& [key, row] : groups) rows.push_back(std::move(row));
@@ -478,6 +498,7 @@ int Sinfo(const SinfoOptions& o) {
   }
   if (format.empty()) {
     format = o.reasons         ? "%20E %9u %19H %N"
+             : o.summarize     ? "%9P %.5a %.10l %.16F %N"
              : o.node_oriented ? "%N %.6D %P %.11T"
              : o.long_listing  ? "%9P %.5a %.10l %.6D %.11T %N"
                                : "%9P %.5a %.10l %.6D %.6t %N";
@@ -530,6 +551,8 @@ void AddSinfoCommand(CLI::App& app, int& exit_code) {
   app.add_flag("-l,--long", o->long_listing, "states by their full name");
   app.add_flag("-R,--list-reasons", o->reasons,
                "the nodes down, drained or not responding, by reason: who gave it and when");
+  app.add_flag("-s,--summarize", o->summarize,
+               "one line a partition, its nodes counted allocated/idle/other/total (%F)");
   app.add_flag("-T,--reservation", o->reservations,
                "the reservations: name, state, start, end, duration, nodes");
   app.add_flag("-a,--all,-e,--exact,-v,--verbose")

@@ -128,6 +128,12 @@ grep -qx "gpu\* up 1:00:00 [0-9] [a-z]* gpu:h100:8" "$WORK/sinfo" || fail "sinfo
 grep -q "gpu:a100:4" "$WORK/sinfo" || fail "sinfo %G: $(cat "$WORK/sinfo")"
 [ "$(sinfo -h -N -n node05 -p gpu -o '%N %c %m %G')" = "node05 16 128000 gpu:a100:4" ] ||
   fail "sinfo -N: $(sinfo -h -N -n node05 -p gpu -o '%N %c %m %G')"
+# sinfo -s: a line a partition, its nodes counted (the fmt job holds 2).
+summary=$(sinfo -s -p gpu)
+[ "$(head -n1 <<<"$summary" | tr -s ' ')" = "PARTITION AVAIL TIMELIMIT NODES(A/I/O/T) NODELIST" ] &&
+  [[ $(tail -n +2 <<<"$summary" | tr -s ' ') =~ ^gpu\*\ up\ 1:00:00\ ([0-9])/([0-9])/0/8\ node\[01-08\]$ ]] &&
+  [ "${BASH_REMATCH[1]}" -ge 2 ] && [ $((BASH_REMATCH[1] + BASH_REMATCH[2])) = 8 ] ||
+  fail "sinfo -s: $summary"
 [ "$(scontrol show hostnames 'node[01-03]' | tr '\n' ' ')" = "node01 node02 node03 " ] ||
   fail "scontrol show hostnames: $(scontrol show hostnames 'node[01-03]')"
 [ "$(scontrol show hostlist node01,node02,node03)" = "node[01-03]" ] ||
