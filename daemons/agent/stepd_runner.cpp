@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -395,7 +396,14 @@ void StepdRunner::OnStepdExit(step::LaunchId id, std::uint64_t serial, int wait_
 void StepdRunner::Poll() {
   if (settings_.gather_interval.count() > 0 && std::chrono::steady_clock::now() >= next_sample_) {
     next_sample_ = std::chrono::steady_clock::now() + settings_.gather_interval;
-    SampleUsage();
+    // What launches use is for sstat and sacct; a sample that fails (a
+    // library's exception reading /proc or NVML) is skipped and said,
+    // never the end of the node's agent and of every job it runs.
+    try {
+      SampleUsage();
+    } catch (const std::exception& e) {
+      LaunchLog().error("usage_sample_failed node={} error={:?}", setup_.name, e.what());
+    }
   }
   const auto now = std::chrono::system_clock::now();
   for (auto it = runs_.begin(); it != runs_.end();) {
