@@ -184,19 +184,20 @@ absl::StatusOr<std::vector<std::int64_t>> FilteredJobs(ControllerClient& client,
 }
 
 int Scancel(const ScancelOptions& given) {
-  // Steps named (12.0) go alone; the filters choose among the jobs named.
-  ScancelOptions o = given;
-  const bool named = !o.cancel.ids.empty();
-  if (const int steps = CancelSteps(o.cancel, o.cancel.ids); steps != 0) return steps;
-  if (named && o.cancel.ids.empty()) return 0;
-  const bool filtered = o.me || !o.user.empty() || !o.states.empty() || !o.partition.empty() ||
-                        !o.name.empty() || !o.account.empty();
-  if (o.cancel.ids.empty() && !filtered) {
+  const bool filtered = given.me || !given.user.empty() || !given.states.empty() ||
+                        !given.partition.empty() || !given.name.empty() || !given.account.empty();
+  if (given.cancel.ids.empty() && !filtered) {
     std::cerr << "scancel: error: No job identification provided; name jobs, or filter them "
                  "with -u, --me, -t, -p, -n or -A\n";
     return 1;
   }
-  if (!filtered) return Cancel(o.cancel);
+  if (!filtered) return Cancel(given.cancel);
+  // Steps named (12.0) go alone; the filters choose among the jobs named,
+  // and with only steps named, among none.
+  ScancelOptions o = given;
+  const bool named = !o.cancel.ids.empty();
+  if (const int steps = CancelSteps(o.cancel, o.cancel.ids); steps != 0) return steps;
+  if (named && o.cancel.ids.empty()) return 0;
   v1::CancelJobRequest request;
   const int status = CallController(o.cancel.connection, [&](ControllerClient& client) {
     absl::StatusOr<std::vector<std::int64_t>> ids = FilteredJobs(client, o);

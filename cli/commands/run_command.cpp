@@ -174,7 +174,6 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
     std::cerr << fmt::format("cohort: {}\n", client.status());
     return 2;
   }
-  SetLaunchHost(*spec->mutable_env(), StepIoHost(client->Address()));
   if (launch::MpiTypeNeedsServer(state.mpi) || spec->has_container() ||
       (stdin_rank >= 0 && StdinIsData())) {
     // As Slurm's srun outside a job: an allocation of the options' shape,
@@ -197,6 +196,8 @@ int Run(const RunState& state, const std::vector<std::string>& remaining) {
                          .immediate = ImmediateOf(options)});
   }
 
+  // As the step's ranks get from RunStep above: where this command runs.
+  SetLaunchHost(*spec->mutable_env(), StepIoHost(client->Address()));
   // The ranks' output files, which FollowJob prints.
   absl::StatusOr<std::optional<std::filesystem::path>> taken = TakeOutput(options, *spec);
   if (!taken.ok()) {

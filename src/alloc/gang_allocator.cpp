@@ -223,12 +223,12 @@ PlacementResult GangAllocator::Feasible(const GangRequest& request, const NodePo
   std::string key;
   const bool cacheable = request.required_nodes.empty() && request.excluded_nodes.empty();
   if (cacheable) {
-    key = fmt::format("{}+{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.spares,
-                      CpusPerNode(request), request.cpus_per_task, request.gpus_per_node,
-                      request.memory_mb_per_node, static_cast<int>(request.exclusivity),
-                      request.partition.value_or(-1), request.max_leaves.value_or(0),
-                      request.segment.value_or(0), request.spread_segments ? 1 : 0,
-                      pool.CapacityId(), fmt::join(request.features, ","));
+    key = fmt::format(
+        "{}+{}/{}{}/{}/{}/{}/{}/{}/{}/{}/{}/{}/{}", request.nodes, request.spares,
+        request.tasks_per_node, request.overcommit ? "o" : "", request.cpus_per_task,
+        request.gpus_per_node, request.memory_mb_per_node, static_cast<int>(request.exclusivity),
+        request.partition.value_or(-1), request.max_leaves.value_or(0), request.segment.value_or(0),
+        request.spread_segments ? 1 : 0, pool.CapacityId(), fmt::join(request.features, ","));
     if (const auto it = feasible_.find(key); it != feasible_.end()) return it->second;
   }
   PlacementResult result = Run(request, pool, View::kIdleCluster, nullptr);
